@@ -1,0 +1,49 @@
+/* tesched runtime: helpers that generated kernels include.
+ *
+ * Floor division and modulo with Python semantics, min/max/abs per type, sigmoid, and aligned heap
+ * allocation for buffers too large for the stack. Everything is static inline so gcc can vectorize
+ * through it. Nothing here depends on Python.
+ */
+#ifndef TESCHED_RUNTIME_H
+#define TESCHED_RUNTIME_H
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TS_ALIGN 64
+
+static inline int64_t ts_floordiv(int64_t a, int64_t b) {
+  int64_t q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+
+static inline int64_t ts_floormod(int64_t a, int64_t b) {
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+
+#define TS_MINMAX(T, S)                                                                  \
+  static inline T ts_min_##S(T a, T b) { return a < b ? a : b; }                         \
+  static inline T ts_max_##S(T a, T b) { return a > b ? a : b; }
+TS_MINMAX(float, f32)
+TS_MINMAX(double, f64)
+TS_MINMAX(int32_t, i32)
+TS_MINMAX(int64_t, i64)
+TS_MINMAX(int8_t, bool)
+#undef TS_MINMAX
+
+static inline int32_t ts_abs_i32(int32_t a) { return a < 0 ? -a : a; }
+static inline int64_t ts_abs_i64(int64_t a) { return a < 0 ? -a : a; }
+static inline float ts_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
+static inline double ts_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+static inline void *ts_alloc(size_t bytes) {
+  size_t rounded = (bytes + TS_ALIGN - 1) / TS_ALIGN * TS_ALIGN;
+  return aligned_alloc(TS_ALIGN, rounded ? rounded : TS_ALIGN);
+}
+
+static inline void ts_free(void *p) { free(p); }
+
+#endif

@@ -1,0 +1,23 @@
+"""tesched: a tensor-expression scheduling DSL on a polyhedral core (islpy), compiled to C through cffi.
+
+Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
+``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``.
+"""
+from .builder import build
+from .dtype import ALL_TYPES as dtypes
+from .errors import BuildError, LoweringError, ScheduleError, TeschedError
+from .expr import Expr, const
+from .functions import (abs, all, any, ceil, exp, floor, if_then_else, log, max, maximum, min, minimum,
+                        sigmoid, sqrt, sum, tanh)
+from .lower import LoweredFunc, lower
+from .schedule import Schedule, Stage, create_schedule
+from .tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BuildError", "Expr", "build", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
+    "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
+    "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
+    "placeholder", "reduce_axis", "sigmoid", "sqrt", "sum", "tanh", "var",
+]

@@ -1,0 +1,223 @@
+"""Loop IR -> C99 source.
+
+One function per lowered program: ``void name(T* restrict arg, ..., int64_t size...)``. Loops carry their
+kind as pragmas: ``parallel`` -> ``#pragma omp parallel for``, ``vectorized`` -> ``#pragma omp simd``,
+``unrolled`` -> ``#pragma GCC unroll``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
+row-major, minus a local buffer's origin. Local buffers of constant size up to :data:`STACK_LIMIT` bytes
+live on the stack (aligned), larger ones on the heap. Every identifier comes from
+:class:`~tesched.names.NameTable`. This module knows nothing of isl or cffi.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import dtype as dt
+from . import ir
+from .expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
+from .lower import LoweredFunc
+from .names import NameTable, sanitize
+
+STACK_LIMIT = 128 * 1024
+
+_C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%"}
+_SUFFIX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool"}
+_FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+             "abs": "fabs"}
+
+
+@dataclass
+class CSource:
+    """Generated C: the full ``source``, the ``declaration`` for cffi, and the function's C name."""
+
+    name: str
+    source: str
+    declaration: str
+
+
+def c_const(c: Const) -> str:
+    v = c.value
+    if c.dtype == "bool":
+        return "1" if v else "0"
+    if dt.is_float(c.dtype):
+        if math.isnan(v):
+            return "NAN"
+        if math.isinf(v):
+            return "INFINITY" if v > 0 else "(-INFINITY)"
+        text = repr(float(np.float32(v))) if c.dtype == "float32" else repr(float(v))
+        if "e" not in text and "." not in text:
+            text += ".0"
+        return f"{text}f" if c.dtype == "float32" else text
+    if c.dtype == "int64" and not -(2**31) < v < 2**31:
+        return f"INT64_C({v})"
+    return str(v) if v != -(2**31) else "(-2147483647 - 1)"
+
+
+class CodeGen:
+    def __init__(self, func: LoweredFunc):
+        self.func = func
+        self.names = NameTable()
+        self.lines: list[str] = []
+
+    def name(self, obj: object, hint: str) -> str:
+        return self.names.get(obj, hint)
+
+    # expressions ----------------------------------------------------------------------------------
+    def expr(self, e: Expr) -> str:
+        if isinstance(e, Const):
+            return c_const(e)
+        if isinstance(e, Var):
+            return self.name(e, e.name)
+        if isinstance(e, ir.Load):
+            return f"{self.name(e.buffer, e.buffer.name)}[{self.flat_index(e.buffer, e.indices)}]"
+        if isinstance(e, Binary):
+            return self.binary(e)
+        if isinstance(e, Unary):
+            return f"(-{self.expr(e.a)})" if e.op == "neg" else f"(!{self.expr(e.a)})"
+        if isinstance(e, Cast):
+            if e.dtype == "bool":
+                return f"({self.expr(e.value)} != 0)"
+            return f"(({dt.C_TYPES[e.dtype]})({self.expr(e.value)}))"
+        if isinstance(e, Select):
+            return f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
+        if isinstance(e, Call):
+            return self.call(e)
+        raise TypeError(f"cannot generate C for {type(e).__name__}")
+
+    def binary(self, e: Binary) -> str:
+        a, b = self.expr(e.a), self.expr(e.b)
+        operand = e.a.dtype
+        if e.op in _C_BINARY:
+            return f"({a} {_C_BINARY[e.op]} {b})"
+        if e.op == "div":
+            return f"({a} / {b})"
+        if e.op in ("min", "max"):
+            return f"ts_{e.op}_{_SUFFIX[e.dtype if e.dtype != 'bool' else operand]}({a}, {b})"
+        if e.op == "floordiv":
+            if dt.is_float(operand):
+                return f"{'floorf' if operand == 'float32' else 'floor'}({a} / {b})"
+            return f"ts_floordiv({a}, {b})"
+        if e.op == "floormod":
+            if dt.is_float(operand):
+                fl = "floorf" if operand == "float32" else "floor"
+                return f"({a} - {fl}({a} / {b}) * {b})"
+            return f"ts_floormod({a}, {b})"
+        raise TypeError(f"unknown binary operation {e.op}")
+
+    def call(self, e: Call) -> str:
+        args = ", ".join(self.expr(a) for a in e.args)
+        if e.name == "sigmoid":
+            return f"ts_sigmoid_{_SUFFIX[e.dtype]}({args})"
+        if e.name == "abs" and not dt.is_float(e.dtype):
+            return f"ts_abs_{_SUFFIX[e.dtype]}({args})"
+        base = _FLOAT_FN[e.name]
+        return f"{base}{'f' if e.dtype == 'float32' else ''}({args})"
+
+    def dim(self, d: int | Expr) -> str:
+        return str(d) if isinstance(d, int) else self.expr(d)
+
+    def flat_index(self, buf: ir.Buffer, indices: tuple) -> str:
+        terms = []
+        for k, idx in enumerate(indices):
+            off = buf.offsets[k]
+            coord = self.expr(idx) if isinstance(off, Const) and off.value == 0 else \
+                f"({self.expr(idx)} - {self.expr(off)})"
+            strides = [self.dim(d) for d in buf.shape[k + 1:]]
+            if all(isinstance(d, int) for d in buf.shape[k + 1:]):
+                stride = int(np.prod([int(d) for d in buf.shape[k + 1:]], dtype=np.int64)) if strides else 1
+                terms.append(coord if stride == 1 else f"{coord} * {stride}")
+            else:
+                terms.append(" * ".join([coord] + strides))
+        return " + ".join(terms) if terms else "0"
+
+    # statements -----------------------------------------------------------------------------------
+    def emit(self, line: str, indent: int) -> None:
+        self.lines.append("  " * indent + line)
+
+    def stmt(self, s: ir.Stmt, ind: int) -> None:
+        if isinstance(s, ir.Block):
+            for c in s.stmts:
+                self.stmt(c, ind)
+        elif isinstance(s, ir.For):
+            self.loop(s, ind)
+        elif isinstance(s, ir.IfThenElse):
+            self.emit(f"if ({self.expr(s.cond)}) {{", ind)
+            self.stmt(s.then_case, ind + 1)
+            if s.else_case is not None:
+                self.emit("} else {", ind)
+                self.stmt(s.else_case, ind + 1)
+            self.emit("}", ind)
+        elif isinstance(s, ir.Store):
+            target = f"{self.name(s.buffer, s.buffer.name)}[{self.flat_index(s.buffer, s.indices)}]"
+            self.emit(f"{target} = {self.expr(s.value)};", ind)
+        elif isinstance(s, ir.Allocate):
+            self.allocate(s, ind)
+        elif isinstance(s, ir.Assign):
+            self.emit(f"{self.name(s.var, s.var.name)} = {self.expr(s.value)};", ind)
+        elif isinstance(s, ir.LetStmt):
+            self.emit("{", ind)
+            self.emit(f"const int64_t {self.name(s.var, s.var.name)} = {self.expr(s.value)};", ind + 1)
+            self.stmt(s.body, ind + 1)
+            self.emit("}", ind)
+        elif isinstance(s, ir.Produce):
+            self.emit(f"/* produce {sanitize(s.stage)} */", ind)
+            self.stmt(s.body, ind)
+        else:
+            raise TypeError(f"cannot generate C for {type(s).__name__}")
+
+    def loop(self, s: ir.For, ind: int) -> None:
+        if s.kind == "parallel":
+            self.emit("#pragma omp parallel for schedule(static)", ind)
+        elif s.kind == "vectorized":
+            self.emit("#pragma omp simd", ind)
+        elif s.kind == "unrolled" and s.extent_hint:
+            self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}", ind)
+        v = self.name(s.var, s.var.name)
+        step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
+        self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{", ind)
+        self.stmt(s.body, ind + 1)
+        self.emit("}", ind)
+
+    def allocate(self, s: ir.Allocate, ind: int) -> None:
+        b = s.buffer
+        ctype = dt.C_TYPES[b.dtype]
+        name = self.name(b, b.name)
+        self.emit("{", ind)
+        for off in b.offsets:
+            if isinstance(off, Var):
+                self.emit(f"int64_t {self.name(off, off.name)} = 0;", ind + 1)
+        if all(isinstance(d, int) for d in b.shape):
+            count = int(np.prod([int(d) for d in b.shape], dtype=np.int64))
+            on_stack = count * dt.numpy_dtype(b.dtype).itemsize <= STACK_LIMIT
+        else:
+            count, on_stack = None, False
+        if on_stack:
+            self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", ind + 1)
+        else:
+            size = str(count) if count is not None else " * ".join(f"(size_t)({self.dim(d)})" for d in b.shape)
+            self.emit(f"{ctype} *restrict {name} = ({ctype} *)ts_alloc(sizeof({ctype}) * {size});", ind + 1)
+        self.stmt(s.body, ind + 1)
+        if not on_stack:
+            self.emit(f"ts_free({name});", ind + 1)
+        self.emit("}", ind)
+
+    # function -------------------------------------------------------------------------------------
+    def function(self) -> CSource:
+        f = self.func
+        fname = self.names.fresh(f.name)
+        params = [f"{dt.C_TYPES[b.dtype]} *restrict {self.name(b, b.name)}" for b in f.args]
+        params += [f"int64_t {self.name(p, p.name)}" for p in f.params]
+        decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params)
+        self.stmt(f.body, 1)
+        source = "\n".join(['#include "tesched_runtime.h"', "",
+                            f"void {fname}({', '.join(params) or 'void'}) {{"] + self.lines + ["}", ""])
+        declaration = f"void {fname}({', '.join(decl_types) or 'void'});"
+        return CSource(fname, source, declaration)
+
+
+def generate_c(func: LoweredFunc) -> CSource:
+    """C source for a lowered function."""
+    return CodeGen(func).function()

@@ -1,0 +1,17 @@
+"""Exception classes users can catch. Each message names the stage, loop or argument at fault."""
+
+
+class TeschedError(Exception):
+    """Base class of tesched's own errors."""
+
+
+class ScheduleError(TeschedError, ValueError):
+    """A schedule primitive was misused, or the schedule would not compute what the program says."""
+
+
+class LoweringError(TeschedError):
+    """The program cannot be lowered as written (e.g. a non-affine size where an affine one is needed)."""
+
+
+class BuildError(TeschedError):
+    """The C compiler rejected generated code, or the compiled module could not be loaded."""

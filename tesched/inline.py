@@ -1,0 +1,29 @@
+"""The ``compute_inline`` pass: substitute inlined stages' expressions into their readers.
+
+Returns, for every compute stage, its body with reads of inlined stages replaced by their (recursively
+inlined) expressions at the read's indices. Works on declarations only; no loops, no isl.
+"""
+from __future__ import annotations
+
+from .expr import Expr
+from .schedule import Schedule
+from .tensor import ComputeOp, TensorRead
+from .visit import rewrite, substitute
+
+
+def inline_bodies(sch: Schedule) -> dict[int, Expr]:
+    """``{id(op): body}`` for every compute operation of ``sch``, with inlined stages substituted."""
+    bodies: dict[int, Expr] = {}
+    inlined = {id(st.op) for st in sch.stages if st.attach_type == "inline"}
+
+    def expand(e: Expr) -> Expr | None:
+        if isinstance(e, TensorRead) and id(e.tensor.op) in inlined:
+            op = e.tensor.op
+            indices = [rewrite(i, expand) for i in e.indices]
+            return substitute(bodies[id(op)], dict(zip(op.axis, indices)))
+        return None
+
+    for st in sch.stages:  # producers come first
+        if isinstance(st.op, ComputeOp):
+            bodies[id(st.op)] = rewrite(st.op.body, expand)
+    return bodies

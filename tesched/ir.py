@@ -1,0 +1,182 @@
+"""The loop IR that ``lower()`` returns, and its printer.
+
+Statements: :class:`For` (with its kind: serial, parallel, vectorized, unrolled), :class:`IfThenElse`,
+:class:`Block`, :class:`Store`, :class:`Allocate` (a buffer local to its body), :class:`Assign` (to a
+local scalar, used for buffer offsets), :class:`LetStmt`, and :class:`Produce` (marks where a stage is
+computed). Expressions are those of :mod:`tesched.expr` plus :class:`Load` from a :class:`Buffer`.
+
+The printer shows one ``produce <stage>`` block per stage where it is computed, every loop with its
+name, bounds and kind, and allocations with their extents. This module knows nothing of isl or C.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from .expr import Const, Expr, Var
+from .printer import expr_str
+
+
+class Buffer:
+    """Memory for one tensor.
+
+    ``scope`` is ``arg`` (a kernel argument), ``global`` (a whole intermediate tensor, allocated once)
+    or ``local`` (a compute_at region: ``shape`` is the region's box and index ``i`` of the tensor lives
+    at ``i - offsets`` in the buffer).
+    """
+
+    def __init__(self, name: str, shape: Sequence[int | Expr], dtype: str, scope: str,
+                 offsets: Sequence[Expr] | None = None):
+        self.name, self.shape, self.dtype, self.scope = name, list(shape), dtype, scope
+        self.offsets: list[Expr] = list(offsets) if offsets is not None else [Const(0, "int64")] * len(shape)
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name}, {self.shape}, {self.dtype}, {self.scope})"
+
+
+class Load(Expr):
+    """Read ``buffer[indices]`` (indices are tensor coordinates; local offsets are applied in C)."""
+
+    __slots__ = ("buffer", "indices")
+
+    def __init__(self, buffer: Buffer, indices: Sequence[Expr]):
+        self.buffer, self.indices, self.dtype = buffer, tuple(indices), buffer.dtype
+
+    def children(self):
+        return self.indices
+
+    def with_children(self, children):
+        return Load(self.buffer, children)
+
+
+class LoopVar(Var):
+    """The variable of one generated loop; ``name`` is the user's axis name (e.g. ``i.outer``)."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str):
+        super().__init__(name, "int64")
+
+
+class Stmt:
+    def __str__(self) -> str:
+        return IRPrinter().stmt(self)
+
+
+@dataclass(eq=False)
+class For(Stmt):
+    var: LoopVar
+    begin: Expr
+    end: Expr                  # exclusive upper bound
+    kind: str                  # serial | parallel | vectorized | unrolled
+    body: Stmt
+    step: int = 1
+    extent_hint: int | None = None   # the loop's largest trip count when known (unroll factor)
+
+
+@dataclass(eq=False)
+class IfThenElse(Stmt):
+    cond: Expr
+    then_case: Stmt
+    else_case: Stmt | None = None
+
+
+@dataclass(eq=False)
+class Block(Stmt):
+    stmts: list[Stmt] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Store(Stmt):
+    buffer: Buffer
+    indices: tuple
+    value: Expr
+
+
+@dataclass(eq=False)
+class Allocate(Stmt):
+    buffer: Buffer
+    body: Stmt
+
+
+@dataclass(eq=False)
+class Assign(Stmt):
+    var: Var
+    value: Expr
+
+
+@dataclass(eq=False)
+class LetStmt(Stmt):
+    var: Var
+    value: Expr
+    body: Stmt
+
+
+@dataclass(eq=False)
+class Produce(Stmt):
+    stage: str
+    body: Stmt
+
+
+def seq(stmts: Sequence[Stmt]) -> Stmt:
+    flat: list[Stmt] = []
+    for s in stmts:
+        flat.extend(s.stmts if isinstance(s, Block) else [s])
+    return flat[0] if len(flat) == 1 else Block(flat)
+
+
+class IRPrinter:
+    """Pseudo-code for the loop IR. Loop variables that share a name get a numeric suffix."""
+
+    def __init__(self) -> None:
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+
+    def name_of(self, v: Var) -> str:
+        key = id(v)
+        if key not in self.names:
+            base, k, name = v.name, 1, v.name
+            if isinstance(v, LoopVar):
+                while name in self.used:
+                    k += 1
+                    name = f"{base}#{k}"
+                self.used.add(name)
+            self.names[key] = name
+        return self.names[key]
+
+    def expr(self, e: Expr) -> str:
+        return expr_str(e, self.name_of)
+
+    def stmt(self, s: Stmt, indent: int = 0) -> str:
+        pad = "  " * indent
+        if isinstance(s, Block):
+            return "".join(self.stmt(c, indent) for c in s.stmts)
+        if isinstance(s, For):
+            kind = "" if s.kind == "serial" else f"{s.kind} "
+            step = "" if s.step == 1 else f" step {s.step}"
+            head = (f"{pad}{kind}for {self.name_of(s.var)} in [{self.expr(s.begin)}, {self.expr(s.end)})"
+                    f"{step} {{\n")
+            return head + self.stmt(s.body, indent + 1) + f"{pad}}}\n"
+        if isinstance(s, IfThenElse):
+            out = f"{pad}if ({self.expr(s.cond)}) {{\n" + self.stmt(s.then_case, indent + 1)
+            if s.else_case is not None:
+                out += f"{pad}}} else {{\n" + self.stmt(s.else_case, indent + 1)
+            return out + f"{pad}}}\n"
+        if isinstance(s, Store):
+            idx = ", ".join(self.expr(i) for i in s.indices)
+            return f"{pad}{s.buffer.name}[{idx}] = {self.expr(s.value)}\n"
+        if isinstance(s, Allocate):
+            b = s.buffer
+            dims = " * ".join(self.expr(d) if isinstance(d, Expr) else str(d) for d in b.shape)
+            origin = ", ".join(self.expr(o) for o in b.offsets)
+            head = f"{pad}allocate {b.name}[{b.dtype} * {dims}]"
+            if b.scope == "local":
+                head += f"  // region of {b.name} starting at [{origin}]"
+            return head + "\n" + self.stmt(s.body, indent)
+        if isinstance(s, Assign):
+            return f"{pad}{self.name_of(s.var)} = {self.expr(s.value)}\n"
+        if isinstance(s, LetStmt):
+            return f"{pad}let {self.name_of(s.var)} = {self.expr(s.value)}\n" + self.stmt(s.body, indent)
+        if isinstance(s, Produce):
+            return f"{pad}produce {s.stage} {{\n" + self.stmt(s.body, indent + 1) + f"{pad}}}\n"
+        raise TypeError(f"unknown statement {type(s).__name__}")

@@ -1,0 +1,157 @@
+"""The lowering pipeline: schedule -> polyhedral model -> isl schedule tree -> isl AST -> loop IR.
+
+``lower()`` runs the passes listed in :data:`PASSES`, in order. With ``debug=True`` or the environment
+variable ``TESCHED_DEBUG=1`` it prints what each pass produced and how long it took.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+from . import ir
+from .errors import ScheduleError
+from .expr import Var
+from .schedule import Schedule
+from .tensor import ComputeOp, PlaceholderOp, Tensor
+
+
+@dataclass
+class LoweringState:
+    schedule: Schedule
+    args: list[Tensor]
+    name: str
+    model: object = None
+    tree: object = None
+    ast: object = None
+    body: ir.Stmt | None = None
+    buffers: dict = field(default_factory=dict)
+
+
+@dataclass
+class LoweredFunc:
+    """The result of :func:`lower`: a function over ``args`` (buffers) and size ``params``."""
+
+    name: str
+    args: list[ir.Buffer]
+    arg_tensors: list[Tensor]
+    params: list[Var]
+    body: ir.Stmt
+    model: object
+
+    def __str__(self) -> str:
+        printer = ir.IRPrinter()
+        sig = ", ".join(f"{b.name}: {b.dtype}[{', '.join(printer.expr(d) if not isinstance(d, int) else str(d) for d in b.shape)}]"
+                        for b in self.args)
+        if self.params:
+            sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)
+        return f"def {self.name}({sig}):\n" + printer.stmt(self.body, 1)
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def check_arguments(st: LoweringState) -> LoweringState:
+    """Every input read and every output must be an argument; arguments must be root stages."""
+    sch = st.schedule
+    seen: set[int] = set()
+    for t in st.args:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"lower/build arguments must be tensors, got {type(t).__name__}")
+        if id(t) in seen:
+            raise ValueError(f"tensor {t.name} appears twice in the arguments")
+        seen.add(id(t))
+        stage = sch[t]
+        if stage.attach_type != "root" and isinstance(t.op, ComputeOp):
+            raise ScheduleError(f"{t.name} is an argument, so it must be stored in full, but it is "
+                                f"{'inlined' if stage.attach_type == 'inline' else 'computed at ' + stage.attach_stage.name}; "
+                                "use compute_root or drop it from the arguments")
+    for stage in sch.stages:
+        t = stage.op.output(0)
+        if isinstance(stage.op, PlaceholderOp) and id(t) not in seen:
+            raise ValueError(f"input {t.name} is read but is not among the arguments")
+        if stage.is_output and id(t) not in seen:
+            raise ValueError(f"output {t.name} is not among the arguments")
+    return st
+
+
+def build_model(st: LoweringState) -> LoweringState:
+    from .poly.model import PolyModel
+    st.model = PolyModel(st.schedule, st.args)
+    return st
+
+
+def build_schedule_tree(st: LoweringState) -> LoweringState:
+    from .poly.tree import build_tree
+    st.tree = build_tree(st.model)  # type: ignore[arg-type]
+    return st
+
+
+def generate_loops(st: LoweringState) -> LoweringState:
+    from .poly.astgen import generate_ast
+    st.ast = generate_ast(st.tree.schedule, st.model.context, st.tree.depth)  # type: ignore[union-attr]
+    return st
+
+
+def to_loop_ir(st: LoweringState) -> LoweringState:
+    from .poly.astgen import AstToIR
+    from .poly.emit import StatementEmitter
+    model = st.model
+    st.buffers = model.placeholder_buffers()  # type: ignore[union-attr]
+    for sm in model.stages:  # type: ignore[union-attr]
+        st.buffers[id(sm.tensor)] = sm.buffer
+    param_env = {model.param_names[id(p)]: p for p in model.params}  # type: ignore[union-attr]
+    emitter = StatementEmitter(model, st.buffers, param_env)  # type: ignore[arg-type]
+    st.body = AstToIR(st.tree.marks, emitter, param_env, emitter.allocate).convert(st.ast)  # type: ignore[union-attr]
+    return st
+
+
+def allocate_intermediates(st: LoweringState) -> LoweringState:
+    """Whole intermediate tensors computed at the root are allocated around the function body."""
+    body = st.body
+    for sm in reversed(st.model.stages):  # type: ignore[union-attr]
+        if sm.buffer.scope == "global":
+            body = ir.Allocate(sm.buffer, body)
+    st.body = body
+    return st
+
+
+PASSES: list[tuple[str, Callable[[LoweringState], LoweringState]]] = [
+    ("check arguments", check_arguments),
+    ("inline, domains, accesses, footprints", build_model),
+    ("isl schedule tree", build_schedule_tree),
+    ("isl AST generation", generate_loops),
+    ("AST to loop IR", to_loop_ir),
+    ("allocate intermediates", allocate_intermediates),
+]
+
+
+def _describe(st: LoweringState, step: str) -> str:
+    if step == "inline, domains, accesses, footprints":
+        return "\n".join(f"  {s.name}: {s.domain}" for s in st.model.statements.values())  # type: ignore[union-attr]
+    if step == "isl schedule tree":
+        return f"  {st.tree.schedule.get_root()}"  # type: ignore[union-attr]
+    if step == "isl AST generation":
+        return st.ast.to_C_str()  # type: ignore[union-attr]
+    if st.body is not None:
+        return str(st.body)
+    return ""
+
+
+def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool | None = None,
+          simple_mode: bool = True) -> LoweredFunc:
+    """Lower a schedule to loop IR. ``print()`` the result to read it."""
+    if debug is None:
+        debug = os.environ.get("TESCHED_DEBUG", "") not in ("", "0")
+    st = LoweringState(sch, list(args), name)
+    for step, run in PASSES:
+        t0 = time.perf_counter()
+        st = run(st)
+        if debug:
+            ms = (time.perf_counter() - t0) * 1e3
+            print(f"--- after {step} ({ms:.1f} ms)\n{_describe(st, step)}", file=sys.stderr)
+    assert st.body is not None
+    arg_buffers = [st.buffers[id(t)] for t in st.args]
+    return LoweredFunc(name, arg_buffers, st.args, list(st.model.params), st.body, st.model)  # type: ignore[union-attr]

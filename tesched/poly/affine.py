@@ -1,0 +1,63 @@
+"""Translate index expressions into isl's textual syntax.
+
+Affine expressions (sums of variables times constants, plus floor division and modulo by positive
+constants, ``min`` and ``max``) become isl syntax over caller-chosen names; anything else raises
+:class:`NotAffine`. Names are never user text: callers map variables to generated isl names.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+from ..expr import Binary, Cast, Const, Expr, Unary, Var
+from .. import dtype as dt
+
+
+class NotAffine(Exception):
+    """The expression is not (quasi-)affine in the given variables."""
+
+
+def _const_int(e: Expr) -> int | None:
+    while isinstance(e, Cast) and dt.is_int(e.dtype):
+        e = e.value
+    if isinstance(e, Const) and dt.is_int(e.dtype):
+        return int(e.value)
+    return None
+
+
+def to_isl(e: object, names: Mapping[int, str]) -> str:
+    """isl syntax for ``e`` where ``names[id(var)]`` names each variable."""
+    if isinstance(e, int):
+        return str(e)
+    assert isinstance(e, Expr)
+    c = _const_int(e)
+    if c is not None:
+        return str(c)
+    if isinstance(e, Var):
+        try:
+            return names[id(e)]
+        except KeyError:
+            raise NotAffine(f"variable {e.name} is not a loop index or size here") from None
+    if isinstance(e, Cast):
+        if not dt.is_int(e.dtype) or not dt.is_int(e.value.dtype):
+            raise NotAffine("non-integer cast")
+        return to_isl(e.value, names)
+    if isinstance(e, Unary) and e.op == "neg":
+        return f"(-{to_isl(e.a, names)})"
+    if isinstance(e, Binary):
+        if e.op in ("add", "sub"):
+            sym = "+" if e.op == "add" else "-"
+            return f"({to_isl(e.a, names)} {sym} {to_isl(e.b, names)})"
+        if e.op == "mul":
+            ca, cb = _const_int(e.a), _const_int(e.b)
+            if ca is None and cb is None:
+                raise NotAffine("product of two variables")
+            return f"({to_isl(e.a, names)} * {to_isl(e.b, names)})"
+        if e.op in ("floordiv", "floormod"):
+            d = _const_int(e.b)
+            if d is None or d <= 0:
+                raise NotAffine("division by a non-constant or non-positive value")
+            a = to_isl(e.a, names)
+            return f"floor(({a})/{d})" if e.op == "floordiv" else f"(({a}) mod {d})"
+        if e.op in ("min", "max"):
+            return f"{e.op}({to_isl(e.a, names)}, {to_isl(e.b, names)})"
+    raise NotAffine(f"{type(e).__name__} is not affine")

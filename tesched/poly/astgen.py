@@ -1,0 +1,140 @@
+"""Generate the loop nest with isl's AST generator and walk it into tesched's loop IR.
+
+``generate_ast`` runs isl's AST build on the schedule tree (iterators ``L0, L1, ...`` by depth).
+``AstToIR`` walks the result: ``for`` nodes become :class:`~tesched.ir.For` named after the loop mark
+above them (isl drops single-iteration loops and may split others; the marks keep names and kinds
+right), ``if`` nodes become guards, ``produce``/``alloc`` marks become :class:`~tesched.ir.Produce` and
+:class:`~tesched.ir.Allocate`, and user nodes are handed to a callback that builds each statement's body
+from its coordinates. ``ast_expr_to_ir`` converts isl AST expressions (also used for buffer origins).
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import islpy as isl
+
+from ..errors import LoweringError
+from ..expr import Binary, Const, Expr, Select, Unary
+from .. import ir
+from .tree import AllocMark, LoopMark, ProduceMark
+
+_OP = isl.ast_expr_op_type
+_BINARY = {
+    _OP.add: "add", _OP.sub: "sub", _OP.mul: "mul", _OP.div: "cdiv", _OP.pdiv_q: "cdiv",
+    _OP.fdiv_q: "floordiv", _OP.pdiv_r: "cmod", _OP.zdiv_r: "cmod",
+    _OP.and_: "and", _OP.and_then: "and", _OP.or_: "or", _OP.or_else: "or",
+    _OP.eq: "eq", _OP.le: "le", _OP.lt: "lt", _OP.ge: "ge", _OP.gt: "gt",
+}
+_COMPARE = ("eq", "le", "lt", "ge", "gt", "and", "or")
+
+
+def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
+    """The IR expression (int64 arithmetic) of an isl AST expression; ids are looked up in ``env``."""
+    kind = e.get_type()
+    if kind == isl.ast_expr_type.int:
+        return Const(int(e.get_val().to_python()), "int64")
+    if kind == isl.ast_expr_type.id:
+        name = e.get_id().get_name()
+        try:
+            return env[name]
+        except KeyError:
+            raise LoweringError(f"internal: unbound isl identifier {name}") from None
+    op = e.get_op_type()
+    args = [ast_expr_to_ir(e.get_op_arg(k), env) for k in range(e.get_op_n_arg())]
+    if op in _BINARY:
+        name = _BINARY[op]
+        return Binary(name, args[0], args[1], "bool" if name in _COMPARE else "int64")
+    if op in (_OP.max, _OP.min):
+        out = args[0]
+        for a in args[1:]:
+            out = Binary("max" if op == _OP.max else "min", out, a, "int64")
+        return out
+    if op == _OP.minus:
+        return Unary("neg", args[0])
+    if op in (_OP.cond, _OP.select):
+        return Select(args[0], args[1], args[2])
+    raise LoweringError(f"internal: unsupported isl AST operation {op}")
+
+
+def _plus_one(e: Expr) -> Expr:
+    """``e + 1``, folded into a trailing constant when there is one."""
+    if isinstance(e, Const):
+        return Const(e.value + 1, "int64")
+    if isinstance(e, Binary) and e.op in ("add", "sub") and isinstance(e.b, Const):
+        c = e.b.value + 1 if e.op == "add" else 1 - e.b.value
+        return e.a if c == 0 else Binary("add", e.a, Const(c, "int64"), "int64")
+    return Binary("add", e, Const(1, "int64"), "int64")
+
+
+def generate_ast(schedule: isl.Schedule, context: isl.Set, depth: int) -> isl.AstNode:
+    build = isl.AstBuild.from_context(context)
+    ids = isl.IdList.alloc(context.get_ctx(), depth + 1)
+    for k in range(depth + 1):
+        ids = ids.add(isl.Id(f"L{k}"))
+    build = build.set_iterators(ids)
+    return build.node_from_schedule(schedule)
+
+
+StatementEmitter = Callable[[str, list[Expr]], ir.Stmt]
+
+
+class AstToIR:
+    """Walk an isl AST into loop IR."""
+
+    def __init__(self, marks: Mapping[str, object], emit: StatementEmitter, params: Mapping[str, Expr],
+                 allocate: Callable[[AllocMark], ir.Buffer]):
+        self.marks, self.emit, self.params, self.allocate = marks, emit, params, allocate
+
+    def convert(self, node: isl.AstNode) -> ir.Stmt:
+        return self.walk(node, dict(self.params), None)
+
+    def walk(self, node: isl.AstNode, env: dict[str, Expr], loop: LoopMark | None) -> ir.Stmt:
+        kind = node.get_type()
+        T = isl.ast_node_type
+        if kind == T.block:
+            children = node.block_get_children()
+            return ir.seq([self.walk(children.get_at(k), env, loop) for k in range(children.n_ast_node())])
+        if kind == T.for_:
+            return self.for_node(node, env, loop)
+        if kind == T.if_:
+            cond = ast_expr_to_ir(node.if_get_cond(), env)
+            then = self.walk(node.if_get_then_node(), env, loop)
+            other = self.walk(node.if_get_else_node(), env, loop) if node.if_has_else_node() else None
+            return ir.IfThenElse(cond, then, other)
+        if kind == T.mark:
+            info = self.marks[node.mark_get_id().get_name()]
+            child = node.mark_get_node()
+            if isinstance(info, LoopMark):
+                return self.walk(child, env, info)
+            if isinstance(info, ProduceMark):
+                return ir.Produce(info.stage.name, self.walk(child, env, loop))
+            if isinstance(info, AllocMark):
+                return ir.Allocate(self.allocate(info), self.walk(child, env, loop))
+            raise LoweringError(f"internal: unknown mark {info!r}")
+        if kind == T.user:
+            call = node.user_get_expr()
+            name = call.get_op_arg(0).get_id().get_name()
+            coords = [ast_expr_to_ir(call.get_op_arg(k), env) for k in range(1, call.get_op_n_arg())]
+            return self.emit(name, coords)
+        raise LoweringError(f"internal: unsupported isl AST node {kind}")
+
+    def for_node(self, node: isl.AstNode, env: dict[str, Expr], loop: LoopMark | None) -> ir.Stmt:
+        iterator = node.for_get_iterator().get_id().get_name()
+        var = ir.LoopVar(loop.var.name if loop is not None else iterator)
+        begin = ast_expr_to_ir(node.for_get_init(), env)
+        inner = dict(env)
+        inner[iterator] = var
+        if node.for_is_degenerate():
+            return ir.LetStmt(var, begin, self.walk(node.for_get_body(), inner, None))
+        cond = node.for_get_cond()
+        if (cond.get_type() != isl.ast_expr_type.op or cond.get_op_type() not in (_OP.le, _OP.lt)
+                or cond.get_op_arg(0).get_type() != isl.ast_expr_type.id
+                or cond.get_op_arg(0).get_id().get_name() != iterator):
+            raise LoweringError(f"internal: unexpected loop condition {cond.to_C_str()}")
+        bound = ast_expr_to_ir(cond.get_op_arg(1), env)
+        if cond.get_op_type() == _OP.le:
+            bound = _plus_one(bound)
+        step = int(node.for_get_inc().get_val().to_python())
+        body = self.walk(node.for_get_body(), inner, None)
+        kind = loop.kind if loop is not None else "serial"
+        return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None)

@@ -1,0 +1,119 @@
+"""Build the isl schedule tree of a :class:`~.model.PolyModel`, bottom-up.
+
+For each stage, one single-member band per loop (its value at every statement below, from the loop
+vectors), a mark above each band naming the loop (so the AST walk knows its name and kind, even when isl
+splits or drops the loop), and a ``produce`` mark above the stage. A reduction's ``init`` statement
+shares the loops before the first reduction loop and then gets its own loops, in a sequence before the
+``update``. Stages computed at a loop go in a sequence before the rest of that loop's body, under an
+``alloc`` mark; their ``alloc`` statement (first in the sequence) sets the buffer's origin for the
+iteration. Root stages form a sequence in dependence order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import islpy as isl
+
+from ..schedule import IterVar
+from .model import PolyModel, StageModel, Statement
+
+
+@dataclass(frozen=True)
+class LoopMark:
+    stage: str
+    var: IterVar
+    kind: str
+    extent: int | None
+
+
+@dataclass(frozen=True)
+class ProduceMark:
+    stage: StageModel
+
+
+@dataclass(frozen=True)
+class AllocMark:
+    stage: StageModel
+
+
+class TreeBuilder:
+    def __init__(self, model: PolyModel):
+        self.model = model
+        self.marks: dict[str, LoopMark | ProduceMark | AllocMark] = {}
+        self.depth = 0
+
+    def build(self) -> isl.Schedule:
+        parts = [self.stage_tree(sm) for sm in self.model.stages if sm.parent is None]
+        return _sequence([p for p, _ in parts])
+
+    # pieces ---------------------------------------------------------------------------------------
+    def mark(self, sched: isl.Schedule, info) -> isl.Schedule:
+        name = f"m{len(self.marks)}"
+        self.marks[name] = info
+        return sched.get_root().child(0).insert_mark(isl.Id(name)).get_schedule()
+
+    def band(self, sched: isl.Schedule, stmts: list[Statement], pos: int) -> isl.Schedule:
+        self.depth = max(self.depth, pos + 1)
+        pieces = "; ".join(f"{s.name}[{', '.join(s.coords)}] -> [{s.loops[pos]}]" for s in stmts)
+        umap = isl.UnionMap(f"{self.model.param_prefix}{{ {pieces} }}")
+        return sched.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(umap))
+
+    def loop(self, sched, stmts, sm: StageModel, pos: int, var: IterVar) -> isl.Schedule:
+        sched = self.band(sched, stmts, pos)
+        kind = sm.stage.iter_var_attrs.get(var, "serial")
+        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)]))
+
+    @staticmethod
+    def leaf(stmt: Statement) -> isl.Schedule:
+        return isl.Schedule.from_domain(isl.UnionSet(stmt.domain))
+
+    # stages ---------------------------------------------------------------------------------------
+    def stage_tree(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
+        init, main = sm.init, sm.main
+        if init is None:
+            sched, stmts = self.levels(sm, 0, len(sm.leaves), self.leaf(main), [main])
+        else:
+            r = sm.first_reduce
+            assert r is not None
+            isched = self.leaf(init)
+            for j in reversed(range(r, len(init.loop_vars))):
+                isched = self.loop(isched, [init], sm, sm.prefix_len + j, init.loop_vars[j])
+            usched, ustmts = self.levels(sm, r, len(sm.leaves), self.leaf(main), [main])
+            sched, stmts = self.levels(sm, 0, r, isched.sequence(usched), [init] + ustmts)
+        return self.mark(sched, ProduceMark(sm)), stmts
+
+    def levels(self, sm: StageModel, lo: int, hi: int, sched: isl.Schedule,
+               stmts: list[Statement]) -> tuple[isl.Schedule, list[Statement]]:
+        """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed at each of them."""
+        for t in reversed(range(lo, hi)):
+            attached = [p for p in self.model.stages if p.parent is sm and p.level == t]
+            if attached:
+                parts, inner = [], []
+                for p in attached:
+                    assert p.alloc is not None
+                    parts.append(self.leaf(p.alloc))
+                    inner.append(p.alloc)
+                for p in attached:
+                    psched, pstmts = self.stage_tree(p)
+                    parts.append(psched)
+                    inner += pstmts
+                sched = _sequence(parts + [sched])
+                stmts = inner + stmts
+                for p in reversed(attached):
+                    sched = self.mark(sched, AllocMark(p))
+            sched = self.loop(sched, stmts, sm, sm.prefix_len + t, sm.leaves[t])
+        return sched, stmts
+
+
+def _sequence(parts: list[isl.Schedule]) -> isl.Schedule:
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.sequence(p)
+    return out
+
+
+def build_tree(model: PolyModel) -> TreeBuilder:
+    """Build the schedule tree; the builder keeps the marks table and the loop depth."""
+    builder = TreeBuilder(model)
+    builder.schedule = builder.build()  # type: ignore[attr-defined]
+    return builder
