@@ -318,7 +318,20 @@ class PolyModel:
                 part = lmap.apply_range(acc)
                 fp = part if fp is None else fp.union(part)
         assert fp is not None
-        return fp.intersect_range(tdom).coalesce()
+        return self._box(fp.intersect_range(tdom), tdom)
+
+    def _box(self, fp: isl.Map, tdom: isl.Set) -> isl.Map:
+        """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
+        rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway."""
+        n = fp.dim(isl.dim_type.out)
+        coords = ", ".join(f"x{k}" for k in range(n))
+        box = None
+        for d in range(n):
+            for bound, op in ((fp.dim_min(d), ">="), (fp.dim_max(d), "<=")):
+                rel = isl.Map(f"{self.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} v }}")
+                part = isl.Map.from_pw_aff(bound).apply_range(rel)
+                box = part if box is None else box.intersect(part)
+        return box.intersect_domain(fp.domain()).intersect_range(tdom).coalesce()
 
     def _attach_message(self, sm: StageModel, outside: list[StageModel], readers: list[StageModel]) -> str:
         parent, level = sm.parent, sm.level

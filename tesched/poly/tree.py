@@ -56,7 +56,9 @@ class TreeBuilder:
         self.depth = max(self.depth, pos + 1)
         pieces = "; ".join(f"{s.name}[{', '.join(s.coords)}] -> [{s.loops[pos]}]" for s in stmts)
         umap = isl.UnionMap(f"{self.model.param_prefix}{{ {pieces} }}")
-        return sched.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(umap))
+        node = sched.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(umap)).get_root().child(0)
+        # atomic: one loop per band with min/max bounds, rather than a copy of the body per domain piece
+        return node.band_member_set_ast_loop_type(0, isl.ast_loop_type.atomic).get_schedule()
 
     def loop(self, sched, stmts, sm: StageModel, pos: int, var: IterVar) -> isl.Schedule:
         sched = self.band(sched, stmts, pos)
