@@ -257,7 +257,29 @@ def binary(op: str, a: object, b: object) -> Expr:
         raise TypeError("integer true division is ambiguous: use // for floor division, "
                         "or cast an operand with .astype('float32')")
     a, b = cast_to(a, operand), cast_to(b, operand)
+    folded = _fold(op, a, b)
+    if folded is not None:
+        return folded
     return Binary(op, a, b, "bool" if op in COMPARE_OPS else operand)
+
+
+def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
+    """Trivial integer identities (``x * 1``, ``x + 0``, constant arithmetic), so printed IR stays short.
+
+    Floating expressions are left alone except ``x * 1.0`` (exact), to keep IEEE semantics."""
+    ca = a.value if isinstance(a, Const) else None
+    cb = b.value if isinstance(b, Const) else None
+    if not dt.is_int(a.dtype) or a.dtype == "bool":
+        return a if op == "mul" and cb == 1.0 else (b if op == "mul" and ca == 1.0 else None)
+    if ca is not None and cb is not None and op in ("add", "sub", "mul"):
+        value = {"add": ca + cb, "sub": ca - cb, "mul": ca * cb}[op]
+        bits = 31 if a.dtype == "int32" else 63
+        return Const(value, a.dtype) if -(1 << bits) <= value < (1 << bits) else None
+    if (op in ("add", "sub") and cb == 0) or (op == "mul" and cb == 1) or (op == "floordiv" and cb == 1):
+        return a
+    if (op == "add" and ca == 0) or (op == "mul" and ca == 1):
+        return b
+    return None
 
 
 def const(value: object, dtype: str | None = None) -> Const:

@@ -1,7 +1,8 @@
 """The ``compute_inline`` pass: substitute inlined stages' expressions into their readers.
 
 Returns, for every compute stage, its body with reads of inlined stages replaced by their (recursively
-inlined) expressions at the read's indices. Works on declarations only; no loops, no isl.
+inlined) expressions at the read's indices, and every other read pointed at the tensor its stage
+currently produces (after ``cache_read``/``cache_write``/``rfactor``). Works on declarations only; no loops, no isl.
 """
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ def inline_bodies(sch: Schedule) -> dict[int, Expr]:
     inlined = {id(st.op) for st in sch.stages if st.attach_type == "inline"}
 
     def expand(e: Expr) -> Expr | None:
-        if isinstance(e, TensorRead) and id(e.tensor.op) in inlined:
-            op = e.tensor.op
+        if isinstance(e, TensorRead):
+            tensor = sch.canonical(e.tensor)
             indices = [rewrite(i, expand) for i in e.indices]
-            return substitute(bodies[id(op)], dict(zip(op.axis, indices)))
+            if id(tensor.op) in inlined:
+                return substitute(bodies[id(tensor.op)], dict(zip(tensor.op.axis, indices)))
+            return TensorRead(tensor, tuple(indices))
         return None
 
     for st in sch.stages:  # producers come first

@@ -40,6 +40,14 @@ class LoweredFunc:
     params: list[Var]
     body: ir.Stmt
     model: object
+    _redundancy: dict | None = field(default=None, repr=False)
+
+    @property
+    def redundancy(self) -> dict[str, float]:
+        """Per stage computed inside another: points computed / its size (1.0 = no recompute)."""
+        if self._redundancy is None:
+            self._redundancy = self.model.redundancy()  # type: ignore[attr-defined]
+        return self._redundancy
 
     def __str__(self) -> str:
         printer = ir.IRPrinter()
@@ -47,7 +55,9 @@ class LoweredFunc:
                         for b in self.args)
         if self.params:
             sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)
-        return f"def {self.name}({sig}):\n" + printer.stmt(self.body, 1)
+        notes = "".join(f"# {stage}: computes {factor:.2f}x its points (recomputed halo or re-executed "
+                        f"per outer iteration)\n" for stage, factor in self.redundancy.items())
+        return notes + f"def {self.name}({sig}):\n" + printer.stmt(self.body, 1)
 
     def __repr__(self) -> str:
         return str(self)
@@ -89,6 +99,12 @@ def build_schedule_tree(st: LoweringState) -> LoweringState:
     return st
 
 
+def check_dependences(st: LoweringState) -> LoweringState:
+    from .poly.deps import check_legality
+    check_legality(st.model, st.tree)  # type: ignore[arg-type]
+    return st
+
+
 def generate_loops(st: LoweringState) -> LoweringState:
     from .poly.astgen import generate_ast
     st.ast = generate_ast(st.tree.schedule, st.model.context, st.tree.depth)  # type: ignore[union-attr]
@@ -122,6 +138,7 @@ PASSES: list[tuple[str, Callable[[LoweringState], LoweringState]]] = [
     ("check arguments", check_arguments),
     ("inline, domains, accesses, footprints", build_model),
     ("isl schedule tree", build_schedule_tree),
+    ("dependence check", check_dependences),
     ("isl AST generation", generate_loops),
     ("AST to loop IR", to_loop_ir),
     ("allocate intermediates", allocate_intermediates),
@@ -140,12 +157,22 @@ def _describe(st: LoweringState, step: str) -> str:
     return ""
 
 
+def check_schedule(sch: Schedule) -> None:
+    """The checks of :func:`lower` up to the dependence check, on a schedule's outputs and inputs."""
+    args = [st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output]
+    st = LoweringState(sch, args, "check")
+    for step, run in PASSES:
+        st = run(st)
+        if run is check_dependences:
+            return
+
+
 def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool | None = None,
           simple_mode: bool = True) -> LoweredFunc:
     """Lower a schedule to loop IR. ``print()`` the result to read it."""
     if debug is None:
         debug = os.environ.get("TESCHED_DEBUG", "") not in ("", "0")
-    st = LoweringState(sch, list(args), name)
+    st = LoweringState(sch, [sch.canonical(t) if isinstance(t, Tensor) else t for t in args], name)
     for step, run in PASSES:
         t0 = time.perf_counter()
         st = run(st)

@@ -72,6 +72,11 @@ class Stage:
         self.is_output = False
 
     # helpers --------------------------------------------------------------------------------------
+    def replace_op(self, op: ComputeOp) -> None:
+        """Point this stage at a rewritten operation (dataflow primitives); the old one still maps here."""
+        self.op = op
+        self.schedule.stage_map[id(op)] = self
+
     @property
     def name(self) -> str:
         return self.op.name
@@ -223,8 +228,7 @@ class Stage:
             raise ScheduleError(f"compute_at of {self.name}: {getattr(scope, 'name', scope)!r} is not a loop "
                                 f"of {parent.name} (its loops are: {parent._names(parent.leaf_iter_vars)})")
         if not self.schedule.reads_transitively(parent.op, self.op):
-            readers = [st.name for st in self.schedule.stages if self.op in
-                       [t.op for t in st.op.input_tensors]]
+            readers = [st.name for st in self.schedule.stages if self in self.schedule.producers(st)]
             raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
                                 f"does not read {self.name}, so no loop of {parent.name} is a legal "
                                 f"place; stages that read it: {', '.join(readers) or 'none'}")
@@ -276,25 +280,71 @@ class Schedule:
         for op in self.outputs:
             self.stage_map[id(op)].is_output = True
 
-    def __getitem__(self, key: Operation | Tensor) -> Stage:
-        op = _as_op(key)
+    def __getitem__(self, key: "Operation | Tensor | Stage") -> Stage:
+        if isinstance(key, Stage) and key.schedule is self:
+            return key
+        op = _as_op(key)  # type: ignore[arg-type]
         try:
             return self.stage_map[id(op)]
         except KeyError:
             raise ScheduleError(f"{op.name} is not part of this schedule (it is not an input of the outputs "
                                 f"{', '.join(o.name for o in self.outputs)})") from None
 
+    def stage_of_tensor(self, tensor: Tensor) -> Stage | None:
+        return self.stage_map.get(id(tensor.op))
+
+    def producers(self, stage: Stage) -> list[Stage]:
+        """The stages whose outputs ``stage`` reads."""
+        out: list[Stage] = []
+        for t in stage.op.input_tensors:
+            st = self.stage_of_tensor(t)
+            if st is not None and st not in out:
+                out.append(st)
+        return out
+
     def reads_transitively(self, consumer: Operation, producer: Operation) -> bool:
-        stack, seen = [consumer], set()
+        target = self[producer]
+        stack, seen = [self[consumer]], set()
         while stack:
-            op = stack.pop()
-            for t in op.input_tensors:
-                if t.op is producer:
+            for st in self.producers(stack.pop()):
+                if st is target:
                     return True
-                if id(t.op) not in seen:
-                    seen.add(id(t.op))
-                    stack.append(t.op)
+                if id(st) not in seen:
+                    seen.add(id(st))
+                    stack.append(st)
         return False
+
+    def insert_stage(self, op: ComputeOp, before: Stage | None = None, after: Stage | None = None) -> Stage:
+        stage = Stage(op, self)
+        pos = self.stages.index(before) if before is not None else self.stages.index(after) + 1  # type: ignore[arg-type]
+        self.stages.insert(pos, stage)
+        self.stage_map[id(op)] = stage
+        return stage
+
+    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence) -> Tensor:
+        """A copy of ``tensor`` that ``readers`` read instead (see :mod:`tesched.dataflow`)."""
+        from .dataflow import cache_read
+        return cache_read(self, tensor, scope, readers if isinstance(readers, (list, tuple)) else [readers])
+
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
+        """Compute ``tensor`` into a cache stage, which is returned (see :mod:`tesched.dataflow`)."""
+        from .dataflow import cache_write
+        return cache_write(self, tensor, scope)
+
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+        """Turn reduce loop ``axis`` into a data-parallel axis of a new stage (see :mod:`tesched.dataflow`)."""
+        from .dataflow import rfactor
+        return rfactor(self, tensor, axis, factor_axis)
+
+    def check(self) -> None:
+        """Run the legality check (dependences) of ``lower`` without generating code."""
+        from .lower import check_schedule
+        check_schedule(self)
+
+    def canonical(self, tensor: Tensor) -> Tensor:
+        """The tensor a stage currently produces, for a tensor the user declared."""
+        st = self.stage_of_tensor(tensor)
+        return tensor if st is None else st.op.output(0)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:

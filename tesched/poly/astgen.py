@@ -75,6 +75,27 @@ def generate_ast(schedule: isl.Schedule, context: isl.Set, depth: int) -> isl.As
     return build.node_from_schedule(schedule)
 
 
+def _merge_allocations(stmts: list[ir.Stmt]) -> ir.Stmt:
+    """Rejoin an allocation that isl's AST generator split into sibling copies.
+
+    isl puts a mark above each piece ("graft") its child generates, so a ``compute_at`` scope whose
+    sequence is generated as several pieces (e.g. under an eliminated single-iteration loop) comes back as
+    consecutive ``allocate`` siblings of one buffer; they are one scope and must share one buffer."""
+    out: list[ir.Stmt] = []
+    for s in stmts:
+        prev = out[-1] if out else None
+        if isinstance(s, ir.Allocate) and isinstance(prev, ir.Allocate) and prev.buffer is s.buffer:
+            out[-1] = ir.Allocate(s.buffer, _merge_allocations([prev.body, s.body]))
+        elif isinstance(s, ir.Produce) and isinstance(prev, ir.Produce) and prev.stage == s.stage:
+            out[-1] = ir.Produce(s.stage, _merge_allocations([prev.body, s.body]))
+        else:
+            out.append(s)
+    flat: list[ir.Stmt] = []
+    for s in out:
+        flat.extend(s.stmts if isinstance(s, ir.Block) else [s])
+    return flat[0] if len(flat) == 1 else ir.Block(flat)
+
+
 StatementEmitter = Callable[[str, list[Expr]], ir.Stmt]
 
 
@@ -93,7 +114,8 @@ class AstToIR:
         T = isl.ast_node_type
         if kind == T.block:
             children = node.block_get_children()
-            return ir.seq([self.walk(children.get_at(k), env, loop) for k in range(children.n_ast_node())])
+            return _merge_allocations([self.walk(children.get_at(k), env, loop)
+                                       for k in range(children.n_ast_node())])
         if kind == T.for_:
             return self.for_node(node, env, loop)
         if kind == T.if_:

@@ -16,6 +16,7 @@ all iterations of that loop) and whose origin is the footprint's per-iteration m
 """
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import islpy as isl
@@ -370,6 +371,49 @@ class PolyModel:
                 offsets.append(Var(f"{sm.name}.min{d}", "int64"))
                 sm.offset_pwaffs.append(lo)
         sm.buffer = Buffer(sm.name, shape, tensor.dtype, "local", offsets)
+
+    def computed_points(self, sm: StageModel) -> int | None:
+        """How many points of ``sm`` the schedule computes (halo recompute included), or None when the
+        sizes are symbolic. Counted per distinct box size: tiles with equal boxes are counted by isl."""
+        if self.params:
+            return None
+        size = 1
+        for d in sm.tensor.shape:
+            size *= int(d)
+        if sm.footprint is None:
+            return size
+        fp = sm.footprint
+        pieces = []
+        for d in range(sm.tensor.ndim):
+            extent = fp.dim_max(d).sub(fp.dim_min(d)).add_constant_val(isl.Val(1))
+            parts = extent.get_pieces()
+            if not all(aff.is_cst() for _, aff in parts):
+                return int(sm.statements[0].domain.count_val().to_python()) if sm.init is not None or \
+                    not sm.raxes else None
+            pieces.append([(dom, int(aff.get_constant_val().to_python())) for dom, aff in parts])
+        total = 0
+        for combo in itertools.product(*pieces):
+            tiles = fp.domain()
+            volume = 1
+            for dom, ext in combo:
+                tiles = tiles.intersect(dom)
+                volume *= ext
+            if not tiles.is_empty():
+                total += int(tiles.count_val().to_python()) * volume
+        return total
+
+    def redundancy(self) -> dict[str, float]:
+        """Points computed / points in the tensor, for every stage computed inside another."""
+        out = {}
+        for sm in self.stages:
+            if sm.parent is not None:
+                points = self.computed_points(sm)
+                if points is not None:
+                    size = 1
+                    for d in sm.tensor.shape:
+                        size *= int(d)
+                    out[sm.name] = points / size
+        return out
 
     def placeholder_buffers(self) -> dict[int, Buffer]:
         out = {}

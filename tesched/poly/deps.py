@@ -1,0 +1,146 @@
+"""Legality of a schedule, from dependences computed with isl.
+
+Storage is modelled exactly: a whole tensor is ``T[x]``; a ``compute_at`` buffer is private to each
+iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the enclosing loop
+values). From the access relations and the schedule tree we check two things:
+
+1. every element is written before it is read: each (writer, reader) pair on the same storage must run in
+   that order (a reduction's own accumulation excepted, see 2);
+2. loops marked ``parallel`` or ``vectorized`` carry no dependence: no two accesses to the same storage,
+   one of them a write, run in different iterations of such a loop with the same outer iterations.
+
+A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
+instances involved. This module reads the model and the tree; it changes neither.
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from ..errors import ScheduleError
+from ..tensor import TensorRead
+from ..visit import collect
+from .affine import NotAffine
+from .model import PolyModel, StageModel, Statement
+from .tree import LoopMark, TreeBuilder
+
+
+class Accesses:
+    """Write and read relations of every statement, onto storage spaces."""
+
+    def __init__(self, model: PolyModel):
+        self.model = model
+        self.writes = isl.UnionMap.empty(model.context.get_space())
+        self.reads = isl.UnionMap.empty(model.context.get_space())
+        for sm in model.stages:
+            for stmt in sm.statements:
+                self.writes = self.writes.union(self.storage_map(stmt, sm, stmt.coords[sm.prefix_len:
+                                                                                   sm.prefix_len + len(sm.axes)]))
+            self._reads_of(sm)
+
+    def storage_map(self, stmt: Statement, target: StageModel, index: list[str]) -> isl.UnionMap:
+        """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text)."""
+        private = stmt.loops[:target.prefix_len]
+        text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
+                f"{target.tag}[{', '.join(private + index)}] }}")
+        return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
+
+    def _reads_of(self, reader: StageModel) -> None:
+        stmt = reader.main
+        coord = reader.coord
+        for read in collect(reader.body, TensorRead):
+            target = self.model.by_op.get(id(read.tensor.op))
+            if target is None:  # an input: never written, so no dependence
+                continue
+            try:
+                index = [self.model.isl_of(i, coord) for i in read.indices]
+            except NotAffine:
+                index = None
+            if index is None:   # non-affine read: it may touch any element
+                rel = isl.Map.from_domain_and_range(stmt.domain, self._all_storage(stmt, target))
+                self.reads = self.reads.union(isl.UnionMap(rel))
+            else:
+                self.reads = self.reads.union(self.storage_map(stmt, target, index))
+        if reader.init is not None:  # the update reads what it accumulates into
+            own = stmt.coords[reader.prefix_len:reader.prefix_len + len(reader.axes)]
+            self.reads = self.reads.union(self.storage_map(stmt, reader, own))
+
+    def _all_storage(self, stmt: Statement, target: StageModel) -> isl.Set:
+        private = stmt.loops[:target.prefix_len]
+        n = target.tensor.ndim
+        text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
+                f"{target.tag}[{', '.join(private + [f'x{k}' for k in range(n)])}] }}")
+        return isl.Map(text).intersect_domain(stmt.domain).range()
+
+
+def describe(model: PolyModel, name: str, values: list[int]) -> str:
+    """``stage[loop=value, ...]`` for a statement instance, with the user's loop and axis names."""
+    stmt = model.statements[name]
+    sm = stmt.stage
+    names = [v.name for st, lv in sm.chain() for v in st.leaves[:lv + 1]]
+    names += [a.name for a in sm.axes] + [r.name for r in sm.raxes]
+    label = {"init": f"{sm.name} (init)", "update": sm.name, "compute": sm.name,
+             "alloc": f"{sm.name} (allocation)"}[stmt.kind]
+    return f"{label}[{', '.join(f'{n}={v}' for n, v in zip(names, values))}]"
+
+
+def _example(pairs: isl.UnionMap) -> tuple[str, list[int], str, list[int]]:
+    found: list = []
+
+    def take(m: isl.Map) -> None:
+        if not found:
+            point = m.wrap().sample_point()
+            n_in = m.dim(isl.dim_type.in_)
+            coords = [int(point.get_coordinate_val(isl.dim_type.set, k).to_python())
+                      for k in range(n_in + m.dim(isl.dim_type.out))]
+            found.append((m.get_tuple_name(isl.dim_type.in_), coords[:n_in],
+                          m.get_tuple_name(isl.dim_type.out), coords[n_in:]))
+
+    pairs.foreach_map(take)
+    return found[0]
+
+
+def _same_stage_updates(model: PolyModel) -> isl.UnionMap:
+    pairs = isl.UnionMap.empty(model.context.get_space())
+    for sm in model.stages:
+        if sm.init is not None:
+            dom = isl.UnionSet(sm.main.domain)
+            pairs = pairs.union(isl.UnionMap.from_domain_and_range(dom, dom))
+    return pairs
+
+
+def check_legality(model: PolyModel, tree: TreeBuilder) -> None:
+    """Raise ScheduleError if the schedule reads before writing, or a parallel loop carries a dependence."""
+    acc = Accesses(model)
+    schedule: isl.Schedule = tree.schedule  # type: ignore[attr-defined]
+    flow = acc.writes.apply_range(acc.reads.reverse()).subtract(_same_stage_updates(model))
+    time = schedule.get_map()
+    late = flow.subtract(time.lex_lt_union_map(time))
+    if not late.is_empty():
+        src, sv, dst, dv = _example(late)
+        raise ScheduleError(f"{describe(model, dst, dv)} would read a value before "
+                            f"{describe(model, src, sv)} writes it: the schedule breaks a dependence")
+    conflicts = (acc.writes.apply_range(acc.reads.reverse())
+                 .union(acc.writes.apply_range(acc.writes.reverse())))
+    conflicts = conflicts.union(conflicts.reverse())
+    _check_loops(model, tree, schedule.get_root(), conflicts)
+
+
+def _check_loops(model: PolyModel, tree: TreeBuilder, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
+    if node.get_type() == isl.schedule_node_type.mark:
+        info = tree.marks.get(node.mark_get_id().get_name())
+        if isinstance(info, LoopMark) and info.kind in ("parallel", "vectorized"):
+            band = node.child(0)
+            prefix = band.get_prefix_schedule_union_map()
+            partial = band.band_get_partial_schedule_union_map()
+            dom = band.get_domain()
+            local = conflicts.intersect_domain(dom).intersect_range(dom)
+            carried = (local.intersect(prefix.apply_range(prefix.reverse()))
+                       .subtract(partial.apply_range(partial.reverse())))
+            if not carried.is_empty():
+                a, av, b, bv = _example(carried)
+                raise ScheduleError(
+                    f"loop {info.var.name} of stage {info.stage} is {info.kind}, but its iterations depend on "
+                    f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "
+                    f"element (one of them writes it) in different iterations of {info.var.name}")
+    for k in range(node.n_children()):
+        _check_loops(model, tree, node.child(k), conflicts)
