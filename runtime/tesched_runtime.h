@@ -46,4 +46,40 @@ static inline void *ts_alloc(size_t bytes) {
 
 static inline void ts_free(void *p) { free(p); }
 
+/* SIMD: GCC vector types ts_<type>x<lanes>, unaligned loads/stores, broadcasts and lane-wise selects. */
+#define TS_VECTOR_TYPE(T, S, N) typedef T ts_##S##x##N __attribute__((vector_size(sizeof(T) * N)));
+#define TS_VECTOR_OPS(T, S, N, M)                                                                      \
+  static inline ts_##S##x##N ts_vload_##S##x##N(const T *p) {                                           \
+    ts_##S##x##N v;                                                                                     \
+    memcpy(&v, p, sizeof v);                                                                            \
+    return v;                                                                                           \
+  }                                                                                                     \
+  static inline void ts_vstore_##S##x##N(T *p, ts_##S##x##N v) { memcpy(p, &v, sizeof v); }            \
+  static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return (ts_##S##x##N){} + x; }                  \
+  static inline ts_##S##x##N ts_vsel_##S##x##N(ts_##M##x##N m, ts_##S##x##N a, ts_##S##x##N b) {        \
+    return (ts_##S##x##N)((m & (ts_##M##x##N)a) | (~m & (ts_##M##x##N)b));                              \
+  }                                                                                                     \
+  static inline ts_##S##x##N ts_vmax_##S##x##N(ts_##S##x##N a, ts_##S##x##N b) {                        \
+    return ts_vsel_##S##x##N(a > b, a, b);                                                              \
+  }                                                                                                     \
+  static inline ts_##S##x##N ts_vmin_##S##x##N(ts_##S##x##N a, ts_##S##x##N b) {                        \
+    return ts_vsel_##S##x##N(a < b, a, b);                                                              \
+  }
+#define TS_VECTORS(T, S, M, N1, N2, N3)                                                                \
+  TS_VECTOR_TYPE(T, S, N1) TS_VECTOR_TYPE(T, S, N2) TS_VECTOR_TYPE(T, S, N3)
+#define TS_VECTORS_OPS(T, S, M, N1, N2, N3)                                                            \
+  TS_VECTOR_OPS(T, S, N1, M) TS_VECTOR_OPS(T, S, N2, M) TS_VECTOR_OPS(T, S, N3, M)
+TS_VECTORS(int32_t, i32, i32, 4, 8, 16)
+TS_VECTORS(int64_t, i64, i64, 2, 4, 8)
+TS_VECTORS(float, f32, i32, 4, 8, 16)
+TS_VECTORS(double, f64, i64, 2, 4, 8)
+TS_VECTORS_OPS(int32_t, i32, i32, 4, 8, 16)
+TS_VECTORS_OPS(int64_t, i64, i64, 2, 4, 8)
+TS_VECTORS_OPS(float, f32, i32, 4, 8, 16)
+TS_VECTORS_OPS(double, f64, i64, 2, 4, 8)
+#undef TS_VECTORS
+#undef TS_VECTORS_OPS
+#undef TS_VECTOR_TYPE
+#undef TS_VECTOR_OPS
+
 #endif

@@ -24,7 +24,7 @@ import cffi
 from .codegen_c import CSource, generate_c
 from .errors import BuildError
 from .kernel import Kernel
-from .lower import LoweredFunc, lower
+from .lower import LoweredFunc, lower, lower_for_target
 from .schedule import Schedule
 from .tensor import Tensor
 
@@ -123,7 +123,7 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None, 
         if args is None:
             raise TypeError("build(schedule, args): args (the kernel's tensors) are required")
         func = lower(inputs, args, name=name)
-    src = generate_c(func)
+    src = generate_c(lower_for_target(func))
     module, compiled = compile_c(src)
     kernel = Kernel(func, src, module)
     kernel.compiled = compiled

@@ -38,6 +38,17 @@ class CSource:
     declaration: str
 
 
+def c_type(dtype: str) -> str:
+    base, lanes = ir.split_dtype(dtype)
+    return dt.C_TYPES[base] if lanes == 1 else f"ts_{_SUFFIX[base]}x{lanes}"
+
+
+def _vec(dtype: str) -> str:
+    """The ``f32x16`` part of a vector helper's name."""
+    base, lanes = ir.split_dtype(dtype)
+    return f"{_SUFFIX[base]}x{lanes}"
+
+
 def c_const(c: Const) -> str:
     v = c.value
     if c.dtype == "bool":
@@ -73,15 +84,26 @@ class CodeGen:
             return self.name(e, e.name)
         if isinstance(e, ir.Load):
             return f"{self.name(e.buffer, e.buffer.name)}[{self.flat_index(e.buffer, e.indices)}]"
+        if isinstance(e, ir.VLoad):
+            return f"ts_vload_{_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.expr(e.index)}])"
+        if isinstance(e, ir.Broadcast):
+            return f"ts_vbcast_{_vec(e.dtype)}({self.expr(e.value)})"
+        if isinstance(e, ir.VCast):
+            return f"__builtin_convertvector({self.expr(e.value)}, {c_type(e.dtype)})"
         if isinstance(e, Binary):
             return self.binary(e)
         if isinstance(e, Unary):
-            return f"(-{self.expr(e.a)})" if e.op == "neg" else f"(!{self.expr(e.a)})"
+            if e.op == "neg":
+                return f"(-{self.expr(e.a)})"
+            return f"(~{self.expr(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.expr(e.a)})"
         if isinstance(e, Cast):
             if e.dtype == "bool":
                 return f"({self.expr(e.value)} != 0)"
             return f"(({dt.C_TYPES[e.dtype]})({self.expr(e.value)}))"
         if isinstance(e, Select):
+            if ir.split_dtype(e.dtype)[1] > 1:
+                return (f"ts_vsel_{_vec(e.dtype)}({self.expr(e.cond)}, {self.expr(e.true_value)}, "
+                        f"{self.expr(e.false_value)})")
             return f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
         if isinstance(e, Call):
             return self.call(e)
@@ -90,6 +112,11 @@ class CodeGen:
     def binary(self, e: Binary) -> str:
         a, b = self.expr(e.a), self.expr(e.b)
         operand = e.a.dtype
+        if ir.split_dtype(operand)[1] > 1:
+            if e.op in ("min", "max"):
+                return f"ts_v{e.op}_{_vec(operand)}({a}, {b})"
+            sym = {"and": "&", "or": "|", "div": "/"}.get(e.op) or _C_BINARY[e.op]
+            return f"({a} {sym} {b})"
         if e.op in _C_BINARY:
             return f"({a} {_C_BINARY[e.op]} {b})"
         if e.op == "div":
@@ -120,18 +147,7 @@ class CodeGen:
         return str(d) if isinstance(d, int) else self.expr(d)
 
     def flat_index(self, buf: ir.Buffer, indices: tuple) -> str:
-        terms = []
-        for k, idx in enumerate(indices):
-            off = buf.offsets[k]
-            coord = self.expr(idx) if isinstance(off, Const) and off.value == 0 else \
-                f"({self.expr(idx)} - {self.expr(off)})"
-            strides = [self.dim(d) for d in buf.shape[k + 1:]]
-            if all(isinstance(d, int) for d in buf.shape[k + 1:]):
-                stride = int(np.prod([int(d) for d in buf.shape[k + 1:]], dtype=np.int64)) if strides else 1
-                terms.append(coord if stride == 1 else f"{coord} * {stride}")
-            else:
-                terms.append(" * ".join([coord] + strides))
-        return " + ".join(terms) if terms else "0"
+        return self.expr(ir.flat_index(buf, indices))
 
     # statements -----------------------------------------------------------------------------------
     def emit(self, line: str, indent: int) -> None:
@@ -153,6 +169,15 @@ class CodeGen:
         elif isinstance(s, ir.Store):
             target = f"{self.name(s.buffer, s.buffer.name)}[{self.flat_index(s.buffer, s.indices)}]"
             self.emit(f"{target} = {self.expr(s.value)};", ind)
+        elif isinstance(s, ir.VStore):
+            target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
+            self.emit(f"ts_vstore_{_vec(s.value.dtype)}({target}, {self.expr(s.value)});", ind)
+        elif isinstance(s, ir.Registers):
+            self.emit("{", ind)
+            for v in s.variables:
+                self.emit(f"{c_type(v.dtype)} {self.name(v, v.name)};", ind + 1)
+            self.stmt(s.body, ind + 1)
+            self.emit("}", ind)
         elif isinstance(s, ir.Allocate):
             self.allocate(s, ind)
         elif isinstance(s, ir.Assign):
@@ -187,7 +212,7 @@ class CodeGen:
         name = self.name(b, b.name)
         self.emit("{", ind)
         for off in b.offsets:
-            if isinstance(off, Var):
+            if isinstance(off, ir.OriginVar):
                 self.emit(f"int64_t {self.name(off, off.name)} = 0;", ind + 1)
         if all(isinstance(d, int) for d in b.shape):
             count = int(np.prod([int(d) for d in b.shape], dtype=np.int64))

@@ -49,6 +49,64 @@ class Load(Expr):
         return Load(self.buffer, children)
 
 
+class VLoad(Expr):
+    """``lanes`` consecutive elements of ``buffer`` starting at flat element offset ``index``."""
+
+    __slots__ = ("buffer", "index", "lanes")
+
+    def __init__(self, buffer: Buffer, index: Expr, lanes: int):
+        self.buffer, self.index, self.lanes = buffer, index, lanes
+        self.dtype = vector_dtype(buffer.dtype, lanes)
+
+    def children(self):
+        return (self.index,)
+
+    def with_children(self, children):
+        return VLoad(self.buffer, children[0], self.lanes)
+
+
+class Broadcast(Expr):
+    """A scalar repeated in every lane."""
+
+    __slots__ = ("value", "lanes")
+
+    def __init__(self, value: Expr, lanes: int):
+        self.value, self.lanes = value, lanes
+        self.dtype = vector_dtype(value.dtype, lanes)
+
+    def children(self):
+        return (self.value,)
+
+    def with_children(self, children):
+        return Broadcast(children[0], self.lanes)
+
+
+class VCast(Expr):
+    """Lane-wise conversion of a vector to another element type of the same size."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, dtype: str, value: Expr):
+        self.dtype, self.value = dtype, value
+
+    def children(self):
+        return (self.value,)
+
+    def with_children(self, children):
+        return VCast(self.dtype, children[0])
+
+
+def vector_dtype(scalar: str, lanes: int) -> str:
+    """``float32x16`` for 16 lanes of float32."""
+    return f"{scalar}x{lanes}"
+
+
+def split_dtype(dtype: str) -> tuple[str, int]:
+    """``("float32", 16)`` for ``float32x16``; scalars have one lane."""
+    base, sep, lanes = dtype.rpartition("x")
+    return (base, int(lanes)) if sep and lanes.isdigit() else (dtype, 1)
+
+
 class LoopVar(Var):
     """The variable of one generated loop; ``name`` is the user's axis name (e.g. ``i.outer``)."""
 
@@ -56,6 +114,24 @@ class LoopVar(Var):
 
     def __init__(self, name: str):
         super().__init__(name, "int64")
+
+
+class OriginVar(Var):
+    """The origin of a local buffer in one dimension, when it must be computed at run time."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str):
+        super().__init__(name, "int64")
+
+
+class RegisterVar(Var):
+    """A variable holding a promoted buffer slot; its dtype may be a vector (``float32x16``)."""
+
+    __slots__ = ()
+
+    def __init__(self, name: str, dtype: str):
+        self.name, self.dtype = name, dtype
 
 
 class Stmt:
@@ -94,6 +170,23 @@ class Store(Stmt):
 
 
 @dataclass(eq=False)
+class VStore(Stmt):
+    """Store a vector at flat element offset ``index`` of ``buffer``."""
+
+    buffer: Buffer
+    index: Expr
+    value: Expr
+
+
+@dataclass(eq=False)
+class Registers(Stmt):
+    """Scalar or vector variables (promoted from a small local buffer) declared for ``body``."""
+
+    variables: list
+    body: Stmt
+
+
+@dataclass(eq=False)
 class Allocate(Stmt):
     buffer: Buffer
     body: Stmt
@@ -116,6 +209,61 @@ class LetStmt(Stmt):
 class Produce(Stmt):
     stage: str
     body: Stmt
+
+
+def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
+    """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted)."""
+    from .expr import Binary
+    total: Expr | None = None
+    stride: Expr | int = 1
+    for k in reversed(range(len(indices))):
+        idx = indices[k]
+        off = buf.offsets[k]
+        if not (isinstance(off, Const) and off.value == 0):
+            idx = Binary("sub", idx, off, "int64")
+        if not (isinstance(stride, int) and stride == 1):
+            idx = Binary("mul", idx, stride if isinstance(stride, Expr) else Const(stride, "int64"), "int64")
+        total = idx if total is None else Binary("add", idx, total, "int64")
+        dim = buf.shape[k]
+        if isinstance(stride, int) and isinstance(dim, int):
+            stride = stride * dim
+        else:
+            s_expr = stride if isinstance(stride, Expr) else Const(stride, "int64")
+            d_expr = dim if isinstance(dim, Expr) else Const(dim, "int64")
+            stride = Binary("mul", s_expr, d_expr, "int64")
+    return total if total is not None else Const(0, "int64")
+
+
+def map_stmt(stmt: Stmt, on_expr, on_stmt=None) -> Stmt:
+    """Rebuild ``stmt`` with ``on_expr`` applied to every expression; ``on_stmt(s)`` may replace a
+    statement first (return None to recurse normally)."""
+    def go(s: Stmt) -> Stmt:
+        if on_stmt is not None:
+            out = on_stmt(s)
+            if out is not None:
+                return out
+        if isinstance(s, Block):
+            return Block([go(c) for c in s.stmts])
+        if isinstance(s, For):
+            return For(s.var, on_expr(s.begin), on_expr(s.end), s.kind, go(s.body), s.step, s.extent_hint)
+        if isinstance(s, IfThenElse):
+            return IfThenElse(on_expr(s.cond), go(s.then_case), None if s.else_case is None else go(s.else_case))
+        if isinstance(s, Store):
+            return Store(s.buffer, tuple(on_expr(i) for i in s.indices), on_expr(s.value))
+        if isinstance(s, VStore):
+            return VStore(s.buffer, on_expr(s.index), on_expr(s.value))
+        if isinstance(s, Allocate):
+            return Allocate(s.buffer, go(s.body))
+        if isinstance(s, Registers):
+            return Registers(s.variables, go(s.body))
+        if isinstance(s, Assign):
+            return Assign(s.var, on_expr(s.value))
+        if isinstance(s, LetStmt):
+            return LetStmt(s.var, on_expr(s.value), go(s.body))
+        if isinstance(s, Produce):
+            return Produce(s.stage, go(s.body))
+        raise TypeError(f"unknown statement {type(s).__name__}")
+    return go(stmt)
 
 
 def seq(stmts: Sequence[Stmt]) -> Stmt:
@@ -175,6 +323,12 @@ class IRPrinter:
             return head + "\n" + self.stmt(s.body, indent)
         if isinstance(s, Assign):
             return f"{pad}{self.name_of(s.var)} = {self.expr(s.value)}\n"
+        if isinstance(s, VStore):
+            lanes = split_dtype(s.value.dtype)[1]
+            return f"{pad}{s.buffer.name}[ramp({self.expr(s.index)}, {lanes})] = {self.expr(s.value)}\n"
+        if isinstance(s, Registers):
+            names = ", ".join(f"{self.name_of(v)}: {v.dtype}" for v in s.variables)
+            return f"{pad}registers {names}\n" + self.stmt(s.body, indent)
         if isinstance(s, LetStmt):
             return f"{pad}let {self.name_of(s.var)} = {self.expr(s.value)}\n" + self.stmt(s.body, indent)
         if isinstance(s, Produce):

@@ -157,6 +157,27 @@ def _describe(st: LoweringState, step: str) -> str:
     return ""
 
 
+def lower_for_target(func: LoweredFunc, debug: bool | None = None) -> LoweredFunc:
+    """The machine passes after :func:`lower`: unroll, explicit SIMD, registers for small buffers."""
+    from .target import vector_bytes
+    from .transform.registers import promote
+    from .transform.unroll import unroll
+    from .transform.vectorize import vectorize
+    if debug is None:
+        debug = os.environ.get("TESCHED_DEBUG", "") not in ("", "0")
+    width = vector_bytes()
+    body = func.body
+    for step, run in (("unroll", unroll), ("vectorize", lambda b: vectorize(b, width)),
+                      ("promote registers", promote)):
+        t0 = time.perf_counter()
+        body = run(body)
+        if debug:
+            ms = (time.perf_counter() - t0) * 1e3
+            print(f"--- after {step} ({ms:.1f} ms)\n{ir.IRPrinter().stmt(body, 1)}", file=sys.stderr)
+    return LoweredFunc(func.name, func.args, func.arg_tensors, func.params, body, func.model,
+                       func._redundancy)
+
+
 def check_schedule(sch: Schedule) -> None:
     """The checks of :func:`lower` up to the dependence check, on a schedule's outputs and inputs."""
     args = [st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output]

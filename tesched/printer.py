@@ -58,6 +58,11 @@ def expr_str(e: Expr, name_of: Callable[[Var], str] | None = None) -> str:
             axes = ", ".join(name_of(a) for a in x.axis)  # type: ignore[arg-type]
             where = "" if x.where is None else f", where={go(x.where)[0]}"
             return f"{x.combiner}({go(x.source)[0]}, axis=[{axes}]{where})", 7
+        lanes = getattr(x, "lanes", None)
+        if lanes is not None and hasattr(x, "index"):      # vector load
+            return f"{x.buffer.name}[ramp({go(x.index)[0]}, {lanes})]", 7
+        if lanes is not None:                              # broadcast
+            return f"x{lanes}({go(x.value)[0]})", 7
         indices = getattr(x, "indices", None)
         if indices is not None:
             target = getattr(x, "tensor", None) or getattr(x, "buffer", None)

@@ -14,7 +14,7 @@ from typing import Callable, Mapping
 import islpy as isl
 
 from ..errors import LoweringError
-from ..expr import Binary, Const, Expr, Select, Unary
+from ..expr import Binary, Const, Expr, Select, Unary, Var
 from .. import ir
 from .tree import AllocMark, LoopMark, ProduceMark
 
@@ -75,6 +75,41 @@ def generate_ast(schedule: isl.Schedule, context: isl.Set, depth: int) -> isl.As
     return build.node_from_schedule(schedule)
 
 
+def _take_origin(stmt: ir.Stmt, targets: set[int], found: dict[int, Expr]) -> ir.Stmt:
+    """Remove the assignments to ``targets`` that run first in ``stmt`` (before any loop or guard),
+    recording their values in ``found``. Nested allocations are transparent."""
+    if isinstance(stmt, ir.Allocate):
+        return ir.Allocate(stmt.buffer, _take_origin(stmt.body, targets, found))
+    if not isinstance(stmt, ir.Block):
+        return stmt
+    kept: list[ir.Stmt] = []
+    for k, child in enumerate(stmt.stmts):
+        if isinstance(child, ir.Assign):
+            if id(child.var) in targets:
+                found[id(child.var)] = child.value
+            else:
+                kept.append(child)
+            continue
+        if isinstance(child, ir.Allocate):
+            child = _take_origin(child, targets, found)
+        kept.extend([child] + stmt.stmts[k + 1:])
+        break
+    return ir.seq(kept) if kept else ir.Block([])
+
+
+def _fold_origin(alloc: ir.Allocate) -> ir.Allocate:
+    """When the buffer's origin is set unconditionally at the start of its scope, make the origin
+    expressions part of the buffer (no mutable variables: later passes see through the indexing)."""
+    buf = alloc.buffer
+    targets = {id(o) for o in buf.offsets if isinstance(o, ir.OriginVar)}
+    found: dict[int, Expr] = {}
+    body = _take_origin(alloc.body, targets, found)
+    if not targets or set(found) != targets:
+        return alloc
+    buf.offsets = [found.get(id(o), o) for o in buf.offsets]
+    return ir.Allocate(buf, body)
+
+
 def _merge_allocations(stmts: list[ir.Stmt]) -> ir.Stmt:
     """Rejoin an allocation that isl's AST generator split into sibling copies.
 
@@ -131,7 +166,7 @@ class AstToIR:
             if isinstance(info, ProduceMark):
                 return ir.Produce(info.stage.name, self.walk(child, env, loop))
             if isinstance(info, AllocMark):
-                return ir.Allocate(self.allocate(info), self.walk(child, env, loop))
+                return _fold_origin(ir.Allocate(self.allocate(info), self.walk(child, env, loop)))
             raise LoweringError(f"internal: unknown mark {info!r}")
         if kind == T.user:
             call = node.user_get_expr()

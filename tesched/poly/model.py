@@ -24,7 +24,7 @@ import islpy as isl
 from ..errors import LoweringError, ScheduleError
 from ..expr import Const, Expr, Reduce, Var
 from ..inline import inline_bodies
-from ..ir import Buffer
+from ..ir import Buffer, OriginVar
 from ..schedule import Fuse, Schedule, Split, Stage
 from ..tensor import COMM_REDUCE, ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead
 from ..visit import collect, walk
@@ -368,7 +368,7 @@ class PolyModel:
                 offsets.append(Const(int(lo.get_pieces()[0][1].get_constant_val().to_python()), "int64"))
                 sm.offset_pwaffs.append(None)
             else:
-                offsets.append(Var(f"{sm.name}.min{d}", "int64"))
+                offsets.append(OriginVar(f"{sm.name}.min{d}"))
                 sm.offset_pwaffs.append(lo)
         sm.buffer = Buffer(sm.name, shape, tensor.dtype, "local", offsets)
 

@@ -1,0 +1,127 @@
+"""Promote small local buffers to scalar or vector variables, so gcc keeps them in registers.
+
+A ``compute_at`` buffer of constant size (a register tile made with ``cache_write``, say) qualifies when,
+after unrolling, every access to it is at a constant offset: each distinct (offset, lanes) slot becomes
+one variable. Small serial loops whose iterations address different parts of the buffer (the copy-out
+loop of a register tile, typically) are unrolled to get there. Buffers accessed inside a parallel loop
+of their own scope are left in memory (threads would share them).
+"""
+from __future__ import annotations
+
+from .. import dtype as dt
+from .. import ir
+from ..expr import Expr
+from ..visit import rewrite, walk
+from .linear import constant_difference, constant_value, simplify
+from .unroll import unroll_copies
+
+MAX_REGISTER_BYTES = 2048
+MAX_AUTO_UNROLL = 16
+
+
+def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list:
+    found = []
+
+    def on_expr(e: Expr) -> Expr:
+        for n in walk(e):
+            if isinstance(n, (ir.Load, ir.VLoad)) and n.buffer is buf:
+                found.append(n)
+        return e
+
+    def on_stmt(s: ir.Stmt):
+        if isinstance(s, (ir.Store, ir.VStore)) and s.buffer is buf:
+            found.append(s)
+        return None
+
+    ir.map_stmt(stmt, on_expr, on_stmt)
+    return found
+
+
+def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
+    if isinstance(access, (ir.VLoad, ir.VStore)):
+        lanes = ir.split_dtype(access.dtype if isinstance(access, ir.VLoad) else access.value.dtype)[1]
+        offset = constant_value(simplify(access.index))
+    else:
+        lanes = 1
+        offset = constant_value(simplify(ir.flat_index(buf, access.indices)))
+    return None if offset is None else (offset, lanes)
+
+
+def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
+    def visit(s: ir.Stmt):
+        if isinstance(s, ir.For) and s.kind in ("serial", "unrolled"):
+            inner = _unroll_addressing_loops(s.body, buf)
+            loop = ir.For(s.var, s.begin, s.end, s.kind, inner, s.step, s.extent_hint)
+            if any(_slot(a, buf) is None and any(n is s.var for n in _index_vars(a, buf))
+                   for a in _accesses(inner, buf)):
+                trips = constant_difference(loop.end, loop.begin)
+                if trips is not None and trips <= MAX_AUTO_UNROLL:
+                    copies = unroll_copies(loop)
+                    if copies is not None:
+                        return copies
+            return loop
+        return None
+    return ir.map_stmt(stmt, lambda e: e, visit)
+
+
+def _index_vars(access, buf: ir.Buffer):
+    index = access.index if isinstance(access, (ir.VLoad, ir.VStore)) else ir.flat_index(buf, access.indices)
+    return [n for n in walk(index) if isinstance(n, ir.Var)]
+
+
+def _in_parallel_loop(stmt: ir.Stmt, buf: ir.Buffer) -> bool:
+    hit = []
+
+    def visit(s: ir.Stmt):
+        if isinstance(s, ir.For) and s.kind == "parallel" and _accesses(s.body, buf):
+            hit.append(s)
+        return None
+    ir.map_stmt(stmt, lambda e: e, visit)
+    return bool(hit)
+
+
+def promote(stmt: ir.Stmt) -> ir.Stmt:
+    """Replace qualifying local buffers of ``stmt`` by variables."""
+    def visit(s: ir.Stmt):
+        if not isinstance(s, ir.Allocate):
+            return None
+        body = promote(s.body)
+        buf = s.buffer
+        if (buf.scope != "local" or not all(isinstance(d, int) for d in buf.shape)
+                or _in_parallel_loop(body, buf)):
+            return ir.Allocate(buf, body)
+        count = 1
+        for d in buf.shape:
+            count *= int(d)
+        if count * dt.numpy_dtype(buf.dtype).itemsize > MAX_REGISTER_BYTES:
+            return ir.Allocate(buf, body)
+        unrolled = _unroll_addressing_loops(body, buf)
+        slots = {}
+        for a in _accesses(unrolled, buf):
+            slot = _slot(a, buf)
+            if slot is None:
+                return ir.Allocate(buf, body)
+            slots[slot] = None
+        ordered = sorted(slots)
+        for (o1, l1), (o2, _) in zip(ordered, ordered[1:]):
+            if o1 + l1 > o2:   # overlapping slots of different widths: keep the memory
+                return ir.Allocate(buf, body)
+        variables = {slot: ir.RegisterVar(f"{buf.name}.r{k}", buf.dtype if slot[1] == 1 else
+                                  ir.vector_dtype(buf.dtype, slot[1])) for k, slot in enumerate(ordered)}
+        return ir.Registers(list(variables.values()), _replace(unrolled, buf, variables))
+    return ir.map_stmt(stmt, lambda e: e, visit)
+
+
+def _replace(stmt: ir.Stmt, buf: ir.Buffer, variables: dict) -> ir.Stmt:
+    def on_expr(e: Expr) -> Expr:
+        def swap(n: Expr):
+            if isinstance(n, (ir.Load, ir.VLoad)) and n.buffer is buf:
+                return variables[_slot(n, buf)]
+            return None
+        return rewrite(e, swap)
+
+    def on_stmt(s: ir.Stmt):
+        if isinstance(s, (ir.Store, ir.VStore)) and s.buffer is buf:
+            return ir.Assign(variables[_slot(s, buf)], on_expr(s.value))
+        return None
+    return ir.map_stmt(stmt, on_expr, on_stmt)

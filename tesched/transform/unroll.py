@@ -1,0 +1,37 @@
+"""Unroll loops marked ``unrolled`` whose trip count is a compile-time constant.
+
+The body is copied once per iteration with the loop variable replaced by ``begin + k``, and index
+arithmetic is folded, so that later passes see constant offsets (what makes register tiles possible).
+Loops whose trip count is only known at run time (a split that does not divide) keep a
+``#pragma GCC unroll`` in C instead.
+"""
+from __future__ import annotations
+
+from .. import ir
+from ..expr import Binary, Const, Expr
+from ..visit import substitute
+from .linear import constant_difference
+
+MAX_UNROLL = 64
+
+
+def unroll_copies(loop: ir.For) -> ir.Stmt | None:
+    """The loop's body copied per iteration, or None if its trip count is not a small constant."""
+    trips = constant_difference(loop.end, loop.begin)
+    if trips is None or trips > MAX_UNROLL * loop.step or trips <= 0:
+        return None
+    copies = []
+    for k in range(0, trips, loop.step):
+        value: Expr = loop.begin if k == 0 else Binary("add", loop.begin, Const(k, "int64"), "int64")
+        copies.append(ir.map_stmt(loop.body, lambda e, v=value: substitute(e, {loop.var: v})))
+    return ir.seq(copies)
+
+
+def unroll(stmt: ir.Stmt) -> ir.Stmt:
+    def visit(s: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(s, ir.For) and s.kind == "unrolled":
+            copies = unroll_copies(s)
+            if copies is not None:
+                return unroll(copies)
+        return None
+    return ir.map_stmt(stmt, lambda e: e, visit)

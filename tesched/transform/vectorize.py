@@ -1,0 +1,146 @@
+"""Turn ``vectorized`` loops into explicit SIMD (GCC vector extensions).
+
+A vectorized loop whose body is a list of stores is rewritten into vector statements: contiguous loads and
+stores become vector loads/stores, values that do not change with the loop become broadcasts, arithmetic,
+min/max, comparisons and selects (without loads in their branches) become vector operations. The trip
+count is split into full-width chunks (a loop over them when there are many) and narrower tails. When the
+trip count is only known at run time (a non-dividing split), the vector code handles full tiles and the
+remainder runs the scalar loop. Anything else (calls such as ``exp``, strided or gathered accesses, inner
+loops) keeps the scalar loop, which the C code marks ``#pragma omp simd`` for gcc's vectorizer.
+
+Legality is not decided here: the dependence check already proved that a vectorized loop carries no
+dependence, so its iterations may run as lanes.
+"""
+from __future__ import annotations
+
+from .. import dtype as dt
+from .. import ir
+from ..expr import Binary, Cast, Const, Expr, Select, Unary, Var
+from ..visit import substitute, walk
+from .linear import coefficient, constant_difference, simplify
+
+_ARITH = ("add", "sub", "mul", "div", "min", "max")
+_COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
+MAX_INLINE_CHUNKS = 4
+
+
+class CannotVectorize(Exception):
+    pass
+
+
+def _depends(e: Expr, var: Var) -> bool:
+    return any(n is var for n in walk(e))
+
+
+def _mask_dtype(scalar: str, lanes: int) -> str:
+    return ir.vector_dtype("int64" if dt.numpy_dtype(scalar).itemsize == 8 else "int32", lanes)
+
+
+class LoopVectorizer:
+    def __init__(self, loop: ir.For, vector_bytes: int):
+        self.loop, self.var, self.vector_bytes = loop, loop.var, vector_bytes
+
+    def expr(self, e: Expr, base: Expr, lanes: int) -> Expr:
+        var = self.var
+        if not _depends(e, var):
+            return ir.Broadcast(substitute(e, {var: base}), lanes)
+        if isinstance(e, ir.Load):
+            flat = ir.flat_index(e.buffer, e.indices)
+            step = coefficient(flat, var)
+            if step == 0:
+                return ir.Broadcast(substitute(e, {var: base}), lanes)
+            if step == 1:
+                return ir.VLoad(e.buffer, simplify(substitute(flat, {var: base})), lanes)
+            raise CannotVectorize(f"access to {e.buffer.name} is not contiguous in the loop")
+        if isinstance(e, Binary) and e.op in _ARITH:
+            if e.op == "div" and not dt.is_float(e.dtype):
+                raise CannotVectorize("integer division")
+            a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
+            return Binary(e.op, a, b, a.dtype)
+        if isinstance(e, Binary) and e.op in _COMPARE:
+            a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
+            return Binary(e.op, a, b, _mask_dtype(e.a.dtype, lanes))
+        if isinstance(e, Binary) and e.op in ("and", "or"):
+            a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
+            return Binary(e.op, a, b, a.dtype)
+        if isinstance(e, Select):  # both sides are computed in every lane, so neither may touch memory
+            if any(isinstance(n, ir.Load) for n in walk(e.true_value)) or \
+                    any(isinstance(n, ir.Load) for n in walk(e.false_value)):
+                raise CannotVectorize("a select whose branches read memory (lanes would read out of bounds)")
+            t = self.expr(e.true_value, base, lanes)
+            return Select(self.expr(e.cond, base, lanes), t, self.expr(e.false_value, base, lanes))
+        if isinstance(e, Unary) and e.op == "neg":
+            return Unary("neg", self.expr(e.a, base, lanes))
+        if isinstance(e, Cast) and dt.numpy_dtype(e.dtype).itemsize == dt.numpy_dtype(e.value.dtype).itemsize:
+            return ir.VCast(ir.vector_dtype(e.dtype, lanes), self.expr(e.value, base, lanes))
+        raise CannotVectorize(f"{type(e).__name__} {getattr(e, 'op', getattr(e, 'name', ''))} has no vector form")
+
+    def store(self, s: ir.Store, base: Expr, lanes: int) -> ir.Stmt:
+        flat = ir.flat_index(s.buffer, s.indices)
+        if lanes == 1:
+            return ir.Store(s.buffer, tuple(substitute(i, {self.var: base}) for i in s.indices),
+                            substitute(s.value, {self.var: base}))
+        if coefficient(flat, self.var) != 1:
+            raise CannotVectorize(f"store to {s.buffer.name} is not contiguous in the loop")
+        return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), self.expr(s.value, base, lanes))
+
+    def chunk(self, stores: list[ir.Store], base: Expr, lanes: int) -> list[ir.Stmt]:
+        return [self.store(s, base, lanes) for s in stores]
+
+    def run(self) -> ir.Stmt | None:
+        loop = self.loop
+        body = loop.body.stmts if isinstance(loop.body, ir.Block) else [loop.body]
+        if loop.step != 1 or not body or not all(isinstance(s, ir.Store) for s in body):
+            return None
+        sizes = {dt.numpy_dtype(s.buffer.dtype).itemsize for s in body}  # type: ignore[union-attr]
+        sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for s in body for n in walk(s.value)  # type: ignore[union-attr]
+                  if isinstance(n, ir.Load)}
+        if len(sizes) != 1:
+            return None
+        width = self.vector_bytes // sizes.pop()
+        trips = constant_difference(loop.end, loop.begin)
+        runtime = trips is None
+        if runtime:
+            trips = loop.extent_hint
+        if not trips:
+            return None
+        try:
+            code = self.plan(body, trips, width)  # type: ignore[arg-type]
+        except CannotVectorize:
+            return None
+        if not runtime:
+            return code
+        full = Binary("eq", Binary("sub", loop.end, loop.begin, "int64"), Const(trips, "int64"), "bool")
+        return ir.IfThenElse(full, code, loop)
+
+    def plan(self, stores: list[ir.Store], trips: int, width: int) -> ir.Stmt:
+        begin = self.loop.begin
+        out: list[ir.Stmt] = []
+        full = trips // width
+        if full > MAX_INLINE_CHUNKS:
+            chunk_var = ir.LoopVar(f"{self.var.name}.v")
+            base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+            out.append(ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), "serial",
+                              ir.seq(self.chunk(stores, base, width))))
+        else:
+            for k in range(full):
+                out += self.chunk(stores, simplify(Binary("add", begin, Const(k * width, "int64"), "int64")), width)
+        offset = full * width
+        lanes = width // 2
+        min_lanes = max(2, width // 4)
+        while offset < trips:
+            while lanes >= min_lanes and trips - offset < lanes:
+                lanes //= 2
+            n = lanes if lanes >= min_lanes else 1
+            out += self.chunk(stores, simplify(Binary("add", begin, Const(offset, "int64"), "int64")), n)
+            offset += n
+        return ir.seq(out)
+
+
+def vectorize(stmt: ir.Stmt, vector_bytes: int) -> ir.Stmt:
+    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD."""
+    def visit(s: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(s, ir.For) and s.kind == "vectorized":
+            return LoopVectorizer(s, vector_bytes).run()
+        return None
+    return ir.map_stmt(stmt, lambda e: e, visit)
