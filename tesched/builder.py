@@ -32,8 +32,7 @@ RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 if not RUNTIME_DIR.is_dir():  # installed (non-editable): the header ships inside the package
     RUNTIME_DIR = Path(__file__).resolve().parent / "runtime"
 
-COMPILE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-Wno-unused-variable",
-                 "-Wno-maybe-uninitialized")
+COMPILE_FLAGS = ("-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-w")
 LINK_FLAGS = ("-fopenmp",)
 
 _loaded: dict[str, object] = {}
