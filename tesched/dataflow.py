@@ -22,8 +22,6 @@ from .expr import Binary, Expr, Reduce, Select, as_expr
 from .tensor import COMM_REDUCE, DATA_PAR, ComputeOp, IterVar, Range, Tensor, TensorRead
 from .visit import rewrite, substitute
 
-from .schedule import Split
-
 if TYPE_CHECKING:
     from .schedule import Schedule, Stage
 
@@ -87,44 +85,6 @@ def cache_write(sch: "Schedule", tensor: Tensor, scope: str) -> Tensor:
     return cache_op.output(0)
 
 
-def _leaf_values(stage: "Stage", leaf_map: dict[int, Expr]) -> tuple[dict[int, Expr], dict[int, int]]:
-    """Values of every iter var of ``stage`` in terms of (replacements of) its leaves, and extents."""
-    extent: dict[int, int] = {}
-    for v in stage.all_iter_vars:
-        if v.dom is not None:
-            ext = v.dom.extent
-            if not isinstance(ext, int):
-                raise ScheduleError(f"rfactor of {stage.name}: reduce axis {v.name} needs a constant extent")
-            extent[id(v)] = ext
-    for rel in stage.relations:
-        if isinstance(rel, Split):
-            pext = extent.get(id(rel.parent))
-            factor = rel.factor if rel.factor is not None else -(-pext // rel.nparts)  # type: ignore[operator]
-            extent[id(rel.outer)], extent[id(rel.inner)] = -(-pext // factor), min(factor, pext)  # type: ignore[operator]
-        else:
-            extent[id(rel.fused)] = extent[id(rel.outer)] * extent[id(rel.inner)]
-    value: dict[int, Expr] = dict(leaf_map)
-    for rel in reversed(stage.relations):
-        if isinstance(rel, Split):
-            if id(rel.outer) in value and id(rel.inner) in value:
-                base = value[id(rel.outer)] * extent[id(rel.inner)] + value[id(rel.inner)]
-                value[id(rel.parent)] = _plus(base, _min_of(rel.parent))
-        else:
-            if id(rel.fused) in value:
-                inner_ext = extent[id(rel.inner)]
-                value[id(rel.outer)] = _plus(value[id(rel.fused)] // inner_ext, _min_of(rel.outer))
-                value[id(rel.inner)] = _plus(value[id(rel.fused)] % inner_ext, _min_of(rel.inner))
-    return value, extent
-
-
-def _min_of(v: IterVar) -> int | Expr:
-    return 0 if v.dom is None else v.dom.min
-
-
-def _plus(e: Expr, offset: int | Expr) -> Expr:
-    return e if isinstance(offset, int) and offset == 0 else e + offset
-
-
 def rfactor(sch: "Schedule", tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
     stage = sch[tensor]
     op: ComputeOp = stage.op  # type: ignore[assignment]
@@ -136,21 +96,25 @@ def rfactor(sch: "Schedule", tensor: Tensor, axis: IterVar, factor_axis: int = 0
     if not 0 <= factor_axis <= len(op.axis):
         raise ScheduleError(f"rfactor of {stage.name}: factor_axis {factor_axis} out of range")
     reduce_leaves = [v for v in stage.leaf_iter_vars if v.iter_type == COMM_REDUCE]
-    _, extent = _leaf_values(stage, {})
+    extent = stage.extents()
+    if any(extent[id(v)] is None for v in reduce_leaves):
+        raise ScheduleError(f"rfactor of {stage.name}: its reduce loops need constant extents")
     spatial = IterVar(Range(0, extent[id(axis)]), axis.name, DATA_PAR)
-    kept = [IterVar(Range(0, extent[id(v)]), v.name, COMM_REDUCE) for v in reduce_leaves if v is not axis]
+    others = [v for v in reduce_leaves if v is not axis]
+    kept = [IterVar(Range(0, extent[id(v)]), v.name, COMM_REDUCE) for v in others]
     leaf_map: dict[int, Expr] = {id(axis): spatial}
-    leaf_map.update({id(v): k for v, k in zip([v for v in reduce_leaves if v is not axis], kept)})
-    value, _ = _leaf_values(stage, leaf_map)
+    leaf_map.update({id(v): k for v, k in zip(others, kept)})
+    value = stage.root_values(leaf_map)
     new_axes = _new_axes(op.axis)
     mapping = dict(zip(op.axis, new_axes))
     bounds = None
     for r in op.reduce_axis:
         mapping[r] = value[id(r)]
         covered = 1
-        for v in stage.leaf_iter_vars:
-            if v.iter_type == COMM_REDUCE and id(v) in map(id, stage.descendants(r)):
-                covered *= extent[id(v)]
+        derived = set(map(id, stage.descendants(r)))
+        for v in reduce_leaves:
+            if id(v) in derived:
+                covered *= extent[id(v)]  # type: ignore[operator]
         if covered != extent[id(r)]:  # a split that does not divide: guard the padding points
             lo, ext = r.dom.min, r.dom.extent  # type: ignore[union-attr]
             cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)

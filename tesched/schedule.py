@@ -125,6 +125,58 @@ class Stage:
         positions = [k for k, v in enumerate(self.leaf_iter_vars) if id(v) in derived]
         return max(positions)
 
+    def extents(self) -> dict[int, int | None]:
+        """Trip count of every loop variable by ``id``; None where it depends on a symbolic size."""
+        out: dict[int, int | None] = {}
+        for v in self.all_iter_vars:
+            if v.dom is not None:
+                ext = v.dom.extent
+                out[id(v)] = ext if isinstance(ext, int) else None
+        for rel in self.relations:
+            if isinstance(rel, Split):
+                pext = out[id(rel.parent)]
+                factor = rel.factor if rel.factor is not None else (
+                    None if pext is None else -(-pext // rel.nparts))  # type: ignore[operator]
+                out[id(rel.outer)] = None if pext is None or factor is None else -(-pext // factor)
+                out[id(rel.inner)] = factor if pext is None or factor is None else min(factor, pext)
+            else:
+                o, i = out[id(rel.outer)], out[id(rel.inner)]
+                out[id(rel.fused)] = None if o is None or i is None else o * i
+        return out
+
+    def split_factor(self, rel: Split) -> int:
+        """The inner extent of a split (for ``nparts``, derived from the constant parent extent)."""
+        if rel.factor is not None:
+            return rel.factor
+        pext = self.extents()[id(rel.parent)]
+        if pext is None:
+            raise ScheduleError(f"split of {self.name}.{rel.parent.name} with nparts needs a constant "
+                                "extent; use factor= for symbolic sizes")
+        return -(-pext // rel.nparts)  # type: ignore[operator]
+
+    def root_values(self, leaf_values: dict[int, "Expr"]) -> dict[int, "Expr"]:
+        """Values of the axes (and every intermediate loop variable) given values of the leaves."""
+        from .expr import as_expr
+        value = dict(leaf_values)
+        extents = self.extents()
+
+        def plus_min(e, v: IterVar):
+            lo = 0 if v.dom is None else v.dom.min
+            return e if isinstance(lo, int) and lo == 0 else e + lo
+
+        for rel in reversed(self.relations):
+            if isinstance(rel, Split):
+                if id(rel.outer) in value and id(rel.inner) in value:
+                    base = value[id(rel.outer)] * self.split_factor(rel) + value[id(rel.inner)]
+                    value[id(rel.parent)] = plus_min(as_expr(base), rel.parent)
+            elif id(rel.fused) in value:
+                inner_ext = extents[id(rel.inner)]
+                if inner_ext is None:
+                    raise ScheduleError(f"fuse of {self.name}.{rel.outer.name}: inner extent must be constant")
+                value[id(rel.outer)] = plus_min(value[id(rel.fused)] // inner_ext, rel.outer)
+                value[id(rel.inner)] = plus_min(value[id(rel.fused)] % inner_ext, rel.inner)
+        return value
+
     # loop transformations -------------------------------------------------------------------------
     def split(self, parent: IterVar, factor: int | None = None,
               nparts: int | None = None) -> tuple[IterVar, IterVar]:

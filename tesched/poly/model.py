@@ -179,27 +179,16 @@ class PolyModel:
         coord.update({id(r): f"r{k}" for k, r in enumerate(raxes)})
         leaf_expr: dict[int, str] = {}
         leaf_min: dict[int, str] = {}
-        extent: dict[int, int | None] = {}
+        extent = st.extents()
         for a in axes + raxes:
             leaf_expr[id(a)] = coord[id(a)]
             leaf_min[id(a)] = self.isl_of(a.dom.min, {})
-            ext = a.dom.extent
-            extent[id(a)] = int(ext) if isinstance(ext, int) else (
-                int(ext.value) if isinstance(ext, Const) else None)
         for rel in st.relations:
             if isinstance(rel, Split):
                 base = f"({leaf_expr[id(rel.parent)]} - ({leaf_min[id(rel.parent)]}))"
-                pext = extent[id(rel.parent)]
-                factor = rel.factor
-                if factor is None:
-                    if pext is None:
-                        raise ScheduleError(f"split of {st.name}.{rel.parent.name} with nparts needs a "
-                                            "constant extent; use factor= for symbolic sizes")
-                    factor = -(-pext // rel.nparts)  # type: ignore[operator]
+                factor = st.split_factor(rel)
                 leaf_expr[id(rel.outer)] = f"floor({base}/{factor})"
                 leaf_expr[id(rel.inner)] = f"({base} mod {factor})"
-                extent[id(rel.outer)] = None if pext is None else -(-pext // factor)
-                extent[id(rel.inner)] = factor if pext is None else min(factor, pext)
                 leaf_min[id(rel.outer)] = leaf_min[id(rel.inner)] = "0"
             elif isinstance(rel, Fuse):
                 iext = extent[id(rel.inner)]
@@ -209,8 +198,6 @@ class PolyModel:
                 leaf_expr[id(rel.fused)] = (f"(({leaf_expr[id(rel.outer)]} - ({leaf_min[id(rel.outer)]}))"
                                             f" * {iext} + ({leaf_expr[id(rel.inner)]} - "
                                             f"({leaf_min[id(rel.inner)]})))")
-                oext = extent[id(rel.outer)]
-                extent[id(rel.fused)] = None if oext is None else oext * iext
                 leaf_min[id(rel.fused)] = "0"
         body = self.bodies[id(op)]
         return StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
