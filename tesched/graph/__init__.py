@@ -1,0 +1,54 @@
+"""tesched.graph: a small inference graph IR in Relay's style, its passes, and an executor.
+
+Build a graph with ``var``/``const`` and the ops (``G.nn.conv2d``, ``G.add``, ...), wrap it in a
+``Function``, bind parameters, and ``build`` it::
+
+    from tesched import graph as G
+    x = G.var("data", shape=(1, 64, 56, 56))
+    w = G.var("weight", shape=(64, 64, 3, 3))
+    f = G.Function([x, w], G.nn.relu(G.nn.conv2d(x, w, padding=1)))
+    exe = G.build(f, params={"weight": w_np})
+    out = exe(x_np)
+
+``build`` runs ``passes.DEFAULT_PASSES`` (``simplify_inference``, ``fold_scale_axis``, ``fold_constant``,
+``combine_constant_adds``, ``fuse_ops``) minus ``disabled_passes``, and compiles one kernel per fused group
+(``exe.kernels``). ``FusionRules`` decide what fuses; ``explain_fusion`` says why each edge did not.
+``interpret`` runs a graph with NumPy, for reference.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tesched.nn.pattern import Pattern
+
+from . import annotation, nn, passes
+from .executor import CompiledGroup, Executable, build, optimize
+from .fusion_rules import FusionRules
+from .interpret import interpret
+from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .op import Op, get_op
+from .ops_elemwise import add, divide, exp, multiply, sigmoid, subtract, tanh
+from .ops_reduce import max, mean, sum
+from .ops_transform import concatenate, reshape, split, strided_slice, transpose
+from .params import bind_params
+from .passes import explain_fusion
+from .types import FuncType, TensorType, TupleType
+
+
+def var(name: str, shape: tuple[int, ...] = (), dtype: str = "float32") -> Var:
+    """A named input of static ``shape`` and ``dtype``."""
+    return Var(name, TensorType(tuple(shape), dtype))
+
+
+def const(value: object, name: str | None = None, dtype: str | None = None) -> Constant:
+    """A constant from a NumPy array or number (Python floats become float32)."""
+    return Constant(np.asarray(value, dtype=dtype) if dtype is not None else value, name=name)
+
+
+__all__ = [
+    "Call", "CompiledGroup", "Constant", "Executable", "Expr", "FuncType", "Function", "FusionRules", "Op", "Pattern",
+    "TensorType", "Tuple", "TupleGetItem", "TupleType", "Var", "add", "annotation", "bind_params", "build",
+    "concatenate", "const", "divide", "exp", "explain_fusion", "get_op", "interpret", "max", "mean", "multiply",
+    "nn", "optimize", "passes", "reshape", "sigmoid", "split", "strided_slice", "subtract", "sum", "tanh",
+    "transpose", "var",
+]

@@ -1,0 +1,83 @@
+"""Fusion rules: which op patterns may follow which inside one fused group, the largest group, and ops
+never to fuse. A :class:`FusionRules` object is plain data a user changes per target and passes to
+``fuse_ops`` or ``build``; the defaults are TVM's:
+
+- an ``out_elemwise_fusable`` op (conv2d, dense, pools) absorbs the ``elemwise``/``broadcast`` ops after it;
+- ``elemwise``, ``broadcast`` and ``injective`` ops chain with each other, and may feed a reduction;
+- a ``comm_reduce`` op ends its group; an ``opaque`` op stands alone.
+
+A group's pattern is the largest pattern of its ops. Two groups joined by an edge merge when the
+consumer group's pattern is in ``may_follow[producer group's pattern]``, so a group never holds two
+anchors (conv2d then conv2d) unless a user allows it. This module decides nothing about graphs; see
+:mod:`.passes.fuse_ops`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable
+
+from tesched.nn.pattern import Pattern
+
+from .op import get_op
+
+_CHAINABLE = (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE, Pattern.COMM_REDUCE)
+
+
+def default_may_follow() -> dict[Pattern, set[Pattern]]:
+    """TVM's table: what may follow each pattern in a fused group."""
+    return {
+        Pattern.ELEMWISE: set(_CHAINABLE),
+        Pattern.BROADCAST: set(_CHAINABLE),
+        Pattern.INJECTIVE: set(_CHAINABLE),
+        Pattern.COMM_REDUCE: set(),
+        Pattern.OUT_ELEMWISE_FUSABLE: {Pattern.ELEMWISE, Pattern.BROADCAST},
+        Pattern.OPAQUE: set(),
+    }
+
+
+@dataclass
+class FusionRules:
+    """``may_follow[p]``: patterns a group of pattern ``p`` may be followed by in the same group;
+    ``max_group_size``: most ops in a group; ``never_fuse``: op names (``"nn.softmax"``) kept alone."""
+
+    may_follow: dict[Pattern, set[Pattern]] = field(default_factory=default_may_follow)
+    max_group_size: int = 256
+    never_fuse: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        table = {Pattern.parse(k): {Pattern.parse(v) for v in vs} for k, vs in self.may_follow.items()}
+        self.may_follow = {p: table.get(p, set()) for p in Pattern}
+        if isinstance(self.max_group_size, bool) or not isinstance(self.max_group_size, int) \
+                or self.max_group_size < 1:
+            raise ValueError(f"FusionRules: max_group_size must be a positive int, got {self.max_group_size!r}")
+        self.never_fuse = set(self.never_fuse)
+        for name in self.never_fuse:
+            get_op(name)  # raises for an unknown op name
+
+    @classmethod
+    def no_fusion(cls) -> "FusionRules":
+        """Rules under which every op is a group of its own."""
+        return cls(may_follow={}, max_group_size=1)
+
+    def allows(self, producer: Pattern, consumer: Pattern) -> bool:
+        return consumer in self.may_follow[producer]
+
+    def allow(self, producer: Pattern | str, consumers: Iterable[Pattern | str] | Pattern | str) -> "FusionRules":
+        """Let ``consumers`` follow ``producer``; returns ``self`` for chaining."""
+        self.may_follow[Pattern.parse(producer)] |= set(map(Pattern.parse, _listed(consumers)))
+        return self
+
+    def disallow(self, producer: Pattern | str, consumers: Iterable[Pattern | str] | Pattern | str) -> "FusionRules":
+        """Stop ``consumers`` from following ``producer``; returns ``self`` for chaining."""
+        self.may_follow[Pattern.parse(producer)] -= set(map(Pattern.parse, _listed(consumers)))
+        return self
+
+    def __str__(self) -> str:
+        rows = [f"  after {p}: {', '.join(map(str, sorted(self.may_follow[p]))) or 'nothing'}" for p in Pattern]
+        never = ", ".join(sorted(self.never_fuse)) or "none"
+        return "\n".join(["FusionRules(may follow:"] + rows +
+                         [f"  max_group_size: {self.max_group_size}", f"  never_fuse: {never})"])
+
+
+def _listed(value: Iterable[Pattern | str] | Pattern | str) -> list:
+    return [value] if isinstance(value, (Pattern, str)) else list(value)

@@ -1,0 +1,58 @@
+"""Reference evaluation of graphs with NumPy: :func:`interpret` runs a function on arrays, and
+:func:`evaluate_constant` turns an expression whose leaves are all constants into one constant (the work
+of constant folding). Each op uses its ``evaluate`` from :mod:`.op`; nothing is compiled.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from .params import bind_arguments
+from .visit import post_order
+
+Value = Any  # an ndarray or a tuple of values
+
+
+def evaluate(body: Expr, env: dict[int, Value]) -> Value:
+    """The value of ``body``; ``env`` maps ``id(var)`` to each variable's value."""
+    values = dict(env)
+    for node in post_order(body):
+        if isinstance(node, Var):
+            if id(node) not in values:
+                raise ValueError(f"variable {node.name} has no value")
+        elif isinstance(node, Constant):
+            values[id(node)] = node.data
+        elif isinstance(node, Tuple):
+            values[id(node)] = tuple(values[id(f)] for f in node.fields)
+        elif isinstance(node, TupleGetItem):
+            values[id(node)] = values[id(node.tuple_value)][node.index]
+        elif isinstance(node, Call):
+            args = [values[id(a)] for a in node.args]
+            if isinstance(node.op, Function):
+                values[id(node)] = evaluate(node.op.body, {id(p): a for p, a in zip(node.op.params, args)})
+            else:
+                values[id(node)] = np.asarray(node.op.evaluate(args, node.attrs))
+        else:
+            raise TypeError(f"cannot evaluate a {type(node).__name__}")
+    return values[id(body)]
+
+
+def interpret(f: Function, *args: object, **kwargs: object) -> Value:
+    """Run ``f`` on NumPy arrays (by position or parameter name) with the ops' NumPy semantics."""
+    arrays = bind_arguments(f.params, args, kwargs)
+    return evaluate(f.body, {id(p): a for p, a in zip(f.params, arrays)})
+
+
+def is_constant_expr(expr: Expr) -> bool:
+    """Whether every leaf of ``expr`` is a constant (no variables)."""
+    return not any(isinstance(n, Var) for n in post_order(expr))
+
+
+def evaluate_constant(expr: Expr) -> Constant:
+    """The constant value of an expression without variables."""
+    value = evaluate(expr, {})
+    if isinstance(value, tuple):
+        raise TypeError("evaluate_constant: the expression is a tuple, not a tensor")
+    return Constant(np.ascontiguousarray(value, dtype=np.dtype(expr.tensor_type.dtype)))

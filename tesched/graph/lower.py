@@ -1,0 +1,45 @@
+"""Compile one primitive function (a fused group) into one kernel.
+
+The group's ops are declared with :mod:`tesched.nn` on placeholders named after the function's parameters,
+scheduled with :func:`tesched.nn.default_schedule` (epilogue inlined, anchor computed inside the output's
+loops) and built. Kernels are memoised per process by the group's structure and types, so identical groups
+(the same conv block repeated, or the same graph built twice) compile once.
+"""
+from __future__ import annotations
+
+import tesched as ts
+import tesched.nn as nn
+from tesched.kernel import Kernel
+from tesched.tensor import ComputeOp, Tensor
+
+from .ir import Call, Function, Var
+from .visit import post_order
+
+_KERNELS: dict[str, Kernel] = {}
+
+
+def declare_primitive(fn: Function) -> tuple[list[Tensor], Tensor]:
+    """Placeholders for ``fn``'s parameters and the tensor its body computes."""
+    placeholders = [ts.placeholder(p.tensor_type.shape, p.tensor_type.dtype, name=p.name) for p in fn.params]
+    values = {id(p): t for p, t in zip(fn.params, placeholders)}
+    for node in post_order(fn.body):
+        if isinstance(node, Call) and not isinstance(node.op, Function):
+            values[id(node)] = node.op.declare([values[id(a)] for a in node.args], node.attrs)
+        elif not isinstance(node, Var):
+            raise TypeError(f"{fn.name}: a primitive function holds only calls of ops on its parameters, "
+                            f"found a {type(node).__name__}")
+    out = values[id(fn.body)]
+    if not isinstance(out.op, ComputeOp):
+        raise TypeError(f"{fn.name}: its body computes nothing (it returns a parameter)")
+    return placeholders, out
+
+
+def compile_primitive(fn: Function) -> Kernel:
+    """The kernel computing primitive function ``fn`` (compiled once per structure)."""
+    key = f"{fn.checked_type}\n{fn.body}"
+    kernel = _KERNELS.get(key)
+    if kernel is None:
+        placeholders, out = declare_primitive(fn)
+        kernel = ts.build(nn.default_schedule(out), placeholders + [out], name=fn.name)
+        _KERNELS[key] = kernel
+    return kernel

@@ -1,0 +1,78 @@
+"""Graph operators: a registry of :class:`Op` definitions, each tying a Relay-style name to its pattern
+kind, its declaration with :mod:`tesched.nn`, and a NumPy evaluation.
+
+Type inference declares the op on placeholders of the argument types and reads the result's shape and
+dtype, so the graph and the kernels can never disagree on shapes; errors name the op and the argument
+types. The NumPy evaluation serves constant folding and :func:`tesched.graph.interpret`. This module knows
+no graph nodes; the op families live in ``ops_*.py``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+import tesched as ts
+from tesched.nn.pattern import Pattern
+from tesched.tensor import Tensor
+
+from .types import TensorType, Type
+
+Declare = Callable[[Sequence[Tensor], Mapping[str, Any]], Tensor]
+Evaluate = Callable[[Sequence[np.ndarray], Mapping[str, Any]], np.ndarray]
+
+
+@dataclass(frozen=True, eq=False)
+class Op:
+    """An operator: ``name`` (as Relay spells it), ``pattern``, ``declare`` (the tesched.nn computation
+    on input tensors and attributes), ``evaluate`` (NumPy), and ``arity`` (``None``: any number)."""
+
+    name: str
+    pattern: Pattern
+    declare: Declare
+    evaluate: Evaluate
+    arity: int | None
+
+    def infer(self, arg_types: Sequence[Type], attrs: Mapping[str, Any]) -> TensorType:
+        """The result type of this op on arguments of ``arg_types``; raises on a mismatch."""
+        if self.arity is not None and len(arg_types) != self.arity:
+            raise TypeError(f"{self.name} takes {self.arity} arguments, got {len(arg_types)}")
+        for k, t in enumerate(arg_types):
+            if not isinstance(t, TensorType):
+                raise TypeError(f"{self.name}: argument {k} must be a tensor, got {t}")
+        inputs = [ts.placeholder(t.shape, t.dtype, name=f"arg{k}") for k, t in enumerate(arg_types)]
+        try:
+            out = self.declare(inputs, attrs)
+        except (ValueError, TypeError) as err:
+            types = ", ".join(map(str, arg_types))
+            raise type(err)(f"{self.name}({types}): {err}") from None
+        return TensorType(tuple(int(d) for d in out.shape), out.dtype)
+
+    def __repr__(self) -> str:
+        return f"Op({self.name})"
+
+
+_OPS: dict[str, Op] = {}
+
+
+def register_op(name: str, pattern: Pattern, declare: Declare, evaluate: Evaluate,
+                arity: int | None) -> Op:
+    """Define op ``name``; a name can be defined once."""
+    if name in _OPS:
+        raise ValueError(f"op {name} is already registered")
+    op = Op(name, pattern, declare, evaluate, arity)
+    _OPS[name] = op
+    return op
+
+
+def get_op(name: str) -> Op:
+    """The op called ``name`` (e.g. ``"nn.conv2d"``)."""
+    try:
+        return _OPS[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r}; known ops: {', '.join(sorted(_OPS))}") from None
+
+
+def all_ops() -> list[Op]:
+    return [_OPS[name] for name in sorted(_OPS)]

@@ -1,0 +1,90 @@
+"""Elementwise and broadcasting graph ops and their builders: ``add``, ``subtract``, ``multiply``,
+``divide`` (broadcast; a Python number on one side becomes a constant of the other side's dtype),
+``sigmoid``, ``tanh``, ``exp``, ``nn.relu`` (elemwise) and ``nn.bias_add`` (broadcast along ``axis``).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+import tesched.nn as nn
+from tesched.nn.pattern import Pattern
+from tesched.nn.shape import normalize_axis
+
+from .ir import Call, Constant, Expr
+from .op import register_op
+
+Operand = Expr | float | int
+
+
+def _binary_op(name: str, declare: Callable, ufunc: Callable) -> Callable[[Operand, Operand], Call]:
+    op = register_op(name, Pattern.BROADCAST, lambda args, attrs: declare(args[0], args[1]),
+                     lambda args, attrs: ufunc(args[0], args[1]).astype(np.result_type(*args)), 2)
+
+    def build(lhs: Operand, rhs: Operand) -> Call:
+        lhs_expr, rhs_expr = _operands(name, lhs, rhs)
+        return Call(op, [lhs_expr, rhs_expr])
+
+    build.__name__ = build.__qualname__ = name
+    build.__doc__ = f"``{name}(lhs, rhs)`` with NumPy broadcasting."
+    return build
+
+
+def _operands(name: str, lhs: Operand, rhs: Operand) -> tuple[Expr, Expr]:
+    if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+        raise TypeError(f"{name}: at least one operand must be a graph expression")
+    dtype = (lhs if isinstance(lhs, Expr) else rhs).tensor_type.dtype  # type: ignore[union-attr]
+
+    def as_expr(v: Operand) -> Expr:
+        if isinstance(v, Expr):
+            return v
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return Constant(np.array(v, dtype=dtype))
+        raise TypeError(f"{name}: operands must be graph expressions or numbers, got {type(v).__name__}")
+
+    return as_expr(lhs), as_expr(rhs)
+
+
+def _unary_op(name: str, declare: Callable, evaluate: Callable[[np.ndarray], np.ndarray],
+              doc: str) -> Callable[[Expr], Call]:
+    op = register_op(name, Pattern.ELEMWISE, lambda args, attrs: declare(args[0]),
+                     lambda args, attrs: evaluate(args[0]).astype(args[0].dtype), 1)
+
+    def build(data: Expr) -> Call:
+        return Call(op, [data])
+
+    build.__name__ = build.__qualname__ = name.rsplit(".", 1)[-1]
+    build.__doc__ = doc
+    return build
+
+
+add = _binary_op("add", nn.add, np.add)
+subtract = _binary_op("subtract", nn.subtract, np.subtract)
+multiply = _binary_op("multiply", nn.multiply, np.multiply)
+divide = _binary_op("divide", nn.divide, np.divide)
+
+relu = _unary_op("nn.relu", nn.relu, lambda x: np.maximum(x, 0), "``max(x, 0)``.")
+sigmoid = _unary_op("sigmoid", nn.sigmoid, lambda x: 1 / (1 + np.exp(-x)), "``1 / (1 + exp(-x))``.")
+tanh = _unary_op("tanh", nn.tanh, np.tanh, "Hyperbolic tangent.")
+exp = _unary_op("exp", nn.exp, np.exp, "Exponential.")
+
+
+def bias_channel_shape(ndim: int, axis: int) -> tuple[int, ...]:
+    """The broadcastable shape a 1-D bias along ``axis`` of an ``ndim``-D tensor takes: ``(C, 1, ..., 1)``."""
+    return (-1,) + (1,) * (ndim - 1 - axis)
+
+
+def _bias_add_eval(args: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
+    x, bias = args
+    axis = normalize_axis(attrs["axis"], x.ndim, "nn.bias_add")
+    return x + bias.reshape(bias_channel_shape(x.ndim, axis))
+
+
+_BIAS_ADD = register_op("nn.bias_add", Pattern.BROADCAST,
+                        lambda args, attrs: nn.bias_add(args[0], args[1], attrs["axis"]), _bias_add_eval, 2)
+
+
+def bias_add(data: Expr, bias: Expr, axis: int = 1) -> Call:
+    """``data + bias`` with the 1-D ``bias`` along ``axis``."""
+    return Call(_BIAS_ADD, [data, bias], {"axis": int(axis)})

@@ -1,0 +1,42 @@
+"""Graph passes, each a function ``Function -> Function``, and the default pipeline.
+
+``DEFAULT_PASSES`` lists the pipeline ``build`` runs, in order: ``simplify_inference``,
+``fold_scale_axis``, ``fold_constant``, ``combine_constant_adds``, ``fuse_ops``.
+:func:`default_sequence` makes it (with fusion rules, minus disabled passes) as a :class:`Sequential`.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Iterable
+
+from ..fusion_rules import FusionRules
+from .combine_constant_adds import combine_constant_adds
+from .fold_constant import fold_constant
+from .fold_scale_axis import fold_scale_axis
+from .fuse_ops import FusionReport, UnfusedEdge, explain_fusion, fuse_ops, fuse_ops_with_report
+from .sequential import Sequential, pass_name, print_trace
+from .simplify_inference import simplify_inference
+
+DEFAULT_PASSES = ("simplify_inference", "fold_scale_axis", "fold_constant", "combine_constant_adds", "fuse_ops")
+
+_BY_NAME = {"simplify_inference": simplify_inference, "fold_scale_axis": fold_scale_axis,
+            "fold_constant": fold_constant, "combine_constant_adds": combine_constant_adds}
+
+
+def default_sequence(rules: FusionRules | None = None, disabled_passes: Iterable[str] = ()) -> Sequential:
+    """The default pipeline with ``rules`` for ``fuse_ops``, without the passes named in
+    ``disabled_passes`` (an unknown name raises ``ValueError``)."""
+    disabled = set(disabled_passes)
+    unknown = disabled - set(DEFAULT_PASSES)
+    if unknown:
+        raise ValueError(f"unknown passes {sorted(unknown)}; the passes are {', '.join(DEFAULT_PASSES)}")
+    passes = [functools.partial(fuse_ops, rules=rules) if name == "fuse_ops" else _BY_NAME[name]
+              for name in DEFAULT_PASSES if name not in disabled]
+    return Sequential(passes)
+
+
+__all__ = [
+    "DEFAULT_PASSES", "FusionReport", "Sequential", "UnfusedEdge", "combine_constant_adds", "default_sequence",
+    "explain_fusion", "fold_constant", "fold_scale_axis", "fuse_ops", "fuse_ops_with_report", "pass_name", "print_trace",
+    "simplify_inference",
+]

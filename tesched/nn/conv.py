@@ -1,0 +1,147 @@
+"""2-D convolutions in NCHW layout with OIHW kernels: ``conv2d`` (strides, padding, dilation, groups) and
+``depthwise_conv2d``, with their default schedules.
+
+Padding is a separate ``pad`` stage (see :mod:`.transform`), so a tile's footprint clips at the borders.
+``conv2d`` with ``groups`` equal to the input channels and one input channel per group is a depthwise
+convolution and is declared as such. The conv stage is tagged ``out_elemwise_fusable``.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import tesched as ts
+from tesched.schedule import Schedule
+from tesched.tensor import Tensor
+
+from .pattern import Pattern, compute, op_of
+from .schedule import (largest_divisor, parallel_outer, reduction_work, register_schedule,
+                       schedule_channel_planes)
+from .shape import pair, padding4, window_output
+from .transform import pad
+
+IntOrPair = int | Sequence[int]
+
+CHANNEL_TILE = 4
+"""Output channels computed together, so each input row loaded serves that many accumulators."""
+
+
+def _check(data: Tensor, kernel: Tensor, op: str) -> None:
+    if data.ndim != 4 or kernel.ndim != 4:
+        raise ValueError(f"{op}: data must be NCHW and kernel OIHW (4-D), got {data.shape} and {kernel.shape}")
+    if data.dtype != kernel.dtype:
+        raise TypeError(f"{op}: data is {data.dtype} but kernel is {kernel.dtype}")
+
+
+def _padded(data: Tensor, padding: IntOrPair) -> tuple[Tensor, tuple[int, int, int, int]]:
+    top, left, bottom, right = padding4(padding)
+    if not any((top, left, bottom, right)):
+        return data, (0, 0, 0, 0)
+    return pad(data, [(0, 0), (0, 0), (top, bottom), (left, right)]), (top, left, bottom, right)
+
+
+def _output_hw(op: str, data: Tensor, kernel: Tensor, pads, strides, dilation) -> tuple[int, int]:
+    top, left, bottom, right = pads
+    oh = window_output(data.shape[2], kernel.shape[2], strides[0], top, bottom, dilation[0], op)
+    ow = window_output(data.shape[3], kernel.shape[3], strides[1], left, right, dilation[1], op)
+    return oh, ow
+
+
+def conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrPair = 0,
+           dilation: IntOrPair = 1, groups: int = 1) -> Tensor:
+    """``out[n, k, h, w] = sum(pad(data)[n, g*C/groups + c, h*sh + i*dh, w*sw + j*dw] * kernel[k, c, i, j])``
+    where ``g`` is the group of output channel ``k``; ``padding`` is ``p``, ``(ph, pw)`` or
+    ``(top, left, bottom, right)``."""
+    _check(data, kernel, "conv2d")
+    n, c, _, _ = data.shape
+    k, cg, kh, kw = kernel.shape
+    if not isinstance(groups, int) or groups < 1 or c % groups or k % groups or cg != c // groups:
+        raise ValueError(f"conv2d: data {data.shape} and kernel {kernel.shape} do not match groups={groups} "
+                         f"(the kernel needs {c} / groups input channels, and groups must divide {k})")
+    if groups == c and groups > 1:
+        return depthwise_conv2d(data, kernel, strides, padding, dilation)
+    sh, sw = pair(strides, "conv2d strides")
+    dh, dw = pair(dilation, "conv2d dilation")
+    padded, pads = _padded(data, padding)
+    oh, ow = _output_hw("conv2d", data, kernel, pads, (sh, sw), (dh, dw))
+    rc = ts.reduce_axis((0, cg), "rc")
+    ry = ts.reduce_axis((0, kh), "ry")
+    rx = ts.reduce_axis((0, kw), "rx")
+    per_group = k // groups
+
+    def fcompute(nn, ff, yy, xx):
+        channel = rc if groups == 1 else ff // per_group * cg + rc
+        return ts.sum(padded[nn, channel, yy * sh + ry * dh, xx * sw + rx * dw] * kernel[ff, rc, ry, rx],
+                      axis=[rc, ry, rx])
+
+    return compute((n, k, oh, ow), fcompute, name="conv2d", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="conv2d")
+
+
+def depthwise_conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrPair = 0,
+                     dilation: IntOrPair = 1) -> Tensor:
+    """Each input channel ``c`` convolved with ``m`` filters: kernel ``(C*m, 1, KH, KW)``, output channel
+    ``k`` reads input channel ``k // m`` (PyTorch's ``groups=C``)."""
+    _check(data, kernel, "depthwise_conv2d")
+    n, c, _, _ = data.shape
+    k, one, kh, kw = kernel.shape
+    if one != 1 or k % c:
+        raise ValueError(f"depthwise_conv2d: kernel {kernel.shape} must be (C * multiplier, 1, KH, KW) for "
+                         f"data {data.shape}")
+    multiplier = k // c
+    sh, sw = pair(strides, "depthwise_conv2d strides")
+    dh, dw = pair(dilation, "depthwise_conv2d dilation")
+    padded, pads = _padded(data, padding)
+    oh, ow = _output_hw("depthwise_conv2d", data, kernel, pads, (sh, sw), (dh, dw))
+    ry = ts.reduce_axis((0, kh), "ry")
+    rx = ts.reduce_axis((0, kw), "rx")
+
+    def fcompute(nn, ff, yy, xx):
+        channel = ff if multiplier == 1 else ff // multiplier
+        return ts.sum(padded[nn, channel, yy * sh + ry * dh, xx * sw + rx * dw] * kernel[ff, 0, ry, rx],
+                      axis=[ry, rx])
+
+    return compute((n, k, oh, ow), fcompute, name="depthwise_conv2d", pattern=Pattern.OUT_ELEMWISE_FUSABLE,
+                   op="depthwise_conv2d")
+
+
+def _pad_stage(conv: Tensor) -> Tensor | None:
+    first = conv.op.input_tensors[0]
+    return first if op_of(first) == "pad" else None
+
+
+@register_schedule("conv2d")
+def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
+    """Per (batch, tile of CHANNEL_TILE output channels) in parallel and per output row: the reduction
+    loops outside, the channel tile unrolled, the output row vectorized; the padded input is computed
+    once, at the root; the epilogue (``host``) follows each row tile."""
+    tile = largest_divisor(int(conv.shape[1]), CHANNEL_TILE)
+    cstage = s[conv]
+    rc, ry, rx = cstage.op.reduce_axis
+    hstage = s[host]
+    n, k, h, w = hstage.op.axis
+    ko, ki = hstage.split(k, tile)
+    if host is conv:
+        hstage.reorder(n, ko, h, rc, ry, rx, ki, w)
+    else:
+        hstage.reorder(n, ko, h, ki, w)
+        cstage.compute_at(hstage, h)
+        cn, ck, ch, cw = cstage.op.axis
+        cstage.reorder(cn, ch, rc, ry, rx, ck, cw)
+        cstage.unroll(ck)
+        cstage.vectorize(cw)
+    work = reduction_work(conv)
+    parallel_outer(hstage, [n, ko], work)
+    hstage.unroll(ki)
+    hstage.vectorize(w)
+    padded = _pad_stage(conv)
+    if padded is not None:
+        pstage = s[padded]
+        pstage.compute_root()
+        pn, pc, _, pw = pstage.op.axis
+        parallel_outer(pstage, [pn, pc], work)
+        pstage.vectorize(pw)
+
+
+@register_schedule("depthwise_conv2d")
+def schedule_depthwise_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
+    """One channel plane per parallel iteration, with its padded input computed per plane."""
+    schedule_channel_planes(s, conv, host, _pad_stage(conv))

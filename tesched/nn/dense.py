@@ -1,0 +1,82 @@
+"""Matrix products: ``dense(x, w, bias=None)`` (``x @ w.T``, PyTorch's Linear) and ``matmul(a, b)``
+(``a @ b``), with their default schedules. The product stage is tagged ``out_elemwise_fusable``; the
+optional bias is a ``bias_add`` stage after it.
+"""
+from __future__ import annotations
+
+import tesched as ts
+from tesched.schedule import Schedule
+from tesched.tensor import Tensor
+
+from .elemwise import bias_add
+from .pattern import Pattern, compute
+from .schedule import largest_divisor, parallel_outer, reduction_work, register_schedule
+
+COLUMN_TILE = 16
+"""Output columns one iteration of the dense loop nest computes (one vector register of float32)."""
+
+
+def _check_2d(a: Tensor, b: Tensor, op: str) -> None:
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"{op}: operands must be 2-D, got {a.shape} and {b.shape}")
+    if a.dtype != b.dtype:
+        raise TypeError(f"{op}: dtypes {a.dtype} and {b.dtype} differ")
+
+
+def dense(x: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
+    """``out[i, j] = sum_k x[i, k] * weight[j, k] (+ bias[j])``."""
+    _check_2d(x, weight, "dense")
+    if x.shape[1] != weight.shape[1]:
+        raise ValueError(f"dense: x {x.shape} and weight {weight.shape} disagree on the reduced axis "
+                         f"({x.shape[1]} vs {weight.shape[1]})")
+    k = ts.reduce_axis((0, x.shape[1]), "k")
+    out = compute((x.shape[0], weight.shape[0]), lambda i, j: ts.sum(x[i, k] * weight[j, k], axis=k),
+                  name="dense", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="dense")
+    return out if bias is None else bias_add(out, bias, axis=1)
+
+
+def matmul(a: Tensor, b: Tensor) -> Tensor:
+    """``out[i, j] = sum_k a[i, k] * b[k, j]``."""
+    _check_2d(a, b, "matmul")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"matmul: shapes {a.shape} and {b.shape} disagree on the reduced axis")
+    k = ts.reduce_axis((0, a.shape[1]), "k")
+    return compute((a.shape[0], b.shape[1]), lambda i, j: ts.sum(a[i, k] * b[k, j], axis=k),
+                   name="matmul", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="matmul")
+
+
+def _schedule_columns(s: Schedule, product: Tensor, host: Tensor, vector_columns: bool) -> None:
+    """Tiles of COLUMN_TILE output columns, rows and column tiles in parallel; per tile the reduction runs
+    outside the column loop, which is vectorized when ``vector_columns`` else unrolled (independent
+    accumulators)."""
+    tile = largest_divisor(int(product.shape[1]), COLUMN_TILE)
+    pstage, hstage = s[product], s[host]
+    (k,) = pstage.op.reduce_axis
+    i, j = hstage.op.axis
+    jo, ji = hstage.split(j, tile)
+    if host is product:
+        hstage.reorder(i, jo, k, ji)
+        inner = ji
+    else:
+        pstage.compute_at(hstage, jo)
+        pi, pj = pstage.op.axis
+        pstage.reorder(pi, k, pj)
+        inner = pj
+        hstage.vectorize(ji)
+    if vector_columns:
+        pstage.vectorize(inner)
+    else:
+        pstage.unroll(inner)
+    parallel_outer(hstage, [i, jo], reduction_work(product))
+
+
+@register_schedule("dense")
+def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
+    """``weight`` rows are contiguous along the reduction, so the tile's columns are unrolled."""
+    _schedule_columns(s, product, host, vector_columns=False)
+
+
+@register_schedule("matmul")
+def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
+    """``b`` rows are contiguous along the output columns, so the tile's columns are vectorized."""
+    _schedule_columns(s, product, host, vector_columns=True)

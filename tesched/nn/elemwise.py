@@ -1,0 +1,100 @@
+"""Elementwise and broadcasting ops: ``relu sigmoid tanh exp``, ``add subtract multiply divide`` (NumPy
+broadcasting, a Python number allowed on either side) and ``bias_add``.
+
+Each returns one stage tagged ``elemwise`` (unary) or ``broadcast`` (binary), as TVM classifies them;
+their default schedule is :func:`tesched.nn.schedule.schedule_injective`. Shapes are static ints.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import tesched as ts
+from tesched.expr import Expr
+from tesched.tensor import Tensor
+
+from .pattern import Pattern, compute
+from .shape import broadcast_shapes, normalize_axis
+
+Operand = Tensor | float | int
+
+
+def _unary(x: Tensor, fn: Callable[[Expr], Expr], op: str) -> Tensor:
+    return compute(x.shape, lambda *i: fn(x[i]), name=op, pattern=Pattern.ELEMWISE, op=op)
+
+
+def relu(x: Tensor) -> Tensor:
+    """``max(x, 0)``."""
+    return _unary(x, lambda v: ts.maximum(v, ts.const(0, v.dtype)), "relu")
+
+
+def sigmoid(x: Tensor) -> Tensor:
+    """``1 / (1 + exp(-x))``."""
+    return _unary(x, ts.sigmoid, "sigmoid")
+
+
+def tanh(x: Tensor) -> Tensor:
+    """Hyperbolic tangent."""
+    return _unary(x, ts.tanh, "tanh")
+
+
+def exp(x: Tensor) -> Tensor:
+    """Exponential."""
+    return _unary(x, ts.exp, "exp")
+
+
+def broadcast_read(t: Tensor, out_index: tuple) -> Expr:
+    """``t`` read at the output index ``out_index`` under NumPy broadcasting (size-1 axes read 0)."""
+    lead = len(out_index) - t.ndim
+    idx = tuple(0 if d == 1 else out_index[lead + k] for k, d in enumerate(t.shape))
+    return t[idx]
+
+
+def _binary(a: Operand, b: Operand, fn: Callable[[Expr, Expr], Expr], op: str) -> Tensor:
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
+        raise TypeError(f"{op}: at least one operand must be a tensor")
+    for side in (a, b):
+        if not isinstance(side, (Tensor, int, float)):
+            raise TypeError(f"{op}: operands must be tensors or numbers, got {type(side).__name__}")
+    if isinstance(a, Tensor) and isinstance(b, Tensor):
+        shape = broadcast_shapes(a.shape, b.shape, op)
+        if a.dtype != b.dtype:
+            raise TypeError(f"{op}: dtypes {a.dtype} and {b.dtype} differ")
+    else:
+        shape = a.shape if isinstance(a, Tensor) else b.shape  # type: ignore[union-attr]
+
+    def value(side: Operand, i: tuple) -> Expr | float | int:
+        return broadcast_read(side, i) if isinstance(side, Tensor) else side
+
+    return compute(shape, lambda *i: fn(value(a, i), value(b, i)), name=op, pattern=Pattern.BROADCAST,
+                   op=op)
+
+
+def add(a: Operand, b: Operand) -> Tensor:
+    """``a + b`` with broadcasting."""
+    return _binary(a, b, lambda x, y: x + y, "add")
+
+
+def subtract(a: Operand, b: Operand) -> Tensor:
+    """``a - b`` with broadcasting."""
+    return _binary(a, b, lambda x, y: x - y, "subtract")
+
+
+def multiply(a: Operand, b: Operand) -> Tensor:
+    """``a * b`` with broadcasting."""
+    return _binary(a, b, lambda x, y: x * y, "multiply")
+
+
+def divide(a: Operand, b: Operand) -> Tensor:
+    """``a / b`` with broadcasting (true division; floating dtypes)."""
+    return _binary(a, b, lambda x, y: x / y, "divide")
+
+
+def bias_add(x: Tensor, bias: Tensor, axis: int = 1) -> Tensor:
+    """``x + bias`` where the 1-D ``bias`` runs along ``axis`` of ``x``."""
+    axis = normalize_axis(axis, x.ndim, "bias_add")
+    if bias.ndim != 1 or bias.shape[0] != x.shape[axis]:
+        raise ValueError(f"bias_add: bias of shape {bias.shape} does not match axis {axis} of {x.shape}")
+    if bias.dtype != x.dtype:
+        raise TypeError(f"bias_add: dtypes {x.dtype} and {bias.dtype} differ")
+    return compute(x.shape, lambda *i: x[i] + bias[i[axis]], name="bias_add", pattern=Pattern.BROADCAST,
+                   op="bias_add")

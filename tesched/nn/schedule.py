@@ -1,0 +1,175 @@
+"""Default schedules of the operator library, for one op or for a fused group of ops.
+
+:func:`default_schedule` takes the output tensor(s) of any computation built from :mod:`tesched.nn` ops and
+returns a schedule in which
+
+- every stage without a reduction that is not an output is inlined into its readers (``compute_inline``);
+- every reduction (the *anchor*: conv2d, dense, a pool, a sum) read only by one output is computed inside
+  that output's loop nest (``compute_at`` at a tile of the output), so an elementwise epilogue such as
+  bias + relu runs in the anchor's loop nest: the fused kernel. Other reductions are computed at the root;
+- each anchor's loops are arranged by the schedule registered for its op (:func:`register_schedule`), or
+  by :func:`schedule_reduction` when none is;
+- outputs that host no anchor get :func:`schedule_injective`.
+
+Schedules use only tesched primitives (split, fuse, reorder, compute_at, compute_inline, vectorize,
+parallel, unroll). This module chooses loops; it declares no computation.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import tesched as ts
+from tesched.schedule import Schedule, Stage
+from tesched.tensor import ComputeOp, IterVar, Tensor
+
+from .pattern import op_of
+
+AnchorSchedule = Callable[[Schedule, Tensor, Tensor], None]
+"""``fn(s, anchor, host)``: arrange ``anchor``'s loops; ``host`` is the output it is computed in, or
+``anchor`` itself when it is stored whole."""
+
+PARALLEL_MIN_WORK = 32768
+"""Below this many scalar operations a loop nest runs on one thread (a parallel region costs microseconds)."""
+
+_ANCHOR_SCHEDULES: dict[str, AnchorSchedule] = {}
+
+
+def register_schedule(op: str) -> Callable[[AnchorSchedule], AnchorSchedule]:
+    """Decorator: ``fn`` schedules the reduction stages that op ``op`` declares."""
+    def register(fn: AnchorSchedule) -> AnchorSchedule:
+        _ANCHOR_SCHEDULES[op] = fn
+        return fn
+    return register
+
+
+def default_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
+    """A schedule computing ``outputs`` with epilogues fused into their anchors (see the module doc)."""
+    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
+    s = ts.create_schedule([t.op for t in outs])
+    computes = [st for st in s.stages if isinstance(st.op, ComputeOp)]
+    for st in computes:
+        if not st.is_output and not st.op.reduce_axis:
+            st.compute_inline()
+    hosts: set[int] = set()
+    for st in reversed(computes):  # consumers first, so the anchor nearest an output gets it
+        if st.op.reduce_axis:
+            anchor = st.op.output(0)
+            host = _host_of(s, st, hosts)
+            hosts.add(id(host.op))
+            _ANCHOR_SCHEDULES.get(op_of(anchor) or "", schedule_reduction)(s, anchor, host)
+    for out in outs:
+        if id(out.op) not in hosts:
+            schedule_injective(s, out)
+    return s
+
+
+def _host_of(s: Schedule, st: Stage, hosts: set[int]) -> Tensor:
+    """The output ``st`` can be computed inside: its only reader once inlined stages are looked through."""
+    if st.is_output:
+        return st.op.output(0)
+    readers = stored_readers(s, st)
+    if len(readers) == 1 and readers[0].is_output and id(readers[0].op) not in hosts:
+        return readers[0].op.output(0)
+    return st.op.output(0)
+
+
+def stored_readers(s: Schedule, st: Stage) -> list[Stage]:
+    """The stages that read ``st``'s output, looking through inlined stages."""
+    found: list[Stage] = []
+    frontier = [st.op]
+    while frontier:
+        op = frontier.pop()
+        for reader in s.stages:
+            if any(t.op is op for t in reader.op.input_tensors):
+                if reader.attach_type == "inline":
+                    frontier.append(reader.op)
+                elif reader not in found:
+                    found.append(reader)
+    return found
+
+
+def largest_divisor(n: int, at_most: int) -> int:
+    """The largest divisor of ``n`` that is at most ``at_most`` (at least 1)."""
+    return next(d for d in range(min(n, at_most), 0, -1) if n % d == 0)
+
+
+def element_count(t: Tensor) -> int:
+    count = 1
+    for d in t.shape:
+        count *= int(d)
+    return count
+
+
+def reduction_work(red: Tensor) -> int:
+    """Multiply-adds (or comparisons) a reduction performs: output elements times reduction extent."""
+    work = element_count(red)
+    for r in red.op.reduce_axis:
+        work *= int(r.dom.extent)
+    return work
+
+
+def parallel_outer(stage: Stage, axes: Sequence[IterVar], work: int) -> IterVar | None:
+    """Fuse ``axes`` (consecutive outer loops) into one, parallel when the nest does at least
+    :data:`PARALLEL_MIN_WORK` scalar operations."""
+    if not axes:
+        return None
+    outer = stage.fuse(*axes) if len(axes) > 1 else axes[0]
+    if work >= PARALLEL_MIN_WORK:
+        stage.parallel(outer)
+    return outer
+
+
+def schedule_injective(s: Schedule, out: Tensor) -> None:
+    """Outer axes fused (and parallel when large), the innermost axis vectorized."""
+    stage = s[out]
+    axes = list(stage.op.axis)
+    if not axes:
+        return
+    if len(axes) == 1 and int(out.shape[0]) >= PARALLEL_MIN_WORK:
+        outer, inner = stage.split(axes[0], 1024)
+        stage.parallel(outer)
+        stage.vectorize(inner)
+        return
+    parallel_outer(stage, axes[:-1], element_count(out))
+    stage.vectorize(axes[-1])
+
+
+def schedule_reduction(s: Schedule, red: Tensor, host: Tensor) -> None:
+    """Any reduction: its data axes outside, reductions inside; computed per row of ``host`` when fused."""
+    rstage = s[red]
+    data, reduce = list(rstage.op.axis), list(rstage.op.reduce_axis)
+    if host is not red:
+        hstage = s[host]
+        haxes = list(hstage.op.axis)
+        if len(haxes) > 1:
+            row = parallel_outer(hstage, haxes[:-1], reduction_work(red))
+            hstage.vectorize(haxes[-1])
+        else:
+            row, inner = hstage.split(haxes[0], 16)
+            hstage.vectorize(inner)
+        rstage.compute_at(hstage, row)
+        return
+    if data and int(red.shape[-1]) >= 16:
+        rstage.reorder(*data[:-1], *reduce, data[-1])
+        rstage.vectorize(data[-1])
+        parallel_outer(rstage, data[:-1], reduction_work(red))
+    else:
+        parallel_outer(rstage, data, reduction_work(red))
+
+
+def schedule_channel_planes(s: Schedule, red: Tensor, host: Tensor, window_input: Tensor | None) -> None:
+    """NCHW sliding windows that stay in their channel (depthwise conv, pools): one channel plane per
+    iteration of the parallel (n, c) loop, the window loops outside the vectorized output row;
+    ``window_input`` (a padding stage, if any) is computed per plane too."""
+    hstage, rstage = s[host], s[red]
+    rn, rc, rh, rw = rstage.op.axis
+    rstage.reorder(rn, rc, rh, *rstage.op.reduce_axis, rw)
+    rstage.vectorize(rw)
+    n, c, _, w = hstage.op.axis
+    plane = parallel_outer(hstage, [n, c], reduction_work(red))
+    if host is not red:
+        hstage.vectorize(w)
+        rstage.compute_at(hstage, plane)
+    if window_input is not None:
+        s[window_input].compute_at(hstage, plane)
+        s[window_input].vectorize(s[window_input].op.axis[-1])
