@@ -63,6 +63,8 @@ def _plus_one(e: Expr) -> Expr:
     if isinstance(e, Binary) and e.op in ("add", "sub") and isinstance(e.b, Const):
         c = e.b.value + 1 if e.op == "add" else 1 - e.b.value
         return e.a if c == 0 else Binary("add", e.a, Const(c, "int64"), "int64")
+    if isinstance(e, Binary) and e.op in ("min", "max"):
+        return Binary(e.op, _plus_one(e.a), _plus_one(e.b), "int64")
     return Binary("add", e, Const(1, "int64"), "int64")
 
 

@@ -31,6 +31,16 @@ from ..visit import collect, walk
 from .affine import NotAffine, to_isl
 
 
+def _piece_constants(pa: isl.PwAff) -> list[int] | None:
+    """The constant value of every piece of ``pa``, or None if some piece is not constant."""
+    values = []
+    for _, aff in pa.get_pieces():
+        if not aff.is_cst():
+            return None
+        values.append(int(aff.get_constant_val().to_python()))
+    return values
+
+
 @dataclass(eq=False)
 class Statement:
     """One isl statement: ``name[coords]`` over ``domain``, with its loop vector ``loops``."""
@@ -306,7 +316,12 @@ class PolyModel:
                 part = lmap.apply_range(acc)
                 fp = part if fp is None else fp.union(part)
         assert fp is not None
-        return self._box(fp.intersect_range(tdom), tdom)
+        fp = fp.intersect_range(tdom).coalesce()
+        if fp.n_basic_map() > 1:
+            # isl may describe a footprint piece by piece (e.g. one piece per tile when there are few); its
+            # hull, clipped to the tensor, is a superset whose bounds are single affine expressions
+            fp = isl.Map(fp.polyhedral_hull()).intersect_domain(fp.domain()).intersect_range(tdom)
+        return self._box(fp, tdom)
 
     def _box(self, fp: isl.Map, tdom: isl.Set) -> isl.Map:
         """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
@@ -319,7 +334,8 @@ class PolyModel:
                 rel = isl.Map(f"{self.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} v }}")
                 part = isl.Map.from_pw_aff(bound).apply_range(rel)
                 box = part if box is None else box.intersect(part)
-        return box.intersect_domain(fp.domain()).intersect_range(tdom).coalesce()
+        box = box.intersect_domain(fp.domain()).intersect_range(tdom).coalesce()
+        return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
 
     def _attach_message(self, sm: StageModel, outside: list[StageModel], readers: list[StageModel]) -> str:
         parent, level = sm.parent, sm.level
@@ -347,12 +363,14 @@ class PolyModel:
             lo, hi = fp.dim_min(d), fp.dim_max(d)  # type: ignore[union-attr]
             size = hi.sub(lo).add_constant_val(isl.Val(1))
             biggest = size.as_map().range().dim_max(0)
-            if biggest.is_cst():
-                shape.append(int(biggest.get_pieces()[0][1].get_constant_val().to_python()))
+            constants = _piece_constants(biggest)
+            if constants is not None:
+                shape.append(max(constants))
             else:
                 shape.append(biggest)  # type: ignore[arg-type]  # turned into an expression by the lowering
-            if lo.is_cst():
-                offsets.append(Const(int(lo.get_pieces()[0][1].get_constant_val().to_python()), "int64"))
+            origin = _piece_constants(lo)
+            if origin is not None and len(set(origin)) == 1:
+                offsets.append(Const(origin[0], "int64"))
                 sm.offset_pwaffs.append(None)
             else:
                 offsets.append(OriginVar(f"{sm.name}.min{d}"))
