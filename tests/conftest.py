@@ -1,0 +1,61 @@
+"""Shared fixtures for tesched's tests: seeded random data, an isolated kernel cache, a subprocess runner.
+
+Most tests use the default kernel cache (compiled kernels are reused across runs). Tests that inspect the
+cache itself (``test_builder.py``) or draw many one-off kernels (``test_random_schedules.py``) point
+``TESCHED_CACHE_DIR`` at a directory private to the test session instead.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def rand(rng: np.random.Generator) -> Callable[..., np.ndarray]:
+    """``rand(shape, dtype="float32", low=0, high=1)``: a seeded random array (integers for int dtypes)."""
+
+    def make(shape, dtype: str = "float32", low: float = 0.0, high: float = 1.0) -> np.ndarray:
+        if np.dtype(dtype).kind in "iu":
+            return rng.integers(int(low), int(high), size=shape, endpoint=True).astype(dtype)
+        return rng.uniform(low, high, size=shape).astype(dtype)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def session_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kernel cache directory under pytest's basetemp, shared by the whole session."""
+    return tmp_path_factory.mktemp("tesched-cache")
+
+
+@pytest.fixture
+def isolated_cache(session_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Point ``TESCHED_CACHE_DIR`` at the session's private cache for the duration of one test."""
+    monkeypatch.setenv("TESCHED_CACHE_DIR", str(session_cache_dir))
+    return session_cache_dir
+
+
+@pytest.fixture
+def run_python() -> Callable[..., subprocess.CompletedProcess]:
+    """``run_python(code, env=None)``: run ``code`` in a fresh interpreter (for caches shared between
+    processes, and for inputs that might crash the process instead of raising)."""
+
+    def run(code: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                              env=full_env, timeout=timeout)
+
+    return run
