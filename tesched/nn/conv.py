@@ -14,8 +14,8 @@ from tesched.schedule import Schedule
 from tesched.tensor import Tensor
 
 from .pattern import Pattern, compute, op_of
-from .schedule import (largest_divisor, parallel_outer, reduction_work, register_schedule,
-                       schedule_channel_planes)
+from .schedule import (largest_divisor, parallel_outer, reduction_work, register_schedule, schedule_channel_planes,
+                       schedule_reduction)
 from .shape import pair, padding4, window_output
 from .transform import pad
 
@@ -110,24 +110,22 @@ def _pad_stage(conv: Tensor) -> Tensor | None:
 
 @register_schedule("conv2d")
 def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
-    """Per (batch, tile of CHANNEL_TILE output channels) in parallel and per output row: the reduction
-    loops outside, the channel tile unrolled, the output row vectorized; the padded input is computed
-    once, at the root; the epilogue (``host``) follows each row tile."""
+    """Per (batch, tile of CHANNEL_TILE output channels) in parallel and per output row: the conv row tile
+    computed with the reduction loops outside, the channel tile unrolled and the row vectorized, then the
+    host's row tile (the epilogue); the padded input is computed once, at the root."""
+    if host.shape != conv.shape:
+        schedule_reduction(s, conv, host)
+        return
     tile = largest_divisor(int(conv.shape[1]), CHANNEL_TILE)
-    cstage = s[conv]
-    rc, ry, rx = cstage.op.reduce_axis
-    hstage = s[host]
+    cstage, hstage = s[conv], s[host]
     n, k, h, w = hstage.op.axis
     ko, ki = hstage.split(k, tile)
-    if host is conv:
-        hstage.reorder(n, ko, h, rc, ry, rx, ki, w)
-    else:
-        hstage.reorder(n, ko, h, ki, w)
-        cstage.compute_at(hstage, h)
-        cn, ck, ch, cw = cstage.op.axis
-        cstage.reorder(cn, ch, rc, ry, rx, ck, cw)
-        cstage.unroll(ck)
-        cstage.vectorize(cw)
+    hstage.reorder(n, ko, h, ki, w)
+    cstage.compute_at(hstage, h)
+    cn, ck, ch, cw = cstage.op.axis
+    cstage.reorder(cn, ch, *cstage.op.reduce_axis, ck, cw)
+    cstage.unroll(ck)
+    cstage.vectorize(cw)
     work = reduction_work(conv)
     parallel_outer(hstage, [n, ko], work)
     hstage.unroll(ki)

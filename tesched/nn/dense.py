@@ -10,7 +10,7 @@ from tesched.tensor import Tensor
 
 from .elemwise import bias_add
 from .pattern import Pattern, compute
-from .schedule import largest_divisor, parallel_outer, reduction_work, register_schedule
+from .schedule import largest_divisor, parallel_outer, reduction_work, register_schedule, schedule_reduction
 
 COLUMN_TILE = 16
 """Output columns one iteration of the dense loop nest computes (one vector register of float32)."""
@@ -46,27 +46,24 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 
 
 def _schedule_columns(s: Schedule, product: Tensor, host: Tensor, vector_columns: bool) -> None:
-    """Tiles of COLUMN_TILE output columns, rows and column tiles in parallel; per tile the reduction runs
-    outside the column loop, which is vectorized when ``vector_columns`` else unrolled (independent
-    accumulators)."""
+    """Tiles of COLUMN_TILE output columns, rows and column tiles in parallel when the work is large; per
+    tile the product runs with the reduction outside the column loop, which is vectorized when
+    ``vector_columns`` else unrolled (independent accumulators); then the host's tile."""
+    if host.shape != product.shape:
+        schedule_reduction(s, product, host)
+        return
     tile = largest_divisor(int(product.shape[1]), COLUMN_TILE)
     pstage, hstage = s[product], s[host]
-    (k,) = pstage.op.reduce_axis
     i, j = hstage.op.axis
     jo, ji = hstage.split(j, tile)
-    if host is product:
-        hstage.reorder(i, jo, k, ji)
-        inner = ji
-    else:
-        pstage.compute_at(hstage, jo)
-        pi, pj = pstage.op.axis
-        pstage.reorder(pi, k, pj)
-        inner = pj
-        hstage.vectorize(ji)
+    pstage.compute_at(hstage, jo)
+    pi, pj = pstage.op.axis
+    pstage.reorder(pi, *pstage.op.reduce_axis, pj)
     if vector_columns:
-        pstage.vectorize(inner)
+        pstage.vectorize(pj)
     else:
-        pstage.unroll(inner)
+        pstage.unroll(pj)
+    hstage.vectorize(ji)
     parallel_outer(hstage, [i, jo], reduction_work(product))
 
 

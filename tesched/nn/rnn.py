@@ -19,7 +19,7 @@ from .transform import split
 
 def _gates(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b: Tensor, gates: int, op: str) -> Tensor:
     batch, hidden = h.shape
-    expected = {"x": (batch, w_ih.shape[1]), "w_ih": (gates * hidden, x.shape[1]),
+    expected = {"x": (batch, x.shape[-1]), "w_ih": (gates * hidden, x.shape[-1]),
                 "w_hh": (gates * hidden, hidden), "b": (gates * hidden,)}
     for name, t in (("x", x), ("w_ih", w_ih), ("w_hh", w_hh), ("b", b)):
         if t.shape != expected[name]:

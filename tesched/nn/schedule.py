@@ -6,9 +6,11 @@ returns a schedule in which
 - every stage without a reduction that is not an output is inlined into its readers (``compute_inline``);
 - every reduction (the *anchor*: conv2d, dense, a pool, a sum) read only by one output is computed inside
   that output's loop nest (``compute_at`` at a tile of the output), so an elementwise epilogue such as
-  bias + relu runs in the anchor's loop nest: the fused kernel. Other reductions are computed at the root;
+  bias + relu runs in the anchor's loop nest: the fused kernel. Any other reduction is stored whole, and
+  is computed the same way through a write cache (``cache_write``): the cache is the anchor and the stored
+  tensor its host, so a conv computes alike with or without an epilogue;
 - each anchor's loops are arranged by the schedule registered for its op (:func:`register_schedule`), or
-  by :func:`schedule_reduction` when none is;
+  by :func:`schedule_reduction` when none is; every such schedule gets an anchor and a distinct host;
 - outputs that host no anchor get :func:`schedule_injective`.
 
 Schedules use only tesched primitives (split, fuse, reorder, compute_at, compute_inline, vectorize,
@@ -25,8 +27,8 @@ from tesched.tensor import ComputeOp, IterVar, Tensor
 from .pattern import op_of
 
 AnchorSchedule = Callable[[Schedule, Tensor, Tensor], None]
-"""``fn(s, anchor, host)``: arrange ``anchor``'s loops; ``host`` is the output it is computed in, or
-``anchor`` itself when it is stored whole."""
+"""``fn(s, anchor, host)``: arrange ``anchor``'s loops and compute it inside the loops of ``host``, the
+stage that reads it (its fused output, or the copy that stores it whole)."""
 
 PARALLEL_MIN_WORK = 32768
 """Below this many scalar operations a loop nest runs on one thread (a parallel region costs microseconds)."""
@@ -53,9 +55,9 @@ def default_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
     hosts: set[int] = set()
     for st in reversed(computes):  # consumers first, so the anchor nearest an output gets it
         if st.op.reduce_axis:
-            anchor = st.op.output(0)
             host = _host_of(s, st, hosts)
             hosts.add(id(host.op))
+            anchor = s.cache_write(host, "local") if host.op is st.op else st.op.output(0)
             _ANCHOR_SCHEDULES.get(op_of(anchor) or "", schedule_reduction)(s, anchor, host)
     for out in outs:
         if id(out.op) not in hosts:
@@ -135,41 +137,36 @@ def schedule_injective(s: Schedule, out: Tensor) -> None:
 
 
 def schedule_reduction(s: Schedule, red: Tensor, host: Tensor) -> None:
-    """Any reduction: its data axes outside, reductions inside; computed per row of ``host`` when fused."""
-    rstage = s[red]
-    data, reduce = list(rstage.op.axis), list(rstage.op.reduce_axis)
-    if host is not red:
-        hstage = s[host]
-        haxes = list(hstage.op.axis)
-        if len(haxes) > 1:
-            row = parallel_outer(hstage, haxes[:-1], reduction_work(red))
-            hstage.vectorize(haxes[-1])
-        else:
-            row, inner = hstage.split(haxes[0], 16)
-            hstage.vectorize(inner)
-        rstage.compute_at(hstage, row)
-        return
-    if data and int(red.shape[-1]) >= 16:
-        rstage.reorder(*data[:-1], *reduce, data[-1])
-        rstage.vectorize(data[-1])
-        parallel_outer(rstage, data[:-1], reduction_work(red))
+    """Any reduction: computed per row of ``host`` (all loops but the innermost, fused and parallel when
+    the work is large), the row vectorized."""
+    hstage = s[host]
+    axes = list(hstage.op.axis)
+    if len(axes) > 1:
+        row = parallel_outer(hstage, axes[:-1], reduction_work(red))
+        hstage.vectorize(axes[-1])
+    elif axes:
+        row, inner = hstage.split(axes[0], 16)
+        hstage.vectorize(inner)
     else:
-        parallel_outer(rstage, data, reduction_work(red))
+        return
+    s[red].compute_at(hstage, row)
 
 
 def schedule_channel_planes(s: Schedule, red: Tensor, host: Tensor, window_input: Tensor | None) -> None:
     """NCHW sliding windows that stay in their channel (depthwise conv, pools): one channel plane per
-    iteration of the parallel (n, c) loop, the window loops outside the vectorized output row;
+    iteration of the parallel (n, c) loop of ``host``, the window loops outside the vectorized output row;
     ``window_input`` (a padding stage, if any) is computed per plane too."""
+    if host.shape != red.shape:
+        schedule_reduction(s, red, host)
+        return
     hstage, rstage = s[host], s[red]
     rn, rc, rh, rw = rstage.op.axis
     rstage.reorder(rn, rc, rh, *rstage.op.reduce_axis, rw)
     rstage.vectorize(rw)
     n, c, _, w = hstage.op.axis
     plane = parallel_outer(hstage, [n, c], reduction_work(red))
-    if host is not red:
-        hstage.vectorize(w)
-        rstage.compute_at(hstage, plane)
+    hstage.vectorize(w)
+    rstage.compute_at(hstage, plane)
     if window_input is not None:
         s[window_input].compute_at(hstage, plane)
         s[window_input].vectorize(s[window_input].op.axis[-1])

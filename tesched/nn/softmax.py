@@ -36,8 +36,8 @@ def softmax(x: Tensor, axis: int = -1) -> Tensor:
 def schedule_softmax(s: Schedule, red: Tensor, host: Tensor) -> None:
     """The sum of exponentials is computed per slice, inside the output's loops over the other axes
     (the softmax axis innermost and vectorized); the maximum, which the sum also reads, stays whole."""
-    if host is red or red.ndim == 1:
-        schedule_reduction(s, red, red)
+    if host.shape == red.shape or red.ndim == 1:
+        schedule_reduction(s, red, host)
         return
     axis = next((a for a, d in enumerate(red.shape) if d == 1 and host.shape[a] != 1), red.ndim - 1)
     hstage = s[host]

@@ -1,0 +1,1 @@
+"""Tests of the operator library tesched.nn."""

@@ -1,0 +1,48 @@
+"""dense (with and without bias, fused with an activation) and matmul against NumPy."""
+import numpy as np
+import pytest
+
+import tesched as ts
+import tesched.nn as nn
+
+from .helpers import ATOL, RTOL, run
+
+
+def test_dense_with_bias_and_relu(rand):
+    x, w, b = ts.placeholder((3, 20), name="x"), ts.placeholder((24, 20), name="w"), ts.placeholder((24,), name="b")
+    y = nn.relu(nn.dense(x, w, b))
+    xa, wa, ba = rand(x.shape, low=-1), rand(w.shape, low=-1), rand(b.shape, low=-1)
+    out, kernel = run(y, [x, w, b], [xa, wa, ba])
+    ref = np.maximum(xa.astype(np.float64) @ wa.T.astype(np.float64) + ba, 0)
+    np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
+    assert str(kernel.lowered).index("produce relu") < str(kernel.lowered).index("produce dense")
+
+
+def test_dense_alone_and_matmul(rand):
+    x, w = ts.placeholder((2, 17), name="x"), ts.placeholder((5, 17), name="w")
+    a, b = ts.placeholder((4, 6), name="a"), ts.placeholder((6, 40), name="b")
+    arrays = [rand(t.shape, low=-1) for t in (x, w, a, b)]
+    (dense, matmul), _ = run([nn.dense(x, w), nn.matmul(a, b)], [x, w, a, b], arrays)
+    np.testing.assert_allclose(dense, arrays[0] @ arrays[1].T, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(matmul, arrays[2] @ arrays[3], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("shapes, message", [
+    (((2, 3), (4, 5)), "reduced axis"),
+    (((2, 3, 1), (4, 3)), "2-D"),
+])
+def test_dense_rejects_bad_shapes(shapes, message):
+    x, w = (ts.placeholder(s, name=n) for s, n in zip(shapes, "xw"))
+    with pytest.raises(ValueError, match=message):
+        nn.dense(x, w)
+
+
+def test_dense_rejects_a_bias_of_the_wrong_length():
+    x, w, b = ts.placeholder((2, 3), name="x"), ts.placeholder((4, 3), name="w"), ts.placeholder((3,), name="b")
+    with pytest.raises(ValueError, match="bias"):
+        nn.dense(x, w, b)
+
+
+def test_matmul_rejects_mismatched_inner_sizes():
+    with pytest.raises(ValueError, match=r"\(2, 3\) and \(4, 5\)"):
+        nn.matmul(ts.placeholder((2, 3), name="a"), ts.placeholder((4, 5), name="b"))

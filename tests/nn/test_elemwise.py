@@ -1,0 +1,55 @@
+"""Unary, broadcasting binary ops and bias_add against NumPy."""
+import numpy as np
+import pytest
+
+import tesched as ts
+import tesched.nn as nn
+
+from .helpers import ATOL, RTOL, run
+
+
+def test_unary_ops(rand):
+    x = ts.placeholder((3, 17), name="x")
+    xa = rand(x.shape, low=-3, high=3)
+    outs, _ = run([nn.relu(x), nn.sigmoid(x), nn.tanh(x), nn.exp(x)], [x], [xa])
+    refs = [np.maximum(xa, 0), 1 / (1 + np.exp(-xa.astype(np.float64))), np.tanh(xa), np.exp(xa)]
+    for out, ref in zip(outs, refs):
+        np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_binary_ops_broadcast_like_numpy(rand):
+    a, b = ts.placeholder((2, 1, 5), name="a"), ts.placeholder((3, 1), name="b")
+    aa, ba = rand(a.shape, low=-1), rand(b.shape, low=0.5, high=2)
+    outs, _ = run([nn.add(a, b), nn.subtract(a, b), nn.multiply(a, b), nn.divide(a, b), nn.multiply(2.0, a),
+                   nn.subtract(a, 1)], [a, b], [aa, ba])
+    refs = [aa + ba, aa - ba, aa * ba, aa / ba, 2 * aa, aa - 1]
+    for out, ref in zip(outs, refs):
+        assert out.shape == ref.shape
+        np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_bias_add_along_any_axis(rand):
+    x, b1, b2 = ts.placeholder((2, 3, 4), name="x"), ts.placeholder((3,), name="b1"), ts.placeholder((4,), name="b2")
+    xa, b1a, b2a = rand(x.shape), rand(b1.shape), rand(b2.shape)
+    (y1, y2), _ = run([nn.bias_add(x, b1), nn.bias_add(x, b2, axis=-1)], [x, b1, b2], [xa, b1a, b2a])
+    np.testing.assert_allclose(y1, xa + b1a[:, None], rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(y2, xa + b2a, rtol=RTOL, atol=ATOL)
+
+
+def test_patterns_of_elementwise_ops():
+    x = ts.placeholder((4,), name="x")
+    assert nn.pattern_of(nn.relu(x)) is nn.Pattern.ELEMWISE
+    assert nn.pattern_of(nn.add(x, x)) is nn.Pattern.BROADCAST
+    assert nn.op_of(nn.sigmoid(x)) == "sigmoid"
+
+
+def test_bad_operands_raise():
+    a, b = ts.placeholder((2, 3), name="a"), ts.placeholder((4,), name="b")
+    with pytest.raises(ValueError, match=r"\(2, 3\) and \(4,\)"):
+        nn.add(a, b)
+    with pytest.raises(TypeError, match="dtypes"):
+        nn.add(a, ts.placeholder((3,), "float64", name="c"))
+    with pytest.raises(TypeError, match="at least one operand"):
+        nn.add(1.0, 2.0)
+    with pytest.raises(ValueError, match="bias_add"):
+        nn.bias_add(a, b)

@@ -1,0 +1,50 @@
+"""pad, reshape, transpose, concatenate, strided_slice and split against NumPy."""
+import numpy as np
+import pytest
+
+import tesched as ts
+import tesched.nn as nn
+
+from .helpers import run
+
+
+def test_injective_ops_match_numpy(rand):
+    x, y = ts.placeholder((2, 3, 4), name="x"), ts.placeholder((2, 2, 4), name="y")
+    xa, ya = rand(x.shape), rand(y.shape)
+    outs = [nn.pad(x, [(0, 0), (1, 2), (2, 0)], pad_value=-1.0), nn.reshape(x, (4, -1)), nn.transpose(x, (2, 0, 1)),
+            nn.transpose(x), nn.concatenate([x, y, x], axis=1), nn.strided_slice(x, [1, 2], [-3, 0], [-1, -2])]
+    results, _ = run(outs, [x, y], [xa, ya])
+    refs = [np.pad(xa, [(0, 0), (1, 2), (2, 0)], constant_values=-1.0), xa.reshape(4, -1), xa.transpose(2, 0, 1),
+            xa.transpose(), np.concatenate([xa, ya, xa], axis=1), xa[1:-3:-1, 2:0:-2]]
+    for out, ref in zip(results, refs):
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_split_into_sections_and_at_indices(rand):
+    x = ts.placeholder((2, 6), name="x")
+    xa = rand(x.shape)
+    pieces = nn.split(x, 3, axis=1) + nn.split(x, [1, 5], axis=-1)
+    results, _ = run(pieces, [x], [xa])
+    for out, ref in zip(results, np.split(xa, 3, axis=1) + np.split(xa, [1, 5], axis=1)):
+        np.testing.assert_array_equal(out, ref)
+
+
+def test_injective_ops_are_tagged_injective():
+    x = ts.placeholder((2, 3), name="x")
+    for t in (nn.pad(x, [(1, 1), (0, 0)]), nn.reshape(x, (3, 2)), nn.transpose(x), nn.strided_slice(x, [0], [1])):
+        assert nn.pattern_of(t) is nn.Pattern.INJECTIVE
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda x: nn.reshape(x, (4, 2)), "cannot reshape"),
+    (lambda x: nn.reshape(x, (-1, -1)), "invalid target"),
+    (lambda x: nn.transpose(x, (0, 0)), "permutation"),
+    (lambda x: nn.pad(x, [(1, 1)]), "pad_width"),
+    (lambda x: nn.concatenate([x, nn.transpose(x)], axis=0), "differ outside axis"),
+    (lambda x: nn.strided_slice(x, [2], [2]), "empty"),
+    (lambda x: nn.split(x, 4, axis=1), "equal sections"),
+    (lambda x: nn.split(x, [2, 1], axis=1), "increasing"),
+])
+def test_bad_arguments_raise(make, message):
+    with pytest.raises(ValueError, match=message):
+        make(ts.placeholder((2, 3), name="x"))
