@@ -5,18 +5,21 @@ Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_a
 """
 from .builder import build
 from .dtype import ALL_TYPES as dtypes
-from .errors import BuildError, LoweringError, ScheduleError, TeschedError
+from .errors import BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
 from .expr import Expr, const
 from .functions import (abs, all, any, ceil, exp, floor, if_then_else, log, max, maximum, min, minimum,
                         sigmoid, sqrt, sum, tanh)
 from .lower import LoweredFunc, lower
 from .schedule import Schedule, Stage, create_schedule
+from .target import get_num_threads, set_num_threads
 from .tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from .tensorize import CIntrinsic, TensorIntrin, decl_tensor_intrin
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BuildError", "Expr", "build", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
+    "BuildError", "CIntrinsic", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
+    "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
     "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
     "placeholder", "reduce_axis", "sigmoid", "sqrt", "sum", "tanh", "var",

@@ -72,6 +72,7 @@ class CodeGen:
         self.func = func
         self.names = NameTable()
         self.lines: list[str] = []
+        self.intrinsics: list = []
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
@@ -84,6 +85,8 @@ class CodeGen:
             return self.name(e, e.name)
         if isinstance(e, ir.Load):
             return f"{self.name(e.buffer, e.buffer.name)}[{self.flat_index(e.buffer, e.indices)}]"
+        if isinstance(e, ir.Address):
+            return f"&{self.name(e.buffer, e.buffer.name)}[{self.flat_index(e.buffer, e.indices)}]"
         if isinstance(e, ir.VLoad):
             return f"ts_vload_{_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.expr(e.index)}])"
         if isinstance(e, ir.Broadcast):
@@ -172,6 +175,10 @@ class CodeGen:
         elif isinstance(s, ir.VStore):
             target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
             self.emit(f"ts_vstore_{_vec(s.value.dtype)}({target}, {self.expr(s.value)});", ind)
+        elif isinstance(s, ir.IntrinsicCall):
+            if all(i is not s.intrin for i in self.intrinsics):
+                self.intrinsics.append(s.intrin)
+            self.emit(f"{s.function}({', '.join(self.expr(a) for a in s.args)});", ind)
         elif isinstance(s, ir.Registers):
             self.emit("{", ind)
             for v in s.variables:
@@ -232,12 +239,16 @@ class CodeGen:
     # function -------------------------------------------------------------------------------------
     def function(self) -> CSource:
         f = self.func
+        calls: list[str] = []
+        ir.map_stmt(f.body, lambda e: e, lambda s: calls.append(s.function) if isinstance(s, ir.IntrinsicCall) else None)
+        self.names.taken.update(calls)   # the intrinsics' C functions keep their names
         fname = self.names.fresh(f.name)
         params = [f"{dt.C_TYPES[b.dtype]} *restrict {self.name(b, b.name)}" for b in f.args]
         params += [f"int64_t {self.name(p, p.name)}" for p in f.params]
         decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params)
         self.stmt(f.body, 1)
-        source = "\n".join(['#include "tesched_runtime.h"', "",
+        sources = [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
+        source = "\n".join(['#include "tesched_runtime.h"', ""] + sources + ["",
                             f"void {fname}({', '.join(params) or 'void'}) {{"] + self.lines + ["}", ""])
         declaration = f"void {fname}({', '.join(decl_types) or 'void'});"
         return CSource(fname, source, declaration)

@@ -15,3 +15,8 @@ class LoweringError(TeschedError):
 
 class BuildError(TeschedError):
     """The C compiler rejected generated code, or the compiled module could not be loaded."""
+
+
+class TensorizeError(TeschedError):
+    """The loop nest below a tensorized axis does not compute what the intrinsic computes; the message
+    says what differs (expression, extent, or index map)."""

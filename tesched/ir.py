@@ -125,6 +125,21 @@ class OriginVar(Var):
         super().__init__(name, "int64")
 
 
+class Address(Expr):
+    """The address of ``buffer[indices]`` (tensor coordinates), passed to an intrinsic."""
+
+    __slots__ = ("buffer", "indices")
+
+    def __init__(self, buffer: Buffer, indices: Sequence[Expr]):
+        self.buffer, self.indices, self.dtype = buffer, tuple(indices), "handle"
+
+    def children(self):
+        return self.indices
+
+    def with_children(self, children):
+        return Address(self.buffer, children)
+
+
 class RegisterVar(Var):
     """A variable holding a promoted buffer slot; its dtype may be a vector (``float32x16``)."""
 
@@ -176,6 +191,15 @@ class VStore(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
+
+
+@dataclass(eq=False)
+class IntrinsicCall(Stmt):
+    """A call of a tensor intrinsic's C function (``intrin`` carries its source)."""
+
+    function: str
+    args: list
+    intrin: object
 
 
 @dataclass(eq=False)
@@ -256,6 +280,8 @@ def map_stmt(stmt: Stmt, on_expr, on_stmt=None) -> Stmt:
             return Allocate(s.buffer, go(s.body))
         if isinstance(s, Registers):
             return Registers(s.variables, go(s.body))
+        if isinstance(s, IntrinsicCall):
+            return IntrinsicCall(s.function, [on_expr(a) for a in s.args], s.intrin)
         if isinstance(s, Assign):
             return Assign(s.var, on_expr(s.value))
         if isinstance(s, LetStmt):
@@ -326,6 +352,8 @@ class IRPrinter:
         if isinstance(s, VStore):
             lanes = split_dtype(s.value.dtype)[1]
             return f"{pad}{s.buffer.name}[ramp({self.expr(s.index)}, {lanes})] = {self.expr(s.value)}\n"
+        if isinstance(s, IntrinsicCall):
+            return f"{pad}call {s.function}({', '.join(self.expr(a) for a in s.args)})\n"
         if isinstance(s, Registers):
             names = ", ".join(f"{self.name_of(v)}: {v.dtype}" for v in s.variables)
             return f"{pad}registers {names}\n" + self.stmt(s.body, indent)

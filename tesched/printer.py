@@ -63,6 +63,8 @@ def expr_str(e: Expr, name_of: Callable[[Var], str] | None = None) -> str:
             return f"{x.buffer.name}[ramp({go(x.index)[0]}, {lanes})]", 7
         if lanes is not None:                              # broadcast
             return f"x{lanes}({go(x.value)[0]})", 7
+        if x.dtype == "handle":                          # address of an element
+            return f"&{x.buffer.name}[{', '.join(go(i)[0] for i in x.indices)}]", 7
         indices = getattr(x, "indices", None)
         if indices is not None:
             target = getattr(x, "tensor", None) or getattr(x, "buffer", None)

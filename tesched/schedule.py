@@ -70,6 +70,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
         self.is_output = False
+        self.tensorize_spec: tuple | None = None
 
     # helpers --------------------------------------------------------------------------------------
     def replace_op(self, op: ComputeOp) -> None:
@@ -262,6 +263,15 @@ class Stage:
 
     def unroll(self, var: IterVar) -> None:
         self._annotate(var, "unrolled")
+
+    def tensorize(self, var: IterVar, tensor_intrin) -> None:
+        """Replace loop ``var`` and every loop inside it by a call of ``tensor_intrin`` (see
+        :mod:`tesched.tensorize`); the match is checked when lowering."""
+        from .tensorize import TensorIntrin
+        self._check_leaf(var, "tensorize")
+        if not isinstance(tensor_intrin, TensorIntrin):
+            raise TypeError("tensorize: the intrinsic must come from ts.decl_tensor_intrin")
+        self.tensorize_spec = (var, tensor_intrin)
 
     # placement ------------------------------------------------------------------------------------
     def compute_at(self, parent: "Stage", scope: IterVar) -> None:

@@ -25,17 +25,37 @@ from .tree import LoopMark, TreeBuilder
 
 
 class Accesses:
-    """Write and read relations of every statement, onto storage spaces."""
+    """Write and read relations of every statement placed in the schedule tree, onto storage spaces.
+
+    A tensorized stage's statements (and those of the stages its intrinsic computes) are analysed as
+    written and then collapsed onto the intrinsic call that runs them; the intrinsic's internal tensors
+    are not storage."""
 
     def __init__(self, model: PolyModel):
         self.model = model
         self.writes = isl.UnionMap.empty(model.context.get_space())
         self.reads = isl.UnionMap.empty(model.context.get_space())
+        self.collapse: dict[str, isl.Map] = {}
         for sm in model.stages:
-            for stmt in sm.statements:
-                self.writes = self.writes.union(self.storage_map(stmt, sm, stmt.coords[sm.prefix_len:
-                                                                                   sm.prefix_len + len(sm.axes)]))
+            owner = sm.absorbed_by or sm
+            if owner.calls:
+                for stmt in sm.statements:
+                    call = owner.calls[0] if stmt.kind == "init" and len(owner.calls) == 2 else owner.calls[-1]
+                    depth = owner.prefix_len + len(call.loop_vars)
+                    self.collapse[stmt.name] = self.model.loop_map(stmt, depth).set_tuple_name(
+                        isl.dim_type.out, call.name)
+        for sm in model.stages:
+            if sm.absorbed_by is None:
+                for stmt in sm.statements:
+                    own = stmt.coords[sm.prefix_len:sm.prefix_len + len(sm.axes)]
+                    self._add("writes", stmt, self.storage_map(stmt, sm, own))
             self._reads_of(sm)
+
+    def _add(self, which: str, stmt: Statement, rel: isl.UnionMap) -> None:
+        target = self.collapse.get(stmt.name)
+        if target is not None:
+            rel = isl.UnionMap(target).reverse().apply_range(rel)
+        setattr(self, which, getattr(self, which).union(rel))
 
     def storage_map(self, stmt: Statement, target: StageModel, index: list[str]) -> isl.UnionMap:
         """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text)."""
@@ -49,7 +69,7 @@ class Accesses:
         coord = reader.coord
         for read in collect(reader.body, TensorRead):
             target = self.model.by_op.get(id(read.tensor.op))
-            if target is None:  # an input: never written, so no dependence
+            if target is None or target.absorbed_by is not None:  # an input, or internal to an intrinsic
                 continue
             try:
                 index = [self.model.isl_of(i, coord) for i in read.indices]
@@ -57,12 +77,12 @@ class Accesses:
                 index = None
             if index is None:   # non-affine read: it may touch any element
                 rel = isl.Map.from_domain_and_range(stmt.domain, self._all_storage(stmt, target))
-                self.reads = self.reads.union(isl.UnionMap(rel))
+                self._add("reads", stmt, isl.UnionMap(rel))
             else:
-                self.reads = self.reads.union(self.storage_map(stmt, target, index))
-        if reader.init is not None:  # the update reads what it accumulates into
+                self._add("reads", stmt, self.storage_map(stmt, target, index))
+        if reader.init is not None and reader.absorbed_by is None:  # the update reads what it accumulates into
             own = stmt.coords[reader.prefix_len:reader.prefix_len + len(reader.axes)]
-            self.reads = self.reads.union(self.storage_map(stmt, reader, own))
+            self._add("reads", stmt, self.storage_map(stmt, reader, own))
 
     def _all_storage(self, stmt: Statement, target: StageModel) -> isl.Set:
         private = stmt.loops[:target.prefix_len]
@@ -77,9 +97,13 @@ def describe(model: PolyModel, name: str, values: list[int]) -> str:
     stmt = model.statements[name]
     sm = stmt.stage
     names = [v.name for st, lv in sm.chain() for v in st.leaves[:lv + 1]]
-    names += [a.name for a in sm.axes] + [r.name for r in sm.raxes]
-    label = {"init": f"{sm.name} (init)", "update": sm.name, "compute": sm.name,
-             "alloc": f"{sm.name} (allocation)"}[stmt.kind]
+    if stmt.kind.startswith("call_"):
+        names += [v.name for v in stmt.loop_vars]
+    else:
+        names += [a.name for a in sm.axes] + [r.name for r in sm.raxes]
+    label = {"init": f"{sm.name} (init)", "alloc": f"{sm.name} (allocation)", "call_reset": f"{sm.name} (reset call)",
+             "call_update": f"{sm.name} (intrinsic call)", "call_body": f"{sm.name} (intrinsic call)"}.get(
+        stmt.kind, sm.name)
     return f"{label}[{', '.join(f'{n}={v}' for n, v in zip(names, values))}]"
 
 
@@ -102,8 +126,8 @@ def _example(pairs: isl.UnionMap) -> tuple[str, list[int], str, list[int]]:
 def _same_stage_updates(model: PolyModel) -> isl.UnionMap:
     pairs = isl.UnionMap.empty(model.context.get_space())
     for sm in model.stages:
-        if sm.init is not None:
-            dom = isl.UnionSet(sm.main.domain)
+        if sm.init is not None and sm.absorbed_by is None:
+            dom = isl.UnionSet(sm.emitted[-1].domain)
             pairs = pairs.union(isl.UnionMap.from_domain_and_range(dom, dom))
     return pairs
 

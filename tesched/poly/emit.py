@@ -12,7 +12,8 @@ from typing import Mapping
 import islpy as isl
 
 from .. import ir
-from ..expr import Expr, Reduce, Select
+from ..expr import Binary, Const, Expr, Reduce, Select
+from ..transform.linear import simplify
 from ..tensor import TensorRead
 from ..visit import rewrite, substitute
 from .astgen import ast_expr_to_ir
@@ -27,6 +28,14 @@ def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:
         pa = pa.set_dim_id(isl.dim_type.in_, k, isl.Id(f"__p{k}"))
     pa = pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
     return isl.AstBuild.from_context(pa.domain()).expr_from_pw_aff(pa)
+
+
+def _stride(buf: ir.Buffer, dim: int) -> Expr:
+    """Elements between neighbours along ``dim`` of ``buf`` (row-major)."""
+    stride: Expr = Const(1, "int64")
+    for d in buf.shape[dim + 1:]:
+        stride = Binary("mul", stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
+    return simplify(stride)
 
 
 def _param_expr(pa: isl.PwAff, context: isl.Set, env: Mapping[str, Expr]) -> Expr:
@@ -48,6 +57,35 @@ class StatementEmitter:
         assert mark.stage.buffer is not None
         return mark.stage.buffer
 
+    def origin(self, sm: StageModel, prefix: list[Expr]) -> list[Expr]:
+        """Where the region of a computed-at stage starts, for the given enclosing loop values."""
+        env = dict(self.param_env)
+        env.update({f"__p{k}": c for k, c in enumerate(prefix)})
+        return [off if ast is None else ast_expr_to_ir(ast, env)
+                for off, ast in zip(sm.buffer.offsets, self.origin_exprs[id(sm)])]  # type: ignore[union-attr]
+
+    def call(self, stmt: Statement, coords: list[Expr]) -> ir.Stmt:
+        """The intrinsic call: for each region a pointer to its origin, then its strides."""
+        sm = stmt.stage
+        match = sm.tensorized
+        values = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
+        if match.origins:  # type: ignore[attr-defined]
+            origin = self.origin(sm, coords[:sm.prefix_len])
+            values.update({var: origin[d] for var, d in match.origins.items()})  # type: ignore[attr-defined]
+        regions = match.regions[-1:] if stmt.kind == "call_reset" else match.regions  # type: ignore[attr-defined]
+        args: list[Expr] = []
+        for region in regions:
+            buf = self.buffers[id(region.tensor)]
+            origin = [rewrite(substitute(e, values), self.load) for e in region.origin]
+            args.append(ir.Address(buf, origin))
+            args += [_stride(buf, d) for d in region.dims]
+        impl = match.intrin.impl  # type: ignore[attr-defined]
+        function = {"call_reset": impl.reset, "call_update": impl.update, "call_body": impl.body}[stmt.kind]
+        if function is None:  # no body: reset, then accumulate
+            return ir.seq([ir.IntrinsicCall(impl.reset, args[-1 - len(regions[-1].dims):], match.intrin),  # type: ignore[attr-defined]
+                           ir.IntrinsicCall(impl.update, args, match.intrin)])  # type: ignore[attr-defined]
+        return ir.IntrinsicCall(function, args, match.intrin)  # type: ignore[attr-defined]
+
     def load(self, e: Expr) -> Expr | None:
         if isinstance(e, TensorRead):
             indices = [rewrite(i, self.load) for i in e.indices]
@@ -60,10 +98,10 @@ class StatementEmitter:
         buf = sm.buffer
         assert buf is not None
         if stmt.kind == "alloc":
-            env = dict(self.param_env)
-            env.update({f"__p{k}": c for k, c in enumerate(coords)})
-            return ir.seq([ir.Assign(var, ast_expr_to_ir(ast, env))  # type: ignore[arg-type]
-                           for var, ast in zip(buf.offsets, self.origin_exprs[id(sm)]) if ast is not None])
+            return ir.seq([ir.Assign(var, value) for var, value, ast in  # type: ignore[arg-type]
+                           zip(buf.offsets, self.origin(sm, coords), self.origin_exprs[id(sm)]) if ast is not None])
+        if stmt.kind.startswith("call_"):
+            return self.call(stmt, coords)
         p = sm.prefix_len
         axes = sm.axes + (sm.raxes if stmt.kind == "update" else [])
         values = dict(zip(axes, coords[p:]))

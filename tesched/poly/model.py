@@ -73,6 +73,18 @@ class StageModel:
     footprint: isl.Map | None = None
     buffer: Buffer | None = None
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
+    tensorized: object = None                       # a TensorizeMatch when tensorized
+    calls: list[Statement] = field(default_factory=list)
+    absorbed_by: "StageModel | None" = None         # computed by the intrinsic call of that stage
+
+    @property
+    def emitted(self) -> list[Statement]:
+        """The statements placed in the schedule tree (intrinsic calls replace a tensorized nest)."""
+        return self.calls or self.statements
+
+    @property
+    def n_loops(self) -> int:
+        return self.tensorized.position if self.tensorized is not None else len(self.leaves)  # type: ignore[attr-defined]
 
     @property
     def name(self) -> str:
@@ -138,12 +150,36 @@ class PolyModel:
             self._make_statements(sm)
         for sm in reversed(self.stages):     # readers before producers
             self._make_domains(sm)
+        for sm in self.stages:
+            self._match_tensorize(sm)
         self.statements = {s.name: s for sm in self.stages for s in self._stmts_of(sm)}
 
     # helpers --------------------------------------------------------------------------------------
     @staticmethod
     def _stmts_of(sm: StageModel) -> list[Statement]:
-        return sm.statements + ([sm.alloc] if sm.alloc is not None else [])
+        return sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])
+
+    def _match_tensorize(self, sm: StageModel) -> None:
+        spec = sm.stage.tensorize_spec
+        if spec is None:
+            return
+        from ..tensorize import match_tensorize
+        sm.tensorized = match = match_tensorize(self, sm, spec[0], spec[1])
+        for inner in match.absorbed:
+            inner.absorbed_by = sm
+        outer = sm.leaves[:match.position]
+        pcoords = [f"p{k}" for k in range(sm.prefix_len)]
+        coords = pcoords + [f"l{k}" for k in range(len(outer))]
+        base = f"S{sm.tag[1:]}"
+        sm.calls = [Statement(f"{base}_call", f"call_{match.kind}", sm, coords, list(coords), outer)]
+        if match.kind == "update":
+            spatial = [v for v in outer if v.iter_type != COMM_REDUCE]
+            rcoords = pcoords + [f"l{k}" for k in range(len(spatial))]
+            sm.calls.insert(0, Statement(f"{base}_reset", "call_reset", sm, rcoords, list(rcoords), spatial))
+        for call in sm.calls:
+            source = sm.init if call.kind == "call_reset" else sm.main
+            call.domain = self.loop_map(source, len(call.coords)).range().set_tuple_name(call.name)  # type: ignore[arg-type]
+
 
     def isl_of(self, e: object, coord: dict[int, str]) -> str:
         names = dict(self.param_names)
@@ -251,6 +287,7 @@ class PolyModel:
             sm.statements = [Statement(base, "compute", sm, pcoords + scoords, pcoords + own, list(sm.leaves))]
         if sm.parent is not None:
             sm.alloc = Statement(f"{base}_alloc", "alloc", sm, pcoords, list(pcoords), [])
+
 
     # domains and footprints -----------------------------------------------------------------------
     def reads_of(self, reader: StageModel, tensor: Tensor) -> list[tuple[Expr, ...]]:
@@ -377,6 +414,14 @@ class PolyModel:
                 sm.offset_pwaffs.append(lo)
         sm.buffer = Buffer(sm.name, shape, tensor.dtype, "local", offsets)
 
+    def footprint_extent(self, sm: StageModel, dim: int) -> int | None:
+        """The extent of a computed-at stage's region along ``dim`` when it is the same for every
+        iteration of the loop it is computed at (no clipped tiles), else None."""
+        fp = sm.footprint
+        size = fp.dim_max(dim).sub(fp.dim_min(dim)).add_constant_val(isl.Val(1))  # type: ignore[union-attr]
+        values = _piece_constants(size)
+        return values[0] if values is not None and len(set(values)) == 1 else None
+
     def computed_points(self, sm: StageModel) -> int | None:
         """How many points of ``sm`` the schedule computes (halo recompute included), or None when the
         sizes are symbolic. Counted per distinct box size: tiles with equal boxes are counted by isl."""
@@ -411,7 +456,7 @@ class PolyModel:
         """Points computed / points in the tensor, for every stage computed inside another."""
         out = {}
         for sm in self.stages:
-            if sm.parent is not None:
+            if sm.parent is not None and sm.absorbed_by is None:
                 points = self.computed_points(sm)
                 if points is not None:
                     size = 1

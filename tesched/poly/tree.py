@@ -71,24 +71,26 @@ class TreeBuilder:
 
     # stages ---------------------------------------------------------------------------------------
     def stage_tree(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
-        init, main = sm.init, sm.main
+        stmts = sm.emitted
+        init, main = (stmts[0] if len(stmts) == 2 else None), stmts[-1]
+        n = sm.n_loops
         if init is None:
-            sched, stmts = self.levels(sm, 0, len(sm.leaves), self.leaf(main), [main])
+            sched, placed = self.levels(sm, 0, n, self.leaf(main), [main])
         else:
             r = sm.first_reduce
             assert r is not None
             isched = self.leaf(init)
             for j in reversed(range(r, len(init.loop_vars))):
                 isched = self.loop(isched, [init], sm, sm.prefix_len + j, init.loop_vars[j])
-            usched, ustmts = self.levels(sm, r, len(sm.leaves), self.leaf(main), [main])
-            sched, stmts = self.levels(sm, 0, r, isched.sequence(usched), [init] + ustmts)
-        return self.mark(sched, ProduceMark(sm)), stmts
+            usched, ustmts = self.levels(sm, r, n, self.leaf(main), [main])
+            sched, placed = self.levels(sm, 0, r, isched.sequence(usched), [init] + ustmts)
+        return self.mark(sched, ProduceMark(sm)), placed
 
     def levels(self, sm: StageModel, lo: int, hi: int, sched: isl.Schedule,
                stmts: list[Statement]) -> tuple[isl.Schedule, list[Statement]]:
         """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed at each of them."""
         for t in reversed(range(lo, hi)):
-            attached = [p for p in self.model.stages if p.parent is sm and p.level == t]
+            attached = [p for p in self.model.stages if p.parent is sm and p.level == t and p.absorbed_by is None]
             if attached:
                 parts, inner = [], []
                 for p in attached:

@@ -24,7 +24,7 @@ def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list:
 
     def on_expr(e: Expr) -> Expr:
         for n in walk(e):
-            if isinstance(n, (ir.Load, ir.VLoad)) and n.buffer is buf:
+            if isinstance(n, (ir.Load, ir.VLoad, ir.Address)) and n.buffer is buf:
                 found.append(n)
         return e
 
@@ -38,6 +38,8 @@ def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list:
 
 
 def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
+    if isinstance(access, ir.Address):   # its address escapes (to an intrinsic): it must stay in memory
+        return None
     if isinstance(access, (ir.VLoad, ir.VStore)):
         lanes = ir.split_dtype(access.dtype if isinstance(access, ir.VLoad) else access.value.dtype)[1]
         offset = constant_value(simplify(access.index))
@@ -65,6 +67,8 @@ def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
 
 
 def _index_vars(access, buf: ir.Buffer):
+    if isinstance(access, ir.Address):
+        return []
     index = access.index if isinstance(access, (ir.VLoad, ir.VStore)) else ir.flat_index(buf, access.indices)
     return [n for n in walk(index) if isinstance(n, ir.Var)]
 
@@ -115,7 +119,7 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
 def _replace(stmt: ir.Stmt, buf: ir.Buffer, variables: dict) -> ir.Stmt:
     def on_expr(e: Expr) -> Expr:
         def swap(n: Expr):
-            if isinstance(n, (ir.Load, ir.VLoad)) and n.buffer is buf:
+            if isinstance(n, (ir.Load, ir.VLoad, ir.Address)) and n.buffer is buf:
                 return variables[_slot(n, buf)]
             return None
         return rewrite(e, swap)
