@@ -76,11 +76,14 @@ class _Planner:
         self.calls = [n for n in nodes if _is_op_call(n)]
         self.position = {id(c): k for k, c in enumerate(self.calls)}
         self.consumers: dict[int, set[int]] = {}
+        results = _results(body)
+        result_tuples = {id(r) for r in results if isinstance(r, Tuple)}
         for node in nodes:
-            if not (isinstance(node, Call) and node.op is STOP_FUSION):
+            if id(node) not in result_tuples and not (isinstance(node, Call) and node.op is STOP_FUSION):
                 for child in node.children():
                     self.consumers.setdefault(id(source(child)), set()).add(id(node))
-        self.consumers.setdefault(id(source(body)), set()).add(-1)  # the function's result
+        for node in results:
+            self.consumers.setdefault(id(source(node)), set()).add(RESULT)
         self.group = {id(c): _Group(c, k) for k, c in enumerate(self.calls)}
         self.report = FusionReport()
 
@@ -108,8 +111,8 @@ class _Planner:
                 return f"{call.op_name} is in FusionRules.never_fuse"
         users = self.consumers[id(producer)]
         if len(users) > 1:
-            result = " and is a result of the function" if -1 in users else ""
-            return (f"{self.describe(producer)} has {len(users - {-1})} consumers{result}; a fused group has one "
+            result = " and is a result of the function" if RESULT in users else ""
+            return (f"{self.describe(producer)} has {len(users - {RESULT})} consumers{result}; a fused group has one "
                     f"output, so this value is stored")
         gp, gc = self.group[id(producer)], self.group[id(consumer)]
         if not rules.allows(gp.pattern, gc.pattern):
@@ -134,6 +137,17 @@ class _Planner:
                     self.group[id(member)] = gc
         groups = list({id(g): g for g in self.group.values()}.values())
         return sorted(groups, key=lambda g: g.members[-1][0])
+
+
+RESULT = -1
+"""Stands for the function's result among the consumers of a value."""
+
+
+def _results(body: Expr) -> list[Expr]:
+    """The values a function returns: its body, or the fields of its body tuple (and theirs)."""
+    if isinstance(body, Tuple):
+        return [body] + [r for f in body.fields for r in _results(f)]
+    return [body]
 
 
 def source(expr: Expr) -> Expr:

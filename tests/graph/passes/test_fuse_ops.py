@@ -1,0 +1,116 @@
+"""fuse_ops: groups by pattern under FusionRules, and the explanation of every edge left unfused."""
+import numpy as np
+import pytest
+
+from tesched import graph as G
+from tesched.graph.passes import explain_fusion, fuse_ops
+
+from ..helpers import ATOL, RTOL, lstm, vgg_block
+
+
+def groups(f, rules=None):
+    return explain_fusion(f, rules).groups
+
+
+def conv_relu(x, channels, name):
+    w = G.const(np.full((channels, x.tensor_type.shape[1], 3, 3), 0.1, "float32"), name=name)
+    return G.nn.relu(G.nn.conv2d(x, w, padding=1))
+
+
+def two_conv_blocks():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    return G.Function([x], conv_relu(conv_relu(x, 3, "w1"), 4, "w2"))
+
+
+def test_vgg_block_becomes_one_group(rand):
+    f, params = vgg_block()
+    optimized = G.optimize(G.bind_params(f, params), disabled_passes=["fuse_ops"])
+    report = explain_fusion(optimized)
+    assert report.groups == [("fused_nn_conv2d_add_nn_relu", ["nn.conv2d", "add", "nn.relu"])]
+    assert report.unfused == []
+    fused = fuse_ops(optimized)
+    x = rand((1, 4, 6, 6), low=-1)
+    np.testing.assert_allclose(G.interpret(fused, x), G.interpret(optimized, x), rtol=RTOL, atol=ATOL)
+
+
+def test_an_anchor_does_not_follow_another_and_the_edge_is_explained():
+    f = two_conv_blocks()
+    report = explain_fusion(f)
+    assert report.groups == [("fused_nn_conv2d_nn_relu", ["nn.conv2d", "nn.relu"]),
+                             ("fused_nn_conv2d_nn_relu_1", ["nn.conv2d", "nn.relu"])]
+    (edge,) = report.unfused
+    assert (edge.producer, edge.consumer) == ("%1 (nn.relu)", "%2 (nn.conv2d)")
+    assert edge.reason == ("a out_elemwise_fusable group (nn.conv2d) may not follow a out_elemwise_fusable group "
+                           "(nn.conv2d); after out_elemwise_fusable the rules allow elemwise, broadcast")
+    assert "2 fused groups" in str(report) and "%1 (nn.relu) -> %2 (nn.conv2d)" in str(report)
+
+
+def test_a_value_with_several_consumers_ends_its_group():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    y = conv_relu(x, 3, "w")
+    report = explain_fusion(G.Function([x], G.Tuple([G.sigmoid(y), G.tanh(y), y])))
+    assert [ops for _, ops in report.groups] == [["nn.conv2d", "nn.relu"], ["sigmoid"], ["tanh"]]
+    assert all("%1 (nn.relu) has 2 consumers and is a result of the function" in e.reason for e in report.unfused)
+
+
+@pytest.mark.parametrize("rules, expected, reason", [
+    (G.FusionRules(never_fuse={"nn.relu"}), [["nn.conv2d", "add"], ["nn.relu"]], "nn.relu is in FusionRules.never_fuse"),
+    (G.FusionRules(max_group_size=2), [["nn.conv2d", "add"], ["nn.relu"]], "3 ops, more than max_group_size=2"),
+    (G.FusionRules().disallow("out_elemwise_fusable", "broadcast"), [["nn.conv2d"], ["add", "nn.relu"]],
+     "may not follow a out_elemwise_fusable group (nn.conv2d); after out_elemwise_fusable the rules allow elemwise"),
+])
+def test_rules_changed_by_a_user_change_the_groups(rules, expected, reason):
+    f, params = vgg_block()
+    optimized = G.optimize(G.bind_params(f, params), disabled_passes=["fuse_ops"])
+    report = explain_fusion(optimized, rules)
+    assert [ops for _, ops in report.groups] == expected
+    (edge,) = report.unfused
+    assert reason in edge.reason
+
+
+def test_allowing_more_fuses_more():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    f = G.Function([x], G.reshape(conv_relu(x, 3, "w"), (3, 25)))
+    assert len(groups(f)) == 2
+    assert groups(f, G.FusionRules().allow("out_elemwise_fusable", "injective")) == [
+        ("fused_nn_conv2d_nn_relu_reshape", ["nn.conv2d", "nn.relu", "reshape"])]
+
+
+def test_stop_fusion_separates_and_disappears():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    w = G.const(np.ones((3, 2, 3, 3), "float32"))
+    f = G.Function([x], G.nn.relu(G.annotation.stop_fusion(G.nn.conv2d(x, w))))
+    report = explain_fusion(f)
+    assert [ops for _, ops in report.groups] == [["nn.conv2d"], ["nn.relu"]]
+    assert report.unfused[0].reason == "a stop_fusion annotation separates them"
+    assert "stop_fusion" not in str(fuse_ops(f))
+
+
+def test_reductions_end_groups_and_absorb_injective_producers():
+    x = G.var("x", shape=(3, 4))
+    f = G.Function([x], G.nn.relu(G.sum(G.transpose(G.exp(x)), axis=1)))
+    report = explain_fusion(f)
+    assert [ops for _, ops in report.groups] == [["exp", "transpose", "sum"], ["nn.relu"]]
+    assert "after comm_reduce the rules allow nothing" in report.unfused[0].reason
+
+
+def test_opaque_ops_stand_alone():
+    x = G.var("x", shape=(3, 4))
+    f = G.Function([x], G.exp(G.nn.softmax(G.nn.relu(x))))
+    assert [ops for _, ops in groups(f)] == [["nn.relu"], ["nn.softmax"], ["exp"]]
+
+
+def test_lstm_cell_groups(rand):
+    f, params = lstm()
+    bound = G.bind_params(f, params)
+    report = explain_fusion(bound)
+    assert [ops for _, ops in report.groups] == [
+        ["nn.dense"],
+        ["nn.dense", "add", "add"],
+        ["strided_slice", "sigmoid", "multiply", "strided_slice", "sigmoid", "strided_slice", "tanh", "multiply", "add"],
+        ["strided_slice", "sigmoid", "tanh", "multiply"],
+    ]
+    fused = fuse_ops(bound)
+    args = [rand((2, 3), low=-1), rand((2, 4), low=-1), rand((2, 4), low=-1)]
+    for got, want in zip(G.interpret(fused, *args), G.interpret(bound, *args)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)

@@ -1,0 +1,97 @@
+"""build and Executable: fused and unfused executables against references, kernels, inputs, tracing."""
+import numpy as np
+import pytest
+
+from tesched import graph as G
+
+from .helpers import ATOL, RTOL, lstm, lstm_reference, vgg_block, vgg_reference
+
+
+@pytest.fixture(scope="module")
+def vgg():
+    f, params = vgg_block()
+    return f, params, G.build(f, params=params), G.build(f, params=params, disabled_passes=["fuse_ops"])
+
+
+def test_vgg_block_fused_and_unfused_match_the_reference(vgg, rand):
+    _, params, fused, unfused = vgg
+    x = rand((1, 4, 6, 6), low=-1)
+    ref = vgg_reference(x, params)
+    np.testing.assert_allclose(fused(x), ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(unfused(data=x), ref, rtol=RTOL, atol=ATOL)
+
+
+def test_one_kernel_per_group_with_the_conv_inside_the_epilogue(vgg):
+    _, _, fused, unfused = vgg
+    assert [k.name for k in fused.kernels] == ["fused_nn_conv2d_add_nn_relu"]
+    assert [k.name for k in unfused.kernels] == ["fused_nn_conv2d", "fused_add", "fused_nn_relu"]
+    ir = str(fused.kernels[0].lowered)
+    assert ir.index("produce relu") < ir.index("produce conv2d")  # conv produced in the relu's loops
+    assert "void fused_nn_conv2d_add_nn_relu(" in fused.kernels[0].c_source
+    assert fused.fusion_report.unfused == [] and unfused.fusion_report is None
+
+
+def test_lstm_fused_and_unfused_give_pytorch_results(rand):
+    f, params = lstm()
+    x, h, c = rand((2, 3), low=-1), rand((2, 4), low=-1), rand((2, 4), low=-1)
+    h_ref, c_ref = lstm_reference(x, h, c, params)
+    for disabled, kernels in (((), 4), (("fuse_ops",), 17)):
+        exe = G.build(f, params=params, disabled_passes=disabled)
+        assert len(exe.kernels) == kernels
+        h_next, c_next = exe(x, h, c)
+        np.testing.assert_allclose(h_next, h_ref, rtol=RTOL, atol=ATOL)
+        np.testing.assert_allclose(c_next, c_ref, rtol=RTOL, atol=ATOL)
+
+
+def test_rules_given_to_build_change_the_kernels(rand):
+    f, params = vgg_block()
+    exe = G.build(f, params=params, rules=G.FusionRules(never_fuse={"add"}))
+    assert [k.name for k in exe.kernels] == ["fused_nn_conv2d", "fused_add", "fused_nn_relu"]
+    x = rand((1, 4, 6, 6), low=-1)
+    np.testing.assert_allclose(exe(x), vgg_reference(x, params), rtol=RTOL, atol=ATOL)
+
+
+def test_results_are_fresh_arrays_and_intermediates_are_reused(vgg, rand):
+    _, _, _, unfused = vgg
+    x1, x2 = rand((1, 4, 6, 6), low=-1), rand((1, 4, 6, 6), low=-1)
+    first = unfused(x1)
+    kept = first.copy()
+    second = unfused(x2)
+    assert second is not first
+    np.testing.assert_array_equal(first, kept)
+
+
+def test_inputs_are_checked(vgg):
+    _, _, fused, _ = vgg
+    with pytest.raises(ValueError, match=r"input data: expected shape \(1, 4, 6, 6\)"):
+        fused(np.zeros((1, 4, 6, 5), "float32"))
+    with pytest.raises(TypeError, match="input data: expected dtype float32"):
+        fused(np.zeros((1, 4, 6, 6)))
+    with pytest.raises(TypeError, match="missing inputs: data"):
+        fused()
+
+
+def test_results_that_are_inputs_or_constants_are_copies():
+    x = G.var("x", shape=(2,))
+    c = G.const(np.arange(2, dtype="float32"))
+    exe = G.build(G.Function([x], G.Tuple([x, c, G.nn.relu(x)])))
+    xa = np.array([-1, 2], "float32")
+    out_x, out_c, out_relu = exe(xa)
+    assert out_x is not xa and not np.shares_memory(out_c, c.data)
+    np.testing.assert_array_equal(out_relu, [0, 2])
+
+
+def test_trace_prints_the_graph_after_each_pass(capsys):
+    f, params = vgg_block()
+    G.build(f, params=params, trace=True)
+    printed = capsys.readouterr().out
+    headers = [line for line in printed.splitlines() if line.startswith("# after")]
+    assert headers == [f"# after {name}" for name in G.passes.DEFAULT_PASSES]
+
+
+def test_benchmark_and_non_function_inputs(vgg, rand):
+    _, _, fused, _ = vgg
+    result = fused.benchmark(rand((1, 4, 6, 6)), repeat=3)
+    assert result.repeat == 3 and result.min <= result.median
+    with pytest.raises(TypeError, match="expected a graph Function"):
+        G.build(G.var("x", shape=(2,)))
