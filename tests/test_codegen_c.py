@@ -105,3 +105,34 @@ def test_produce_comments_and_identifiers_only(rand):
     C = ts.compute((4,), lambda i: B[i] * 2.0, name="C")
     src = generate_c(ts.lower(ts.create_schedule(C.op), [A, C], name="two_stages")).source
     assert "/* produce B */" in src and "/* produce C */" in src
+
+
+@pytest.mark.xfail(strict=True, reason="bug: unrolling the loop a compute_at producer lives in leaves the loop "
+                                       "variable in the buffer origin: gcc fails ('i' undeclared)")
+def test_unroll_the_loop_a_producer_is_computed_at(rand):
+    A = ts.placeholder((3, 5), name="A")
+    P = ts.compute((3, 5), lambda i, j: A[i, j] * 2.0, name="P")
+    C = ts.compute((3, 5), lambda i, j: P[i, 4 - j] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    s[C].unroll(C.op.axis[0])
+    s[P].compute_at(s[C], C.op.axis[0])
+    f = ts.build(s, [A, C], name="unroll_around_producer")
+    a = rand((3, 5))
+    np.testing.assert_allclose(f(a), a[:, ::-1] * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="bug: a vectorized loop enclosing a parallel loop gives C that gcc "
+                                       "rejects (OpenMP construct nested in simd) instead of a ScheduleError "
+                                       "or a working kernel")
+def test_vectorized_loop_around_a_parallel_loop(rand):
+    A = ts.placeholder((9, 12), name="A")
+    B = ts.compute((9, 12), lambda i, j: A[i, j] * 2.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    s[B].parallel(B.op.axis[1])
+    try:
+        f = ts.build(s, [A, B], name="simd_around_parallel")
+    except ts.ScheduleError:
+        return                                           # refusing the schedule clearly is fine too
+    a = rand((9, 12))
+    np.testing.assert_allclose(f(a), a * 2)
