@@ -122,7 +122,7 @@ def parallel_outer(stage: Stage, axes: Sequence[IterVar], work: int) -> IterVar 
 
 
 def schedule_injective(s: Schedule, out: Tensor) -> None:
-    """Outer axes fused (and parallel when large), the innermost axis vectorized."""
+    """The two outermost axes fused (and parallel when large), the innermost axis vectorized."""
     stage = s[out]
     axes = list(stage.op.axis)
     if not axes:
@@ -132,7 +132,7 @@ def schedule_injective(s: Schedule, out: Tensor) -> None:
         stage.parallel(outer)
         stage.vectorize(inner)
         return
-    parallel_outer(stage, axes[:-1], element_count(out))
+    parallel_outer(stage, axes[:min(2, len(axes) - 1)], element_count(out))
     stage.vectorize(axes[-1])
 
 

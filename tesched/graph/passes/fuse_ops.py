@@ -117,8 +117,9 @@ class _Planner:
         gp, gc = self.group[id(producer)], self.group[id(consumer)]
         if not rules.allows(gp.pattern, gc.pattern):
             allowed = ", ".join(map(str, sorted(rules.may_follow[gp.pattern]))) or "nothing"
-            return (f"a {gc.pattern} group ({gc.anchor.op_name}) may not follow a {gp.pattern} group "
-                    f"({gp.anchor.op_name}); after {gp.pattern} the rules allow {allowed}")
+            return (f"{_article(gc.pattern)} {gc.pattern} group ({gc.anchor.op_name}) may not follow "
+                    f"{_article(gp.pattern)} {gp.pattern} group ({gp.anchor.op_name}); after {gp.pattern} the rules "
+                    f"allow {allowed}")
         size = len(gp.members) + len(gc.members)
         if size > rules.max_group_size:
             return f"the group would have {size} ops, more than max_group_size={rules.max_group_size}"
@@ -155,6 +156,10 @@ def source(expr: Expr) -> Expr:
     while isinstance(expr, Call) and expr.op is STOP_FUSION:
         expr = expr.args[0]
     return expr
+
+
+def _article(word: object) -> str:
+    return "an" if str(word)[0] in "aeiou" else "a"
 
 
 def _is_op_call(node: Expr) -> bool:

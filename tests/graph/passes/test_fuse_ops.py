@@ -40,7 +40,7 @@ def test_an_anchor_does_not_follow_another_and_the_edge_is_explained():
                              ("fused_nn_conv2d_nn_relu_1", ["nn.conv2d", "nn.relu"])]
     (edge,) = report.unfused
     assert (edge.producer, edge.consumer) == ("%1 (nn.relu)", "%2 (nn.conv2d)")
-    assert edge.reason == ("a out_elemwise_fusable group (nn.conv2d) may not follow a out_elemwise_fusable group "
+    assert edge.reason == ("an out_elemwise_fusable group (nn.conv2d) may not follow an out_elemwise_fusable group "
                            "(nn.conv2d); after out_elemwise_fusable the rules allow elemwise, broadcast")
     assert "2 fused groups" in str(report) and "%1 (nn.relu) -> %2 (nn.conv2d)" in str(report)
 
@@ -57,7 +57,7 @@ def test_a_value_with_several_consumers_ends_its_group():
     (G.FusionRules(never_fuse={"nn.relu"}), [["nn.conv2d", "add"], ["nn.relu"]], "nn.relu is in FusionRules.never_fuse"),
     (G.FusionRules(max_group_size=2), [["nn.conv2d", "add"], ["nn.relu"]], "3 ops, more than max_group_size=2"),
     (G.FusionRules().disallow("out_elemwise_fusable", "broadcast"), [["nn.conv2d"], ["add", "nn.relu"]],
-     "may not follow a out_elemwise_fusable group (nn.conv2d); after out_elemwise_fusable the rules allow elemwise"),
+     "may not follow an out_elemwise_fusable group (nn.conv2d); after out_elemwise_fusable the rules allow elemwise"),
 ])
 def test_rules_changed_by_a_user_change_the_groups(rules, expected, reason):
     f, params = vgg_block()
