@@ -25,25 +25,28 @@ CHANNEL_TILE = 4
 """Output channels computed together, so each input row loaded serves that many accumulators."""
 
 
-def _check(data: Tensor, kernel: Tensor, op: str) -> None:
-    if data.ndim != 4 or kernel.ndim != 4:
-        raise ValueError(f"{op}: data must be NCHW and kernel OIHW (4-D), got {data.shape} and {kernel.shape}")
-    if data.dtype != kernel.dtype:
-        raise TypeError(f"{op}: data is {data.dtype} but kernel is {kernel.dtype}")
+class _Window:
+    """What both convolutions share: checks, the padded input, and its read at a window position."""
 
+    def __init__(self, op: str, data: Tensor, kernel: Tensor, strides: IntOrPair, padding: IntOrPair,
+                 dilation: IntOrPair):
+        if data.ndim != 4 or kernel.ndim != 4:
+            raise ValueError(f"{op}: data must be NCHW and kernel OIHW (4-D), got {data.shape} and {kernel.shape}")
+        if data.dtype != kernel.dtype:
+            raise TypeError(f"{op}: data is {data.dtype} but kernel is {kernel.dtype}")
+        self.strides = pair(strides, f"{op} strides")
+        self.dilation = pair(dilation, f"{op} dilation")
+        top, left, bottom, right = padding4(padding)
+        self.padded = pad(data, [(0, 0), (0, 0), (top, bottom), (left, right)]) if any((top, left, bottom, right)) \
+            else data
+        self.out_hw = tuple(window_output(data.shape[2 + a], kernel.shape[2 + a], self.strides[a], lo, hi,
+                                          self.dilation[a], op)
+                            for a, (lo, hi) in enumerate(((top, bottom), (left, right))))
 
-def _padded(data: Tensor, padding: IntOrPair) -> tuple[Tensor, tuple[int, int, int, int]]:
-    top, left, bottom, right = padding4(padding)
-    if not any((top, left, bottom, right)):
-        return data, (0, 0, 0, 0)
-    return pad(data, [(0, 0), (0, 0), (top, bottom), (left, right)]), (top, left, bottom, right)
-
-
-def _output_hw(op: str, data: Tensor, kernel: Tensor, pads, strides, dilation) -> tuple[int, int]:
-    top, left, bottom, right = pads
-    oh = window_output(data.shape[2], kernel.shape[2], strides[0], top, bottom, dilation[0], op)
-    ow = window_output(data.shape[3], kernel.shape[3], strides[1], left, right, dilation[1], op)
-    return oh, ow
+    def read(self, n, channel, y, x, ry, rx):
+        """The padded input under kernel offset ``(ry, rx)`` of output position ``(y, x)``."""
+        (sh, sw), (dh, dw) = self.strides, self.dilation
+        return self.padded[n, channel, y * sh + ry * dh, x * sw + rx * dw]
 
 
 def conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrPair = 0,
@@ -51,7 +54,7 @@ def conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrP
     """``out[n, k, h, w] = sum(pad(data)[n, g*C/groups + c, h*sh + i*dh, w*sw + j*dw] * kernel[k, c, i, j])``
     where ``g`` is the group of output channel ``k``; ``padding`` is ``p``, ``(ph, pw)`` or
     ``(top, left, bottom, right)``."""
-    _check(data, kernel, "conv2d")
+    window = _Window("conv2d", data, kernel, strides, padding, dilation)
     n, c, _, _ = data.shape
     k, cg, kh, kw = kernel.shape
     if not isinstance(groups, int) or groups < 1 or c % groups or k % groups or cg != c // groups:
@@ -59,47 +62,35 @@ def conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrP
                          f"(the kernel needs {c} / groups input channels, and groups must divide {k})")
     if groups == c and groups > 1:
         return depthwise_conv2d(data, kernel, strides, padding, dilation)
-    sh, sw = pair(strides, "conv2d strides")
-    dh, dw = pair(dilation, "conv2d dilation")
-    padded, pads = _padded(data, padding)
-    oh, ow = _output_hw("conv2d", data, kernel, pads, (sh, sw), (dh, dw))
-    rc = ts.reduce_axis((0, cg), "rc")
-    ry = ts.reduce_axis((0, kh), "ry")
-    rx = ts.reduce_axis((0, kw), "rx")
+    rc, ry, rx = ts.reduce_axis((0, cg), "rc"), ts.reduce_axis((0, kh), "ry"), ts.reduce_axis((0, kw), "rx")
     per_group = k // groups
 
     def fcompute(nn, ff, yy, xx):
         channel = rc if groups == 1 else ff // per_group * cg + rc
-        return ts.sum(padded[nn, channel, yy * sh + ry * dh, xx * sw + rx * dw] * kernel[ff, rc, ry, rx],
-                      axis=[rc, ry, rx])
+        return ts.sum(window.read(nn, channel, yy, xx, ry, rx) * kernel[ff, rc, ry, rx], axis=[rc, ry, rx])
 
-    return compute((n, k, oh, ow), fcompute, name="conv2d", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="conv2d")
+    return compute((n, k, *window.out_hw), fcompute, name="conv2d", pattern=Pattern.OUT_ELEMWISE_FUSABLE,
+                   op="conv2d")
 
 
 def depthwise_conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrPair = 0,
                      dilation: IntOrPair = 1) -> Tensor:
     """Each input channel ``c`` convolved with ``m`` filters: kernel ``(C*m, 1, KH, KW)``, output channel
     ``k`` reads input channel ``k // m`` (PyTorch's ``groups=C``)."""
-    _check(data, kernel, "depthwise_conv2d")
+    window = _Window("depthwise_conv2d", data, kernel, strides, padding, dilation)
     n, c, _, _ = data.shape
     k, one, kh, kw = kernel.shape
     if one != 1 or k % c:
         raise ValueError(f"depthwise_conv2d: kernel {kernel.shape} must be (C * multiplier, 1, KH, KW) for "
                          f"data {data.shape}")
     multiplier = k // c
-    sh, sw = pair(strides, "depthwise_conv2d strides")
-    dh, dw = pair(dilation, "depthwise_conv2d dilation")
-    padded, pads = _padded(data, padding)
-    oh, ow = _output_hw("depthwise_conv2d", data, kernel, pads, (sh, sw), (dh, dw))
-    ry = ts.reduce_axis((0, kh), "ry")
-    rx = ts.reduce_axis((0, kw), "rx")
+    ry, rx = ts.reduce_axis((0, kh), "ry"), ts.reduce_axis((0, kw), "rx")
 
     def fcompute(nn, ff, yy, xx):
         channel = ff if multiplier == 1 else ff // multiplier
-        return ts.sum(padded[nn, channel, yy * sh + ry * dh, xx * sw + rx * dw] * kernel[ff, 0, ry, rx],
-                      axis=[ry, rx])
+        return ts.sum(window.read(nn, channel, yy, xx, ry, rx) * kernel[ff, 0, ry, rx], axis=[ry, rx])
 
-    return compute((n, k, oh, ow), fcompute, name="depthwise_conv2d", pattern=Pattern.OUT_ELEMWISE_FUSABLE,
+    return compute((n, k, *window.out_hw), fcompute, name="depthwise_conv2d", pattern=Pattern.OUT_ELEMWISE_FUSABLE,
                    op="depthwise_conv2d")
 
 
