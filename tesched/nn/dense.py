@@ -13,7 +13,10 @@ from .pattern import Pattern, compute
 from .schedule import largest_divisor, parallel_outer, reduction_work, register_schedule, schedule_reduction
 
 COLUMN_TILE = 16
-"""Output columns one iteration of the dense loop nest computes (one vector register of float32)."""
+"""Output columns one iteration of a product's loop nest computes."""
+
+LANES = 16
+"""Partial sums a dense reduction keeps per output (one vector register of float32)."""
 
 
 def _check_2d(a: Tensor, b: Tensor, op: str) -> None:
@@ -69,8 +72,28 @@ def _schedule_columns(s: Schedule, product: Tensor, host: Tensor, vector_columns
 
 @register_schedule("dense")
 def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
-    """``weight`` rows are contiguous along the reduction, so the tile's columns are unrolled."""
-    _schedule_columns(s, product, host, vector_columns=False)
+    """``x`` and ``weight`` rows are both contiguous along the reduction, so the reduction is vectorized:
+    split into LANES lanes, each lane's partial sums (``rfactor``) computed for a tile of columns at once,
+    then summed. Without a divisor of the reduced size of at least 4, the tile's columns are unrolled
+    instead (independent scalar accumulators)."""
+    lanes = largest_divisor(int(product.op.reduce_axis[0].dom.extent), LANES)
+    if host.shape != product.shape or lanes < 4:
+        _schedule_columns(s, product, host, vector_columns=False)
+        return
+    pstage, hstage = s[product], s[host]
+    _, lane = pstage.split(pstage.op.reduce_axis[0], lanes)
+    partial = s.rfactor(product, lane, factor_axis=2)
+    i, j = hstage.op.axis
+    jo, ji = hstage.split(j, largest_divisor(int(product.shape[1]), COLUMN_TILE))
+    pstage.compute_at(hstage, jo)
+    rstage = s[partial]
+    rstage.compute_at(hstage, jo)
+    ri, rj, rl = rstage.op.axis
+    rstage.reorder(ri, rj, *rstage.op.reduce_axis, rl)
+    rstage.vectorize(rl)
+    rstage.unroll(rj)
+    hstage.vectorize(ji)
+    parallel_outer(hstage, [i, jo], reduction_work(product))
 
 
 @register_schedule("matmul")

@@ -30,8 +30,9 @@ AnchorSchedule = Callable[[Schedule, Tensor, Tensor], None]
 """``fn(s, anchor, host)``: arrange ``anchor``'s loops and compute it inside the loops of ``host``, the
 stage that reads it (its fused output, or the copy that stores it whole)."""
 
-PARALLEL_MIN_WORK = 32768
-"""Below this many scalar operations a loop nest runs on one thread (a parallel region costs microseconds)."""
+PARALLEL_MIN_WORK = 1 << 18
+"""Below this many scalar operations a loop nest runs on one thread: starting a parallel region costs
+microseconds, and much more when other processes hold the cores."""
 
 _ANCHOR_SCHEDULES: dict[str, AnchorSchedule] = {}
 

@@ -44,7 +44,8 @@ def test_an_anchor_read_by_two_stored_stages_stays_at_the_root(rand):
 
 
 def test_small_nests_run_serial_and_large_ones_parallel():
-    small, large = ts.placeholder((4, 4), name="small"), ts.placeholder((64, 1024), name="large")
+    rows = nn_schedule.PARALLEL_MIN_WORK // 1024
+    small, large = ts.placeholder((4, 4), name="small"), ts.placeholder((rows, 1024), name="large")
     for t, expect in ((small, False), (large, True)):
         y = nn.relu(t)
         text = str(ts.lower(nn.default_schedule(y), [t, y]))
