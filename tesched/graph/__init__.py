@@ -22,7 +22,8 @@ import numpy as np
 from tesched.nn.pattern import Pattern
 
 from . import annotation, nn, passes
-from .executor import CompiledGroup, Executable, build, optimize
+from .build import build, optimize
+from .executor import CompiledGroup, Executable
 from .fusion_rules import FusionRules
 from .interpret import interpret
 from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var

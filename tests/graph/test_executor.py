@@ -95,3 +95,15 @@ def test_benchmark_and_non_function_inputs(vgg, rand):
     assert result.repeat == 3 and result.min <= result.median
     with pytest.raises(TypeError, match="expected a graph Function"):
         G.build(G.var("x", shape=(2,)))
+
+
+def test_nested_tuples_and_fields_of_tuples():
+    x = G.var("x", shape=(2,))
+    inner = G.Tuple([G.nn.relu(x), G.tanh(x)])
+    f = G.Function([x], G.Tuple([G.TupleGetItem(inner, 1), inner]))
+    exe = G.build(f, disabled_passes=["fold_constant"])
+    xa = np.array([-1, 2], "float32")
+    tanh, (relu, tanh_again) = exe(xa)
+    np.testing.assert_allclose(tanh, np.tanh(xa), rtol=RTOL)
+    np.testing.assert_array_equal(relu, [0, 2])
+    np.testing.assert_array_equal(tanh, tanh_again)

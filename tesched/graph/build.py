@@ -1,0 +1,51 @@
+"""``optimize`` and ``build``: bind parameters, run the default passes (``passes.DEFAULT_PASSES`` minus
+the disabled ones, printing the graph after each when traced), group ops with ``fuse_ops``, and make an
+:class:`~.executor.Executable`.
+
+With ``fuse_ops`` disabled every op still becomes a primitive function of its own, so fused and unfused
+executables run the same way and compare like for like.
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterable, Mapping
+
+import numpy as np
+
+from .executor import Executable
+from .fusion_rules import FusionRules
+from .ir import Function
+from .params import bind_params
+from .passes import default_sequence, fuse_ops_with_report, print_trace
+
+Trace = Callable[[str, Function], None]
+
+
+def _trace_callback(trace: bool | Trace | None) -> Trace | None:
+    return print_trace if trace is True else (trace or None)
+
+
+def optimize(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
+             disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None) -> Function:
+    """``f`` (with ``params`` bound) after the default passes; ``trace=True`` prints the graph after each."""
+    if not isinstance(f, Function):
+        raise TypeError(f"expected a graph Function, got {type(f).__name__}")
+    if params:
+        f = bind_params(f, params)
+    return default_sequence(rules, disabled_passes)(f, _trace_callback(trace))
+
+
+def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
+          disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None) -> Executable:
+    """Optimise ``f`` and compile one kernel per fused group. ``params`` binds named parameters to
+    constants; ``rules`` are the fusion rules; ``disabled_passes`` names passes to skip (with
+    ``"fuse_ops"`` every op is its own kernel); ``trace=True`` prints the graph after each pass."""
+    disabled = set(disabled_passes)
+    optimized = optimize(f, params, rules, disabled | {"fuse_ops"}, trace)
+    if "fuse_ops" in disabled:
+        fused, report = fuse_ops_with_report(optimized, FusionRules.no_fusion())[0], None
+    else:
+        fused, report = fuse_ops_with_report(optimized, rules)
+        callback = _trace_callback(trace)
+        if callback is not None:
+            callback("fuse_ops", fused)
+    return Executable(fused, report)
