@@ -156,6 +156,24 @@ def test_matmul_with_relu_computed_at_tiles(rand):
     np.testing.assert_allclose(f(a, b), np.maximum(a @ b, 2.0), rtol=1e-5)
 
 
+def test_matmul_of_inlined_and_root_producers(rand):
+    A, B, _ = matmul()
+    scaled = ts.compute((N, K), lambda i, k: A[i, k] * 0.5, name="scaled")
+    shifted = ts.compute((K, M), lambda k, j: B[k, j] - 1.0, name="shifted")
+    k = ts.reduce_axis((0, K), name="k")
+    C = ts.compute((N, M), lambda i, j: ts.sum(scaled[i, k] * shifted[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    s[scaled].compute_inline()
+    s[shifted].compute_at(s[C], C.op.axis[0])
+    s[shifted].compute_root()
+    s[C].tile(*C.op.axis, 3, 4)
+    text = str(ts.lower(s, [A, B, C]))
+    assert "produce scaled" not in text and "allocate shifted[float32 * 9 * 7]" in text
+    f = ts.build(s, [A, B, C], name="matmul_inline_root")
+    a, b = rand((N, K)), rand((K, M))
+    np.testing.assert_allclose(f(a, b), (a * 0.5) @ (b - 1), rtol=1e-5, atol=1e-6)
+
+
 def test_compute_root_undoes_inline_and_compute_at(rand):
     A, P, Q, R = pipeline()
     s = ts.create_schedule(R.op)
