@@ -4,9 +4,9 @@ Hypothesis draws, for a producer P and its consumer C: splits with random factor
 factor or nparts) or a tile, a random loop order, where P is computed (root, inlined, or at any loop of C),
 and parallel / vectorize / unroll on data-parallel loops. Kernels go to a cache private to the session.
 
-Left out on purpose, because they hit known bugs documented by strict xfail tests elsewhere: a vectorized
-loop enclosing a parallel one (so a producer computed inside the consumer is not parallelized), unrolling
-a loop that encloses a compute_at producer (``test_codegen_c.py``), and fusing loops of a consumer
+Left out on purpose, because they hit known bugs with their own tests: a vectorized loop enclosing a
+parallel one (so a producer computed inside the consumer is not parallelized) and unrolling a loop that
+encloses a compute_at producer (both in ``test_codegen_c.py``), and fusing loops of a consumer
 (``poly/test_astgen.py``).
 """
 from __future__ import annotations
