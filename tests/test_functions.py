@@ -176,3 +176,15 @@ def test_reducer_argument_errors():
         ts.max(A[0], axis=[i])
     with pytest.raises(ValueError, match="empty axis list"):
         ts.min(A[0], axis=[])
+
+
+def test_reduction_to_a_scalar(rand):
+    A = ts.placeholder((5, 6), name="A")
+    i = ts.reduce_axis((0, 5), name="i")
+    j = ts.reduce_axis((0, 6), name="j")
+    S = ts.compute((), lambda: ts.sum(A[i, j], axis=[i, j]), name="S")
+    f = ts.build(ts.create_schedule(S.op), [A, S], name="total")
+    a = rand((5, 6))
+    got = f(a)
+    assert got.shape == ()
+    np.testing.assert_allclose(got, a.sum(), rtol=1e-5)
