@@ -292,6 +292,31 @@ def map_stmt(stmt: Stmt, on_expr, on_stmt=None) -> Stmt:
     return go(stmt)
 
 
+def rebind_buffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:
+    """``stmt`` with every access to ``old`` made to ``new``."""
+    from .visit import rewrite
+
+    def on_expr(e: Expr) -> Expr:
+        def swap(n: Expr):
+            if isinstance(n, (Load, VLoad, Address)) and n.buffer is old:
+                kids = [rewrite(c, swap) for c in n.children()]
+                if isinstance(n, Load):
+                    return Load(new, kids)
+                if isinstance(n, VLoad):
+                    return VLoad(new, kids[0], n.lanes)
+                return Address(new, kids)
+            return None
+        return rewrite(e, swap)
+
+    def on_stmt(s: Stmt):
+        if isinstance(s, Store) and s.buffer is old:
+            return Store(new, tuple(on_expr(i) for i in s.indices), on_expr(s.value))
+        if isinstance(s, VStore) and s.buffer is old:
+            return VStore(new, on_expr(s.index), on_expr(s.value))
+        return None
+    return map_stmt(stmt, on_expr, on_stmt)
+
+
 def seq(stmts: Sequence[Stmt]) -> Stmt:
     flat: list[Stmt] = []
     for s in stmts:

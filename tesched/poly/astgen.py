@@ -82,6 +82,9 @@ def _take_origin(stmt: ir.Stmt, targets: set[int], found: dict[int, Expr]) -> ir
     recording their values in ``found``. Nested allocations are transparent."""
     if isinstance(stmt, ir.Allocate):
         return ir.Allocate(stmt.buffer, _take_origin(stmt.body, targets, found))
+    if isinstance(stmt, ir.Assign) and id(stmt.var) in targets:
+        found[id(stmt.var)] = stmt.value
+        return ir.Block([])
     if not isinstance(stmt, ir.Block):
         return stmt
     kept: list[ir.Stmt] = []

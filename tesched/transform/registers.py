@@ -92,7 +92,7 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
         body = promote(s.body)
         buf = s.buffer
         if (buf.scope != "local" or not all(isinstance(d, int) for d in buf.shape)
-                or _in_parallel_loop(body, buf)):
+                or any(isinstance(o, ir.OriginVar) for o in buf.offsets) or _in_parallel_loop(body, buf)):
             return ir.Allocate(buf, body)
         count = 1
         for d in buf.shape:

@@ -8,8 +8,8 @@ Loops whose trip count is only known at run time (a split that does not divide) 
 from __future__ import annotations
 
 from .. import ir
-from ..expr import Binary, Const, Expr
-from ..visit import substitute
+from ..expr import Binary, Const, Expr, Var
+from ..visit import substitute, walk
 from .linear import constant_difference
 
 MAX_UNROLL = 64
@@ -23,8 +23,25 @@ def unroll_copies(loop: ir.For) -> ir.Stmt | None:
     copies = []
     for k in range(0, trips, loop.step):
         value: Expr = loop.begin if k == 0 else Binary("add", loop.begin, Const(k, "int64"), "int64")
-        copies.append(ir.map_stmt(loop.body, lambda e, v=value: substitute(e, {loop.var: v})))
+        copies.append(substitute_loop_var(loop.body, loop.var, value))
     return ir.seq(copies)
+
+
+def substitute_loop_var(stmt: ir.Stmt, var: Var, value: Expr) -> ir.Stmt:
+    """``stmt`` with ``var`` replaced by ``value``, buffer origins included (a local buffer whose origin
+    depends on ``var`` becomes a new buffer in each copy)."""
+    def on_stmt(s: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(s, ir.Allocate) and any(_mentions(o, var) for o in s.buffer.offsets):
+            old = s.buffer
+            new = ir.Buffer(old.name, old.shape, old.dtype, old.scope,
+                            [substitute(o, {var: value}) for o in old.offsets])
+            return ir.Allocate(new, substitute_loop_var(ir.rebind_buffer(s.body, old, new), var, value))
+        return None
+    return ir.map_stmt(stmt, lambda e: substitute(e, {var: value}), on_stmt)
+
+
+def _mentions(e: Expr, var: Var) -> bool:
+    return any(n is var for n in walk(e))
 
 
 def unroll(stmt: ir.Stmt) -> ir.Stmt:
