@@ -17,6 +17,14 @@ from .tensorize import CIntrinsic, TensorIntrin, decl_tensor_intrin
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str):
+    """``ts.nn`` and ``ts.graph`` load on first use (they are larger than the core)."""
+    if name in ("nn", "graph", "intrin"):
+        import importlib
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'tesched' has no attribute {name!r}")
+
 __all__ = [
     "BuildError", "CIntrinsic", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",

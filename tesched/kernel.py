@@ -66,6 +66,10 @@ class Kernel:
             specs.append(_ArgSpec(buf.name, dt.numpy_dtype(buf.dtype), f"{dt.C_TYPES[buf.dtype]}[]",
                                   tuple(dims), isinstance(tensor.op, ComputeOp)))
         self._specs = specs
+        self._static = not self._params
+        self._ctypes = [s.ctype for s in specs]
+        self._shapes = [tuple(d for d in s.dims) for s in specs] if self._static else []
+        self._output_positions = [k for k, s in enumerate(specs) if s.is_output]
         self._n_inputs = sum(not s.is_output for s in specs)
         self._inputs_first = all(not s.is_output for s in specs[:self._n_inputs])
 
@@ -119,8 +123,8 @@ class Kernel:
         if spec.is_output and not arr.flags.writeable:
             raise ValueError(f"argument {spec.name}: output array is read-only")
 
-    def __call__(self, *arrays: np.ndarray) -> Any:
-        """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs."""
+    def _checked(self, arrays: tuple) -> tuple[list, list, list[int]]:
+        """Validate (and complete with new outputs) the arguments: (arrays, new outputs, sizes)."""
         n_all = len(self._specs)
         allocate = len(arrays) == self._n_inputs and self._n_inputs != n_all
         if allocate and not self._inputs_first:
@@ -143,17 +147,46 @@ class Kernel:
                 outputs.append(args[k])
             else:
                 self._check(spec, args[k], values)
-        for k, spec in enumerate(self._specs):
-            if spec.is_output and not outputs:
-                for j, other in enumerate(args):
-                    if j != k and np.may_share_memory(args[k], other):
-                        raise ValueError(f"argument {spec.name}: output overlaps argument "
-                                         f"{self._specs[j].name} in memory")
+                if spec.is_output:
+                    for j, other in enumerate(args):
+                        if j != k and other is not None and np.may_share_memory(args[k], other):
+                            raise ValueError(f"argument {spec.name}: output overlaps argument "
+                                             f"{self._specs[j].name} in memory")
+        return args, outputs, values
+
+    def __call__(self, *arrays: np.ndarray) -> Any:
+        """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs."""
+        if self._static and len(arrays) == len(self._specs):
+            self._fast_check(arrays)
+            from_buffer = self._ffi.from_buffer
+            self._fn(*[from_buffer(c, a) for c, a in zip(self._ctypes, arrays)])
+            return None
+        args, outputs, values = self._checked(arrays)
         from_buffer = self._ffi.from_buffer
         self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
-        if allocate:
+        if outputs:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return None
+
+    def _fast_check(self, arrays: tuple) -> None:
+        """The checks of ``_check`` for kernels without symbolic sizes, on the hot path."""
+        for spec, shape, arr in zip(self._specs, self._shapes, arrays):
+            if (type(arr) is not np.ndarray or arr.dtype is not spec.dtype or arr.shape != shape
+                    or not arr.flags.c_contiguous or (spec.is_output and not arr.flags.writeable)):
+                self._checked(arrays)  # raises the precise error
+        for k in self._output_positions:
+            out = arrays[k]
+            for j, other in enumerate(arrays):
+                if j != k and np.may_share_memory(out, other):
+                    self._checked(arrays)
+
+    def prepare(self, *arrays: np.ndarray):
+        """Check the arguments once and return a function of no arguments that runs the kernel on them
+        (for calls in a loop: it skips the per-call checks). Omitted outputs are allocated and returned
+        by each call."""
+        args, outputs, values = self._checked(arrays)
+        pointers = [self._ffi.from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)] + list(values)
+        return _bind_run(self._fn, pointers, args, outputs)
 
     def benchmark(self, *arrays: np.ndarray, repeat: int = 20, number: int = 1,
                   warmup: int = 1) -> BenchmarkResult:
@@ -167,6 +200,18 @@ class Kernel:
                 self(*arrays)
             times.append((time.perf_counter() - t0) / number)
         return BenchmarkResult(statistics.median(times), min(times), repeat)
+
+
+def _bind_run(fn, pointers: list, arrays: list, outputs: list):
+    """A closure calling ``fn`` on fixed pointers; it holds the arrays so the pointers stay valid."""
+    result = None if not outputs else (outputs[0] if len(outputs) == 1 else tuple(outputs))
+
+    def run():
+        fn(*pointers)
+        return result
+
+    run.arrays = arrays  # type: ignore[attr-defined]
+    return run
 
 
 def _evaluate(e: Expr, values: dict[int, int]) -> int:
