@@ -64,6 +64,21 @@ static inline void ts_free(void *p) { free(p); }
   }                                                                                                     \
   static inline ts_##S##x##N ts_vmin_##S##x##N(ts_##S##x##N a, ts_##S##x##N b) {                        \
     return ts_vsel_##S##x##N(a < b, a, b);                                                              \
+  }                                                                                                     \
+  static inline T ts_hadd_##S##x##N(ts_##S##x##N v) {                                                   \
+    T s = v[0];                                                                                         \
+    for (int i = 1; i < N; i++) s += v[i];                                                              \
+    return s;                                                                                           \
+  }                                                                                                     \
+  static inline T ts_hmax_##S##x##N(ts_##S##x##N v) {                                                   \
+    T s = v[0];                                                                                         \
+    for (int i = 1; i < N; i++) s = v[i] > s ? v[i] : s;                                                \
+    return s;                                                                                           \
+  }                                                                                                     \
+  static inline T ts_hmin_##S##x##N(ts_##S##x##N v) {                                                   \
+    T s = v[0];                                                                                         \
+    for (int i = 1; i < N; i++) s = v[i] < s ? v[i] : s;                                                \
+    return s;                                                                                           \
   }
 #define TS_VECTORS(T, S, M, N1, N2, N3)                                                                \
   TS_VECTOR_TYPE(T, S, N1) TS_VECTOR_TYPE(T, S, N2) TS_VECTOR_TYPE(T, S, N3)

@@ -91,6 +91,8 @@ class CodeGen:
             return f"ts_vload_{_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.expr(e.index)}])"
         if isinstance(e, ir.Broadcast):
             return f"ts_vbcast_{_vec(e.dtype)}({self.expr(e.value)})"
+        if isinstance(e, ir.HReduce):
+            return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.expr(e.value)})"
         if isinstance(e, ir.VCast):
             return f"__builtin_convertvector({self.expr(e.value)}, {c_type(e.dtype)})"
         if isinstance(e, Binary):
@@ -203,7 +205,7 @@ class CodeGen:
     def loop(self, s: ir.For, ind: int) -> None:
         if s.kind == "parallel":
             self.emit("#pragma omp parallel for schedule(static)", ind)
-        elif s.kind == "vectorized":
+        elif s.kind == "vectorized" and not s.reduction:  # a reduction left scalar stays sequential
             self.emit("#pragma omp simd", ind)
         elif s.kind == "unrolled" and s.extent_hint:
             self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}", ind)

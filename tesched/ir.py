@@ -81,6 +81,22 @@ class Broadcast(Expr):
         return Broadcast(children[0], self.lanes)
 
 
+class HReduce(Expr):
+    """Combine the lanes of a vector into one scalar with ``op`` (add, max or min)."""
+
+    __slots__ = ("op", "value")
+
+    def __init__(self, op: str, value: Expr):
+        self.op, self.value = op, value
+        self.dtype = split_dtype(value.dtype)[0]
+
+    def children(self):
+        return (self.value,)
+
+    def with_children(self, children):
+        return HReduce(self.op, children[0])
+
+
 class VCast(Expr):
     """Lane-wise conversion of a vector to another element type of the same size."""
 
@@ -163,6 +179,7 @@ class For(Stmt):
     body: Stmt
     step: int = 1
     extent_hint: int | None = None   # the loop's largest trip count when known (unroll factor)
+    reduction: bool = False          # iterations accumulate into the same elements (a reduce loop)
 
 
 @dataclass(eq=False)
@@ -269,7 +286,8 @@ def map_stmt(stmt: Stmt, on_expr, on_stmt=None) -> Stmt:
         if isinstance(s, Block):
             return Block([go(c) for c in s.stmts])
         if isinstance(s, For):
-            return For(s.var, on_expr(s.begin), on_expr(s.end), s.kind, go(s.body), s.step, s.extent_hint)
+            return For(s.var, on_expr(s.begin), on_expr(s.end), s.kind, go(s.body), s.step, s.extent_hint,
+                       s.reduction)
         if isinstance(s, IfThenElse):
             return IfThenElse(on_expr(s.cond), go(s.then_case), None if s.else_case is None else go(s.else_case))
         if isinstance(s, Store):

@@ -245,17 +245,19 @@ class Stage:
         if not isinstance(ivar, IterVar) or ivar not in self.all_iter_vars:
             raise ScheduleError(f"{primitive} on stage {self.name}: {getattr(ivar, 'name', ivar)!r} is not "
                                 f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
-        if kind in ("parallel", "vectorized") and ivar.iter_type == COMM_REDUCE:
+        if kind == "parallel" and ivar.iter_type == COMM_REDUCE:
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "
-                f"parallelize or vectorize a data-parallel loop instead")
+                f"parallelize a data-parallel loop, or rfactor the reduction first")
         previous = self.iter_var_attrs.get(ivar)
         if previous not in (None, kind):
             raise ScheduleError(f"{primitive} on stage {self.name}: loop {ivar.name} is already {previous}")
         self.iter_var_attrs[ivar] = kind
 
     def vectorize(self, var: IterVar) -> None:
+        """SIMD over ``var``. On a reduction loop (innermost), lanes keep separate partial results that
+        are combined after the loop (this reassociates a floating-point sum)."""
         self._annotate(var, "vectorized")
 
     def parallel(self, var: IterVar) -> None:

@@ -199,4 +199,5 @@ class AstToIR:
         step = int(node.for_get_inc().get_val().to_python())
         body = self.walk(node.for_get_body(), inner, None)
         kind = loop.kind if loop is not None else "serial"
-        return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None)
+        return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
+                      loop is not None and loop.var.iter_type == "comm_reduce")

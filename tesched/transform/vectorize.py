@@ -8,8 +8,9 @@ trip count is only known at run time (a non-dividing split), the vector code han
 remainder runs the scalar loop. Anything else (calls such as ``exp``, strided or gathered accesses, inner
 loops) keeps the scalar loop, which the C code marks ``#pragma omp simd`` for gcc's vectorizer.
 
-Legality is not decided here: the dependence check already proved that a vectorized loop carries no
-dependence, so its iterations may run as lanes.
+A vectorized reduction loop (``acc[i] = acc[i] + f(k)`` over ``k``) gets a vector of partial results
+(one per lane) combined after the loop, so the sum is reassociated. Legality is not decided here: the
+dependence check proved that a vectorized loop carries no dependence other than such an accumulation.
 """
 from __future__ import annotations
 
@@ -22,6 +23,16 @@ from .linear import coefficient, constant_difference, simplify
 _ARITH = ("add", "sub", "mul", "div", "min", "max")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 MAX_INLINE_CHUNKS = 4
+_COMBINE = ("add", "max", "min")
+
+
+def _identity(op: str, dtype: str) -> Const:
+    if op == "add":
+        return Const(0, dtype)
+    if dt.is_float(dtype):
+        return Const(float("-inf") if op == "max" else float("inf"), dtype)
+    big = 2**31 - 1 if dtype == "int32" else 2**63 - 1
+    return Const(-big - 1 if op == "max" else big, dtype)
 
 
 class CannotVectorize(Exception):
@@ -92,6 +103,8 @@ class LoopVectorizer:
         body = loop.body.stmts if isinstance(loop.body, ir.Block) else [loop.body]
         if loop.step != 1 or not body or not all(isinstance(s, ir.Store) for s in body):
             return None
+        if loop.reduction:
+            return self.reduction(body)
         sizes = {dt.numpy_dtype(s.buffer.dtype).itemsize for s in body}  # type: ignore[union-attr]
         sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for s in body for n in walk(s.value)  # type: ignore[union-attr]
                   if isinstance(n, ir.Load)}
@@ -112,6 +125,44 @@ class LoopVectorizer:
             return code
         full = Binary("eq", Binary("sub", loop.end, loop.begin, "int64"), Const(trips, "int64"), "bool")
         return ir.IfThenElse(full, code, loop)
+
+    def reduction(self, body: list) -> ir.Stmt | None:
+        """``acc[i] = acc[i] op f(v)`` over the loop: a vector of partial results, combined at the end."""
+        if len(body) != 1:
+            return None
+        store = body[0]
+        value = store.value
+        flat = ir.flat_index(store.buffer, store.indices)
+        if (not isinstance(value, Binary) or value.op not in _COMBINE or coefficient(flat, self.var) != 0
+                or not isinstance(value.a, ir.Load) or value.a.buffer is not store.buffer
+                or constant_difference(ir.flat_index(value.a.buffer, value.a.indices), flat) != 0):
+            return None
+        op, term = value.op, value.b
+        if any(isinstance(n, ir.Load) and n.buffer is store.buffer for n in walk(term)):
+            return None
+        trips = constant_difference(self.loop.end, self.loop.begin)
+        width = self.vector_bytes // dt.numpy_dtype(store.buffer.dtype).itemsize
+        if trips is None or trips < width:
+            return None
+        full = trips // width
+        acc = ir.RegisterVar(f"{self.var.name}.acc", ir.vector_dtype(store.buffer.dtype, width))
+        identity = _identity(op, store.buffer.dtype)
+        chunk_var = ir.LoopVar(f"{self.var.name}.v")
+        base = simplify(Binary("add", self.loop.begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+        try:
+            step = ir.Assign(acc, Binary(op, acc, self.expr(term, base, width), acc.dtype))
+        except CannotVectorize:
+            return None
+        current = ir.Load(store.buffer, store.indices)
+        total = Binary(op, current, ir.HReduce(op, acc), store.buffer.dtype)
+        parts: list[ir.Stmt] = [ir.Assign(acc, ir.Broadcast(identity, width)),
+                                ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), "serial", step),
+                                ir.Store(store.buffer, store.indices, total)]
+        tail = ir.For(self.var, simplify(Binary("add", self.loop.begin, Const(full * width, "int64"), "int64")),
+                      self.loop.end, "serial", store, reduction=True)
+        if full * width < trips:
+            parts.append(tail)
+        return ir.Registers([acc], ir.seq(parts))
 
     def plan(self, stores: list[ir.Store], trips: int, width: int) -> ir.Stmt:
         begin = self.loop.begin
