@@ -13,7 +13,10 @@ Build a graph with ``var``/``const`` and the ops (``G.nn.conv2d``, ``G.add``, ..
 ``build`` runs ``passes.DEFAULT_PASSES`` (``simplify_inference``, ``fold_scale_axis``, ``fold_constant``,
 ``combine_constant_adds``, ``fuse_ops``) minus ``disabled_passes``, and compiles one kernel per fused group
 (``exe.kernels``). ``FusionRules`` decide what fuses; ``explain_fusion`` says why each edge did not.
-``interpret`` runs a graph with NumPy, for reference.
+``interpret`` runs a graph with NumPy, for reference. ``partition`` hands the subgraphs that match
+user patterns (``pattern("nn.conv2d", "add", "nn.relu")``) to functions of an ``ExternalLibrary``
+(C source or a shared library, each function declared as an ``ExternalFunction``); ``build`` compiles the
+rest as before.
 """
 from __future__ import annotations
 
@@ -23,7 +26,9 @@ from tesched.nn.pattern import Pattern
 
 from . import annotation, nn, passes
 from .build import build, optimize
+from .chain_pattern import is_constant, is_op, pattern, wildcard
 from .executor import CompiledGroup, Executable
+from .external import ExternalFunction, ExternalFunctionError, ExternalLibrary
 from .fusion_rules import FusionRules
 from .interpret import interpret
 from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
@@ -32,6 +37,7 @@ from .ops_elemwise import add, divide, exp, multiply, sigmoid, subtract, tanh
 from .ops_reduce import max, mean, sum
 from .ops_transform import concatenate, reshape, split, strided_slice, transpose
 from .params import bind_params
+from .partition import partition
 from .passes import explain_fusion
 from .types import FuncType, TensorType, TupleType
 
@@ -47,9 +53,10 @@ def const(value: object, name: str | None = None, dtype: str | None = None) -> C
 
 
 __all__ = [
-    "Call", "CompiledGroup", "Constant", "Executable", "Expr", "FuncType", "Function", "FusionRules", "Op", "Pattern",
-    "TensorType", "Tuple", "TupleGetItem", "TupleType", "Var", "add", "annotation", "bind_params", "build",
-    "concatenate", "const", "divide", "exp", "explain_fusion", "get_op", "interpret", "max", "mean", "multiply",
-    "nn", "optimize", "passes", "reshape", "sigmoid", "split", "strided_slice", "subtract", "sum", "tanh",
-    "transpose", "var",
+    "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
+    "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
+    "TupleType", "Var", "add", "annotation", "bind_params", "build", "concatenate", "const", "divide", "exp",
+    "explain_fusion", "get_op", "interpret", "is_constant", "is_op", "max", "mean", "multiply", "nn", "optimize",
+    "partition", "passes", "pattern", "reshape", "sigmoid", "split", "strided_slice", "subtract", "sum", "tanh",
+    "transpose", "var", "wildcard",
 ]

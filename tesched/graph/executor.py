@@ -3,15 +3,16 @@ calls the kernels in order on NumPy inputs.
 
 Every value gets a slot: inputs, constants, and one buffer per group output. Intermediate buffers are
 allocated once per executable and reused by every call (so an executable is not meant to be called from
-several threads at once); the function's results are fresh arrays on every call. Passes and fusion
-happen before, in :mod:`.build`.
+several threads at once); the function's results are fresh arrays on every call. A group that is one call
+of an external C function (see :mod:`.partition`) is run by that function and listed in
+``external_calls`` instead of ``kernels``. Passes and fusion happen before, in :mod:`.build`.
 """
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -19,6 +20,7 @@ from tesched.kernel import BenchmarkResult, Kernel
 from tesched.lower import LoweredFunc
 
 from .annotation import STOP_FUSION
+from .external_op import ExternalCall, compile_external_group
 from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem
 from .lower import compile_primitive
 from .params import bind_arguments
@@ -51,9 +53,10 @@ class Executable:
         self.function = function
         self.fusion_report = fusion_report
         self.kernels: list[CompiledGroup] = []
+        self.external_calls: list[ExternalCall] = []
         self._slots: list[np.ndarray | None] = [None] * len(function.params)
         self._slot_of: dict[int, int] = {id(p): k for k, p in enumerate(function.params)}
-        self._steps: list[tuple[Kernel, list[int], int, TensorType | None]] = []
+        self._steps: list[tuple[Callable[..., Any], list[int], int, TensorType | None]] = []
         results = {id(_resolved(leaf)) for leaf in _leaves(function.body)}
         for node in post_order(function.body):
             self._plan(node, id(node) in results)
@@ -72,15 +75,23 @@ class Executable:
         if isinstance(node, Constant):
             self._slot_of[id(node)] = self._new_slot(node.data)
         elif isinstance(node, Call) and isinstance(node.op, Function):
-            group = CompiledGroup(node.op.name, node.op, compile_primitive(node.op))
-            self.kernels.append(group)
+            run = self._compile_group(node.op)
             ty = node.tensor_type
             out = self._new_slot(None if is_result else np.empty(ty.shape, ty.dtype))
-            self._steps.append((group.kernel, [self._slot(a) for a in node.args], out, ty if is_result else None))
+            self._steps.append((run, [self._slot(a) for a in node.args], out, ty if is_result else None))
             self._slot_of[id(node)] = out
         elif isinstance(node, Call) and node.op is not STOP_FUSION:
             raise TypeError(f"cannot execute {node!r}: run fuse_ops first (every op must be in a primitive "
                             "function)")
+
+    def _compile_group(self, fn: Function) -> Callable[..., Any]:
+        external = compile_external_group(fn)
+        if external is not None:
+            self.external_calls.append(external)
+            return external
+        group = CompiledGroup(fn.name, fn, compile_primitive(fn))
+        self.kernels.append(group)
+        return group.kernel
 
     def _structure(self, node: Expr) -> Any:
         """The result as slots: an int, or a tuple of structures."""
@@ -117,7 +128,9 @@ class Executable:
         return BenchmarkResult(statistics.median(times), min(times), repeat)
 
     def __repr__(self) -> str:
-        return f"Executable({len(self.kernels)} kernels: {', '.join(k.name for k in self.kernels)})"
+        external = f"; {len(self.external_calls)} external calls: {', '.join(c.name for c in self.external_calls)}" \
+            if self.external_calls else ""
+        return f"Executable({len(self.kernels)} kernels: {', '.join(k.name for k in self.kernels)}{external})"
 
 
 def _resolved(node: Expr) -> Expr:

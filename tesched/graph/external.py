@@ -1,0 +1,267 @@
+"""External C functions a graph can call: their declared signatures, the library that holds them, and
+kernels that call them on NumPy arrays.
+
+An :class:`ExternalFunction` declares a C function by name, the shapes of its inputs and of its output
+(each dimension an int, or a size name such as ``"N"`` that must take one value across the tensors), and
+one dtype for all its tensors. Its calling convention is fixed::
+
+    void NAME(const T *in0, ..., const T *in{n-1}, T *out, int64_t SIZE0, ..., int64_t SIZE{m-1});
+
+- ``T`` is the C type of the dtype (``float`` for float32, ``double``, ``int32_t``, ``int64_t``, ``int8_t``
+  for bool);
+- ``in0`` ... are the inputs in declared order, each a C-contiguous row-major array of its shape, read only;
+- ``out`` is a C-contiguous row-major array of the output's shape that the function must fill entirely
+  (its contents on entry are undefined); it never overlaps an input;
+- the ``int64_t`` values are the size names, in order of first appearance reading the input shapes, then
+  the output shape, left to right (none when every dimension is an int).
+
+An :class:`ExternalLibrary` holds declared functions and their code: C ``source`` (compiled once by
+:mod:`.external_compile` together with the declared prototypes, so a definition that disagrees with its
+declaration fails with the compiler's message) or the ``path`` of a shared library (where C carries no
+types, so only the presence of each symbol can be checked). Loading is lazy and happens once. Every error
+is an :class:`ExternalFunctionError` naming the function and what is wrong. Which graph patterns call
+these functions is decided in :mod:`.partition`, not here.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import cffi
+import numpy as np
+
+from tesched import dtype as dt
+from tesched.errors import BuildError, TeschedError
+from tesched.names import C_KEYWORDS
+
+from .external_compile import SIGNATURES_FILE, CompileFailure, compile_shared_library
+from .types import TensorType
+
+Dim = int | str
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class ExternalFunctionError(TeschedError, ValueError):
+    """An external function's declaration, code or use is wrong; the message names the function."""
+
+
+def _check_identifier(name: object, what: str) -> str:
+    if not isinstance(name, str) or not _IDENTIFIER.match(name) or name in C_KEYWORDS:
+        raise ExternalFunctionError(f"{what} {name!r} is not a valid C identifier (letters, digits and _, not "
+                                    "starting with a digit, not a C keyword or a C library name)")
+    return name
+
+
+def _shape_text(shape: Sequence[Dim]) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+@dataclass(frozen=True)
+class ExternalFunction:
+    """A C function declared to tesched: ``name``, the shapes of its ``inputs`` and ``output`` (ints or
+    size names), and the ``dtype`` of all its tensors. See the module doc for its calling convention."""
+
+    name: str
+    inputs: tuple[tuple[Dim, ...], ...]
+    output: tuple[Dim, ...]
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        _check_identifier(self.name, "external function name")
+        if isinstance(self.inputs, (str, bytes)) or not isinstance(self.inputs, Sequence):
+            raise ExternalFunctionError(f"external function {self.name}: inputs must be a list of shapes")
+        shapes = tuple(self._shape(s, f"input {k}") for k, s in enumerate(self.inputs))
+        object.__setattr__(self, "inputs", shapes)
+        object.__setattr__(self, "output", self._shape(self.output, "the output"))
+        try:
+            object.__setattr__(self, "dtype", dt.normalize(self.dtype))
+        except TypeError as err:
+            raise ExternalFunctionError(f"external function {self.name}: {err}") from None
+
+    def _shape(self, shape: object, what: str) -> tuple[Dim, ...]:
+        if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence):
+            raise ExternalFunctionError(f"external function {self.name}: the shape of {what} must be a tuple of "
+                                        f"ints and size names, got {shape!r}")
+        for d in shape:
+            if isinstance(d, str):
+                _check_identifier(d, f"external function {self.name}: size name in the shape of {what},")
+            elif isinstance(d, bool) or not isinstance(d, int) or d < 1:
+                raise ExternalFunctionError(f"external function {self.name}: the shape of {what} has {d!r}; "
+                                            "dimensions are positive ints or size names")
+        return tuple(shape)
+
+    @property
+    def size_names(self) -> tuple[str, ...]:
+        """The size names in the order they are passed: first appearance in the inputs, then the output."""
+        names: dict[str, None] = {}
+        for shape in (*self.inputs, self.output):
+            names.update((d, None) for d in shape if isinstance(d, str))
+        return tuple(names)
+
+    def prototype(self, named: bool = True) -> str:
+        """The C declaration tesched calls, e.g. ``void f(const float *in0, float *out, int64_t N)``."""
+        ctype = dt.C_TYPES[self.dtype]
+        params = [f"const {ctype} *" + (f"in{k}" if named else "") for k in range(len(self.inputs))]
+        params.append(f"{ctype} *" + ("out" if named else ""))
+        params += ["int64_t" + (f" {s}" if named else "") for s in self.size_names]
+        return f"void {self.name}({', '.join(params)})"
+
+    def signature_text(self) -> str:
+        """The declared shapes, e.g. ``(N, C), (C,) -> (N, C) float32``."""
+        return f"{', '.join(map(_shape_text, self.inputs))} -> {_shape_text(self.output)} {self.dtype}"
+
+    def bind(self, input_types: Sequence[TensorType], output_type: TensorType) -> tuple[int, ...]:
+        """The values of the size names for tensors of these types, in call order; raises
+        :class:`ExternalFunctionError` on a different arity, dtype, rank or dimension."""
+        if len(input_types) != len(self.inputs):
+            got = ", ".join(map(str, input_types))
+            raise ExternalFunctionError(f"external function {self.name} declares {len(self.inputs)} inputs "
+                                        f"({self.signature_text()}), but is given {len(input_types)}: {got}")
+        values: dict[str, tuple[int, str]] = {}
+        tensors = [(f"input {k}", t, s) for k, (t, s) in enumerate(zip(input_types, self.inputs))]
+        for what, ty, declared in tensors + [("the output", output_type, self.output)]:
+            self._bind_one(what, ty, declared, values)
+        return tuple(values[name][0] for name in self.size_names)
+
+    def _bind_one(self, what: str, ty: TensorType, declared: tuple[Dim, ...], values: dict[str, tuple[int, str]]) -> None:
+        where = f"external function {self.name}: {what} is {ty}, but the function declares {_shape_text(declared)}"
+        if ty.dtype != self.dtype:
+            raise ExternalFunctionError(f"external function {self.name}: {what} has dtype {ty.dtype}, but the "
+                                        f"function declares {self.dtype}")
+        if len(ty.shape) != len(declared):
+            raise ExternalFunctionError(f"{where} (rank {len(ty.shape)} instead of {len(declared)})")
+        for axis, (got, want) in enumerate(zip(ty.shape, declared)):
+            if isinstance(want, int) and got != want:
+                raise ExternalFunctionError(f"{where}: dimension {axis} must be {want}, not {got}")
+            if isinstance(want, str):
+                bound, source = values.setdefault(want, (got, what))
+                if bound != got:
+                    raise ExternalFunctionError(f"{where}: dimension {axis} ({want}) is {got}, but {want} is "
+                                                f"{bound} in {source}")
+
+
+class ExternalLibrary:
+    """Declared external ``functions`` with their code: C ``source`` compiled by tesched (with extra
+    ``compile_flags``), or the ``path`` of a shared library. Nothing is compiled or loaded before
+    :meth:`load`, which :func:`~.partition.partition` calls."""
+
+    def __init__(self, functions: Sequence[ExternalFunction], *, source: str | None = None,
+                 path: str | Path | None = None, compile_flags: Sequence[str] = ()):
+        if (source is None) == (path is None):
+            raise ExternalFunctionError("ExternalLibrary: give either source= (C text) or path= (a shared library)")
+        if source is not None and not isinstance(source, str):
+            raise ExternalFunctionError(f"ExternalLibrary: source must be C text, got {type(source).__name__}")
+        self.functions: dict[str, ExternalFunction] = {}
+        for fn in functions:
+            if not isinstance(fn, ExternalFunction):
+                raise ExternalFunctionError(f"ExternalLibrary: expected ExternalFunction declarations, got {fn!r}")
+            if fn.name in self.functions:
+                raise ExternalFunctionError(f"ExternalLibrary: function {fn.name} is declared twice")
+            self.functions[fn.name] = fn
+        self.source = source
+        self.path = Path(path) if path is not None else None
+        self.compile_flags = tuple(compile_flags)
+        self._ffi: cffi.FFI | None = None
+        self._lib: object = None
+
+    @property
+    def description(self) -> str:
+        return f"the shared library {self.path}" if self.path is not None else "the library source"
+
+    def __repr__(self) -> str:
+        return f"ExternalLibrary({', '.join(self.functions)}; {self.description})"
+
+    def function(self, name: str) -> ExternalFunction:
+        """The declaration of ``name``."""
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise ExternalFunctionError(f"external function {name} is not declared in {self!r}") from None
+
+    def load(self) -> None:
+        """Compile (source) or open (path) the library and find every declared function in it."""
+        if self._lib is not None:
+            return
+        prototypes = [fn.prototype(named=False) + ";" for fn in self.functions.values()]
+        path = self.path if self.path is not None else self._compile(prototypes)
+        if not path.is_file():
+            raise ExternalFunctionError(f"external library {path} does not exist")
+        ffi = cffi.FFI()
+        ffi.cdef("\n".join(prototypes))
+        try:
+            lib = ffi.dlopen(str(path.resolve()))
+        except OSError as err:
+            raise ExternalFunctionError(f"cannot load external library {path}: {err}") from None
+        for name in self.functions:
+            try:
+                getattr(lib, name)
+            except AttributeError:
+                hint = "is it defined, and not static?" if self.source is not None else "is it spelled the same?"
+                raise ExternalFunctionError(f"external function {name}: no symbol {name} in {self.description} "
+                                            f"({hint})") from None
+        self._ffi, self._lib = ffi, lib
+
+    def _compile(self, prototypes: list[str]) -> Path:
+        try:
+            return compile_shared_library(self.source, prototypes, self.compile_flags)  # type: ignore[arg-type]
+        except CompileFailure as failure:
+            for name, fn in self.functions.items():
+                if f"conflicting types for '{name}'" in failure.messages:
+                    raise ExternalFunctionError(
+                        f"external function {name}: its definition in the library source does not match its "
+                        f"declared signature {fn.signature_text()}, which tesched calls as\n    "
+                        f"{fn.prototype()};\ncompiler messages:\n{_relevant(failure.messages, name)}") from None
+            raise BuildError(f"the external library source does not compile:\n{failure.messages}") from None
+
+    def symbol(self, name: str) -> tuple[cffi.FFI, object]:
+        """The loaded FFI and C function ``name``."""
+        self.function(name)
+        self.load()
+        return self._ffi, getattr(self._lib, name)  # type: ignore[return-value]
+
+
+def _relevant(messages: str, name: str) -> str:
+    """The compiler lines about ``name`` (all lines if none mention it)."""
+    lines = [line for line in messages.splitlines() if f"'{name}'" in line or SIGNATURES_FILE in line]
+    return "\n".join(lines or messages.splitlines())
+
+
+class ExternalKernel:
+    """An external function bound to one set of static shapes: ``kernel(*inputs, out)`` checks the arrays
+    and calls the C function with the sizes appended."""
+
+    def __init__(self, library: ExternalLibrary, function: ExternalFunction, input_types: Sequence[TensorType],
+                 output_type: TensorType):
+        self.name = function.name
+        self.function = function
+        self.sizes = function.bind(input_types, output_type)
+        self.types = [*input_types, output_type]
+        self._ffi, self._fn = library.symbol(function.name)
+        self._ctype = dt.C_TYPES[function.dtype] + "[]"
+
+    def __repr__(self) -> str:
+        return f"ExternalKernel({self.function.prototype()})"
+
+    def _check(self, k: int, array: object) -> None:
+        what = f"{self.name}: {'the output' if k == len(self.types) - 1 else f'input {k}'}"
+        ty = self.types[k]
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"{what}: expected a numpy.ndarray, got {type(array).__name__}")
+        if array.dtype != np.dtype(ty.dtype) or array.shape != ty.shape:
+            raise ValueError(f"{what}: expected {ty}, got an array of shape {array.shape} and dtype {array.dtype}")
+        if not array.flags.c_contiguous:
+            raise ValueError(f"{what}: array is not C-contiguous (use np.ascontiguousarray)")
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        if len(arrays) != len(self.types):
+            raise TypeError(f"{self.name} takes {len(self.types) - 1} inputs and the output, got {len(arrays)} arrays")
+        for k, array in enumerate(arrays):
+            self._check(k, array)
+        out = arrays[-1]
+        if not out.flags.writeable:
+            raise ValueError(f"{self.name}: the output array is read-only")
+        if any(np.may_share_memory(out, a) for a in arrays[:-1]):
+            raise ValueError(f"{self.name}: the output overlaps an input")
+        self._fn(*[self._ffi.from_buffer(self._ctype, a) for a in arrays], *self.sizes)
