@@ -14,12 +14,17 @@
 
 #define TS_ALIGN 64
 
+/* Integer // and % with Python's floor semantics. A zero divisor gives 0 (as NumPy, without a trap) and
+ * dividing the smallest integer by -1 wraps instead of trapping. */
 static inline int64_t ts_floordiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
   int64_t q = a / b, r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
 }
 
 static inline int64_t ts_floormod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
   int64_t r = a % b;
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }

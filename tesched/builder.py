@@ -12,6 +12,7 @@ import functools
 import hashlib
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -62,6 +63,31 @@ def compiler_id() -> str:
 @functools.lru_cache(maxsize=None)
 def _runtime_text() -> str:
     return "".join(p.read_text() for p in sorted(RUNTIME_DIR.glob("*.h")))
+
+
+@functools.lru_cache(maxsize=None)
+def reserved_identifiers() -> frozenset[str]:
+    """Every identifier the C compiler already knows in a kernel's translation unit: macros (predefined
+    ones such as ``linux``, and those of the headers such as ``HUGE_VAL`` or ``errno``) and names the
+    headers declare (``round``, ``select``, Python's API). Generated names avoid them. Cached on disk per
+    compiler, flags and headers, since asking the compiler takes ~0.1 s."""
+    include = sysconfig.get_paths()["include"]
+    key = hashlib.sha256("\0".join([compiler_id(), " ".join(COMPILE_FLAGS), include,
+                                     _runtime_text()]).encode()).hexdigest()[:24]
+    path = cache_dir() / f"reserved-{key}.txt"
+    if path.exists():
+        return frozenset(path.read_text().split())
+    cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[:1]
+    source = '#include <Python.h>\n#include "tesched_runtime.h"\n'
+    args = cc + ["-x", "c", "-", "-I", include, "-I", str(RUNTIME_DIR)] + [f for f in COMPILE_FLAGS if f != "-w"]
+    names: set[str] = set()
+    for mode in (["-dM", "-E"], ["-E", "-P"]):
+        out = subprocess.run(args + mode, input=source, capture_output=True, text=True, timeout=60)
+        names.update(re.findall(r"\b[A-Za-z_]\w*\b", out.stdout))
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text("\n".join(sorted(names)))
+    os.replace(tmp, path)
+    return frozenset(names)
 
 
 def cache_key(src: CSource) -> str:
@@ -122,9 +148,10 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None, 
         if args is None:
             raise TypeError("build(schedule, args): args (the kernel's tensors) are required")
         func = lower(inputs, args, name=name)
-    src = generate_c(lower_for_target(func))
+    src = generate_c(lower_for_target(func), reserved_identifiers())
     module, compiled = compile_c(src)
     kernel = Kernel(func, src, module)
     kernel.compiled = compiled
+    kernel.cache_key = cache_key(src)
     return kernel
 

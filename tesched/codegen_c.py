@@ -10,6 +10,7 @@ live on the stack (aligned), larger ones on the heap. Every identifier comes fro
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,9 +69,9 @@ def c_const(c: Const) -> str:
 
 
 class CodeGen:
-    def __init__(self, func: LoweredFunc):
+    def __init__(self, func: LoweredFunc, reserved: frozenset[str] = frozenset()):
         self.func = func
-        self.names = NameTable()
+        self.names = NameTable(tuple(reserved))
         self.lines: list[str] = []
         self.intrinsics: list = []
 
@@ -244,6 +245,10 @@ class CodeGen:
         calls: list[str] = []
         ir.map_stmt(f.body, lambda e: e, lambda s: calls.append(s.function) if isinstance(s, ir.IntrinsicCall) else None)
         self.names.taken.update(calls)   # the intrinsics' C functions keep their names
+        intrinsics: list = []
+        ir.map_stmt(f.body, lambda e: e, lambda s: intrinsics.append(s.intrin) if isinstance(s, ir.IntrinsicCall) else None)
+        for intrin in intrinsics:
+            self.names.taken.update(re.findall(r"\b[A-Za-z_]\w*\b", intrin.impl.source))
         fname = self.names.fresh(f.name)
         params = [f"{dt.C_TYPES[b.dtype]} *restrict {self.name(b, b.name)}" for b in f.args]
         params += [f"int64_t {self.name(p, p.name)}" for p in f.params]
@@ -256,6 +261,8 @@ class CodeGen:
         return CSource(fname, source, declaration)
 
 
-def generate_c(func: LoweredFunc) -> CSource:
-    """C source for a lowered function."""
-    return CodeGen(func).function()
+def generate_c(func: LoweredFunc, reserved: frozenset[str] = frozenset()) -> CSource:
+    """C source for a lowered function; no generated name is one of ``reserved`` (the compiler's own
+    identifiers, see :func:`tesched.builder.reserved_identifiers`) nor an identifier of an intrinsic's
+    source."""
+    return CodeGen(func, reserved).function()

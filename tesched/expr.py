@@ -216,8 +216,10 @@ class Reduce(Expr):
     def identity(self) -> Const:
         if self.combiner == "sum":
             return Const(0, self.dtype)
-        big = math.inf if dt.is_float(self.dtype) else (2**31 - 1 if self.dtype == "int32" else 2**63 - 1)
-        return Const(-big if self.combiner == "max" else big, self.dtype)
+        if dt.is_float(self.dtype):
+            return Const(-math.inf if self.combiner == "max" else math.inf, self.dtype)
+        bits = 31 if self.dtype == "int32" else 63
+        return Const(-(1 << bits) if self.combiner == "max" else (1 << bits) - 1, self.dtype)
 
     def combine(self, acc: Expr, value: Expr) -> Expr:
         if self.combiner == "sum":

@@ -43,7 +43,8 @@ class _ArgSpec:
 class Kernel:
     """A callable compiled kernel. ``c_source`` is its C code, ``lowered`` its loop IR."""
 
-    compiled: bool = False
+    compiled: bool = False     # whether building it ran the C compiler (False: found in the cache)
+    cache_key: str = ""        # the hash under which the compiled module is cached
 
     def __init__(self, func: LoweredFunc, src: CSource, module: Any):
         self.lowered = func
@@ -134,6 +135,9 @@ class Kernel:
             raise TypeError(f"{self.name} takes {n_all} arrays ({', '.join(s.name for s in self._specs)}) "
                             f"or its {self._n_inputs} inputs, got {len(arrays)}")
         args = list(arrays) + [None] * (n_all - len(arrays))
+        for spec, arr in zip(self._specs, arrays):
+            if not isinstance(arr, np.ndarray):
+                raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")
         for spec, arr in zip(self._specs, args):
             if arr is not None and not isinstance(arr, np.ndarray):
                 raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")

@@ -124,6 +124,27 @@ def to_loop_ir(st: LoweringState) -> LoweringState:
     return st
 
 
+def check_loop_nesting(st: LoweringState) -> LoweringState:
+    """A parallel loop cannot run inside a vectorized one (its iterations are SIMD lanes)."""
+    def visit(s: ir.Stmt, vector: ir.For | None) -> None:
+        if isinstance(s, ir.For):
+            if s.kind == "parallel" and vector is not None:
+                raise ScheduleError(f"loop {s.var.name} is parallel but runs inside the vectorized loop "
+                                    f"{vector.var.name}; vectorize an inner loop or parallelize an outer one")
+            visit(s.body, s if s.kind == "vectorized" else vector)
+        elif isinstance(s, ir.Block):
+            for c in s.stmts:
+                visit(c, vector)
+        elif isinstance(s, ir.IfThenElse):
+            visit(s.then_case, vector)
+            if s.else_case is not None:
+                visit(s.else_case, vector)
+        elif hasattr(s, "body"):
+            visit(s.body, vector)  # type: ignore[attr-defined]
+    visit(st.body, None)  # type: ignore[arg-type]
+    return st
+
+
 def allocate_intermediates(st: LoweringState) -> LoweringState:
     """Whole intermediate tensors computed at the root are allocated around the function body."""
     body = st.body
@@ -141,6 +162,7 @@ PASSES: list[tuple[str, Callable[[LoweringState], LoweringState]]] = [
     ("dependence check", check_dependences),
     ("isl AST generation", generate_loops),
     ("AST to loop IR", to_loop_ir),
+    ("loop nesting check", check_loop_nesting),
     ("allocate intermediates", allocate_intermediates),
 ]
 

@@ -1,8 +1,9 @@
 """Turn user-given names into unique, valid C identifiers.
 
-Any character outside ``[A-Za-z0-9_]`` becomes ``_``; a leading digit, a C keyword or a name reserved by
-the runtime (``ts_``) gets a prefix; a name already taken gets a numeric suffix. No user text reaches the
-C source any other way.
+Any character outside ``[A-Za-z0-9_]`` becomes ``_``; a leading digit, a C or GNU keyword or a name
+reserved by the runtime (``ts_``) gets a prefix; a name already taken (including every identifier the
+compiler's headers define, see :func:`tesched.builder.reserved_identifiers`) gets a numeric suffix. No
+user text reaches the C source any other way.
 """
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ register restrict return short signed sizeof static struct switch typedef union 
 while _Bool _Complex _Imaginary int8_t int16_t int32_t int64_t uint8_t uint16_t uint32_t uint64_t size_t
 main NULL INFINITY NAN abs exp expf log logf sqrt sqrtf tanh tanhf floor floorf ceil ceilf fabs fabsf
 free malloc aligned_alloc memset memcpy
+asm typeof typeof_unqual _Alignas _Alignof _Atomic _Generic _Noreturn _Static_assert _Thread_local
+alignas alignof bool true false nullptr static_assert thread_local constexpr
 """.split())
 
 

@@ -61,7 +61,7 @@ def test_second_build_does_not_call_the_compiler(isolated_cache, capsys, monkeyp
     second = build_in_process(name, monkeypatch)
     assert first.compiled and not second.compiled
     assert capsys.readouterr().out.split() == ["compiled", "cached"]
-    key = builder.cache_key(generate_c(first.lowered))
+    key = first.cache_key
     assert len(cached_modules(isolated_cache, key[:24])) == 1
     assert not [p for p in isolated_cache.iterdir() if p.name.startswith("build-")]   # no leftovers
 

@@ -120,9 +120,6 @@ def test_unroll_the_loop_a_producer_is_computed_at(rand):
     np.testing.assert_allclose(f(a), a[:, ::-1] * 2 + 1, rtol=1e-6)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a vectorized loop enclosing a parallel loop gives C that gcc "
-                                       "rejects (OpenMP construct nested in simd) instead of a ScheduleError "
-                                       "or a working kernel")
 def test_vectorized_loop_around_a_parallel_loop(rand):
     A = ts.placeholder((9, 12), name="A")
     B = ts.compute((9, 12), lambda i, j: A[i, j] * 2.0, name="B")

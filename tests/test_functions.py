@@ -157,7 +157,6 @@ def test_integer_reductions(dtype, rand):
     np.testing.assert_array_equal(c, (a > 0).sum(1))
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the identity of ts.max over int32 is -(2**31 - 1), not INT32_MIN")
 def test_int32_max_of_int32_min_values():
     A = ts.placeholder((2, 3), "int32", name="A")
     k = ts.reduce_axis((0, 3), name="k")
@@ -188,3 +187,18 @@ def test_reduction_to_a_scalar(rand):
     got = f(a)
     assert got.shape == ()
     np.testing.assert_allclose(got, a.sum(), rtol=1e-5)
+
+
+def test_integer_floor_division_by_zero_gives_zero_instead_of_a_trap():
+    """NumPy returns 0 for integer // 0 and % 0; a hardware trap would kill the process."""
+    A = ts.placeholder((4,), "int32", name="A")
+    D = ts.placeholder((4,), "int32", name="D")
+    Q = ts.compute((4,), lambda i: A[i] // D[i], name="Q")
+    R = ts.compute((4,), lambda i: A[i] % D[i], name="R")
+    f = ts.build(ts.create_schedule([Q.op, R.op]), [A, D, Q, R], name="div_by_zero")
+    a = np.array([7, -7, np.iinfo(np.int32).min, 5], np.int32)
+    d = np.array([0, 2, -1, 0], np.int32)
+    q, r = f(a, d)
+    with np.errstate(divide="ignore", over="ignore"):
+        np.testing.assert_array_equal(q, a // d)
+        np.testing.assert_array_equal(r, a % d)

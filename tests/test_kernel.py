@@ -107,8 +107,6 @@ def test_wrong_number_of_arguments(add_kernel, abc):
         add_kernel()
 
 
-@pytest.mark.xfail(strict=True, reason="bug: None in place of an input is allocated like an output, so the "
-                                       "kernel reads uninitialized memory and the overlap check is skipped")
 def test_none_in_place_of_an_input(add_kernel, abc):
     a, b, c = abc
     with pytest.raises(TypeError, match="argument A"):

@@ -86,8 +86,6 @@ def test_loop_names_that_collide_with_tensor_names(rand):
 RESERVED_BY_HEADERS = ["linux", "asm", "M_PI", "INT_MAX", "HUGE_VAL", "errno"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: names.py lets through GNU keywords and macros of the C headers "
-                                       "(BuildError, or a crash for HUGE_VAL/errno)")
 @pytest.mark.parametrize("name", RESERVED_BY_HEADERS)
 def test_names_reserved_by_the_compiler_or_headers(name, run_python):
     # in a subprocess: some of these names used to crash the process instead of raising
@@ -102,8 +100,6 @@ def test_names_reserved_by_the_compiler_or_headers(name, run_python):
     assert result.returncode == 0, result.stderr[-2000:]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: a kernel named like a libc function (select, time, round) "
-                                       "conflicts with its declaration")
 @pytest.mark.parametrize("kernel_name", ["select", "time", "round"])
 def test_kernel_named_like_a_libc_function(kernel_name, rand):
     A = ts.placeholder((4,), name="A")

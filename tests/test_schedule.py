@@ -311,16 +311,28 @@ def test_compute_inline_and_compute_at_of_an_output():
         s[Q].compute_at(s[R], R.op.axis[0])
 
 
-@pytest.mark.parametrize("primitive", ["parallel", "vectorize"])
-def test_parallel_or_vectorize_on_a_reduction_axis(primitive):
+def test_parallel_on_a_reduction_axis():
     A, P, Q, R = pipeline()
     s = ts.create_schedule(R.op)
     k = R.op.reduce_axis[0]
-    with pytest.raises(ts.ScheduleError, match=f"{primitive} on stage R: loop k runs over a reduction axis"):
-        getattr(s[R], primitive)(k)
+    with pytest.raises(ts.ScheduleError, match="parallel on stage R: loop k runs over a reduction axis"):
+        s[R].parallel(k)
     ko, ki = s[R].split(k, factor=2)
-    with pytest.raises(ts.ScheduleError, match=f"{primitive} on stage R: loop k.inner runs over a reduction axis"):
-        getattr(s[R], primitive)(ki)
+    with pytest.raises(ts.ScheduleError, match="parallel on stage R: loop k.inner runs over a reduction axis"):
+        s[R].parallel(ki)
+
+
+def test_vectorize_on_an_innermost_reduction_axis_keeps_partial_sums_per_lane():
+    A = ts.placeholder((3, 37), name="A")
+    k = ts.reduce_axis((0, 37), name="k")
+    S = ts.compute((3,), lambda i: ts.sum(A[i, k] * 2.0, axis=k), name="S")
+    s = ts.create_schedule(S.op)
+    ko, ki = s[S].split(k, factor=16)
+    s[S].vectorize(ki)
+    f = ts.build(s, [A, S], name="vector_sum")
+    assert "ts_hadd_" in f.c_source
+    a = np.random.default_rng(0).random((3, 37), dtype=np.float32)
+    np.testing.assert_allclose(f(a), (a * 2).sum(1), rtol=1e-5)
 
 
 def test_conflicting_loop_kinds():

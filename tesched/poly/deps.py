@@ -8,8 +8,8 @@ values). From the access relations and the schedule tree we check two things:
    that order (a reduction's own accumulation excepted, see 2);
 2. loops marked ``parallel`` or ``vectorized`` carry no dependence: no two accesses to the same storage,
    one of them a write, run in different iterations of such a loop with the same outer iterations. The
-   one exception is a vectorized reduction loop accumulating into its own stage's elements: the code
-   generator gives each lane its own partial result.
+   one exception is a vectorized innermost reduction loop accumulating into its own stage's elements:
+   the code generator gives each lane its own partial result.
 
 A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
 instances involved. This module reads the model and the tree; it changes neither.
@@ -162,8 +162,10 @@ def _check_loops(model: PolyModel, tree: TreeBuilder, node: isl.ScheduleNode, co
             local = conflicts.intersect_domain(dom).intersect_range(dom)
             carried = (local.intersect(prefix.apply_range(prefix.reverse()))
                        .subtract(partial.apply_range(partial.reverse())))
-            if info.kind == "vectorized" and info.var.iter_type == "comm_reduce":
-                carried = carried.subtract(_same_stage_updates(model))  # lanes keep partial results
+            if info.kind == "vectorized" and info.var.iter_type == "comm_reduce" and any(
+                    sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
+                # innermost reduction loop: each lane keeps its own partial result
+                carried = carried.subtract(_same_stage_updates(model))
             if not carried.is_empty():
                 a, av, b, bv = _example(carried)
                 raise ScheduleError(

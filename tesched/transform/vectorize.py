@@ -141,6 +141,9 @@ class LoopVectorizer:
         if any(isinstance(n, ir.Load) and n.buffer is store.buffer for n in walk(term)):
             return None
         trips = constant_difference(self.loop.end, self.loop.begin)
+        runtime = trips is None
+        if runtime:
+            trips = self.loop.extent_hint
         width = self.vector_bytes // dt.numpy_dtype(store.buffer.dtype).itemsize
         if trips is None or trips < width:
             return None
@@ -162,7 +165,11 @@ class LoopVectorizer:
                       self.loop.end, "serial", store, reduction=True)
         if full * width < trips:
             parts.append(tail)
-        return ir.Registers([acc], ir.seq(parts))
+        code = ir.Registers([acc], ir.seq(parts))
+        if not runtime:
+            return code
+        whole = Binary("eq", Binary("sub", self.loop.end, self.loop.begin, "int64"), Const(trips, "int64"), "bool")
+        return ir.IfThenElse(whole, code, self.loop)
 
     def plan(self, stores: list[ir.Store], trips: int, width: int) -> ir.Stmt:
         begin = self.loop.begin
