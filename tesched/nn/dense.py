@@ -4,19 +4,34 @@ optional bias is a ``bias_add`` stage after it.
 """
 from __future__ import annotations
 
+import numpy as np
+
 import tesched as ts
 from tesched.schedule import Schedule
-from tesched.tensor import Tensor
+from tesched.target import vector_bytes
+from tesched.tensor import PlaceholderOp, Tensor
 
 from .elemwise import bias_add
 from .pattern import Pattern, compute
-from .schedule import largest_divisor, parallel_outer, reduction_work, register_schedule, schedule_reduction
+from .schedule import (PARALLEL_MIN_WORK, largest_divisor, parallel_outer, reduction_work, register_schedule,
+                       schedule_reduction)
 
 COLUMN_TILE = 16
 """Output columns one iteration of a product's loop nest computes."""
 
 LANES = 16
 """Partial sums a dense reduction keeps per output (one vector register of float32)."""
+
+REGISTER_ROWS = 8
+REGISTER_VECTORS = 2
+"""A matmul register tile: REGISTER_ROWS rows x REGISTER_VECTORS SIMD vectors of columns (8 x 32 float32
+with AVX-512): 16 accumulators, two vector loads of ``b`` and eight broadcasts of ``a`` per step."""
+
+REDUCTION_UNROLL = 4
+"""Reduction steps of a register tile unrolled together."""
+
+PACK_MIN_ROW_TILES = 4
+"""A column panel of ``b`` is packed only when at least this many row tiles read the copy."""
 
 
 def _check_2d(a: Tensor, b: Tensor, op: str) -> None:
@@ -98,5 +113,39 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
 
 @register_schedule("matmul")
 def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
-    """``b`` rows are contiguous along the output columns, so the tile's columns are vectorized."""
-    _schedule_columns(s, product, host, vector_columns=True)
+    """TVM's "How to optimize GEMM on CPU" steps with tesched's primitives. The output is cut into
+    register tiles of ``REGISTER_ROWS`` rows x ``REGISTER_VECTORS`` vectors of columns (blocking); per
+    tile the product accumulates in registers (its ``compute_at`` buffer, rows unrolled, columns
+    vectorized, the reduction outermost and unrolled by ``REDUCTION_UNROLL``: the write cache). Column
+    panels are the outer, parallel loop, and each panel of ``b`` is copied once into a contiguous local
+    buffer (``cache_read`` packing) that every row tile of the panel reads. Shapes without such tiles, or
+    too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
+    rows, columns = (int(d) for d in product.shape)
+    lanes = vector_bytes() // np.dtype(product.dtype).itemsize
+    tile_rows = largest_divisor(rows, REGISTER_ROWS)
+    tile_columns = largest_divisor(columns, REGISTER_VECTORS * lanes)
+    if host.shape != product.shape or tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:
+        _schedule_columns(s, product, host, vector_columns=True)
+        return
+    pstage, hstage = s[product], s[host]
+    i, j = hstage.op.axis
+    io, ii = hstage.split(i, tile_rows)
+    jo, ji = hstage.split(j, tile_columns)
+    hstage.reorder(jo, io, ii, ji)
+    pstage.compute_at(hstage, io)
+    pi, pj = pstage.op.axis
+    k, = pstage.op.reduce_axis
+    unroll = largest_divisor(int(k.dom.extent), REDUCTION_UNROLL)
+    ko, ki = pstage.split(k, unroll)
+    pstage.reorder(ko, ki, pi, pj)
+    pstage.unroll(ki)
+    pstage.unroll(pi)
+    pstage.vectorize(pj)
+    hstage.vectorize(ji)
+    if reduction_work(product) >= PARALLEL_MIN_WORK:
+        hstage.parallel(jo)
+    a, b = product.op.input_tensors if len(product.op.input_tensors) == 2 else (None, None)
+    if b is not None and isinstance(b.op, PlaceholderOp) and rows // tile_rows >= PACK_MIN_ROW_TILES:
+        packed = s.cache_read(b, "local", [s[product]])
+        s[packed].compute_at(hstage, jo)
+        s[packed].vectorize(s[packed].op.axis[1])

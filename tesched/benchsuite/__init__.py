@@ -1,0 +1,16 @@
+"""The benchmark suite behind ``python -m tesched.bench``: tesched against NumPy and PyTorch, in one process.
+
+Each workload (``workloads.WORKLOADS``) is prepared as a :class:`~.workloads.Case`: its variants
+(tesched fused, tesched unfused, NumPy, and PyTorch eager when torch is importable), a float64 NumPy
+reference every variant is checked against before it is timed, and its flop count. Variants of a
+workload are timed interleaved, round after round, so a burst of load from other processes hits all of
+them alike (:mod:`.timing`); the report gives median and minimum microseconds, GFLOP/s, and the speed-up
+of tesched fused over each other variant (:mod:`.report`). The machine's peak FMA throughput
+(:mod:`.peak`, from ``benchmarks/peak_flops.c``) puts the GEMM in proportion, and :mod:`.build_times`
+measures cold and cached builds.
+
+The suite measures; it holds no numbers of its own and asserts nothing about speed.
+"""
+from .suite import SuiteResult, run_suite
+
+__all__ = ["SuiteResult", "run_suite"]

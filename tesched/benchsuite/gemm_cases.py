@@ -1,0 +1,65 @@
+"""GEMM (``nn.matmul`` with its default schedule, 1024^3) and the cost of calling a tiny kernel.
+
+GEMM has nothing to fuse, so it has no unfused variant. The call-overhead rows run ``C = A + B`` on four
+float32 elements, output given: tesched's ordinary checked call (``fused`` column) and the pre-checked
+call of :meth:`tesched.kernel.Kernel.prepare` (extra ``prepared`` variant), next to ``np.add`` and
+``torch.add`` with ``out=``.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+import numpy as np
+
+import tesched as ts
+import tesched.nn as nn
+
+from .workloads import Case, Workload, random_arrays
+
+
+def gemm(quick: bool, torch: ModuleType | None) -> Case:
+    n = 64 if quick else 1024
+    a_t, b_t = ts.placeholder((n, n), name="A"), ts.placeholder((n, n), name="B")
+    c_t = nn.matmul(a_t, b_t)
+    kernel = ts.build(nn.default_schedule(c_t), [a_t, b_t, c_t], name="gemm")
+    a, b = random_arrays(6, (n, n), (n, n), scale=1.0)
+    c_ts, c_np = np.empty((n, n), np.float32), np.empty((n, n), np.float32)
+
+    def fused() -> np.ndarray:
+        kernel(a, b, c_ts)
+        return c_ts
+
+    variants = {"fused": fused, "numpy": lambda: np.matmul(a, b, out=c_np)}
+    if torch is not None:
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty(n, n)
+        variants["torch"] = lambda: torch.mm(ta, tb, out=tc)
+    return Case(f"GEMM {n}x{n}x{n}", 2.0 * n ** 3, [a.astype(np.float64) @ b.astype(np.float64)], variants,
+                kernels={"fused": 1}, rtol=1e-4, atol=1e-3 * np.sqrt(n))
+
+
+def call_overhead(quick: bool, torch: ModuleType | None) -> Case:
+    size = 4
+    a_t, b_t = ts.placeholder((size,), name="A"), ts.placeholder((size,), name="B")
+    c_t = ts.compute((size,), lambda i: a_t[i] + b_t[i], name="C")
+    kernel = ts.build(ts.create_schedule(c_t.op), [a_t, b_t, c_t], name="add4")
+    a, b = random_arrays(7, (size,), (size,))
+    c = np.empty(size, np.float32)
+    prepared = kernel.prepare(a, b, c)
+
+    def checked() -> np.ndarray:
+        kernel(a, b, c)
+        return c
+
+    def prepared_call() -> np.ndarray:
+        prepared()
+        return c
+
+    variants = {"fused": checked, "numpy": lambda: np.add(a, b, out=c), "prepared": prepared_call}
+    if torch is not None:
+        ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
+        variants["torch"] = lambda: torch.add(ta, tb, out=tc)
+    return Case("call overhead: 4-element add", 0.0, [a.astype(np.float64) + b], variants, kernels={"fused": 1},
+                rtol=1e-6, atol=0.0, note="fused column: kernel(a, b, c), arguments checked on every call")
+
+
+GEMM_WORKLOADS = [Workload("gemm", gemm), Workload("overhead", call_overhead)]

@@ -1,0 +1,74 @@
+"""The machine's peak FP32 FMA throughput, measured by ``benchmarks/peak_flops.c``.
+
+The C program (independent FMA chains in SIMD registers, one per OpenMP thread) is compiled with
+``gcc -O3 -march=native -fopenmp`` into a temporary directory and run once per thread count; its JSON line
+gives the fastest and the median of its repeats in GFLOP/s. Without the source (an installed package
+has no ``benchmarks/``) or a compiler, :func:`measure_peak` returns None. ``python -m
+tesched.benchsuite.peak`` prints the figures.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parents[2] / "benchmarks" / "peak_flops.c"
+FLAGS = ("-O3", "-march=native", "-fopenmp")
+FULL_ITERATIONS, QUICK_ITERATIONS = 20_000_000, 200_000
+
+
+@dataclass(frozen=True)
+class Peak:
+    """GFLOP/s of one thread count: the fastest repeat and the median repeat."""
+
+    threads: int
+    best_gflops: float
+    median_gflops: float
+    vector_bytes: int
+
+
+def compile_peak(directory: Path, source: Path = SOURCE) -> Path | None:
+    """The compiled benchmark in ``directory``, or None without source or compiler."""
+    cc = os.environ.get("CC", "gcc")
+    if not source.is_file() or shutil.which(cc) is None:
+        return None
+    exe = directory / "peak_flops"
+    done = subprocess.run([cc, *FLAGS, str(source), "-o", str(exe)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"compiling {source} failed:\n{done.stderr}")
+    return exe
+
+
+def run_peak(exe: Path, threads: int, iterations: int, repeats: int) -> Peak:
+    done = subprocess.run([str(exe), str(threads), str(iterations), str(repeats)], capture_output=True,
+                          text=True, check=True)
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    return Peak(out["threads"], out["best_gflops"], out["median_gflops"], out["vector_bytes"])
+
+
+def measure_peak(thread_counts: tuple[int, ...], quick: bool = False, repeats: int = 7) -> dict[int, Peak] | None:
+    """Peak GFLOP/s per thread count, or None when the benchmark cannot be built here."""
+    with tempfile.TemporaryDirectory(prefix="tesched-peak-") as tmp:
+        exe = compile_peak(Path(tmp))
+        if exe is None:
+            return None
+        iterations = QUICK_ITERATIONS if quick else FULL_ITERATIONS
+        return {n: run_peak(exe, n, iterations, 3 if quick else repeats) for n in sorted(set(thread_counts))}
+
+
+def main() -> None:
+    threads = tuple(int(a) for a in sys.argv[1:]) or (1, os.cpu_count() or 1)
+    peaks = measure_peak(threads)
+    if peaks is None:
+        sys.exit(f"cannot build {SOURCE} (source or C compiler missing)")
+    for peak in peaks.values():
+        print(json.dumps(asdict(peak)))
+
+
+if __name__ == "__main__":
+    main()
