@@ -93,16 +93,21 @@ PATTERNS = {
 
 # The model: a residual block. -------------------------------------------------------------------------
 rng = np.random.default_rng(0)
-params = {
-    "conv1_weight": (rng.standard_normal((CHANNELS, CHANNELS, 3, 3)) / (3 * np.sqrt(CHANNELS))).astype(np.float32),
-    "conv1_bias": rng.standard_normal(CHANNELS).astype(np.float32),
-    "bn_gamma": rng.uniform(0.5, 1.5, CHANNELS).astype(np.float32),
-    "bn_beta": rng.standard_normal(CHANNELS).astype(np.float32),
-    "bn_mean": rng.standard_normal(CHANNELS).astype(np.float32),
-    "bn_var": rng.uniform(0.5, 1.5, CHANNELS).astype(np.float32),
-    "conv2_weight": (rng.standard_normal((CHANNELS, CHANNELS, 1, 1)) / np.sqrt(CHANNELS)).astype(np.float32),
-}
-data_np = rng.standard_normal((1, CHANNELS, SIZE, SIZE)).astype(np.float32)
+
+
+def normal(*shape: int, scale: float = 1.0) -> np.ndarray:
+    return (scale * rng.standard_normal(shape)).astype(np.float32)
+
+
+def around_one(*shape: int) -> np.ndarray:
+    return rng.uniform(0.5, 1.5, shape).astype(np.float32)
+
+
+params = {"conv1_weight": normal(CHANNELS, CHANNELS, 3, 3, scale=1 / (3 * np.sqrt(CHANNELS))),
+          "conv1_bias": normal(CHANNELS), "bn_gamma": around_one(CHANNELS), "bn_beta": normal(CHANNELS),
+          "bn_mean": normal(CHANNELS), "bn_var": around_one(CHANNELS),
+          "conv2_weight": normal(CHANNELS, CHANNELS, 1, 1, scale=1 / np.sqrt(CHANNELS))}
+data_np = normal(1, CHANNELS, SIZE, SIZE)
 
 
 def declare_model() -> G.Function:
@@ -150,7 +155,7 @@ print("\nBefore wiring it into the model, try one function on a tiny graph of it
 a, b, c = (G.var(n, shape=(2, 3, 4, 5)) for n in "abc")
 tiny = G.partition(G.Function([a, b, c], G.add(G.add(a, b), c)), {"inhouse_add3": PATTERNS["inhouse_add3"]}, library)
 print(tiny)
-arrays = [rng.standard_normal((2, 3, 4, 5)).astype(np.float32) for _ in range(3)]
+arrays = [normal(2, 3, 4, 5) for _ in range(3)]
 check("inhouse_add3", G.build(tiny)(*arrays), arrays[0] + arrays[1] + arrays[2])
 
 print("\n=== 3. Partition: every match becomes an external call ===")

@@ -16,8 +16,7 @@ A step is an op name, or ``is_op(name, *free_args, **attrs)`` with constraints (
 
 The *free inputs* of a match are its steps' free arguments, first step first, each in argument order.
 When both arguments of an ``add`` or ``multiply`` could continue the chain, the leftmost that completes
-the match is taken.
-This module finds matches; replacing them is :mod:`.partition`'s job.
+the match is taken. This module finds matches; replacing them is :mod:`.partition`'s job.
 """
 from __future__ import annotations
 
@@ -134,7 +133,7 @@ class ChainPattern:
             free = None if op.arity is None else op.arity - (k > 0)
             if step.free_args is not None and free is not None and len(step.free_args) != free:
                 raise ValueError(f"pattern {self}: step {k} ({step.name}) has {free} free arguments, but "
-                                 f"{len(step.free_args)} constraints are given")
+                                 f"constraints are given for {len(step.free_args)}")
 
     @staticmethod
     def _step(step: object) -> OpStep:

@@ -40,6 +40,12 @@ void add2(const float *a, const float *b, float *out, int64_t N, int64_t C, int6
         out[i] = a[i] + b[i];
 }
 
+/* out = a[0] * x + b[0]: two scalars. */
+void axpb(const float *x, const float *a, const float *b, float *out, int64_t N) {
+    for (int64_t i = 0; i < N; i++)
+        out[i] = a[0] * x[i] + b[0];
+}
+
 /* out = a * b - c: the order of the inputs matters. */
 void mul_sub(const float *a, const float *b, const float *c, float *out, int64_t N) {
     for (int64_t i = 0; i < N; i++)
@@ -52,13 +58,14 @@ CONV = G.ExternalFunction("conv3x3_add_relu", inputs=[NCHW, ("K", "C", 3, 3), ("
 ADD3 = G.ExternalFunction("add3", inputs=[KCHW, KCHW, KCHW], output=KCHW)
 ADD2 = G.ExternalFunction("add2", inputs=[KCHW, KCHW], output=KCHW)
 MUL_SUB = G.ExternalFunction("mul_sub", inputs=[("N",), ("N",), ("N",)], output=("N",))
+AXPB = G.ExternalFunction("axpb", inputs=[("N",), (), ()], output=("N",))
 CONV_PATTERN = G.pattern(G.is_op("nn.conv2d", strides=1, padding=1), G.is_op("add", G.is_constant()), "nn.relu")
 PATTERNS = {"conv3x3_add_relu": CONV_PATTERN, "add3": G.pattern("add", "add")}
 
 
 @pytest.fixture(scope="module")
 def library():
-    return G.ExternalLibrary([CONV, ADD3, ADD2, MUL_SUB], source=LIBRARY_SOURCE)
+    return G.ExternalLibrary([CONV, ADD3, ADD2, MUL_SUB, AXPB], source=LIBRARY_SOURCE)
 
 
 @pytest.fixture(scope="module")
@@ -156,6 +163,20 @@ def test_free_inputs_are_passed_in_pattern_order(library, rand):
     first, second = G.build(part)(*arrays)
     np.testing.assert_allclose(first, arrays[0] * arrays[1] - arrays[2], rtol=RTOL, atol=ATOL)
     np.testing.assert_allclose(second, arrays[2] - arrays[1] * arrays[0], rtol=RTOL, atol=ATOL)
+
+
+def test_scalar_constants_are_passed_as_one_element_arrays(library, rand):
+    x = G.var("x", shape=(7,))
+    f = G.Function([x], G.add(G.multiply(x, 2.0), 3.0))
+    part = G.partition(f, {"axpb": G.pattern(G.is_op("multiply", G.wildcard(), G.is_constant()), "add")}, library)
+    assert "external.axpb(%x, 2f, 3f)" in str(part)
+    x_np = rand((7,), low=-1)
+    np.testing.assert_allclose(G.build(part)(x_np), 2 * x_np + 3, rtol=RTOL, atol=ATOL)
+
+
+def test_partition_is_reachable_from_the_package():
+    import tesched as ts
+    assert ts.graph.partition is G.partition
 
 
 # what matches ---------------------------------------------------------------------------------------
