@@ -27,7 +27,6 @@ from .external import ExternalFunction, ExternalFunctionError, ExternalLibrary
 from .external_op import ExternalOp, external_op
 from .ir import Call, Expr, Function, Var
 from .text import numbering
-from .types import TensorType
 from .visit import post_order, rewrite, use_counts
 
 PatternTable = Mapping[str, ChainPattern] | Sequence[tuple[str, ChainPattern]]
@@ -50,10 +49,6 @@ def _describe(match: Match, pattern: ChainPattern, numbers: Mapping[int, int]) -
 
 def _check(function: ExternalFunction, pattern: ChainPattern, match: Match, numbers: Mapping[int, int]) -> None:
     """Raise if the match's free inputs or result disagree with the function's declared signature."""
-    for k, arg in enumerate(match.free_inputs):
-        if not isinstance(arg.checked_type, TensorType):
-            raise ExternalFunctionError(f"external function {function.name}: free input {k} of "
-                                        f"{_describe(match, pattern, numbers)} is a {arg.checked_type}, not a tensor")
     try:
         function.bind([a.tensor_type for a in match.free_inputs], match.root.tensor_type)
     except ExternalFunctionError as err:
