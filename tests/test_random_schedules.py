@@ -4,9 +4,9 @@ Hypothesis draws, for a producer P and its consumer C: splits with random factor
 factor or nparts) or a tile, a random loop order, where P is computed (root, inlined, or at any loop of C),
 and parallel / vectorize / unroll on data-parallel loops. Kernels go to a cache private to the session.
 
-Left out on purpose, because they hit known bugs with their own strict xfail tests: a vectorized loop
-enclosing a parallel one (``test_codegen_c.py``; so a producer computed inside the consumer is not
-parallelized), and fusing loops of a consumer (``poly/test_astgen.py``).
+Also fusing two adjacent loops of the consumer, and a parallel loop in a producer computed inside the
+consumer; the one illegal combination this can draw (a parallel loop inside a vectorized one) must raise
+ScheduleError, which the test accepts.
 """
 from __future__ import annotations
 
@@ -67,6 +67,11 @@ def split_loops(data: st.DataObject, stage: ts.Stage) -> None:
             stage.split(axis, nparts=data.draw(st.integers(1, 4)))
     if data.draw(st.booleans(), label="reorder"):
         stage.reorder(*data.draw(st.permutations(stage.leaf_iter_vars)))
+    leaves = stage.leaf_iter_vars
+    pairs = [k for k in range(len(leaves) - 1) if leaves[k].iter_type == leaves[k + 1].iter_type]
+    if pairs and data.draw(st.booleans(), label="fuse"):
+        k = data.draw(st.sampled_from(pairs), label="fused pair")
+        stage.fuse(leaves[k], leaves[k + 1])
 
 
 def annotate(data: st.DataObject, stage: ts.Stage, parallel: bool, unroll: bool) -> None:
@@ -104,11 +109,15 @@ def test_random_legal_schedule_matches_numpy(data, make):
         split_loops(data, s[P])
         if place == "at":
             s[P].compute_at(s[C], data.draw(st.sampled_from(s[C].leaf_iter_vars), label="compute_at loop"))
-            annotate(data, s[P], parallel=False, unroll=True)
+            annotate(data, s[P], parallel=True, unroll=True)
     annotate(data, s[C], parallel=True, unroll=True)
     if place == "root":
         annotate(data, s[P], parallel=True, unroll=True)
-    kernel = ts.build(s, pipe.inputs + [C], name="random_schedule")
+    try:
+        kernel = ts.build(s, pipe.inputs + [C], name="random_schedule")
+    except ts.ScheduleError as err:
+        assert "inside the vectorized loop" in str(err), err
+        return
     note(str(kernel.lowered))
     rng = np.random.default_rng(0)
     arrays = [rng.uniform(-1, 1, t.shape).astype(np.float32) for t in pipe.inputs]

@@ -61,9 +61,25 @@ class TreeBuilder:
         return node.band_member_set_ast_loop_type(0, isl.ast_loop_type.atomic).get_schedule()
 
     def loop(self, sched, stmts, sm: StageModel, pos: int, var: IterVar) -> isl.Schedule:
+        if sm.parent is not None and self.single_valued(stmts, pos):
+            # One iteration per iteration of the enclosing loops: no loop to generate. Leaving the band
+            # out also avoids an isl code generator bug that drops instances of such a band when its
+            # value is a modulo (a split) that depends on an enclosing fused loop.
+            return sched
         sched = self.band(sched, stmts, pos)
         kind = sm.stage.iter_var_attrs.get(var, "serial")
         return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)]))
+
+    def single_valued(self, stmts: list[Statement], pos: int) -> bool:
+        """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all
+        ``stmts``."""
+        for s in stmts:
+            head = f"{self.model.param_prefix}{{ {s.name}[{', '.join(s.coords)}] -> "
+            outer = isl.Map(head + f"[{', '.join(s.loops[:pos])}] }}").intersect_domain(s.domain)
+            value = isl.Map(head + f"[{s.loops[pos]}] }}").intersect_domain(s.domain)
+            if not outer.reverse().apply_range(value).is_single_valued():
+                return False
+        return True
 
     @staticmethod
     def leaf(stmt: Statement) -> isl.Schedule:
