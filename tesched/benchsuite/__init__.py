@@ -2,7 +2,9 @@
 
 Each workload (``workloads.WORKLOADS``) is prepared as a :class:`~.workloads.Case`: its variants
 (tesched fused, tesched unfused, NumPy, and PyTorch eager when torch is importable), a float64 NumPy
-reference every variant is checked against before it is timed, and its flop count. Variants of a
+reference every variant is checked against before it is timed, and its flop count. tesched variants are
+prepared calls (``Kernel.prepare``, ``Executable.prepare``: arguments checked once, as in a loop of
+calls); the call-overhead row also times the ordinary checked call. Variants of a
 workload are timed interleaved, round after round, so a burst of load from other processes hits all of
 them alike (:mod:`.timing`); the report gives median and minimum microseconds, GFLOP/s, and the speed-up
 of tesched fused over each other variant (:mod:`.report`). The machine's peak FMA throughput
@@ -11,6 +13,11 @@ measures cold and cached builds.
 
 The suite measures; it holds no numbers of its own and asserts nothing about speed.
 """
-from .suite import SuiteResult, run_suite
 
-__all__ = ["SuiteResult", "run_suite"]
+
+def __getattr__(name: str):
+    """``run_suite`` and ``SuiteResult`` load on first use, so ``python -m tesched.benchsuite.peak`` runs alone."""
+    if name in ("run_suite", "SuiteResult"):
+        from . import suite
+        return getattr(suite, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

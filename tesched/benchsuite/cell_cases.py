@@ -60,9 +60,9 @@ def _cell(gates: int, hidden: int, torch: ModuleType | None) -> Case:
     graph_fused = G.build(f, params=params)
     unfused = G.build(f, params=params, disabled_passes=["fuse_ops"])
 
-    variants = {"fused": lambda: kernel(*arrays), "unfused": lambda: unfused(*states),
+    variants = {"fused": kernel.prepare(*arrays), "unfused": unfused.prepare(*states),
                 "numpy": lambda: numpy_cell(gates, *([x, h, None] if gates == 1 else states), w_ih, w_hh, b),
-                "graph fused": lambda: graph_fused(*states)}
+                "graph fused": graph_fused.prepare(*states)}
     if torch is not None:
         t = [torch.from_numpy(a) for a in arrays]
         zero_bias = torch.zeros_like(t[-1])

@@ -110,11 +110,29 @@ class Executable:
             kernel(*[values[i] for i in inputs], values[out])
         return self._collect(self._result, values)
 
-    def _collect(self, structure: Any, values: list) -> Any:
+    def prepare(self, *args: np.ndarray, **kwargs: np.ndarray) -> Callable[[], Any]:
+        """Check the inputs once and return a function of no arguments that runs the graph on them. Each
+        call writes the same result arrays (allocated here) and returns them: copy a result to keep it.
+        The inputs are read on every call, so changing them in place changes the next result."""
+        values = list(self._slots)
+        values[:len(self.function.params)] = bind_arguments(self.function.params, args, kwargs)
+        for _, _, out, fresh in self._steps:
+            if fresh is not None:
+                values[out] = np.empty(fresh.shape, fresh.dtype)
+        runs = [kernel.prepare(*[values[i] for i in inputs], values[out]) for kernel, inputs, out, _ in self._steps]
+        result = self._collect(self._result, values, copy=False)
+
+        def run() -> Any:
+            for kernel_run in runs:
+                kernel_run()
+            return result
+        return run
+
+    def _collect(self, structure: Any, values: list, copy: bool = True) -> Any:
         if isinstance(structure, tuple):
-            return tuple(self._collect(s, values) for s in structure)
+            return tuple(self._collect(s, values, copy) for s in structure)
         value = values[structure]
-        return value.copy() if structure not in self._fresh else value
+        return value.copy() if copy and structure not in self._fresh else value
 
     def benchmark(self, *args: np.ndarray, repeat: int = 20, warmup: int = 2, **kwargs: np.ndarray) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""

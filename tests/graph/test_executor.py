@@ -107,3 +107,18 @@ def test_nested_tuples_and_fields_of_tuples():
     np.testing.assert_allclose(tanh, np.tanh(xa), rtol=RTOL)
     np.testing.assert_array_equal(relu, [0, 2])
     np.testing.assert_array_equal(tanh, tanh_again)
+
+
+def test_prepared_runs_reuse_their_result_arrays_and_read_inputs_in_place(rand):
+    f, params = lstm()
+    x, h, c = rand((2, 3), low=-1), rand((2, 4), low=-1), rand((2, 4), low=-1)
+    for disabled in ((), ("fuse_ops",)):
+        run = G.build(f, params=params, disabled_passes=disabled).prepare(x, h, c=c)
+        first = run()
+        for got, want in zip(first, lstm_reference(x, h, c, params)):
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+        x[...] = rand((2, 3), low=-1)
+        second = run()
+        assert all(a is b for a, b in zip(first, second))
+        for got, want in zip(second, lstm_reference(x, h, c, params)):
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
