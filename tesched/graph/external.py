@@ -193,6 +193,10 @@ class ExternalLibrary:
         try:
             lib = ffi.dlopen(str(path.resolve()))
         except OSError as err:
+            undefined = re.search(r"undefined symbol: (\w+)", str(err))
+            if self.source is not None and undefined:
+                raise ExternalFunctionError(f"the library source calls {undefined.group(1)}, which it does not define "
+                                            "(to link another library, pass compile_flags=['-l...'])") from None
             raise ExternalFunctionError(f"cannot load external library {path}: {err}") from None
         for name in self.functions:
             try:

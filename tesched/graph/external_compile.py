@@ -7,7 +7,7 @@ messages point at the user's lines (``<library source>:12``) and at the declarat
 (``<declared signatures>:1``).
 
 The shared library is built with the kernels' flags (``-O3 -march=native -fopenmp``) plus ``-fPIC
--shared`` and the caller's extra flags, in a private temporary directory, then moved into the kernel cache
+-shared`` and the caller's extra flags (after the source, so ``-lfoo`` links a library it calls), in a private temporary directory, then moved into the kernel cache
 (``tesched.builder.cache_dir()``) under the SHA-256 of the full text, the flags and the compiler's version,
 so a cached library never calls the compiler and concurrent builds are safe. This module knows nothing of
 graphs or of cffi; loading the library is :mod:`.external`'s job.
@@ -52,15 +52,16 @@ def compile_shared_library(source: str, prototypes: Sequence[str], extra_flags: 
     """The path of the shared library built from ``source`` checked against ``prototypes``; raises
     :class:`CompileFailure` with the compiler's messages when it does not compile."""
     text = translation_unit(source, prototypes)
-    flags = [*COMPILE_FLAGS, "-fPIC", "-shared", *extra_flags]
-    key = hashlib.sha256("\0".join([text, " ".join(flags + list(LINK_FLAGS)), compiler_id()]).encode()).hexdigest()
+    flags = [*COMPILE_FLAGS, "-fPIC", "-shared"]
+    link = [*extra_flags, *LINK_FLAGS, "-lm"]   # after the source, so that -l options resolve its symbols
+    key = hashlib.sha256("\0".join([text, " ".join(flags + link), compiler_id()]).encode()).hexdigest()
     target = cache_dir() / f"libtesched_external_{key[:24]}.so"
     if target.exists():
         return target
     tmp = Path(tempfile.mkdtemp(prefix="build-external-", dir=cache_dir()))
     try:
         (tmp / "library.c").write_text(text)
-        command = [*_compiler(), *flags, "library.c", "-o", "library.so", *LINK_FLAGS, "-lm"]
+        command = [*_compiler(), *flags, "library.c", "-o", "library.so", *link]
         done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
         if done.returncode != 0:
             raise CompileFailure(done.stderr.strip() or done.stdout.strip() or f"{command[0]} failed")

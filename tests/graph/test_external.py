@@ -119,6 +119,22 @@ def test_a_function_missing_from_the_source_is_rejected(source):
         G.ExternalLibrary([SCALE_ROWS], source=source).load()
 
 
+def test_compile_flags_reach_the_compiler(rand):
+    source = "void triple(const float *x, float *out, int64_t N) { for (int64_t i = 0; i < N; i++) out[i] = FACTOR * x[i]; }"
+    triple = G.ExternalFunction("triple", inputs=[("N",)], output=("N",))
+    library = G.ExternalLibrary([triple], source=source, compile_flags=["-DFACTOR=3"])
+    kernel = ExternalKernel(library, triple, [TensorType((6,))], TensorType((6,)))
+    x, out = rand((6,), low=-1), np.empty(6, "float32")
+    kernel(x, out)
+    np.testing.assert_allclose(out, 3 * x)
+
+
+def test_source_calling_an_undefined_function_is_rejected():
+    source = "void scale_rows(const double *x, const double *s, double *out, int64_t R, int64_t C) { helper(); }"
+    with pytest.raises(G.ExternalFunctionError, match="the library source calls helper, which it does not define"):
+        G.ExternalLibrary([SCALE_ROWS], source=source).load()
+
+
 def test_source_that_does_not_compile_gives_the_compiler_messages():
     with pytest.raises(BuildError, match=r"does not compile:\n<library source>:2:.*error"):
         G.ExternalLibrary([SCALE_ROWS], source="\nvoid scale_rows( {").load()
