@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import cffi
 import numpy as np
@@ -258,7 +258,8 @@ class ExternalKernel:
         if not array.flags.c_contiguous:
             raise ValueError(f"{what}: array is not C-contiguous (use np.ascontiguousarray)")
 
-    def __call__(self, *arrays: np.ndarray) -> None:
+    def _arguments(self, arrays: tuple[np.ndarray, ...]) -> list:
+        """The C arguments for ``arrays`` (inputs, then the output), after checking them."""
         if len(arrays) != len(self.types):
             raise TypeError(f"{self.name} takes {len(self.types) - 1} inputs and the output, got {len(arrays)} arrays")
         for k, array in enumerate(arrays):
@@ -268,4 +269,13 @@ class ExternalKernel:
             raise ValueError(f"{self.name}: the output array is read-only")
         if any(np.may_share_memory(out, a) for a in arrays[:-1]):
             raise ValueError(f"{self.name}: the output overlaps an input")
-        self._fn(*[self._ffi.from_buffer(self._ctype, a) for a in arrays], *self.sizes)
+        return [self._ffi.from_buffer(self._ctype, a) for a in arrays] + list(self.sizes)
+
+    def __call__(self, *arrays: np.ndarray) -> None:
+        self._fn(*self._arguments(arrays))
+
+    def prepare(self, *arrays: np.ndarray) -> Callable[[], None]:
+        """Check the arrays once and return a function of no arguments that calls the C function on them
+        (the pointers made by ``from_buffer`` keep the arrays alive)."""
+        fn, args = self._fn, self._arguments(arrays)
+        return lambda: fn(*args)

@@ -11,7 +11,7 @@ such a call into an :class:`ExternalCall` the executor calls like a kernel. Find
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -63,8 +63,15 @@ class ExternalCall:
     kernel: ExternalKernel
     arg_positions: tuple[int, ...]
 
+    def _ordered(self, arrays: tuple[np.ndarray, ...]) -> list[np.ndarray]:
+        return [arrays[k] for k in self.arg_positions] + [arrays[-1]]
+
     def __call__(self, *arrays: np.ndarray) -> None:
-        self.kernel(*[arrays[k] for k in self.arg_positions], arrays[-1])
+        self.kernel(*self._ordered(arrays))
+
+    def prepare(self, *arrays: np.ndarray) -> Callable[[], None]:
+        """Check the arrays once; a function of no arguments that runs the call on them."""
+        return self.kernel.prepare(*self._ordered(arrays))
 
 
 def compile_external_group(fn: Function) -> ExternalCall | None:

@@ -49,6 +49,14 @@ def test_an_external_kernel_calls_the_function_on_arrays(scale_library, rand):
     out = np.empty((4, 5))
     kernel(x, s, out)
     np.testing.assert_allclose(out, x * s)
+    prepared, again = kernel.prepare(x, s, out), np.empty((4, 5))
+    x[:] = 2 * x       # a prepared call reads its inputs when it runs
+    prepared()
+    kernel(x, s, again)
+    np.testing.assert_allclose(out, x * s)
+    np.testing.assert_allclose(again, out)
+    with pytest.raises(ValueError, match="the output overlaps an input"):
+        kernel.prepare(x, s, x)
 
 
 def test_an_external_kernel_checks_its_arrays(scale_library):

@@ -128,6 +128,11 @@ def test_external_calls_give_the_numpy_result(executable, params, inputs):
     assert [c.name for c in executable.external_calls] == ["external.conv3x3_add_relu", "external.add3"]
 
 
+def test_a_prepared_executable_runs_the_external_calls(executable, params, inputs):
+    run = executable.prepare(*inputs)
+    np.testing.assert_allclose(run(), model_reference(params, *inputs), rtol=RTOL, atol=ATOL)
+
+
 def test_the_unmatched_remainder_is_compiled_and_fused_by_tesched(executable, partitioned, params, inputs):
     # conv1x1 -> relu -> multiply (by the external result) -> tanh: one kernel, the conv inside the epilogue
     assert [k.name for k in executable.kernels] == ["fused_nn_conv2d_nn_relu_multiply_tanh"]
