@@ -60,7 +60,7 @@ static inline void ts_free(void *p) { free(p); }
     return v;                                                                                           \
   }                                                                                                     \
   static inline void ts_vstore_##S##x##N(T *p, ts_##S##x##N v) { memcpy(p, &v, sizeof v); }            \
-  static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return (ts_##S##x##N){} + x; }                  \
+  static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return x - (ts_##S##x##N){}; }                  \
   static inline ts_##S##x##N ts_vsel_##S##x##N(ts_##M##x##N m, ts_##S##x##N a, ts_##S##x##N b) {        \
     return (ts_##S##x##N)((m & (ts_##M##x##N)a) | (~m & (ts_##M##x##N)b));                              \
   }                                                                                                     \

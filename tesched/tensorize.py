@@ -228,8 +228,10 @@ class _Matcher:
         inner_i_env = dict(zip(iop.axis, i_idx))
         for r_t, r_i in zip(inner.raxes, iop.reduce_axis):
             if r_t.dom.extent != r_i.dom.extent or r_t.dom.min != 0:  # type: ignore[union-attr]
+                hint = ("; an intrinsic with an epilogue must cover the whole reduction, since splitting it "
+                        "would apply the epilogue to every partial sum") if self.intrin.has_epilogue else ""
                 raise self.fail("extent", f"reduction {inner.name}.{r_t.name} has extent {r_t.dom.extent}, "  # type: ignore[union-attr]
-                                f"intrinsic {iop.name}.{r_i.name} has {r_i.dom.extent}")  # type: ignore[union-attr]
+                                f"intrinsic {iop.name}.{r_i.name} has {r_i.dom.extent}{hint}")  # type: ignore[union-attr]
             self.pairs.append((r_t, r_i))
         if inner not in self.absorbed:
             self.absorbed.append(inner)
