@@ -21,7 +21,7 @@ from .transform import pad
 
 IntOrPair = int | Sequence[int]
 
-CHANNEL_TILE = 4
+CHANNEL_TILE = 8
 """Output channels computed together, so each input row loaded serves that many accumulators."""
 
 
