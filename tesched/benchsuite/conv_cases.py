@@ -1,7 +1,8 @@
 """Convolution workloads: conv2d + batch_norm + relu (1x1, 128x28x28 -> 256), depthwise conv2d +
 batch_norm + relu (512x14x14, 3x3), both through the graph API (fused: default passes; unfused:
 ``fuse_ops`` disabled, batch norm folded in both), and conv -> relu -> conv (64x56x56, 3x3) from
-:mod:`tesched.schedules.conv_chain` (fused: the first conv computed per row band of the second).
+:mod:`tesched.schedules.conv_chain` (fused: the first conv computed per band of 28 rows of the second;
+unfused: every stage computed in full; both with the same register tile, :data:`CONV_CHAIN_TILE`).
 
 The NumPy variants are what a NumPy user would write: a 1x1 conv is one matrix product, a 3x3 conv a sum
 of nine shifted matrix products (or, depthwise, of nine shifted per-channel products), batch norm a
@@ -21,6 +22,9 @@ from tesched.schedules import conv_chain
 from .workloads import Case, Workload, random_arrays
 
 EPSILON = 1e-5
+CONV_CHAIN_TILE = {"f_block": 8, "x_block": 56}
+"""Register tile of both convolutions of conv -> relu -> conv: 8 output channels x a whole 56-wide row
+(four vectors, one of them half full, where 28 columns take three vectors of 16, 8 and 4 lanes)."""
 
 
 def numpy_conv2d(x: np.ndarray, w: np.ndarray, depthwise: bool) -> np.ndarray:
@@ -100,8 +104,8 @@ def depthwise_bn_relu(quick: bool, torch: ModuleType | None) -> Case:
 def conv_relu_conv(quick: bool, torch: ModuleType | None) -> Case:
     c, s, rows = (8, 8, 4) if quick else (64, 56, 28)
     chain = conv_chain.declare(channels=c, size=s)
-    fused = _build(conv_chain.fused(chain, rows=rows), chain, "conv_conv_fused")
-    unfused = _build(conv_chain.unfused(chain), chain, "conv_conv_unfused")
+    fused = _build(conv_chain.fused(chain, rows=rows, **CONV_CHAIN_TILE), chain, "conv_conv_fused")
+    unfused = _build(conv_chain.unfused(chain, **CONV_CHAIN_TILE), chain, "conv_conv_unfused")
     x, w1, w2 = random_arrays(4, (1, c, s, s), (c, c, 3, 3), (c, c, 3, 3), scale=1.0)
     w1 *= 1.0 / np.sqrt(9 * c)
     w2 *= 1.0 / np.sqrt(9 * c)

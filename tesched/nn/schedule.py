@@ -155,8 +155,9 @@ def schedule_reduction(s: Schedule, red: Tensor, host: Tensor) -> None:
 
 def schedule_channel_planes(s: Schedule, red: Tensor, host: Tensor, window_input: Tensor | None) -> None:
     """NCHW sliding windows that stay in their channel (depthwise conv, pools): one channel plane per
-    iteration of the parallel (n, c) loop of ``host``, the window loops outside the vectorized output row;
-    ``window_input`` (a padding stage, if any) is computed per plane too."""
+    iteration of the parallel (n, c) loop of ``host``, and per output row of the plane the reduction
+    computed with the window loops outside the vectorized row, so the row's accumulators stay in
+    registers; ``window_input`` (a padding stage, if any) is computed per plane."""
     if host.shape != red.shape:
         schedule_reduction(s, red, host)
         return
@@ -164,10 +165,10 @@ def schedule_channel_planes(s: Schedule, red: Tensor, host: Tensor, window_input
     rn, rc, rh, rw = rstage.op.axis
     rstage.reorder(rn, rc, rh, *rstage.op.reduce_axis, rw)
     rstage.vectorize(rw)
-    n, c, _, w = hstage.op.axis
+    n, c, h, w = hstage.op.axis
     plane = parallel_outer(hstage, [n, c], reduction_work(red))
     hstage.vectorize(w)
-    rstage.compute_at(hstage, plane)
+    rstage.compute_at(hstage, h)
     if window_input is not None:
         s[window_input].compute_at(hstage, plane)
         s[window_input].vectorize(s[window_input].op.axis[-1])
