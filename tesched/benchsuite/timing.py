@@ -1,5 +1,7 @@
 """Interleaved timing: the variants of one workload are timed round after round, one block of calls each
-per round, so that load from other processes falls on all of them alike.
+per round, so that load from other processes falls on all of them alike. The order of the variants
+turns by one every round, so no variant always runs right after the same other one (a library's thread
+pool may still be spinning when the next variant starts).
 
 A block holds enough calls to last about :data:`BLOCK_SECONDS` (measured once per variant), so that
 microsecond-scale calls are not drowned by the timer, and each block starts with one untimed call that
@@ -41,8 +43,11 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int) 
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     calls = {label: calls_per_block(call) for label, call in variants.items()}
     samples: dict[str, list[float]] = {label: [] for label in variants}
-    for _ in range(rounds):
-        for label, call in variants.items():
+    labels = list(variants)
+    for round_ in range(rounds):
+        turn = round_ % len(labels)
+        for label in labels[turn:] + labels[:turn]:
+            call = variants[label]
             call()
             n = calls[label]
             start = time.perf_counter()

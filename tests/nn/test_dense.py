@@ -46,3 +46,14 @@ def test_dense_rejects_a_bias_of_the_wrong_length():
 def test_matmul_rejects_mismatched_inner_sizes():
     with pytest.raises(ValueError, match=r"\(2, 3\) and \(4, 5\)"):
         nn.matmul(ts.placeholder((2, 3), name="a"), ts.placeholder((4, 5), name="b"))
+
+
+@pytest.mark.parametrize("m, k, n", [(64, 12, 96), (40, 9, 64), (16, 5, 48)])
+def test_matmul_register_tiles_with_and_without_packing_and_an_epilogue(rand, m, k, n):
+    a, b = ts.placeholder((m, k), name="a"), ts.placeholder((k, n), name="b")
+    arrays = [rand(a.shape, low=-1), rand(b.shape, low=-1)]
+    (plain, activated), kernel = run([nn.matmul(a, b), nn.relu(nn.matmul(a, b))], [a, b], arrays)
+    ref = arrays[0].astype(np.float64) @ arrays[1]
+    np.testing.assert_allclose(plain, ref, rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(activated, np.maximum(ref, 0), rtol=RTOL, atol=ATOL)
+    assert ("b.local" in str(kernel.lowered)) == (m >= 32)   # a panel of b is packed for 4+ row tiles
