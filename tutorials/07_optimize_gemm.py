@@ -29,6 +29,7 @@ import time
 import numpy as np
 
 import tesched as ts
+from tesched.demo import declare_matmul
 
 QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
 N = 64 if QUICK else 1024
@@ -44,11 +45,8 @@ expected = a_np.astype(np.float64) @ b_np.astype(np.float64)
 
 
 def declare():
-    A = ts.placeholder((N, N), name="A")
-    B = ts.placeholder((N, N), name="B")
-    k = ts.reduce_axis((0, N), name="k")
-    C = ts.compute((N, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return A, B, C
+    """The algorithm, C[i, j] = sum over k of A[i, k] * B[k, j] (the same declaration as the demo's)."""
+    return declare_matmul(N)
 
 
 def run(step: str, s: ts.Schedule, args: list, show_ir: bool = False) -> None:
