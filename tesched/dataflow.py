@@ -47,9 +47,14 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
 
 
 def _require_unscheduled(stage: "Stage", primitive: str) -> None:
-    if stage.relations or stage.iter_var_attrs or stage.attach_type != "root":
-        raise ScheduleError(f"{primitive} of {stage.name}: apply it before splitting, annotating or placing "
-                            f"{stage.name}")
+    done = [f"loop {v.name} was split or fused" for v in stage.all_iter_vars
+            if v not in stage.leaf_iter_vars and v.dom is not None]
+    done += [f"loop {v.name} is {kind}" for v, kind in stage.iter_var_attrs.items()]
+    if stage.attach_type != "root":
+        done.append(f"it is {stage.attach_type} at {getattr(stage.attach_stage, 'name', '')}".rstrip(" at"))
+    if done:
+        raise ScheduleError(f"{primitive} of {stage.name}: apply it before scheduling {stage.name} "
+                            f"({'; '.join(done)})")
 
 
 def cache_read(sch: "Schedule", tensor: Tensor, scope: str, readers: Sequence) -> Tensor:

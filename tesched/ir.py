@@ -180,6 +180,7 @@ class For(Stmt):
     step: int = 1
     extent_hint: int | None = None   # the loop's largest trip count when known (unroll factor)
     reduction: bool = False          # iterations accumulate into the same elements (a reduce loop)
+    stage: str = ""                  # the stage whose loop this is
 
 
 @dataclass(eq=False)
@@ -287,7 +288,7 @@ def map_stmt(stmt: Stmt, on_expr, on_stmt=None) -> Stmt:
             return Block([go(c) for c in s.stmts])
         if isinstance(s, For):
             return For(s.var, on_expr(s.begin), on_expr(s.end), s.kind, go(s.body), s.step, s.extent_hint,
-                       s.reduction)
+                       s.reduction, s.stage)
         if isinstance(s, IfThenElse):
             return IfThenElse(on_expr(s.cond), go(s.then_case), None if s.else_case is None else go(s.else_case))
         if isinstance(s, Store):

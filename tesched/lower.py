@@ -129,8 +129,9 @@ def check_loop_nesting(st: LoweringState) -> LoweringState:
     def visit(s: ir.Stmt, vector: ir.For | None) -> None:
         if isinstance(s, ir.For):
             if s.kind == "parallel" and vector is not None:
-                raise ScheduleError(f"loop {s.var.name} is parallel but runs inside the vectorized loop "
-                                    f"{vector.var.name}; vectorize an inner loop or parallelize an outer one")
+                raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is parallel but runs inside the "
+                                    f"vectorized loop {vector.var.name} of stage {vector.stage}; vectorize an "
+                                    "inner loop or parallelize an outer one")
             visit(s.body, s if s.kind == "vectorized" else vector)
         elif isinstance(s, ir.Block):
             for c in s.stmts:

@@ -186,8 +186,8 @@ class Stage:
         self._check_leaf(parent, "split")
         if (factor is None) == (nparts is None):
             raise ScheduleError(f"split of {self.name}.{parent.name}: give exactly one of factor, nparts")
-        factor = None if factor is None else _positive_int(factor, f"split factor of {parent.name}")
-        nparts = None if nparts is None else _positive_int(nparts, f"split nparts of {parent.name}")
+        factor = None if factor is None else _positive_int(factor, f"split factor of {self.name}.{parent.name}")
+        nparts = None if nparts is None else _positive_int(nparts, f"split nparts of {self.name}.{parent.name}")
         outer = IterVar(None, f"{parent.name}.outer", parent.iter_type)
         inner = IterVar(None, f"{parent.name}.inner", parent.iter_type)
         self.relations.append(Split(parent, outer, inner, factor, nparts))
@@ -283,14 +283,20 @@ class Stage:
         if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
             raise ScheduleError(f"compute_at of {self.name}: the parent must be a stage of the same "
                                 "schedule, e.g. s[consumer]")
+        where = f"{parent.name}.{getattr(scope, 'name', scope)}"
         if parent is self:
-            raise ScheduleError(f"compute_at of {self.name}: a stage cannot be computed inside itself")
+            raise ScheduleError(f"compute_at of {self.name} at {where}: a stage cannot be computed inside "
+                                "itself")
         if self.is_output:
-            raise ScheduleError(f"compute_at of {self.name}: it is an output of the schedule; outputs are "
-                                "computed at the root")
+            raise ScheduleError(f"compute_at of {self.name} at {where}: it is an output of the schedule; "
+                                "outputs are computed at the root")
         if not isinstance(scope, IterVar) or scope not in parent.all_iter_vars:
+            owner = next((st.name for st in self.schedule.stages if isinstance(scope, IterVar)
+                          and any(v is scope for v in st.all_iter_vars)), None)
+            belongs = f"; it is a loop of {owner}" if owner else ""
             raise ScheduleError(f"compute_at of {self.name}: {getattr(scope, 'name', scope)!r} is not a loop "
-                                f"of {parent.name} (its loops are: {parent._names(parent.leaf_iter_vars)})")
+                                f"of {parent.name} (its loops are: {parent._names(parent.leaf_iter_vars)})"
+                                f"{belongs}")
         if not self.schedule.reads_transitively(parent.op, self.op):
             readers = [st.name for st in self.schedule.stages if self in self.schedule.producers(st)]
             raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "

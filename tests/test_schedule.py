@@ -210,9 +210,9 @@ def test_split_of_an_already_split_axis():
 
 
 @pytest.mark.parametrize("kwargs, message", [
-    ({"factor": 0}, "split factor of i must be positive"),
-    ({"nparts": -1}, "split nparts of i must be positive"),
-    ({"factor": 2.5}, "split factor of i must be a positive int"),
+    ({"factor": 0}, "split factor of Q.i must be positive"),
+    ({"nparts": -1}, "split nparts of Q.i must be positive"),
+    ({"factor": 2.5}, "split factor of Q.i must be a positive int"),
     ({"factor": 2, "nparts": 2}, "split of Q.i: give exactly one of factor, nparts"),
     ({}, "split of Q.i: give exactly one of factor, nparts"),
 ])
@@ -268,9 +268,10 @@ def test_compute_at_into_a_stage_that_does_not_read_the_producer():
 def test_compute_at_with_a_loop_of_another_stage():
     A, P, Q, R = pipeline()
     s = ts.create_schedule(R.op)
-    with pytest.raises(ts.ScheduleError, match=r"compute_at of P: 'j' is not a loop of R \(its loops are: i, k\)"):
+    with pytest.raises(ts.ScheduleError, match=r"compute_at of P: 'j' is not a loop of R \(its loops are: "
+                                              r"i, k\); it is a loop of Q"):
         s[P].compute_at(s[R], Q.op.axis[1])
-    with pytest.raises(ts.ScheduleError, match="compute_at of P: a stage cannot be computed inside itself"):
+    with pytest.raises(ts.ScheduleError, match=r"compute_at of P at P\.i: a stage cannot be computed inside itself"):
         s[P].compute_at(s[P], P.op.axis[0])
 
 
@@ -307,7 +308,7 @@ def test_compute_inline_and_compute_at_of_an_output():
     s = ts.create_schedule([R.op, Q.op])
     with pytest.raises(ts.ScheduleError, match="compute_inline of Q: it is an output of the schedule"):
         s[Q].compute_inline()
-    with pytest.raises(ts.ScheduleError, match="compute_at of Q: it is an output of the schedule"):
+    with pytest.raises(ts.ScheduleError, match=r"compute_at of Q at R\.i: it is an output of the schedule"):
         s[Q].compute_at(s[R], R.op.axis[0])
 
 

@@ -200,4 +200,4 @@ class AstToIR:
         body = self.walk(node.for_get_body(), inner, None)
         kind = loop.kind if loop is not None else "serial"
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
-                      loop is not None and loop.var.iter_type == "comm_reduce")
+                      loop is not None and loop.var.iter_type == "comm_reduce", loop.stage if loop else "")

@@ -353,12 +353,7 @@ class PolyModel:
                 part = lmap.apply_range(acc)
                 fp = part if fp is None else fp.union(part)
         assert fp is not None
-        fp = fp.intersect_range(tdom).coalesce()
-        if fp.n_basic_map() > 1:
-            # isl may describe a footprint piece by piece (e.g. one piece per tile when there are few); its
-            # hull, clipped to the tensor, is a superset whose bounds are single affine expressions
-            fp = isl.Map(fp.polyhedral_hull()).intersect_domain(fp.domain()).intersect_range(tdom)
-        return self._box(fp, tdom)
+        return self._box(fp.intersect_range(tdom).coalesce(), tdom)
 
     def _box(self, fp: isl.Map, tdom: isl.Set) -> isl.Map:
         """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a

@@ -53,7 +53,7 @@ def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
     def visit(s: ir.Stmt):
         if isinstance(s, ir.For) and s.kind in ("serial", "unrolled"):
             inner = _unroll_addressing_loops(s.body, buf)
-            loop = ir.For(s.var, s.begin, s.end, s.kind, inner, s.step, s.extent_hint, s.reduction)
+            loop = ir.For(s.var, s.begin, s.end, s.kind, inner, s.step, s.extent_hint, s.reduction, s.stage)
             if any(_slot(a, buf) is None and any(n is s.var for n in _index_vars(a, buf))
                    for a in _accesses(inner, buf)):
                 trips = constant_difference(loop.end, loop.begin)
