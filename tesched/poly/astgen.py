@@ -115,14 +115,27 @@ def _fold_origin(alloc: ir.Allocate) -> ir.Allocate:
     return ir.Allocate(buf, body)
 
 
+def _hoist_allocation(s: ir.Stmt) -> ir.Stmt:
+    """``if (c) { allocate b { X } }`` -> ``allocate b { if (c) { X } }``: isl may put a guard above one
+    piece of an allocation's scope; allocating unconditionally lets the pieces be rejoined."""
+    if isinstance(s, ir.IfThenElse) and isinstance(s.then_case, ir.Allocate):
+        buf = s.then_case.buffer
+        other = s.else_case
+        if other is None or (isinstance(other, ir.Allocate) and other.buffer is buf):
+            return ir.Allocate(buf, ir.IfThenElse(s.cond, s.then_case.body,
+                                                  None if other is None else other.body))  # type: ignore[union-attr]
+    return s
+
+
 def _merge_allocations(stmts: list[ir.Stmt]) -> ir.Stmt:
     """Rejoin an allocation that isl's AST generator split into sibling copies.
 
     isl puts a mark above each piece ("graft") its child generates, so a ``compute_at`` scope whose
     sequence is generated as several pieces (e.g. under an eliminated single-iteration loop) comes back as
-    consecutive ``allocate`` siblings of one buffer; they are one scope and must share one buffer."""
+    consecutive ``allocate`` siblings of one buffer (some under a guard); they are one scope and must
+    share one buffer."""
     out: list[ir.Stmt] = []
-    for s in stmts:
+    for s in map(_hoist_allocation, stmts):
         prev = out[-1] if out else None
         if isinstance(s, ir.Allocate) and isinstance(prev, ir.Allocate) and prev.buffer is s.buffer:
             out[-1] = ir.Allocate(s.buffer, _merge_allocations([prev.body, s.body]))
