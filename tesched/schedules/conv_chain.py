@@ -91,13 +91,20 @@ def _block(extent: int, preferred: int) -> int:
     return max(d for d in range(1, min(extent, preferred) + 1) if extent % d == 0)
 
 
-def register_tile(s: ts.Schedule, out: ts.Tensor, f_block: int, x_block: int):
-    """Give ``out`` a register-tiled kernel; returns its loops (n, f.outer, y, x.outer, f.inner, x.inner)."""
+def register_tile(s: ts.Schedule, out: ts.Tensor, f_block: int, x_block: int, rows: int | None = None):
+    """Give ``out`` a register-tiled kernel; returns its loops. With ``rows``, the output rows are first
+    split into bands: loops (n, y.outer, f.outer, y.inner, x.outer, f.inner, x.inner); else
+    (n, f.outer, y, x.outer, f.inner, x.inner)."""
     cache = s.cache_write(out, "local")
     n, f, y, x = s[out].op.axis
     fo, fi = s[out].split(f, _block(out.shape[1], f_block))
     xo, xi = s[out].split(x, _block(out.shape[3], x_block))
-    s[out].reorder(n, fo, y, xo, fi, xi)
+    if rows is None:
+        loops = (n, fo, y, xo, fi, xi)
+    else:
+        yo, yi = s[out].split(y, rows)
+        loops = (n, yo, fo, yi, xo, fi, xi)
+    s[out].reorder(*loops)
     s[cache].compute_at(s[out], xo)
     cn, cf, cy, cx = s[cache].op.axis
     rc, ry, rx = s[cache].op.reduce_axis
@@ -105,7 +112,7 @@ def register_tile(s: ts.Schedule, out: ts.Tensor, f_block: int, x_block: int):
     s[cache].unroll(cf)
     s[cache].vectorize(cx)
     s[out].vectorize(xi)
-    return n, fo, y, xo, fi, xi
+    return loops
 
 
 def unfused(chain: ConvChain, f_block: int = 8, x_block: int = 28) -> ts.Schedule:
@@ -123,21 +130,8 @@ def fused(chain: ConvChain, rows: int = 28, f_block: int = 8, x_block: int = 28)
     s = ts.create_schedule(chain.conv2.op)
     s[chain.relu].compute_inline()
     register_tile(s, chain.conv1, f_block, x_block)
-    cache = s.cache_write(chain.conv2, "local")
-    c2 = chain.conv2
-    n, f, y, x = s[c2].op.axis
-    yo, yi = s[c2].split(y, rows)
-    fo, fi = s[c2].split(f, _block(c2.shape[1], f_block))
-    xo, xi = s[c2].split(x, _block(c2.shape[3], x_block))
-    s[c2].reorder(n, yo, fo, yi, xo, fi, xi)
-    s[cache].compute_at(s[c2], xo)
-    cn, cf, cy, cx = s[cache].op.axis
-    rc, ry, rx = s[cache].op.reduce_axis
-    s[cache].reorder(cn, cy, rc, ry, rx, cf, cx)
-    s[cache].unroll(cf)
-    s[cache].vectorize(cx)
-    s[c2].vectorize(xi)
-    s[c2].parallel(yo)
+    _, yo, *_ = register_tile(s, chain.conv2, f_block, x_block, rows=rows)
+    s[chain.conv2].parallel(yo)
     for stage in (chain.pad2, chain.conv1, chain.pad1):
-        s[stage].compute_at(s[c2], yo)
+        s[stage].compute_at(s[chain.conv2], yo)
     return s
