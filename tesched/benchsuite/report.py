@@ -9,6 +9,7 @@ throughput at the same thread count (median over median, and best over best).
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
@@ -125,7 +126,7 @@ def plot(result: SuiteResult, path: str | Path) -> bool:
     import matplotlib.pyplot as plt
     rows = [r for r in result.rows if "numpy" in r.timings]
     labels = [v for v in VARIANTS if any(v in r.timings for r in rows)]
-    fig, ax = plt.subplots(figsize=(max(8.0, 1.6 * len(rows)), 4.5))
+    fig, ax = plt.subplots(figsize=(max(8.0, 1.8 * len(rows)), 5.0))
     width = 0.8 / max(1, len(labels))
     for k, label in enumerate(labels):
         xs = [i + (k - (len(labels) - 1) / 2) * width for i in range(len(rows))]
@@ -134,7 +135,7 @@ def plot(result: SuiteResult, path: str | Path) -> bool:
     ax.axhline(1.0, color="black", linewidth=0.8)
     ax.set_yscale("log")
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels([r.name.replace(" ", "\n", 1) for r in rows], fontsize=7)
+    ax.set_xticklabels([textwrap.fill(r.name, 18) for r in rows], fontsize=7)
     ax.set_ylabel("speed relative to NumPy (median)")
     ax.set_title(f"tesched vs NumPy and PyTorch, {result.threads} threads")
     ax.legend()
