@@ -1,9 +1,9 @@
 """GEMM (``nn.matmul`` with its default schedule, 1024^3) and the cost of calling a tiny kernel.
 
-GEMM has nothing to fuse, so it has no unfused variant. The call-overhead rows run ``C = A + B`` on four
-float32 elements, output given: tesched's ordinary checked call (``fused`` column) and the pre-checked
-call of :meth:`tesched.kernel.Kernel.prepare` (extra ``prepared`` variant), next to ``np.add`` and
-``torch.add`` with ``out=``.
+GEMM has nothing to fuse, so it has no unfused variant. The call-overhead row runs ``C = A + B`` on four
+float32 elements: the pre-checked call of :meth:`tesched.kernel.Kernel.prepare` (``fused`` column, like
+every other tesched variant of the suite) and the ordinary call that checks its arguments every time
+(extra ``checked call`` variant), next to ``np.add`` and ``torch.add`` with ``out=``.
 """
 from __future__ import annotations
 
@@ -44,12 +44,12 @@ def call_overhead(quick: bool, torch: ModuleType | None) -> Case:
         kernel(a, b, c)
         return c
 
-    variants = {"fused": checked, "numpy": lambda: np.add(a, b, out=c), "prepared": kernel.prepare(a, b)}
+    variants = {"fused": kernel.prepare(a, b), "numpy": lambda: np.add(a, b, out=c), "checked call": checked}
     if torch is not None:
         ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
         variants["torch"] = lambda: torch.add(ta, tb, out=tc)
     return Case("call overhead: 4-element add", 0.0, [a.astype(np.float64) + b], variants, kernels={"fused": 1},
-                rtol=1e-6, atol=0.0, note="fused column: kernel(a, b, c), arguments checked on every call")
+                rtol=1e-6, atol=0.0, note="fused column: a prepared call; checked call: kernel(a, b, c)")
 
 
 GEMM_WORKLOADS = [Workload("gemm", gemm), Workload("overhead", call_overhead)]
