@@ -16,7 +16,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                                      description="tesched fused and unfused against NumPy and PyTorch eager, in "
                                                  "one process, every result checked against NumPy before timing")
     parser.add_argument("--threads", type=int, default=None, help="threads for every library (default: all cores)")
-    parser.add_argument("--repeat", type=int, default=None, help="interleaved timing rounds (default 30, quick 3)")
+    parser.add_argument("--repeat", type=int, default=None, help="interleaved timing rounds (default 50, quick 3)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (a smoke test)")
     parser.add_argument("--only", nargs="+", choices=[w.key for w in workloads()], help="run these workloads only")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
@@ -34,7 +34,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
-    repeat = args.repeat or (3 if args.quick else 30)
+    repeat = args.repeat or (3 if args.quick else 50)
     result = run_suite(threads=args.threads, repeat=repeat, quick=args.quick, only=args.only, peak=not args.no_peak,
                        build=not args.no_build, use_torch=not args.no_torch,
                        progress=lambda message: print(f"... {message}", file=sys.stderr, flush=True))

@@ -61,7 +61,7 @@ def _load() -> list[float]:
         return []
 
 
-def run_suite(threads: int | None = None, repeat: int = 30, quick: bool = False, only: list[str] | None = None,
+def run_suite(threads: int | None = None, repeat: int = 50, quick: bool = False, only: list[str] | None = None,
               peak: bool = True, build: bool = True, use_torch: bool = True,
               progress: Callable[[str], None] = lambda _: None) -> SuiteResult:
     """Check and time every workload (or those whose key is in ``only``) with ``threads`` threads

@@ -30,7 +30,9 @@ class Timing:
 
 
 def calls_per_block(call: Callable[[], object]) -> int:
-    """How many calls of ``call`` take about :data:`BLOCK_SECONDS` (at least one)."""
+    """How many calls of ``call`` take about :data:`BLOCK_SECONDS` (at least one), timed after a
+    warm-up call."""
+    call()
     start = time.perf_counter()
     call()
     once = max(time.perf_counter() - start, 1e-7)
