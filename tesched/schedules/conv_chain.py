@@ -123,6 +123,7 @@ def unfused(chain: ConvChain, f_block: int = 8, x_block: int = 28) -> ts.Schedul
         s[conv].parallel(fo)
     for p in (chain.pad1, chain.pad2):
         s[p].parallel(s[p].op.axis[1])
+        s[p].vectorize(s[p].op.axis[3])
     return s
 
 
@@ -134,4 +135,6 @@ def fused(chain: ConvChain, rows: int = 28, f_block: int = 8, x_block: int = 28)
     s[chain.conv2].parallel(yo)
     for stage in (chain.pad2, chain.conv1, chain.pad1):
         s[stage].compute_at(s[chain.conv2], yo)
+    for p in (chain.pad1, chain.pad2):
+        s[p].vectorize(s[p].op.axis[3])
     return s
