@@ -49,7 +49,7 @@ def rational_tanh(v: Expr) -> Expr:
     """``tanh(v)`` as ``v * P(v^2) / Q(v^2)`` on ``v`` clamped to +-TANH_CLAMP (Eigen's float32 tanh):
     additions, multiplications, one division and min/max, so a vectorized loop keeps it in SIMD code,
     where a call of ``tanhf`` would run one lane at a time."""
-    clamped = ts.minimum(ts.maximum(v, -TANH_CLAMP), TANH_CLAMP)
+    clamped = ts.minimum(TANH_CLAMP, ts.maximum(-TANH_CLAMP, v))  # constant first: a NaN passes through
     square = clamped * clamped
     return clamped * _horner(TANH_NUMERATOR, square) / _horner(TANH_DENOMINATOR, square)
 
