@@ -2,7 +2,8 @@
 broadcasting, a Python number allowed on either side) and ``bias_add``.
 
 Each returns one stage tagged ``elemwise`` (unary) or ``broadcast`` (binary), as TVM classifies them;
-their default schedule is :func:`tesched.nn.schedule.schedule_injective`. Shapes are static ints.
+their default schedule is :func:`tesched.nn.schedule.schedule_injective`. Shapes are static ints. In
+float32, ``tanh`` and ``sigmoid`` are arithmetic (:func:`rational_tanh`), so their loops become SIMD code.
 """
 from __future__ import annotations
 

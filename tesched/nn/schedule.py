@@ -13,8 +13,8 @@ returns a schedule in which
   by :func:`schedule_reduction` when none is; every such schedule gets an anchor and a distinct host;
 - outputs that host no anchor get :func:`schedule_injective`.
 
-Schedules use only tesched primitives (split, fuse, reorder, compute_at, compute_inline, vectorize,
-parallel, unroll). This module chooses loops; it declares no computation.
+Schedules use only tesched primitives (split, fuse, reorder, compute_at, compute_inline, cache_read,
+cache_write, rfactor, vectorize, parallel, unroll). This module chooses loops; it declares no computation.
 """
 from __future__ import annotations
 
