@@ -51,6 +51,7 @@ def run(title: str, sched: ts.Schedule, show_ir: bool = False) -> float:
     kernel = ts.build(sched, chain.args, name="conv_conv")
     out = kernel(x, w1, w2)
     np.testing.assert_allclose(out, expected, rtol=1e-3, atol=1e-2)
+    print("-> matches NumPy")
     call = kernel.prepare(x, w1, w2, out)
     times = []
     for _ in range(REPEAT):
@@ -64,10 +65,15 @@ def run(title: str, sched: ts.Schedule, show_ir: bool = False) -> float:
     return median
 
 
-# --- 2. The schedule TVM refuses, on a small 8x8 tile -------------------------------------------------
+# --- 2. Nothing fused: every stage computed in full, one after the other -------------------------------
+print("\n=== Step 1: no fusion, naive loops (every stage computed in full)")
+s = ts.create_schedule(chain.conv2.op)
+naive = run("unfused, naive loops", s)
+
+# --- 3. The schedule TVM refuses, on a small 8x8 tile -------------------------------------------------
 # conv1 is computed inside the tile loop of conv2. Reorder so the output channels are *inside* the tile:
 # otherwise conv1 would be recomputed for every output channel (the redundancy factor would show it).
-print("Step 2: conv1 computed per 8x8 tile of conv2 (pad and relu inlined)")
+print("\n=== Step 2: conv1 computed per 8x8 tile of conv2 (pad and relu inlined)")
 s = ts.create_schedule(chain.conv2.op)
 for stage in (chain.pad1, chain.relu, chain.pad2):
     s[stage].compute_inline()
@@ -81,15 +87,21 @@ print("""  Read the IR above (printed with --quick): inside the wo loop, `alloca
   max/min in the loop bounds); `produce conv1` fills it, then conv2's loops read it.
 """)
 
-# --- 3. Fast kernels for both: the same register-tiled convolution, unfused and fused -----------------
+# --- 4. Fast kernels for both: the same register-tiled convolution, unfused and fused -----------------
 # Both use a cache_write tile of 8 output channels x 28 columns kept in vector registers across the
 # reduction (see tesched/schedules/conv_chain.py). Unfused computes each stage in full; fused computes
 # pad1, conv1 and pad2 per band of conv2 rows, and runs the bands in parallel.
-print("Step 3: register-tiled kernels, unfused vs fused in bands of rows")
+print("\n=== Step 3: register-tiled kernels, each stage in full")
 unfused = run("unfused (each stage in full)", conv_chain.unfused(chain))
+print("\n=== Step 4: the same kernels fused in bands of rows (halo rows recomputed)")
 best = None
 for rows in sorted({max(1, SIZE // 8), max(1, SIZE // 4), max(1, SIZE // 2)}):
     t = run(f"fused, bands of {rows} rows", conv_chain.fused(chain, rows=rows))
     best = t if best is None else min(best, t)
-print(f"\nunfused / best fused = {unfused / best:.2f}x  (> 1: fusion pays for its recomputed halo)")
-print("For careful numbers (interleaved runs, medians and minimums): python benchmarks/conv_conv_fusion.py")
+print("\n=== Step 5: summary")
+print(f"naive unfused / best fused = {naive / best:.1f}x; register-tiled unfused / best fused = "
+      f"{unfused / best:.2f}x")
+print("""Fusion pays when the intermediate tensors' round trip through memory costs more than the recomputed
+halo. Here both kernels are compute-bound and the intermediates fit in the last-level cache, so the two
+are close; under load, the fused kernel's single parallel region also waits less on other processes.
+For careful numbers (interleaved runs, medians and minimums): python benchmarks/conv_conv_fusion.py""")
