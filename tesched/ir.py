@@ -349,6 +349,20 @@ class IRPrinter:
     def __init__(self) -> None:
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
+        self.buffers: dict[int, str] = {}
+        self.buffer_names: set[str] = set()
+
+    def buffer(self, b: object) -> str:
+        """A buffer's name; two buffers (or tensors) of the same name print as ``name`` and ``name#2``."""
+        key = id(b)
+        if key not in self.buffers:
+            base, k, name = b.name, 1, b.name  # type: ignore[attr-defined]
+            while name in self.buffer_names:
+                k += 1
+                name = f"{base}#{k}"
+            self.buffer_names.add(name)
+            self.buffers[key] = name
+        return self.buffers[key]
 
     def name_of(self, v: Var) -> str:
         key = id(v)
@@ -363,7 +377,7 @@ class IRPrinter:
         return self.names[key]
 
     def expr(self, e: Expr) -> str:
-        return expr_str(e, self.name_of)
+        return expr_str(e, self.name_of, self.buffer)
 
     def stmt(self, s: Stmt, indent: int = 0) -> str:
         pad = "  " * indent
@@ -382,20 +396,20 @@ class IRPrinter:
             return out + f"{pad}}}\n"
         if isinstance(s, Store):
             idx = ", ".join(self.expr(i) for i in s.indices)
-            return f"{pad}{s.buffer.name}[{idx}] = {self.expr(s.value)}\n"
+            return f"{pad}{self.buffer(s.buffer)}[{idx}] = {self.expr(s.value)}\n"
         if isinstance(s, Allocate):
             b = s.buffer
             dims = " * ".join(self.expr(d) if isinstance(d, Expr) else str(d) for d in b.shape)
             origin = ", ".join(self.expr(o) for o in b.offsets)
-            head = f"{pad}allocate {b.name}[{b.dtype} * {dims}]"
+            head = f"{pad}allocate {self.buffer(b)}[{b.dtype} * {dims}]"
             if b.scope == "local":
-                head += f"  // region of {b.name} starting at [{origin}]"
+                head += f"  // region of {self.buffer(b)} starting at [{origin}]"
             return head + "\n" + self.stmt(s.body, indent)
         if isinstance(s, Assign):
             return f"{pad}{self.name_of(s.var)} = {self.expr(s.value)}\n"
         if isinstance(s, VStore):
             lanes = split_dtype(s.value.dtype)[1]
-            return f"{pad}{s.buffer.name}[ramp({self.expr(s.index)}, {lanes})] = {self.expr(s.value)}\n"
+            return f"{pad}{self.buffer(s.buffer)}[ramp({self.expr(s.index)}, {lanes})] = {self.expr(s.value)}\n"
         if isinstance(s, IntrinsicCall):
             return f"{pad}call {s.function}({', '.join(self.expr(a) for a in s.args)})\n"
         if isinstance(s, Registers):

@@ -51,7 +51,7 @@ class LoweredFunc:
 
     def __str__(self) -> str:
         printer = ir.IRPrinter()
-        sig = ", ".join(f"{b.name}: {b.dtype}[{', '.join(printer.expr(d) if not isinstance(d, int) else str(d) for d in b.shape)}]"
+        sig = ", ".join(f"{printer.buffer(b)}: {b.dtype}[{', '.join(printer.expr(d) if not isinstance(d, int) else str(d) for d in b.shape)}]"
                         for b in self.args)
         if self.params:
             sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)

@@ -23,8 +23,10 @@ def const_str(c: Const) -> str:
     return repr(c.value)
 
 
-def expr_str(e: Expr, name_of: Callable[[Var], str] | None = None) -> str:
+def expr_str(e: Expr, name_of: Callable[[Var], str] | None = None,
+             buffer_name: Callable[[object], str] | None = None) -> str:
     name_of = name_of or (lambda v: v.name)
+    buffer_name = buffer_name or (lambda b: b.name)
 
     def go(x: Expr) -> tuple[str, int]:
         if isinstance(x, Const):
@@ -60,15 +62,15 @@ def expr_str(e: Expr, name_of: Callable[[Var], str] | None = None) -> str:
             return f"{x.combiner}({go(x.source)[0]}, axis=[{axes}]{where})", 7
         lanes = getattr(x, "lanes", None)
         if lanes is not None and hasattr(x, "index"):      # vector load
-            return f"{x.buffer.name}[ramp({go(x.index)[0]}, {lanes})]", 7
+            return f"{buffer_name(x.buffer)}[ramp({go(x.index)[0]}, {lanes})]", 7
         if lanes is not None:                              # broadcast
             return f"x{lanes}({go(x.value)[0]})", 7
         if x.dtype == "handle":                          # address of an element
-            return f"&{x.buffer.name}[{', '.join(go(i)[0] for i in x.indices)}]", 7
+            return f"&{buffer_name(x.buffer)}[{', '.join(go(i)[0] for i in x.indices)}]", 7
         indices = getattr(x, "indices", None)
         if indices is not None:
             target = getattr(x, "tensor", None) or getattr(x, "buffer", None)
-            return f"{target.name}[{', '.join(go(i)[0] for i in indices)}]", 7
+            return f"{buffer_name(target)}[{', '.join(go(i)[0] for i in indices)}]", 7
         return type(x).__name__, 7
 
     return go(e)[0]
