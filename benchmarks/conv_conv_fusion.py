@@ -2,8 +2,8 @@
 
 Both versions use the same register-tiled convolution kernel (tesched.schedules.conv_chain); the fused one
 recomputes a one-row halo of conv1 per band of conv2 rows. Every kernel is checked against NumPy first.
-Calls are interleaved (fused, unfused, fused, ...) so that machine noise hits both alike; medians and
-minimums are printed, with the ratio unfused/fused (> 1 means fusion is faster).
+Calls are interleaved round-robin (every variant once per round) so that machine noise hits all alike;
+medians and minimums are printed, with the ratio unfused/fused (> 1 means fusion is faster).
 
     python benchmarks/conv_conv_fusion.py [--threads 2] [--repeat 40] [--channels 64] [--size 56]
 """
@@ -19,21 +19,21 @@ import tesched as ts
 from tesched.schedules import conv_chain
 
 
-def timed(run, repeat: int, others) -> list[float]:
-    times = []
+def timed(runs: dict, repeat: int) -> dict:
+    """Round-robin timing: each round calls every variant once, so noise hits them alike."""
+    times: dict = {name: [] for name in runs}
     for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-        for other in others:
-            other()
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
     return times
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=40)
+    ap.add_argument("--repeat", type=int, default=100)
     ap.add_argument("--channels", type=int, default=64)
     ap.add_argument("--size", type=int, default=56)
     args = ap.parse_args()
@@ -59,11 +59,8 @@ def main() -> None:
         lowered[name] = kernel.lowered
     for run in runs.values():   # warm up
         run()
-    results = {}
+    results = timed(runs, args.repeat)
     names = list(runs)
-    for name in names:
-        others = [runs[o] for o in names if o != name]
-        results[name] = timed(runs[name], args.repeat, others[:1])
     print(f"conv->relu->conv {c}x{n}x{n}, 3x3, {args.threads} threads, {args.repeat} runs each")
     print(f"{'schedule':<28}{'median us':>12}{'min us':>10}{'GFLOP/s':>10}  redundancy")
     for name in names:

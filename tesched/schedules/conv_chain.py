@@ -115,7 +115,7 @@ def register_tile(s: ts.Schedule, out: ts.Tensor, f_block: int, x_block: int, ro
     return loops
 
 
-def unfused(chain: ConvChain, f_block: int = 8, x_block: int = 28) -> ts.Schedule:
+def unfused(chain: ConvChain, f_block: int = 8, x_block: int = 56) -> ts.Schedule:
     s = ts.create_schedule(chain.conv2.op)
     s[chain.relu].compute_inline()
     for conv in (chain.conv1, chain.conv2):
@@ -127,7 +127,7 @@ def unfused(chain: ConvChain, f_block: int = 8, x_block: int = 28) -> ts.Schedul
     return s
 
 
-def fused(chain: ConvChain, rows: int = 28, f_block: int = 8, x_block: int = 28) -> ts.Schedule:
+def fused(chain: ConvChain, rows: int = 28, f_block: int = 8, x_block: int = 56) -> ts.Schedule:
     s = ts.create_schedule(chain.conv2.op)
     s[chain.relu].compute_inline()
     register_tile(s, chain.conv1, f_block, x_block)
