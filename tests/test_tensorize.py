@@ -168,36 +168,41 @@ def reference_bias_relu(a, b, bias):
     return np.maximum(a @ b + bias, 0)
 
 
-def test_fused_epilogue_matches_one_intrinsic():
-    """gemm computed at the tile of the bias+relu stage: one call computes all of it."""
+def tiled_bias_relu(gemm_at: str):
+    """gemm -> bias+relu, the output tiled 4x16 and the gemm computed at its loop ``gemm_at``."""
     A, B, bias, C, O = gemm_bias_relu()
     s = ts.create_schedule(O.op)
     i, j = O.op.axis
-    io, jo, ii, ji = s[O].tile(i, j, 4, 16)
-    s[C].compute_at(s[O], jo)
-    s[O].tensorize(ii, micro_intrin(fused=True))
-    text = str(ts.lower(s, [A, B, bias, O]))
-    assert text.count("call mm_bias_relu(") == 1 and "produce C" not in text
+    loops = dict(zip(("io", "jo", "ii", "ji"), s[O].tile(i, j, 4, 16)))
+    s[C].compute_at(s[O], loops[gemm_at])
+    return s, (A, B, bias, C, O), loops
+
+
+def check_bias_relu(s, tensors):
+    A, B, bias, C, O = tensors
     f = ts.build(s, [A, B, bias, O])
     a, b, bb = data(32, 32, shift=.5), data(32, 48), data(48, shift=.5)
     np.testing.assert_allclose(f(a, b, bb), reference_bias_relu(a, b, bb), rtol=1e-4, atol=1e-5)
+
+
+def test_fused_epilogue_matches_one_intrinsic():
+    """gemm computed at the tile of the bias+relu stage: one call computes all of it."""
+    s, tensors, loops = tiled_bias_relu("jo")
+    s[tensors[-1]].tensorize(loops["ii"], micro_intrin(fused=True))
+    text = str(ts.lower(s, [tensors[0], tensors[1], tensors[2], tensors[4]]))
+    assert text.count("call mm_bias_relu(") == 1 and "produce C" not in text
+    check_bias_relu(s, tensors)
 
 
 def test_gemm_core_intrinsic_with_epilogue_as_fused_loop():
     """The intrinsic covers the gemm; bias+relu stays a loop in the same tile."""
-    A, B, bias, C, O = gemm_bias_relu()
-    s = ts.create_schedule(O.op)
-    i, j = O.op.axis
-    io, jo, ii, ji = s[O].tile(i, j, 4, 16)
-    s[C].compute_at(s[O], jo)
-    ci, cj = s[C].op.axis
-    s[C].tensorize(ci, micro_intrin(fused=False))
-    s[O].vectorize(ji)
+    s, tensors, loops = tiled_bias_relu("jo")
+    A, B, bias, C, O = tensors
+    s[C].tensorize(s[C].op.axis[0], micro_intrin(fused=False))
+    s[O].vectorize(loops["ji"])
     text = str(ts.lower(s, [A, B, bias, O]))
     assert "call mm4x16(" in text and "vectorized for j.inner" in text
-    f = ts.build(s, [A, B, bias, O])
-    a, b, bb = data(32, 32, shift=.5), data(32, 48), data(48, shift=.5)
-    np.testing.assert_allclose(f(a, b, bb), reference_bias_relu(a, b, bb), rtol=1e-4, atol=1e-5)
+    check_bias_relu(s, tensors)
 
 
 def test_epilogue_is_never_applied_per_partial_sum():
@@ -273,12 +278,8 @@ def test_dtype_mismatch():
 
 
 def test_stray_stage_inside_region():
-    A, B, bias, C, O = gemm_bias_relu()
-    s = ts.create_schedule(O.op)
-    i, j = O.op.axis
-    io, jo, ii, ji = s[O].tile(i, j, 4, 16)
-    s[C].compute_at(s[O], ji)
-    s[O].tensorize(ii, micro_intrin(fused=False))
+    s, (A, B, bias, C, O), loops = tiled_bias_relu("ji")
+    s[O].tensorize(loops["ii"], micro_intrin(fused=False))
     with pytest.raises(ts.TensorizeError):
         ts.lower(s, [A, B, bias, O])
 
