@@ -16,7 +16,7 @@ import tesched as ts
 from .build_times import BuildTime, measure_build_times
 from .peak import Peak, measure_peak
 from .threads import optional_module, set_all_threads
-from .timing import Timing, time_interleaved
+from .timing import SETTLE_SECONDS, Timing, time_interleaved
 from .workloads import workloads
 
 
@@ -89,7 +89,7 @@ def run_suite(threads: int | None = None, repeat: int = 50, quick: bool = False,
         case = workload.make(quick, torch)
         case.check()
         progress(f"{case.name}: built and checked in {time.perf_counter() - started:.1f} s, timing")
-        timings = time_interleaved(case.variants, repeat)
+        timings = time_interleaved(case.variants, repeat, settle=0.0 if quick else SETTLE_SECONDS)
         result.rows.append(Row(workload.key, case.name, case.flops, timings, case.kernels, case.note))
     environment["load_average_end"] = _load()
     return result

@@ -5,7 +5,10 @@ pool may still be spinning when the next variant starts).
 
 A block holds enough calls to last about :data:`BLOCK_SECONDS` (measured once per variant), so that
 microsecond-scale calls are not drowned by the timer, and each block starts with one untimed call that
-wakes the variant's thread pool. Per variant the result is the median and the minimum, over rounds, of
+wakes the variant's thread pool. Before each block the process sleeps :data:`SETTLE_SECONDS`: worker
+threads of the library that ran before keep spinning for a while after their call (OpenBLAS's for about
+0.1 s), and with two cores a spinning thread takes half of the machine from the next variant (a 2-thread
+GEMM measured 9.6 ms right after a NumPy matmul, 5.4 ms after a 0.2 s pause). Per variant the result is the median and the minimum, over rounds, of
 the seconds per call. This module knows nothing of workloads.
 """
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Mapping
 
 BLOCK_SECONDS = 2e-3
+SETTLE_SECONDS = 0.2
 MAX_CALLS_PER_BLOCK = 10_000
 
 
@@ -39,7 +43,8 @@ def calls_per_block(call: Callable[[], object]) -> int:
     return max(1, min(MAX_CALLS_PER_BLOCK, int(BLOCK_SECONDS / once)))
 
 
-def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int) -> dict[str, Timing]:
+def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
+                     settle: float = SETTLE_SECONDS) -> dict[str, Timing]:
     """Time each variant over ``rounds`` rounds; in every round each variant runs one block in turn."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
@@ -50,6 +55,8 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int) 
         turn = round_ % len(labels)
         for label in labels[turn:] + labels[:turn]:
             call = variants[label]
+            if settle:
+                time.sleep(settle)
             call()
             n = calls[label]
             start = time.perf_counter()
