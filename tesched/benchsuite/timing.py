@@ -5,7 +5,8 @@ pool may still be spinning when the next variant starts).
 
 A block holds enough calls to last about :data:`BLOCK_SECONDS` (measured once per variant), so that
 microsecond-scale calls are not drowned by the timer, and each block starts with one untimed call that
-wakes the variant's thread pool. Before each block the process sleeps :data:`SETTLE_SECONDS`: worker
+wakes the variant's thread pool. Before each block the process waits :data:`SETTLE_SECONDS` (busy, so
+the cores keep their clock): worker
 threads of the library that ran before keep spinning for a while after their call (OpenBLAS's for about
 0.1 s), and with two cores a spinning thread takes half of the machine from the next variant (a 2-thread
 GEMM measured 9.6 ms right after a NumPy matmul, 5.4 ms after a 0.2 s pause). Per variant the result is the median and the minimum, over rounds, of
@@ -43,6 +44,13 @@ def calls_per_block(call: Callable[[], object]) -> int:
     return max(1, min(MAX_CALLS_PER_BLOCK, int(BLOCK_SECONDS / once)))
 
 
+def _busy_wait(seconds: float) -> None:
+    """Wait without sleeping: an idle core would clock down and wake the next variant slowly."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
 def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
                      settle: float = SETTLE_SECONDS) -> dict[str, Timing]:
     """Time each variant over ``rounds`` rounds; in every round each variant runs one block in turn."""
@@ -56,7 +64,7 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
         for label in labels[turn:] + labels[:turn]:
             call = variants[label]
             if settle:
-                time.sleep(settle)
+                _busy_wait(settle)
             call()
             n = calls[label]
             start = time.perf_counter()
