@@ -1,7 +1,8 @@
 """Linear forms of integer IR expressions: ``sum(coeff * atom) + const``.
 
 Atoms are variables and, for anything non-linear (``min``, ``//`` ...), the subexpression itself (keyed by
-its structure, variables by identity). Used to prove trip counts constant (``end - begin``), to find how an index moves with
+its structure, variables by identity). ``a % c`` is read as ``a - c * (a // c)``, so that row-major
+indices of a fused loop (``(p // 28) * 28 + p % 28``) fold back to ``p``. Used to prove trip counts constant (``end - begin``), to find how an index moves with
 a loop variable, and to fold the index arithmetic of unrolled code into constants.
 """
 from __future__ import annotations
@@ -30,6 +31,14 @@ def linear(e: Expr, atoms: dict | None = None) -> Linear:
             for k, v in tb.items():
                 out[k] = out.get(k, 0) + sign * v
             return {k: v for k, v in out.items() if v}, ca + sign * cb
+        if isinstance(x, Binary) and x.op in ("floormod", "cmod") and isinstance(x.b, Const) and x.b.value > 0:
+            # a % c = a - c * (a // c): then (a // c) * c + a % c folds back to a
+            div = Binary("floordiv" if x.op == "floormod" else "cdiv", x.a, x.b, x.dtype)
+            (ta, ca), (tq, cq) = go(x.a), go(div)
+            out = dict(ta)
+            for k, v in tq.items():
+                out[k] = out.get(k, 0) - int(x.b.value) * v
+            return {k: v for k, v in out.items() if v}, ca - int(x.b.value) * cq
         if isinstance(x, Binary) and x.op == "mul":
             (ta, ca), (tb, cb) = go(x.a), go(x.b)
             if not ta:
@@ -65,8 +74,8 @@ def coefficient(e: Expr, var: Var) -> int | None:
     """How much ``e`` grows per unit of ``var`` (None if ``var`` appears non-linearly)."""
     atoms: dict = {}
     terms, _ = linear(e, atoms)
-    for key, atom in atoms.items():
-        if key[0] == "atom" and any(n is var for n in _vars(atom)):
+    for key in terms:
+        if key[0] == "atom" and any(n is var for n in _vars(atoms[key])):
             return None
     return terms.get(("var", id(var)), 0)
 

@@ -40,3 +40,9 @@ def test_atoms_are_keyed_by_variable_identity():
     mb = Binary("min", b, i64(5), "int64")
     assert constant_difference(ma, mb) is None
     assert constant_difference(ma, Binary("min", a, i64(5), "int64")) == 0
+
+
+def test_floor_division_and_modulo_of_a_fused_index_fold_back():
+    p = Var("p", "int64")
+    e = add(mul(Binary("floordiv", p, i64(28), "int64"), i64(28)), Binary("floormod", p, i64(28), "int64"))
+    assert coefficient(e, p) == 1 and constant_value(simplify(Binary("sub", e, p, "int64"))) == 0

@@ -118,3 +118,15 @@ def test_register_tile_is_promoted_to_vector_variables():
     a = np.random.default_rng(2).random((n, n), dtype=np.float32)
     b = np.random.default_rng(3).random((n, n), dtype=np.float32)
     np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-4)
+
+
+def test_loop_over_a_flattened_image_is_contiguous():
+    X = ts.placeholder((4, 28, 28), name="X")
+    Y = ts.compute((4, 784), lambda c, p: X[c, p // 28, p % 28] * 2.0, name="Y")
+    s = ts.create_schedule(Y.op)
+    po, pi = s[Y].split(Y.op.axis[1], 112)
+    s[Y].vectorize(pi)
+    f = ts.build(s, [X, Y], name="flattened_image")
+    assert "ts_vload_" in f.c_source
+    x = np.random.default_rng(4).random((4, 28, 28), dtype=np.float32)
+    np.testing.assert_allclose(f(x), x.reshape(4, 784) * 2)
