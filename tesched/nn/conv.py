@@ -99,13 +99,51 @@ def _pad_stage(conv: Tensor) -> Tensor | None:
     return first if op_of(first) == "pad" else None
 
 
+POINTWISE_COLUMNS = 48
+"""A pointwise (1x1, stride 1) convolution's tile spans whole rows, at least this many positions."""
+
+
+def _is_pointwise(conv: Tensor) -> bool:
+    """1x1 kernel, stride 1, no padding: the image is read as one contiguous row per channel."""
+    data = conv.op.input_tensors[0]
+    return (all(r.dom.extent == 1 for r in conv.op.reduce_axis[1:]) and _pad_stage(conv) is None
+            and data.ndim == 4 and tuple(data.shape[2:]) == tuple(conv.shape[2:]))
+
+
+def _schedule_pointwise(s: Schedule, conv: Tensor, host: Tensor) -> None:
+    """A GEMM over the flattened image: per tile of CHANNEL_TILE output channels and a band of rows
+    (at least POINTWISE_COLUMNS positions, fused into one vectorized loop), the reduction over input
+    channels outside, then the host's tile (the epilogue) over the same fused positions."""
+    height, width = int(conv.shape[2]), int(conv.shape[3])
+    tile = largest_divisor(int(conv.shape[1]), CHANNEL_TILE)
+    rows = largest_divisor(height, max(1, -(-POINTWISE_COLUMNS // width)))
+    cstage, hstage = s[conv], s[host]
+    n, k, h, w = hstage.op.axis
+    ko, ki = hstage.split(k, tile)
+    ho, hi = hstage.split(h, rows)
+    hstage.reorder(n, ko, ho, ki, hi, w)
+    cstage.compute_at(hstage, ho)
+    cn, ck, ch, cw = cstage.op.axis
+    positions = cstage.fuse(ch, cw)
+    cstage.reorder(cn, *cstage.op.reduce_axis, ck, positions)
+    cstage.unroll(ck)
+    cstage.vectorize(positions)
+    hstage.unroll(ki)
+    hstage.vectorize(hstage.fuse(hi, w))
+    parallel_outer(hstage, [n, ko], reduction_work(conv))
+
+
 @register_schedule("conv2d")
 def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
     """Per (batch, tile of CHANNEL_TILE output channels) in parallel and per output row: the conv row tile
     computed with the reduction loops outside, the channel tile unrolled and the row vectorized, then the
-    host's row tile (the epilogue); the padded input is computed once, at the root."""
+    host's row tile (the epilogue); the padded input is computed once, at the root. Pointwise
+    convolutions tile bands of rows as one flattened, contiguous axis instead."""
     if host.shape != conv.shape:
         schedule_reduction(s, conv, host)
+        return
+    if _is_pointwise(conv):
+        _schedule_pointwise(s, conv, host)
         return
     tile = largest_divisor(int(conv.shape[1]), CHANNEL_TILE)
     cstage, hstage = s[conv], s[host]

@@ -1,4 +1,6 @@
 """conv2d and depthwise_conv2d against a direct NumPy reference, fused with an epilogue and alone."""
+import re
+
 import numpy as np
 import pytest
 
@@ -13,6 +15,9 @@ from .helpers import ATOL, RTOL, conv2d_reference, run
     (4, 10, 6, 3, 2, 1, 1, 2),      # strided, grouped, odd output count
     (4, 8, 8, 3, 1, 2, 2, 1),       # dilated
     (16, 6, 5, 1, 1, 0, 1, 1),      # 1x1, no pad stage, channel count with no tile divisor
+    (8, 7, 16, 1, 1, 0, 1, 1),      # pointwise: bands of rows flattened into one vectorized loop
+    (8, 13, 12, 1, 1, 0, 1, 2),     # pointwise, grouped, odd width
+    (8, 12, 16, 1, 2, 0, 1, 1),     # 1x1 but strided: not pointwise
 ])
 def test_conv2d_bias_relu_matches_reference(rand, channels, size, out_channels, kernel, stride, pad, dilation,
                                             groups):
@@ -25,6 +30,15 @@ def test_conv2d_bias_relu_matches_reference(rand, channels, size, out_channels, 
     out, _ = run(y, [x, w, b], [xa, wa, ba])
     ref = conv2d_reference(xa, wa, stride, pad, dilation, groups) + ba[:, None, None]
     np.testing.assert_allclose(out, np.maximum(ref, 0), rtol=RTOL, atol=ATOL)
+
+
+def test_pointwise_conv_tiles_flattened_rows():
+    x = ts.placeholder((1, 16, 28, 28), name="x")
+    w = ts.placeholder((16, 16, 1, 1), name="w")
+    y = nn.relu(nn.conv2d(x, w))
+    lowered = ts.lower(nn.default_schedule(y), [x, w, y])
+    # two rows of 28 (>= POINTWISE_COLUMNS positions) computed as one contiguous, vectorized loop
+    assert re.search(r"vectorized for yy\.xx\.fused in \[56 \* \S+, 56 \* \S+ \+ 56\)", str(lowered))
 
 
 def test_conv2d_alone_matches_reference(rand):
