@@ -13,13 +13,13 @@ Loop variables made by ``split`` are named ``<parent>.outer``/``<parent>.inner``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from .errors import ScheduleError
 from .tensor import COMM_REDUCE, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 
-LOOP_KINDS = ("serial", "parallel", "vectorized", "unrolled")
-
+if TYPE_CHECKING:
+    from .expr import Expr
 
 @dataclass(frozen=True, eq=False)
 class Split:

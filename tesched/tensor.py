@@ -8,7 +8,7 @@ knows nothing of schedules, loops or code.
 from __future__ import annotations
 
 import inspect
-from typing import Callable, Sequence
+from typing import Callable
 
 from . import dtype as dt
 from .expr import Const, Expr, Reduce, Var, as_expr

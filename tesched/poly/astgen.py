@@ -14,7 +14,7 @@ from typing import Callable, Mapping
 import islpy as isl
 
 from ..errors import LoweringError
-from ..expr import Binary, Const, Expr, Select, Unary, Var
+from ..expr import Binary, Const, Expr, Select, Unary
 from .. import ir
 from .tree import AllocMark, LoopMark, ProduceMark
 
