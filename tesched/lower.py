@@ -213,7 +213,8 @@ def check_schedule(sch: Schedule) -> None:
 
 def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool | None = None,
           simple_mode: bool = True) -> LoweredFunc:
-    """Lower a schedule to loop IR. ``print()`` the result to read it."""
+    """Lower a schedule to loop IR. ``print()`` the result to read it. ``simple_mode`` is accepted for
+    compatibility with TVM's ``lower`` and has no effect: the result is always the readable form."""
     if debug is None:
         debug = os.environ.get("TESCHED_DEBUG", "") not in ("", "0")
     st = LoweringState(sch, [sch.canonical(t) if isinstance(t, Tensor) else t for t in args], name)
