@@ -64,7 +64,7 @@ def test_unknown_conv_variant_is_rejected():
 
 
 def test_matmul_with_non_dividing_tiles_matches_numpy():
-    assert SIZES.n % demo.MATMUL_TILE != 0  # the tiles' remainders are guarded, and checked here
+    assert SIZES.n % demo.MATMUL_TILE_COLUMNS != 0  # partial tiles are guarded, and checked here
     rows = demo.run_matmul(SIZES, np.random.default_rng(3))
     assert [row.label for row in rows] == [f"matmul {SIZES.n}x{SIZES.n}, NumPy",
                                            f"matmul {SIZES.n}x{SIZES.n}, tesched"]
