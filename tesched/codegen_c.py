@@ -85,9 +85,9 @@ class CodeGen:
         if isinstance(e, Var):
             return self.name(e, e.name)
         if isinstance(e, ir.Load):
-            return f"{self.name(e.buffer, e.buffer.name)}[{self.flat_index(e.buffer, e.indices)}]"
+            return self.element(e.buffer, e.indices)
         if isinstance(e, ir.Address):
-            return f"&{self.name(e.buffer, e.buffer.name)}[{self.flat_index(e.buffer, e.indices)}]"
+            return "&" + self.element(e.buffer, e.indices)
         if isinstance(e, ir.VLoad):
             return f"ts_vload_{_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.expr(e.index)}])"
         if isinstance(e, ir.Broadcast):
@@ -152,8 +152,9 @@ class CodeGen:
     def dim(self, d: int | Expr) -> str:
         return str(d) if isinstance(d, int) else self.expr(d)
 
-    def flat_index(self, buf: ir.Buffer, indices: tuple) -> str:
-        return self.expr(ir.flat_index(buf, indices))
+    def element(self, buf: ir.Buffer, indices: tuple) -> str:
+        """``buf[flat index of indices]`` in C."""
+        return f"{self.name(buf, buf.name)}[{self.expr(ir.flat_index(buf, indices))}]"
 
     # statements -----------------------------------------------------------------------------------
     def emit(self, line: str, indent: int) -> None:
@@ -173,8 +174,7 @@ class CodeGen:
                 self.stmt(s.else_case, ind + 1)
             self.emit("}", ind)
         elif isinstance(s, ir.Store):
-            target = f"{self.name(s.buffer, s.buffer.name)}[{self.flat_index(s.buffer, s.indices)}]"
-            self.emit(f"{target} = {self.expr(s.value)};", ind)
+            self.emit(f"{self.element(s.buffer, s.indices)} = {self.expr(s.value)};", ind)
         elif isinstance(s, ir.VStore):
             target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
             self.emit(f"ts_vstore_{_vec(s.value.dtype)}({target}, {self.expr(s.value)});", ind)

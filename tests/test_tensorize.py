@@ -57,12 +57,13 @@ static void mm_bias_relu(const float *a, int64_t sa0, int64_t sa1, const float *
 """
 
 
-def gemv_intrin():
+def gemv_intrin(body_only: bool = False):
     a = ts.placeholder((16,), name="a")
     b = ts.placeholder((16, 16), name="b")
     k = ts.reduce_axis((0, 16), name="k")
     c = ts.compute((16,), lambda i: ts.sum(a[k] * b[i, k], axis=k), name="c")
-    impl = ts.CIntrinsic(source=GEMV_SRC, body="gemv16", reset="gemv16_zero", update="gemv16_acc")
+    impl = ts.CIntrinsic(source=GEMV_SRC, body="gemv16") if body_only else \
+        ts.CIntrinsic(source=GEMV_SRC, body="gemv16", reset="gemv16_zero", update="gemv16_acc")
     return ts.decl_tensor_intrin(c.op, impl, name="gemv16")
 
 
@@ -86,17 +87,24 @@ def matmul_bt(n=32, m=64, l=64):
     return A, B, C
 
 
+def gemv_split(C, fy=16, fk=16, reorder=True):
+    """Split y and the reduction of ``C[x, y] = sum(A[x, k] * B[y, k])``, reduction outside the tile."""
+    s = ts.create_schedule(C.op)
+    x, y = C.op.axis
+    yo, yi = s[C].split(y, factor=fy)
+    ko, ki = s[C].split(C.op.reduce_axis[0], factor=fk)
+    if reorder:
+        s[C].reorder(x, yo, ko, yi, ki)
+    return s, yi
+
+
 def data(*shape, shift=0.0):
     return np.random.default_rng(sum(shape)).random(shape, dtype=np.float32) - np.float32(shift)
 
 
 def test_gemv_update_when_reduction_is_split_outside():
     A, B, C = matmul_bt()
-    s = ts.create_schedule(C.op)
-    x, y = C.op.axis
-    yo, yi = s[C].split(y, factor=16)
-    ko, ki = s[C].split(C.op.reduce_axis[0], factor=16)
-    s[C].reorder(x, yo, ko, yi, ki)
+    s, yi = gemv_split(C)
     s[C].tensorize(yi, gemv_intrin())
     text = str(ts.lower(s, [A, B, C]))
     assert "call gemv16_zero(" in text and "call gemv16_acc(" in text and "gemv16(" not in text.replace(
@@ -233,12 +241,7 @@ def mismatch_cases():
         if body is not None:
             k = ts.reduce_axis((0, l), name="kk")
             C = ts.compute((32, 64), lambda x, y: ts.sum(body(A, B, x, y, k), axis=k), name="C")
-        s = ts.create_schedule(C.op)
-        x, y = C.op.axis
-        yo, yi = s[C].split(y, factor=fy)
-        ko, ki = s[C].split(C.op.reduce_axis[0], factor=fk)
-        if reorder:
-            s[C].reorder(x, yo, ko, yi, ki)
+        s, yi = gemv_split(C, fy, fk, reorder)
         return s, [A, B, C], yi
 
     cases = {}
@@ -268,10 +271,7 @@ def test_dtype_mismatch():
     B = ts.placeholder((64, 64), name="B", dtype="float64")
     k = ts.reduce_axis((0, 64), name="kk")
     C = ts.compute((32, 64), lambda x, y: ts.sum(A[x, k] * B[y, k], axis=k), name="C")
-    s = ts.create_schedule(C.op)
-    yo, yi = s[C].split(C.op.axis[1], factor=16)
-    ko, ki = s[C].split(k, factor=16)
-    s[C].reorder(C.op.axis[0], yo, ko, yi, ki)
+    s, yi = gemv_split(C)
     s[C].tensorize(yi, gemv_intrin())
     with pytest.raises(ts.TensorizeError, match="float64"):
         ts.lower(s, [A, B, C])
@@ -286,17 +286,8 @@ def test_stray_stage_inside_region():
 
 def test_reset_update_required_for_split_reduction():
     A, B, C = matmul_bt()
-    s = ts.create_schedule(C.op)
-    x, y = C.op.axis
-    yo, yi = s[C].split(y, factor=16)
-    ko, ki = s[C].split(C.op.reduce_axis[0], factor=16)
-    s[C].reorder(x, yo, ko, yi, ki)
-    a = ts.placeholder((16,), name="a")
-    b = ts.placeholder((16, 16), name="b")
-    k = ts.reduce_axis((0, 16), name="k")
-    c = ts.compute((16,), lambda i: ts.sum(a[k] * b[i, k], axis=k), name="c")
-    body_only = ts.decl_tensor_intrin(c.op, ts.CIntrinsic(source=GEMV_SRC, body="gemv16"), name="g")
-    s[C].tensorize(yi, body_only)
+    s, yi = gemv_split(C)
+    s[C].tensorize(yi, gemv_intrin(body_only=True))
     with pytest.raises(ts.TensorizeError, match="reset"):
         ts.lower(s, [A, B, C])
 
