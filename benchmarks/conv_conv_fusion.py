@@ -1,6 +1,6 @@
 """conv -> relu -> conv (64x56x56, 3x3, 64->64->64): fused by overlapped tiling vs unfused.
 
-Both versions use the same register-tiled convolution kernel (tesched.schedules.conv_chain); the fused one
+Both versions use the same register-tiled convolution kernel (tesched.recipes.conv_chain); the fused one
 recomputes a one-row halo of conv1 per band of conv2 rows. Every kernel is checked against NumPy first.
 Calls are interleaved round-robin (every variant once per round) so that machine noise hits all alike;
 medians and minimums are printed, with the ratio unfused/fused (> 1 means fusion is faster).
@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 import tesched as ts
-from tesched.schedules import conv_chain
+from tesched.recipes import conv_chain
 
 
 def timed(runs: dict, repeat: int) -> dict:

@@ -44,8 +44,8 @@ if ARGS is not None:  # before NumPy's BLAS and the OpenMP runtime start their t
 import numpy as np  # noqa: E402
 
 import tesched as ts  # noqa: E402
-from tesched import nn  # noqa: E402
-from tesched.intrin import default_tile, dense_schedule, select_isa  # noqa: E402
+from tesched import nn
+from tesched.intrin import default_tile, dense_schedule, select_isa
 
 SWEEP_TILES = [(8, 32), (4, 64), (16, 16), (8, 16), (4, 32)]
 SWEEP_KC = [128, 256, 512]

@@ -27,7 +27,7 @@ if ARGS is not None and ARGS.threads:
 
 import numpy as np  # noqa: E402
 
-from tesched import graph as G  # noqa: E402
+from tesched import graph as G
 
 RNG = np.random.default_rng(0)
 

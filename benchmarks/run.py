@@ -1,6 +1,6 @@
 """The benchmark suite, run from a checkout: ``python benchmarks/run.py [options]`` is
-``python -m tesched.bench [options]`` (see :mod:`tesched.benchsuite`)."""
-from tesched.benchsuite.cli import main
+``python -m tesched.bench [options]`` (see :mod:`tesched.tools.bench`)."""
+from tesched.tools.bench.cli import main
 
 if __name__ == "__main__":
     main()

@@ -3,19 +3,34 @@
 Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
 ``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``.
 """
-from .builder import build
-from .dtype import ALL_TYPES as dtypes
-from .errors import BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
-from .expr import Expr, const
-from .functions import (abs, all, any, ceil, exp, floor, if_then_else, log, max, maximum, min, minimum,
-                        sigmoid, sqrt, sum, tanh)
-from .lower import LoweredFunc, lower
-from .schedule import Schedule, Stage, create_schedule
-from .target import get_num_threads, set_num_threads
-from .tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
-from .tensorize import CIntrinsic, TensorIntrin, decl_tensor_intrin
-
-__version__ = "0.1.0"
+from tesched.driver.build import build
+from tesched.errors import BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
+from tesched.lower.pipeline import LoweredFunc, lower
+from tesched.schedule.schedule import Schedule, Stage, create_schedule
+from tesched.target import get_num_threads, set_num_threads
+from tesched.te.dtype import ALL_TYPES as dtypes
+from tesched.te.expr import Expr, const
+from tesched.te.functions import (
+    abs,
+    all,
+    any,
+    ceil,
+    exp,
+    floor,
+    if_then_else,
+    log,
+    max,
+    maximum,
+    min,
+    minimum,
+    sigmoid,
+    sqrt,
+    sum,
+    tanh,
+)
+from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
+from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from tesched.version import __version__
 
 
 def __getattr__(name: str):

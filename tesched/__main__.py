@@ -1,6 +1,6 @@
 """Command line: ``python -m tesched demo [--quick]``.
 
-Dispatches subcommands; each lives in its own module (``demo`` in :mod:`tesched.demo`).
+Dispatches subcommands; each lives in its own module (``demo`` in :mod:`tesched.tools.demo`).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ def main(argv: list[str] | None = None) -> int:
     demo.add_argument("--quick", action="store_true", help="small sizes, few runs (a smoke test)")
     args = parser.parse_args(argv)
     if args.command == "demo":
-        from .demo import FULL, QUICK, run_demo
+        from tesched.tools.demo import FULL, QUICK, run_demo
         run_demo(QUICK if args.quick else FULL)
     return 0
 

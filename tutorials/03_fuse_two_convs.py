@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 import tesched as ts
-from tesched.schedules import conv_chain
+from tesched.recipes import conv_chain
 
 QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
 CHANNELS, SIZE = (8, 16) if QUICK else (64, 56)

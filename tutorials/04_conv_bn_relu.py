@@ -26,7 +26,7 @@ import sys
 import numpy as np
 
 from tesched import graph as G
-from tesched.demo import conv2d_reference   # NumPy 3x3 convolution with zero padding 1
+from tesched.tools.demo import conv2d_reference
 
 QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
 CHANNELS, SIZE = (4, 8) if QUICK else (64, 56)

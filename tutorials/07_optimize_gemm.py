@@ -29,7 +29,7 @@ import time
 import numpy as np
 
 import tesched as ts
-from tesched.demo import declare_matmul
+from tesched.tools.demo import declare_matmul
 
 QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
 N = 64 if QUICK else 1024

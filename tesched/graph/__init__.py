@@ -22,24 +22,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from tesched.graph import annotation, nn, passes
+from tesched.graph import text as _text  # noqa: F401  (installs the text form that str() prints)
+from tesched.graph.build import build, optimize
+from tesched.graph.chain_pattern import is_constant, is_op, pattern, wildcard
+from tesched.graph.executor import CompiledGroup, Executable
+from tesched.graph.external import ExternalFunction, ExternalFunctionError, ExternalLibrary
+from tesched.graph.fusion_rules import FusionRules
+from tesched.graph.interpret import interpret
+from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from tesched.graph.op import Op, get_op
+from tesched.graph.ops_elemwise import add, divide, exp, multiply, sigmoid, subtract, tanh
+from tesched.graph.ops_reduce import max, mean, sum
+from tesched.graph.ops_transform import concatenate, reshape, split, strided_slice, transpose
+from tesched.graph.params import bind_params
+from tesched.graph.partition import partition
+from tesched.graph.passes import explain_fusion
+from tesched.graph.types import FuncType, TensorType, TupleType
 from tesched.nn.pattern import Pattern
-
-from . import annotation, nn, passes
-from .build import build, optimize
-from .chain_pattern import is_constant, is_op, pattern, wildcard
-from .executor import CompiledGroup, Executable
-from .external import ExternalFunction, ExternalFunctionError, ExternalLibrary
-from .fusion_rules import FusionRules
-from .interpret import interpret
-from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from .op import Op, get_op
-from .ops_elemwise import add, divide, exp, multiply, sigmoid, subtract, tanh
-from .ops_reduce import max, mean, sum
-from .ops_transform import concatenate, reshape, split, strided_slice, transpose
-from .params import bind_params
-from .partition import partition
-from .passes import explain_fusion
-from .types import FuncType, TensorType, TupleType
 
 
 def var(name: str, shape: tuple[int, ...] = (), dtype: str = "float32") -> Var:

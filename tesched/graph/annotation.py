@@ -4,10 +4,9 @@ that remain as an alias of their argument.
 """
 from __future__ import annotations
 
+from tesched.graph.ir import Call, Expr
+from tesched.graph.op import register_op
 from tesched.nn.pattern import Pattern
-
-from .ir import Call, Expr
-from .op import register_op
 
 STOP_FUSION = register_op("annotation.stop_fusion", Pattern.OPAQUE,
                           lambda args, attrs: args[0],

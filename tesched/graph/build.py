@@ -11,11 +11,11 @@ from typing import Callable, Iterable, Mapping
 
 import numpy as np
 
-from .executor import Executable
-from .fusion_rules import FusionRules
-from .ir import Function
-from .params import bind_params
-from .passes import default_sequence, fuse_ops_with_report, print_trace
+from tesched.graph.executor import Executable
+from tesched.graph.fusion_rules import FusionRules
+from tesched.graph.ir import Function
+from tesched.graph.params import bind_params
+from tesched.graph.passes import default_sequence, fuse_ops_with_report, print_trace
 
 Trace = Callable[[str, Function], None]
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from .ir import Call, Constant, Expr
-from .op import Op, get_op
+from tesched.graph.ir import Call, Constant, Expr
+from tesched.graph.op import Op, get_op
 
 COMMUTATIVE = frozenset({"add", "multiply"})
 """Ops whose chained value may be either argument: the result does not depend on the order."""

@@ -16,17 +16,16 @@ from typing import Any, Callable
 
 import numpy as np
 
-from tesched.kernel import BenchmarkResult, Kernel
-from tesched.lower import LoweredFunc
-
-from .annotation import STOP_FUSION
-from .external_op import ExternalCall, compile_external_group
-from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem
-from .lower import compile_primitive
-from .params import bind_arguments
-from .passes import FusionReport
-from .types import TensorType
-from .visit import post_order
+from tesched.driver.kernel import BenchmarkResult, Kernel
+from tesched.graph.annotation import STOP_FUSION
+from tesched.graph.external_op import ExternalCall, compile_external_group
+from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem
+from tesched.graph.lower import compile_primitive
+from tesched.graph.params import bind_arguments
+from tesched.graph.passes import FusionReport
+from tesched.graph.types import TensorType
+from tesched.graph.visit import post_order
+from tesched.lower.pipeline import LoweredFunc
 
 
 @dataclass(frozen=True)

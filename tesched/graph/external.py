@@ -32,12 +32,11 @@ from typing import Callable, Sequence
 import cffi
 import numpy as np
 
-from tesched import dtype as dt
+from tesched.codegen.names import C_KEYWORDS
 from tesched.errors import BuildError, TeschedError
-from tesched.names import C_KEYWORDS
-
-from .external_compile import SIGNATURES_FILE, CompileFailure, compile_shared_library
-from .types import TensorType
+from tesched.graph.external_compile import SIGNATURES_FILE, CompileFailure, compile_shared_library
+from tesched.graph.types import TensorType
+from tesched.te import dtype as dt
 
 Dim = int | str
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")

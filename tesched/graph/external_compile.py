@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from tesched.builder import COMPILE_FLAGS, LINK_FLAGS, cache_dir, compiler_id
+from tesched.driver.build import COMPILE_FLAGS, LINK_FLAGS, cache_dir, compiler_id
 
 SOURCE_FILE = "<library source>"
 SIGNATURES_FILE = "<declared signatures>"

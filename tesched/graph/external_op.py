@@ -16,15 +16,14 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import tesched as ts
+from tesched.graph.external import ExternalFunction, ExternalFunctionError, ExternalKernel, ExternalLibrary
+from tesched.graph.interpret import evaluate
+from tesched.graph.ir import Call, Function
+from tesched.graph.op import Op
+from tesched.graph.types import TensorType
+from tesched.graph.visit import post_order
 from tesched.nn.pattern import Pattern
-from tesched.tensor import Tensor
-
-from .external import ExternalFunction, ExternalFunctionError, ExternalKernel, ExternalLibrary
-from .interpret import evaluate
-from .ir import Call, Function
-from .op import Op
-from .types import TensorType
-from .visit import post_order
+from tesched.te.tensor import Tensor
 
 
 @dataclass(frozen=True, eq=False, repr=False)

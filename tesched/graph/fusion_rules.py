@@ -16,9 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable
 
+from tesched.graph.op import get_op
 from tesched.nn.pattern import Pattern
-
-from .op import get_op
 
 _CHAINABLE = (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE, Pattern.COMM_REDUCE)
 

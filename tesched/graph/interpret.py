@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from .params import bind_arguments
-from .visit import post_order
+from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from tesched.graph.params import bind_arguments
+from tesched.graph.visit import post_order
 
 Value = Any  # an ndarray or a tuple of values
 

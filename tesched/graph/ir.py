@@ -10,13 +10,22 @@ form (see :mod:`.text`).
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from .op import Op
-from .types import FuncType, TensorType, TupleType, Type
-from .visit import post_order
+from tesched.graph.op import Op
+from tesched.graph.types import FuncType, TensorType, TupleType, Type
+from tesched.graph.visit import post_order
+
+_text_form: Callable[["Expr"], str] | None = None
+
+
+def set_text_form(text_form: Callable[["Expr"], str]) -> None:
+    """Install the Relay-style text that ``str()`` prints (:mod:`tesched.graph.text` installs it when
+    imported, so the IR does not depend on its printer)."""
+    global _text_form
+    _text_form = text_form
 
 
 class Expr:
@@ -46,8 +55,7 @@ class Expr:
         return self.checked_type
 
     def __str__(self) -> str:
-        from .text import as_text
-        return as_text(self)
+        return _text_form(self) if _text_form is not None else repr(self)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(ty={self.checked_type})"

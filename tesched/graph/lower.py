@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import tesched as ts
 import tesched.nn as nn
-from tesched.kernel import Kernel
-from tesched.tensor import ComputeOp, Tensor
-
-from .ir import Call, Function, Var
-from .visit import post_order
+from tesched.driver.kernel import Kernel
+from tesched.graph.ir import Call, Function, Var
+from tesched.graph.visit import post_order
+from tesched.te.tensor import ComputeOp, Tensor
 
 _KERNELS: dict[str, Kernel] = {}
 

@@ -1,9 +1,18 @@
 """The ``G.nn`` namespace: neural-network graph builders under Relay's names (``G.nn.conv2d``, ...)."""
-from .ops_elemwise import bias_add, relu
-from .ops_nn import (avg_pool2d, batch_norm, conv2d, dense, depthwise_conv2d, global_avg_pool2d, matmul, max_pool2d,
-                     softmax)
-from .ops_rnn import lstm_cell, rnn_cell
-from .ops_transform import pad
+from tesched.graph.ops_elemwise import bias_add, relu
+from tesched.graph.ops_nn import (
+    avg_pool2d,
+    batch_norm,
+    conv2d,
+    dense,
+    depthwise_conv2d,
+    global_avg_pool2d,
+    matmul,
+    max_pool2d,
+    softmax,
+)
+from tesched.graph.ops_rnn import lstm_cell, rnn_cell
+from tesched.graph.ops_transform import pad
 
 __all__ = ["avg_pool2d", "batch_norm", "bias_add", "conv2d", "dense", "depthwise_conv2d", "global_avg_pool2d",
            "lstm_cell", "matmul", "max_pool2d", "pad", "relu", "rnn_cell", "softmax"]

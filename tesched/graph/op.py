@@ -14,10 +14,9 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import tesched as ts
+from tesched.graph.types import TensorType, Type
 from tesched.nn.pattern import Pattern
-from tesched.tensor import Tensor
-
-from .types import TensorType, Type
+from tesched.te.tensor import Tensor
 
 Declare = Callable[[Sequence[Tensor], Mapping[str, Any]], Tensor]
 Evaluate = Callable[[Sequence[np.ndarray], Mapping[str, Any]], np.ndarray]

@@ -9,11 +9,10 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import tesched.nn as nn
+from tesched.graph.ir import Call, Constant, Expr
+from tesched.graph.op import register_op
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis
-
-from .ir import Call, Constant, Expr
-from .op import register_op
 
 Operand = Expr | float | int
 

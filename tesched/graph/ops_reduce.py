@@ -8,10 +8,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 import tesched.nn as nn
+from tesched.graph.ir import Call, Expr
+from tesched.graph.op import register_op
 from tesched.nn.pattern import Pattern
-
-from .ir import Call, Expr
-from .op import register_op
 
 Axes = int | Sequence[int] | None
 

@@ -4,10 +4,10 @@ how many kernels a cell takes. See :mod:`tesched.nn.rnn` for the formulas and sh
 """
 from __future__ import annotations
 
-from .ir import Expr, Tuple
-from .ops_elemwise import add, multiply, sigmoid, tanh
-from .ops_nn import dense
-from .ops_transform import split
+from tesched.graph.ir import Expr, Tuple
+from tesched.graph.ops_elemwise import add, multiply, sigmoid, tanh
+from tesched.graph.ops_nn import dense
+from tesched.graph.ops_transform import split
 
 
 def _gates(x: Expr, h: Expr, w_ih: Expr, w_hh: Expr, b: Expr) -> Expr:

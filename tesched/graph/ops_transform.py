@@ -8,12 +8,11 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 import tesched.nn as nn
+from tesched.graph.ir import Call, Expr, Tuple
+from tesched.graph.op import register_op
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis
 from tesched.nn.transform import split_bounds
-
-from .ir import Call, Expr, Tuple
-from .op import register_op
 
 Attrs = Mapping[str, Any]
 

@@ -10,9 +10,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .ir import Constant, Function, Var
-from .types import TensorType
-from .visit import rewrite
+from tesched.graph.ir import Constant, Function, Var
+from tesched.graph.types import TensorType
+from tesched.graph.visit import rewrite
 
 
 def check_array(value: object, ty: TensorType, what: str) -> np.ndarray:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-from .chain_pattern import ChainPattern, Match
-from .external import ExternalFunction, ExternalFunctionError, ExternalLibrary
-from .external_op import ExternalOp, external_op
-from .ir import Call, Expr, Function, Var
-from .text import numbering
-from .visit import post_order, rewrite, use_counts
+from tesched.graph.chain_pattern import ChainPattern, Match
+from tesched.graph.external import ExternalFunction, ExternalFunctionError, ExternalLibrary
+from tesched.graph.external_op import ExternalOp, external_op
+from tesched.graph.ir import Call, Expr, Function, Var
+from tesched.graph.text import numbering
+from tesched.graph.visit import post_order, rewrite, use_counts
 
 PatternTable = Mapping[str, ChainPattern] | Sequence[tuple[str, ChainPattern]]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from .visit import post_order
+from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var, set_text_form
+from tesched.graph.visit import post_order
 
 
 def numbering(body: Expr) -> dict[int, int]:
@@ -102,3 +102,6 @@ def as_text(expr: Expr) -> str:
         main = "\n".join(printer.body(expr))
     parts = printer.legend() + [text + "\n" for text in printer.primitive_text] + [main]
     return "\n".join(parts)
+
+
+set_text_form(as_text)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tesched import dtype as dt
+from tesched.te import dtype as dt
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@
 - :func:`dense_schedule`: a blocked, packed, parallel matrix-product schedule whose inner tile is the
   micro-kernel (or, to compare, tesched's own register tile).
 """
-from .dense import INNER, default_tile, dense_schedule
-from .gemm import gemm_bias_relu_microkernel, gemm_microkernel
-from .isa import ISAS, select_isa, supported_isas
+from tesched.intrin.dense import INNER, default_tile, dense_schedule
+from tesched.intrin.gemm import gemm_bias_relu_microkernel, gemm_microkernel
+from tesched.intrin.isa import ISAS, select_isa, supported_isas
 
 __all__ = ["INNER", "ISAS", "default_tile", "dense_schedule", "gemm_bias_relu_microkernel", "gemm_microkernel",
            "select_isa", "supported_isas"]

@@ -29,12 +29,11 @@ from __future__ import annotations
 import numpy as np
 
 import tesched as ts
-from tesched.schedule import Schedule, Stage
-from tesched.tensor import ComputeOp, Tensor
-
-from ..target import vector_bytes
-from .gemm import gemm_bias_relu_microkernel, gemm_microkernel
-from .isa import select_isa
+from tesched.intrin.gemm import gemm_bias_relu_microkernel, gemm_microkernel
+from tesched.intrin.isa import select_isa
+from tesched.schedule.schedule import Schedule, Stage
+from tesched.target import vector_bytes
+from tesched.te.tensor import ComputeOp, Tensor
 
 INNER = ("intrinsic", "fused", "codegen")
 

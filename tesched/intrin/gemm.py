@@ -13,10 +13,9 @@ from __future__ import annotations
 import functools
 
 import tesched as ts
-
-from ..tensorize import TensorIntrin
-from .gemm_source import gemm_source, lanes
-from .isa import select_isa
+from tesched.intrin.gemm_source import gemm_source, lanes
+from tesched.intrin.isa import select_isa
+from tesched.te.intrinsic import TensorIntrin
 
 DTYPES = ("float32", "float64")
 

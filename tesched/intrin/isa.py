@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..target import cpu_flags, vector_bytes
+from tesched.target import cpu_flags, vector_bytes
 
 ISAS = ("avx512", "avx2", "c")
 """Instruction sets of the micro-kernel, widest first."""

@@ -12,17 +12,17 @@ the cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas). Each returns tens
 
 ``pattern_of(tensor)`` gives the op pattern kind (:class:`Pattern`) recorded on a stage.
 """
-from .conv import conv2d, depthwise_conv2d
-from .dense import dense, matmul
-from .elemwise import add, bias_add, divide, exp, multiply, relu, sigmoid, subtract, tanh
-from .norm import batch_norm
-from .pattern import Pattern, op_of, pattern_of
-from .pool import avg_pool2d, global_avg_pool2d, max_pool2d
-from .reduce import max, mean, sum
-from .rnn import lstm_cell, rnn_cell
-from .schedule import default_schedule, register_schedule, schedule_injective, schedule_reduction
-from .softmax import softmax
-from .transform import concatenate, pad, reshape, split, strided_slice, transpose
+from tesched.nn.conv import conv2d, depthwise_conv2d
+from tesched.nn.dense import dense, matmul
+from tesched.nn.elemwise import add, bias_add, divide, exp, multiply, relu, sigmoid, subtract, tanh
+from tesched.nn.norm import batch_norm
+from tesched.nn.pattern import Pattern, op_of, pattern_of
+from tesched.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
+from tesched.nn.reduce import max, mean, sum
+from tesched.nn.rnn import lstm_cell, rnn_cell
+from tesched.nn.schedule import default_schedule, register_schedule, schedule_injective, schedule_reduction
+from tesched.nn.softmax import softmax
+from tesched.nn.transform import concatenate, pad, reshape, split, strided_slice, transpose
 
 __all__ = [
     "Pattern", "add", "avg_pool2d", "batch_norm", "bias_add", "concatenate", "conv2d", "default_schedule",

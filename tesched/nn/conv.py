@@ -10,14 +10,19 @@ from __future__ import annotations
 from typing import Sequence
 
 import tesched as ts
-from tesched.schedule import Schedule
-from tesched.tensor import Tensor
-
-from .pattern import Pattern, compute, op_of
-from .schedule import (largest_divisor, parallel_outer, reduction_work, register_schedule, schedule_channel_planes,
-                       schedule_reduction)
-from .shape import pair, padding4, window_output
-from .transform import pad
+from tesched.nn.pattern import Pattern, compute, op_of
+from tesched.nn.schedule import (
+    largest_divisor,
+    parallel_outer,
+    reduction_work,
+    register_schedule,
+    schedule_channel_planes,
+    schedule_reduction,
+)
+from tesched.nn.shape import padding4, pair, window_output
+from tesched.nn.transform import pad
+from tesched.schedule.schedule import Schedule
+from tesched.te.tensor import Tensor
 
 IntOrPair = int | Sequence[int]
 

@@ -7,14 +7,19 @@ from __future__ import annotations
 import numpy as np
 
 import tesched as ts
-from tesched.schedule import Schedule
+from tesched.nn.elemwise import bias_add
+from tesched.nn.pattern import Pattern, compute
+from tesched.nn.schedule import (
+    PARALLEL_MIN_WORK,
+    largest_divisor,
+    parallel_outer,
+    reduction_work,
+    register_schedule,
+    schedule_reduction,
+)
+from tesched.schedule.schedule import Schedule
 from tesched.target import vector_bytes
-from tesched.tensor import PlaceholderOp, Tensor
-
-from .elemwise import bias_add
-from .pattern import Pattern, compute
-from .schedule import (PARALLEL_MIN_WORK, largest_divisor, parallel_outer, reduction_work, register_schedule,
-                       schedule_reduction)
+from tesched.te.tensor import PlaceholderOp, Tensor
 
 COLUMN_TILE = 16
 """Output columns one iteration of a product's loop nest computes."""

@@ -10,11 +10,10 @@ from __future__ import annotations
 from typing import Callable
 
 import tesched as ts
-from tesched.expr import Expr
-from tesched.tensor import Tensor
-
-from .pattern import Pattern, compute
-from .shape import broadcast_shapes, normalize_axis
+from tesched.nn.pattern import Pattern, compute
+from tesched.nn.shape import broadcast_shapes, normalize_axis
+from tesched.te.expr import Expr
+from tesched.te.tensor import Tensor
 
 Operand = Tensor | float | int
 

@@ -6,10 +6,9 @@ one stage tagged ``broadcast``. Training-mode statistics are not computed.
 from __future__ import annotations
 
 import tesched as ts
-from tesched.tensor import Tensor
-
-from .pattern import Pattern, compute
-from .shape import normalize_axis
+from tesched.nn.pattern import Pattern, compute
+from tesched.nn.shape import normalize_axis
+from tesched.te.tensor import Tensor
 
 
 def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor, epsilon: float = 1e-5,

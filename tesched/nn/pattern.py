@@ -16,7 +16,7 @@ import enum
 from typing import Callable
 
 import tesched as ts
-from tesched.tensor import Tensor
+from tesched.te.tensor import Tensor
 
 OP_ATTR = "nn.op"
 

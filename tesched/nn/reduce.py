@@ -8,10 +8,9 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import tesched as ts
-from tesched.tensor import Tensor
-
-from .pattern import Pattern, compute
-from .shape import normalize_axis
+from tesched.nn.pattern import Pattern, compute
+from tesched.nn.shape import normalize_axis
+from tesched.te.tensor import Tensor
 
 Axes = int | Sequence[int] | None
 

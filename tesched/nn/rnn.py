@@ -10,11 +10,10 @@ Shapes: ``x (B, I)``, ``h`` and ``c (B, H)``, ``w_ih (G*H, I)``, ``w_hh (G*H, H)
 """
 from __future__ import annotations
 
-from tesched.tensor import Tensor
-
-from .dense import dense
-from .elemwise import add, multiply, sigmoid, tanh
-from .transform import split
+from tesched.nn.dense import dense
+from tesched.nn.elemwise import add, multiply, sigmoid, tanh
+from tesched.nn.transform import split
+from tesched.te.tensor import Tensor
 
 
 def _gates(x: Tensor, h: Tensor, w_ih: Tensor, w_hh: Tensor, b: Tensor, gates: int, op: str) -> Tensor:

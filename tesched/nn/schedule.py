@@ -21,10 +21,9 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import tesched as ts
-from tesched.schedule import Schedule, Stage
-from tesched.tensor import ComputeOp, IterVar, Tensor
-
-from .pattern import op_of
+from tesched.nn.pattern import op_of
+from tesched.schedule.schedule import Schedule, Stage
+from tesched.te.tensor import ComputeOp, IterVar, Tensor
 
 AnchorSchedule = Callable[[Schedule, Tensor, Tensor], None]
 """``fn(s, anchor, host)``: arrange ``anchor``'s loops and compute it inside the loops of ``host``, the

@@ -6,12 +6,11 @@ normalisation, tagged ``opaque`` as a whole op.
 from __future__ import annotations
 
 import tesched as ts
-from tesched.schedule import Schedule
-from tesched.tensor import Tensor
-
-from .pattern import Pattern, compute
-from .schedule import parallel_outer, reduction_work, register_schedule, schedule_reduction
-from .shape import normalize_axis
+from tesched.nn.pattern import Pattern, compute
+from tesched.nn.schedule import parallel_outer, reduction_work, register_schedule, schedule_reduction
+from tesched.nn.shape import normalize_axis
+from tesched.schedule.schedule import Schedule
+from tesched.te.tensor import Tensor
 
 
 def softmax(x: Tensor, axis: int = -1) -> Tensor:

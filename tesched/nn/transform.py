@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import tesched as ts
-from tesched.expr import Expr
-from tesched.tensor import Tensor
-
-from .pattern import Pattern, compute
-from .shape import normalize_axis, reshape_target
+from tesched.nn.pattern import Pattern, compute
+from tesched.nn.shape import normalize_axis, reshape_target
+from tesched.te.expr import Expr
+from tesched.te.tensor import Tensor
 
 
 def pad(x: Tensor, pad_width: Sequence[tuple[int, int]], pad_value: float = 0.0, name: str = "pad") -> Tensor:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from ..expr import Binary, Cast, Const, Expr, Unary, Var
-from .. import dtype as dt
+from tesched.te import dtype as dt
+from tesched.te.expr import Binary, Cast, Const, Expr, Unary, Var
 
 
 class NotAffine(Exception):

@@ -13,10 +13,10 @@ from typing import Callable, Mapping
 
 import islpy as isl
 
-from ..errors import LoweringError
-from ..expr import Binary, Const, Expr, Select, Unary
-from .. import ir
-from .tree import AllocMark, LoopMark, ProduceMark
+from tesched.errors import LoweringError
+from tesched.ir import nodes as ir
+from tesched.poly.tree import AllocMark, LoopMark, ProduceMark
+from tesched.te.expr import Binary, Const, Expr, Select, Unary
 
 _OP = isl.ast_expr_op_type
 _BINARY = {

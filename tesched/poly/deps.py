@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import islpy as isl
 
-from ..errors import ScheduleError
-from ..tensor import TensorRead
-from ..visit import collect
-from .affine import NotAffine
-from .model import PolyModel, StageModel, Statement
-from .tree import LoopMark, TreeBuilder
+from tesched.errors import ScheduleError
+from tesched.poly.affine import NotAffine
+from tesched.poly.model import PolyModel, StageModel, Statement
+from tesched.poly.tree import LoopMark, TreeBuilder
+from tesched.te.tensor import TensorRead
+from tesched.te.visit import collect
 
 
 class Accesses:

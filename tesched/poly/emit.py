@@ -11,14 +11,14 @@ from typing import Mapping
 
 import islpy as isl
 
-from .. import ir
-from ..expr import Binary, Const, Expr, Reduce, Select
-from ..transform.linear import simplify
-from ..tensor import TensorRead
-from ..visit import rewrite, substitute
-from .astgen import ast_expr_to_ir
-from .model import PolyModel, StageModel, Statement
-from .tree import AllocMark
+from tesched.arith.linear import simplify
+from tesched.ir import nodes as ir
+from tesched.poly.astgen import ast_expr_to_ir
+from tesched.poly.model import PolyModel, StageModel, Statement
+from tesched.poly.tree import AllocMark
+from tesched.te.expr import Binary, Const, Expr, Reduce, Select
+from tesched.te.tensor import TensorRead
+from tesched.te.visit import rewrite, substitute
 
 
 def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:

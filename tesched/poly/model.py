@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
-from ..errors import LoweringError, ScheduleError
-from ..expr import Const, Expr, Reduce, Var
-from ..inline import inline_bodies
-from ..ir import Buffer, OriginVar
-from ..schedule import Fuse, Schedule, Split, Stage
-from ..tensor import COMM_REDUCE, ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead
-from ..visit import collect, walk
-from .affine import NotAffine, to_isl
+from tesched.errors import LoweringError, ScheduleError
+from tesched.ir.nodes import Buffer, OriginVar
+from tesched.poly.affine import NotAffine, to_isl
+from tesched.schedule.inline import inline_bodies
+from tesched.schedule.schedule import Fuse, Schedule, Split, Stage
+from tesched.te.expr import Const, Expr, Reduce, Var
+from tesched.te.tensor import COMM_REDUCE, ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead
+from tesched.te.visit import collect, walk
 
 
 def _piece_constants(pa: isl.PwAff) -> list[int] | None:
@@ -150,36 +150,14 @@ class PolyModel:
             self._make_statements(sm)
         for sm in reversed(self.stages):     # readers before producers
             self._make_domains(sm)
-        for sm in self.stages:
-            self._match_tensorize(sm)
-        self.statements = {s.name: s for sm in self.stages for s in self._stmts_of(sm)}
+        self.statements: dict[str, Statement] = {}
+        self.index_statements()
 
     # helpers --------------------------------------------------------------------------------------
-    @staticmethod
-    def _stmts_of(sm: StageModel) -> list[Statement]:
-        return sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])
-
-    def _match_tensorize(self, sm: StageModel) -> None:
-        spec = sm.stage.tensorize_spec
-        if spec is None:
-            return
-        from ..tensorize import match_tensorize
-        sm.tensorized = match = match_tensorize(self, sm, spec[0], spec[1])
-        for inner in match.absorbed:
-            inner.absorbed_by = sm
-        outer = sm.leaves[:match.position]
-        pcoords = [f"p{k}" for k in range(sm.prefix_len)]
-        coords = pcoords + [f"l{k}" for k in range(len(outer))]
-        base = f"S{sm.tag[1:]}"
-        sm.calls = [Statement(f"{base}_call", f"call_{match.kind}", sm, coords, list(coords), outer)]
-        if match.kind == "update":
-            spatial = [v for v in outer if v.iter_type != COMM_REDUCE]
-            rcoords = pcoords + [f"l{k}" for k in range(len(spatial))]
-            sm.calls.insert(0, Statement(f"{base}_reset", "call_reset", sm, rcoords, list(rcoords), spatial))
-        for call in sm.calls:
-            source = sm.init if call.kind == "call_reset" else sm.main
-            call.domain = self.loop_map(source, len(call.coords)).range().set_tuple_name(call.name)  # type: ignore[arg-type]
-
+    def index_statements(self) -> None:
+        """Name every statement of every stage (intrinsic calls included) in :attr:`statements`."""
+        self.statements = {s.name: s for sm in self.stages
+                           for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])}
 
     def isl_of(self, e: object, coord: dict[int, str]) -> str:
         names = dict(self.param_names)

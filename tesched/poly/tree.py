@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import islpy as isl
 
-from ..schedule import IterVar
-from .model import PolyModel, StageModel, Statement
+from tesched.poly.model import PolyModel, StageModel, Statement
+from tesched.schedule.schedule import IterVar
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,12 @@ of their own scope are left in memory (threads would share them).
 """
 from __future__ import annotations
 
-from .. import dtype as dt
-from .. import ir
-from ..expr import Expr
-from ..visit import rewrite, walk
-from .linear import constant_difference, constant_value, simplify
-from .unroll import unroll_copies
+from tesched.arith.linear import constant_difference, constant_value, simplify
+from tesched.ir import nodes as ir
+from tesched.te import dtype as dt
+from tesched.te.expr import Expr
+from tesched.te.visit import rewrite, walk
+from tesched.transform.unroll import unroll_copies
 
 MAX_REGISTER_BYTES = 2048
 MAX_AUTO_UNROLL = 16

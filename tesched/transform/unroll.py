@@ -7,10 +7,10 @@ Loops whose trip count is only known at run time (a split that does not divide) 
 """
 from __future__ import annotations
 
-from .. import ir
-from ..expr import Binary, Const, Expr, Var
-from ..visit import substitute, walk
-from .linear import constant_difference
+from tesched.arith.linear import constant_difference
+from tesched.ir import nodes as ir
+from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.visit import substitute, walk
 
 MAX_UNROLL = 64
 

@@ -14,11 +14,11 @@ dependence check proved that a vectorized loop carries no dependence other than 
 """
 from __future__ import annotations
 
-from .. import dtype as dt
-from .. import ir
-from ..expr import Binary, Cast, Const, Expr, Select, Unary, Var
-from ..visit import substitute, walk
-from .linear import coefficient, constant_difference, simplify
+from tesched.arith.linear import coefficient, constant_difference, simplify
+from tesched.ir import nodes as ir
+from tesched.te import dtype as dt
+from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.visit import substitute, walk
 
 _ARITH = ("add", "sub", "mul", "div", "min", "max")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")

@@ -1,7 +1,7 @@
 """Shape arithmetic: pairs, paddings, window sizes, broadcasting, reshape targets."""
 import pytest
 
-from tesched.nn.shape import broadcast_shapes, normalize_axis, pair, padding4, reshape_target, window_output
+from tesched.nn.shape import broadcast_shapes, normalize_axis, padding4, pair, reshape_target, window_output
 
 
 def test_pair_and_padding_forms():

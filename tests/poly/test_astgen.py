@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 import tesched as ts
-from tesched import ir
-from tesched.expr import Binary, Const, Select, Unary, Var
+from tesched.ir import nodes as ir
 from tesched.poly.astgen import _plus_one, ast_expr_to_ir, generate_ast
+from tesched.te.expr import Binary, Const, Select, Unary, Var
 
 _INT_OPS = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
             "floordiv": lambda a, b: a // b, "min": min, "max": max,

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
-from tesched.builder import cache_dir
+from tesched.driver.build import cache_dir
 
 
 def relu_kernel(n=100, factor=16, name="simd_relu"):

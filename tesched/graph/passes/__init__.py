@@ -9,13 +9,13 @@ from __future__ import annotations
 import functools
 from typing import Iterable
 
-from ..fusion_rules import FusionRules
-from .combine_constant_adds import combine_constant_adds
-from .fold_constant import fold_constant
-from .fold_scale_axis import fold_scale_axis
-from .fuse_ops import FusionReport, UnfusedEdge, explain_fusion, fuse_ops, fuse_ops_with_report
-from .sequential import Sequential, pass_name, print_trace
-from .simplify_inference import simplify_inference
+from tesched.graph.fusion_rules import FusionRules
+from tesched.graph.passes.combine_constant_adds import combine_constant_adds
+from tesched.graph.passes.fold_constant import fold_constant
+from tesched.graph.passes.fold_scale_axis import fold_scale_axis
+from tesched.graph.passes.fuse_ops import FusionReport, UnfusedEdge, explain_fusion, fuse_ops, fuse_ops_with_report
+from tesched.graph.passes.sequential import Sequential, pass_name, print_trace
+from tesched.graph.passes.simplify_inference import simplify_inference
 
 DEFAULT_PASSES = ("simplify_inference", "fold_scale_axis", "fold_constant", "combine_constant_adds", "fuse_ops")
 

@@ -7,11 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from tesched.graph.ir import Call, Constant, Expr, Function
+from tesched.graph.ops_elemwise import add, bias_channel_shape
+from tesched.graph.visit import rewrite, use_counts
 from tesched.nn.shape import normalize_axis
-
-from ..ir import Call, Constant, Expr, Function
-from ..ops_elemwise import add, bias_channel_shape
-from ..visit import rewrite, use_counts
 
 
 def constant_add_parts(node: Expr) -> tuple[Expr, np.ndarray] | None:

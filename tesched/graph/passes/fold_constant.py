@@ -4,9 +4,9 @@
 """
 from __future__ import annotations
 
-from ..interpret import evaluate_constant, is_constant_expr
-from ..ir import Call, Constant, Expr, Function, Tuple, TupleGetItem
-from ..visit import rewrite
+from tesched.graph.interpret import evaluate_constant, is_constant_expr
+from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem
+from tesched.graph.visit import rewrite
 
 
 def fold(expr: Expr) -> Expr:

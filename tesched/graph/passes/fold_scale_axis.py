@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tesched.graph.ir import Call, Constant, Expr, Function
+from tesched.graph.ops_elemwise import add, bias_add, multiply
+from tesched.graph.passes.fold_constant import fold
+from tesched.graph.types import TensorType
+from tesched.graph.visit import rewrite, use_counts
 from tesched.nn.shape import normalize_axis
-
-from ..ir import Call, Constant, Expr, Function
-from ..ops_elemwise import add, bias_add, multiply
-from ..types import TensorType
-from ..visit import rewrite, use_counts
-from .fold_constant import fold
 
 ANCHORS = ("nn.conv2d", "nn.dense")
 CHANNEL_AXIS = 1

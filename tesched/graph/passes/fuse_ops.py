@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..annotation import STOP_FUSION
-from ..fusion_rules import FusionRules
-from ..ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from ..text import numbering
-from ..visit import post_order
+from tesched.graph.annotation import STOP_FUSION
+from tesched.graph.fusion_rules import FusionRules
+from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from tesched.graph.text import numbering
+from tesched.graph.visit import post_order
 
 
 @dataclass(frozen=True)

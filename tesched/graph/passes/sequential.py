@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 from typing import Callable, Sequence
 
-from ..ir import Function
+from tesched.graph.ir import Function
 
 Pass = Callable[[Function], Function]
 Trace = Callable[[str, Function], None]

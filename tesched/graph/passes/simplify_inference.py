@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from tesched.graph.ir import Call, Constant, Expr, Function
+from tesched.graph.op import get_op
+from tesched.graph.ops_elemwise import add, bias_channel_shape, multiply
+from tesched.graph.visit import rewrite
 from tesched.nn.shape import normalize_axis
-
-from ..ir import Call, Constant, Expr, Function
-from ..op import get_op
-from ..ops_elemwise import add, bias_channel_shape, multiply
-from ..visit import rewrite
 
 
 def _expand(node: Expr, original: Expr) -> Expr | None:

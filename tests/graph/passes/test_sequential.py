@@ -4,8 +4,15 @@ import functools
 import pytest
 
 from tesched import graph as G
-from tesched.graph.passes import (DEFAULT_PASSES, Sequential, default_sequence, fold_constant, fuse_ops, pass_name,
-                                  simplify_inference)
+from tesched.graph.passes import (
+    DEFAULT_PASSES,
+    Sequential,
+    default_sequence,
+    fold_constant,
+    fuse_ops,
+    pass_name,
+    simplify_inference,
+)
 
 
 def test_passes_run_in_order_and_are_traced():

@@ -1,0 +1,237 @@
+"""A compiled kernel: checks NumPy arguments, binds symbolic sizes, and calls the C function.
+
+Every argument is checked before any pointer reaches C: it must be a NumPy array of the exact dtype, the
+declared shape (symbolic sizes must agree across arguments and be positive), C-contiguous, and, for
+outputs, writeable and not overlapping another argument. A failed check raises ``TypeError`` or
+``ValueError`` naming the argument. Outputs may be omitted: they are then allocated and returned.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tesched.codegen.c import CSource
+from tesched.lower.pipeline import LoweredFunc
+from tesched.te import dtype as dt
+from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.tensor import ComputeOp
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    median: float
+    min: float
+    repeat: int
+
+    def __str__(self) -> str:
+        return f"median {self.median * 1e6:.1f} us, min {self.min * 1e6:.1f} us over {self.repeat} runs"
+
+
+@dataclass(frozen=True)
+class _ArgSpec:
+    name: str
+    dtype: np.dtype
+    ctype: str
+    dims: tuple            # per dimension: int, or ("param", k), or ("expr", Expr)
+    is_output: bool
+
+
+class Kernel:
+    """A callable compiled kernel. ``c_source`` is its C code, ``lowered`` its loop IR."""
+
+    compiled: bool = False     # whether building it ran the C compiler (False: found in the cache)
+    cache_key: str = ""        # the hash under which the compiled module is cached
+
+    def __init__(self, func: LoweredFunc, src: CSource, module: Any):
+        self.lowered = func
+        self.name = func.name
+        self.c_source = src.source
+        self._ffi = module.ffi
+        self._fn = getattr(module.lib, src.name)
+        self._params = list(func.params)
+        pindex = {id(p): k for k, p in enumerate(self._params)}
+        specs = []
+        for buf, tensor in zip(func.args, func.arg_tensors):
+            dims = []
+            for d in buf.shape:
+                if isinstance(d, int):
+                    dims.append(d)
+                elif isinstance(d, Var) and id(d) in pindex:
+                    dims.append(("param", pindex[id(d)]))
+                else:
+                    dims.append(("expr", d))
+            specs.append(_ArgSpec(buf.name, dt.numpy_dtype(buf.dtype), f"{dt.C_TYPES[buf.dtype]}[]",
+                                  tuple(dims), isinstance(tensor.op, ComputeOp)))
+        self._specs = specs
+        self._static = not self._params
+        self._ctypes = [s.ctype for s in specs]
+        self._shapes = [tuple(d for d in s.dims) for s in specs] if self._static else []
+        self._output_positions = [k for k, s in enumerate(specs) if s.is_output]
+        self._n_inputs = sum(not s.is_output for s in specs)
+        self._inputs_first = all(not s.is_output for s in specs[:self._n_inputs])
+
+    def __repr__(self) -> str:
+        return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}])"
+
+    # argument checking ----------------------------------------------------------------------------
+    def _bind(self, arrays: list) -> list[int]:
+        values: list[int | None] = [None] * len(self._params)
+        for spec, arr in zip(self._specs, arrays):
+            if arr is None:
+                continue
+            for k, d in enumerate(spec.dims):
+                if isinstance(d, tuple) and d[0] == "param":
+                    got = arr.shape[k]
+                    if values[d[1]] is None:
+                        values[d[1]] = got
+                    elif values[d[1]] != got:
+                        p = self._params[d[1]].name
+                        raise ValueError(f"argument {spec.name}: dimension {k} is {got}, but size {p} is "
+                                         f"{values[d[1]]} from an earlier argument")
+        for k, v in enumerate(values):
+            if v is None:
+                raise ValueError(f"size {self._params[k].name} cannot be inferred from the inputs; "
+                                 "pass the output arrays")
+            if v < 1:
+                raise ValueError(f"size {self._params[k].name} must be positive, got {v}")
+        return values  # type: ignore[return-value]
+
+    def _expected_shape(self, spec: _ArgSpec, values: list[int]) -> tuple[int, ...]:
+        out = []
+        for d in spec.dims:
+            if isinstance(d, int):
+                out.append(d)
+            elif d[0] == "param":
+                out.append(values[d[1]])
+            else:
+                out.append(_evaluate(d[1], dict(zip(map(id, self._params), values))))
+        return tuple(out)
+
+    def _check(self, spec: _ArgSpec, arr: object, values: list[int]) -> None:
+        if not isinstance(arr, np.ndarray):
+            raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")
+        if arr.dtype != spec.dtype:
+            raise TypeError(f"argument {spec.name}: expected dtype {spec.dtype}, got {arr.dtype}")
+        shape = self._expected_shape(spec, values)
+        if arr.shape != shape:
+            raise ValueError(f"argument {spec.name}: expected shape {shape}, got {arr.shape}")
+        if not arr.flags.c_contiguous:
+            raise ValueError(f"argument {spec.name}: array is not C-contiguous (use np.ascontiguousarray)")
+        if spec.is_output and not arr.flags.writeable:
+            raise ValueError(f"argument {spec.name}: output array is read-only")
+
+    def _checked(self, arrays: tuple) -> tuple[list, list, list[int]]:
+        """Validate (and complete with new outputs) the arguments: (arrays, new outputs, sizes)."""
+        n_all = len(self._specs)
+        allocate = len(arrays) == self._n_inputs and self._n_inputs != n_all
+        if allocate and not self._inputs_first:
+            raise TypeError(f"{self.name}: outputs can be omitted only when inputs come first in the "
+                            "argument list; pass all arguments")
+        if not allocate and len(arrays) != n_all:
+            raise TypeError(f"{self.name} takes {n_all} arrays ({', '.join(s.name for s in self._specs)}) "
+                            f"or its {self._n_inputs} inputs, got {len(arrays)}")
+        args = list(arrays) + [None] * (n_all - len(arrays))
+        for spec, arr in zip(self._specs, arrays):
+            if not isinstance(arr, np.ndarray):
+                raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")
+        for spec, arr in zip(self._specs, args):
+            if arr is not None and not isinstance(arr, np.ndarray):
+                raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")
+            if arr is not None and arr.ndim != len(spec.dims):
+                raise ValueError(f"argument {spec.name}: expected {len(spec.dims)} dimensions, got {arr.ndim}")
+        values = self._bind(args) if self._params else []
+        outputs = []
+        for k, spec in enumerate(self._specs):
+            if args[k] is None:
+                args[k] = np.empty(self._expected_shape(spec, values), spec.dtype)
+                outputs.append(args[k])
+            else:
+                self._check(spec, args[k], values)
+                if spec.is_output:
+                    for j, other in enumerate(args):
+                        if j != k and other is not None and np.may_share_memory(args[k], other):
+                            raise ValueError(f"argument {spec.name}: output overlaps argument "
+                                             f"{self._specs[j].name} in memory")
+        return args, outputs, values
+
+    def __call__(self, *arrays: np.ndarray) -> Any:
+        """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs."""
+        if self._static and len(arrays) == len(self._specs):
+            self._fast_check(arrays)
+            from_buffer = self._ffi.from_buffer
+            self._fn(*[from_buffer(c, a) for c, a in zip(self._ctypes, arrays)])
+            return None
+        args, outputs, values = self._checked(arrays)
+        from_buffer = self._ffi.from_buffer
+        self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
+        if outputs:
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        return None
+
+    def _fast_check(self, arrays: tuple) -> None:
+        """The checks of ``_check`` for kernels without symbolic sizes, on the hot path."""
+        for spec, shape, arr in zip(self._specs, self._shapes, arrays):
+            if (type(arr) is not np.ndarray or arr.dtype is not spec.dtype or arr.shape != shape
+                    or not arr.flags.c_contiguous or (spec.is_output and not arr.flags.writeable)):
+                self._checked(arrays)  # raises the precise error
+        for k in self._output_positions:
+            out = arrays[k]
+            for j, other in enumerate(arrays):
+                if j != k and np.may_share_memory(out, other):
+                    self._checked(arrays)
+
+    def prepare(self, *arrays: np.ndarray):
+        """Check the arguments once and return a function of no arguments that runs the kernel on them
+        (for calls in a loop: it skips the per-call checks). Omitted outputs are allocated and returned
+        by each call."""
+        args, outputs, values = self._checked(arrays)
+        pointers = [self._ffi.from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)] + list(values)
+        return _bind_run(self._fn, pointers, args, outputs)
+
+    def benchmark(self, *arrays: np.ndarray, repeat: int = 20, number: int = 1,
+                  warmup: int = 1) -> BenchmarkResult:
+        """Median and minimum seconds per call over ``repeat`` timings of ``number`` calls each."""
+        for _ in range(warmup):
+            self(*arrays)
+        times = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            for _ in range(number):
+                self(*arrays)
+            times.append((time.perf_counter() - t0) / number)
+        return BenchmarkResult(statistics.median(times), min(times), repeat)
+
+
+def _bind_run(fn, pointers: list, arrays: list, outputs: list):
+    """A closure calling ``fn`` on fixed pointers; it holds the arrays so the pointers stay valid."""
+    result = None if not outputs else (outputs[0] if len(outputs) == 1 else tuple(outputs))
+
+    def run():
+        fn(*pointers)
+        return result
+
+    run.arrays = arrays  # type: ignore[attr-defined]
+    return run
+
+
+def _evaluate(e: Expr, values: dict[int, int]) -> int:
+    """Evaluate an integer size expression of the parameters."""
+    if isinstance(e, Const):
+        return int(e.value)
+    if isinstance(e, Var):
+        return values[id(e)]
+    if isinstance(e, Binary):
+        a, b = _evaluate(e.a, values), _evaluate(e.b, values)
+        ops = {"add": a + b, "sub": a - b, "mul": a * b, "min": min(a, b), "max": max(a, b)}
+        if e.op in ops:
+            return ops[e.op]
+        if e.op in ("floordiv", "cdiv"):
+            return a // b
+        if e.op in ("floormod", "cmod"):
+            return a % b
+    raise ValueError(f"cannot evaluate size expression {e!r}")
+

@@ -1,0 +1,278 @@
+"""Match a stage's loop nest against a declared tensor intrinsic (:mod:`tesched.te.intrinsic`).
+
+``s[T].tensorize(axis, intrin)`` asks that the loops of T from ``axis`` inward (and every stage
+computed inside them) be replaced by one call. The match is structural, as in TVM:
+
+- the loops from ``axis`` inward map, in order, onto the intrinsic's axes (data-parallel then reduction
+  loops), with equal extents and no partial tiles;
+- T's expression (after inlining) equals the intrinsic's expression node by node, tensor reads included;
+  a read of a stage computed inside the region, or at the loop right around it, matches a stage of the
+  intrinsic, recursively; the call then computes that stage too (this is how a gemm+bias+relu intrinsic
+  matches a gemm computed at the tile loop of a bias+relu stage);
+- every index maps onto the intrinsic's index: each intrinsic dimension follows one tensor dimension with
+  the same coefficients, so the region is a strided box; its origin and strides are passed to C.
+
+Calling convention (fixed): for each input of the intrinsic, in the order its compute first reads them,
+then for its output: a pointer to the element at the region's origin, followed by one ``int64_t`` stride
+(in elements) per dimension of that intrinsic tensor, outermost first. ``reset`` receives the output only.
+
+Reductions follow TVM's three-part protocol: when reduction loops of T remain outside the region, the
+output region is cleared with ``reset`` once and ``update`` accumulates each partial product; otherwise
+``body`` computes the whole result (or ``reset`` then ``update`` when no ``body`` is given). An intrinsic
+whose result is not the reduction itself (a fused epilogue such as bias+relu) is only valid on a whole
+reduction: applying it per partial sum would be wrong, so that case is refused.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tesched.arith.linear import linear, simplify
+from tesched.errors import TensorizeError
+from tesched.poly.model import PolyModel, StageModel, Statement
+from tesched.te.expr import Binary, Call, Cast, Const, Expr, Reduce, Select, Unary, Var
+from tesched.te.intrinsic import TensorIntrin
+from tesched.te.tensor import COMM_REDUCE, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor, TensorRead
+from tesched.te.visit import substitute
+
+
+@dataclass
+class Region:
+    """Where one intrinsic tensor lives in tesched's buffers: tensor, origin coordinates (functions of the
+    loops outside the region) and, per intrinsic dimension, which tensor dimension it follows."""
+
+    tensor: Tensor
+    origin: list[Expr]
+    dims: list[int]
+
+
+@dataclass
+class TensorizeMatch:
+    intrin: TensorIntrin
+    position: int
+    kind: str                                   # "body" or "update" (with "reset" at the init)
+    regions: list[Region]                       # inputs in intrinsic order, then the output
+    absorbed: list[StageModel] = field(default_factory=list)
+    origins: dict = field(default_factory=dict)   # Var -> dimension: the stage's region origin there
+
+
+class _Matcher:
+    def __init__(self, model: PolyModel, sm: StageModel, intrin: TensorIntrin, position: int):
+        self.model, self.sm, self.intrin, self.position = model, sm, intrin, position
+        self.stage = sm.stage
+        self.pairs: list[tuple[Var, Var]] = []       # (tesched loop or axis, intrinsic axis)
+        self.bound: dict[int, Region] = {}            # id(intrinsic input) -> region
+        self.absorbed: list = []
+        self.origins: dict[Var, int] = {}            # region origin of a computed-at stage, per axis
+        self.loc = f"tensorize of {sm.name} at {sm.leaves[position].name} with {intrin.name}"
+
+    def fail(self, what: str, detail: str) -> TensorizeError:
+        return TensorizeError(f"{self.loc}: {what} differs: {detail}")
+
+    # loops ----------------------------------------------------------------------------------------
+    def loops(self) -> dict:
+        """T's axes as expressions of its loops; region loops stand for the intrinsic's axes."""
+        st, p, sm = self.stage, self.position, self.sm
+        region = st.leaf_iter_vars[p:]
+        extents = st.extents()
+        values = st.root_values({id(v): v for v in st.leaf_iter_vars})
+        for d, axis in enumerate(sm.axes):
+            derived = [v for v in region if id(v) in set(map(id, st.descendants(axis)))]
+            if sm.parent is None or not derived:
+                continue
+            if derived != [axis]:
+                raise self.fail("extent", f"{sm.name} is computed at a loop of {sm.parent.name}, so its "
+                                f"tensorized loops must be whole axes, but {axis.name} is split")
+            size = self.model.footprint_extent(sm, d)
+            if size is None:
+                raise self.fail("extent", f"the region of {sm.name} along {axis.name} differs between "
+                                f"iterations of {sm.parent.name} (clipped tiles)")
+            extents[id(axis)] = size
+            origin = Var(f"{axis.name}.origin", "int64")
+            self.origins[origin] = d
+            values[id(axis)] = origin + axis
+        for v in region:
+            if extents[id(v)] is None:
+                raise self.fail("extent", f"loop {v.name} has no constant extent")
+        for root in list(sm.axes) + list(sm.raxes):
+            leaves = [v for v in st.leaf_iter_vars if id(v) in set(map(id, st.descendants(root)))]
+            if sm.parent is None and any(v in region for v in leaves):
+                covered = 1
+                for v in leaves:
+                    covered *= extents[id(v)] or 0
+                if covered != extents[id(root)]:
+                    raise self.fail("extent", f"the loops of axis {root.name} do not tile it exactly "
+                                    f"(extent {extents[id(root)]}, tiles cover {covered}); pick a dividing factor")
+        op = self.intrin.op
+        spatial = [v for v in region if v.iter_type != COMM_REDUCE]
+        reduce = [v for v in region if v.iter_type == COMM_REDUCE]
+        if len(spatial) != len(op.axis) or len(reduce) != len(op.reduce_axis):
+            raise self.fail("extent", f"the region has {len(spatial)} data-parallel and {len(reduce)} reduction "
+                            f"loops, the intrinsic {len(op.axis)} and {len(op.reduce_axis)}")
+        for v, a in zip(spatial + reduce, list(op.axis) + list(op.reduce_axis)):
+            if extents[id(v)] != a.dom.extent:  # type: ignore[union-attr]
+                raise self.fail("extent", f"loop {v.name} has extent {extents[id(v)]}, intrinsic axis {a.name} "
+                                f"has {a.dom.extent}")  # type: ignore[union-attr]
+            if not (isinstance(a.dom.min, int) and a.dom.min == 0):  # type: ignore[union-attr]
+                raise self.fail("extent", f"intrinsic axis {a.name} must start at 0")
+            self.pairs.append((v, a))
+        return {a: values[id(a)] for a in list(sm.axes) + list(sm.raxes)}
+
+    # expressions ----------------------------------------------------------------------------------
+    def expr(self, t: Expr, i: Expr, t_env: dict, i_env: dict) -> None:
+        if type(t) is not type(i) and not (isinstance(t, Var) and isinstance(i, Var)):
+            raise self.fail("expression", f"{t!r} does not match {i!r}")
+        if t.dtype != i.dtype:
+            raise self.fail("expression", f"{t!r} is {t.dtype}, the intrinsic's {i!r} is {i.dtype}")
+        if isinstance(t, Const):
+            if t.value != i.value:  # type: ignore[attr-defined]
+                raise self.fail("expression", f"constant {t!r} vs {i!r}")
+            return
+        if isinstance(t, TensorRead):
+            self.read(t, i, t_env, i_env)  # type: ignore[arg-type]
+            return
+        if isinstance(t, Var):
+            raise self.fail("expression", f"loop variable {t.name} used as a value")
+        same = (isinstance(t, Binary) and t.op == i.op or isinstance(t, Unary) and t.op == i.op  # type: ignore[attr-defined]
+                or isinstance(t, Call) and t.name == i.name or isinstance(t, (Cast, Select))  # type: ignore[attr-defined]
+                or isinstance(t, Reduce) and t.combiner == i.combiner  # type: ignore[attr-defined]
+                and (t.where is None) == (i.where is None))  # type: ignore[attr-defined]
+        if not same:
+            raise self.fail("expression", f"{t!r} does not match {i!r}")
+        for a, b in zip(t.children(), i.children()):
+            self.expr(a, b, t_env, i_env)
+
+    def read(self, t: TensorRead, i: TensorRead, t_env: dict, i_env: dict) -> None:
+        t_idx = [substitute(e, t_env) for e in t.indices]
+        i_idx = [substitute(e, i_env) for e in i.indices]
+        if isinstance(i.tensor.op, PlaceholderOp):
+            region = self.region(t.tensor, t_idx, i_idx, i.tensor.name)
+            prev = self.bound.get(id(i.tensor))
+            if prev is not None and (prev.tensor is not t.tensor or prev.dims != region.dims):
+                raise self.fail("expression", f"intrinsic input {i.tensor.name} is read as {prev.tensor.name} "
+                                f"and as {t.tensor.name}")
+            self.bound[id(i.tensor)] = region
+            return
+        inner = self.model.by_op.get(id(t.tensor.op))
+        enclosing = max(self.position - 1, 0)  # the region's own loops, or the loop right around them
+        if inner is None or inner is self.sm or not inner.inside(self.sm, enclosing):
+            raise self.fail("expression", f"the intrinsic computes {i.tensor.name} inside, but {t.tensor.name} "
+                            f"is not computed inside the tensorized loops (compute_at it at the loop around them)")
+        if len(t_idx) != len(i_idx):
+            raise self.fail("index map", f"{t.tensor.name} and {i.tensor.name} have different ranks")
+        iop: ComputeOp = i.tensor.op  # type: ignore[assignment]
+        if len(inner.raxes) != len(iop.reduce_axis):
+            raise self.fail("expression", f"{inner.name} and {iop.name} reduce over different numbers of axes")
+        inner_t_env = dict(zip(inner.axes, t_idx))
+        inner_i_env = dict(zip(iop.axis, i_idx))
+        for r_t, r_i in zip(inner.raxes, iop.reduce_axis):
+            if r_t.dom.extent != r_i.dom.extent or r_t.dom.min != 0:  # type: ignore[union-attr]
+                hint = ("; an intrinsic with an epilogue must cover the whole reduction, since splitting it "
+                        "would apply the epilogue to every partial sum") if self.intrin.has_epilogue else ""
+                raise self.fail("extent", f"reduction {inner.name}.{r_t.name} has extent {r_t.dom.extent}, "  # type: ignore[union-attr]
+                                f"intrinsic {iop.name}.{r_i.name} has {r_i.dom.extent}{hint}")  # type: ignore[union-attr]
+            self.pairs.append((r_t, r_i))
+        if inner not in self.absorbed:
+            self.absorbed.append(inner)
+        self.expr(inner.body, iop.body, inner_t_env, inner_i_env)
+
+    def region(self, tensor: Tensor, t_idx: list[Expr], i_idx: list[Expr], label: str) -> Region:
+        """Which tensor dimension each intrinsic dimension follows, and the origin."""
+        pair_of = {id(iv): tv for tv, iv in self.pairs}
+        t_forms = [linear(e) for e in t_idx]
+        sym_ids = {id(tv) for tv, _ in self.pairs}
+
+        def sym_part(form) -> dict:
+            return {k: c for k, c in form[0].items() if k[0] == "var" and k[1] in sym_ids}
+
+        dims: list[int] = []
+        origin: list[Expr] = []
+        d = 0
+        for e, ie in enumerate(i_idx):
+            terms, c0 = linear(ie)
+            want = {}
+            for key, coeff in terms.items():
+                tv = pair_of.get(key[1]) if key[0] == "var" else None
+                if tv is None:
+                    raise self.fail("index map", f"index {e} of {label} is not affine in the intrinsic's axes")
+                want[("var", id(tv))] = coeff
+            while d < len(t_forms) and sym_part(t_forms[d]) != want:
+                if sym_part(t_forms[d]):
+                    raise self.fail("index map", f"{tensor.name} index {d} ({t_idx[d]!r}) does not follow "
+                                    f"{label} index {e} ({ie!r})")
+                d += 1
+            if d == len(t_forms):
+                raise self.fail("index map", f"no index of {tensor.name} follows {label} index {e} ({ie!r})")
+            dims.append(d)
+            d += 1
+        for k in range(d, len(t_forms)):
+            if sym_part(t_forms[k]):
+                raise self.fail("index map", f"{tensor.name} index {k} ({t_idx[k]!r}) varies inside the region "
+                                f"but no index of {label} follows it")
+        zero = {tv: Const(0, "int64") for tv, _ in self.pairs}
+        for k, e in enumerate(t_idx):
+            base = substitute(e, zero)
+            if k in dims:
+                c0 = linear(i_idx[dims.index(k)])[1]
+                if c0:
+                    base = Binary("sub", base, Const(c0, "int64"), "int64")
+            origin.append(simplify(base))
+        return Region(tensor, origin, dims)
+
+    def run(self) -> TensorizeMatch:
+        t_env = self.loops()
+        op = self.intrin.op
+        self.expr(self.sm.body, op.body, t_env, {})
+        out = self.region(self.sm.tensor, [t_env[a] for a in self.sm.axes], list(op.axis), op.name)
+        missing = [t.name for t in self.intrin.inputs if id(t) not in self.bound]
+        if missing:
+            raise self.fail("expression", f"intrinsic inputs {missing} are never read by {self.sm.name}")
+        kind = "body"
+        if isinstance(self.sm.body, Reduce):
+            outer_reduce = [v for v in self.sm.leaves[:self.position] if v.iter_type == COMM_REDUCE]
+            if outer_reduce:
+                if self.intrin.has_epilogue:
+                    raise TensorizeError(f"{self.loc}: reduction loops {[v.name for v in outer_reduce]} stay "
+                                         "outside the region, so the intrinsic would apply its epilogue to "
+                                         "every partial sum; tensorize a loop outside the whole reduction")
+                if self.intrin.impl.reset is None or self.intrin.impl.update is None:
+                    raise TensorizeError(f"{self.loc}: reduction loops stay outside the region, so the "
+                                         "intrinsic needs reset= and update= implementations")
+                kind = "update"
+        elif self.intrin.reduces_in_pipeline and not self.absorbed:
+            raise self.fail("expression", f"{self.sm.name} is not a reduction, the intrinsic reduces")
+        inside = [s for s in self.model.stages if s is not self.sm and s.inside(self.sm, self.position)]
+        strays = [s.name for s in inside if s not in self.absorbed]
+        if strays:
+            raise TensorizeError(f"{self.loc}: stages {strays} are computed inside the tensorized loops but the "
+                                 "intrinsic does not compute them")
+        regions = [self.bound[id(t)] for t in self.intrin.inputs] + [out]
+        return TensorizeMatch(self.intrin, self.position, kind, regions, list(self.absorbed), dict(self.origins))
+
+
+def match_tensorize(model: PolyModel) -> None:
+    """Match every tensorized stage of ``model`` against its intrinsic (raises TensorizeError) and put
+    the intrinsic's call statements in place of its loop nest."""
+    for sm in model.stages:
+        _place_calls(model, sm)
+    model.index_statements()
+
+
+def _place_calls(model: PolyModel, sm: StageModel) -> None:
+    spec = sm.stage.tensorize_spec
+    if spec is None:
+        return
+    sm.tensorized = match = _Matcher(model, sm, spec[1], sm.stage.leaf_iter_vars.index(spec[0])).run()
+    for inner in match.absorbed:
+        inner.absorbed_by = sm
+    outer = sm.leaves[:match.position]
+    pcoords = [f"p{k}" for k in range(sm.prefix_len)]
+    coords = pcoords + [f"l{k}" for k in range(len(outer))]
+    base = f"S{sm.tag[1:]}"
+    sm.calls = [Statement(f"{base}_call", f"call_{match.kind}", sm, coords, list(coords), outer)]
+    if match.kind == "update":
+        spatial = [v for v in outer if v.iter_type != COMM_REDUCE]
+        rcoords = pcoords + [f"l{k}" for k in range(len(spatial))]
+        sm.calls.insert(0, Statement(f"{base}_reset", "call_reset", sm, rcoords, list(rcoords), spatial))
+    for call in sm.calls:
+        source = sm.init if call.kind == "call_reset" else sm.main
+        call.domain = model.loop_map(source, len(call.coords)).range().set_tuple_name(call.name)  # type: ignore[arg-type]

@@ -1,0 +1,143 @@
+"""Schedule primitives that rewrite the dataflow: ``cache_read``, ``cache_write`` and ``rfactor``.
+
+Each adds a stage and gives the affected stage a new operation, with TVM's semantics:
+
+- ``cache_read(T, scope, readers)``: a copy ``T.scope[i] = T[i]`` that the given readers read instead of T
+  (array packing when the copy is computed at a loop of the reader).
+- ``cache_write(T, scope)``: T's computation moves to ``T.scope`` (fresh axes); T becomes the copy
+  ``T[i] = T.scope[i]`` and keeps the axes users already hold (a write cache / register tile).
+- ``rfactor(T, axis)``: for a reduction whose reduce loops were split, the reduce loop ``axis`` becomes a
+  data-parallel axis of a new stage ``T.rf`` that reduces over the remaining reduce loops; T then reduces
+  ``T.rf`` over that axis. This lets the partial reductions run in parallel or vectorized.
+
+Operations users declared are never modified: a stage points to its new operation, and the schedule maps
+both the old and the new operation to the stage.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tesched.errors import ScheduleError
+from tesched.schedule.stage import Stage, StageGraph
+from tesched.te.expr import Binary, Expr, Reduce, Select, as_expr
+from tesched.te.tensor import COMM_REDUCE, DATA_PAR, ComputeOp, IterVar, Range, Tensor, TensorRead
+from tesched.te.visit import rewrite, substitute
+
+
+def _new_axes(axes: Sequence[IterVar]) -> list[IterVar]:
+    return [IterVar(Range(a.dom.min, a.dom.extent), a.name, a.iter_type) for a in axes]  # type: ignore[union-attr]
+
+
+def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor) -> Expr:
+    def swap(e: Expr) -> Expr | None:
+        if isinstance(e, TensorRead) and sch.stage_of_tensor(e.tensor) is source:
+            return TensorRead(replacement, tuple(rewrite(i, swap) for i in e.indices))
+        return None
+    return rewrite(body, swap)
+
+
+def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_where: Expr | None = None) -> Reduce:
+    source = substitute(body.source, mapping)
+    where = None if body.where is None else substitute(body.where, mapping)
+    if extra_where is not None:
+        where = extra_where if where is None else Binary("and", where, extra_where, "bool")
+    return Reduce(body.combiner, source, axes, where)
+
+
+def _require_unscheduled(stage: Stage, primitive: str) -> None:
+    done = [f"loop {v.name} was split or fused" for v in stage.all_iter_vars
+            if v not in stage.leaf_iter_vars and v.dom is not None]
+    done += [f"loop {v.name} is {kind}" for v, kind in stage.iter_var_attrs.items()]
+    if stage.attach_type != "root":
+        done.append(f"it is {stage.attach_type} at {getattr(stage.attach_stage, 'name', '')}".rstrip(" at"))
+    if done:
+        raise ScheduleError(f"{primitive} of {stage.name}: apply it before scheduling {stage.name} "
+                            f"({'; '.join(done)})")
+
+
+def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -> Tensor:
+    source = sch[tensor]
+    if not readers:
+        raise ScheduleError(f"cache_read of {source.name}: give at least one reader")
+    reader_stages = [sch[r] for r in readers]
+    for r in reader_stages:
+        if source not in sch.producers(r):
+            raise ScheduleError(f"cache_read of {source.name}: {r.name} does not read it")
+    t = source.op.output(0)
+    axes = [IterVar(Range(0, ext), f"ax{k}", DATA_PAR) for k, ext in enumerate(t.shape)]
+    cache_op = ComputeOp(f"{t.name}.{scope}", "cache_read", axes, TensorRead(t, tuple(axes)), None)
+    cache = cache_op.output(0)
+    for r in reader_stages:
+        op = r.op
+        r.replace_op(ComputeOp(op.name, op.tag, op.axis, _with_reads_of(op.body, sch, source, cache), op.attrs))
+    sch.insert_stage(cache_op, after=source)
+    return cache
+
+
+def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
+    stage = sch[tensor]
+    _require_unscheduled(stage, "cache_write")
+    op: ComputeOp = stage.op  # type: ignore[assignment]
+    axes, raxes = _new_axes(op.axis), _new_axes(op.reduce_axis)
+    mapping = dict(zip(op.axis + op.reduce_axis, axes + raxes))
+    body = _rebuild_reduce(op.body, mapping, raxes) if isinstance(op.body, Reduce) else substitute(op.body, mapping)
+    cache_op = ComputeOp(f"{op.name}.{scope}", op.tag, axes, body, op.attrs)
+    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, TensorRead(cache_op.output(0), tuple(op.axis)), op.attrs))
+    stage.all_iter_vars, stage.leaf_iter_vars = list(op.axis), list(op.axis)
+    sch.insert_stage(cache_op, before=stage)
+    return cache_op.output(0)
+
+
+def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+    stage = sch[tensor]
+    op: ComputeOp = stage.op  # type: ignore[assignment]
+    if not isinstance(op.body, Reduce):
+        raise ScheduleError(f"rfactor of {stage.name}: it is not a reduction")
+    if axis not in stage.leaf_iter_vars or axis.iter_type != COMM_REDUCE:
+        raise ScheduleError(f"rfactor of {stage.name}: {getattr(axis, 'name', axis)!r} is not one of its current "
+                            f"reduction loops ({', '.join(v.name for v in stage.leaf_iter_vars if v.iter_type == COMM_REDUCE)})")
+    if not 0 <= factor_axis <= len(op.axis):
+        raise ScheduleError(f"rfactor of {stage.name}: factor_axis {factor_axis} out of range")
+    reduce_leaves = [v for v in stage.leaf_iter_vars if v.iter_type == COMM_REDUCE]
+    extent = stage.extents()
+    if any(extent[id(v)] is None for v in reduce_leaves):
+        raise ScheduleError(f"rfactor of {stage.name}: its reduce loops need constant extents")
+    spatial = IterVar(Range(0, extent[id(axis)]), axis.name, DATA_PAR)
+    others = [v for v in reduce_leaves if v is not axis]
+    kept = [IterVar(Range(0, extent[id(v)]), v.name, COMM_REDUCE) for v in others]
+    leaf_map: dict[int, Expr] = {id(axis): spatial}
+    leaf_map.update({id(v): k for v, k in zip(others, kept)})
+    value = stage.root_values(leaf_map)
+    new_axes = _new_axes(op.axis)
+    mapping = dict(zip(op.axis, new_axes))
+    bounds = None
+    for r in op.reduce_axis:
+        mapping[r] = value[id(r)]
+        covered = 1
+        derived = set(map(id, stage.descendants(r)))
+        for v in reduce_leaves:
+            if id(v) in derived:
+                covered *= extent[id(v)]  # type: ignore[operator]
+        if covered != extent[id(r)]:  # a split that does not divide: guard the padding points
+            lo, ext = r.dom.min, r.dom.extent  # type: ignore[union-attr]
+            cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)
+            bounds = cond if bounds is None else Binary("and", bounds, cond, "bool")
+    rf_axes = new_axes[:factor_axis] + [spatial] + new_axes[factor_axis:]
+    rf_body = _rebuild_reduce(op.body, mapping, kept, bounds)
+    if not kept:  # every reduce loop became data parallel: no reduction left in T.rf
+        rf_body = rf_body.source if rf_body.where is None else Select(rf_body.where, rf_body.source,
+                                                                       rf_body.identity())
+    rf_op = ComputeOp(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
+    rf = rf_op.output(0)
+    kr = IterVar(Range(0, extent[id(axis)]), f"{axis.name}.v", COMM_REDUCE)
+    index = tuple(list(op.axis[:factor_axis]) + [kr] + list(op.axis[factor_axis:]))
+    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, Reduce(op.body.combiner, TensorRead(rf, index), [kr], None),
+                               op.attrs))
+    reduce_vars = {id(v) for v in stage.all_iter_vars if v.iter_type == COMM_REDUCE}
+    stage.relations = [rel for rel in stage.relations
+                       if not any(id(v) in reduce_vars for v in vars(rel).values() if isinstance(v, IterVar))]
+    stage.leaf_iter_vars = [v for v in stage.leaf_iter_vars if id(v) not in reduce_vars] + [kr]
+    stage.all_iter_vars = [v for v in stage.all_iter_vars if id(v) not in reduce_vars] + [kr]
+    stage.iter_var_attrs = {v: k for v, k in stage.iter_var_attrs.items() if id(v) not in reduce_vars}
+    sch.insert_stage(rf_op, before=stage)
+    return rf

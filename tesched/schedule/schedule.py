@@ -1,0 +1,126 @@
+"""A schedule: the stages of every operation the outputs depend on, in dependence order.
+
+``create_schedule(outputs)`` makes one :class:`~.stage.Stage` per operation (inputs first); ``s[T]`` finds
+a tensor's stage. The dataflow primitives (``cache_read``, ``cache_write``, ``rfactor``, in
+:mod:`.dataflow`) add stages. ``s.check()`` runs the lowering's legality checks, which the lowering layer
+registers with :func:`set_legality_check` (a schedule does not depend on its lowering).
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from tesched.errors import ScheduleError
+from tesched.schedule.dataflow import cache_read, cache_write, rfactor
+from tesched.schedule.stage import Fuse, Split, Stage, as_op
+from tesched.te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+
+__all__ = ["Fuse", "Schedule", "Split", "Stage", "create_schedule", "set_legality_check"]
+
+_legality_check: Callable[["Schedule"], None] | None = None
+
+
+def set_legality_check(check: Callable[["Schedule"], None]) -> None:
+    """Register the function ``Schedule.check`` runs (done by :mod:`tesched.lower`)."""
+    global _legality_check
+    _legality_check = check
+
+
+class Schedule:
+    """The schedule of every operation that the outputs depend on."""
+
+    def __init__(self, outputs: Sequence[Operation]):
+        self.outputs = list(outputs)
+        order: list[Operation] = []
+        seen: set[int] = set()
+
+        def visit(op: Operation) -> None:
+            if id(op) in seen:
+                return
+            seen.add(id(op))
+            for t in op.input_tensors:
+                visit(t.op)
+            order.append(op)
+
+        for op in self.outputs:
+            visit(op)
+        self.stages = [Stage(op, self) for op in order]
+        self.stage_map = {id(st.op): st for st in self.stages}
+        for op in self.outputs:
+            self.stage_map[id(op)].is_output = True
+
+    def __getitem__(self, key: "Operation | Tensor | Stage") -> Stage:
+        if isinstance(key, Stage) and key.schedule is self:
+            return key
+        op = as_op(key)  # type: ignore[arg-type]
+        try:
+            return self.stage_map[id(op)]
+        except KeyError:
+            raise ScheduleError(f"{op.name} is not part of this schedule (it is not an input of the outputs "
+                                f"{', '.join(o.name for o in self.outputs)})") from None
+
+    def stage_of_tensor(self, tensor: Tensor) -> Stage | None:
+        return self.stage_map.get(id(tensor.op))
+
+    def producers(self, stage: Stage) -> list[Stage]:
+        """The stages whose outputs ``stage`` reads."""
+        out: list[Stage] = []
+        for t in stage.op.input_tensors:
+            st = self.stage_of_tensor(t)
+            if st is not None and st not in out:
+                out.append(st)
+        return out
+
+    def reads_transitively(self, consumer: Operation, producer: Operation) -> bool:
+        target = self[producer]
+        stack, seen = [self[consumer]], set()
+        while stack:
+            for st in self.producers(stack.pop()):
+                if st is target:
+                    return True
+                if id(st) not in seen:
+                    seen.add(id(st))
+                    stack.append(st)
+        return False
+
+    def insert_stage(self, op: ComputeOp, before: Stage | None = None, after: Stage | None = None) -> Stage:
+        stage = Stage(op, self)
+        pos = self.stages.index(before) if before is not None else self.stages.index(after) + 1  # type: ignore[arg-type]
+        self.stages.insert(pos, stage)
+        self.stage_map[id(op)] = stage
+        return stage
+
+    def cache_read(self, tensor: Tensor, scope: str, readers: Sequence) -> Tensor:
+        """A copy of ``tensor`` that ``readers`` read instead (see :mod:`tesched.schedule.dataflow`)."""
+        return cache_read(self, tensor, scope, readers if isinstance(readers, (list, tuple)) else [readers])
+
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
+        """Compute ``tensor`` into a cache stage, which is returned (see :mod:`tesched.schedule.dataflow`)."""
+        return cache_write(self, tensor, scope)
+
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+        """Turn reduce loop ``axis`` into a data-parallel axis of a new stage (see :mod:`tesched.schedule.dataflow`)."""
+        return rfactor(self, tensor, axis, factor_axis)
+
+    def check(self) -> None:
+        """Run the legality checks of ``lower`` (dependences included) without generating code.
+
+        The checks live in the lowering layer, which registers them here (:func:`set_legality_check`)."""
+        if _legality_check is None:
+            raise RuntimeError("no legality check registered: import tesched")
+        _legality_check(self)
+
+    def canonical(self, tensor: Tensor) -> Tensor:
+        """The tensor a stage currently produces, for a tensor the user declared."""
+        st = self.stage_of_tensor(tensor)
+        return tensor if st is None else st.op.output(0)
+
+
+def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:
+    """A schedule for the given output operations (or tensors); every stage starts at the root."""
+    if not isinstance(ops, (list, tuple)):
+        ops = [ops]
+    out = [as_op(o) for o in ops]
+    for op in out:
+        if isinstance(op, PlaceholderOp):
+            raise ScheduleError(f"create_schedule: {op.name} is a placeholder, not a computation")
+    return Schedule(out)

@@ -1,0 +1,336 @@
+"""The schedule of one operation: its loops after split/fuse/reorder, their kinds, and its placement.
+
+Primitives (``split``, ``tile``, ``reorder``, ``fuse``, ``compute_at``, ``compute_inline``,
+``compute_root``, ``vectorize``, ``unroll``, ``parallel``, ``tensorize``) only record what was asked,
+Halide-style, after checking their arguments; they never build loops. Loop variables made by ``split`` are
+named ``<parent>.outer``/``<parent>.inner``, by ``fuse`` ``<outer>.<inner>.fused``, as in TVM. The schedule
+that owns the stages (:mod:`.schedule`) is seen through the :class:`StageGraph` protocol.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol, Sequence
+
+from tesched.errors import ScheduleError
+from tesched.te.expr import Expr, as_expr
+from tesched.te.intrinsic import TensorIntrin
+from tesched.te.tensor import COMM_REDUCE, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+
+
+@dataclass(frozen=True, eq=False)
+class Split:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: int | None
+    nparts: int | None
+
+
+@dataclass(frozen=True, eq=False)
+class Fuse:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+def as_op(x: Operation | Tensor) -> Operation:
+    if isinstance(x, Tensor):
+        return x.op
+    if isinstance(x, Operation):
+        return x
+    raise TypeError(f"expected a Tensor or an Operation, got {type(x).__name__}")
+
+
+def _positive_int(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+        raise ScheduleError(f"{what} must be a positive int, got {value!r}")
+    value = int(value)  # type: ignore[call-overload]
+    if value <= 0:
+        raise ScheduleError(f"{what} must be positive, got {value}")
+    return value
+
+
+class StageGraph(Protocol):
+    """What a stage needs of the schedule that owns it (implemented by :class:`~.schedule.Schedule`)."""
+
+    stages: list["Stage"]
+    stage_map: dict[int, "Stage"]
+
+    def __getitem__(self, key: "Operation | Tensor | Stage") -> "Stage": ...
+    def producers(self, stage: "Stage") -> list["Stage"]: ...
+    def reads_transitively(self, consumer: Operation, producer: Operation) -> bool: ...
+    def stage_of_tensor(self, tensor: Tensor) -> "Stage | None": ...
+    def canonical(self, tensor: Tensor) -> Tensor: ...
+    def insert_stage(self, op: ComputeOp, before: "Stage | None" = None,
+                     after: "Stage | None" = None) -> "Stage": ...
+
+
+class Stage:
+    """The schedule of one operation: its loops (``leaf_iter_vars``) and where it is computed."""
+
+    def __init__(self, op: Operation, schedule: "StageGraph"):
+        self.op = op
+        self.origin_op = op
+        self.schedule = schedule
+        axes = list(getattr(op, "axis", [])) + list(getattr(op, "reduce_axis", []))
+        self.all_iter_vars: list[IterVar] = list(axes)
+        self.leaf_iter_vars: list[IterVar] = list(axes)
+        self.relations: list[Split | Fuse] = []
+        self.iter_var_attrs: dict[IterVar, str] = {}
+        self.attach_type = "root"
+        self.attach_stage: Stage | None = None
+        self.attach_ivar: IterVar | None = None
+        self.is_output = False
+        self.tensorize_spec: tuple | None = None
+
+    # helpers --------------------------------------------------------------------------------------
+    def replace_op(self, op: ComputeOp) -> None:
+        """Point this stage at a rewritten operation (dataflow primitives); the old one still maps here."""
+        self.op = op
+        self.schedule.stage_map[id(op)] = self
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name}, {self.attach_type})"
+
+    def _compute_only(self, primitive: str) -> None:
+        if isinstance(self.op, PlaceholderOp):
+            raise ScheduleError(f"{primitive}: {self.name} is an input (placeholder); it has no loops")
+
+    def _names(self, ivars: Iterable[IterVar]) -> str:
+        return ", ".join(v.name for v in ivars)
+
+    def _check_leaf(self, ivar: object, primitive: str) -> IterVar:
+        self._compute_only(primitive)
+        if not isinstance(ivar, IterVar):
+            raise ScheduleError(f"{primitive} on stage {self.name}: expected an axis (IterVar), "
+                                f"got {type(ivar).__name__}")
+        if ivar not in self.all_iter_vars:
+            raise ScheduleError(f"{primitive} on stage {self.name}: axis {ivar.name} is not a loop of "
+                                f"{self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
+        if ivar not in self.leaf_iter_vars:
+            raise ScheduleError(f"{primitive} on stage {self.name}: axis {ivar.name} was already split "
+                                f"or fused; use one of its current loops: {self._names(self.leaf_iter_vars)}")
+        return ivar
+
+    def _replace_leaves(self, old: Sequence[IterVar], new: Sequence[IterVar]) -> None:
+        pos = self.leaf_iter_vars.index(old[0])
+        self.leaf_iter_vars[pos:pos + len(old)] = list(new)
+        self.all_iter_vars.extend(new)
+
+    def descendants(self, ivar: IterVar) -> list[IterVar]:
+        """``ivar`` and every loop variable derived from it by split and fuse."""
+        out = [ivar]
+        for rel in self.relations:
+            if isinstance(rel, Split) and rel.parent in out:
+                out += [rel.outer, rel.inner]
+            elif isinstance(rel, Fuse) and (rel.outer in out or rel.inner in out):
+                out.append(rel.fused)
+        return out
+
+    def leaf_position(self, ivar: IterVar) -> int:
+        """Position, in the current loop order, of the innermost loop derived from ``ivar``."""
+        derived = set(map(id, self.descendants(ivar)))
+        positions = [k for k, v in enumerate(self.leaf_iter_vars) if id(v) in derived]
+        return max(positions)
+
+    def extents(self) -> dict[int, int | None]:
+        """Trip count of every loop variable by ``id``; None where it depends on a symbolic size."""
+        out: dict[int, int | None] = {}
+        for v in self.all_iter_vars:
+            if v.dom is not None:
+                ext = v.dom.extent
+                out[id(v)] = ext if isinstance(ext, int) else None
+        for rel in self.relations:
+            if isinstance(rel, Split):
+                pext = out[id(rel.parent)]
+                factor = rel.factor if rel.factor is not None else (
+                    None if pext is None else -(-pext // rel.nparts))  # type: ignore[operator]
+                out[id(rel.outer)] = None if pext is None or factor is None else -(-pext // factor)
+                out[id(rel.inner)] = factor if pext is None or factor is None else min(factor, pext)
+            else:
+                o, i = out[id(rel.outer)], out[id(rel.inner)]
+                out[id(rel.fused)] = None if o is None or i is None else o * i
+        return out
+
+    def split_factor(self, rel: Split) -> int:
+        """The inner extent of a split (for ``nparts``, derived from the constant parent extent)."""
+        if rel.factor is not None:
+            return rel.factor
+        pext = self.extents()[id(rel.parent)]
+        if pext is None:
+            raise ScheduleError(f"split of {self.name}.{rel.parent.name} with nparts needs a constant "
+                                "extent; use factor= for symbolic sizes")
+        return -(-pext // rel.nparts)  # type: ignore[operator]
+
+    def root_values(self, leaf_values: dict[int, "Expr"]) -> dict[int, "Expr"]:
+        """Values of the axes (and every intermediate loop variable) given values of the leaves."""
+        value = dict(leaf_values)
+        extents = self.extents()
+
+        def plus_min(e, v: IterVar):
+            lo = 0 if v.dom is None else v.dom.min
+            return e if isinstance(lo, int) and lo == 0 else e + lo
+
+        for rel in reversed(self.relations):
+            if isinstance(rel, Split):
+                if id(rel.outer) in value and id(rel.inner) in value:
+                    base = value[id(rel.outer)] * self.split_factor(rel) + value[id(rel.inner)]
+                    value[id(rel.parent)] = plus_min(as_expr(base), rel.parent)
+            elif id(rel.fused) in value:
+                inner_ext = extents[id(rel.inner)]
+                if inner_ext is None:
+                    raise ScheduleError(f"fuse of {self.name}.{rel.outer.name}: inner extent must be constant")
+                value[id(rel.outer)] = plus_min(value[id(rel.fused)] // inner_ext, rel.outer)
+                value[id(rel.inner)] = plus_min(value[id(rel.fused)] % inner_ext, rel.inner)
+        return value
+
+    # loop transformations -------------------------------------------------------------------------
+    def split(self, parent: IterVar, factor: int | None = None,
+              nparts: int | None = None) -> tuple[IterVar, IterVar]:
+        """Split ``parent`` into ``(outer, inner)`` with ``inner`` of extent ``factor`` (or ``outer`` of
+        extent ``nparts``). Non-dividing factors are fine: the remainder is guarded."""
+        self._check_leaf(parent, "split")
+        if (factor is None) == (nparts is None):
+            raise ScheduleError(f"split of {self.name}.{parent.name}: give exactly one of factor, nparts")
+        factor = None if factor is None else _positive_int(factor, f"split factor of {self.name}.{parent.name}")
+        nparts = None if nparts is None else _positive_int(nparts, f"split nparts of {self.name}.{parent.name}")
+        outer = IterVar(None, f"{parent.name}.outer", parent.iter_type)
+        inner = IterVar(None, f"{parent.name}.inner", parent.iter_type)
+        self.relations.append(Split(parent, outer, inner, factor, nparts))
+        self._replace_leaves([parent], [outer, inner])
+        return outer, inner
+
+    def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: int,
+             y_factor: int) -> tuple[IterVar, IterVar, IterVar, IterVar]:
+        """Split two loops and order them ``x.outer, y.outer, x.inner, y.inner``."""
+        xo, xi = self.split(x_parent, x_factor)
+        yo, yi = self.split(y_parent, y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    def fuse(self, *args: IterVar) -> IterVar:
+        """Fuse consecutive loops (outermost first) into one."""
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        if not args:
+            raise ScheduleError(f"fuse on stage {self.name}: no axes given")
+        for a in args:
+            self._check_leaf(a, "fuse")
+        positions = [self.leaf_iter_vars.index(a) for a in args]
+        if positions != list(range(positions[0], positions[0] + len(args))):
+            raise ScheduleError(f"fuse on stage {self.name}: axes {self._names(args)} are not consecutive "
+                                f"loops in this order (current order: {self._names(self.leaf_iter_vars)})")
+        kinds = {a.iter_type == COMM_REDUCE for a in args}
+        if len(kinds) > 1:
+            raise ScheduleError(f"fuse on stage {self.name}: cannot fuse reduction and data-parallel axes "
+                                f"({self._names(args)})")
+        fused = args[0]
+        for nxt in args[1:]:
+            new = IterVar(None, f"{fused.name}.{nxt.name}.fused", fused.iter_type)
+            self.relations.append(Fuse(fused, nxt, new))
+            self._replace_leaves([fused, nxt], [new])
+            fused = new
+        return fused
+
+    def reorder(self, *args: IterVar) -> None:
+        """Put the given loops in this order, in the positions they occupy together."""
+        if len(args) == 1 and isinstance(args[0], (list, tuple)):
+            args = tuple(args[0])
+        for a in args:
+            self._check_leaf(a, "reorder")
+        if len(set(map(id, args))) != len(args):
+            raise ScheduleError(f"reorder on stage {self.name}: an axis is given twice ({self._names(args)})")
+        positions = sorted(self.leaf_iter_vars.index(a) for a in args)
+        for pos, a in zip(positions, args):
+            self.leaf_iter_vars[pos] = a
+
+    # loop kinds -----------------------------------------------------------------------------------
+    def _annotate(self, ivar: IterVar, kind: str) -> None:
+        primitive = {"parallel": "parallel", "vectorized": "vectorize", "unrolled": "unroll"}[kind]
+        self._compute_only(primitive)
+        if not isinstance(ivar, IterVar) or ivar not in self.all_iter_vars:
+            raise ScheduleError(f"{primitive} on stage {self.name}: {getattr(ivar, 'name', ivar)!r} is not "
+                                f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
+        if kind == "parallel" and ivar.iter_type == COMM_REDUCE:
+            raise ScheduleError(
+                f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
+                f"iterations all update the same {self.name} element (a loop-carried dependence); "
+                f"parallelize a data-parallel loop, or rfactor the reduction first")
+        previous = self.iter_var_attrs.get(ivar)
+        if previous not in (None, kind):
+            raise ScheduleError(f"{primitive} on stage {self.name}: loop {ivar.name} is already {previous}")
+        self.iter_var_attrs[ivar] = kind
+
+    def vectorize(self, var: IterVar) -> None:
+        """SIMD over ``var``. On a reduction loop (innermost), lanes keep separate partial results that
+        are combined after the loop (this reassociates a floating-point sum)."""
+        self._annotate(var, "vectorized")
+
+    def parallel(self, var: IterVar) -> None:
+        self._annotate(var, "parallel")
+
+    def unroll(self, var: IterVar) -> None:
+        self._annotate(var, "unrolled")
+
+    def tensorize(self, var: IterVar, tensor_intrin) -> None:
+        """Replace loop ``var`` and every loop inside it by a call of ``tensor_intrin`` (see
+        :mod:`tesched.poly.tensorize`); the match is checked when lowering."""
+        self._check_leaf(var, "tensorize")
+        if not isinstance(tensor_intrin, TensorIntrin):
+            raise TypeError("tensorize: the intrinsic must come from ts.decl_tensor_intrin")
+        self.tensorize_spec = (var, tensor_intrin)
+
+    # placement ------------------------------------------------------------------------------------
+    def compute_at(self, parent: "Stage", scope: IterVar) -> None:
+        """Compute this stage inside loop ``scope`` of ``parent``: per iteration of that loop, exactly
+        the region the loop's body reads (its polyhedral footprint), into a buffer local to it."""
+        self._compute_only("compute_at")
+        if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
+            raise ScheduleError(f"compute_at of {self.name}: the parent must be a stage of the same "
+                                "schedule, e.g. s[consumer]")
+        where = f"{parent.name}.{getattr(scope, 'name', scope)}"
+        if parent is self:
+            raise ScheduleError(f"compute_at of {self.name} at {where}: a stage cannot be computed inside "
+                                "itself")
+        if self.is_output:
+            raise ScheduleError(f"compute_at of {self.name} at {where}: it is an output of the schedule; "
+                                "outputs are computed at the root")
+        if not isinstance(scope, IterVar) or scope not in parent.all_iter_vars:
+            owner = next((st.name for st in self.schedule.stages if isinstance(scope, IterVar)
+                          and any(v is scope for v in st.all_iter_vars)), None)
+            belongs = f"; it is a loop of {owner}" if owner else ""
+            raise ScheduleError(f"compute_at of {self.name}: {getattr(scope, 'name', scope)!r} is not a loop "
+                                f"of {parent.name} (its loops are: {parent._names(parent.leaf_iter_vars)})"
+                                f"{belongs}")
+        if not self.schedule.reads_transitively(parent.op, self.op):
+            readers = [st.name for st in self.schedule.stages if self in self.schedule.producers(st)]
+            raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
+                                f"does not read {self.name}, so no loop of {parent.name} is a legal "
+                                f"place; stages that read it: {', '.join(readers) or 'none'}")
+        stage = parent
+        while stage is not None and stage.attach_type == "scope":
+            if stage.attach_stage is self:
+                raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
+                                    f"is itself computed inside {self.name} (a cycle)")
+            stage = stage.attach_stage
+        self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, scope
+
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into every reader; it gets no loops or buffer."""
+        self._compute_only("compute_inline")
+        if self.is_output:
+            raise ScheduleError(f"compute_inline of {self.name}: it is an output of the schedule")
+        if isinstance(self.op, ComputeOp) and self.op.reduce_axis:
+            raise ScheduleError(f"compute_inline of {self.name}: it is a reduction (over "
+                                f"{self._names(self.op.reduce_axis)}); only elementwise stages can be "
+                                "inlined, use compute_at instead")
+        self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
+
+    def compute_root(self) -> None:
+        """Compute this stage in full, at the outermost level, before its readers."""
+        self._compute_only("compute_root")
+        self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None

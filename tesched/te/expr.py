@@ -1,0 +1,297 @@
+"""Scalar expressions: the nodes users build with Python operators, and their dtype rules.
+
+Every node is immutable and knows its children (``children()``) and how to rebuild itself with new ones
+(``with_children``), so generic traversals in :mod:`tesched.te.visit` work on all of them. Nodes are hashed by
+identity; ``a == b`` builds a comparison expression (as in TVM) whose truth value is identity.
+
+This module does not know tensors' schedules, loops or C; see :mod:`tesched.te.tensor` for tensor reads and
+:mod:`tesched.te.functions` for the named functions (``exp``, ``maximum``, reducers ...).
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from tesched.te import dtype as dt
+
+_format: Callable[["Expr"], str] | None = None
+
+
+def set_formatter(format_expr: Callable[["Expr"], str]) -> None:
+    """Install the text form used by ``repr`` (:mod:`tesched.te.printer` installs it when imported, so
+    this module does not depend on its printer)."""
+    global _format
+    _format = format_expr
+
+
+class Expr:
+    """Base class of scalar expressions."""
+
+    __slots__ = ("dtype",)
+    dtype: str
+
+    def children(self) -> tuple["Expr", ...]:
+        return ()
+
+    def with_children(self, children: Sequence["Expr"]) -> "Expr":
+        return self
+
+    # arithmetic -----------------------------------------------------------------------------------
+    def __add__(self, other): return binary("add", self, other)
+    def __radd__(self, other): return binary("add", other, self)
+    def __sub__(self, other): return binary("sub", self, other)
+    def __rsub__(self, other): return binary("sub", other, self)
+    def __mul__(self, other): return binary("mul", self, other)
+    def __rmul__(self, other): return binary("mul", other, self)
+    def __truediv__(self, other): return binary("div", self, other)
+    def __rtruediv__(self, other): return binary("div", other, self)
+    def __floordiv__(self, other): return binary("floordiv", self, other)
+    def __rfloordiv__(self, other): return binary("floordiv", other, self)
+    def __mod__(self, other): return binary("floormod", self, other)
+    def __rmod__(self, other): return binary("floormod", other, self)
+    def __neg__(self): return Unary("neg", self)
+
+    # comparisons and logic ------------------------------------------------------------------------
+    def __lt__(self, other): return binary("lt", self, other)
+    def __le__(self, other): return binary("le", self, other)
+    def __gt__(self, other): return binary("gt", self, other)
+    def __ge__(self, other): return binary("ge", self, other)
+    def __eq__(self, other): return binary("eq", self, other)  # type: ignore[override]
+    def __ne__(self, other): return binary("ne", self, other)  # type: ignore[override]
+    def __and__(self, other): return binary("and", self, other)
+    def __rand__(self, other): return binary("and", other, self)
+    def __or__(self, other): return binary("or", self, other)
+    def __ror__(self, other): return binary("or", other, self)
+    def __invert__(self): return Unary("not", self)
+
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        # As in TVM, ``a == b`` used as a Python truth value (``x in list``) compares identity.
+        if isinstance(self, Binary) and self.op in ("eq", "ne"):
+            return (self.a is self.b) == (self.op == "eq")
+        raise TypeError("a tesched expression has no truth value: use & | ~ instead of and/or/not, "
+                        "and ts.if_then_else instead of if")
+
+    def astype(self, dtype: str) -> "Expr":
+        """Cast to ``dtype``."""
+        dtype = dt.normalize(dtype)
+        return self if dtype == self.dtype else Cast(dtype, self)
+
+    def equal(self, other: object) -> "Expr":
+        """The comparison ``self == other`` (an expression)."""
+        return binary("eq", self, other)
+
+    def same_as(self, other: object) -> bool:
+        return self is other
+
+    def __repr__(self) -> str:
+        return _format(self) if _format is not None else f"<{type(self).__name__}>"
+
+
+class Const(Expr):
+    __slots__ = ("value",)
+
+    def __init__(self, value: object, dtype: str | None = None):
+        dtype = dt.literal_dtype(value, None) if dtype is None else dt.normalize(dtype)
+        if dt.is_float(dtype):
+            value = float(value)  # type: ignore[arg-type]
+        elif dtype == "bool":
+            value = bool(value)
+        else:
+            if isinstance(value, float) and not float(value).is_integer():
+                raise TypeError(f"cannot make an {dtype} constant from {value!r}")
+            value = int(value)  # type: ignore[call-overload]
+            bits = 31 if dtype == "int32" else 63
+            if not -(1 << bits) <= value < (1 << bits):
+                raise OverflowError(f"{value} does not fit in {dtype}")
+        self.value = value
+        self.dtype = dtype
+
+
+class Var(Expr):
+    """A named scalar variable: a symbolic size (``ts.var``) or a loop index."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str, dtype: str = "int32"):
+        self.name = str(name)
+        self.dtype = dt.normalize(dtype)
+
+
+ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max")
+COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
+LOGIC_OPS = ("and", "or")
+
+
+class Binary(Expr):
+    """``a <op> b`` with both operands already of the operation's operand dtype."""
+
+    __slots__ = ("op", "a", "b")
+
+    def __init__(self, op: str, a: Expr, b: Expr, dtype: str):
+        self.op, self.a, self.b, self.dtype = op, a, b, dtype
+
+    def children(self):
+        return (self.a, self.b)
+
+    def with_children(self, children):
+        return Binary(self.op, children[0], children[1], self.dtype)
+
+
+class Unary(Expr):
+    """``-a`` (op ``neg``) or logical not (op ``not``)."""
+
+    __slots__ = ("op", "a")
+
+    def __init__(self, op: str, a: object):
+        a = as_expr(a)
+        if op == "not":
+            a = _as_bool(a)
+        self.op, self.a = op, a
+        self.dtype = "bool" if op == "not" else ("int32" if a.dtype == "bool" else a.dtype)
+
+    def children(self):
+        return (self.a,)
+
+    def with_children(self, children):
+        return Unary(self.op, children[0])
+
+
+class Call(Expr):
+    """A named pure function of scalars, e.g. ``exp``; the C name is chosen by the code generator."""
+
+    __slots__ = ("name", "args")
+
+    def __init__(self, name: str, args: Sequence[Expr], dtype: str):
+        self.name, self.args, self.dtype = name, tuple(args), dtype
+
+    def children(self):
+        return self.args
+
+    def with_children(self, children):
+        return Call(self.name, children, self.dtype)
+
+
+class Cast(Expr):
+    __slots__ = ("value",)
+
+    def __init__(self, dtype: str, value: Expr):
+        self.dtype, self.value = dt.normalize(dtype), value
+
+    def children(self):
+        return (self.value,)
+
+    def with_children(self, children):
+        return Cast(self.dtype, children[0])
+
+
+class Select(Expr):
+    """``cond ? true_value : false_value``; only the chosen branch is evaluated."""
+
+    __slots__ = ("cond", "true_value", "false_value")
+
+    def __init__(self, cond: Expr, true_value: Expr, false_value: Expr):
+        self.cond, self.true_value, self.false_value = cond, true_value, false_value
+        self.dtype = true_value.dtype
+
+    def children(self):
+        return (self.cond, self.true_value, self.false_value)
+
+    def with_children(self, children):
+        return Select(*children)
+
+
+class Reduce(Expr):
+    """A commutative reduction (``sum``, ``max``, ``min``) of ``source`` over ``axis``.
+
+    Only allowed at the top of a ``compute`` body, as in TVM. ``where`` restricts the reduced points.
+    """
+
+    __slots__ = ("combiner", "source", "axis", "where")
+
+    def __init__(self, combiner: str, source: Expr, axis: Sequence["Expr"], where: Expr | None):
+        self.combiner, self.source, self.axis, self.where = combiner, source, tuple(axis), where
+        self.dtype = source.dtype
+
+    def children(self):
+        return (self.source,) if self.where is None else (self.source, self.where)
+
+    def with_children(self, children):
+        where = children[1] if len(children) > 1 else None
+        return Reduce(self.combiner, children[0], self.axis, where)
+
+    def identity(self) -> Const:
+        if self.combiner == "sum":
+            return Const(0, self.dtype)
+        if dt.is_float(self.dtype):
+            return Const(-math.inf if self.combiner == "max" else math.inf, self.dtype)
+        bits = 31 if self.dtype == "int32" else 63
+        return Const(-(1 << bits) if self.combiner == "max" else (1 << bits) - 1, self.dtype)
+
+    def combine(self, acc: Expr, value: Expr) -> Expr:
+        if self.combiner == "sum":
+            return Binary("add", acc, value, self.dtype)
+        return Binary(self.combiner, acc, value, self.dtype)
+
+
+# construction helpers -----------------------------------------------------------------------------
+
+def as_expr(value: object, like: str | None = None) -> Expr:
+    """Turn a Python number (typed after ``like``, see :mod:`tesched.te.dtype`) or an Expr into an Expr."""
+    if isinstance(value, Expr):
+        return value
+    return Const(value, dt.literal_dtype(value, like))
+
+
+def cast_to(e: Expr, dtype: str) -> Expr:
+    return e if e.dtype == dtype else Cast(dtype, e)
+
+
+def _as_bool(e: Expr) -> Expr:
+    if e.dtype == "bool":
+        return e
+    return Binary("ne", e, Const(0, e.dtype), "bool")
+
+
+def binary(op: str, a: object, b: object) -> Expr:
+    """Build ``a <op> b`` applying the promotion rules of :mod:`tesched.te.dtype`."""
+    if not isinstance(a, Expr) and not isinstance(b, Expr):
+        raise TypeError(f"binary {op} needs at least one tesched expression")
+    a = as_expr(a, b.dtype if isinstance(b, Expr) else None)
+    b = as_expr(b, a.dtype)
+    if op in LOGIC_OPS:
+        return Binary(op, _as_bool(a), _as_bool(b), "bool")
+    operand = dt.promote(a.dtype, b.dtype)
+    if op == "div" and not dt.is_float(operand):
+        raise TypeError("integer true division is ambiguous: use // for floor division, "
+                        "or cast an operand with .astype('float32')")
+    a, b = cast_to(a, operand), cast_to(b, operand)
+    folded = _fold(op, a, b)
+    if folded is not None:
+        return folded
+    return Binary(op, a, b, "bool" if op in COMPARE_OPS else operand)
+
+
+def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
+    """Trivial integer identities (``x * 1``, ``x + 0``, constant arithmetic), so printed IR stays short.
+
+    Floating expressions are left alone except ``x * 1.0`` (exact), to keep IEEE semantics."""
+    ca = a.value if isinstance(a, Const) else None
+    cb = b.value if isinstance(b, Const) else None
+    if not dt.is_int(a.dtype) or a.dtype == "bool":
+        return a if op == "mul" and cb == 1.0 else (b if op == "mul" and ca == 1.0 else None)
+    if ca is not None and cb is not None and op in ("add", "sub", "mul"):
+        value = {"add": ca + cb, "sub": ca - cb, "mul": ca * cb}[op]
+        bits = 31 if a.dtype == "int32" else 63
+        return Const(value, a.dtype) if -(1 << bits) <= value < (1 << bits) else None
+    if (op in ("add", "sub") and cb == 0) or (op == "mul" and cb == 1) or (op == "floordiv" and cb == 1):
+        return a
+    if (op == "add" and ca == 0) or (op == "mul" and ca == 1):
+        return b
+    return None
+
+
+def const(value: object, dtype: str | None = None) -> Const:
+    """A constant; ``dtype`` defaults to int32 for ints and float32 for floats."""
+    return Const(value, dtype)

@@ -1,0 +1,107 @@
+"""Named scalar functions and reducers users call in ``compute`` bodies.
+
+``exp log sqrt tanh sigmoid abs floor ceil`` (floating), ``maximum minimum`` (any type),
+``if_then_else``, ``all``/``any`` of conditions, and the reducers ``sum max min`` (TVM names; ``max``
+and ``min`` called on two expressions without an axis are elementwise). This module only builds
+expressions; the code generator decides how each function is spelled in C.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tesched.te import dtype as dt
+from tesched.te.expr import Binary, Call, Expr, Reduce, Select, as_expr, binary, cast_to
+from tesched.te.tensor import COMM_REDUCE, IterVar
+
+FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil")
+
+
+def _unary_float(name: str, x: object) -> Expr:
+    e = as_expr(x)
+    if not dt.is_float(e.dtype):
+        e = cast_to(e, "float32")
+    return Call(name, (e,), e.dtype)
+
+
+def exp(x: object) -> Expr: return _unary_float("exp", x)
+def log(x: object) -> Expr: return _unary_float("log", x)
+def sqrt(x: object) -> Expr: return _unary_float("sqrt", x)
+def tanh(x: object) -> Expr: return _unary_float("tanh", x)
+def sigmoid(x: object) -> Expr: return _unary_float("sigmoid", x)
+def floor(x: object) -> Expr: return _unary_float("floor", x)
+def ceil(x: object) -> Expr: return _unary_float("ceil", x)
+
+
+def abs(x: object) -> Expr:  # noqa: A001 - TVM's name
+    e = as_expr(x)
+    if e.dtype == "bool":
+        e = cast_to(e, "int32")
+    return Call("abs", (e,), e.dtype)
+
+
+def maximum(a: object, b: object) -> Expr:
+    return binary("max", a, b)
+
+
+def minimum(a: object, b: object) -> Expr:
+    return binary("min", a, b)
+
+
+def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
+    """``then_value`` where ``cond`` holds, else ``else_value``; only the chosen side is evaluated."""
+    c = as_expr(cond)
+    if c.dtype != "bool":
+        c = binary("ne", c, 0)
+    probe = binary("add", then_value, else_value)  # applies the promotion rules to both sides
+    t = cast_to(as_expr(then_value, probe.dtype), probe.dtype)
+    f = cast_to(as_expr(else_value, probe.dtype), probe.dtype)
+    return Select(c, t, f)
+
+
+def all(*conds: object) -> Expr:  # noqa: A001 - TVM's name
+    out = as_expr(conds[0])
+    for c in conds[1:]:
+        out = binary("and", out, c)
+    return out if out.dtype == "bool" else binary("ne", out, 0)
+
+
+def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
+    out = as_expr(conds[0])
+    for c in conds[1:]:
+        out = binary("or", out, c)
+    return out if out.dtype == "bool" else binary("ne", out, 0)
+
+
+def _reducer(combiner: str):
+    def reduce(expr: object, axis: IterVar | Sequence[IterVar] | None = None,
+               where: object = None) -> Expr:
+        is_reduce_axis = isinstance(axis, IterVar) and axis.iter_type == COMM_REDUCE
+        if not is_reduce_axis and not isinstance(axis, (list, tuple)):
+            if axis is None or combiner == "sum":
+                raise TypeError(f"ts.{combiner} needs axis=<reduce_axis or list of them>")
+            return binary(combiner, expr, axis)  # elementwise max/min of two values
+        axes = [axis] if is_reduce_axis else list(axis)  # type: ignore[arg-type]
+        if not axes:
+            raise ValueError(f"ts.{combiner}: empty axis list")
+        for a in axes:
+            if not isinstance(a, IterVar) or a.iter_type != COMM_REDUCE:
+                raise TypeError(f"ts.{combiner}: axis {a!r} is not a reduce_axis")
+        source = as_expr(expr)
+        if source.dtype == "bool":
+            source = cast_to(source, "int32")
+        cond = None
+        if where is not None:
+            cond = as_expr(where)
+            if cond.dtype != "bool":
+                cond = Binary("ne", cond, as_expr(0, cond.dtype), "bool")
+        return Reduce(combiner, source, axes, cond)
+
+    reduce.__name__ = combiner
+    reduce.__doc__ = (f"Reduce ``expr`` with {combiner} over ``axis`` (a reduce_axis or a list), "
+                      "optionally only where ``where`` holds.")
+    return reduce
+
+
+sum = _reducer("sum")  # noqa: A001 - TVM's name
+max = _reducer("max")  # noqa: A001 - TVM's name
+min = _reducer("min")  # noqa: A001 - TVM's name

@@ -1,0 +1,235 @@
+"""Tensors and the operations that define them: ``placeholder``, ``compute``, ``reduce_axis``, ``var``.
+
+A :class:`Tensor` is the output of an operation: a :class:`PlaceholderOp` (an input) or a :class:`ComputeOp`
+(``out[axis] = body``, where ``body`` may be a top-level reduction). Axes are :class:`IterVar` objects,
+which are themselves expressions, so ``A[i, k]`` reads naturally. This module is pure declaration: it
+knows nothing of schedules, loops or code.
+"""
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from tesched.te import dtype as dt
+from tesched.te.expr import Const, Expr, Reduce, Var, as_expr
+from tesched.te.visit import collect, contains
+
+
+class Range:
+    """A half-open interval ``[min, min + extent)`` whose bounds are ints or size expressions."""
+
+    __slots__ = ("min", "extent")
+
+    def __init__(self, min: int | Expr, extent: int | Expr):
+        self.min, self.extent = min, extent
+
+    def __repr__(self) -> str:
+        return f"Range(min={self.min!r}, extent={self.extent!r})"
+
+
+DATA_PAR = "data_par"
+COMM_REDUCE = "comm_reduce"
+OUTER = "split_outer"
+INNER = "split_inner"
+FUSED = "fused"
+
+
+class IterVar(Var):
+    """A loop variable of a stage: an axis of a compute, a reduction axis, or a split/fuse result.
+
+    ``dom`` is the interval the variable iterates over (``None`` for variables made by split/fuse, whose
+    bounds come from the schedule). ``iter_type`` is ``data_par`` or ``comm_reduce`` for axes.
+    """
+
+    __slots__ = ("dom", "iter_type")
+
+    def __init__(self, dom: Range | None, name: str, iter_type: str):
+        super().__init__(name, "int32")
+        self.dom, self.iter_type = dom, iter_type
+
+    @property
+    def var(self) -> "IterVar":
+        return self
+
+
+class Operation:
+    name: str
+    tag: str = ""
+
+    def output(self, index: int = 0) -> "Tensor":
+        if index != 0:
+            raise IndexError(f"operation {self.name} has a single output")
+        return self._output
+
+    @property
+    def num_outputs(self) -> int:
+        return 1
+
+    @property
+    def input_tensors(self) -> list["Tensor"]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class PlaceholderOp(Operation):
+    def __init__(self, name: str, shape: tuple, dtype: str):
+        self.name = name
+        self._output = Tensor(self, shape, dtype)
+
+
+class ComputeOp(Operation):
+    """``name[axis...] = body``; ``reduce_axis`` lists the axes of a top-level reduction."""
+
+    def __init__(self, name: str, tag: str, axis: list[IterVar], body: Expr, attrs: dict | None):
+        self.name, self.tag, self.axis, self.body = name, tag, axis, body
+        self.attrs = dict(attrs or {})
+        self.reduce_axis: list[IterVar] = list(body.axis) if isinstance(body, Reduce) else []  # type: ignore[arg-type]
+        shape = tuple(_shape_value(iv.dom.extent) for iv in axis)  # type: ignore[union-attr]
+        self._output = Tensor(self, shape, body.dtype)
+
+    @property
+    def input_tensors(self) -> list["Tensor"]:
+        seen: dict[int, Tensor] = {}
+        for read in collect(self.body, TensorRead):
+            seen.setdefault(id(read.tensor), read.tensor)
+        return list(seen.values())
+
+
+class Tensor:
+    """The output of an operation; index it to read an element: ``A[i, j]``."""
+
+    def __init__(self, op: Operation, shape: tuple, dtype: str):
+        self.op, self.shape, self.dtype = op, tuple(shape), dtype
+        self.value_index = 0
+
+    @property
+    def name(self) -> str:
+        return self.op.name
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __getitem__(self, indices) -> "TensorRead":
+        if not isinstance(indices, tuple):
+            indices = (indices,)
+        if len(indices) != len(self.shape):
+            raise IndexError(f"tensor {self.name} has {len(self.shape)} dimensions, "
+                             f"indexed with {len(indices)}")
+        exprs = []
+        for k, idx in enumerate(indices):
+            e = as_expr(idx, "int32")
+            if not dt.is_int(e.dtype) or e.dtype == "bool":
+                raise TypeError(f"index {k} of {self.name} must be an integer expression, got {e.dtype}")
+            exprs.append(e)
+        return TensorRead(self, tuple(exprs))
+
+    def __repr__(self) -> str:
+        return f"Tensor(name={self.name!r}, shape={self.shape!r}, dtype={self.dtype!r})"
+
+    __hash__ = object.__hash__
+
+
+class TensorRead(Expr):
+    """Reading one element of a tensor (TVM's ProducerLoad)."""
+
+    __slots__ = ("tensor", "indices")
+
+    def __init__(self, tensor: Tensor, indices: tuple):
+        self.tensor, self.indices, self.dtype = tensor, tuple(indices), tensor.dtype
+
+    def children(self):
+        return self.indices
+
+    def with_children(self, children):
+        return TensorRead(self.tensor, tuple(children))
+
+
+def _shape_value(value: object) -> int | Expr:
+    if isinstance(value, Const):
+        return int(value.value)
+    if isinstance(value, Expr):
+        if not dt.is_int(value.dtype):
+            raise TypeError(f"shape entries must be integers, got {value.dtype}")
+        return value
+    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+        raise TypeError(f"shape entries must be ints or size variables, got {value!r}")
+    value = int(value)  # type: ignore[call-overload]
+    if value <= 0:
+        raise ValueError(f"shape entries must be positive, got {value}")
+    return value
+
+
+def _normalize_shape(shape) -> tuple:
+    if isinstance(shape, (int, Expr)):
+        shape = (shape,)
+    return tuple(_shape_value(s) for s in shape)
+
+
+def var(name: str = "n", dtype: str = "int32") -> Var:
+    """A symbolic size, usable in shapes; kernels read its value from their arguments' shapes."""
+    if not dt.is_int(dtype):
+        raise TypeError("size variables must be integers")
+    return Var(name, dtype)
+
+
+def placeholder(shape, dtype: str = "float32", name: str = "placeholder") -> Tensor:
+    """An input tensor of the given shape and dtype."""
+    return PlaceholderOp(str(name), _normalize_shape(shape), dt.normalize(dtype)).output(0)
+
+
+def reduce_axis(dom, name: str = "rv") -> IterVar:
+    """A reduction axis over ``dom = (lo, hi)`` (half-open), as in TVM."""
+    if isinstance(dom, Range):
+        rng = dom
+    else:
+        lo, hi = dom
+        lo, hi = _bound(lo), _bound(hi)
+        rng = Range(lo, hi - lo if isinstance(lo, int) and isinstance(hi, int) else as_expr(hi) - lo)
+        if isinstance(rng.extent, int) and rng.extent <= 0:
+            raise ValueError(f"reduce_axis {name}: empty range {dom}")
+    return IterVar(rng, str(name), COMM_REDUCE)
+
+
+def _bound(v):
+    if isinstance(v, Const):
+        return int(v.value)
+    if isinstance(v, Expr):
+        return v
+    return int(v)
+
+
+def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: str = "",
+            attrs: dict | None = None) -> Tensor:
+    """``out[i...] = fcompute(i...)``; the body may be a reduction (``ts.sum`` ...) at its top level.
+
+    Axis names come from the parameter names of ``fcompute`` (``lambda i, j: ...`` gives axes i, j).
+    """
+    shape = _normalize_shape(shape)
+    params = _param_names(fcompute, len(shape))
+    axis = [IterVar(Range(0, ext), pname, DATA_PAR) for pname, ext in zip(params, shape)]
+    body = as_expr(fcompute(*axis))
+    if isinstance(body, Reduce):
+        inner = body.children()
+    else:
+        inner = (body,)
+    for e in inner:
+        if contains(e, Reduce):
+            raise ValueError(f"compute {name}: a reduction must be the whole body (as in TVM), "
+                             "not part of a larger expression; compute it as its own stage")
+    return ComputeOp(str(name), tag, axis, body, attrs).output(0)
+
+
+def _param_names(fcompute: Callable, ndim: int) -> list[str]:
+    try:
+        sig = inspect.signature(fcompute)
+    except (TypeError, ValueError):
+        return [f"i{k}" for k in range(ndim)]
+    params = list(sig.parameters.values())
+    if params and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
+        return [f"i{k}" for k in range(ndim)]
+    if len(params) != ndim:
+        raise ValueError(f"fcompute takes {len(params)} arguments but the shape has {ndim} dimensions")
+    return [p.name for p in params]

@@ -1,0 +1,62 @@
+"""Generic traversals of expressions: post-order rewriting, substitution, collection.
+
+Works on every node that implements ``children()``/``with_children()`` (all of :mod:`tesched.te.expr`,
+tensor reads, and the loop-IR expression nodes).
+"""
+from __future__ import annotations
+
+from typing import Callable, Iterator, Mapping
+
+from tesched.te.expr import Expr
+
+
+def rewrite(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
+    """Rebuild ``expr`` bottom-up; ``fn(node)`` may return a replacement (children already rewritten).
+
+    ``fn`` is first offered the original node: a non-None answer replaces the whole subtree unvisited.
+    """
+    memo: dict[int, Expr] = {}
+
+    def go(e: Expr) -> Expr:
+        key = id(e)
+        if key in memo:
+            return memo[key]
+        out = fn(e)
+        if out is None:
+            kids = e.children()
+            if kids:
+                new = tuple(go(c) for c in kids)
+                out = e if all(a is b for a, b in zip(new, kids)) else e.with_children(new)
+            else:
+                out = e
+        memo[key] = out
+        return out
+
+    return go(expr)
+
+
+def substitute(expr: Expr, mapping: Mapping[Expr, Expr]) -> Expr:
+    """Replace variables (by identity) with expressions."""
+    by_id = {id(k): v for k, v in mapping.items()}
+    return rewrite(expr, lambda e: by_id.get(id(e)))
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Every node of ``expr``, pre-order, each shared node once."""
+    seen: set[int] = set()
+    stack = [expr]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        yield e
+        stack.extend(reversed(e.children()))
+
+
+def collect(expr: Expr, cls: type) -> list:
+    return [e for e in walk(expr) if isinstance(e, cls)]
+
+
+def contains(expr: Expr, cls: type) -> bool:
+    return any(isinstance(e, cls) for e in walk(expr))

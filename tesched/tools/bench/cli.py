@@ -1,0 +1,47 @@
+"""Command line of the suite: ``python -m tesched.bench [--threads N] [--repeat R] [--quick] [--only KEY ...]
+[--json PATH] [--plot PATH] [--no-peak] [--no-build] [--no-torch]``."""
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from tesched.tools.bench.catalog import workloads
+from tesched.tools.bench.report import format_table, plot, write_json
+from tesched.tools.bench.suite import run_suite
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tesched.bench",
+                                     description="tesched fused and unfused against NumPy and PyTorch eager, in "
+                                                 "one process, every result checked against NumPy before timing")
+    parser.add_argument("--threads", type=int, default=None, help="threads for every library (default: all cores)")
+    parser.add_argument("--repeat", type=int, default=None, help="interleaved timing rounds (default 50, quick 3)")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (a smoke test)")
+    parser.add_argument("--only", nargs="+", choices=[w.key for w in workloads()], help="run these workloads only")
+    parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument("--plot", metavar="PATH", help="also draw a bar chart PNG (needs matplotlib)")
+    parser.add_argument("--no-peak", action="store_true", help="skip the peak FMA measurement")
+    parser.add_argument("--no-build", action="store_true", help="skip the build-time measurement")
+    parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when installed")
+    args = parser.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
+    if args.repeat is not None and args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parse_args(argv)
+    repeat = args.repeat or (3 if args.quick else 50)
+    result = run_suite(threads=args.threads, repeat=repeat, quick=args.quick, only=args.only, peak=not args.no_peak,
+                       build=not args.no_build, use_torch=not args.no_torch,
+                       progress=lambda message: print(f"... {message}", file=sys.stderr, flush=True))
+    print(format_table(result))
+    if args.json:
+        write_json(result, args.json)
+        print(f"\nJSON written to {args.json}")
+    if args.plot:
+        print(f"\nbar chart written to {args.plot}" if plot(result, args.plot)
+              else "\n--plot: matplotlib is not installed, no chart drawn")

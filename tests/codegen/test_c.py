@@ -1,0 +1,134 @@
+"""Tests of tesched.codegen.c: the generated C (signature, constants, loop pragmas, stack or heap buffers),
+and the kernels it gives, checked against NumPy."""
+import math
+
+import numpy as np
+import pytest
+
+import tesched as ts
+from tesched.codegen.c import STACK_LIMIT, c_const, generate_c
+from tesched.te.expr import Const
+
+
+@pytest.mark.parametrize("value, dtype, text", [
+    (1.5, "float32", "1.5f"), (2.0, "float64", "2.0"), (0.1, "float32", "0.10000000149011612f"),
+    (math.inf, "float32", "INFINITY"), (-math.inf, "float64", "(-INFINITY)"), (math.nan, "float32", "NAN"),
+    (True, "bool", "1"), (7, "int32", "7"), (-(2**31), "int32", "(-2147483647 - 1)"),
+    (3 * 2**40, "int64", f"INT64_C({3 * 2**40})"),
+])
+def test_c_constants(value, dtype, text):
+    assert c_const(Const(value, dtype)) == text
+
+
+def test_signature_has_restrict_pointers_and_size_parameters():
+    n = ts.var("n")
+    A = ts.placeholder((n, 4), "float64", name="A")
+    I = ts.placeholder((n,), "int32", name="I")
+    B = ts.compute((n, 4), lambda i, j: A[i, j] * I[i], name="B")
+    src = generate_c(ts.lower(ts.create_schedule(B.op), [A, I, B], name="scale_rows"))
+    assert src.name == "scale_rows"
+    assert src.source.startswith('#include "tesched_runtime.h"')
+    assert "void scale_rows(double *restrict A, int32_t *restrict I, double *restrict B, int64_t n)" in src.source
+    assert src.declaration == "void scale_rows(double *, int32_t *, double *, int64_t);"
+
+
+def test_parallel_loops_become_openmp(rand):
+    A = ts.placeholder((64, 32), name="A")
+    B = ts.compute((64, 32), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].parallel(B.op.axis[0])
+    f = ts.build(s, [A, B], name="parallel_rows")
+    assert "#pragma omp parallel for" in f.c_source
+    a = rand((64, 32))
+    np.testing.assert_allclose(f(a), a * 2 + 1, rtol=1e-6)
+
+
+def test_small_local_buffer_on_the_stack_large_one_on_the_heap(rand):
+    n_small, n_large = 1024, STACK_LIMIT // 4 + 64     # float32 rows: 4 KiB fits the limit, the other not
+    outs = []
+    for n in (n_small, n_large):
+        A = ts.placeholder((2, n), name="A")
+        P = ts.compute((2, n), lambda i, j: A[i, j] * 3.0, name="P")
+        C = ts.compute((2, n), lambda i, j: P[i, n - 1 - j] + 1.0, name="C")
+        s = ts.create_schedule(C.op)
+        s[P].compute_at(s[C], C.op.axis[0])                 # one row of P per row of C
+        f = ts.build(s, [A, C], name=f"row_buffer_{n}")
+        a = rand((2, n))
+        np.testing.assert_allclose(f(a), a[:, ::-1] * 3 + 1, rtol=1e-6)
+        outs.append(f.c_source)
+    small, large = outs
+    assert "ts_alloc" not in small and "aligned(TS_ALIGN)" in small
+    assert "ts_alloc" in large and "ts_free" in large
+
+
+def test_symbolic_local_buffer_is_allocated_on_the_heap(rand):
+    n = ts.var("n")
+    A = ts.placeholder((n, n), name="A")
+    P = ts.compute((n, n), lambda i, j: A[i, j] * 3.0, name="P")
+    C = ts.compute((n, n), lambda i, j: P[i, j] + P[j, i], name="C")
+    s = ts.create_schedule(C.op)
+    s[P].compute_at(s[C], C.op.axis[0])
+    f = ts.build(s, [A, C], name="symbolic_heap_buffer")
+    assert "ts_alloc" in f.c_source and "ts_free" in f.c_source
+    for size in (1, 5):
+        a = rand((size, size))
+        np.testing.assert_allclose(f(a), 3 * a + 3 * a.T, rtol=1e-6)
+
+
+def test_vectorized_and_unrolled_loops_compute_the_same(rand):
+    A = ts.placeholder((37, 19), name="A")
+    B = ts.compute((37, 19), lambda i, j: ts.sqrt(A[i, j]) * 2.0 + A[i, 18 - j], name="B")
+    s = ts.create_schedule(B.op)
+    jo, ji = s[B].split(B.op.axis[1], factor=8)
+    io, ii = s[B].split(B.op.axis[0], factor=4)
+    s[B].reorder(io, jo, ii, ji)
+    s[B].unroll(ii)
+    s[B].vectorize(ji)
+    f = ts.build(s, [A, B], name="simd_unroll")
+    a = rand((37, 19))
+    np.testing.assert_allclose(f(a), np.sqrt(a) * 2 + a[:, ::-1], rtol=1e-6)
+
+
+def test_reduction_identities_in_c(rand):
+    A = ts.placeholder((3, 5), "float64", name="A")
+    k = ts.reduce_axis((0, 5), name="k")
+    M = ts.compute((3,), lambda i: ts.max(A[i, k], axis=k), name="M")
+    f = ts.build(ts.create_schedule(M.op), [A, M], name="max_identity")
+    assert "(-INFINITY)" in f.c_source
+    a = rand((3, 5), "float64", -1e300, -1e299)
+    np.testing.assert_allclose(f(a), a.max(1))
+
+
+def test_produce_comments_and_identifiers_only(rand):
+    A = ts.placeholder((4,), name="A")
+    B = ts.compute((4,), lambda i: A[i] + 1.0, name="B")
+    C = ts.compute((4,), lambda i: B[i] * 2.0, name="C")
+    src = generate_c(ts.lower(ts.create_schedule(C.op), [A, C], name="two_stages")).source
+    assert "/* produce B */" in src and "/* produce C */" in src
+
+
+def test_unroll_the_loop_a_producer_is_computed_at(rand):
+    # regression: the buffer origin used to keep the unrolled loop's variable ('i' undeclared in C)
+    A = ts.placeholder((3, 5), name="A")
+    P = ts.compute((3, 5), lambda i, j: A[i, j] * 2.0, name="P")
+    C = ts.compute((3, 5), lambda i, j: P[i, 4 - j] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    s[C].unroll(C.op.axis[0])
+    s[P].compute_at(s[C], C.op.axis[0])
+    f = ts.build(s, [A, C], name="unroll_around_producer")
+    a = rand((3, 5))
+    np.testing.assert_allclose(f(a), a[:, ::-1] * 2 + 1, rtol=1e-6)
+
+
+def test_vectorized_loop_around_a_parallel_loop(rand):
+    A = ts.placeholder((9, 12), name="A")
+    B = ts.compute((9, 12), lambda i, j: A[i, j] * 2.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    s[B].parallel(B.op.axis[1])
+    try:
+        f = ts.build(s, [A, B], name="simd_around_parallel")
+    except ts.ScheduleError:
+        return                                           # refusing the schedule clearly is fine too
+    a = rand((9, 12))
+    np.testing.assert_allclose(f(a), a * 2)

@@ -1,0 +1,160 @@
+"""Tests of tesched.driver.kernel: calling a compiled kernel. Every bad argument raises TypeError or ValueError
+naming the argument, before any pointer reaches C; omitted outputs are allocated and returned."""
+import numpy as np
+import pytest
+
+import tesched as ts
+
+
+@pytest.fixture(scope="module")
+def add_kernel():
+    """C = A + 2B on (4, 8) float32 arrays."""
+    A = ts.placeholder((4, 8), name="A")
+    B = ts.placeholder((4, 8), name="B")
+    C = ts.compute((4, 8), lambda i, j: A[i, j] + B[i, j] * 2.0, name="C")
+    return ts.build(ts.create_schedule(C.op), [A, B, C], name="add_scaled")
+
+
+@pytest.fixture
+def abc(rand):
+    return rand((4, 8)), rand((4, 8)), np.zeros((4, 8), np.float32)
+
+
+def test_call_in_place_and_with_allocated_output(add_kernel, abc):
+    a, b, c = abc
+    assert add_kernel(a, b, c) is None
+    np.testing.assert_allclose(c, a + 2 * b, rtol=1e-6)
+    out = add_kernel(a, b)
+    assert out.shape == (4, 8) and out.dtype == np.float32
+    np.testing.assert_allclose(out, a + 2 * b, rtol=1e-6)
+
+
+def test_kernel_attributes(add_kernel):
+    assert add_kernel.name == "add_scaled"
+    assert "void add_scaled(" in add_kernel.c_source
+    assert "produce C" in str(add_kernel.lowered)
+    assert repr(add_kernel) == "Kernel('add_scaled', args=[A, B, C])"
+
+
+def test_wrong_dtype(add_kernel, abc):
+    a, b, c = abc
+    with pytest.raises(TypeError, match="argument A: expected dtype float32, got float64"):
+        add_kernel(a.astype(np.float64), b, c)
+    with pytest.raises(TypeError, match="argument C: expected dtype float32, got int32"):
+        add_kernel(a, b, c.astype(np.int32))
+    with pytest.raises(TypeError, match="argument B: expected dtype float32, got >f4"):
+        add_kernel(a, b.astype(">f4"), c)
+
+
+def test_wrong_shape_and_ndim(add_kernel, abc):
+    a, b, c = abc
+    with pytest.raises(ValueError, match=r"argument B: expected shape \(4, 8\), got \(4, 9\)"):
+        add_kernel(a, np.zeros((4, 9), np.float32), c)
+    with pytest.raises(ValueError, match=r"argument A: expected 2 dimensions, got 1"):
+        add_kernel(a.ravel(), b, c)
+    with pytest.raises(ValueError, match=r"argument C: expected 2 dimensions, got 3"):
+        add_kernel(a, b, c[None])
+
+
+def test_non_contiguous(add_kernel, abc):
+    a, b, c = abc
+    with pytest.raises(ValueError, match="argument A: array is not C-contiguous"):
+        add_kernel(np.zeros((4, 16), np.float32)[:, ::2], b, c)
+    with pytest.raises(ValueError, match="argument B: array is not C-contiguous"):
+        add_kernel(a, np.asfortranarray(b), c)
+    with pytest.raises(ValueError, match="argument C: array is not C-contiguous"):
+        add_kernel(a, b, np.zeros((8, 4), np.float32).T)
+
+
+def test_read_only_output_but_read_only_input_is_fine(add_kernel, abc):
+    a, b, c = abc
+    frozen = np.zeros((4, 8), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError, match="argument C: output array is read-only"):
+        add_kernel(a, b, frozen)
+    a.flags.writeable = False
+    add_kernel(a, b, c)
+    np.testing.assert_allclose(c, a + 2 * b, rtol=1e-6)
+
+
+def test_output_overlapping_an_input(add_kernel, abc):
+    a, b, c = abc
+    with pytest.raises(ValueError, match="argument C: output overlaps argument A in memory"):
+        add_kernel(a, b, a)
+    shared = np.zeros((8, 8), np.float32)
+    with pytest.raises(ValueError, match="argument C: output overlaps argument B in memory"):
+        add_kernel(a, shared.reshape(64)[4:36].reshape(4, 8), shared.reshape(64)[:32].reshape(4, 8))
+    # adjacent but disjoint halves of one array are fine
+    add_kernel(a, shared[:4], shared[4:])
+    np.testing.assert_allclose(shared[4:], a, rtol=1e-6)
+
+
+def test_not_a_numpy_array(add_kernel, abc):
+    a, b, c = abc
+    with pytest.raises(TypeError, match="argument A: expected a numpy.ndarray, got list"):
+        add_kernel(a.tolist(), b, c)
+    with pytest.raises(TypeError, match="argument C: expected a numpy.ndarray, got int"):
+        add_kernel(a, b, 3)
+
+
+def test_wrong_number_of_arguments(add_kernel, abc):
+    a, b, c = abc
+    with pytest.raises(TypeError, match=r"add_scaled takes 3 arrays \(A, B, C\) or its 2 inputs, got 1"):
+        add_kernel(a)
+    with pytest.raises(TypeError, match="got 4"):
+        add_kernel(a, b, c, c)
+    with pytest.raises(TypeError, match="got 0"):
+        add_kernel()
+
+
+def test_none_in_place_of_an_input(add_kernel, abc):
+    a, b, c = abc
+    with pytest.raises(TypeError, match="argument A"):
+        add_kernel(None, b, c)
+
+
+def test_several_outputs_are_returned_in_order(rand):
+    A = ts.placeholder((5,), name="A")
+    S = ts.compute((5,), lambda i: A[i] + 1.0, name="S")
+    D = ts.compute((5,), lambda i: A[i] * 2.0, name="D")
+    f = ts.build(ts.create_schedule([S.op, D.op]), [A, S, D], name="two_outputs")
+    a = rand(5)
+    s, d = f(a)
+    np.testing.assert_allclose(s, a + 1)
+    np.testing.assert_allclose(d, a * 2)
+    with pytest.raises(ValueError, match="argument S: output overlaps argument D in memory"):
+        f(a, s, s)
+
+
+def test_outputs_can_be_omitted_only_after_the_inputs(rand):
+    A = ts.placeholder((3,), name="A")
+    B = ts.compute((3,), lambda i: A[i] - 1.0, name="B")
+    f = ts.build(ts.create_schedule(B.op), [B, A], name="output_first")
+    a, b = rand(3), np.empty(3, np.float32)
+    f(b, a)
+    np.testing.assert_allclose(b, a - 1)
+    with pytest.raises(TypeError, match="outputs can be omitted only when inputs come first"):
+        f(a)
+
+
+def test_symbolic_sizes_are_checked(rand):
+    n = ts.var("n")
+    A = ts.placeholder((n, 3), name="A")
+    B = ts.placeholder((n,), name="B")
+    C = ts.compute((n, 3), lambda i, j: A[i, j] * B[i], name="C")
+    f = ts.build(ts.create_schedule(C.op), [A, B, C], name="row_scale")
+    a, b = rand((6, 3)), rand(6)
+    np.testing.assert_allclose(f(a, b), a * b[:, None], rtol=1e-6)
+    with pytest.raises(ValueError, match="argument B: dimension 0 is 5, but size n is 6 from an earlier argument"):
+        f(a, rand(5))
+    with pytest.raises(ValueError, match=r"argument C: expected shape \(6, 3\), got \(6, 4\)"):
+        f(a, b, np.empty((6, 4), np.float32))
+    with pytest.raises(ValueError, match="size n must be positive, got 0"):
+        f(np.empty((0, 3), np.float32), np.empty(0, np.float32))
+
+
+def test_benchmark_reports_median_and_min(add_kernel, abc):
+    result = add_kernel.benchmark(*abc, repeat=5)
+    assert result.repeat == 5
+    assert 0 < result.min <= result.median
+    assert "median" in str(result)

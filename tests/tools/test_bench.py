@@ -1,0 +1,73 @@
+"""The benchmark suite (``python -m tesched.bench``) in quick mode: every workload is built, checked
+against NumPy inside the suite, timed, and reported as a table, JSON and a chart. No timing is asserted."""
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from tesched.bench import main
+from tesched.tools.bench import run_suite
+from tesched.tools.bench.catalog import workloads
+from tesched.tools.bench.peak import measure_peak
+from tesched.tools.bench.report import format_table, to_json
+from tesched.tools.bench.timing import time_interleaved
+from tesched.tools.bench.workloads import Case
+
+
+@pytest.fixture(scope="module")
+def quick_result():
+    return run_suite(repeat=1, quick=True, peak=False, build=False)
+
+
+def test_every_workload_is_checked_timed_and_reported(quick_result):
+    assert [row.key for row in quick_result.rows] == [w.key for w in workloads()]
+    table = format_table(quick_result)
+    for row in quick_result.rows:
+        assert {"fused", "numpy"} <= set(row.timings)
+        assert all(t.min <= t.median for t in row.timings.values())
+        assert row.name in table
+    document = json.loads(json.dumps(to_json(quick_result)))
+    assert [w["key"] for w in document["workloads"]] == [row.key for row in quick_result.rows]
+
+
+def test_fused_cells_are_one_kernel_and_unfused_one_per_op(quick_result):
+    rows = {row.key: row for row in quick_result.rows}
+    for key in ("rnn", "lstm"):
+        assert rows[key].kernels["fused"] == 1
+        assert rows[key].kernels["unfused"] > rows[key].kernels["graph fused"] > 1
+    assert rows["conv1x1"].kernels == {"fused": 1, "unfused": 3}
+
+
+def test_a_wrong_variant_stops_the_suite():
+    ref = np.arange(3.0)
+    case = Case("probe", 0.0, [ref], {"right": lambda: ref.astype(np.float32), "wrong": lambda: ref + 1})
+    with pytest.raises(AssertionError, match="probe, wrong"):
+        case.check()
+
+
+def test_interleaved_timing_needs_a_round():
+    with pytest.raises(ValueError, match="rounds"):
+        time_interleaved({"noop": lambda: None}, rounds=0)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
+def test_peak_flops_benchmark_runs():
+    peaks = measure_peak((1,), quick=True)
+    assert peaks is not None and peaks[1].best_gflops >= peaks[1].median_gflops > 0
+
+
+def test_command_line_writes_table_json_and_chart(tmp_path, capsys):
+    out_json, out_png = tmp_path / "bench.json", tmp_path / "bench.png"
+    main(["--quick", "--repeat", "1", "--only", "gemm", "overhead", "--json", str(out_json), "--plot", str(out_png)])
+    printed = capsys.readouterr().out
+    assert "GEMM 64x64x64" in printed and "build time" in printed and "peak FP32" in printed
+    document = json.loads(out_json.read_text())
+    assert [w["key"] for w in document["workloads"]] == ["gemm", "overhead"]
+    assert document["gemm_fraction_of_peak"]["median"] > 0
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert not out_png.exists() and "matplotlib is not installed" in printed
+    else:
+        assert out_png.read_bytes()[:4] == b"\x89PNG"
