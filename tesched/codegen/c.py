@@ -18,6 +18,7 @@ import numpy as np
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
 from tesched.lower.pipeline import LoweredFunc
+from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
 
@@ -204,11 +205,11 @@ class CodeGen:
             raise TypeError(f"cannot generate C for {type(s).__name__}")
 
     def loop(self, s: ir.For, ind: int) -> None:
-        if s.kind == "parallel":
+        if s.kind is LoopKind.PARALLEL:
             self.emit("#pragma omp parallel for schedule(static)", ind)
-        elif s.kind == "vectorized" and not s.reduction:  # a reduction left scalar stays sequential
+        elif s.kind is LoopKind.VECTORIZED and not s.reduction:  # a reduction left scalar stays sequential
             self.emit("#pragma omp simd", ind)
-        elif s.kind == "unrolled" and s.extent_hint:
+        elif s.kind is LoopKind.UNROLLED and s.extent_hint:
             self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}", ind)
         v = self.name(s.var, s.var.name)
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"

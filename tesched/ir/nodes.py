@@ -11,22 +11,29 @@ name, bounds and kind, and allocations with their extents. This module knows not
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Sequence
 
+from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Var
 from tesched.te.printer import expr_str
 from tesched.te.visit import rewrite
 
 
+class BufferScope(StrEnum):
+    """Where a buffer's memory comes from: a kernel argument (``arg``), a whole intermediate tensor
+    allocated once (``global``), or a ``compute_at`` region (``local``: ``shape`` is the region's box and
+    index ``i`` of the tensor lives at ``i - offsets`` in the buffer)."""
+
+    ARG = "arg"
+    GLOBAL = "global"
+    LOCAL = "local"
+
+
 class Buffer:
-    """Memory for one tensor.
+    """Memory for one tensor, with its :class:`BufferScope`."""
 
-    ``scope`` is ``arg`` (a kernel argument), ``global`` (a whole intermediate tensor, allocated once)
-    or ``local`` (a compute_at region: ``shape`` is the region's box and index ``i`` of the tensor lives
-    at ``i - offsets`` in the buffer).
-    """
-
-    def __init__(self, name: str, shape: Sequence[int | Expr], dtype: str, scope: str,
+    def __init__(self, name: str, shape: Sequence[int | Expr], dtype: str, scope: BufferScope,
                  offsets: Sequence[Expr] | None = None):
         self.name, self.shape, self.dtype, self.scope = name, list(shape), dtype, scope
         self.offsets: list[Expr] = list(offsets) if offsets is not None else [Const(0, "int64")] * len(shape)
@@ -176,7 +183,7 @@ class For(Stmt):
     var: LoopVar
     begin: Expr
     end: Expr                  # exclusive upper bound
-    kind: str                  # serial | parallel | vectorized | unrolled
+    kind: LoopKind
     body: Stmt
     step: int = 1
     extent_hint: int | None = None   # the loop's largest trip count when known (unroll factor)
@@ -383,7 +390,7 @@ class IRPrinter:
         if isinstance(s, Block):
             return "".join(self.stmt(c, indent) for c in s.stmts)
         if isinstance(s, For):
-            kind = "" if s.kind == "serial" else f"{s.kind} "
+            kind = "" if s.kind is LoopKind.SERIAL else f"{s.kind} "
             step = "" if s.step == 1 else f" step {s.step}"
             head = (f"{pad}{kind}for {self.name_of(s.var)} in [{self.expr(s.begin)}, {self.expr(s.end)})"
                     f"{step} {{\n")
@@ -401,7 +408,7 @@ class IRPrinter:
             dims = " * ".join(self.expr(d) if isinstance(d, Expr) else str(d) for d in b.shape)
             origin = ", ".join(self.expr(o) for o in b.offsets)
             head = f"{pad}allocate {self.buffer(b)}[{b.dtype} * {dims}]"
-            if b.scope == "local":
+            if b.scope is BufferScope.LOCAL:
                 head += f"  // region of {self.buffer(b)} starting at [{origin}]"
             return head + "\n" + self.stmt(s.body, indent)
         if isinstance(s, Assign):

@@ -19,6 +19,7 @@ from tesched.poly.emit import StatementEmitter
 from tesched.poly.model import PolyModel
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import build_tree
+from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import vector_bytes
 from tesched.te.expr import Var
@@ -84,9 +85,9 @@ def check_arguments(st: LoweringState) -> LoweringState:
             raise ValueError(f"tensor {t.name} appears twice in the arguments")
         seen.add(id(t))
         stage = sch[t]
-        if stage.attach_type != "root" and isinstance(t.op, ComputeOp):
+        if stage.attach_type is not AttachType.ROOT and isinstance(t.op, ComputeOp):
             raise ScheduleError(f"{t.name} is an argument, so it must be stored in full, but it is "
-                                f"{'inlined' if stage.attach_type == 'inline' else 'computed at ' + stage.attach_stage.name}; "
+                                f"{'inlined' if stage.attach_type is AttachType.INLINE else 'computed at ' + stage.attach_stage.name}; "
                                 "use compute_root or drop it from the arguments")
     for stage in sch.stages:
         t = stage.op.output(0)
@@ -133,11 +134,11 @@ def check_loop_nesting(st: LoweringState) -> LoweringState:
     """A parallel loop cannot run inside a vectorized one (its iterations are SIMD lanes)."""
     def visit(s: ir.Stmt, vector: ir.For | None) -> None:
         if isinstance(s, ir.For):
-            if s.kind == "parallel" and vector is not None:
+            if s.kind is LoopKind.PARALLEL and vector is not None:
                 raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is parallel but runs inside the "
                                     f"vectorized loop {vector.var.name} of stage {vector.stage}; vectorize an "
                                     "inner loop or parallelize an outer one")
-            visit(s.body, s if s.kind == "vectorized" else vector)
+            visit(s.body, s if s.kind is LoopKind.VECTORIZED else vector)
         elif isinstance(s, ir.Block):
             for c in s.stmts:
                 visit(c, vector)
@@ -155,7 +156,7 @@ def allocate_intermediates(st: LoweringState) -> LoweringState:
     """Whole intermediate tensors computed at the root are allocated around the function body."""
     body = st.body
     for sm in reversed(st.model.stages):  # type: ignore[union-attr]
-        if sm.buffer.scope == "global":
+        if sm.buffer.scope is ir.BufferScope.GLOBAL:
             body = ir.Allocate(sm.buffer, body)
     st.body = body
     return st

@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 
 import tesched as ts
 from tesched.nn.pattern import op_of
+from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.tensor import ComputeOp, IterVar, Tensor
 
@@ -83,7 +84,7 @@ def stored_readers(s: Schedule, st: Stage) -> list[Stage]:
         op = frontier.pop()
         for reader in s.stages:
             if any(t.op is op for t in reader.op.input_tensors):
-                if reader.attach_type == "inline":
+                if reader.attach_type is AttachType.INLINE:
                     frontier.append(reader.op)
                 elif reader not in found:
                     found.append(reader)

@@ -16,7 +16,9 @@ import islpy as isl
 from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark
+from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Select, Unary
+from tesched.te.tensor import IterType
 
 _OP = isl.ast_expr_op_type
 _BINARY = {
@@ -211,6 +213,6 @@ class AstToIR:
             bound = _plus_one(bound)
         step = int(node.for_get_inc().get_val().to_python())
         body = self.walk(node.for_get_body(), inner, None)
-        kind = loop.kind if loop is not None else "serial"
+        kind = loop.kind if loop is not None else LoopKind.SERIAL
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
-                      loop is not None and loop.var.iter_type == "comm_reduce", loop.stage if loop else "")
+                      loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "")

@@ -22,7 +22,8 @@ from tesched.errors import ScheduleError
 from tesched.poly.affine import NotAffine
 from tesched.poly.model import PolyModel, StageModel, Statement
 from tesched.poly.tree import LoopMark, TreeBuilder
-from tesched.te.tensor import TensorRead
+from tesched.schedule.kinds import LoopKind
+from tesched.te.tensor import IterType, TensorRead
 from tesched.te.visit import collect
 
 
@@ -154,7 +155,7 @@ def check_legality(model: PolyModel, tree: TreeBuilder) -> None:
 def _check_loops(model: PolyModel, tree: TreeBuilder, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
-        if isinstance(info, LoopMark) and info.kind in ("parallel", "vectorized"):
+        if isinstance(info, LoopMark) and info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
             band = node.child(0)
             prefix = band.get_prefix_schedule_union_map()
             partial = band.band_get_partial_schedule_union_map()
@@ -162,7 +163,7 @@ def _check_loops(model: PolyModel, tree: TreeBuilder, node: isl.ScheduleNode, co
             local = conflicts.intersect_domain(dom).intersect_range(dom)
             carried = (local.intersect(prefix.apply_range(prefix.reverse()))
                        .subtract(partial.apply_range(partial.reverse())))
-            if info.kind == "vectorized" and info.var.iter_type == "comm_reduce" and any(
+            if info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
                 carried = carried.subtract(_same_stage_updates(model))

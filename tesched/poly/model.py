@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 import islpy as isl
 
 from tesched.errors import LoweringError, ScheduleError
-from tesched.ir.nodes import Buffer, OriginVar
+from tesched.ir.nodes import Buffer, BufferScope, OriginVar
 from tesched.poly.affine import NotAffine, to_isl
 from tesched.schedule.inline import inline_bodies
+from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.schedule import Fuse, Schedule, Split, Stage
 from tesched.te.expr import Const, Expr, Reduce, Var
-from tesched.te.tensor import COMM_REDUCE, ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead
+from tesched.te.tensor import ComputeOp, IterType, IterVar, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import collect, walk
 
 
@@ -110,7 +111,7 @@ class StageModel:
     @property
     def first_reduce(self) -> int | None:
         for k, v in enumerate(self.leaves):
-            if v.iter_type == COMM_REDUCE:
+            if v.iter_type == IterType.COMM_REDUCE:
                 return k
         return None
 
@@ -140,7 +141,7 @@ class PolyModel:
         self.stages: list[StageModel] = []
         self.by_op: dict[int, StageModel] = {}
         for st in sch.stages:
-            if isinstance(st.op, ComputeOp) and st.attach_type != "inline":
+            if isinstance(st.op, ComputeOp) and st.attach_type is not AttachType.INLINE:
                 sm = self._stage_model(st, len(self.stages))
                 self.stages.append(sm)
                 self.by_op[id(st.op)] = sm
@@ -233,10 +234,10 @@ class PolyModel:
                 raise ScheduleError(f"stage {sm.name}: loop {v.name} is marked {kind} but was later split or "
                                     f"fused; mark one of its current loops "
                                     f"({', '.join(x.name for x in st.leaf_iter_vars)})")
-            if kind == "unrolled" and sm.leaf_extent[id(v)] is None:
+            if kind is LoopKind.UNROLLED and sm.leaf_extent[id(v)] is None:
                 raise ScheduleError(f"unroll of {sm.name}.{v.name}: its extent is not a constant; split it "
                                     "with a constant factor and unroll the inner loop")
-        if st.attach_type != "scope":
+        if st.attach_type is not AttachType.SCOPE:
             return
         parent = self.by_op.get(id(st.attach_stage.op))  # type: ignore[union-attr]
         if parent is None:
@@ -254,7 +255,7 @@ class PolyModel:
         own = [sm.leaf_expr[id(v)] for v in sm.leaves]
         base = f"S{sm.tag[1:]}"
         if isinstance(sm.body, Reduce):
-            spatial = [v for v in sm.leaves if v.iter_type != COMM_REDUCE]
+            spatial = [v for v in sm.leaves if v.iter_type != IterType.COMM_REDUCE]
             sm.statements = [
                 Statement(f"{base}_init", "init", sm, pcoords + scoords,
                           pcoords + [sm.leaf_expr[id(v)] for v in spatial], spatial),
@@ -363,7 +364,7 @@ class PolyModel:
     def _make_buffer(self, sm: StageModel) -> None:
         tensor = sm.tensor
         if sm.parent is None:
-            scope = "arg" if any(t is tensor for t in self.arg_tensors) else "global"
+            scope = BufferScope.ARG if any(t is tensor for t in self.arg_tensors) else BufferScope.GLOBAL
             sm.buffer = Buffer(sm.name, list(tensor.shape), tensor.dtype, scope)
             return
         fp = sm.footprint
@@ -385,7 +386,7 @@ class PolyModel:
             else:
                 offsets.append(OriginVar(f"{sm.name}.min{d}"))
                 sm.offset_pwaffs.append(lo)
-        sm.buffer = Buffer(sm.name, shape, tensor.dtype, "local", offsets)
+        sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets)
 
     def footprint_extent(self, sm: StageModel, dim: int) -> int | None:
         """The extent of a computed-at stage's region along ``dim`` when it is the same for every
@@ -443,5 +444,5 @@ class PolyModel:
         for st in self.schedule.stages:
             if isinstance(st.op, PlaceholderOp):
                 t = st.op.output(0)
-                out[id(t)] = Buffer(t.name, list(t.shape), t.dtype, "arg")
+                out[id(t)] = Buffer(t.name, list(t.shape), t.dtype, BufferScope.ARG)
         return out

@@ -31,7 +31,7 @@ from tesched.errors import TensorizeError
 from tesched.poly.model import PolyModel, StageModel, Statement
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Reduce, Select, Unary, Var
 from tesched.te.intrinsic import TensorIntrin
-from tesched.te.tensor import COMM_REDUCE, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor, TensorRead
+from tesched.te.tensor import ComputeOp, IterType, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import substitute
 
 
@@ -103,8 +103,8 @@ class _Matcher:
                     raise self.fail("extent", f"the loops of axis {root.name} do not tile it exactly "
                                     f"(extent {extents[id(root)]}, tiles cover {covered}); pick a dividing factor")
         op = self.intrin.op
-        spatial = [v for v in region if v.iter_type != COMM_REDUCE]
-        reduce = [v for v in region if v.iter_type == COMM_REDUCE]
+        spatial = [v for v in region if v.iter_type != IterType.COMM_REDUCE]
+        reduce = [v for v in region if v.iter_type == IterType.COMM_REDUCE]
         if len(spatial) != len(op.axis) or len(reduce) != len(op.reduce_axis):
             raise self.fail("extent", f"the region has {len(spatial)} data-parallel and {len(reduce)} reduction "
                             f"loops, the intrinsic {len(op.axis)} and {len(op.reduce_axis)}")
@@ -228,7 +228,7 @@ class _Matcher:
             raise self.fail("expression", f"intrinsic inputs {missing} are never read by {self.sm.name}")
         kind = "body"
         if isinstance(self.sm.body, Reduce):
-            outer_reduce = [v for v in self.sm.leaves[:self.position] if v.iter_type == COMM_REDUCE]
+            outer_reduce = [v for v in self.sm.leaves[:self.position] if v.iter_type == IterType.COMM_REDUCE]
             if outer_reduce:
                 if self.intrin.has_epilogue:
                     raise TensorizeError(f"{self.loc}: reduction loops {[v.name for v in outer_reduce]} stay "
@@ -270,7 +270,7 @@ def _place_calls(model: PolyModel, sm: StageModel) -> None:
     base = f"S{sm.tag[1:]}"
     sm.calls = [Statement(f"{base}_call", f"call_{match.kind}", sm, coords, list(coords), outer)]
     if match.kind == "update":
-        spatial = [v for v in outer if v.iter_type != COMM_REDUCE]
+        spatial = [v for v in outer if v.iter_type != IterType.COMM_REDUCE]
         rcoords = pcoords + [f"l{k}" for k in range(len(spatial))]
         sm.calls.insert(0, Statement(f"{base}_reset", "call_reset", sm, rcoords, list(rcoords), spatial))
     for call in sm.calls:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from tesched.poly.model import PolyModel, StageModel, Statement
+from tesched.schedule.kinds import LoopKind
 from tesched.schedule.schedule import IterVar
 
 
@@ -67,7 +68,7 @@ class TreeBuilder:
             # value is a modulo (a split) that depends on an enclosing fused loop.
             return sched
         sched = self.band(sched, stmts, pos)
-        kind = sm.stage.iter_var_attrs.get(var, "serial")
+        kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
         return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)]))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:

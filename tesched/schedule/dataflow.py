@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import Sequence
 
 from tesched.errors import ScheduleError
+from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import Stage, StageGraph
 from tesched.te.expr import Binary, Expr, Reduce, Select, as_expr
-from tesched.te.tensor import COMM_REDUCE, DATA_PAR, ComputeOp, IterVar, Range, Tensor, TensorRead
+from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
 from tesched.te.visit import rewrite, substitute
 
 
@@ -48,7 +49,7 @@ def _require_unscheduled(stage: Stage, primitive: str) -> None:
     done = [f"loop {v.name} was split or fused" for v in stage.all_iter_vars
             if v not in stage.leaf_iter_vars and v.dom is not None]
     done += [f"loop {v.name} is {kind}" for v, kind in stage.iter_var_attrs.items()]
-    if stage.attach_type != "root":
+    if stage.attach_type is not AttachType.ROOT:
         done.append(f"it is {stage.attach_type} at {getattr(stage.attach_stage, 'name', '')}".rstrip(" at"))
     if done:
         raise ScheduleError(f"{primitive} of {stage.name}: apply it before scheduling {stage.name} "
@@ -64,7 +65,7 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
         if source not in sch.producers(r):
             raise ScheduleError(f"cache_read of {source.name}: {r.name} does not read it")
     t = source.op.output(0)
-    axes = [IterVar(Range(0, ext), f"ax{k}", DATA_PAR) for k, ext in enumerate(t.shape)]
+    axes = [IterVar(Range(0, ext), f"ax{k}", IterType.DATA_PAR) for k, ext in enumerate(t.shape)]
     cache_op = ComputeOp(f"{t.name}.{scope}", "cache_read", axes, TensorRead(t, tuple(axes)), None)
     cache = cache_op.output(0)
     for r in reader_stages:
@@ -93,18 +94,18 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     op: ComputeOp = stage.op  # type: ignore[assignment]
     if not isinstance(op.body, Reduce):
         raise ScheduleError(f"rfactor of {stage.name}: it is not a reduction")
-    if axis not in stage.leaf_iter_vars or axis.iter_type != COMM_REDUCE:
+    if axis not in stage.leaf_iter_vars or axis.iter_type != IterType.COMM_REDUCE:
         raise ScheduleError(f"rfactor of {stage.name}: {getattr(axis, 'name', axis)!r} is not one of its current "
-                            f"reduction loops ({', '.join(v.name for v in stage.leaf_iter_vars if v.iter_type == COMM_REDUCE)})")
+                            f"reduction loops ({', '.join(v.name for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE)})")
     if not 0 <= factor_axis <= len(op.axis):
         raise ScheduleError(f"rfactor of {stage.name}: factor_axis {factor_axis} out of range")
-    reduce_leaves = [v for v in stage.leaf_iter_vars if v.iter_type == COMM_REDUCE]
+    reduce_leaves = [v for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE]
     extent = stage.extents()
     if any(extent[id(v)] is None for v in reduce_leaves):
         raise ScheduleError(f"rfactor of {stage.name}: its reduce loops need constant extents")
-    spatial = IterVar(Range(0, extent[id(axis)]), axis.name, DATA_PAR)
+    spatial = IterVar(Range(0, extent[id(axis)]), axis.name, IterType.DATA_PAR)
     others = [v for v in reduce_leaves if v is not axis]
-    kept = [IterVar(Range(0, extent[id(v)]), v.name, COMM_REDUCE) for v in others]
+    kept = [IterVar(Range(0, extent[id(v)]), v.name, IterType.COMM_REDUCE) for v in others]
     leaf_map: dict[int, Expr] = {id(axis): spatial}
     leaf_map.update({id(v): k for v, k in zip(others, kept)})
     value = stage.root_values(leaf_map)
@@ -129,11 +130,11 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
                                                                        rf_body.identity())
     rf_op = ComputeOp(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
     rf = rf_op.output(0)
-    kr = IterVar(Range(0, extent[id(axis)]), f"{axis.name}.v", COMM_REDUCE)
+    kr = IterVar(Range(0, extent[id(axis)]), f"{axis.name}.v", IterType.COMM_REDUCE)
     index = tuple(list(op.axis[:factor_axis]) + [kr] + list(op.axis[factor_axis:]))
     stage.replace_op(ComputeOp(op.name, op.tag, op.axis, Reduce(op.body.combiner, TensorRead(rf, index), [kr], None),
                                op.attrs))
-    reduce_vars = {id(v) for v in stage.all_iter_vars if v.iter_type == COMM_REDUCE}
+    reduce_vars = {id(v) for v in stage.all_iter_vars if v.iter_type == IterType.COMM_REDUCE}
     stage.relations = [rel for rel in stage.relations
                        if not any(id(v) in reduce_vars for v in vars(rel).values() if isinstance(v, IterVar))]
     stage.leaf_iter_vars = [v for v in stage.leaf_iter_vars if id(v) not in reduce_vars] + [kr]

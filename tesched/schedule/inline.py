@@ -6,6 +6,7 @@ currently produces (after ``cache_read``/``cache_write``/``rfactor``). Works on 
 """
 from __future__ import annotations
 
+from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import StageGraph
 from tesched.te.expr import Expr
 from tesched.te.tensor import ComputeOp, TensorRead
@@ -15,7 +16,7 @@ from tesched.te.visit import rewrite, substitute
 def inline_bodies(sch: StageGraph) -> dict[int, Expr]:
     """``{id(op): body}`` for every compute operation of ``sch``, with inlined stages substituted."""
     bodies: dict[int, Expr] = {}
-    inlined = {id(st.op) for st in sch.stages if st.attach_type == "inline"}
+    inlined = {id(st.op) for st in sch.stages if st.attach_type is AttachType.INLINE}
 
     def expand(e: Expr) -> Expr | None:
         if isinstance(e, TensorRead):

@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from typing import Iterable, Protocol, Sequence
 
 from tesched.errors import ScheduleError
+from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
-from tesched.te.tensor import COMM_REDUCE, ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
 
 
 @dataclass(frozen=True, eq=False)
@@ -76,8 +77,8 @@ class Stage:
         self.all_iter_vars: list[IterVar] = list(axes)
         self.leaf_iter_vars: list[IterVar] = list(axes)
         self.relations: list[Split | Fuse] = []
-        self.iter_var_attrs: dict[IterVar, str] = {}
-        self.attach_type = "root"
+        self.iter_var_attrs: dict[IterVar, LoopKind] = {}
+        self.attach_type = AttachType.ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
         self.is_output = False
@@ -224,7 +225,7 @@ class Stage:
         if positions != list(range(positions[0], positions[0] + len(args))):
             raise ScheduleError(f"fuse on stage {self.name}: axes {self._names(args)} are not consecutive "
                                 f"loops in this order (current order: {self._names(self.leaf_iter_vars)})")
-        kinds = {a.iter_type == COMM_REDUCE for a in args}
+        kinds = {a.iter_type == IterType.COMM_REDUCE for a in args}
         if len(kinds) > 1:
             raise ScheduleError(f"fuse on stage {self.name}: cannot fuse reduction and data-parallel axes "
                                 f"({self._names(args)})")
@@ -249,13 +250,13 @@ class Stage:
             self.leaf_iter_vars[pos] = a
 
     # loop kinds -----------------------------------------------------------------------------------
-    def _annotate(self, ivar: IterVar, kind: str) -> None:
-        primitive = {"parallel": "parallel", "vectorized": "vectorize", "unrolled": "unroll"}[kind]
+    def _annotate(self, ivar: IterVar, kind: LoopKind) -> None:
+        primitive = {LoopKind.PARALLEL: "parallel", LoopKind.VECTORIZED: "vectorize", LoopKind.UNROLLED: "unroll"}[kind]
         self._compute_only(primitive)
         if not isinstance(ivar, IterVar) or ivar not in self.all_iter_vars:
             raise ScheduleError(f"{primitive} on stage {self.name}: {getattr(ivar, 'name', ivar)!r} is not "
                                 f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
-        if kind == "parallel" and ivar.iter_type == COMM_REDUCE:
+        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE:
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "
@@ -268,13 +269,13 @@ class Stage:
     def vectorize(self, var: IterVar) -> None:
         """SIMD over ``var``. On a reduction loop (innermost), lanes keep separate partial results that
         are combined after the loop (this reassociates a floating-point sum)."""
-        self._annotate(var, "vectorized")
+        self._annotate(var, LoopKind.VECTORIZED)
 
     def parallel(self, var: IterVar) -> None:
-        self._annotate(var, "parallel")
+        self._annotate(var, LoopKind.PARALLEL)
 
     def unroll(self, var: IterVar) -> None:
-        self._annotate(var, "unrolled")
+        self._annotate(var, LoopKind.UNROLLED)
 
     def tensorize(self, var: IterVar, tensor_intrin) -> None:
         """Replace loop ``var`` and every loop inside it by a call of ``tensor_intrin`` (see
@@ -312,12 +313,12 @@ class Stage:
                                 f"does not read {self.name}, so no loop of {parent.name} is a legal "
                                 f"place; stages that read it: {', '.join(readers) or 'none'}")
         stage = parent
-        while stage is not None and stage.attach_type == "scope":
+        while stage is not None and stage.attach_type is AttachType.SCOPE:
             if stage.attach_stage is self:
                 raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
                                     f"is itself computed inside {self.name} (a cycle)")
             stage = stage.attach_stage
-        self.attach_type, self.attach_stage, self.attach_ivar = "scope", parent, scope
+        self.attach_type, self.attach_stage, self.attach_ivar = AttachType.SCOPE, parent, scope
 
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every reader; it gets no loops or buffer."""
@@ -328,9 +329,9 @@ class Stage:
             raise ScheduleError(f"compute_inline of {self.name}: it is a reduction (over "
                                 f"{self._names(self.op.reduce_axis)}); only elementwise stages can be "
                                 "inlined, use compute_at instead")
-        self.attach_type, self.attach_stage, self.attach_ivar = "inline", None, None
+        self.attach_type, self.attach_stage, self.attach_ivar = AttachType.INLINE, None, None
 
     def compute_root(self) -> None:
         """Compute this stage in full, at the outermost level, before its readers."""
         self._compute_only("compute_root")
-        self.attach_type, self.attach_stage, self.attach_ivar = "root", None, None
+        self.attach_type, self.attach_stage, self.attach_ivar = AttachType.ROOT, None, None

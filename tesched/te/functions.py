@@ -11,7 +11,7 @@ from typing import Sequence
 
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Expr, Reduce, Select, as_expr, binary, cast_to
-from tesched.te.tensor import COMM_REDUCE, IterVar
+from tesched.te.tensor import IterType, IterVar
 
 FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil")
 
@@ -75,7 +75,7 @@ def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
 def _reducer(combiner: str):
     def reduce(expr: object, axis: IterVar | Sequence[IterVar] | None = None,
                where: object = None) -> Expr:
-        is_reduce_axis = isinstance(axis, IterVar) and axis.iter_type == COMM_REDUCE
+        is_reduce_axis = isinstance(axis, IterVar) and axis.iter_type == IterType.COMM_REDUCE
         if not is_reduce_axis and not isinstance(axis, (list, tuple)):
             if axis is None or combiner == "sum":
                 raise TypeError(f"ts.{combiner} needs axis=<reduce_axis or list of them>")
@@ -84,7 +84,7 @@ def _reducer(combiner: str):
         if not axes:
             raise ValueError(f"ts.{combiner}: empty axis list")
         for a in axes:
-            if not isinstance(a, IterVar) or a.iter_type != COMM_REDUCE:
+            if not isinstance(a, IterVar) or a.iter_type != IterType.COMM_REDUCE:
                 raise TypeError(f"ts.{combiner}: axis {a!r} is not a reduce_axis")
         source = as_expr(expr)
         if source.dtype == "bool":

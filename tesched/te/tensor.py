@@ -8,6 +8,7 @@ knows nothing of schedules, loops or code.
 from __future__ import annotations
 
 import inspect
+from enum import StrEnum
 from typing import Callable
 
 from tesched.te import dtype as dt
@@ -27,23 +28,23 @@ class Range:
         return f"Range(min={self.min!r}, extent={self.extent!r})"
 
 
-DATA_PAR = "data_par"
-COMM_REDUCE = "comm_reduce"
-OUTER = "split_outer"
-INNER = "split_inner"
-FUSED = "fused"
+class IterType(StrEnum):
+    """What an axis runs over: the points of the output (data parallel) or a reduction."""
+
+    DATA_PAR = "data_par"
+    COMM_REDUCE = "comm_reduce"
 
 
 class IterVar(Var):
     """A loop variable of a stage: an axis of a compute, a reduction axis, or a split/fuse result.
 
     ``dom`` is the interval the variable iterates over (``None`` for variables made by split/fuse, whose
-    bounds come from the schedule). ``iter_type`` is ``data_par`` or ``comm_reduce`` for axes.
+    bounds come from the schedule). ``iter_type`` says whether it is a reduction loop (:class:`IterType`).
     """
 
     __slots__ = ("dom", "iter_type")
 
-    def __init__(self, dom: Range | None, name: str, iter_type: str):
+    def __init__(self, dom: Range | None, name: str, iter_type: IterType):
         super().__init__(name, "int32")
         self.dom, self.iter_type = dom, iter_type
 
@@ -190,7 +191,7 @@ def reduce_axis(dom, name: str = "rv") -> IterVar:
         rng = Range(lo, hi - lo if isinstance(lo, int) and isinstance(hi, int) else as_expr(hi) - lo)
         if isinstance(rng.extent, int) and rng.extent <= 0:
             raise ValueError(f"reduce_axis {name}: empty range {dom}")
-    return IterVar(rng, str(name), COMM_REDUCE)
+    return IterVar(rng, str(name), IterType.COMM_REDUCE)
 
 
 def _bound(v):
@@ -209,7 +210,7 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
     """
     shape = _normalize_shape(shape)
     params = _param_names(fcompute, len(shape))
-    axis = [IterVar(Range(0, ext), pname, DATA_PAR) for pname, ext in zip(params, shape)]
+    axis = [IterVar(Range(0, ext), pname, IterType.DATA_PAR) for pname, ext in zip(params, shape)]
     body = as_expr(fcompute(*axis))
     if isinstance(body, Reduce):
         inner = body.children()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tesched.arith.linear import constant_difference, constant_value, simplify
 from tesched.ir import nodes as ir
+from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Expr
 from tesched.te.visit import rewrite, walk
@@ -51,7 +52,7 @@ def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
 
 def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
     def visit(s: ir.Stmt):
-        if isinstance(s, ir.For) and s.kind in ("serial", "unrolled"):
+        if isinstance(s, ir.For) and s.kind in (LoopKind.SERIAL, LoopKind.UNROLLED):
             inner = _unroll_addressing_loops(s.body, buf)
             loop = ir.For(s.var, s.begin, s.end, s.kind, inner, s.step, s.extent_hint, s.reduction, s.stage)
             if any(_slot(a, buf) is None and any(n is s.var for n in _index_vars(a, buf))
@@ -77,7 +78,7 @@ def _in_parallel_loop(stmt: ir.Stmt, buf: ir.Buffer) -> bool:
     hit = []
 
     def visit(s: ir.Stmt):
-        if isinstance(s, ir.For) and s.kind == "parallel" and _accesses(s.body, buf):
+        if isinstance(s, ir.For) and s.kind is LoopKind.PARALLEL and _accesses(s.body, buf):
             hit.append(s)
         return None
     ir.map_stmt(stmt, lambda e: e, visit)
@@ -91,7 +92,7 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
             return None
         body = promote(s.body)
         buf = s.buffer
-        if (buf.scope != "local" or not all(isinstance(d, int) for d in buf.shape)
+        if (buf.scope is not ir.BufferScope.LOCAL or not all(isinstance(d, int) for d in buf.shape)
                 or any(isinstance(o, ir.OriginVar) for o in buf.offsets) or _in_parallel_loop(body, buf)):
             return ir.Allocate(buf, body)
         count = 1

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tesched.arith.linear import constant_difference
 from tesched.ir import nodes as ir
+from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Var
 from tesched.te.visit import substitute, walk
 
@@ -46,7 +47,7 @@ def _mentions(e: Expr, var: Var) -> bool:
 
 def unroll(stmt: ir.Stmt) -> ir.Stmt:
     def visit(s: ir.Stmt) -> ir.Stmt | None:
-        if isinstance(s, ir.For) and s.kind == "unrolled":
+        if isinstance(s, ir.For) and s.kind is LoopKind.UNROLLED:
             copies = unroll_copies(s)
             if copies is not None:
                 return unroll(copies)

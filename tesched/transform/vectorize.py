@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tesched.arith.linear import coefficient, constant_difference, simplify
 from tesched.ir import nodes as ir
+from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
@@ -159,10 +160,10 @@ class LoopVectorizer:
         current = ir.Load(store.buffer, store.indices)
         total = Binary(op, current, ir.HReduce(op, acc), store.buffer.dtype)
         parts: list[ir.Stmt] = [ir.Assign(acc, ir.Broadcast(identity, width)),
-                                ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), "serial", step),
+                                ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), LoopKind.SERIAL, step),
                                 ir.Store(store.buffer, store.indices, total)]
         tail = ir.For(self.var, simplify(Binary("add", self.loop.begin, Const(full * width, "int64"), "int64")),
-                      self.loop.end, "serial", store, reduction=True)
+                      self.loop.end, LoopKind.SERIAL, store, reduction=True)
         if full * width < trips:
             parts.append(tail)
         code = ir.Registers([acc], ir.seq(parts))
@@ -178,7 +179,7 @@ class LoopVectorizer:
         if full > MAX_INLINE_CHUNKS:
             chunk_var = ir.LoopVar(f"{self.var.name}.v")
             base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
-            out.append(ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), "serial",
+            out.append(ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), LoopKind.SERIAL,
                               ir.seq(self.chunk(stores, base, width))))
         else:
             for k in range(full):
@@ -198,7 +199,7 @@ class LoopVectorizer:
 def vectorize(stmt: ir.Stmt, vector_bytes: int) -> ir.Stmt:
     """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD."""
     def visit(s: ir.Stmt) -> ir.Stmt | None:
-        if isinstance(s, ir.For) and s.kind == "vectorized":
+        if isinstance(s, ir.For) and s.kind is LoopKind.VECTORIZED:
             return LoopVectorizer(s, vector_bytes).run()
         return None
     return ir.map_stmt(stmt, lambda e: e, visit)
