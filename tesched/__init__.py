@@ -4,10 +4,12 @@ Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_a
 ``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``.
 """
 from tesched.driver.build import build
+from tesched.driver.threads import get_num_threads, set_num_threads
 from tesched.errors import BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
-from tesched.lower.pipeline import LoweredFunc, lower
+from tesched.lower.func import LoweredFunc
+from tesched.lower.pipeline import lower
 from tesched.schedule.schedule import Schedule, Stage, create_schedule
-from tesched.target import get_num_threads, set_num_threads
+from tesched.target import Target
 from tesched.te.dtype import ALL_TYPES as dtypes
 from tesched.te.expr import Expr, const
 from tesched.te.functions import (
@@ -41,7 +43,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'tesched' has no attribute {name!r}")
 
 __all__ = [
-    "BuildError", "CIntrinsic", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
+    "BuildError", "CIntrinsic", "Target", "__version__", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
     "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",

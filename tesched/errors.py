@@ -20,3 +20,7 @@ class BuildError(TeschedError):
 class TensorizeError(TeschedError):
     """The loop nest below a tensorized axis does not compute what the intrinsic computes; the message
     says what differs (expression, extent, or index map)."""
+
+
+class ConfigError(TeschedError, ValueError):
+    """An environment variable or a target description is malformed; the message names it."""

@@ -1,21 +1,45 @@
-"""What the host machine offers the generated code: SIMD width and thread count.
+"""What the generated code is for: instruction-set features, SIMD width, compiler and flags, threads.
 
-The SIMD width comes from the CPU flags (AVX-512: 64 bytes, AVX2: 32, otherwise 16) and can be forced
-with ``TESCHED_VECTOR_BYTES``. Threads: ``set_num_threads(n)`` (or ``TESCHED_NUM_THREADS``/
-``OMP_NUM_THREADS`` before the first kernel runs) sets how many threads ``parallel`` loops use, through
-the OpenMP runtime the kernels link. Nested parallel loops run on one thread (OpenMP's default), so they
-never oversubscribe the machine.
+A :class:`Target` is a frozen value built once, from the host (``Target("host")``: the CPU's flags and
+``-march=native``) or from a name: ``x86-64-avx512``, ``x86-64-avx2``, ``x86-64`` (SSE4.2) or ``c``
+(portable C: no ``-march``, no explicit SIMD). Extra features follow a ``+``:
+``Target("x86-64-avx512+avx512_vnni+avx512_bf16")``. ``build`` passes it to the lowering (SIMD width),
+the C generator (thread clauses) and the compiler (flags); it is part of every kernel's cache key, so a
+library for an AVX2-only machine can be built here. ``with Target(...):`` makes it the default of the
+code inside (schedules that size tiles by the SIMD width read :func:`current_target`).
+
+This module reads no environment variable itself (see :mod:`tesched.config`) and runs nothing at import.
 """
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import functools
-import os
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from tesched.config import settings
+from tesched.errors import ConfigError
+
+_BASE_FLAGS = ("-O3", "-fopenmp", "-fno-math-errno", "-w")
+
+# name -> (features, SIMD bytes, -march flags)
+_PRESETS: dict[str, tuple[frozenset[str], int, tuple[str, ...]]] = {
+    "x86-64-avx512": (frozenset({"sse4_2", "avx", "avx2", "fma", "f16c", "avx512f", "avx512bw", "avx512dq",
+                                 "avx512vl", "avx512cd"}), 64, ("-march=x86-64-v4",)),
+    "x86-64-avx2": (frozenset({"sse4_2", "avx", "avx2", "fma", "f16c"}), 32, ("-march=x86-64-v3",)),
+    "x86-64": (frozenset({"sse4_2"}), 16, ("-march=x86-64-v2",)),
+    "c": (frozenset(), 0, ()),
+}
+
+# features a name may add with "+", and the gcc flag that enables each
+FEATURE_FLAGS: dict[str, str] = {
+    "avx512_vnni": "-mavx512vnni", "avx512_bf16": "-mavx512bf16", "avx512_fp16": "-mavx512fp16",
+    "avx512vbmi": "-mavx512vbmi", "avx_vnni": "-mavxvnni", "f16c": "-mf16c", "fma": "-mfma",
+}
 
 
 @functools.lru_cache(maxsize=None)
-def cpu_flags() -> frozenset[str]:
+def host_features() -> frozenset[str]:
+    """The CPU flags of this machine (``/proc/cpuinfo``), empty where they cannot be read."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -26,46 +50,111 @@ def cpu_flags() -> frozenset[str]:
     return frozenset()
 
 
-def vector_bytes() -> int:
-    """Bytes in one SIMD register of the host."""
-    forced = os.environ.get("TESCHED_VECTOR_BYTES")
-    if forced:
-        value = int(forced)
-        if value not in (16, 32, 64):
-            raise ValueError("TESCHED_VECTOR_BYTES must be 16, 32 or 64")
-        return value
-    flags = cpu_flags()
-    if "avx512f" in flags:
+def _host_vector_bytes(features: frozenset[str]) -> int:
+    if "avx512f" in features:
         return 64
-    if "avx2" in flags:
+    if "avx2" in features:
         return 32
     return 16
 
 
-@functools.lru_cache(maxsize=None)
-def _openmp() -> ctypes.CDLL | None:
-    name = ctypes.util.find_library("gomp") or "libgomp.so.1"
-    try:
-        return ctypes.CDLL(name)
-    except OSError:
-        return None
+@dataclass(frozen=True, init=False)
+class Target:
+    """A code-generation target.
+
+    Parameters
+    ----------
+    spec : str
+        ``"host"`` (default; ``TESCHED_TARGET`` changes the default), ``"x86-64-avx512"``,
+        ``"x86-64-avx2"``, ``"x86-64"`` or ``"c"``, optionally followed by ``+feature`` items
+        (keys of :data:`FEATURE_FLAGS`). ``"llvm"`` is accepted as TVM's name for the host.
+    threads : int, optional
+        If given, every parallel loop uses exactly this many threads; otherwise the number set with
+        ``ts.set_num_threads`` (or the OpenMP default) applies at run time.
+
+    Example
+    -------
+    >>> ts.Target("x86-64-avx2").vector_bytes
+    32
+    """
+
+    name: str
+    features: frozenset[str]
+    vector_bytes: int
+    flags: tuple[str, ...]
+    compiler: tuple[str, ...]
+    threads: int | None = field(default=None)
+
+    _stack: ClassVar[list["Target"]] = []
+
+    def __init__(self, spec: str = "host", *, threads: int | None = None) -> None:
+        if not isinstance(spec, str) or not spec.strip():
+            raise ConfigError(f"a target is described by a string such as 'host' or 'x86-64-avx2', got {spec!r}")
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ConfigError(f"Target threads must be a positive int, got {threads!r}")
+        base, *extra = [part.strip() for part in spec.strip().split("+")]
+        env = settings()
+        if base in ("host", "llvm", "native"):
+            features = host_features()
+            width = env.vector_bytes or _host_vector_bytes(features)
+            march: tuple[str, ...] = ("-march=native",)
+            base = "host"
+        elif base in _PRESETS:
+            features, width, march = _PRESETS[base]
+        else:
+            raise ConfigError(f"unknown target {spec!r}; targets: host, {', '.join(_PRESETS)}")
+        unknown = [f for f in extra if f not in FEATURE_FLAGS]
+        if unknown:
+            raise ConfigError(f"target {spec!r}: unknown feature(s) {unknown}; known: {', '.join(FEATURE_FLAGS)}")
+        if extra and base == "c":
+            raise ConfigError(f"target {spec!r}: portable C takes no instruction-set features")
+        feature_flags = tuple(FEATURE_FLAGS[f] for f in extra) if base != "host" else ()
+        object.__setattr__(self, "name", spec.strip() if base != "host" else "host")
+        object.__setattr__(self, "features", frozenset(features) | frozenset(extra))
+        object.__setattr__(self, "vector_bytes", width)
+        object.__setattr__(self, "flags", _BASE_FLAGS[:1] + march + feature_flags + _BASE_FLAGS[1:])
+        object.__setattr__(self, "compiler", env.compiler)
+        object.__setattr__(self, "threads", threads)
+
+    def has(self, *features: str) -> bool:
+        """Whether every one of ``features`` (CPU flag names such as ``avx512_vnni``) is available."""
+        return set(features) <= self.features
+
+    @property
+    def key(self) -> str:
+        """A text identifying everything that changes the generated code (part of the cache key)."""
+        return "|".join([self.name, ",".join(sorted(self.features)), str(self.vector_bytes), " ".join(self.flags),
+                         " ".join(self.compiler), str(self.threads)])
+
+    def __enter__(self) -> "Target":
+        Target._stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Target._stack.pop()
+
+    def __repr__(self) -> str:
+        extra = f", threads={self.threads}" if self.threads is not None else ""
+        return f"Target({self.name!r}{extra})"
 
 
-def set_num_threads(n: int) -> None:
-    """Use ``n`` threads in ``parallel`` loops of every kernel (from the calling thread on)."""
-    if not isinstance(n, int) or n < 1:
-        raise ValueError(f"the number of threads must be a positive int, got {n!r}")
-    lib = _openmp()
-    if lib is None:
-        raise RuntimeError("the OpenMP runtime (libgomp) was not found")
-    lib.omp_set_num_threads(n)
+def current_target() -> Target:
+    """The target of the innermost ``with Target(...)`` block, else the default (``TESCHED_TARGET`` or
+    the host)."""
+    if Target._stack:
+        return Target._stack[-1]
+    return _default_target(settings().target, settings().vector_bytes, settings().compiler)
 
 
-def get_num_threads() -> int:
-    """How many threads a ``parallel`` loop uses."""
-    lib = _openmp()
-    return int(lib.omp_get_max_threads()) if lib is not None else 1
+@functools.lru_cache(maxsize=8)
+def _default_target(spec: str, vector_bytes: int | None, compiler: tuple[str, ...]) -> Target:
+    return Target(spec)
 
 
-if os.environ.get("TESCHED_NUM_THREADS"):
-    set_num_threads(int(os.environ["TESCHED_NUM_THREADS"]))
+def as_target(target: Target | str | None) -> Target:
+    """``target`` as a :class:`Target` (None: :func:`current_target`)."""
+    if target is None:
+        return current_target()
+    if isinstance(target, Target):
+        return target
+    return Target(target)

@@ -16,7 +16,8 @@ PACKAGE = ROOT / "tesched"
 
 # lowest first; packages on one line are peers and may not import each other
 LAYERS: list[tuple[str, ...]] = [
-    ("tesched.errors", "tesched.version", "tesched.config"),
+    ("tesched.errors", "tesched.version"),
+    ("tesched.config",),
     ("tesched.target",),
     ("tesched.te",),
     ("tesched.arith", "tesched.schedule"),

@@ -12,15 +12,20 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
-from tesched.lower.pipeline import LoweredFunc
+from tesched.ir.visitor import walk_stmts
+from tesched.lower.func import LoweredFunc
 from tesched.schedule.kinds import LoopKind
+from tesched.target import Target, current_target
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.intrinsic import TensorIntrin
+from tesched.te.visit import NodeFunctor
 
 STACK_LIMIT = 128 * 1024
 
@@ -69,55 +74,64 @@ def c_const(c: Const) -> str:
     return str(v) if v != -(2**31) else "(-2147483647 - 1)"
 
 
-class CodeGen:
-    def __init__(self, func: LoweredFunc, reserved: frozenset[str] = frozenset()):
-        self.func = func
-        self.names = NameTable(tuple(reserved))
-        self.lines: list[str] = []
-        self.intrinsics: list = []
+class CExpr(NodeFunctor):
+    """C text of an expression (int64 index arithmetic, GCC vector helpers of the runtime header)."""
+
+    def __init__(self, names: NameTable):
+        self.names = names
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
 
-    # expressions ----------------------------------------------------------------------------------
-    def expr(self, e: Expr) -> str:
-        if isinstance(e, Const):
-            return c_const(e)
-        if isinstance(e, Var):
-            return self.name(e, e.name)
-        if isinstance(e, ir.Load):
-            return self.element(e.buffer, e.indices)
-        if isinstance(e, ir.Address):
-            return "&" + self.element(e.buffer, e.indices)
-        if isinstance(e, ir.VLoad):
-            return f"ts_vload_{_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.expr(e.index)}])"
-        if isinstance(e, ir.Broadcast):
-            return f"ts_vbcast_{_vec(e.dtype)}({self.expr(e.value)})"
-        if isinstance(e, ir.HReduce):
-            return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.expr(e.value)})"
-        if isinstance(e, ir.VCast):
-            return f"__builtin_convertvector({self.expr(e.value)}, {c_type(e.dtype)})"
-        if isinstance(e, Binary):
-            return self.binary(e)
-        if isinstance(e, Unary):
-            if e.op == "neg":
-                return f"(-{self.expr(e.a)})"
-            return f"(~{self.expr(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.expr(e.a)})"
-        if isinstance(e, Cast):
-            if e.dtype == "bool":
-                return f"({self.expr(e.value)} != 0)"
-            return f"(({dt.C_TYPES[e.dtype]})({self.expr(e.value)}))"
-        if isinstance(e, Select):
-            if ir.split_dtype(e.dtype)[1] > 1:
-                return (f"ts_vsel_{_vec(e.dtype)}({self.expr(e.cond)}, {self.expr(e.true_value)}, "
-                        f"{self.expr(e.false_value)})")
-            return f"({self.expr(e.cond)} ? {self.expr(e.true_value)} : {self.expr(e.false_value)})"
-        if isinstance(e, Call):
-            return self.call(e)
-        raise TypeError(f"cannot generate C for {type(e).__name__}")
+    def text(self, e: Expr) -> str:
+        return self.visit(e)
 
-    def binary(self, e: Binary) -> str:
-        a, b = self.expr(e.a), self.expr(e.b)
+    def element(self, buf: ir.Buffer, indices: Sequence[Expr]) -> str:
+        """``buf[flat index of indices]`` in C."""
+        return f"{self.name(buf, buf.name)}[{self.text(ir.flat_index(buf, indices))}]"
+
+    def visit_Const(self, e: Const) -> str:
+        return c_const(e)
+
+    def visit_Var(self, e: Var) -> str:
+        return self.name(e, e.name)
+
+    def visit_Load(self, e: ir.Load) -> str:
+        return self.element(e.buffer, e.indices)
+
+    def visit_Address(self, e: ir.Address) -> str:
+        return "&" + self.element(e.buffer, e.indices)
+
+    def visit_VLoad(self, e: ir.VLoad) -> str:
+        return f"ts_vload_{_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.text(e.index)}])"
+
+    def visit_Broadcast(self, e: ir.Broadcast) -> str:
+        return f"ts_vbcast_{_vec(e.dtype)}({self.text(e.value)})"
+
+    def visit_HReduce(self, e: ir.HReduce) -> str:
+        return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.text(e.value)})"
+
+    def visit_VCast(self, e: ir.VCast) -> str:
+        return f"__builtin_convertvector({self.text(e.value)}, {c_type(e.dtype)})"
+
+    def visit_Unary(self, e: Unary) -> str:
+        if e.op == "neg":
+            return f"(-{self.text(e.a)})"
+        return f"(~{self.text(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.text(e.a)})"
+
+    def visit_Cast(self, e: Cast) -> str:
+        if e.dtype == "bool":
+            return f"({self.text(e.value)} != 0)"
+        return f"(({dt.C_TYPES[e.dtype]})({self.text(e.value)}))"
+
+    def visit_Select(self, e: Select) -> str:
+        cond, yes, no = self.text(e.cond), self.text(e.true_value), self.text(e.false_value)
+        if ir.split_dtype(e.dtype)[1] > 1:
+            return f"ts_vsel_{_vec(e.dtype)}({cond}, {yes}, {no})"
+        return f"({cond} ? {yes} : {no})"
+
+    def visit_Binary(self, e: Binary) -> str:
+        a, b = self.text(e.a), self.text(e.b)
         operand = e.a.dtype
         if ir.split_dtype(operand)[1] > 1:
             if e.op in ("min", "max"):
@@ -141,120 +155,137 @@ class CodeGen:
             return f"ts_floormod({a}, {b})"
         raise TypeError(f"unknown binary operation {e.op}")
 
-    def call(self, e: Call) -> str:
-        args = ", ".join(self.expr(a) for a in e.args)
+    def visit_Call(self, e: Call) -> str:
+        args = ", ".join(self.text(a) for a in e.args)
         if e.name == "sigmoid":
             return f"ts_sigmoid_{_SUFFIX[e.dtype]}({args})"
         if e.name == "abs" and not dt.is_float(e.dtype):
             return f"ts_abs_{_SUFFIX[e.dtype]}({args})"
-        base = _FLOAT_FN[e.name]
-        return f"{base}{'f' if e.dtype == 'float32' else ''}({args})"
+        return f"{_FLOAT_FN[e.name]}{'f' if e.dtype == 'float32' else ''}({args})"
+
+
+class CodeGen(NodeFunctor):
+    """C statements of a lowered function: ``function()`` returns its :class:`CSource`."""
+
+    def __init__(self, func: LoweredFunc, reserved: frozenset[str], target: Target):
+        self.func, self.target = func, target
+        self.names = NameTable(tuple(reserved))
+        self.exprs = CExpr(self.names)
+        self.lines: list[str] = []
+        self.indent = 1
+        self.intrinsics: list[TensorIntrin] = []
+
+    def name(self, obj: object, hint: str) -> str:
+        return self.names.get(obj, hint)
+
+    def expr(self, e: Expr) -> str:
+        return self.exprs.text(e)
 
     def dim(self, d: int | Expr) -> str:
         return str(d) if isinstance(d, int) else self.expr(d)
 
-    def element(self, buf: ir.Buffer, indices: tuple) -> str:
-        """``buf[flat index of indices]`` in C."""
-        return f"{self.name(buf, buf.name)}[{self.expr(ir.flat_index(buf, indices))}]"
+    def emit(self, line: str, extra: int = 0) -> None:
+        self.lines.append("  " * (self.indent + extra) + line)
+
+    def nested(self, s: ir.Stmt) -> None:
+        self.indent += 1
+        self.visit(s)
+        self.indent -= 1
 
     # statements -----------------------------------------------------------------------------------
-    def emit(self, line: str, indent: int) -> None:
-        self.lines.append("  " * indent + line)
+    def visit_Block(self, s: ir.Block) -> None:
+        for c in s.stmts:
+            self.visit(c)
 
-    def stmt(self, s: ir.Stmt, ind: int) -> None:
-        if isinstance(s, ir.Block):
-            for c in s.stmts:
-                self.stmt(c, ind)
-        elif isinstance(s, ir.For):
-            self.loop(s, ind)
-        elif isinstance(s, ir.IfThenElse):
-            self.emit(f"if ({self.expr(s.cond)}) {{", ind)
-            self.stmt(s.then_case, ind + 1)
-            if s.else_case is not None:
-                self.emit("} else {", ind)
-                self.stmt(s.else_case, ind + 1)
-            self.emit("}", ind)
-        elif isinstance(s, ir.Store):
-            self.emit(f"{self.element(s.buffer, s.indices)} = {self.expr(s.value)};", ind)
-        elif isinstance(s, ir.VStore):
-            target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
-            self.emit(f"ts_vstore_{_vec(s.value.dtype)}({target}, {self.expr(s.value)});", ind)
-        elif isinstance(s, ir.IntrinsicCall):
-            if all(i is not s.intrin for i in self.intrinsics):
-                self.intrinsics.append(s.intrin)
-            self.emit(f"{s.function}({', '.join(self.expr(a) for a in s.args)});", ind)
-        elif isinstance(s, ir.Registers):
-            self.emit("{", ind)
-            for v in s.variables:
-                self.emit(f"{c_type(v.dtype)} {self.name(v, v.name)};", ind + 1)
-            self.stmt(s.body, ind + 1)
-            self.emit("}", ind)
-        elif isinstance(s, ir.Allocate):
-            self.allocate(s, ind)
-        elif isinstance(s, ir.Assign):
-            self.emit(f"{self.name(s.var, s.var.name)} = {self.expr(s.value)};", ind)
-        elif isinstance(s, ir.LetStmt):
-            self.emit("{", ind)
-            self.emit(f"const int64_t {self.name(s.var, s.var.name)} = {self.expr(s.value)};", ind + 1)
-            self.stmt(s.body, ind + 1)
-            self.emit("}", ind)
-        elif isinstance(s, ir.Produce):
-            self.emit(f"/* produce {sanitize(s.stage)} */", ind)
-            self.stmt(s.body, ind)
-        else:
-            raise TypeError(f"cannot generate C for {type(s).__name__}")
+    def visit_IfThenElse(self, s: ir.IfThenElse) -> None:
+        self.emit(f"if ({self.expr(s.cond)}) {{")
+        self.nested(s.then_case)
+        if s.else_case is not None:
+            self.emit("} else {")
+            self.nested(s.else_case)
+        self.emit("}")
 
-    def loop(self, s: ir.For, ind: int) -> None:
+    def visit_Store(self, s: ir.Store) -> None:
+        self.emit(f"{self.exprs.element(s.buffer, s.indices)} = {self.expr(s.value)};")
+
+    def visit_VStore(self, s: ir.VStore) -> None:
+        target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
+        self.emit(f"ts_vstore_{_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
+
+    def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:
+        if all(i is not s.intrin for i in self.intrinsics):
+            self.intrinsics.append(s.intrin)
+        self.emit(f"{s.function}({', '.join(self.expr(a) for a in s.args)});")
+
+    def visit_Registers(self, s: ir.Registers) -> None:
+        self.emit("{")
+        for v in s.variables:
+            self.emit(f"{c_type(v.dtype)} {self.name(v, v.name)};", 1)
+        self.nested(s.body)
+        self.emit("}")
+
+    def visit_Assign(self, s: ir.Assign) -> None:
+        self.emit(f"{self.name(s.var, s.var.name)} = {self.expr(s.value)};")
+
+    def visit_LetStmt(self, s: ir.LetStmt) -> None:
+        self.emit("{")
+        self.emit(f"const int64_t {self.name(s.var, s.var.name)} = {self.expr(s.value)};", 1)
+        self.nested(s.body)
+        self.emit("}")
+
+    def visit_Produce(self, s: ir.Produce) -> None:
+        self.emit(f"/* produce {sanitize(s.stage)} */")
+        self.visit(s.body)
+
+    def visit_For(self, s: ir.For) -> None:
         if s.kind is LoopKind.PARALLEL:
-            self.emit("#pragma omp parallel for schedule(static)", ind)
+            threads = f" num_threads({self.target.threads})" if self.target.threads else ""
+            self.emit(f"#pragma omp parallel for schedule(static){threads}")
         elif s.kind is LoopKind.VECTORIZED and not s.reduction:  # a reduction left scalar stays sequential
-            self.emit("#pragma omp simd", ind)
+            self.emit("#pragma omp simd")
         elif s.kind is LoopKind.UNROLLED and s.extent_hint:
-            self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}", ind)
+            self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}")
         v = self.name(s.var, s.var.name)
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
-        self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{", ind)
-        self.stmt(s.body, ind + 1)
-        self.emit("}", ind)
+        self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{")
+        self.nested(s.body)
+        self.emit("}")
 
-    def allocate(self, s: ir.Allocate, ind: int) -> None:
+    def visit_Allocate(self, s: ir.Allocate) -> None:
         b = s.buffer
         ctype = dt.C_TYPES[b.dtype]
         name = self.name(b, b.name)
-        self.emit("{", ind)
+        self.emit("{")
         for off in b.offsets:
             if isinstance(off, ir.OriginVar):
-                self.emit(f"int64_t {self.name(off, off.name)} = 0;", ind + 1)
+                self.emit(f"int64_t {self.name(off, off.name)} = 0;", 1)
+        count: int | None = None
+        on_stack = False
         if all(isinstance(d, int) for d in b.shape):
             count = int(np.prod([int(d) for d in b.shape], dtype=np.int64))
             on_stack = count * dt.numpy_dtype(b.dtype).itemsize <= STACK_LIMIT
-        else:
-            count, on_stack = None, False
         if on_stack:
-            self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", ind + 1)
+            self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", 1)
         else:
             size = str(count) if count is not None else " * ".join(f"(size_t)({self.dim(d)})" for d in b.shape)
-            self.emit(f"{ctype} *restrict {name} = ({ctype} *)ts_alloc(sizeof({ctype}) * {size});", ind + 1)
-        self.stmt(s.body, ind + 1)
+            self.emit(f"{ctype} *restrict {name} = ({ctype} *)ts_alloc(sizeof({ctype}) * {size});", 1)
+        self.nested(s.body)
         if not on_stack:
-            self.emit(f"ts_free({name});", ind + 1)
-        self.emit("}", ind)
+            self.emit(f"ts_free({name});", 1)
+        self.emit("}")
 
     # function -------------------------------------------------------------------------------------
     def function(self) -> CSource:
         f = self.func
-        calls: list[str] = []
-        ir.map_stmt(f.body, lambda e: e, lambda s: calls.append(s.function) if isinstance(s, ir.IntrinsicCall) else None)
-        self.names.taken.update(calls)   # the intrinsics' C functions keep their names
-        intrinsics: list = []
-        ir.map_stmt(f.body, lambda e: e, lambda s: intrinsics.append(s.intrin) if isinstance(s, ir.IntrinsicCall) else None)
-        for intrin in intrinsics:
-            self.names.taken.update(re.findall(r"\b[A-Za-z_]\w*\b", intrin.impl.source))
+        calls = [s for s in walk_stmts(f.body) if isinstance(s, ir.IntrinsicCall)]
+        self.names.taken.update(c.function for c in calls)   # the intrinsics' C functions keep their names
+        for call in calls:
+            self.names.taken.update(re.findall(r"\b[A-Za-z_]\w*\b", call.intrin.impl.source))
         fname = self.names.fresh(f.name)
         params = [f"{dt.C_TYPES[b.dtype]} *restrict {self.name(b, b.name)}" for b in f.args]
         params += [f"int64_t {self.name(p, p.name)}" for p in f.params]
         decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params)
-        self.stmt(f.body, 1)
+        self.visit(f.body)
         sources = [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
         source = "\n".join(['#include "tesched_runtime.h"', ""] + sources + ["",
                             f"void {fname}({', '.join(params) or 'void'}) {{"] + self.lines + ["}", ""])
@@ -262,8 +293,8 @@ class CodeGen:
         return CSource(fname, source, declaration)
 
 
-def generate_c(func: LoweredFunc, reserved: frozenset[str] = frozenset()) -> CSource:
-    """C source for a lowered function; no generated name is one of ``reserved`` (the compiler's own
-    identifiers, see :func:`tesched.builder.reserved_identifiers`) nor an identifier of an intrinsic's
-    source."""
-    return CodeGen(func, reserved).function()
+def generate_c(func: LoweredFunc, reserved: frozenset[str] = frozenset(), target: Target | None = None) -> CSource:
+    """C source for a lowered function finished for ``target``; no generated name is one of ``reserved``
+    (the compiler's own identifiers, see :func:`tesched.driver.compiler.reserved_identifiers`) nor an
+    identifier of an intrinsic's source."""
+    return CodeGen(func, reserved, target or current_target()).function()

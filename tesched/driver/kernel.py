@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tesched.codegen.c import CSource
-from tesched.lower.pipeline import LoweredFunc
+from tesched.lower.func import LoweredFunc
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Const, Expr, Var
 from tesched.te.tensor import ComputeOp

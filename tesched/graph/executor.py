@@ -25,7 +25,7 @@ from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
 from tesched.graph.types import TensorType
 from tesched.graph.visit import post_order
-from tesched.lower.pipeline import LoweredFunc
+from tesched.lower.func import LoweredFunc
 
 
 @dataclass(frozen=True)

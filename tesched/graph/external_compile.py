@@ -8,7 +8,7 @@ messages point at the user's lines (``<library source>:12``) and at the declarat
 
 The shared library is built with the kernels' flags (``-O3 -march=native -fopenmp``) plus ``-fPIC
 -shared`` and the caller's extra flags (after the source, so ``-lfoo`` links a library it calls), in a private temporary directory, then moved into the kernel cache
-(``tesched.builder.cache_dir()``) under the SHA-256 of the full text, the flags and the compiler's version,
+(``tesched.driver.cache.cache_dir()``) under the SHA-256 of the full text, the flags and the compiler's version,
 so a cached library never calls the compiler and concurrent builds are safe. This module knows nothing of
 graphs or of cffi; loading the library is :mod:`.external`'s job.
 """
@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shlex
 import shutil
 import subprocess
-import sysconfig
 import tempfile
 from pathlib import Path
 from typing import Sequence
 
-from tesched.driver.build import COMPILE_FLAGS, LINK_FLAGS, cache_dir, compiler_id
+from tesched.driver.cache import cache_dir
+from tesched.driver.compiler import LINK_FLAGS, compiler_id
+from tesched.target import Target, current_target
 
 SOURCE_FILE = "<library source>"
 SIGNATURES_FILE = "<declared signatures>"
@@ -44,24 +44,23 @@ def translation_unit(source: str, prototypes: Sequence[str]) -> str:
                       f'#line 1 "{SIGNATURES_FILE}"', *prototypes, ""])
 
 
-def _compiler() -> list[str]:
-    return shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
-
-
-def compile_shared_library(source: str, prototypes: Sequence[str], extra_flags: Sequence[str] = ()) -> Path:
-    """The path of the shared library built from ``source`` checked against ``prototypes``; raises
-    :class:`CompileFailure` with the compiler's messages when it does not compile."""
+def compile_shared_library(source: str, prototypes: Sequence[str], extra_flags: Sequence[str] = (),
+                           target: Target | None = None) -> Path:
+    """The path of the shared library built from ``source`` checked against ``prototypes`` for ``target``
+    (default: the current one); raises :class:`CompileFailure` with the compiler's messages when it does
+    not compile."""
+    machine = target or current_target()
     text = translation_unit(source, prototypes)
-    flags = [*COMPILE_FLAGS, "-fPIC", "-shared"]
+    flags = [*machine.flags, "-fPIC", "-shared"]
     link = [*extra_flags, *LINK_FLAGS, "-lm"]   # after the source, so that -l options resolve its symbols
-    key = hashlib.sha256("\0".join([text, " ".join(flags + link), compiler_id()]).encode()).hexdigest()
+    key = hashlib.sha256("\0".join([text, " ".join(flags + link), compiler_id(machine.compiler)]).encode()).hexdigest()
     target = cache_dir() / f"libtesched_external_{key[:24]}.so"
     if target.exists():
         return target
     tmp = Path(tempfile.mkdtemp(prefix="build-external-", dir=cache_dir()))
     try:
         (tmp / "library.c").write_text(text)
-        command = [*_compiler(), *flags, "library.c", "-o", "library.so", *link]
+        command = [*machine.compiler, *flags, "library.c", "-o", "library.so", *link]
         done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
         if done.returncode != 0:
             raise CompileFailure(done.stderr.strip() or done.stdout.strip() or f"{command[0]} failed")

@@ -32,7 +32,7 @@ import tesched as ts
 from tesched.intrin.gemm import gemm_bias_relu_microkernel, gemm_microkernel
 from tesched.intrin.isa import select_isa
 from tesched.schedule.schedule import Schedule, Stage
-from tesched.target import vector_bytes
+from tesched.target import current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
 INNER = ("intrinsic", "fused", "codegen")
@@ -142,7 +142,7 @@ def _tensorize_tile(tiled: Stage, intrin: ts.TensorIntrin, kc: int, k_extent: in
 def _register_tile(tiled: Stage, dtype: str, nr: int) -> None:
     ti, tj = tiled.op.axis
     tiled.reorder(tiled.op.reduce_axis[0], ti, tj)
-    width = vector_bytes() // np.dtype(dtype).itemsize
+    width = current_target().vector_bytes // np.dtype(dtype).itemsize
     tiled.unroll(ti)
     if nr % width == 0 and nr > width:
         tjo, tji = tiled.split(tj, factor=width)

@@ -1,23 +1,26 @@
-"""The loop IR that ``lower()`` returns, and its printer.
+"""The nodes of the loop IR that ``lower()`` returns.
 
-Statements: :class:`For` (with its kind: serial, parallel, vectorized, unrolled), :class:`IfThenElse`,
-:class:`Block`, :class:`Store`, :class:`Allocate` (a buffer local to its body), :class:`Assign` (to a
-local scalar, used for buffer offsets), :class:`LetStmt`, and :class:`Produce` (marks where a stage is
-computed). Expressions are those of :mod:`tesched.te.expr` plus :class:`Load` from a :class:`Buffer`.
+Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :class:`IfThenElse`,
+:class:`Block`, :class:`Store`/:class:`VStore`, :class:`Allocate` (a buffer local to its body),
+:class:`Assign` (to a local scalar: buffer origins, promoted registers), :class:`LetStmt`,
+:class:`Registers`, :class:`IntrinsicCall` and :class:`Produce` (marks where a stage is computed).
+Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
+:class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
 
-The printer shows one ``produce <stage>`` block per stage where it is computed, every loop with its
-name, bounds and kind, and allocations with their extents. This module knows nothing of isl or C.
+A statement's children are its fields that hold expressions, statements or sequences of them, except
+the variables it declares (``binds``); :mod:`.visitor` walks and rebuilds statements from that alone, so
+a new node is one dataclass here plus one method in the printer (:mod:`.printer`) and the C generator.
+This module knows nothing of isl or C.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Sequence
+from typing import Callable, ClassVar, Sequence
 
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Var
-from tesched.te.printer import expr_str
-from tesched.te.visit import rewrite
+from tesched.te.intrinsic import TensorIntrin
 
 
 class BufferScope(StrEnum):
@@ -173,13 +176,29 @@ class RegisterVar(Var):
         self.name, self.dtype = name, dtype
 
 
+_format: Callable[["Stmt"], str] | None = None
+
+
+def set_formatter(format_stmt: Callable[["Stmt"], str]) -> None:
+    """Install the text ``str()`` gives a statement (:mod:`.printer` does, when imported)."""
+    global _format
+    _format = format_stmt
+
+
 class Stmt:
+    """Base class of statements."""
+
+    binds: ClassVar[tuple[str, ...]] = ()   # fields naming variables the statement declares (not children)
+
     def __str__(self) -> str:
-        return IRPrinter().stmt(self)
+        return _format(self) if _format is not None else type(self).__name__
 
 
 @dataclass(eq=False)
 class For(Stmt):
+    """``for var in [begin, end) step step: body``."""
+
+    binds: ClassVar[tuple[str, ...]] = ("var",)
     var: LoopVar
     begin: Expr
     end: Expr                  # exclusive upper bound
@@ -193,6 +212,8 @@ class For(Stmt):
 
 @dataclass(eq=False)
 class IfThenElse(Stmt):
+    """``if cond: then_case else: else_case``."""
+
     cond: Expr
     then_case: Stmt
     else_case: Stmt | None = None
@@ -200,11 +221,15 @@ class IfThenElse(Stmt):
 
 @dataclass(eq=False)
 class Block(Stmt):
+    """Statements in order."""
+
     stmts: list[Stmt] = field(default_factory=list)
 
 
 @dataclass(eq=False)
 class Store(Stmt):
+    """``buffer[indices] = value`` (tensor coordinates)."""
+
     buffer: Buffer
     indices: tuple
     value: Expr
@@ -224,32 +249,41 @@ class IntrinsicCall(Stmt):
     """A call of a tensor intrinsic's C function (``intrin`` carries its source)."""
 
     function: str
-    args: list
-    intrin: object
+    args: list[Expr]
+    intrin: TensorIntrin
 
 
 @dataclass(eq=False)
 class Registers(Stmt):
     """Scalar or vector variables (promoted from a small local buffer) declared for ``body``."""
 
-    variables: list
+    binds: ClassVar[tuple[str, ...]] = ("variables",)
+    variables: list["RegisterVar"]
     body: Stmt
 
 
 @dataclass(eq=False)
 class Allocate(Stmt):
+    """``buffer`` exists inside ``body``."""
+
     buffer: Buffer
     body: Stmt
 
 
 @dataclass(eq=False)
 class Assign(Stmt):
+    """``var = value`` for a variable declared by an enclosing statement."""
+
+    binds: ClassVar[tuple[str, ...]] = ("var",)
     var: Var
     value: Expr
 
 
 @dataclass(eq=False)
 class LetStmt(Stmt):
+    """``var`` bound to ``value`` (computed once) inside ``body``."""
+
+    binds: ClassVar[tuple[str, ...]] = ("var",)
     var: Var
     value: Expr
     body: Stmt
@@ -257,6 +291,8 @@ class LetStmt(Stmt):
 
 @dataclass(eq=False)
 class Produce(Stmt):
+    """The computation of stage ``stage`` (a marker for readers of the IR)."""
+
     stage: str
     body: Stmt
 
@@ -283,146 +319,8 @@ def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
     return total if total is not None else Const(0, "int64")
 
 
-def map_stmt(stmt: Stmt, on_expr, on_stmt=None) -> Stmt:
-    """Rebuild ``stmt`` with ``on_expr`` applied to every expression; ``on_stmt(s)`` may replace a
-    statement first (return None to recurse normally)."""
-    def go(s: Stmt) -> Stmt:
-        if on_stmt is not None:
-            out = on_stmt(s)
-            if out is not None:
-                return out
-        if isinstance(s, Block):
-            return Block([go(c) for c in s.stmts])
-        if isinstance(s, For):
-            return For(s.var, on_expr(s.begin), on_expr(s.end), s.kind, go(s.body), s.step, s.extent_hint,
-                       s.reduction, s.stage)
-        if isinstance(s, IfThenElse):
-            return IfThenElse(on_expr(s.cond), go(s.then_case), None if s.else_case is None else go(s.else_case))
-        if isinstance(s, Store):
-            return Store(s.buffer, tuple(on_expr(i) for i in s.indices), on_expr(s.value))
-        if isinstance(s, VStore):
-            return VStore(s.buffer, on_expr(s.index), on_expr(s.value))
-        if isinstance(s, Allocate):
-            return Allocate(s.buffer, go(s.body))
-        if isinstance(s, Registers):
-            return Registers(s.variables, go(s.body))
-        if isinstance(s, IntrinsicCall):
-            return IntrinsicCall(s.function, [on_expr(a) for a in s.args], s.intrin)
-        if isinstance(s, Assign):
-            return Assign(s.var, on_expr(s.value))
-        if isinstance(s, LetStmt):
-            return LetStmt(s.var, on_expr(s.value), go(s.body))
-        if isinstance(s, Produce):
-            return Produce(s.stage, go(s.body))
-        raise TypeError(f"unknown statement {type(s).__name__}")
-    return go(stmt)
-
-
-def rebind_buffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:
-    """``stmt`` with every access to ``old`` made to ``new``."""
-
-    def on_expr(e: Expr) -> Expr:
-        def swap(n: Expr):
-            if isinstance(n, (Load, VLoad, Address)) and n.buffer is old:
-                kids = [rewrite(c, swap) for c in n.children()]
-                if isinstance(n, Load):
-                    return Load(new, kids)
-                if isinstance(n, VLoad):
-                    return VLoad(new, kids[0], n.lanes)
-                return Address(new, kids)
-            return None
-        return rewrite(e, swap)
-
-    def on_stmt(s: Stmt):
-        if isinstance(s, Store) and s.buffer is old:
-            return Store(new, tuple(on_expr(i) for i in s.indices), on_expr(s.value))
-        if isinstance(s, VStore) and s.buffer is old:
-            return VStore(new, on_expr(s.index), on_expr(s.value))
-        return None
-    return map_stmt(stmt, on_expr, on_stmt)
-
-
 def seq(stmts: Sequence[Stmt]) -> Stmt:
     flat: list[Stmt] = []
     for s in stmts:
         flat.extend(s.stmts if isinstance(s, Block) else [s])
     return flat[0] if len(flat) == 1 else Block(flat)
-
-
-class IRPrinter:
-    """Pseudo-code for the loop IR. Loop variables that share a name get a numeric suffix."""
-
-    def __init__(self) -> None:
-        self.names: dict[int, str] = {}
-        self.used: set[str] = set()
-        self.buffers: dict[int, str] = {}
-        self.buffer_names: set[str] = set()
-
-    def buffer(self, b: object) -> str:
-        """A buffer's name; two buffers (or tensors) of the same name print as ``name`` and ``name#2``."""
-        key = id(b)
-        if key not in self.buffers:
-            base, k, name = b.name, 1, b.name  # type: ignore[attr-defined]
-            while name in self.buffer_names:
-                k += 1
-                name = f"{base}#{k}"
-            self.buffer_names.add(name)
-            self.buffers[key] = name
-        return self.buffers[key]
-
-    def name_of(self, v: Var) -> str:
-        key = id(v)
-        if key not in self.names:
-            base, k, name = v.name, 1, v.name
-            if isinstance(v, LoopVar):
-                while name in self.used:
-                    k += 1
-                    name = f"{base}#{k}"
-                self.used.add(name)
-            self.names[key] = name
-        return self.names[key]
-
-    def expr(self, e: Expr) -> str:
-        return expr_str(e, self.name_of, self.buffer)
-
-    def stmt(self, s: Stmt, indent: int = 0) -> str:
-        pad = "  " * indent
-        if isinstance(s, Block):
-            return "".join(self.stmt(c, indent) for c in s.stmts)
-        if isinstance(s, For):
-            kind = "" if s.kind is LoopKind.SERIAL else f"{s.kind} "
-            step = "" if s.step == 1 else f" step {s.step}"
-            head = (f"{pad}{kind}for {self.name_of(s.var)} in [{self.expr(s.begin)}, {self.expr(s.end)})"
-                    f"{step} {{\n")
-            return head + self.stmt(s.body, indent + 1) + f"{pad}}}\n"
-        if isinstance(s, IfThenElse):
-            out = f"{pad}if ({self.expr(s.cond)}) {{\n" + self.stmt(s.then_case, indent + 1)
-            if s.else_case is not None:
-                out += f"{pad}}} else {{\n" + self.stmt(s.else_case, indent + 1)
-            return out + f"{pad}}}\n"
-        if isinstance(s, Store):
-            idx = ", ".join(self.expr(i) for i in s.indices)
-            return f"{pad}{self.buffer(s.buffer)}[{idx}] = {self.expr(s.value)}\n"
-        if isinstance(s, Allocate):
-            b = s.buffer
-            dims = " * ".join(self.expr(d) if isinstance(d, Expr) else str(d) for d in b.shape)
-            origin = ", ".join(self.expr(o) for o in b.offsets)
-            head = f"{pad}allocate {self.buffer(b)}[{b.dtype} * {dims}]"
-            if b.scope is BufferScope.LOCAL:
-                head += f"  // region of {self.buffer(b)} starting at [{origin}]"
-            return head + "\n" + self.stmt(s.body, indent)
-        if isinstance(s, Assign):
-            return f"{pad}{self.name_of(s.var)} = {self.expr(s.value)}\n"
-        if isinstance(s, VStore):
-            lanes = split_dtype(s.value.dtype)[1]
-            return f"{pad}{self.buffer(s.buffer)}[ramp({self.expr(s.index)}, {lanes})] = {self.expr(s.value)}\n"
-        if isinstance(s, IntrinsicCall):
-            return f"{pad}call {s.function}({', '.join(self.expr(a) for a in s.args)})\n"
-        if isinstance(s, Registers):
-            names = ", ".join(f"{self.name_of(v)}: {v.dtype}" for v in s.variables)
-            return f"{pad}registers {names}\n" + self.stmt(s.body, indent)
-        if isinstance(s, LetStmt):
-            return f"{pad}let {self.name_of(s.var)} = {self.expr(s.value)}\n" + self.stmt(s.body, indent)
-        if isinstance(s, Produce):
-            return f"{pad}produce {s.stage} {{\n" + self.stmt(s.body, indent + 1) + f"{pad}}}\n"
-        raise TypeError(f"unknown statement {type(s).__name__}")

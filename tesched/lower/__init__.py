@@ -1,1 +1,1 @@
-"""(layer package)"""
+"""The lowering pipeline (:mod:`.pipeline`), its checks (:mod:`.checks`) and its result (:mod:`.func`)."""

@@ -18,7 +18,7 @@ from tesched.nn.schedule import (
     schedule_reduction,
 )
 from tesched.schedule.schedule import Schedule
-from tesched.target import vector_bytes
+from tesched.target import current_target
 from tesched.te.tensor import PlaceholderOp, Tensor
 
 COLUMN_TILE = 16
@@ -126,7 +126,7 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     buffer (``cache_read`` packing) that every row tile of the panel reads. Shapes without such tiles, or
     too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
     rows, columns = (int(d) for d in product.shape)
-    lanes = vector_bytes() // np.dtype(product.dtype).itemsize
+    lanes = current_target().vector_bytes // np.dtype(product.dtype).itemsize
     tile_rows = largest_divisor(rows, REGISTER_ROWS)
     tile_columns = largest_divisor(columns, REGISTER_VECTORS * lanes)
     if host.shape != product.shape or tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:

@@ -9,13 +9,14 @@ from its coordinates. ``ast_expr_to_ir`` converts isl AST expressions (also used
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import islpy as isl
 
 from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
-from tesched.poly.tree import AllocMark, LoopMark, ProduceMark
+from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Select, Unary
 from tesched.te.tensor import IterType
@@ -58,6 +59,11 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
     raise LoweringError(f"internal: unsupported isl AST operation {op}")
 
 
+def pw_aff_to_ir(pa: isl.PwAff, context: isl.Set, env: Mapping[str, Expr]) -> Expr:
+    """The IR expression of a piecewise affine function of the parameters (names bound in ``env``)."""
+    return ast_expr_to_ir(isl.AstBuild.from_context(context).expr_from_pw_aff(pa), env)
+
+
 def _plus_one(e: Expr) -> Expr:
     """``e + 1``, folded into a trailing constant when there is one."""
     if isinstance(e, Const):
@@ -70,13 +76,25 @@ def _plus_one(e: Expr) -> Expr:
     return Binary("add", e, Const(1, "int64"), "int64")
 
 
-def generate_ast(schedule: isl.Schedule, context: isl.Set, depth: int) -> isl.AstNode:
+@dataclass(frozen=True)
+class LoopAst:
+    """The loop nest isl generated for a schedule tree."""
+
+    node: isl.AstNode
+
+    def c_text(self) -> str:
+        """isl's own C-like text of the nest (statements as calls), for debugging output."""
+        return self.node.to_C_str()
+
+
+def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
+    """Run isl's AST generator on ``tree`` (iterators ``L0, L1, ...`` by depth)."""
     build = isl.AstBuild.from_context(context)
-    ids = isl.IdList.alloc(context.get_ctx(), depth + 1)
-    for k in range(depth + 1):
+    ids = isl.IdList.alloc(context.get_ctx(), tree.depth + 1)
+    for k in range(tree.depth + 1):
         ids = ids.add(isl.Id(f"L{k}"))
     build = build.set_iterators(ids)
-    return build.node_from_schedule(schedule)
+    return LoopAst(build.node_from_schedule(tree.schedule))
 
 
 def _take_origin(stmt: ir.Stmt, targets: set[int], found: dict[int, Expr]) -> ir.Stmt:

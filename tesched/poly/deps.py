@@ -20,8 +20,8 @@ import islpy as isl
 
 from tesched.errors import ScheduleError
 from tesched.poly.affine import NotAffine
-from tesched.poly.model import PolyModel, StageModel, Statement
-from tesched.poly.tree import LoopMark, TreeBuilder
+from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
+from tesched.poly.tree import LoopMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.tensor import IterType, TensorRead
 from tesched.te.visit import collect
@@ -43,7 +43,7 @@ class Accesses:
             owner = sm.absorbed_by or sm
             if owner.calls:
                 for stmt in sm.statements:
-                    call = owner.calls[0] if stmt.kind == "init" and len(owner.calls) == 2 else owner.calls[-1]
+                    call = owner.calls[0] if stmt.kind is StatementKind.INIT and len(owner.calls) == 2 else owner.calls[-1]
                     depth = owner.prefix_len + len(call.loop_vars)
                     self.collapse[stmt.name] = self.model.loop_map(stmt, depth).set_tuple_name(
                         isl.dim_type.out, call.name)
@@ -100,7 +100,7 @@ def describe(model: PolyModel, name: str, values: list[int]) -> str:
     stmt = model.statements[name]
     sm = stmt.stage
     names = [v.name for st, lv in sm.chain() for v in st.leaves[:lv + 1]]
-    if stmt.kind.startswith("call_"):
+    if stmt.kind.is_call:
         names += [v.name for v in stmt.loop_vars]
     else:
         names += [a.name for a in sm.axes] + [r.name for r in sm.raxes]
@@ -135,10 +135,10 @@ def _same_stage_updates(model: PolyModel) -> isl.UnionMap:
     return pairs
 
 
-def check_legality(model: PolyModel, tree: TreeBuilder) -> None:
+def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
     """Raise ScheduleError if the schedule reads before writing, or a parallel loop carries a dependence."""
     acc = Accesses(model)
-    schedule: isl.Schedule = tree.schedule  # type: ignore[attr-defined]
+    schedule = tree.schedule
     flow = acc.writes.apply_range(acc.reads.reverse()).subtract(_same_stage_updates(model))
     time = schedule.get_map()
     late = flow.subtract(time.lex_lt_union_map(time))
@@ -152,7 +152,7 @@ def check_legality(model: PolyModel, tree: TreeBuilder) -> None:
     _check_loops(model, tree, schedule.get_root(), conflicts)
 
 
-def _check_loops(model: PolyModel, tree: TreeBuilder, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
+def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         if isinstance(info, LoopMark) and info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):

@@ -13,9 +13,9 @@ import islpy as isl
 
 from tesched.arith.linear import simplify
 from tesched.ir import nodes as ir
-from tesched.poly.astgen import ast_expr_to_ir
-from tesched.poly.model import PolyModel, StageModel, Statement
-from tesched.poly.tree import AllocMark
+from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
+from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
+from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.te.expr import Binary, Const, Expr, Reduce, Select
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
@@ -38,20 +38,11 @@ def _stride(buf: ir.Buffer, dim: int) -> Expr:
     return simplify(stride)
 
 
-def _param_expr(pa: isl.PwAff, context: isl.Set, env: Mapping[str, Expr]) -> Expr:
-    return ast_expr_to_ir(isl.AstBuild.from_context(context).expr_from_pw_aff(pa), env)
-
-
 class StatementEmitter:
     def __init__(self, model: PolyModel, buffers: dict[int, ir.Buffer], param_env: Mapping[str, Expr]):
         self.model, self.buffers, self.param_env = model, buffers, param_env
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
-        for sm in model.stages:
-            b = sm.buffer
-            assert b is not None
-            b.shape = [d if isinstance(d, (int, Expr)) else _param_expr(d, model.context, param_env)
-                       for d in b.shape]
 
     def allocate(self, mark: AllocMark) -> ir.Buffer:
         assert mark.stage.buffer is not None
@@ -72,7 +63,7 @@ class StatementEmitter:
         if match.origins:  # type: ignore[attr-defined]
             origin = self.origin(sm, coords[:sm.prefix_len])
             values.update({var: origin[d] for var, d in match.origins.items()})  # type: ignore[attr-defined]
-        regions = match.regions[-1:] if stmt.kind == "call_reset" else match.regions  # type: ignore[attr-defined]
+        regions = match.regions[-1:] if stmt.kind is StatementKind.CALL_RESET else match.regions  # type: ignore[attr-defined]
         args: list[Expr] = []
         for region in regions:
             buf = self.buffers[id(region.tensor)]
@@ -80,7 +71,8 @@ class StatementEmitter:
             args.append(ir.Address(buf, origin))
             args += [_stride(buf, d) for d in region.dims]
         impl = match.intrin.impl  # type: ignore[attr-defined]
-        function = {"call_reset": impl.reset, "call_update": impl.update, "call_body": impl.body}[stmt.kind]
+        function = {StatementKind.CALL_RESET: impl.reset, StatementKind.CALL_UPDATE: impl.update,
+                    StatementKind.CALL_BODY: impl.body}[stmt.kind]
         if function is None:  # no body: reset, then accumulate
             return ir.seq([ir.IntrinsicCall(impl.reset, args[-1 - len(regions[-1].dims):], match.intrin),  # type: ignore[attr-defined]
                            ir.IntrinsicCall(impl.update, args, match.intrin)])  # type: ignore[attr-defined]
@@ -97,20 +89,20 @@ class StatementEmitter:
         sm: StageModel = stmt.stage
         buf = sm.buffer
         assert buf is not None
-        if stmt.kind == "alloc":
+        if stmt.kind is StatementKind.ALLOC:
             return ir.seq([ir.Assign(var, value) for var, value, ast in  # type: ignore[arg-type]
                            zip(buf.offsets, self.origin(sm, coords), self.origin_exprs[id(sm)]) if ast is not None])
-        if stmt.kind.startswith("call_"):
+        if stmt.kind.is_call:
             return self.call(stmt, coords)
         p = sm.prefix_len
-        axes = sm.axes + (sm.raxes if stmt.kind == "update" else [])
+        axes = sm.axes + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
         values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
         body = sm.body
-        if stmt.kind == "init":
+        if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
             return ir.Store(buf, index, body.identity())
-        if stmt.kind == "update":
+        if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
             source = rewrite(substitute(body.source, values), self.load)
             current = ir.Load(buf, index)
@@ -119,3 +111,14 @@ class StatementEmitter:
                 value = Select(rewrite(substitute(body.where, values), self.load), value, current)
             return ir.Store(buf, index, value)
         return ir.Store(buf, index, rewrite(substitute(body, values), self.load))
+
+
+def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:
+    """The loop IR of ``ast`` and the buffer of every tensor (by ``id``)."""
+    buffers = model.placeholder_buffers()
+    for sm in model.stages:
+        assert sm.buffer is not None
+        buffers[id(sm.tensor)] = sm.buffer
+    emitter = StatementEmitter(model, buffers, model.param_env)
+    body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
+    return body, buffers

@@ -24,35 +24,13 @@ reduction: applying it per partial sum would be wrong, so that case is refused.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from tesched.arith.linear import linear, simplify
 from tesched.errors import TensorizeError
-from tesched.poly.model import PolyModel, StageModel, Statement
+from tesched.poly.model import PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Reduce, Select, Unary, Var
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.tensor import ComputeOp, IterType, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import substitute
-
-
-@dataclass
-class Region:
-    """Where one intrinsic tensor lives in tesched's buffers: tensor, origin coordinates (functions of the
-    loops outside the region) and, per intrinsic dimension, which tensor dimension it follows."""
-
-    tensor: Tensor
-    origin: list[Expr]
-    dims: list[int]
-
-
-@dataclass
-class TensorizeMatch:
-    intrin: TensorIntrin
-    position: int
-    kind: str                                   # "body" or "update" (with "reset" at the init)
-    regions: list[Region]                       # inputs in intrinsic order, then the output
-    absorbed: list[StageModel] = field(default_factory=list)
-    origins: dict = field(default_factory=dict)   # Var -> dimension: the stage's region origin there
 
 
 class _Matcher:
@@ -268,11 +246,11 @@ def _place_calls(model: PolyModel, sm: StageModel) -> None:
     pcoords = [f"p{k}" for k in range(sm.prefix_len)]
     coords = pcoords + [f"l{k}" for k in range(len(outer))]
     base = f"S{sm.tag[1:]}"
-    sm.calls = [Statement(f"{base}_call", f"call_{match.kind}", sm, coords, list(coords), outer)]
+    sm.calls = [Statement(f"{base}_call", StatementKind(f"call_{match.kind}"), sm, coords, list(coords), outer)]
     if match.kind == "update":
         spatial = [v for v in outer if v.iter_type != IterType.COMM_REDUCE]
         rcoords = pcoords + [f"l{k}" for k in range(len(spatial))]
-        sm.calls.insert(0, Statement(f"{base}_reset", "call_reset", sm, rcoords, list(rcoords), spatial))
+        sm.calls.insert(0, Statement(f"{base}_reset", StatementKind.CALL_RESET, sm, rcoords, list(rcoords), spatial))
     for call in sm.calls:
-        source = sm.init if call.kind == "call_reset" else sm.main
+        source = sm.init if call.kind is StatementKind.CALL_RESET else sm.main
         call.domain = model.loop_map(source, len(call.coords)).range().set_tuple_name(call.name)  # type: ignore[arg-type]

@@ -133,8 +133,17 @@ def _sequence(parts: list[isl.Schedule]) -> isl.Schedule:
     return out
 
 
-def build_tree(model: PolyModel) -> TreeBuilder:
-    """Build the schedule tree; the builder keeps the marks table and the loop depth."""
+@dataclass(frozen=True)
+class ScheduleTree:
+    """An isl schedule tree with the table of its marks and its loop depth."""
+
+    schedule: isl.Schedule
+    marks: dict[str, LoopMark | ProduceMark | AllocMark]
+    depth: int
+
+
+def build_tree(model: PolyModel) -> ScheduleTree:
+    """The schedule tree of ``model``."""
     builder = TreeBuilder(model)
-    builder.schedule = builder.build()  # type: ignore[attr-defined]
-    return builder
+    schedule = builder.build()
+    return ScheduleTree(schedule, builder.marks, builder.depth)

@@ -1,14 +1,14 @@
 """Readable text for expressions, shared by ``repr`` and the loop-IR printer.
 
 Infix operators with minimal parentheses; ``//`` and ``%`` mean floor division and modulo. Variables print
-by name, or by the name a caller's ``name_of`` gives them (the IR printer uses it to tell apart loops
-that share a user's axis name).
+by name; the loop-IR printer (:mod:`tesched.ir.printer`) derives from :class:`ExprPrinter` to add its
+nodes and to tell apart loops that share a user's axis name.
 """
 from __future__ import annotations
 
-from typing import Callable
-
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Reduce, Select, Unary, Var, set_formatter
+from tesched.te.tensor import TensorRead
+from tesched.te.visit import NodeFunctor
 
 _INFIX = {"add": ("+", 4), "sub": ("-", 4), "mul": ("*", 5), "div": ("/", 5), "floordiv": ("//", 5),
           "floormod": ("%", 5), "cdiv": ("//", 5), "cmod": ("%", 5), "lt": ("<", 3), "le": ("<=", 3), "gt": (">", 3), "ge": (">=", 3),
@@ -23,57 +23,65 @@ def const_str(c: Const) -> str:
     return repr(c.value)
 
 
-def expr_str(e: Expr, name_of: Callable[[Var], str] | None = None,
-             buffer_name: Callable[[object], str] | None = None) -> str:
-    name_of = name_of or (lambda v: v.name)
-    buffer_name = buffer_name or (lambda b: b.name)
+class ExprPrinter(NodeFunctor):
+    """Infix text for expressions; ``visit`` returns ``(text, precedence)``. Subclasses add node kinds
+    (the loop-IR printer adds loads and vector nodes) and may rename variables and buffers."""
 
-    def go(x: Expr) -> tuple[str, int]:
-        if isinstance(x, Const):
-            s = const_str(x)
-            return s, (6 if s.startswith("-") else 7)
-        if isinstance(x, Var):
-            return name_of(x), 7
-        if isinstance(x, Binary):
-            if x.op in _INFIX:
-                sym, prec = _INFIX[x.op]
-                a, pa = go(x.a)
-                b, pb = go(x.b)
-                if pa < prec:
-                    a = f"({a})"
-                if pb <= prec:
-                    b = f"({b})"
-                return f"{a} {sym} {b}", prec
-            return f"{x.op}({go(x.a)[0]}, {go(x.b)[0]})", 7
-        if isinstance(x, Unary):
-            a, pa = go(x.a)
-            if pa < 6:
-                a = f"({a})"
-            return ("-" if x.op == "neg" else "!") + a, 6
-        if isinstance(x, Call):
-            return f"{x.name}({', '.join(go(a)[0] for a in x.args)})", 7
-        if isinstance(x, Cast):
-            return f"{x.dtype}({go(x.value)[0]})", 7
-        if isinstance(x, Select):
-            return (f"select({go(x.cond)[0]}, {go(x.true_value)[0]}, {go(x.false_value)[0]})", 7)
-        if isinstance(x, Reduce):
-            axes = ", ".join(name_of(a) for a in x.axis)  # type: ignore[arg-type]
-            where = "" if x.where is None else f", where={go(x.where)[0]}"
-            return f"{x.combiner}({go(x.source)[0]}, axis=[{axes}]{where})", 7
-        lanes = getattr(x, "lanes", None)
-        if lanes is not None and hasattr(x, "index"):      # vector load
-            return f"{buffer_name(x.buffer)}[ramp({go(x.index)[0]}, {lanes})]", 7
-        if lanes is not None:                              # broadcast
-            return f"x{lanes}({go(x.value)[0]})", 7
-        if x.dtype == "handle":                          # address of an element
-            return f"&{buffer_name(x.buffer)}[{', '.join(go(i)[0] for i in x.indices)}]", 7
-        indices = getattr(x, "indices", None)
-        if indices is not None:
-            target = getattr(x, "tensor", None) or getattr(x, "buffer", None)
-            return f"{buffer_name(target)}[{', '.join(go(i)[0] for i in indices)}]", 7
-        return type(x).__name__, 7
+    def name_of(self, v: Var) -> str:
+        return v.name
 
-    return go(e)[0]
+    def buffer_name(self, buffer: object) -> str:
+        return getattr(buffer, "name")
+
+    def text(self, e: Expr) -> str:
+        return self.visit(e)[0]
+
+    def visit_Const(self, x: Const) -> tuple[str, int]:
+        s = const_str(x)
+        return s, (6 if s.startswith("-") else 7)
+
+    def visit_Var(self, x: Var) -> tuple[str, int]:
+        return self.name_of(x), 7
+
+    def visit_Binary(self, x: Binary) -> tuple[str, int]:
+        if x.op not in _INFIX:
+            return f"{x.op}({self.text(x.a)}, {self.text(x.b)})", 7
+        sym, prec = _INFIX[x.op]
+        a, pa = self.visit(x.a)
+        b, pb = self.visit(x.b)
+        if pa < prec:
+            a = f"({a})"
+        if pb <= prec:
+            b = f"({b})"
+        return f"{a} {sym} {b}", prec
+
+    def visit_Unary(self, x: Unary) -> tuple[str, int]:
+        a, pa = self.visit(x.a)
+        if pa < 6:
+            a = f"({a})"
+        return ("-" if x.op == "neg" else "!") + a, 6
+
+    def visit_Call(self, x: Call) -> tuple[str, int]:
+        return f"{x.name}({', '.join(self.text(a) for a in x.args)})", 7
+
+    def visit_Cast(self, x: Cast) -> tuple[str, int]:
+        return f"{x.dtype}({self.text(x.value)})", 7
+
+    def visit_Select(self, x: Select) -> tuple[str, int]:
+        return f"select({self.text(x.cond)}, {self.text(x.true_value)}, {self.text(x.false_value)})", 7
+
+    def visit_Reduce(self, x: Reduce) -> tuple[str, int]:
+        axes = ", ".join(self.name_of(a) for a in x.axis)  # type: ignore[arg-type]  # reduce axes are Vars
+        where = "" if x.where is None else f", where={self.text(x.where)}"
+        return f"{x.combiner}({self.text(x.source)}, axis=[{axes}]{where})", 7
+
+    def visit_TensorRead(self, x: TensorRead) -> tuple[str, int]:
+        return f"{self.buffer_name(x.tensor)}[{', '.join(self.text(i) for i in x.indices)}]", 7
+
+
+def expr_str(e: Expr) -> str:
+    """The text of an expression, as ``repr`` shows it."""
+    return ExprPrinter().text(e)
 
 
 set_formatter(expr_str)

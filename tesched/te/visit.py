@@ -5,7 +5,7 @@ tensor reads, and the loop-IR expression nodes).
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Mapping
+from typing import Callable, ClassVar, Iterator, Mapping
 
 from tesched.te.expr import Expr
 
@@ -60,3 +60,29 @@ def collect(expr: Expr, cls: type) -> list:
 
 def contains(expr: Expr, cls: type) -> bool:
     return any(isinstance(e, cls) for e in walk(expr))
+
+
+class NodeFunctor:
+    """Calls a method named after a node's class: ``visit(node)`` runs ``visit_<Class>(node)``, trying the
+    class's bases in order (a ``LoopVar`` falls back to ``visit_Var``), else :meth:`visit_default`.
+
+    The expression printer, the loop-IR printer, the C generator and the statement visitors derive from it,
+    so a new node class needs one method per visitor (or none, where the default fits)."""
+
+    _methods: ClassVar[dict[tuple[type, type], Callable]] = {}
+
+    def visit(self, node: object):
+        key = (type(self), type(node))
+        method = NodeFunctor._methods.get(key)
+        if method is None:
+            method = type(self).visit_default
+            for cls in type(node).__mro__:
+                found = getattr(type(self), f"visit_{cls.__name__}", None)
+                if found is not None:
+                    method = found
+                    break
+            NodeFunctor._methods[key] = method
+        return method(self, node)
+
+    def visit_default(self, node: object):
+        raise TypeError(f"{type(self).__name__} cannot handle {type(node).__name__}")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tesched.arith.linear import constant_difference, constant_value, simplify
 from tesched.ir import nodes as ir
+from tesched.ir.visitor import map_stmt
 from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Expr
@@ -34,7 +35,7 @@ def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list:
             found.append(s)
         return None
 
-    ir.map_stmt(stmt, on_expr, on_stmt)
+    map_stmt(stmt, on_expr, on_stmt)
     return found
 
 
@@ -64,7 +65,7 @@ def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
                         return copies
             return loop
         return None
-    return ir.map_stmt(stmt, lambda e: e, visit)
+    return map_stmt(stmt, lambda e: e, visit)
 
 
 def _index_vars(access, buf: ir.Buffer):
@@ -81,7 +82,7 @@ def _in_parallel_loop(stmt: ir.Stmt, buf: ir.Buffer) -> bool:
         if isinstance(s, ir.For) and s.kind is LoopKind.PARALLEL and _accesses(s.body, buf):
             hit.append(s)
         return None
-    ir.map_stmt(stmt, lambda e: e, visit)
+    map_stmt(stmt, lambda e: e, visit)
     return bool(hit)
 
 
@@ -114,7 +115,7 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
         variables = {slot: ir.RegisterVar(f"{buf.name}.r{k}", buf.dtype if slot[1] == 1 else
                                   ir.vector_dtype(buf.dtype, slot[1])) for k, slot in enumerate(ordered)}
         return ir.Registers(list(variables.values()), _replace(unrolled, buf, variables))
-    return ir.map_stmt(stmt, lambda e: e, visit)
+    return map_stmt(stmt, lambda e: e, visit)
 
 
 def _replace(stmt: ir.Stmt, buf: ir.Buffer, variables: dict) -> ir.Stmt:
@@ -129,4 +130,4 @@ def _replace(stmt: ir.Stmt, buf: ir.Buffer, variables: dict) -> ir.Stmt:
         if isinstance(s, (ir.Store, ir.VStore)) and s.buffer is buf:
             return ir.Assign(variables[_slot(s, buf)], on_expr(s.value))
         return None
-    return ir.map_stmt(stmt, on_expr, on_stmt)
+    return map_stmt(stmt, on_expr, on_stmt)

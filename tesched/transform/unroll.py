@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from tesched.arith.linear import constant_difference
 from tesched.ir import nodes as ir
+from tesched.ir.visitor import map_stmt, rebind_buffer
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Var
 from tesched.te.visit import substitute, walk
@@ -36,9 +37,9 @@ def substitute_loop_var(stmt: ir.Stmt, var: Var, value: Expr) -> ir.Stmt:
             old = s.buffer
             new = ir.Buffer(old.name, old.shape, old.dtype, old.scope,
                             [substitute(o, {var: value}) for o in old.offsets])
-            return ir.Allocate(new, substitute_loop_var(ir.rebind_buffer(s.body, old, new), var, value))
+            return ir.Allocate(new, substitute_loop_var(rebind_buffer(s.body, old, new), var, value))
         return None
-    return ir.map_stmt(stmt, lambda e: substitute(e, {var: value}), on_stmt)
+    return map_stmt(stmt, lambda e: substitute(e, {var: value}), on_stmt)
 
 
 def _mentions(e: Expr, var: Var) -> bool:
@@ -52,4 +53,4 @@ def unroll(stmt: ir.Stmt) -> ir.Stmt:
             if copies is not None:
                 return unroll(copies)
         return None
-    return ir.map_stmt(stmt, lambda e: e, visit)
+    return map_stmt(stmt, lambda e: e, visit)

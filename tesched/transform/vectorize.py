@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from tesched.arith.linear import coefficient, constant_difference, simplify
 from tesched.ir import nodes as ir
+from tesched.ir.visitor import map_stmt
 from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
@@ -202,4 +203,4 @@ def vectorize(stmt: ir.Stmt, vector_bytes: int) -> ir.Stmt:
         if isinstance(s, ir.For) and s.kind is LoopKind.VECTORIZED:
             return LoopVectorizer(s, vector_bytes).run()
         return None
-    return ir.map_stmt(stmt, lambda e: e, visit)
+    return map_stmt(stmt, lambda e: e, visit)

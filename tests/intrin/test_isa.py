@@ -3,17 +3,17 @@ width, or the one TESCHED_INTRIN_ISA asks for; unknown and unsupported paths are
 import pytest
 
 from tesched.intrin import gemm_microkernel, select_isa
-from tesched.target import cpu_flags, vector_bytes
+from tesched.target import current_target
 
 from .helpers import HOST_ISAS
 
 
 def test_selected_isa_follows_the_host(monkeypatch):
     monkeypatch.delenv("TESCHED_INTRIN_ISA", raising=False)
-    flags = cpu_flags()
-    if "avx512f" in flags and vector_bytes() == 64:
+    flags = current_target().features
+    if "avx512f" in flags and current_target().vector_bytes == 64:
         expected = "avx512"
-    elif {"avx2", "fma"} <= flags and vector_bytes() >= 32:
+    elif {"avx2", "fma"} <= flags and current_target().vector_bytes >= 32:
         expected = "avx2"
     else:
         expected = "c"

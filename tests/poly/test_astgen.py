@@ -6,6 +6,7 @@ import pytest
 
 import tesched as ts
 from tesched.ir import nodes as ir
+from tesched.poly.tree import ScheduleTree
 from tesched.poly.astgen import _plus_one, ast_expr_to_ir, generate_ast
 from tesched.te.expr import Binary, Const, Select, Unary, Var
 
@@ -65,7 +66,7 @@ def test_generate_ast_names_iterators_by_depth():
     domain = isl.UnionSet("{ S[i, j] : 0 <= i < 4 and 0 <= j < 3 }")
     schedule = isl.Schedule.from_domain(domain).insert_partial_schedule(
         isl.MultiUnionPwAff("[{ S[i, j] -> [(i)] }, { S[i, j] -> [(j)] }]"))
-    text = generate_ast(schedule, isl.Set("{ : }"), 2).to_C_str()
+    text = generate_ast(ScheduleTree(schedule, {}, 2), isl.Set("{ : }")).c_text()
     assert "for (int L0 = 0; L0 <= 3; L0 += 1)" in text
     assert "for (int L1 = 0; L1 <= 2; L1 += 1)" in text
 

@@ -17,6 +17,8 @@ import tesched as ts
 from tesched.poly.deps import Accesses, describe
 from tesched.poly.model import PolyModel
 
+from .helpers import model_of
+
 RTOL = ATOL = 1e-4
 
 
@@ -57,7 +59,7 @@ def relation(model: PolyModel, text: str) -> isl.UnionMap:
 def test_reads_and_writes_of_root_stages():
     x, p, q = stencil()
     s = ts.create_schedule(q.op)
-    model = PolyModel(s, [x, q])
+    model = model_of(s, [x, q])
     acc = Accesses(model)
     sp, sq = stage_model(model, "P"), stage_model(model, "Q")
     wp, wq = sp.main.name, sq.main.name
@@ -71,7 +73,7 @@ def test_reads_and_writes_of_root_stages():
 def test_compute_at_storage_is_private_to_the_enclosing_iteration():
     """P computed at Q's i.outer writes ``P[i.outer, i]``: two tiles never share an element."""
     s, args, _ = stencil_at_tiles()
-    model = PolyModel(s, args)
+    model = model_of(s, args)
     acc = Accesses(model)
     sp = stage_model(model, "P")
     written = acc.writes.intersect_domain(isl.UnionSet(sp.main.domain))
@@ -83,7 +85,7 @@ def test_compute_at_storage_is_private_to_the_enclosing_iteration():
 def test_a_reduction_update_reads_what_it_accumulates():
     a, b, c = matmul(3, 4, 5)
     s = ts.create_schedule(c.op)
-    model = PolyModel(s, [a, b, c])
+    model = model_of(s, [a, b, c])
     acc = Accesses(model)
     sc = stage_model(model, "C")
     own = relation(model, f"{{ {sc.main.name}[i, j, k] -> {sc.tag}[i, j] : "
@@ -97,7 +99,7 @@ def test_a_non_affine_read_may_touch_every_element():
     p = ts.compute((8,), lambda i: x[i] + 1.0, name="P")
     q = ts.compute((8,), lambda i: p[(i * i) % 8], name="Q")
     s = ts.create_schedule(q.op)
-    model = PolyModel(s, [x, q])
+    model = model_of(s, [x, q])
     acc = Accesses(model)
     sp, sq = stage_model(model, "P"), stage_model(model, "Q")
     everything = relation(model, f"{{ {sq.main.name}[i] -> {sp.tag}[j] : 0 <= i < 8 and 0 <= j < 8 }}")
@@ -108,7 +110,7 @@ def test_a_non_affine_read_may_touch_every_element():
 # descriptions of instances ----------------------------------------------------------------------------
 def test_describe_uses_the_users_loop_and_axis_names():
     s, args, _ = stencil_at_tiles()
-    model = PolyModel(s, args)
+    model = model_of(s, args)
     assert describe(model, stage_model(model, "P").main.name, [1, 5]) == "P[i.outer=1, i=5]"
     assert describe(model, stage_model(model, "Q").main.name, [6]) == "Q[i=6]"
 
@@ -116,7 +118,7 @@ def test_describe_uses_the_users_loop_and_axis_names():
 def test_describe_names_init_and_update_of_a_reduction():
     a, b, c = matmul()
     s = ts.create_schedule(c.op)
-    model = PolyModel(s, [a, b, c])
+    model = model_of(s, [a, b, c])
     sc = stage_model(model, "C")
     assert describe(model, sc.init.name, [1, 2]) == "C (init)[i=1, j=2]"
     assert describe(model, sc.main.name, [1, 2, 3]) == "C[i=1, j=2, k=3]"

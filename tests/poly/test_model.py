@@ -7,6 +7,8 @@ import pytest
 import tesched as ts
 from tesched.poly.model import PolyModel
 
+from .helpers import model_of
+
 
 def count(domain: isl.Set) -> int:
     return int(domain.count_val().to_python())
@@ -28,7 +30,7 @@ def test_statements_and_domains_of_root_stages():
     E = ts.compute((5, 7), lambda i, j: A[i, j] + 1.0, name="E")
     k = ts.reduce_axis((2, 6), name="k")
     R = ts.compute((5,), lambda i: ts.sum(E[i, k], axis=k), name="R")
-    model = PolyModel(ts.create_schedule(R.op), [A, R])
+    model = model_of(ts.create_schedule(R.op), [A, R])
     e, r = stage_model(model, "E"), stage_model(model, "R")
     assert [s.kind for s in e.statements] == ["compute"]
     assert [s.kind for s in r.statements] == ["init", "update"]
@@ -43,7 +45,7 @@ def test_inlined_stages_have_no_statements():
     A, P, C = stencil1d(8)
     s = ts.create_schedule(C.op)
     s[P].compute_inline()
-    model = PolyModel(s, [A, C])
+    model = model_of(s, [A, C])
     assert [sm.name for sm in model.stages] == ["C"]
 
 
@@ -51,7 +53,7 @@ def test_symbolic_sizes_become_parameters():
     n = ts.var("n")
     A = ts.placeholder((n, 3), name="A")
     B = ts.compute((n, 3), lambda i, j: A[i, j] * 2.0, name="B")
-    model = PolyModel(ts.create_schedule(B.op), [A, B])
+    model = model_of(ts.create_schedule(B.op), [A, B])
     assert [p.name for p in model.params] == ["n"]
     domain = stage_model(model, "B").main.domain
     fixed = domain.intersect_params(isl.Set(f"{model.param_prefix}{{ : {model.param_names[id(n)]} = 4 }}"))
@@ -63,7 +65,7 @@ def test_footprint_of_a_split_with_halo():
     s = ts.create_schedule(C.op)
     io, ii = s[C].split(C.op.axis[0], factor=4)
     s[P].compute_at(s[C], io)
-    model = PolyModel(s, [A, C])
+    model = model_of(s, [A, C])
     p = stage_model(model, "P")
     assert p.parent is stage_model(model, "C") and p.level == 0 and p.prefix_len == 1
     assert p.buffer.scope == "local" and p.buffer.shape == [6]           # 4 points plus a halo of 2
@@ -80,7 +82,7 @@ def test_footprint_is_clipped_at_the_border():
     s = ts.create_schedule(C.op)
     io, ii = s[C].split(C.op.axis[0], factor=4)
     s[P].compute_at(s[C], io)
-    p = stage_model(PolyModel(s, [A, C]), "P")
+    p = stage_model(model_of(s, [A, C]), "P")
     sizes = [count(p.footprint.intersect_domain(isl.Set(f"{{ [{t}] }}")).range()) for t in range(3)]
     assert sizes == [6, 6, 4]
     assert p.buffer.shape == [6]
@@ -93,7 +95,7 @@ def test_footprint_of_a_2d_tile_of_a_3x3_stencil():
     s = ts.create_schedule(C.op)
     yo, xo, yi, xi = s[C].tile(*C.op.axis, 8, 8)
     s[P].compute_at(s[C], xo)
-    p = stage_model(PolyModel(s, [A, C]), "P")
+    p = stage_model(model_of(s, [A, C]), "P")
     assert p.buffer.shape == [10, 10]
     assert p.prefix_len == 2
     assert count(p.main.domain) == 4 * 10 * 10       # 4 tiles, each computing its halo again
@@ -115,7 +117,7 @@ def test_non_affine_read_cannot_be_computed_at():
     s = ts.create_schedule(C.op)
     s[P].compute_at(s[C], C.op.axis[0])
     with pytest.raises(ts.ScheduleError, match="compute_at of P: C reads it at non-affine indices.*compute_root"):
-        PolyModel(s, [A, I, C])
+        model_of(s, [A, I, C])
 
 
 def test_non_affine_read_of_a_root_stage_works(rand):

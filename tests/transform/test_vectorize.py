@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
-from tesched.driver.build import cache_dir
+from tesched.driver.cache import cache_dir
 
 
 def relu_kernel(n=100, factor=16, name="simd_relu"):
@@ -30,7 +30,7 @@ def test_machine_code_uses_simd_registers():
     f = relu_kernel(n=64, factor=16, name="simd_relu_objdump")
     module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*"))
     asm = subprocess.run(["objdump", "-d", str(module)], capture_output=True, text=True).stdout
-    width = ts.target.vector_bytes()
+    width = ts.Target().vector_bytes
     register = {64: "%zmm", 32: "%ymm", 16: "%xmm"}[width]
     assert register in asm
 
@@ -45,7 +45,7 @@ def test_partial_tiles_use_the_scalar_loop():
 
 def test_odd_trip_counts_use_narrower_vectors():
     f = relu_kernel(n=28, factor=28, name="simd_relu_28")
-    lanes = ts.target.vector_bytes() // 4
+    lanes = ts.Target().vector_bytes // 4
     assert f"ts_vload_f32x{lanes}" in f.c_source and f"ts_vload_f32x{lanes // 4}" in f.c_source
     a = np.linspace(-3, 3, 28, dtype=np.float32)
     np.testing.assert_allclose(f(a), np.maximum(a * 2 + 1, 0), rtol=1e-6)

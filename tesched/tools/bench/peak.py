@@ -19,6 +19,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from tesched.config import settings
+
 SOURCE = Path(__file__).resolve().parent / "peak_flops.c"
 FLAGS = ("-O3", "-march=native", "-fopenmp")
 FULL_ITERATIONS, QUICK_ITERATIONS = 500_000, 100_000
@@ -42,11 +44,11 @@ class Peak:
 
 def compile_peak(directory: Path, source: Path = SOURCE) -> Path | None:
     """The compiled benchmark in ``directory``, or None without source or compiler."""
-    cc = os.environ.get("CC", "gcc")
-    if not source.is_file() or shutil.which(cc) is None:
+    cc = settings().compiler
+    if not source.is_file() or shutil.which(cc[0]) is None:
         return None
     exe = directory / "peak_flops"
-    done = subprocess.run([cc, *FLAGS, str(source), "-o", str(exe)], capture_output=True, text=True)
+    done = subprocess.run([*cc, *FLAGS, str(source), "-o", str(exe)], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"compiling {source} failed:\n{done.stderr}")
     return exe

@@ -1,0 +1,124 @@
+"""Every environment variable tesched reads, in one place.
+
+:data:`VARIABLES` lists them with their meaning and default (the README's table is checked against it);
+:func:`settings` reads them into a :class:`Settings` value, validating each and naming the variable in
+the error. The environment is read at each call (it is cheap), so a variable set by a test or by an
+application before a build takes effect. No other module reads the environment.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+from tesched.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One environment variable: its name, what it does, and its default."""
+
+    name: str
+    meaning: str
+    default: str
+
+
+VARIABLES: tuple[Variable, ...] = (
+    Variable("TESCHED_CACHE_DIR", "directory of the compiled-kernel cache", "the user cache directory + /tesched"),
+    Variable("TESCHED_DEBUG", "1: log every lowering pass with its output and time (logger `tesched`)", "0"),
+    Variable("TESCHED_TARGET", "default target of `build` (`host`, `x86-64-avx512`, `x86-64-avx2`, "
+             "`x86-64`, `c`)", "host"),
+    Variable("TESCHED_VECTOR_BYTES", "SIMD width of the host target in bytes (16, 32 or 64)",
+             "from the CPU flags"),
+    Variable("TESCHED_NUM_THREADS", "threads of `parallel` loops (as `ts.set_num_threads`)",
+             "the OpenMP default (one per core)"),
+    Variable("TESCHED_INTRIN_ISA", "instruction set of the GEMM micro-kernels (`avx512`, `avx2`, `c`)",
+             "the widest the target offers"),
+    Variable("TESCHED_QUICK", "1: demo and tutorials use small sizes (as `--quick`)", "0"),
+    Variable("CC", "C compiler command (with its own flags) for kernels and external libraries",
+             "Python's configured compiler, else `cc`"),
+    Variable("XDG_CACHE_HOME", "base of the default cache directory", "~/.cache"),
+)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The environment, parsed."""
+
+    cache_dir: Path
+    debug: bool
+    target: str
+    vector_bytes: int | None
+    num_threads: int | None
+    intrin_isa: str | None
+    quick: bool
+    compiler: tuple[str, ...]
+
+
+def _flag(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def _positive(name: str, choices: tuple[int, ...] | None = None) -> int | None:
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise ConfigError(f"environment variable {name}={text!r} is not an integer") from None
+    if value < 1 or (choices is not None and value not in choices):
+        expected = f"one of {', '.join(map(str, choices))}" if choices else "a positive integer"
+        raise ConfigError(f"environment variable {name}={text!r} must be {expected}")
+    return value
+
+
+def settings() -> Settings:
+    """The current settings (raises :class:`~tesched.errors.ConfigError` naming a malformed variable)."""
+    root = os.environ.get("TESCHED_CACHE_DIR")
+    if root:
+        cache = Path(root)
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        cache = Path(base) / "tesched"
+    compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    return Settings(
+        cache_dir=cache,
+        debug=_flag("TESCHED_DEBUG"),
+        target=os.environ.get("TESCHED_TARGET", "").strip() or "host",
+        vector_bytes=_positive("TESCHED_VECTOR_BYTES", (16, 32, 64)),
+        num_threads=_positive("TESCHED_NUM_THREADS"),
+        intrin_isa=os.environ.get("TESCHED_INTRIN_ISA", "").strip() or None,
+        quick=_flag("TESCHED_QUICK"),
+        compiler=tuple(shlex.split(compiler)),
+    )
+
+
+class _StandardError(logging.StreamHandler):
+    """Writes to whatever ``sys.stderr`` is at the time of each record."""
+
+    @property  # type: ignore[override]  # the stream is looked up, never stored
+    def stream(self):
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value) -> None:
+        pass
+
+
+def debug_logger(name: str, enabled: bool) -> logging.Logger:
+    """The logger ``name`` (under ``tesched``). When ``enabled`` and the application has given the
+    ``tesched`` logger no handler of its own, INFO records go to standard error (and only there)."""
+    logger = logging.getLogger(name)
+    root = logging.getLogger("tesched")
+    if enabled and not root.handlers:
+        handler = _StandardError()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        root.propagate = False
+    return logger

@@ -1,0 +1,136 @@
+"""Walk and rebuild loop-IR statements.
+
+:class:`StmtVisitor` visits every statement (``visit_<Class>`` methods override the default, which
+visits the children) and hands every expression to :meth:`StmtVisitor.visit_expr`. :class:`StmtMutator`
+rebuilds: ``visit_<Class>`` methods may return a replacement, and the default returns the statement with
+its children mutated (the same object when nothing changed). Children come from the node's dataclass
+fields (see :mod:`.nodes`), so neither needs a method per node class.
+
+:func:`map_stmt` is the functional form (a function on expressions, an optional function on
+statements), :func:`walk_stmts` lists statements in pre-order and :func:`rebind_buffer` points every
+access of one buffer at another. Nothing here knows isl or C.
+"""
+from __future__ import annotations
+
+from dataclasses import fields, replace
+from typing import Any, Callable, Iterator
+
+from tesched.ir.nodes import Address, Buffer, Load, Stmt, Store, VLoad, VStore
+from tesched.te.expr import Expr
+from tesched.te.visit import NodeFunctor, rewrite
+
+
+def child_fields(s: Stmt) -> Iterator[tuple[str, Any]]:
+    """``(name, value)`` of each field of ``s`` that may hold children (every field but ``binds``)."""
+    for f in fields(s):  # type: ignore[arg-type]  # every statement class is a dataclass
+        if f.name not in s.binds:
+            yield f.name, getattr(s, f.name)
+
+
+class StmtVisitor(NodeFunctor):
+    """Visits statements; override ``visit_<Class>`` for the nodes you care about and ``visit_expr`` to see
+    expressions. Call :meth:`visit_default` from an override to continue into the children."""
+
+    def visit_default(self, s: object) -> None:
+        assert isinstance(s, Stmt), f"not a statement: {s!r}"
+        for _, value in child_fields(s):
+            for item in (value if isinstance(value, (list, tuple)) else (value,)):
+                if isinstance(item, Stmt):
+                    self.visit(item)
+                elif isinstance(item, Expr):
+                    self.visit_expr(item)
+
+    def visit_expr(self, e: Expr) -> None:
+        """Called with every expression child of a visited statement."""
+
+
+class StmtMutator(NodeFunctor):
+    """Rebuilds statements: ``visit(s)`` returns ``s`` or its replacement. The default mutates the
+    children (statements through ``visit``, expressions through ``mutate_expr``)."""
+
+    def visit_default(self, s: object) -> Stmt:
+        assert isinstance(s, Stmt), f"not a statement: {s!r}"
+        changes: dict[str, Any] = {}
+        for name, value in child_fields(s):
+            new = self._value(value)
+            if new is not value:
+                changes[name] = new
+        return replace(s, **changes) if changes else s  # type: ignore[type-var]  # dataclass node
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, Stmt):
+            return self.visit(value)
+        if isinstance(value, Expr):
+            return self.mutate_expr(value)
+        if isinstance(value, (list, tuple)) and any(isinstance(v, (Stmt, Expr)) for v in value):
+            items = [self._value(v) for v in value]
+            if all(a is b for a, b in zip(items, value)):
+                return value
+            return type(value)(items)
+        return value
+
+    def mutate_expr(self, e: Expr) -> Expr:
+        """The replacement of an expression child (itself by default)."""
+        return e
+
+
+class _FunctionMutator(StmtMutator):
+    def __init__(self, on_expr: Callable[[Expr], Expr] | None,
+                 on_stmt: Callable[[Stmt], Stmt | None] | None):
+        self.on_expr, self.on_stmt = on_expr, on_stmt
+
+    def visit(self, node: object) -> Stmt:
+        if self.on_stmt is not None:
+            out = self.on_stmt(node)  # type: ignore[arg-type]
+            if out is not None:
+                return out
+        return self.visit_default(node)
+
+    def mutate_expr(self, e: Expr) -> Expr:
+        return e if self.on_expr is None else self.on_expr(e)
+
+
+def map_stmt(stmt: Stmt, on_expr: Callable[[Expr], Expr] | None = None,
+             on_stmt: Callable[[Stmt], Stmt | None] | None = None) -> Stmt:
+    """``stmt`` rebuilt with ``on_expr`` applied to every expression child; ``on_stmt(s)`` may replace a
+    statement first (returning None continues into its children)."""
+    return _FunctionMutator(on_expr, on_stmt).visit(stmt)
+
+
+def walk_stmts(stmt: Stmt) -> Iterator[Stmt]:
+    """Every statement of ``stmt``, pre-order."""
+    stack = [stmt]
+    while stack:
+        s = stack.pop()
+        yield s
+        kids = [item for _, value in child_fields(s)
+                for item in (value if isinstance(value, (list, tuple)) else (value,)) if isinstance(item, Stmt)]
+        stack.extend(reversed(kids))
+
+
+class _Rebind(StmtMutator):
+    def __init__(self, old: Buffer, new: Buffer):
+        self.old, self.new = old, new
+
+    def mutate_expr(self, e: Expr) -> Expr:
+        def swap(n: Expr) -> Expr | None:
+            if isinstance(n, (Load, VLoad, Address)) and n.buffer is self.old:
+                kids = [rewrite(c, swap) for c in n.children()]
+                if isinstance(n, VLoad):
+                    return VLoad(self.new, kids[0], n.lanes)
+                return type(n)(self.new, kids)
+            return None
+        return rewrite(e, swap)
+
+    def visit_Store(self, s: Store) -> Stmt:
+        s = self.visit_default(s)
+        return replace(s, buffer=self.new) if s.buffer is self.old else s
+
+    def visit_VStore(self, s: VStore) -> Stmt:
+        s = self.visit_default(s)
+        return replace(s, buffer=self.new) if s.buffer is self.old else s
+
+
+def rebind_buffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:
+    """``stmt`` with every access to ``old`` made to ``new``."""
+    return _Rebind(old, new).visit(stmt)

@@ -1,0 +1,60 @@
+"""Named checks of the lowering that are not dependence analysis (that is :mod:`tesched.poly.deps`).
+
+``check_arguments`` (before anything is built): every input read and every output is an argument, once,
+and arguments are stored in full. ``check_loop_nesting`` (on the loop IR): no parallel loop runs inside a
+vectorized one. Each raises an error naming the tensor, stage or loop at fault.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from tesched.errors import ScheduleError
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import StmtVisitor
+from tesched.schedule.kinds import AttachType, LoopKind
+from tesched.schedule.schedule import Schedule
+from tesched.te.tensor import ComputeOp, PlaceholderOp, Tensor
+
+
+def check_arguments(sch: Schedule, args: Sequence[object]) -> None:
+    """Every input read and every output must be an argument; arguments must be root stages."""
+    seen: set[int] = set()
+    for t in args:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"lower/build arguments must be tensors, got {type(t).__name__}")
+        if id(t) in seen:
+            raise ValueError(f"tensor {t.name} appears twice in the arguments")
+        seen.add(id(t))
+        stage = sch[t]
+        if stage.attach_type is not AttachType.ROOT and isinstance(t.op, ComputeOp):
+            where = ("inlined" if stage.attach_type is AttachType.INLINE
+                     else f"computed at {getattr(stage.attach_stage, 'name', '?')}")
+            raise ScheduleError(f"{t.name} is an argument, so it must be stored in full, but it is {where}; "
+                                "use compute_root or drop it from the arguments")
+    for stage in sch.stages:
+        t = stage.op.output(0)
+        if isinstance(stage.op, PlaceholderOp) and id(t) not in seen:
+            raise ValueError(f"input {t.name} is read but is not among the arguments")
+        if stage.is_output and id(t) not in seen:
+            raise ValueError(f"output {t.name} is not among the arguments")
+
+
+class _LoopNesting(StmtVisitor):
+    def __init__(self) -> None:
+        self.vector: ir.For | None = None
+
+    def visit_For(self, s: ir.For) -> None:
+        if s.kind is LoopKind.PARALLEL and self.vector is not None:
+            raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is parallel but runs inside the "
+                                f"vectorized loop {self.vector.var.name} of stage {self.vector.stage}; "
+                                "vectorize an inner loop or parallelize an outer one")
+        outer = self.vector
+        if s.kind is LoopKind.VECTORIZED:
+            self.vector = s
+        self.visit_default(s)
+        self.vector = outer
+
+
+def check_loop_nesting(body: ir.Stmt) -> None:
+    """A parallel loop cannot run inside a vectorized one (its iterations are SIMD lanes)."""
+    _LoopNesting().visit(body)

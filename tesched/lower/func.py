@@ -1,0 +1,63 @@
+""":class:`LoweredFunc`: what ``lower()`` returns and ``build()`` compiles.
+
+A function over buffers (the arguments, in call order) and size parameters, whose body is loop IR.
+``print()`` shows it as pseudo-code, headed by the redundancy of every stage computed inside another
+(how many points it computes relative to its size: a recomputed halo shows as more than 1.00x).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+from tesched.ir import nodes as ir
+from tesched.ir.printer import IRPrinter
+from tesched.poly.buffers import redundancy
+from tesched.poly.model import PolyModel
+from tesched.te.expr import Var
+from tesched.te.tensor import Tensor
+
+
+@dataclass(frozen=True, eq=False)
+class LoweredFunc:
+    """A lowered function.
+
+    Attributes
+    ----------
+    name : str
+        The function's name.
+    args : tuple of Buffer
+        Its buffer arguments, in call order.
+    arg_tensors : tuple of Tensor
+        The tensors those buffers hold.
+    params : tuple of Var
+        Symbolic sizes, passed after the buffers.
+    body : Stmt
+        The loop IR.
+    model : PolyModel
+        The polyhedral model it was lowered from (domains, footprints, buffers).
+    """
+
+    name: str
+    args: tuple[ir.Buffer, ...]
+    arg_tensors: tuple[Tensor, ...]
+    params: tuple[Var, ...]
+    body: ir.Stmt
+    model: PolyModel
+
+    @cached_property
+    def redundancy(self) -> dict[str, float]:
+        """Per stage computed inside another: points computed / its size (1.0 = no recompute)."""
+        return redundancy(self.model)
+
+    def __str__(self) -> str:
+        printer = IRPrinter()
+        sig = ", ".join(f"{printer.buffer(b)}: {b.dtype}[{', '.join(printer.dim(d) for d in b.shape)}]"
+                        for b in self.args)
+        if self.params:
+            sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)
+        notes = "".join(f"# {stage}: computes {factor:.2f}x its points (recomputed halo or re-executed "
+                        f"per outer iteration)\n" for stage, factor in self.redundancy.items())
+        return notes + f"def {self.name}({sig}):\n" + printer.stmt(self.body, 1)
+
+    def __repr__(self) -> str:
+        return str(self)

@@ -1,0 +1,98 @@
+"""Model phase 2: iteration domains and footprints.
+
+A root stage's statements run over the tensor's box (and the reduce axes). A stage computed inside
+another runs, per iteration of the loops around it, over its *footprint*: ``prefix -> reader instances ->
+read elements``, computed with isl from the readers' loop maps and access relations (readers first), so
+clipped borders and overlapping halos come out exact and overlapping tiles recompute their halo
+(Halide's overlapped tiling). The footprint is widened to its per-iteration bounding box (Halide's choice:
+the producer computes a rectangle). Buffers come next (:mod:`.buffers`).
+"""
+from __future__ import annotations
+
+import islpy as isl
+
+from tesched.errors import ScheduleError
+from tesched.poly.affine import NotAffine
+from tesched.poly.model import PolyModel, StageModel, StatementKind
+
+
+def build_domains(model: PolyModel) -> None:
+    """Set every statement's domain and every computed-at stage's footprint."""
+    for sm in reversed(model.stages):     # readers before producers
+        _make_domains(model, sm)
+
+
+def _make_domains(model: PolyModel, sm: StageModel) -> None:
+    tdom = model.tensor_domain(sm.tensor, sm.tag)
+    rdom = None
+    if sm.raxes:
+        conds = []
+        for r in sm.raxes:
+            lo = model.isl_of(r.dom.min, {})
+            ext = model.isl_of(r.dom.extent, {})
+            conds.append(f"{lo} <= {sm.coord[id(r)]} < ({lo}) + ({ext})")
+        rc = ", ".join(sm.coord[id(r)] for r in sm.raxes)
+        rdom = isl.Set(f"{model.param_prefix}{{ [{rc}] : {' and '.join(conds)} }}")
+    if sm.parent is None:
+        spatial = tdom
+    else:
+        sm.footprint = _footprint(model, sm, tdom)
+        spatial = sm.footprint.wrap().flatten()
+        sm.alloc.domain = sm.footprint.domain().set_tuple_name(sm.alloc.name)  # type: ignore[union-attr]
+    for stmt in sm.statements:
+        dom = spatial if stmt.kind is not StatementKind.UPDATE else spatial.flat_product(rdom)
+        stmt.domain = dom.set_tuple_name(stmt.name)
+
+
+def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
+    parent, level = sm.parent, sm.level
+    assert parent is not None and level is not None
+    depth = sm.prefix_len
+    readers = model.readers(sm)
+    outside = [r for r in readers if not r.inside(parent, level)]
+    if outside:
+        raise ScheduleError(_attach_message(sm, outside, readers))
+    fp = None
+    for reader in readers:
+        stmt = reader.main
+        lmap = model.loop_map(stmt, depth).reverse()
+        for indices in model.reads_of(reader, sm.tensor):
+            try:
+                acc = model.access_map(stmt, sm.tag, indices)
+            except NotAffine as err:
+                raise ScheduleError(f"compute_at of {sm.name}: {reader.name} reads it at non-affine "
+                                    f"indices ({err}), so the region each iteration needs cannot be "
+                                    "computed; use compute_root") from None
+            part = lmap.apply_range(acc)
+            fp = part if fp is None else fp.union(part)
+    assert fp is not None
+    return _box(model, fp.intersect_range(tdom).coalesce(), tdom)
+
+
+def _box(model: PolyModel, fp: isl.Map, tdom: isl.Set) -> isl.Map:
+    """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
+    rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway."""
+    n = fp.dim(isl.dim_type.out)
+    coords = ", ".join(f"x{k}" for k in range(n))
+    box = None
+    for d in range(n):
+        for bound, op in ((fp.dim_min(d), ">="), (fp.dim_max(d), "<=")):
+            rel = isl.Map(f"{model.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} v }}")
+            part = isl.Map.from_pw_aff(bound).apply_range(rel)
+            box = part if box is None else box.intersect(part)
+    box = box.intersect_domain(fp.domain()).intersect_range(tdom).coalesce()
+    return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
+
+
+def _attach_message(sm: StageModel, outside: list[StageModel], readers: list[StageModel]) -> str:
+    parent, level = sm.parent, sm.level
+    assert parent is not None and level is not None
+    loop = parent.leaves[level].name
+    legal = [parent.leaves[t].name for t in range(len(parent.leaves))
+             if all(r.inside(parent, t) for r in readers)]
+    where = (f"legal loops of {parent.name}: {', '.join(legal)}" if legal else
+             f"no loop of {parent.name} is legal, since {', '.join(r.name for r in outside)} also reads it "
+             "outside that stage; compute it at the root or at a loop enclosing every reader")
+    return (f"compute_at of {sm.name} at {parent.name}.{loop}: {', '.join(r.name for r in outside)} "
+            f"read(s) {sm.name} outside that loop, so those reads would see an incomplete buffer; {where}")
+
