@@ -101,8 +101,8 @@ def settings() -> Settings:
 class _StandardError(logging.StreamHandler):
     """Writes to whatever ``sys.stderr`` is at the time of each record."""
 
-    @property  # type: ignore[override]  # the stream is looked up, never stored
-    def stream(self):
+    @property
+    def stream(self):  # the stream is looked up at each record, never stored
         return sys.stderr
 
     @stream.setter

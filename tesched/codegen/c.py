@@ -261,8 +261,9 @@ class CodeGen(NodeFunctor):
                 self.emit(f"int64_t {self.name(off, off.name)} = 0;", 1)
         count: int | None = None
         on_stack = False
-        if all(isinstance(d, int) for d in b.shape):
-            count = int(np.prod([int(d) for d in b.shape], dtype=np.int64))
+        sizes = b.constant_shape()
+        if sizes is not None:
+            count = int(np.prod(sizes, dtype=np.int64))
             on_stack = count * dt.numpy_dtype(b.dtype).itemsize <= STACK_LIMIT
         if on_stack:
             self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", 1)

@@ -56,7 +56,7 @@ class Kernel:
         pindex = {id(p): k for k, p in enumerate(self._params)}
         specs = []
         for buf, tensor in zip(func.args, func.arg_tensors):
-            dims = []
+            dims: list[int | tuple[str, object]] = []
             for d in buf.shape:
                 if isinstance(d, int):
                     dims.append(d)
@@ -92,13 +92,15 @@ class Kernel:
                         p = self._params[d[1]].name
                         raise ValueError(f"argument {spec.name}: dimension {k} is {got}, but size {p} is "
                                          f"{values[d[1]]} from an earlier argument")
+        sizes: list[int] = []
         for k, v in enumerate(values):
             if v is None:
                 raise ValueError(f"size {self._params[k].name} cannot be inferred from the inputs; "
                                  "pass the output arrays")
             if v < 1:
                 raise ValueError(f"size {self._params[k].name} must be positive, got {v}")
-        return values  # type: ignore[return-value]
+            sizes.append(v)
+        return sizes
 
     def _expected_shape(self, spec: _ArgSpec, values: list[int]) -> tuple[int, ...]:
         out = []
@@ -214,7 +216,7 @@ def _bind_run(fn, pointers: list, arrays: list, outputs: list):
         fn(*pointers)
         return result
 
-    run.arrays = arrays  # type: ignore[attr-defined]
+    run.__dict__["arrays"] = arrays
     return run
 
 

@@ -41,6 +41,11 @@ class Buffer:
         self.name, self.shape, self.dtype, self.scope = name, list(shape), dtype, scope
         self.offsets: list[Expr] = list(offsets) if offsets is not None else [Const(0, "int64")] * len(shape)
 
+    def constant_shape(self) -> list[int] | None:
+        """The shape when every extent is a constant, else None."""
+        sizes = [d for d in self.shape if isinstance(d, int)]
+        return sizes if len(sizes) == len(self.shape) else None
+
     def __repr__(self) -> str:
         return f"Buffer({self.name}, {self.shape}, {self.dtype}, {self.scope})"
 

@@ -81,7 +81,7 @@ class _FunctionMutator(StmtMutator):
 
     def visit(self, node: object) -> Stmt:
         if self.on_stmt is not None:
-            out = self.on_stmt(node)  # type: ignore[arg-type]
+            out = self.on_stmt(node) if isinstance(node, Stmt) else None
             if out is not None:
                 return out
         return self.visit_default(node)
@@ -123,12 +123,15 @@ class _Rebind(StmtMutator):
         return rewrite(e, swap)
 
     def visit_Store(self, s: Store) -> Stmt:
-        s = self.visit_default(s)
-        return replace(s, buffer=self.new) if s.buffer is self.old else s
+        return self._retarget(s)
 
     def visit_VStore(self, s: VStore) -> Stmt:
-        s = self.visit_default(s)
-        return replace(s, buffer=self.new) if s.buffer is self.old else s
+        return self._retarget(s)
+
+    def _retarget(self, s: Store | VStore) -> Stmt:
+        out = self.visit_default(s)
+        assert isinstance(out, (Store, VStore))
+        return replace(out, buffer=self.new) if out.buffer is self.old else out
 
 
 def rebind_buffer(stmt: Stmt, old: Buffer, new: Buffer) -> Stmt:

@@ -173,7 +173,8 @@ PASSES: tuple[Pass, ...] = (
 def describe(state: object) -> str:
     """What a pipeline state holds, as text for the debug log."""
     if isinstance(state, ModelState):
-        return "\n".join(f"  {s.name}: {s.domain}" for s in state.model.statements.values())
+        return "\n".join(f"  {s.name}[{', '.join(s.coords)}]: {s.domain if s.has_domain else '(domain not built yet)'}"
+                         for s in state.model.statements.values())
     if isinstance(state, TreeState):
         return f"  {state.tree.schedule.get_root()}"
     if isinstance(state, AstState):

@@ -22,10 +22,13 @@ from tesched.te.expr import Binary, Const, Expr, Select, Unary
 from tesched.te.tensor import IterType
 
 _OP = isl.ast_expr_op_type
+# members named after Python keywords are missing from islpy's type stubs, though present at run time
+_OP_AND, _OP_OR = getattr(_OP, "and_"), getattr(_OP, "or_")
+_NODE_FOR, _NODE_IF = getattr(isl.ast_node_type, "for_"), getattr(isl.ast_node_type, "if_")
 _BINARY = {
     _OP.add: "add", _OP.sub: "sub", _OP.mul: "mul", _OP.div: "cdiv", _OP.pdiv_q: "cdiv",
     _OP.fdiv_q: "floordiv", _OP.pdiv_r: "cmod", _OP.zdiv_r: "cmod",
-    _OP.and_: "and", _OP.and_then: "and", _OP.or_: "or", _OP.or_else: "or",
+    _OP_AND: "and", _OP.and_then: "and", _OP_OR: "or", _OP.or_else: "or",
     _OP.eq: "eq", _OP.le: "le", _OP.lt: "lt", _OP.ge: "ge", _OP.gt: "gt",
 }
 _COMPARE = ("eq", "le", "lt", "ge", "gt", "and", "or")
@@ -143,7 +146,7 @@ def _hoist_allocation(s: ir.Stmt) -> ir.Stmt:
         other = s.else_case
         if other is None or (isinstance(other, ir.Allocate) and other.buffer is buf):
             return ir.Allocate(buf, ir.IfThenElse(s.cond, s.then_case.body,
-                                                  None if other is None else other.body))  # type: ignore[union-attr]
+                                                  None if not isinstance(other, ir.Allocate) else other.body))
     return s
 
 
@@ -189,9 +192,9 @@ class AstToIR:
             children = node.block_get_children()
             return _merge_allocations([self.walk(children.get_at(k), env, loop)
                                        for k in range(children.n_ast_node())])
-        if kind == T.for_:
+        if kind == _NODE_FOR:
             return self.for_node(node, env, loop)
-        if kind == T.if_:
+        if kind == _NODE_IF:
             cond = ast_expr_to_ir(node.if_get_cond(), env)
             then = self.walk(node.if_get_then_node(), env, loop)
             other = self.walk(node.if_get_else_node(), env, loop) if node.if_has_else_node() else None

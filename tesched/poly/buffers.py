@@ -30,10 +30,11 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
         sm.buffer = Buffer(sm.name, list(tensor.shape), tensor.dtype, scope)
         return
     fp = sm.footprint
+    assert fp is not None, f"{sm.name} is computed at a loop but has no footprint"
     shape: list[int | Expr] = []
     offsets: list[Expr] = []
     for d in range(tensor.ndim):
-        lo, hi = fp.dim_min(d), fp.dim_max(d)  # type: ignore[union-attr]
+        lo, hi = fp.dim_min(d), fp.dim_max(d)
         size = hi.sub(lo).add_constant_val(isl.Val(1))
         biggest = size.as_map().range().dim_max(0)
         constants = piece_constants(biggest)

@@ -28,19 +28,24 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
     if sm.raxes:
         conds = []
         for r in sm.raxes:
-            lo = model.isl_of(r.dom.min, {})
-            ext = model.isl_of(r.dom.extent, {})
+            lo = model.isl_of(r.range.min, {})
+            ext = model.isl_of(r.range.extent, {})
             conds.append(f"{lo} <= {sm.coord[id(r)]} < ({lo}) + ({ext})")
         rc = ", ".join(sm.coord[id(r)] for r in sm.raxes)
         rdom = isl.Set(f"{model.param_prefix}{{ [{rc}] : {' and '.join(conds)} }}")
     if sm.parent is None:
         spatial = tdom
     else:
-        sm.footprint = _footprint(model, sm, tdom)
-        spatial = sm.footprint.wrap().flatten()
-        sm.alloc.domain = sm.footprint.domain().set_tuple_name(sm.alloc.name)  # type: ignore[union-attr]
+        footprint = sm.footprint = _footprint(model, sm, tdom)
+        spatial = footprint.wrap().flatten()
+        assert sm.alloc is not None, f"{sm.name} is computed at a loop but has no alloc statement"
+        sm.alloc.domain = footprint.domain().set_tuple_name(sm.alloc.name)
     for stmt in sm.statements:
-        dom = spatial if stmt.kind is not StatementKind.UPDATE else spatial.flat_product(rdom)
+        if stmt.kind is StatementKind.UPDATE:
+            assert rdom is not None, f"{sm.name} updates without reduce axes"
+            dom = spatial.flat_product(rdom)
+        else:
+            dom = spatial
         stmt.domain = dom.set_tuple_name(stmt.name)
 
 
@@ -74,12 +79,12 @@ def _box(model: PolyModel, fp: isl.Map, tdom: isl.Set) -> isl.Map:
     rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway."""
     n = fp.dim(isl.dim_type.out)
     coords = ", ".join(f"x{k}" for k in range(n))
-    box = None
+    box = isl.Map.universe(isl.Space.map_from_domain_and_range(fp.domain().get_space(), tdom.get_space()))
     for d in range(n):
         for bound, op in ((fp.dim_min(d), ">="), (fp.dim_max(d), "<=")):
             rel = isl.Map(f"{model.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} v }}")
             part = isl.Map.from_pw_aff(bound).apply_range(rel)
-            box = part if box is None else box.intersect(part)
+            box = box.intersect(part)
     box = box.intersect_domain(fp.domain()).intersect_range(tdom).coalesce()
     return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
 

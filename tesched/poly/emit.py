@@ -16,7 +16,7 @@ from tesched.ir import nodes as ir
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.tree import AllocMark, ScheduleTree
-from tesched.te.expr import Binary, Const, Expr, Reduce, Select
+from tesched.te.expr import Binary, Const, Expr, Reduce, Select, Var
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -52,31 +52,34 @@ class StatementEmitter:
         """Where the region of a computed-at stage starts, for the given enclosing loop values."""
         env = dict(self.param_env)
         env.update({f"__p{k}": c for k, c in enumerate(prefix)})
+        assert sm.buffer is not None
         return [off if ast is None else ast_expr_to_ir(ast, env)
-                for off, ast in zip(sm.buffer.offsets, self.origin_exprs[id(sm)])]  # type: ignore[union-attr]
+                for off, ast in zip(sm.buffer.offsets, self.origin_exprs[id(sm)])]
 
     def call(self, stmt: Statement, coords: list[Expr]) -> ir.Stmt:
         """The intrinsic call: for each region a pointer to its origin, then its strides."""
         sm = stmt.stage
         match = sm.tensorized
-        values = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
-        if match.origins:  # type: ignore[attr-defined]
+        assert match is not None, f"{sm.name} has intrinsic calls but no match"
+        values: dict[Var, Expr] = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
+        if match.origins:
             origin = self.origin(sm, coords[:sm.prefix_len])
-            values.update({var: origin[d] for var, d in match.origins.items()})  # type: ignore[attr-defined]
-        regions = match.regions[-1:] if stmt.kind is StatementKind.CALL_RESET else match.regions  # type: ignore[attr-defined]
+            values.update({var: origin[d] for var, d in match.origins.items()})
+        regions = match.regions[-1:] if stmt.kind is StatementKind.CALL_RESET else match.regions
         args: list[Expr] = []
         for region in regions:
             buf = self.buffers[id(region.tensor)]
             origin = [rewrite(substitute(e, values), self.load) for e in region.origin]
             args.append(ir.Address(buf, origin))
             args += [_stride(buf, d) for d in region.dims]
-        impl = match.intrin.impl  # type: ignore[attr-defined]
+        impl = match.intrin.impl
         function = {StatementKind.CALL_RESET: impl.reset, StatementKind.CALL_UPDATE: impl.update,
                     StatementKind.CALL_BODY: impl.body}[stmt.kind]
-        if function is None:  # no body: reset, then accumulate
-            return ir.seq([ir.IntrinsicCall(impl.reset, args[-1 - len(regions[-1].dims):], match.intrin),  # type: ignore[attr-defined]
-                           ir.IntrinsicCall(impl.update, args, match.intrin)])  # type: ignore[attr-defined]
-        return ir.IntrinsicCall(function, args, match.intrin)  # type: ignore[attr-defined]
+        if function is None:  # no body: reset, then accumulate (CIntrinsic guarantees both exist)
+            assert impl.reset is not None and impl.update is not None
+            return ir.seq([ir.IntrinsicCall(impl.reset, args[-1 - len(regions[-1].dims):], match.intrin),
+                           ir.IntrinsicCall(impl.update, args, match.intrin)])
+        return ir.IntrinsicCall(function, args, match.intrin)
 
     def load(self, e: Expr) -> Expr | None:
         if isinstance(e, TensorRead):
@@ -90,8 +93,9 @@ class StatementEmitter:
         buf = sm.buffer
         assert buf is not None
         if stmt.kind is StatementKind.ALLOC:
-            return ir.seq([ir.Assign(var, value) for var, value, ast in  # type: ignore[arg-type]
-                           zip(buf.offsets, self.origin(sm, coords), self.origin_exprs[id(sm)]) if ast is not None])
+            return ir.seq([ir.Assign(var, value) for var, value, ast in
+                           zip(buf.offsets, self.origin(sm, coords), self.origin_exprs[id(sm)])
+                           if ast is not None and isinstance(var, ir.OriginVar)])
         if stmt.kind.is_call:
             return self.call(stmt, coords)
         p = sm.prefix_len

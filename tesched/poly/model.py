@@ -58,7 +58,22 @@ class Statement:
     coords: list[str]
     loops: list[str]                # full loop vector (prefix coordinates, then own loops)
     loop_vars: list[IterVar]        # the leaf variable of each own loop
-    domain: isl.Set | None = None
+    _domain: isl.Set | None = field(default=None, repr=False)
+
+    @property
+    def domain(self) -> isl.Set:
+        """The instances that run (set by the domains phase, :mod:`.domains`)."""
+        if self._domain is None:
+            raise LoweringError(f"internal: the domain of {self.name} is used before the domains phase")
+        return self._domain
+
+    @domain.setter
+    def domain(self, value: isl.Set) -> None:
+        self._domain = value
+
+    @property
+    def has_domain(self) -> bool:
+        return self._domain is not None
 
 
 @dataclass
@@ -145,9 +160,9 @@ class StageModel:
 
     def chain(self) -> list[tuple["StageModel", int]]:
         """The (stage, loop level) pairs enclosing this stage, outermost first."""
-        if self.parent is None:
+        if self.parent is None or self.level is None:
             return []
-        return self.parent.chain() + [(self.parent, self.level)]  # type: ignore[list-item]
+        return self.parent.chain() + [(self.parent, self.level)]
 
     def inside(self, stage: "StageModel", level: int) -> bool:
         """Whether this stage's computation runs inside loop ``level`` of ``stage``."""
@@ -210,8 +225,8 @@ class PolyModel:
             if isinstance(st.op, ComputeOp):
                 scan(self.bodies[id(st.op)])
                 for rv in st.op.reduce_axis:
-                    scan(rv.dom.min)
-                    scan(rv.dom.extent)
+                    scan(rv.range.min)
+                    scan(rv.range.extent)
         return list(found.values())
 
     def tensor_domain(self, tensor: Tensor, tag: str) -> isl.Set:
@@ -257,7 +272,8 @@ class PolyModel:
         """The extent of a computed-at stage's region along ``dim`` when it is the same for every
         iteration of the loop it is computed at (no clipped tiles), else None."""
         fp = sm.footprint
-        size = fp.dim_max(dim).sub(fp.dim_min(dim)).add_constant_val(isl.Val(1))  # type: ignore[union-attr]
+        assert fp is not None, f"{sm.name} is not computed at a loop"
+        size = fp.dim_max(dim).sub(fp.dim_min(dim)).add_constant_val(isl.Val(1))
         values = piece_constants(size)
         return values[0] if values is not None and len(set(values)) == 1 else None
 

@@ -40,7 +40,7 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     extent = st.extents()
     for a in axes + raxes:
         leaf_expr[id(a)] = coord[id(a)]
-        leaf_min[id(a)] = model.isl_of(a.dom.min, {})
+        leaf_min[id(a)] = model.isl_of(a.range.min, {})
     for rel in st.relations:
         if isinstance(rel, Split):
             base = f"({leaf_expr[id(rel.parent)]} - ({leaf_min[id(rel.parent)]}))"
@@ -73,12 +73,14 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
                                 "with a constant factor and unroll the inner loop")
     if st.attach_type is not AttachType.SCOPE:
         return
-    parent = model.by_op.get(id(st.attach_stage.op))  # type: ignore[union-attr]
+    host, ivar = st.attach_stage, st.attach_ivar
+    assert host is not None and ivar is not None, f"{sm.name} is attached without a stage and loop"
+    parent = model.by_op.get(id(host.op))
     if parent is None:
-        raise ScheduleError(f"compute_at of {sm.name}: {st.attach_stage.name} was inlined, so it has no "  # type: ignore[union-attr]
+        raise ScheduleError(f"compute_at of {sm.name}: {host.name} was inlined, so it has no "
                             "loops to compute inside; compute it at a stage that has loops")
     sm.parent = parent
-    sm.level = parent.stage.leaf_position(st.attach_ivar)  # type: ignore[arg-type]
+    sm.level = parent.stage.leaf_position(ivar)
 
 
 def _make_statements(sm: StageModel) -> None:

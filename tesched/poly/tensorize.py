@@ -27,10 +27,23 @@ from __future__ import annotations
 from tesched.arith.linear import linear, simplify
 from tesched.errors import TensorizeError
 from tesched.poly.model import PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
-from tesched.te.expr import Binary, Call, Cast, Const, Expr, Reduce, Select, Unary, Var
+from tesched.te.expr import Binary, Call, Const, Expr, Reduce, Unary, Var
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.tensor import ComputeOp, IterType, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import substitute
+
+
+def _node_key(e: Expr) -> tuple:
+    """What two nodes must share, besides their children, to match."""
+    if isinstance(e, (Binary, Unary)):
+        return (type(e), e.op)
+    if isinstance(e, Call):
+        return (Call, e.name)
+    if isinstance(e, Reduce):
+        return (Reduce, e.combiner, e.where is None)
+    if isinstance(e, Const):
+        return (Const, e.value)
+    return (type(e),)
 
 
 class _Matcher:
@@ -87,10 +100,10 @@ class _Matcher:
             raise self.fail("extent", f"the region has {len(spatial)} data-parallel and {len(reduce)} reduction "
                             f"loops, the intrinsic {len(op.axis)} and {len(op.reduce_axis)}")
         for v, a in zip(spatial + reduce, list(op.axis) + list(op.reduce_axis)):
-            if extents[id(v)] != a.dom.extent:  # type: ignore[union-attr]
+            if extents[id(v)] != a.range.extent:
                 raise self.fail("extent", f"loop {v.name} has extent {extents[id(v)]}, intrinsic axis {a.name} "
-                                f"has {a.dom.extent}")  # type: ignore[union-attr]
-            if not (isinstance(a.dom.min, int) and a.dom.min == 0):  # type: ignore[union-attr]
+                                f"has {a.range.extent}")
+            if not (isinstance(a.range.min, int) and a.range.min == 0):
                 raise self.fail("extent", f"intrinsic axis {a.name} must start at 0")
             self.pairs.append((v, a))
         return {a: values[id(a)] for a in list(sm.axes) + list(sm.raxes)}
@@ -102,19 +115,15 @@ class _Matcher:
         if t.dtype != i.dtype:
             raise self.fail("expression", f"{t!r} is {t.dtype}, the intrinsic's {i!r} is {i.dtype}")
         if isinstance(t, Const):
-            if t.value != i.value:  # type: ignore[attr-defined]
+            if _node_key(t) != _node_key(i):
                 raise self.fail("expression", f"constant {t!r} vs {i!r}")
             return
-        if isinstance(t, TensorRead):
-            self.read(t, i, t_env, i_env)  # type: ignore[arg-type]
+        if isinstance(t, TensorRead) and isinstance(i, TensorRead):
+            self.read(t, i, t_env, i_env)
             return
         if isinstance(t, Var):
             raise self.fail("expression", f"loop variable {t.name} used as a value")
-        same = (isinstance(t, Binary) and t.op == i.op or isinstance(t, Unary) and t.op == i.op  # type: ignore[attr-defined]
-                or isinstance(t, Call) and t.name == i.name or isinstance(t, (Cast, Select))  # type: ignore[attr-defined]
-                or isinstance(t, Reduce) and t.combiner == i.combiner  # type: ignore[attr-defined]
-                and (t.where is None) == (i.where is None))  # type: ignore[attr-defined]
-        if not same:
+        if _node_key(t) != _node_key(i):
             raise self.fail("expression", f"{t!r} does not match {i!r}")
         for a, b in zip(t.children(), i.children()):
             self.expr(a, b, t_env, i_env)
@@ -137,17 +146,18 @@ class _Matcher:
                             f"is not computed inside the tensorized loops (compute_at it at the loop around them)")
         if len(t_idx) != len(i_idx):
             raise self.fail("index map", f"{t.tensor.name} and {i.tensor.name} have different ranks")
-        iop: ComputeOp = i.tensor.op  # type: ignore[assignment]
+        iop = i.tensor.op
+        assert isinstance(iop, ComputeOp)  # not a placeholder, handled above
         if len(inner.raxes) != len(iop.reduce_axis):
             raise self.fail("expression", f"{inner.name} and {iop.name} reduce over different numbers of axes")
         inner_t_env = dict(zip(inner.axes, t_idx))
         inner_i_env = dict(zip(iop.axis, i_idx))
         for r_t, r_i in zip(inner.raxes, iop.reduce_axis):
-            if r_t.dom.extent != r_i.dom.extent or r_t.dom.min != 0:  # type: ignore[union-attr]
+            if r_t.range.extent != r_i.range.extent or r_t.range.min != 0:
                 hint = ("; an intrinsic with an epilogue must cover the whole reduction, since splitting it "
                         "would apply the epilogue to every partial sum") if self.intrin.has_epilogue else ""
-                raise self.fail("extent", f"reduction {inner.name}.{r_t.name} has extent {r_t.dom.extent}, "  # type: ignore[union-attr]
-                                f"intrinsic {iop.name}.{r_i.name} has {r_i.dom.extent}{hint}")  # type: ignore[union-attr]
+                raise self.fail("extent", f"reduction {inner.name}.{r_t.name} has extent {r_t.range.extent}, "
+                                f"intrinsic {iop.name}.{r_i.name} has {r_i.range.extent}{hint}")
             self.pairs.append((r_t, r_i))
         if inner not in self.absorbed:
             self.absorbed.append(inner)
@@ -187,8 +197,8 @@ class _Matcher:
                 raise self.fail("index map", f"{tensor.name} index {k} ({t_idx[k]!r}) varies inside the region "
                                 f"but no index of {label} follows it")
         zero = {tv: Const(0, "int64") for tv, _ in self.pairs}
-        for k, e in enumerate(t_idx):
-            base = substitute(e, zero)
+        for k, index in enumerate(t_idx):
+            base = substitute(index, zero)
             if k in dims:
                 c0 = linear(i_idx[dims.index(k)])[1]
                 if c0:
@@ -253,4 +263,5 @@ def _place_calls(model: PolyModel, sm: StageModel) -> None:
         sm.calls.insert(0, Statement(f"{base}_reset", StatementKind.CALL_RESET, sm, rcoords, list(rcoords), spatial))
     for call in sm.calls:
         source = sm.init if call.kind is StatementKind.CALL_RESET else sm.main
-        call.domain = model.loop_map(source, len(call.coords)).range().set_tuple_name(call.name)  # type: ignore[arg-type]
+        assert source is not None, f"{sm.name} resets but has no init statement"
+        call.domain = model.loop_map(source, len(call.coords)).range().set_tuple_name(call.name)

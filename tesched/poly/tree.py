@@ -21,9 +21,11 @@ from tesched.schedule.schedule import IterVar
 
 @dataclass(frozen=True)
 class LoopMark:
+    """Above a band: the loop's stage, variable, kind and largest extent (isl may split or drop the loop)."""
+
     stage: str
     var: IterVar
-    kind: str
+    kind: LoopKind
     extent: int | None
 
 

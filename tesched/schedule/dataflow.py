@@ -20,13 +20,13 @@ from typing import Sequence
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import Stage, StageGraph
-from tesched.te.expr import Binary, Expr, Reduce, Select, as_expr
+from tesched.te.expr import Binary, Expr, Reduce, Select, Var, as_expr
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
 from tesched.te.visit import rewrite, substitute
 
 
 def _new_axes(axes: Sequence[IterVar]) -> list[IterVar]:
-    return [IterVar(Range(a.dom.min, a.dom.extent), a.name, a.iter_type) for a in axes]  # type: ignore[union-attr]
+    return [IterVar(Range(a.range.min, a.range.extent), a.name, a.iter_type) for a in axes]
 
 
 def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor) -> Expr:
@@ -43,6 +43,12 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
     if extra_where is not None:
         where = extra_where if where is None else Binary("and", where, extra_where, "bool")
     return Reduce(body.combiner, source, axes, where)
+
+
+def _computation(stage: Stage, primitive: str) -> ComputeOp:
+    if not isinstance(stage.op, ComputeOp):
+        raise ScheduleError(f"{primitive} of {stage.name}: it is an input (placeholder), not a computation")
+    return stage.op
 
 
 def _require_unscheduled(stage: Stage, primitive: str) -> None:
@@ -70,6 +76,7 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
     cache = cache_op.output(0)
     for r in reader_stages:
         op = r.op
+        assert isinstance(op, ComputeOp)  # it reads a tensor
         r.replace_op(ComputeOp(op.name, op.tag, op.axis, _with_reads_of(op.body, sch, source, cache), op.attrs))
     sch.insert_stage(cache_op, after=source)
     return cache
@@ -77,8 +84,8 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
 
 def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
     stage = sch[tensor]
+    op = _computation(stage, "cache_write")
     _require_unscheduled(stage, "cache_write")
-    op: ComputeOp = stage.op  # type: ignore[assignment]
     axes, raxes = _new_axes(op.axis), _new_axes(op.reduce_axis)
     mapping = dict(zip(op.axis + op.reduce_axis, axes + raxes))
     body = _rebuild_reduce(op.body, mapping, raxes) if isinstance(op.body, Reduce) else substitute(op.body, mapping)
@@ -91,7 +98,7 @@ def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
 
 def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
     stage = sch[tensor]
-    op: ComputeOp = stage.op  # type: ignore[assignment]
+    op = _computation(stage, "rfactor")
     if not isinstance(op.body, Reduce):
         raise ScheduleError(f"rfactor of {stage.name}: it is not a reduction")
     if axis not in stage.leaf_iter_vars or axis.iter_type != IterType.COMM_REDUCE:
@@ -101,16 +108,17 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
         raise ScheduleError(f"rfactor of {stage.name}: factor_axis {factor_axis} out of range")
     reduce_leaves = [v for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE]
     extent = stage.extents()
-    if any(extent[id(v)] is None for v in reduce_leaves):
+    if any(extent[id(v)] is None for v in reduce_leaves + [axis]):
         raise ScheduleError(f"rfactor of {stage.name}: its reduce loops need constant extents")
-    spatial = IterVar(Range(0, extent[id(axis)]), axis.name, IterType.DATA_PAR)
+    size = {id(v): int(extent[id(v)] or 0) for v in reduce_leaves}
+    spatial = IterVar(Range(0, size[id(axis)]), axis.name, IterType.DATA_PAR)
     others = [v for v in reduce_leaves if v is not axis]
-    kept = [IterVar(Range(0, extent[id(v)]), v.name, IterType.COMM_REDUCE) for v in others]
+    kept = [IterVar(Range(0, size[id(v)]), v.name, IterType.COMM_REDUCE) for v in others]
     leaf_map: dict[int, Expr] = {id(axis): spatial}
     leaf_map.update({id(v): k for v, k in zip(others, kept)})
     value = stage.root_values(leaf_map)
     new_axes = _new_axes(op.axis)
-    mapping = dict(zip(op.axis, new_axes))
+    mapping: dict[Var, Expr] = dict(zip(op.axis, new_axes))
     bounds = None
     for r in op.reduce_axis:
         mapping[r] = value[id(r)]
@@ -118,19 +126,20 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
         derived = set(map(id, stage.descendants(r)))
         for v in reduce_leaves:
             if id(v) in derived:
-                covered *= extent[id(v)]  # type: ignore[operator]
+                covered *= size[id(v)]
         if covered != extent[id(r)]:  # a split that does not divide: guard the padding points
-            lo, ext = r.dom.min, r.dom.extent  # type: ignore[union-attr]
+            lo, ext = r.range.min, r.range.extent
             cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)
             bounds = cond if bounds is None else Binary("and", bounds, cond, "bool")
     rf_axes = new_axes[:factor_axis] + [spatial] + new_axes[factor_axis:]
-    rf_body = _rebuild_reduce(op.body, mapping, kept, bounds)
+    partial = _rebuild_reduce(op.body, mapping, kept, bounds)
+    rf_body: Expr = partial
     if not kept:  # every reduce loop became data parallel: no reduction left in T.rf
-        rf_body = rf_body.source if rf_body.where is None else Select(rf_body.where, rf_body.source,
-                                                                       rf_body.identity())
+        rf_body = partial.source if partial.where is None else Select(partial.where, partial.source,
+                                                                       partial.identity())
     rf_op = ComputeOp(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
     rf = rf_op.output(0)
-    kr = IterVar(Range(0, extent[id(axis)]), f"{axis.name}.v", IterType.COMM_REDUCE)
+    kr = IterVar(Range(0, size[id(axis)]), f"{axis.name}.v", IterType.COMM_REDUCE)
     index = tuple(list(op.axis[:factor_axis]) + [kr] + list(op.axis[factor_axis:]))
     stage.replace_op(ComputeOp(op.name, op.tag, op.axis, Reduce(op.body.combiner, TensorRead(rf, index), [kr], None),
                                op.attrs))

@@ -23,6 +23,7 @@ def inline_bodies(sch: StageGraph) -> dict[int, Expr]:
             tensor = sch.canonical(e.tensor)
             indices = [rewrite(i, expand) for i in e.indices]
             if id(tensor.op) in inlined:
+                assert isinstance(tensor.op, ComputeOp)
                 return substitute(bodies[id(tensor.op)], dict(zip(tensor.op.axis, indices)))
             return TensorRead(tensor, tuple(indices))
         return None

@@ -51,7 +51,7 @@ class Schedule:
     def __getitem__(self, key: "Operation | Tensor | Stage") -> Stage:
         if isinstance(key, Stage) and key.schedule is self:
             return key
-        op = as_op(key)  # type: ignore[arg-type]
+        op = as_op(key.op if isinstance(key, Stage) else key)
         try:
             return self.stage_map[id(op)]
         except KeyError:
@@ -84,7 +84,11 @@ class Schedule:
 
     def insert_stage(self, op: ComputeOp, before: Stage | None = None, after: Stage | None = None) -> Stage:
         stage = Stage(op, self)
-        pos = self.stages.index(before) if before is not None else self.stages.index(after) + 1  # type: ignore[arg-type]
+        if before is not None:
+            pos = self.stages.index(before)
+        else:
+            assert after is not None, "insert_stage needs before= or after="
+            pos = self.stages.index(after) + 1
         self.stages.insert(pos, stage)
         self.stage_map[id(op)] = stage
         return stage
@@ -117,9 +121,8 @@ class Schedule:
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:
     """A schedule for the given output operations (or tensors); every stage starts at the root."""
-    if not isinstance(ops, (list, tuple)):
-        ops = [ops]
-    out = [as_op(o) for o in ops]
+    items: list[Operation | Tensor] = [ops] if isinstance(ops, (Operation, Tensor)) else list(ops)
+    out = [as_op(o) for o in items]
     for op in out:
         if isinstance(op, PlaceholderOp):
             raise ScheduleError(f"create_schedule: {op.name} is a placeholder, not a computation")

@@ -8,8 +8,9 @@ that owns the stages (:mod:`.schedule`) is seen through the :class:`StageGraph` 
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence
+from typing import Iterable, Protocol, Sequence, SupportsIndex
 
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
@@ -25,6 +26,12 @@ class Split:
     inner: IterVar
     factor: int | None
     nparts: int | None
+
+    @property
+    def parts(self) -> int:
+        """``nparts`` of a split made with it (a split has a factor or a number of parts)."""
+        assert self.nparts is not None, "a split by factor has no number of parts"
+        return self.nparts
 
 
 @dataclass(frozen=True, eq=False)
@@ -43,12 +50,12 @@ def as_op(x: Operation | Tensor) -> Operation:
 
 
 def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+    if isinstance(value, bool) or not isinstance(value, SupportsIndex):
         raise ScheduleError(f"{what} must be a positive int, got {value!r}")
-    value = int(value)  # type: ignore[call-overload]
-    if value <= 0:
-        raise ScheduleError(f"{what} must be positive, got {value}")
-    return value
+    number = operator.index(value)
+    if number <= 0:
+        raise ScheduleError(f"{what} must be positive, got {number}")
+    return number
 
 
 class StageGraph(Protocol):
@@ -149,7 +156,7 @@ class Stage:
             if isinstance(rel, Split):
                 pext = out[id(rel.parent)]
                 factor = rel.factor if rel.factor is not None else (
-                    None if pext is None else -(-pext // rel.nparts))  # type: ignore[operator]
+                    None if pext is None else -(-pext // rel.parts))
                 out[id(rel.outer)] = None if pext is None or factor is None else -(-pext // factor)
                 out[id(rel.inner)] = factor if pext is None or factor is None else min(factor, pext)
             else:
@@ -165,7 +172,7 @@ class Stage:
         if pext is None:
             raise ScheduleError(f"split of {self.name}.{rel.parent.name} with nparts needs a constant "
                                 "extent; use factor= for symbolic sizes")
-        return -(-pext // rel.nparts)  # type: ignore[operator]
+        return -(-pext // rel.parts)
 
     def root_values(self, leaf_values: dict[int, "Expr"]) -> dict[int, "Expr"]:
         """Values of the axes (and every intermediate loop variable) given values of the leaves."""
@@ -312,12 +319,12 @@ class Stage:
             raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
                                 f"does not read {self.name}, so no loop of {parent.name} is a legal "
                                 f"place; stages that read it: {', '.join(readers) or 'none'}")
-        stage = parent
-        while stage is not None and stage.attach_type is AttachType.SCOPE:
-            if stage.attach_stage is self:
+        enclosing: Stage | None = parent
+        while enclosing is not None and enclosing.attach_type is AttachType.SCOPE:
+            if enclosing.attach_stage is self:
                 raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
                                     f"is itself computed inside {self.name} (a cycle)")
-            stage = stage.attach_stage
+            enclosing = enclosing.attach_stage
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.SCOPE, parent, scope
 
     def compute_inline(self) -> None:

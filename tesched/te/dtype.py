@@ -17,6 +17,7 @@ This module knows nothing of expressions beyond dtype names.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 FLOAT_TYPES = ("float32", "float64")
 INT_TYPES = ("int32", "int64")
@@ -33,7 +34,7 @@ C_TYPES = {
 _WIDTH = {"bool": 0, "int32": 32, "int64": 64, "float32": 32, "float64": 64}
 
 
-def normalize(dtype: object) -> str:
+def normalize(dtype: DTypeLike) -> str:
     """Return the canonical dtype name for ``dtype`` (a string or a NumPy dtype)."""
     try:
         name = np.dtype(dtype).name

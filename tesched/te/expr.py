@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from typing import Callable, Sequence
 
+import numpy as np
+
 from tesched.te import dtype as dt
 
 _format: Callable[["Expr"], str] | None = None
@@ -56,8 +58,8 @@ class Expr:
     def __le__(self, other): return binary("le", self, other)
     def __gt__(self, other): return binary("gt", self, other)
     def __ge__(self, other): return binary("ge", self, other)
-    def __eq__(self, other): return binary("eq", self, other)  # type: ignore[override]
-    def __ne__(self, other): return binary("ne", self, other)  # type: ignore[override]
+    def __eq__(self, other): return binary("eq", self, other)
+    def __ne__(self, other): return binary("ne", self, other)
     def __and__(self, other): return binary("and", self, other)
     def __rand__(self, other): return binary("and", other, self)
     def __or__(self, other): return binary("or", self, other)
@@ -92,20 +94,23 @@ class Expr:
 class Const(Expr):
     __slots__ = ("value",)
 
+    value: int | float | bool
+
     def __init__(self, value: object, dtype: str | None = None):
         dtype = dt.literal_dtype(value, None) if dtype is None else dt.normalize(dtype)
+        number = _number(value)
         if dt.is_float(dtype):
-            value = float(value)  # type: ignore[arg-type]
+            self.value = float(number)
         elif dtype == "bool":
-            value = bool(value)
+            self.value = bool(number)
         else:
-            if isinstance(value, float) and not float(value).is_integer():
+            if isinstance(number, float) and not number.is_integer():
                 raise TypeError(f"cannot make an {dtype} constant from {value!r}")
-            value = int(value)  # type: ignore[call-overload]
+            integer = int(number)
             bits = 31 if dtype == "int32" else 63
-            if not -(1 << bits) <= value < (1 << bits):
-                raise OverflowError(f"{value} does not fit in {dtype}")
-        self.value = value
+            if not -(1 << bits) <= integer < (1 << bits):
+                raise OverflowError(f"{integer} does not fit in {dtype}")
+            self.value = integer
         self.dtype = dtype
 
 
@@ -210,7 +215,7 @@ class Reduce(Expr):
 
     __slots__ = ("combiner", "source", "axis", "where")
 
-    def __init__(self, combiner: str, source: Expr, axis: Sequence["Expr"], where: Expr | None):
+    def __init__(self, combiner: str, source: Expr, axis: Sequence["Var"], where: Expr | None):
         self.combiner, self.source, self.axis, self.where = combiner, source, tuple(axis), where
         self.dtype = source.dtype
 
@@ -271,6 +276,15 @@ def binary(op: str, a: object, b: object) -> Expr:
     if folded is not None:
         return folded
     return Binary(op, a, b, "bool" if op in COMPARE_OPS else operand)
+
+
+def _number(value: object) -> int | float | bool:
+    """A Python or NumPy number as a Python number (TypeError for anything else)."""
+    if isinstance(value, (bool, int, float)):
+        return value
+    if isinstance(value, (np.bool_, np.integer, np.floating)):
+        return value.item()
+    raise TypeError(f"cannot use {type(value).__name__} {value!r} as a constant")
 
 
 def _fold(op: str, a: Expr, b: Expr) -> Expr | None:

@@ -80,12 +80,14 @@ def _reducer(combiner: str):
             if axis is None or combiner == "sum":
                 raise TypeError(f"ts.{combiner} needs axis=<reduce_axis or list of them>")
             return binary(combiner, expr, axis)  # elementwise max/min of two values
-        axes = [axis] if is_reduce_axis else list(axis)  # type: ignore[arg-type]
-        if not axes:
+        candidates: list[object] = list(axis) if isinstance(axis, (list, tuple)) else [axis]
+        if not candidates:
             raise ValueError(f"ts.{combiner}: empty axis list")
-        for a in axes:
+        axes: list[IterVar] = []
+        for a in candidates:
             if not isinstance(a, IterVar) or a.iter_type != IterType.COMM_REDUCE:
                 raise TypeError(f"ts.{combiner}: axis {a!r} is not a reduce_axis")
+            axes.append(a)
         source = as_expr(expr)
         if source.dtype == "bool":
             source = cast_to(source, "int32")

@@ -52,11 +52,11 @@ class TensorIntrin:
                 if all(t is not o.output(0) for t in self.inputs):
                     self.inputs.append(o.output(0))
                 return
-            if o in self.stages:
+            if not isinstance(o, ComputeOp) or o in self.stages:
                 return
-            for read in [n for n in walk(o.body) if isinstance(n, TensorRead)]:  # type: ignore[attr-defined]
+            for read in [n for n in walk(o.body) if isinstance(n, TensorRead)]:
                 visit(read.tensor.op)
-            self.stages.append(o)  # type: ignore[arg-type]
+            self.stages.append(o)
 
         visit(op)
         self.reduces_in_pipeline = any(isinstance(s.body, Reduce) for s in self.stages)
@@ -70,4 +70,4 @@ def decl_tensor_intrin(op: Operation | Tensor, impl: CIntrinsic, name: str | Non
     """Declare a tensor intrinsic computing ``op`` (TVM's name)."""
     if isinstance(op, Tensor):
         op = op.op
-    return TensorIntrin(op, impl, name or getattr(op, "name", "intrin"))
+    return TensorIntrin(op, impl, name or op.name)

@@ -71,7 +71,7 @@ class ExprPrinter(NodeFunctor):
         return f"select({self.text(x.cond)}, {self.text(x.true_value)}, {self.text(x.false_value)})", 7
 
     def visit_Reduce(self, x: Reduce) -> tuple[str, int]:
-        axes = ", ".join(self.name_of(a) for a in x.axis)  # type: ignore[arg-type]  # reduce axes are Vars
+        axes = ", ".join(self.name_of(a) for a in x.axis)
         where = "" if x.where is None else f", where={self.text(x.where)}"
         return f"{x.combiner}({self.text(x.source)}, axis=[{axes}]{where})", 7
 

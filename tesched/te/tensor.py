@@ -8,9 +8,11 @@ knows nothing of schedules, loops or code.
 from __future__ import annotations
 
 import inspect
+import operator
 from enum import StrEnum
-from typing import Callable
+from typing import Callable, SupportsIndex
 
+from tesched.errors import LoweringError
 from tesched.te import dtype as dt
 from tesched.te.expr import Const, Expr, Reduce, Var, as_expr
 from tesched.te.visit import collect, contains
@@ -49,13 +51,23 @@ class IterVar(Var):
         self.dom, self.iter_type = dom, iter_type
 
     @property
+    def range(self) -> Range:
+        """``dom`` of an axis; a loop made by split or fuse has none, and asking is an internal error."""
+        if self.dom is None:
+            raise LoweringError(f"internal: loop {self.name} was made by split or fuse and has no fixed range")
+        return self.dom
+
+    @property
     def var(self) -> "IterVar":
         return self
 
 
 class Operation:
+    """Base of the operations that define tensors."""
+
     name: str
     tag: str = ""
+    _output: "Tensor"
 
     def output(self, index: int = 0) -> "Tensor":
         if index != 0:
@@ -86,8 +98,9 @@ class ComputeOp(Operation):
     def __init__(self, name: str, tag: str, axis: list[IterVar], body: Expr, attrs: dict | None):
         self.name, self.tag, self.axis, self.body = name, tag, axis, body
         self.attrs = dict(attrs or {})
-        self.reduce_axis: list[IterVar] = list(body.axis) if isinstance(body, Reduce) else []  # type: ignore[arg-type]
-        shape = tuple(_shape_value(iv.dom.extent) for iv in axis)  # type: ignore[union-attr]
+        self.reduce_axis: list[IterVar] = ([a for a in body.axis if isinstance(a, IterVar)]
+                                           if isinstance(body, Reduce) else [])
+        shape = tuple(_shape_value(iv.range.extent) for iv in axis)
         self._output = Tensor(self, shape, body.dtype)
 
     @property
@@ -155,12 +168,12 @@ def _shape_value(value: object) -> int | Expr:
         if not dt.is_int(value.dtype):
             raise TypeError(f"shape entries must be integers, got {value.dtype}")
         return value
-    if isinstance(value, bool) or not isinstance(value, int) and not hasattr(value, "__index__"):
+    if isinstance(value, bool) or not isinstance(value, SupportsIndex):
         raise TypeError(f"shape entries must be ints or size variables, got {value!r}")
-    value = int(value)  # type: ignore[call-overload]
-    if value <= 0:
-        raise ValueError(f"shape entries must be positive, got {value}")
-    return value
+    size = operator.index(value)
+    if size <= 0:
+        raise ValueError(f"shape entries must be positive, got {size}")
+    return size
 
 
 def _normalize_shape(shape) -> tuple:
@@ -194,12 +207,14 @@ def reduce_axis(dom, name: str = "rv") -> IterVar:
     return IterVar(rng, str(name), IterType.COMM_REDUCE)
 
 
-def _bound(v):
+def _bound(v: object) -> int | Expr:
     if isinstance(v, Const):
         return int(v.value)
     if isinstance(v, Expr):
         return v
-    return int(v)
+    if isinstance(v, bool) or not isinstance(v, SupportsIndex):
+        raise TypeError(f"reduce_axis bounds must be ints or size expressions, got {v!r}")
+    return operator.index(v)
 
 
 def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: str = "",

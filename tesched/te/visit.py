@@ -5,9 +5,11 @@ tensor reads, and the loop-IR expression nodes).
 """
 from __future__ import annotations
 
-from typing import Callable, ClassVar, Iterator, Mapping
+from typing import Callable, ClassVar, Iterator, Mapping, TypeVar
 
 from tesched.te.expr import Expr
+
+_Key = TypeVar("_Key", bound=Expr)
 
 
 def rewrite(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
@@ -35,7 +37,7 @@ def rewrite(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     return go(expr)
 
 
-def substitute(expr: Expr, mapping: Mapping[Expr, Expr]) -> Expr:
+def substitute(expr: Expr, mapping: Mapping[_Key, Expr]) -> Expr:
     """Replace variables (by identity) with expressions."""
     by_id = {id(k): v for k, v in mapping.items()}
     return rewrite(expr, lambda e: by_id.get(id(e)))

@@ -21,8 +21,11 @@ MAX_REGISTER_BYTES = 2048
 MAX_AUTO_UNROLL = 16
 
 
-def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list:
-    found = []
+Access = ir.Load | ir.VLoad | ir.Address | ir.Store | ir.VStore
+
+
+def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list[Access]:
+    found: list[Access] = []
 
     def on_expr(e: Expr) -> Expr:
         for n in walk(e):
@@ -93,16 +96,17 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
             return None
         body = promote(s.body)
         buf = s.buffer
-        if (buf.scope is not ir.BufferScope.LOCAL or not all(isinstance(d, int) for d in buf.shape)
+        sizes = buf.constant_shape()
+        if (buf.scope is not ir.BufferScope.LOCAL or sizes is None
                 or any(isinstance(o, ir.OriginVar) for o in buf.offsets) or _in_parallel_loop(body, buf)):
             return ir.Allocate(buf, body)
         count = 1
-        for d in buf.shape:
-            count *= int(d)
+        for d in sizes:
+            count *= d
         if count * dt.numpy_dtype(buf.dtype).itemsize > MAX_REGISTER_BYTES:
             return ir.Allocate(buf, body)
         unrolled = _unroll_addressing_loops(body, buf)
-        slots = {}
+        slots: dict[tuple[int, int], None] = {}
         for a in _accesses(unrolled, buf):
             slot = _slot(a, buf)
             if slot is None:

@@ -103,12 +103,13 @@ class LoopVectorizer:
     def run(self) -> ir.Stmt | None:
         loop = self.loop
         body = loop.body.stmts if isinstance(loop.body, ir.Block) else [loop.body]
-        if loop.step != 1 or not body or not all(isinstance(s, ir.Store) for s in body):
+        stores = [s for s in body if isinstance(s, ir.Store)]
+        if loop.step != 1 or not body or len(stores) != len(body):
             return None
         if loop.reduction:
-            return self.reduction(body)
-        sizes = {dt.numpy_dtype(s.buffer.dtype).itemsize for s in body}  # type: ignore[union-attr]
-        sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for s in body for n in walk(s.value)  # type: ignore[union-attr]
+            return self.reduction(stores)
+        sizes = {dt.numpy_dtype(s.buffer.dtype).itemsize for s in stores}
+        sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for s in stores for n in walk(s.value)
                   if isinstance(n, ir.Load)}
         if len(sizes) != 1:
             return None
@@ -120,7 +121,7 @@ class LoopVectorizer:
         if not trips:
             return None
         try:
-            code = self.plan(body, trips, width)  # type: ignore[arg-type]
+            code = self.plan(stores, trips, width)
         except CannotVectorize:
             return None
         if not runtime:
