@@ -10,6 +10,7 @@ from __future__ import annotations
 from tesched.ir import nodes as ir
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Expr, Var
+from tesched.te.expr import set_formatter as set_expr_formatter
 from tesched.te.printer import ExprPrinter
 from tesched.te.visit import NodeFunctor
 
@@ -165,3 +166,4 @@ def stmt_str(s: ir.Stmt) -> str:
 
 
 ir.set_formatter(stmt_str)
+set_expr_formatter(lambda e: IRExprPrinter().text(e))   # repr() of expressions knows the IR's nodes too

@@ -59,6 +59,7 @@ class Schedule:
                                 f"{', '.join(o.name for o in self.outputs)})") from None
 
     def stage_of_tensor(self, tensor: Tensor) -> Stage | None:
+        """The stage producing ``tensor``, or None when it is not part of this schedule."""
         return self.stage_map.get(id(tensor.op))
 
     def producers(self, stage: Stage) -> list[Stage]:
@@ -71,6 +72,7 @@ class Schedule:
         return out
 
     def reads_transitively(self, consumer: Operation, producer: Operation) -> bool:
+        """Whether ``consumer`` reads ``producer``'s output, directly or through other stages."""
         target = self[producer]
         stack, seen = [self[consumer]], set()
         while stack:
@@ -83,6 +85,7 @@ class Schedule:
         return False
 
     def insert_stage(self, op: ComputeOp, before: Stage | None = None, after: Stage | None = None) -> Stage:
+        """Add a stage for ``op`` just before ``before`` or just after ``after`` (dataflow primitives)."""
         stage = Stage(op, self)
         if before is not None:
             pos = self.stages.index(before)

@@ -99,6 +99,7 @@ class Stage:
 
     @property
     def name(self) -> str:
+        """The name of the stage's operation."""
         return self.op.name
 
     def __repr__(self) -> str:
@@ -279,9 +280,30 @@ class Stage:
         self._annotate(var, LoopKind.VECTORIZED)
 
     def parallel(self, var: IterVar) -> None:
+        """Run the iterations of loop ``var`` on several threads (an OpenMP parallel loop).
+
+        Parameters
+        ----------
+        var : IterVar
+            A data-parallel loop of this stage; the dependence check refuses one that carries a
+            dependence, and a reduction loop must be ``rfactor``-ed first.
+
+        Example
+        -------
+        >>> io, ii = s[C].split(C.op.axis[0], factor=32)
+        >>> s[C].parallel(io)
+        """
         self._annotate(var, LoopKind.PARALLEL)
 
     def unroll(self, var: IterVar) -> None:
+        """Copy the body of loop ``var`` once per iteration (its extent must be a constant; after
+        unrolling, small local buffers indexed by it can live in registers).
+
+        Parameters
+        ----------
+        var : IterVar
+            A loop of this stage with a constant extent (split with a constant factor first).
+        """
         self._annotate(var, LoopKind.UNROLLED)
 
     def tensorize(self, var: IterVar, tensor_intrin) -> None:

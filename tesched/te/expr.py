@@ -33,9 +33,11 @@ class Expr:
     dtype: str
 
     def children(self) -> tuple["Expr", ...]:
+        """The operands of this node (its sub-expressions), in order."""
         return ()
 
     def with_children(self, children: Sequence["Expr"]) -> "Expr":
+        """A copy of this node with ``children`` in place of its operands."""
         return self
 
     # arithmetic -----------------------------------------------------------------------------------
@@ -85,6 +87,7 @@ class Expr:
         return binary("eq", self, other)
 
     def same_as(self, other: object) -> bool:
+        """Whether ``other`` is this very node (TVM's identity test)."""
         return self is other
 
     def __repr__(self) -> str:

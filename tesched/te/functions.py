@@ -23,16 +23,154 @@ def _unary_float(name: str, x: object) -> Expr:
     return Call(name, (e,), e.dtype)
 
 
-def exp(x: object) -> Expr: return _unary_float("exp", x)
-def log(x: object) -> Expr: return _unary_float("log", x)
-def sqrt(x: object) -> Expr: return _unary_float("sqrt", x)
-def tanh(x: object) -> Expr: return _unary_float("tanh", x)
-def sigmoid(x: object) -> Expr: return _unary_float("sigmoid", x)
-def floor(x: object) -> Expr: return _unary_float("floor", x)
-def ceil(x: object) -> Expr: return _unary_float("ceil", x)
+def exp(x: object) -> Expr:
+    """``e`` raised to ``x``, elementwise (integers are computed in float32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+
+    Returns
+    -------
+    Expr
+        A floating expression of ``x``'s floating type (float32 for integers).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.exp(A[i]), name="B")
+    """
+    return _unary_float("exp", x)
+
+
+def log(x: object) -> Expr:
+    """The natural logarithm of ``x``, elementwise (integers are computed in float32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+
+    Returns
+    -------
+    Expr
+        A floating expression of ``x``'s floating type (float32 for integers).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.log(A[i] + 1.0), name="B")
+    """
+    return _unary_float("log", x)
+
+
+def sqrt(x: object) -> Expr:
+    """The square root of ``x``, elementwise (integers are computed in float32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+
+    Returns
+    -------
+    Expr
+        A floating expression of ``x``'s floating type (float32 for integers).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.sqrt(A[i] * A[i] + B[i] * B[i]), name="B")
+    """
+    return _unary_float("sqrt", x)
+
+
+def tanh(x: object) -> Expr:
+    """The hyperbolic tangent of ``x``, elementwise (integers are computed in float32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+
+    Returns
+    -------
+    Expr
+        A floating expression of ``x``'s floating type (float32 for integers).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.tanh(A[i]), name="B")
+    """
+    return _unary_float("tanh", x)
+
+
+def sigmoid(x: object) -> Expr:
+    """``1 / (1 + exp(-x))``, elementwise (integers are computed in float32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+
+    Returns
+    -------
+    Expr
+        A floating expression of ``x``'s floating type (float32 for integers).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.sigmoid(A[i]), name="B")
+    """
+    return _unary_float("sigmoid", x)
+
+
+def floor(x: object) -> Expr:
+    """The largest integer value not above ``x`` (as a float), elementwise (integers are computed in float32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+
+    Returns
+    -------
+    Expr
+        A floating expression of ``x``'s floating type (float32 for integers).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.floor(A[i] * 4.0), name="B")
+    """
+    return _unary_float("floor", x)
+
+
+def ceil(x: object) -> Expr:
+    """The smallest integer value not below ``x`` (as a float), elementwise (integers are computed in float32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+
+    Returns
+    -------
+    Expr
+        A floating expression of ``x``'s floating type (float32 for integers).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.ceil(A[i] * 4.0), name="B")
+    """
+    return _unary_float("ceil", x)
 
 
 def abs(x: object) -> Expr:  # noqa: A001 - TVM's name
+    """The absolute value of ``x``, in ``x``'s type (bool becomes int32).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument.
+    """
     e = as_expr(x)
     if e.dtype == "bool":
         e = cast_to(e, "int32")
@@ -40,10 +178,28 @@ def abs(x: object) -> Expr:  # noqa: A001 - TVM's name
 
 
 def maximum(a: object, b: object) -> Expr:
+    """The larger of ``a`` and ``b``, elementwise (types promoted as for ``+``).
+
+    Parameters
+    ----------
+    a, b : Expr or number
+        At least one of them a tesched expression.
+
+    Example
+    -------
+    >>> relu = ts.compute(A.shape, lambda i: ts.maximum(A[i], 0.0), name="relu")
+    """
     return binary("max", a, b)
 
 
 def minimum(a: object, b: object) -> Expr:
+    """The smaller of ``a`` and ``b``, elementwise (types promoted as for ``+``).
+
+    Parameters
+    ----------
+    a, b : Expr or number
+        At least one of them a tesched expression.
+    """
     return binary("min", a, b)
 
 
@@ -59,6 +215,17 @@ def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
 
 
 def all(*conds: object) -> Expr:  # noqa: A001 - TVM's name
+    """The conjunction of ``conds`` (non-zero values count as true).
+
+    Parameters
+    ----------
+    *conds : Expr or number
+        One or more conditions.
+
+    Example
+    -------
+    >>> inside = ts.all(i >= 1, i < n - 1)
+    """
     out = as_expr(conds[0])
     for c in conds[1:]:
         out = binary("and", out, c)
@@ -66,6 +233,13 @@ def all(*conds: object) -> Expr:  # noqa: A001 - TVM's name
 
 
 def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
+    """The disjunction of ``conds`` (non-zero values count as true).
+
+    Parameters
+    ----------
+    *conds : Expr or number
+        One or more conditions.
+    """
     out = as_expr(conds[0])
     for c in conds[1:]:
         out = binary("or", out, c)

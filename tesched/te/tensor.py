@@ -59,6 +59,7 @@ class IterVar(Var):
 
     @property
     def var(self) -> "IterVar":
+        """The variable itself (TVM code reads ``axis.var``)."""
         return self
 
 
@@ -120,10 +121,12 @@ class Tensor:
 
     @property
     def name(self) -> str:
+        """The name of the operation that produces this tensor."""
         return self.op.name
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self.shape)
 
     def __getitem__(self, indices) -> "TensorRead":

@@ -199,7 +199,10 @@ class LoopVectorizer:
 
 
 def vectorize(stmt: ir.Stmt, vector_bytes: int) -> ir.Stmt:
-    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD."""
+    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD (nothing when the
+    target has no SIMD registers, ``vector_bytes == 0``: loops keep ``omp simd``)."""
+    if vector_bytes <= 0:
+        return stmt
     def visit(s: ir.Stmt) -> ir.Stmt | None:
         if isinstance(s, ir.For) and s.kind is LoopKind.VECTORIZED:
             return LoopVectorizer(s, vector_bytes).run()

@@ -16,6 +16,7 @@ import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from unittest import mock
 
 import tesched as ts
 import tesched.nn as nn
@@ -53,28 +54,21 @@ def _timed_build(kind: str, name: str, size: int) -> tuple[float, bool]:
 
 def measure_build_times(probes: list[tuple[str, int]]) -> list[BuildTime]:
     """Build times of each ``(kind, size)`` probe in a fresh cache directory."""
-    saved = os.environ.get("TESCHED_CACHE_DIR")
     results = []
-    with tempfile.TemporaryDirectory(prefix="tesched-build-") as cache:
-        os.environ["TESCHED_CACHE_DIR"] = cache
-        try:
-            for kind, size in probes:
-                name = f"probe_{kind}_{uuid.uuid4().hex[:8]}"
-                cold, compiled = _timed_build(kind, name, size)
-                warm, recompiled = _timed_build(kind, name, size)
-                if not compiled or recompiled:
-                    raise RuntimeError(f"build probe {name}: the cold build must compile and the cached one not")
-                child = subprocess.run([sys.executable, "-m", __name__, kind, name, str(size)], capture_output=True,
-                                       text=True, check=True, env=dict(os.environ))
-                fresh = json.loads(child.stdout.strip().splitlines()[-1])
-                if fresh["compiled"]:
-                    raise RuntimeError(f"build probe {name}: a new process did not find the kernel on disk")
-                results.append(BuildTime(f"{kind} {size}", cold, warm, fresh["seconds"]))
-        finally:
-            if saved is None:
-                os.environ.pop("TESCHED_CACHE_DIR", None)
-            else:
-                os.environ["TESCHED_CACHE_DIR"] = saved
+    with tempfile.TemporaryDirectory(prefix="tesched-build-") as cache, \
+            mock.patch.dict(os.environ, {"TESCHED_CACHE_DIR": cache}):
+        for kind, size in probes:
+            name = f"probe_{kind}_{uuid.uuid4().hex[:8]}"
+            cold, compiled = _timed_build(kind, name, size)
+            warm, recompiled = _timed_build(kind, name, size)
+            if not compiled or recompiled:
+                raise RuntimeError(f"build probe {name}: the cold build must compile and the cached one not")
+            child = subprocess.run([sys.executable, "-m", __name__, kind, name, str(size)], capture_output=True,
+                                   text=True, check=True, env=dict(os.environ))
+            fresh = json.loads(child.stdout.strip().splitlines()[-1])
+            if fresh["compiled"]:
+                raise RuntimeError(f"build probe {name}: a new process did not find the kernel on disk")
+            results.append(BuildTime(f"{kind} {size}", cold, warm, fresh["seconds"]))
     return results
 
 
