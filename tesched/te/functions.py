@@ -7,7 +7,7 @@ expressions; the code generator decides how each function is spelled in C.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Sequence
 
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Expr, Reduce, Select, as_expr, binary, cast_to
@@ -23,8 +23,12 @@ def _unary_float(name: str, x: object) -> Expr:
     return Call(name, (e,), e.dtype)
 
 
-def exp(x: object) -> Expr:
-    """``e`` raised to ``x``, elementwise (integers are computed in float32).
+def _float_function(name: str, what: str, example: str) -> Callable[[object], Expr]:
+    def function(x: object) -> Expr:
+        return _unary_float(name, x)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"""{what}, elementwise (integers are computed in float32).
 
     Parameters
     ----------
@@ -38,129 +42,18 @@ def exp(x: object) -> Expr:
 
     Example
     -------
-    >>> B = ts.compute(A.shape, lambda i: ts.exp(A[i]), name="B")
+    >>> B = ts.compute(A.shape, lambda i: {example}, name="B")
     """
-    return _unary_float("exp", x)
+    return function
 
 
-def log(x: object) -> Expr:
-    """The natural logarithm of ``x``, elementwise (integers are computed in float32).
-
-    Parameters
-    ----------
-    x : Expr or number
-        The argument.
-
-    Returns
-    -------
-    Expr
-        A floating expression of ``x``'s floating type (float32 for integers).
-
-    Example
-    -------
-    >>> B = ts.compute(A.shape, lambda i: ts.log(A[i] + 1.0), name="B")
-    """
-    return _unary_float("log", x)
-
-
-def sqrt(x: object) -> Expr:
-    """The square root of ``x``, elementwise (integers are computed in float32).
-
-    Parameters
-    ----------
-    x : Expr or number
-        The argument.
-
-    Returns
-    -------
-    Expr
-        A floating expression of ``x``'s floating type (float32 for integers).
-
-    Example
-    -------
-    >>> B = ts.compute(A.shape, lambda i: ts.sqrt(A[i] * A[i] + B[i] * B[i]), name="B")
-    """
-    return _unary_float("sqrt", x)
-
-
-def tanh(x: object) -> Expr:
-    """The hyperbolic tangent of ``x``, elementwise (integers are computed in float32).
-
-    Parameters
-    ----------
-    x : Expr or number
-        The argument.
-
-    Returns
-    -------
-    Expr
-        A floating expression of ``x``'s floating type (float32 for integers).
-
-    Example
-    -------
-    >>> B = ts.compute(A.shape, lambda i: ts.tanh(A[i]), name="B")
-    """
-    return _unary_float("tanh", x)
-
-
-def sigmoid(x: object) -> Expr:
-    """``1 / (1 + exp(-x))``, elementwise (integers are computed in float32).
-
-    Parameters
-    ----------
-    x : Expr or number
-        The argument.
-
-    Returns
-    -------
-    Expr
-        A floating expression of ``x``'s floating type (float32 for integers).
-
-    Example
-    -------
-    >>> B = ts.compute(A.shape, lambda i: ts.sigmoid(A[i]), name="B")
-    """
-    return _unary_float("sigmoid", x)
-
-
-def floor(x: object) -> Expr:
-    """The largest integer value not above ``x`` (as a float), elementwise (integers are computed in float32).
-
-    Parameters
-    ----------
-    x : Expr or number
-        The argument.
-
-    Returns
-    -------
-    Expr
-        A floating expression of ``x``'s floating type (float32 for integers).
-
-    Example
-    -------
-    >>> B = ts.compute(A.shape, lambda i: ts.floor(A[i] * 4.0), name="B")
-    """
-    return _unary_float("floor", x)
-
-
-def ceil(x: object) -> Expr:
-    """The smallest integer value not below ``x`` (as a float), elementwise (integers are computed in float32).
-
-    Parameters
-    ----------
-    x : Expr or number
-        The argument.
-
-    Returns
-    -------
-    Expr
-        A floating expression of ``x``'s floating type (float32 for integers).
-
-    Example
-    -------
-    >>> B = ts.compute(A.shape, lambda i: ts.ceil(A[i] * 4.0), name="B")
-    """
-    return _unary_float("ceil", x)
+exp = _float_function("exp", "``e`` raised to ``x``", "ts.exp(A[i])")
+log = _float_function("log", "The natural logarithm of ``x``", "ts.log(A[i] + 1.0)")
+sqrt = _float_function("sqrt", "The square root of ``x``", "ts.sqrt(A[i] * A[i] + 1.0)")
+tanh = _float_function("tanh", "The hyperbolic tangent of ``x``", "ts.tanh(A[i])")
+sigmoid = _float_function("sigmoid", "``1 / (1 + exp(-x))``", "ts.sigmoid(A[i])")
+floor = _float_function("floor", "The largest integer value not above ``x`` (as a float)", "ts.floor(A[i] * 4.0)")
+ceil = _float_function("ceil", "The smallest integer value not below ``x`` (as a float)", "ts.ceil(A[i] * 4.0)")
 
 
 def abs(x: object) -> Expr:  # noqa: A001 - TVM's name
