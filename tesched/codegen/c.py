@@ -43,6 +43,7 @@ class CSource:
     name: str
     source: str
     declaration: str
+    profile: str = ""       # the C function reading the profile counters (``build(..., profile=True)``)
 
 
 def c_type(dtype: str) -> str:
@@ -233,6 +234,18 @@ class CodeGen(NodeFunctor):
         self.nested(s.body)
         self.emit("}")
 
+    def visit_Timer(self, s: ir.Timer) -> None:
+        start, elapsed = f"ts_prof_t{s.slot}", f"ts_prof_dt{s.slot}"
+        self.emit("{")
+        self.emit(f"const double {start} = ts_prof_now();", 1)
+        self.nested(s.body)
+        self.emit(f"const double {elapsed} = ts_prof_now() - {start};", 1)
+        for counter, step in (("ts_prof_seconds", elapsed), ("ts_prof_calls", "1")):
+            if s.parallel:
+                self.emit("#pragma omp atomic", 1)
+            self.emit(f"{counter}[{s.slot}] += {step};", 1)
+        self.emit("}")
+
     def visit_Produce(self, s: ir.Produce) -> None:
         self.emit(f"/* produce {sanitize(s.stage)} */")
         self.visit(s.body)
@@ -288,10 +301,38 @@ class CodeGen(NodeFunctor):
         decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params)
         self.visit(f.body)
         sources = [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
+        declaration = f"void {fname}({', '.join(decl_types) or 'void'});"
+        slots = 1 + max((s.slot for s in walk_stmts(f.body) if isinstance(s, ir.Timer)), default=-1)
+        profile = self.names.fresh(f"{fname}_profile") if slots else ""
+        if slots:
+            sources.append(_profile_counters(profile, slots))
+            declaration += f"\nvoid {profile}(double *, int64_t *, int64_t);"
         source = "\n".join(['#include "tesched_runtime.h"', ""] + sources + ["",
                             f"void {fname}({', '.join(params) or 'void'}) {{"] + self.lines + ["}", ""])
-        declaration = f"void {fname}({', '.join(decl_types) or 'void'});"
-        return CSource(fname, source, declaration)
+        return CSource(fname, source, declaration, profile)
+
+
+def _profile_counters(reader: str, slots: int) -> str:
+    """The counters of ``slots`` timers, a monotonic clock, and ``reader(seconds, calls, reset)`` that
+    copies the counters out (and zeroes them when ``reset``)."""
+    return "\n".join([
+        "/* profile counters (build(..., profile=True)) */",
+        "#include <time.h>",
+        f"static double ts_prof_seconds[{slots}];",
+        f"static int64_t ts_prof_calls[{slots}];",
+        "static inline double ts_prof_now(void) {",
+        "  struct timespec t;",
+        "  clock_gettime(CLOCK_MONOTONIC, &t);",
+        "  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;",
+        "}",
+        f"void {reader}(double *seconds, int64_t *calls, int64_t reset) {{",
+        f"  for (int64_t k = 0; k < {slots}; k++) {{",
+        "    seconds[k] = ts_prof_seconds[k];",
+        "    calls[k] = ts_prof_calls[k];",
+        "    if (reset) { ts_prof_seconds[k] = 0.0; ts_prof_calls[k] = 0; }",
+        "  }",
+        "}",
+    ])
 
 
 def generate_c(func: LoweredFunc, reserved: frozenset[str] = frozenset(), target: Target | None = None) -> CSource:

@@ -5,6 +5,8 @@ This module orchestrates; the lowering, the C generator, the compiler and the ca
 """
 from __future__ import annotations
 
+import functools
+from dataclasses import replace
 from types import ModuleType
 from typing import Sequence
 
@@ -25,6 +27,7 @@ from tesched.lower.pipeline import lower, lower_for_target
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target, as_target
 from tesched.te.tensor import Tensor
+from tesched.transform.profile import instrument
 from tesched.version import __version__
 
 _loaded: dict[str, ModuleType] = {}
@@ -52,7 +55,7 @@ def compile_c(src: CSource, target: Target) -> tuple[ModuleType, bool]:
 
 
 def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
-          target: Target | str | None = None, name: str = "default_function") -> Kernel:
+          target: Target | str | None = None, name: str = "default_function", profile: bool = False) -> Kernel:
     """Compile a schedule (or a lowered function) into a callable kernel.
 
     Parameters
@@ -65,6 +68,9 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
         What to compile for (``"host"``, ``"x86-64-avx2"``, ``"c"``, ...); default: the current target.
     name : str
         The kernel's name (and its C function's, made a valid identifier).
+    profile : bool
+        Instrument the C with timers around the call and every stage's produce block; read them with
+        ``kernel.profile(*arrays)`` (which also measures their overhead) or ``kernel.profile_counters()``.
 
     Returns
     -------
@@ -79,9 +85,18 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
             raise TypeError("build(schedule, args): args (the kernel's tensors) are required")
         func = lower(inputs, args, name=name)
     apply_configured_threads()
-    src = generate_c(lower_for_target(func, machine), reserved_identifiers(machine), machine)
+    finished = lower_for_target(func, machine)
+    regions = []
+    if profile:
+        body, regions = instrument(finished.body, finished.name)
+        finished = replace(finished, body=body)
+    src = generate_c(finished, reserved_identifiers(machine), machine)
     module, compiled = compile_c(src, machine)
     kernel = Kernel(func, src, module)
     kernel.compiled = compiled
     kernel.cache_key = cache_key(src, machine)
+    kernel.target = machine
+    if profile:
+        kernel.timed_regions = tuple(regions)
+        kernel.uninstrumented = functools.partial(build, func, target=machine)
     return kernel

@@ -10,12 +10,16 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 
 from tesched.codegen.c import CSource
+from tesched.driver.profile import Profile, measure_profile, read_profile
 from tesched.lower.func import LoweredFunc
+from tesched.lower.hooks import write_page
+from tesched.target import Target
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Const, Expr, Var
 from tesched.te.tensor import ComputeOp
@@ -45,6 +49,10 @@ class Kernel:
 
     compiled: bool = False     # whether building it ran the C compiler (False: found in the cache)
     cache_key: str = ""        # the hash under which the compiled module is cached
+    target: Target | None = None                    # what it was built for
+    timed_regions: tuple = ()                       # profile counters (build(..., profile=True))
+    uninstrumented: Callable[[], "Kernel"] | None = None   # builds the same kernel without timers
+    last_profile: Profile | None = None             # the latest profile() measurement
 
     def __init__(self, func: LoweredFunc, src: CSource, module: Any):
         self.lowered = func
@@ -52,6 +60,7 @@ class Kernel:
         self.c_source = src.source
         self._ffi = module.ffi
         self._fn = getattr(module.lib, src.name)
+        self._profile_reader = getattr(module.lib, src.profile) if src.profile else None
         self._params = list(func.params)
         pindex = {id(p): k for k, p in enumerate(self._params)}
         specs = []
@@ -206,6 +215,32 @@ class Kernel:
                 self(*arrays)
             times.append((time.perf_counter() - t0) / number)
         return BenchmarkResult(statistics.median(times), min(times), repeat)
+
+    # profiling --------------------------------------------------------------------------------------
+    def _reader(self) -> Callable[[bool], Profile]:
+        if self._profile_reader is None:
+            raise ValueError(f"{self.name} was built without timers; build it with profile=True")
+        return lambda reset: read_profile(self._profile_reader, self._ffi, self.timed_regions, reset)
+
+    def profile_counters(self, reset: bool = False) -> Profile:
+        """Per-call stage times over every call so far (``profile=True`` builds only); ``reset`` zeroes
+        the counters. Kernels with the same C source share their counters."""
+        return self._reader()(reset)
+
+    def profile(self, *arrays: np.ndarray, repeat: int = 20) -> Profile:
+        """Time every stage over ``repeat`` calls on ``arrays``, in turns with the same kernel built
+        without timers, so the result reports what the timers cost (``Profile.overhead``). The result is
+        also kept in ``last_profile`` (``to_html`` draws it)."""
+        read = self._reader()
+        assert self.uninstrumented is not None
+        plain = self.uninstrumented()
+        self.last_profile = measure_profile(self.prepare(*arrays), plain.prepare(*arrays), read, repeat)
+        return self.last_profile
+
+    def to_html(self, path: str | Path, **options: Any) -> Path:
+        """Write a self-contained HTML page of this kernel (loop IR beside its C, tiles and halos, stage
+        times when profiled; see :func:`tesched.viz.write_page`) and return its path."""
+        return write_page(self, path, **options)
 
 
 def _bind_run(fn, pointers: list, arrays: list, outputs: list):

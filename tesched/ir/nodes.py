@@ -3,7 +3,8 @@
 Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :class:`IfThenElse`,
 :class:`Block`, :class:`Store`/:class:`VStore`, :class:`Allocate` (a buffer local to its body),
 :class:`Assign` (to a local scalar: buffer origins, promoted registers), :class:`LetStmt`,
-:class:`Registers`, :class:`IntrinsicCall` and :class:`Produce` (marks where a stage is computed).
+:class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
+:class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
 :class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
 
@@ -213,6 +214,7 @@ class For(Stmt):
     extent_hint: int | None = None   # the loop's largest trip count when known (unroll factor)
     reduction: bool = False          # iterations accumulate into the same elements (a reduce loop)
     stage: str = ""                  # the stage whose loop this is
+    origin: str = ""                 # the schedule primitive that made its variable (``split(i, factor=32)``)
 
 
 @dataclass(eq=False)
@@ -292,6 +294,17 @@ class LetStmt(Stmt):
     var: Var
     value: Expr
     body: Stmt
+
+
+@dataclass(eq=False)
+class Timer(Stmt):
+    """Time ``body`` into profile counter ``slot`` (``build(..., profile=True)``). ``label`` names what is
+    timed; ``parallel`` tells that it runs inside a parallel loop, so its time is summed over threads."""
+
+    slot: int
+    label: str
+    body: Stmt
+    parallel: bool = False
 
 
 @dataclass(eq=False)

@@ -156,6 +156,10 @@ class IRPrinter(NodeFunctor):
     def visit_LetStmt(self, s: ir.LetStmt) -> str:
         return f"{self._pad()}let {self.name_of(s.var)} = {self.expr(s.value)}\n" + self.visit(s.body)
 
+    def visit_Timer(self, s: ir.Timer) -> str:
+        where = ", summed over threads" if s.parallel else ""
+        return f"{self._pad()}timed {s.label} (counter {s.slot}{where}) {{\n" + self._nested(s.body) + f"{self._pad()}}}\n"
+
     def visit_Produce(self, s: ir.Produce) -> str:
         return f"{self._pad()}produce {s.stage} {{\n" + self._nested(s.body) + f"{self._pad()}}}\n"
 

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
+from typing import Any
 
 from tesched.ir import nodes as ir
 from tesched.ir.printer import IRPrinter
+from tesched.lower.hooks import write_page
 from tesched.poly.buffers import redundancy
 from tesched.poly.model import PolyModel
 from tesched.te.expr import Var
@@ -61,3 +64,8 @@ class LoweredFunc:
 
     def __repr__(self) -> str:
         return str(self)
+
+    def to_html(self, path: str | Path, **options: Any) -> Path:
+        """Write a self-contained HTML page of this function (loop IR, tiles and halos; see
+        :func:`tesched.viz.write_page`) and return its path."""
+        return write_page(self, path, **options)

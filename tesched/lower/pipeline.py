@@ -23,6 +23,7 @@ from tesched.config import debug_logger, settings
 from tesched.ir import nodes as ir
 from tesched.lower.checks import check_arguments, check_loop_nesting
 from tesched.lower.func import LoweredFunc
+from tesched.lower.hooks import notify_lowered
 from tesched.poly.astgen import LoopAst, generate_ast
 from tesched.poly.buffers import allocate_buffers
 from tesched.poly.deps import check_legality
@@ -227,7 +228,9 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool
     """
     request = Request(sch, tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args), name)
     lowering = tuple(p for p in PASSES if p.phase is Phase.LOWER)
-    return run_passes(request, lowering, current_target(), debug)
+    func = run_passes(request, lowering, current_target(), debug)
+    notify_lowered(func)
+    return func
 
 
 def lower_for_target(func: LoweredFunc, target: Target, debug: bool | None = None) -> LoweredFunc:

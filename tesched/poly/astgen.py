@@ -236,4 +236,5 @@ class AstToIR:
         body = self.walk(node.for_get_body(), inner, None)
         kind = loop.kind if loop is not None else LoopKind.SERIAL
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
-                      loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "")
+                      loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "",
+                      loop.origin if loop else "")

@@ -27,6 +27,7 @@ class LoopMark:
     var: IterVar
     kind: LoopKind
     extent: int | None
+    origin: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class TreeBuilder:
             return sched
         sched = self.band(sched, stmts, pos)
         kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
-        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)]))
+        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var)))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all

@@ -85,6 +85,7 @@ class Stage:
         self.leaf_iter_vars: list[IterVar] = list(axes)
         self.relations: list[Split | Fuse] = []
         self.iter_var_attrs: dict[IterVar, LoopKind] = {}
+        self.loop_origins: dict[IterVar, str] = {}     # loop variable -> the primitive that made it
         self.attach_type = AttachType.ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
@@ -129,6 +130,11 @@ class Stage:
         pos = self.leaf_iter_vars.index(old[0])
         self.leaf_iter_vars[pos:pos + len(old)] = list(new)
         self.all_iter_vars.extend(new)
+
+    def loop_origin(self, ivar: IterVar) -> str:
+        """The primitive call that made loop variable ``ivar`` (``split(i, factor=32)``), or
+        ``axis i`` for an axis of the stage's own computation."""
+        return self.loop_origins.get(ivar, f"axis {ivar.name}")
 
     def descendants(self, ivar: IterVar) -> list[IterVar]:
         """``ivar`` and every loop variable derived from it by split and fuse."""
@@ -211,6 +217,8 @@ class Stage:
         inner = IterVar(None, f"{parent.name}.inner", parent.iter_type)
         self.relations.append(Split(parent, outer, inner, factor, nparts))
         self._replace_leaves([parent], [outer, inner])
+        how = f"factor={factor}" if factor is not None else f"nparts={nparts}"
+        self.loop_origins[outer] = self.loop_origins[inner] = f"split({parent.name}, {how})"
         return outer, inner
 
     def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: int,
@@ -219,6 +227,8 @@ class Stage:
         xo, xi = self.split(x_parent, x_factor)
         yo, yi = self.split(y_parent, y_factor)
         self.reorder(xo, yo, xi, yi)
+        for v in (xo, yo, xi, yi):
+            self.loop_origins[v] = f"tile({x_parent.name}, {y_parent.name}, {x_factor}, {y_factor})"
         return xo, yo, xi, yi
 
     def fuse(self, *args: IterVar) -> IterVar:
@@ -242,6 +252,7 @@ class Stage:
             new = IterVar(None, f"{fused.name}.{nxt.name}.fused", fused.iter_type)
             self.relations.append(Fuse(fused, nxt, new))
             self._replace_leaves([fused, nxt], [new])
+            self.loop_origins[new] = f"fuse({fused.name}, {nxt.name})"
             fused = new
         return fused
 

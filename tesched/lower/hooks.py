@@ -1,0 +1,64 @@
+"""Where higher layers plug into lowered code: the page writer behind every ``to_html``, and watchers of
+the functions ``lower()`` returns.
+
+``to_html`` is offered by lowered functions, kernels and graph executables, which live below the viewer
+(:mod:`tesched.viz`); the viewer registers its writer here when ``tesched`` is imported, and they call
+:func:`write_page`. :func:`watch_lowering` lets a tool see every function lowered while it runs (``python
+-m tesched show script.py`` shows a script's last kernel). This module holds the two registrations and
+nothing else.
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+PageWriter = Callable[..., Path]
+
+_page_writer: PageWriter | None = None
+_watchers: list[Callable[[Any], None]] = []
+
+
+def set_page_writer(writer: PageWriter) -> None:
+    """Install the function ``writer(obj, path, **options) -> Path`` that ``to_html`` calls."""
+    global _page_writer
+    _page_writer = writer
+
+
+def write_page(obj: object, path: str | Path, **options: Any) -> Path:
+    """Write the HTML page of ``obj`` (a lowered function, kernel or graph executable) to ``path``.
+
+    Parameters
+    ----------
+    obj : LoweredFunc, Kernel or Executable
+        What to show.
+    path : str or Path
+        The HTML file to write.
+    **options
+        Passed to the page writer (see :func:`tesched.viz.write_page`).
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    if _page_writer is None:
+        raise RuntimeError("to_html needs tesched.viz, which `import tesched` loads; import tesched first")
+    return _page_writer(obj, path, **options)
+
+
+@contextlib.contextmanager
+def watch_lowering(callback: Callable[[Any], None]) -> Iterator[None]:
+    """Call ``callback(func)`` with every :class:`~tesched.lower.func.LoweredFunc` that ``lower()``
+    returns inside the ``with`` block."""
+    _watchers.append(callback)
+    try:
+        yield
+    finally:
+        _watchers.remove(callback)
+
+
+def notify_lowered(func: Any) -> None:
+    """Tell the watchers that ``func`` was lowered (called by ``lower()``)."""
+    for callback in list(_watchers):
+        callback(func)
