@@ -33,6 +33,7 @@ from tesched.te.functions import (
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.version import __version__
+from tesched.viz import save_tile_png  # registers the writer behind every to_html
 
 
 def __getattr__(name: str):
@@ -47,5 +48,5 @@ __all__ = [
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
     "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
-    "placeholder", "reduce_axis", "sigmoid", "sqrt", "sum", "tanh", "var",
+    "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var",
 ]

@@ -38,14 +38,23 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
           disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None) -> Executable:
     """Optimise ``f`` and compile one kernel per fused group. ``params`` binds named parameters to
     constants; ``rules`` are the fusion rules; ``disabled_passes`` names passes to skip (with
-    ``"fuse_ops"`` every op is its own kernel); ``trace=True`` prints the graph after each pass."""
+    ``"fuse_ops"`` every op is its own kernel); ``trace=True`` prints the graph after each pass. The
+    executable keeps the graph after each pass in ``pass_history`` (``exe.to_html`` shows it)."""
     disabled = set(disabled_passes)
-    optimized = optimize(f, params, rules, disabled | {"fuse_ops"}, trace)
+    callback = _trace_callback(trace)
+    history: list[tuple[str, Function]] = [("input", f)]
+
+    def record(name: str, result: Function) -> None:
+        history.append((name, result))
+        if callback is not None:
+            callback(name, result)
+
+    optimized = optimize(f, params, rules, disabled | {"fuse_ops"}, record)
     if "fuse_ops" in disabled:
         fused, report = fuse_ops_with_report(optimized, FusionRules.no_fusion())[0], None
     else:
         fused, report = fuse_ops_with_report(optimized, rules)
-        callback = _trace_callback(trace)
-        if callback is not None:
-            callback("fuse_ops", fused)
-    return Executable(fused, report)
+        record("fuse_ops", fused)
+    exe = Executable(fused, report)
+    exe.pass_history = tuple(history)
+    return exe

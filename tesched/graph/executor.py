@@ -12,6 +12,7 @@ from __future__ import annotations
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
@@ -26,6 +27,7 @@ from tesched.graph.passes import FusionReport
 from tesched.graph.types import TensorType
 from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
+from tesched.lower.hooks import write_page
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,8 @@ class CompiledGroup:
 
 class Executable:
     """Runs a fused graph: ``exe(x)`` or ``exe(data=x)``; a tuple when the graph has several results."""
+
+    pass_history: tuple[tuple[str, Function], ...] = ()   # (pass, graph after it), from the input on
 
     def __init__(self, function: Function, fusion_report: FusionReport | None = None):
         self.function = function
@@ -143,6 +147,11 @@ class Executable:
             self(*args, **kwargs)
             times.append(time.perf_counter() - t0)
         return BenchmarkResult(statistics.median(times), min(times), repeat)
+
+    def to_html(self, path: str | Path, **options: Any) -> Path:
+        """Write a self-contained HTML page of this graph (the graph after each pass, fused groups, why
+        each edge was not fused, every group's kernel; see :func:`tesched.viz.write_page`)."""
+        return write_page(self, path, **options)
 
     def __repr__(self) -> str:
         external = f"; {len(self.external_calls)} external calls: {', '.join(c.name for c in self.external_calls)}" \

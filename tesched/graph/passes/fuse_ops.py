@@ -39,10 +39,12 @@ class UnfusedEdge:
 
 @dataclass
 class FusionReport:
-    """What ``fuse_ops`` did: each group's name and ops, and every edge it did not fuse."""
+    """What ``fuse_ops`` did: each group's name and ops, and every edge it did not fuse. ``members`` names
+    each group's nodes as the unfused edges do (``%k (op)``), in the order of ``groups``."""
 
     groups: list[tuple[str, list[str]]] = field(default_factory=list)
     unfused: list[UnfusedEdge] = field(default_factory=list)
+    members: list[list[str]] = field(default_factory=list)
 
     def __str__(self) -> str:
         lines = [f"{len(self.groups)} fused groups:"]
@@ -208,6 +210,7 @@ def fuse_ops_with_report(f: Function, rules: FusionRules | None = None) -> tuple
         fn, inputs = _primitive(group, name)
         roots[id(group.members[-1][1])] = (fn, inputs)
         planner.report.groups.append((name, [c.op_name for _, c in group.members]))
+        planner.report.members.append([planner.describe(c) for _, c in group.members])
     outer: dict[int, Expr] = {}
     for node in post_order(f.body):
         if isinstance(node, (Var, Constant)):

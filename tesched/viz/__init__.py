@@ -1,0 +1,89 @@
+"""tesched.viz: see the schedule. Self-contained HTML pages and tile drawings.
+
+``ts.lower(s, args).to_html(path)``, ``ts.build(...).to_html(path)`` and ``exe.to_html(path)`` (a graph
+executable) write one HTML file that needs no network: the loop IR beside the C it became (click a loop),
+loops coloured by kind with the schedule primitive that made each, every stage's redundancy factor, time
+per produce block for kernels built with ``profile=True``, and for every ``compute_at`` stage a to-scale
+drawing of one tile, the producer region it needs and the recomputed halo, from the lowered model's isl
+sets. Graph pages show the graph after each pass, the fused groups, why each unfused edge was not fused,
+and every group's kernel. ``save_tile_png`` draws the tile figure with matplotlib (an optional extra).
+
+Importing this package only registers the page writer (``import tesched`` does it); the page modules load
+when a page is written.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tesched.lower.hooks import set_page_writer
+from tesched.viz.html import page, text, write
+
+
+def write_page(obj: Any, path: str | Path, title: str | None = None) -> Path:
+    """Write the HTML page of a lowered function, a kernel or a graph executable.
+
+    Parameters
+    ----------
+    obj : LoweredFunc, Kernel or Executable
+        What to show.
+    path : str or Path
+        The file to write (overwritten).
+    title : str, optional
+        The page's title (default: the function's or the graph's name).
+
+    Returns
+    -------
+    Path
+        ``path``.
+
+    Example
+    -------
+    >>> ts.build(s, [A, B, C], profile=True).to_html("matmul.html")  # doctest: +SKIP
+    """
+    from tesched.driver.kernel import Kernel
+    from tesched.graph.executor import Executable
+    from tesched.lower.func import LoweredFunc
+    from tesched.viz.graph_page import graph_page
+    from tesched.viz.kernel_page import kernel_section
+
+    if isinstance(obj, Executable):
+        return write(path, graph_page(obj, title))
+    if isinstance(obj, Kernel):
+        func, kernel = obj.lowered, obj
+    elif isinstance(obj, LoweredFunc):
+        func, kernel = obj, None
+    else:
+        raise TypeError(f"to_html: expected a lowered function, a kernel or a graph executable, got "
+                        f"{type(obj).__name__}")
+    name = title if title is not None else func.name
+    header = f"<header><h1>tesched: {text(name)}</h1><div class=\"meta\">loop IR, C, tiles and halos</div></header>"
+    return write(path, page(name, header + kernel_section(func, kernel)))
+
+
+def save_tile_png(func: Any, path: str | Path, stage: str | None = None, dpi: int = 120) -> Path:
+    """Draw the tile/halo figure of a ``compute_at`` stage to a PNG file with matplotlib.
+
+    Parameters
+    ----------
+    func : LoweredFunc or Kernel
+        The lowered function (or a kernel, for its lowered function).
+    path : str or Path
+        The PNG file to write.
+    stage : str, optional
+        The stage computed at another's loop (default: the first such stage).
+    dpi : int
+        Resolution.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    from tesched.viz.png import save_png
+    return save_png(getattr(func, "lowered", func), path, stage, dpi)
+
+
+set_page_writer(write_page)
+
+__all__ = ["save_tile_png", "write_page"]
