@@ -63,6 +63,8 @@ class TileGeometry:
     iterations: int                     # how many iterations the prefix has
     producer_shape: tuple[int, ...]
     consumer_shape: tuple[int, ...]
+    producer_axes: tuple[str, ...]      # the names of each tensor's dimensions (its stage's axes)
+    consumer_axes: tuple[str, ...]
     tile: tuple[Box, ...]
     footprint: tuple[Box, ...]
     recomputed: tuple[Box, ...]
@@ -102,7 +104,7 @@ def _middle_point(domain: isl.Set) -> tuple[int, ...]:
     rest = domain
     for d in range(domain.dim(isl.dim_type.set)):
         lo, hi = int(rest.dim_min_val(d).to_python()), int(rest.dim_max_val(d).to_python())
-        for value in ((lo + hi) // 2, lo):
+        for value in ((lo + hi + 1) // 2, lo):
             fixed = rest.fix_val(isl.dim_type.set, d, isl.Val(value))
             if not fixed.is_empty():
                 rest = fixed
@@ -172,7 +174,8 @@ def tile_geometry(model: PolyModel, sm: StageModel) -> TileGeometry | None:
                                         boxes_of(near.intersect(own))))
     footprint = boxes_of(own)
     return TileGeometry(sm.name, sm.parent.name, loops, prefix, int(domain.count_val().to_python()), _shape(sm),
-                        _shape(sm.parent), boxes_of(_at(tiles, prefix)), footprint,
+                        _shape(sm.parent), tuple(a.name for a in sm.axes), tuple(a.name for a in sm.parent.axes),
+                        boxes_of(_at(tiles, prefix)), footprint,
                         boxes_of(own.intersect(others)), tuple(neighbours), sum(b.volume for b in footprint))
 
 

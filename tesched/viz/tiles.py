@@ -34,6 +34,7 @@ class Panel:
     dims: tuple[int, ...]
     rows: int
     cols: int
+    axes: tuple[str, ...]
 
     def rect(self, box: Box) -> Rect:
         if len(self.dims) == 1:
@@ -43,7 +44,8 @@ class Panel:
         return Rect(box.lo[r], box.hi[r], box.lo[c], box.hi[c])
 
     def axis_names(self) -> str:
-        return ", ".join(f"dim {d}" for d in self.dims)
+        """The shown dimensions, row first: the stage's axis names (``y x``)."""
+        return " x ".join(self.axes[d] for d in self.dims)
 
 
 @dataclass(frozen=True)
@@ -71,10 +73,10 @@ def _chosen_dims(shape: tuple[int, ...], regions: list[Box]) -> tuple[int, ...]:
     return tuple(dims) if dims else (len(shape) - 1,)
 
 
-def _panel(name: str, shape: tuple[int, ...], dims: tuple[int, ...]) -> Panel:
+def _panel(name: str, shape: tuple[int, ...], axes: tuple[str, ...], dims: tuple[int, ...]) -> Panel:
     if len(dims) == 1:
-        return Panel(name, dims, 1, shape[dims[0]])
-    return Panel(name, dims, shape[dims[0]], shape[dims[1]])
+        return Panel(name, dims, 1, shape[dims[0]], axes)
+    return Panel(name, dims, shape[dims[0]], shape[dims[1]], axes)
 
 
 def projection(g: TileGeometry) -> Projection:
@@ -85,8 +87,8 @@ def projection(g: TileGeometry) -> Projection:
         tile_dims = fp_dims
     else:
         tile_dims = _chosen_dims(g.consumer_shape, list(g.tile) + [b for n in moving for b in n.tile])
-    consumer = _panel(g.consumer, g.consumer_shape, tile_dims)
-    producer = _panel(g.producer, g.producer_shape, fp_dims)
+    consumer = _panel(g.consumer, g.consumer_shape, g.consumer_axes, tile_dims)
+    producer = _panel(g.producer, g.producer_shape, g.producer_axes, fp_dims)
     same = tuple(dict.fromkeys(n.loop for n in g.neighbours if n.footprint == g.footprint))
     return Projection(g, consumer, producer, tuple(consumer.rect(b) for b in g.tile),
                       tuple(consumer.rect(b) for n in moving for b in n.tile),
