@@ -18,3 +18,9 @@ def test_runtime_header_is_package_data():
     text = (ROOT / "pyproject.toml").read_text()
     assert "runtime/*.h" in text and "tools/bench/*.c" in text
     assert (ROOT / "tesched" / "runtime" / "tesched_runtime.h").exists()
+
+
+def test_page_assets_are_package_data():
+    text = (ROOT / "pyproject.toml").read_text()
+    assert "viz/assets/*.css" in text and "viz/assets/*.js" in text
+    assert {p.name for p in (ROOT / "tesched" / "viz" / "assets").iterdir()} == {"page.css", "page.js"}

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import tesched as ts
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import walk_stmts
 
 N, M, K = 10, 7, 9       # deliberately not multiples of the split factors below
 
@@ -411,3 +413,22 @@ def test_argument_that_is_not_stored_in_full():
     s[Q].compute_at(s[R], R.op.axis[0])
     with pytest.raises(ts.ScheduleError, match="Q is an argument, so it must be stored in full.*computed at R"):
         ts.lower(s, [A, Q, R])
+
+
+def test_loops_remember_the_primitive_that_made_them():
+    A = ts.placeholder((16, 16), name="A")
+    B = ts.compute((16, 16), lambda i, j: A[i, j] + 1.0, name="B")
+    s = ts.create_schedule(B.op)
+    i, j = s[B].op.axis
+    io, jo, ii, ji = s[B].tile(i, j, 4, 8)
+    f = s[B].fuse(io, jo)
+    o, n = s[B].split(ii, nparts=2)
+    st = s[B]
+    assert st.loop_origin(i) == "axis i"
+    assert st.loop_origin(ji) == "tile(i, j, 4, 8)"
+    assert st.loop_origin(f) == "fuse(i.outer, j.outer)"
+    assert st.loop_origin(o) == st.loop_origin(n) == "split(i.inner, nparts=2)"
+    loops = [node for node in walk_stmts(ts.lower(s, [A, B]).body) if isinstance(node, ir.For)]
+    assert [(loop.var.name, loop.origin) for loop in loops] == [
+        ("i.outer.j.outer.fused", "fuse(i.outer, j.outer)"), ("i.inner.outer", "split(i.inner, nparts=2)"),
+        ("i.inner.inner", "split(i.inner, nparts=2)"), ("j.inner", "tile(i, j, 4, 8)")]
