@@ -27,7 +27,7 @@ from tesched.lower.pipeline import lower, lower_for_target
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target, as_target
 from tesched.te.tensor import Tensor
-from tesched.transform.profile import instrument
+from tesched.transform.profile import TimedRegion, instrument
 from tesched.version import __version__
 
 _loaded: dict[str, ModuleType] = {}
@@ -86,7 +86,7 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
         func = lower(inputs, args, name=name)
     apply_configured_threads()
     finished = lower_for_target(func, machine)
-    regions = []
+    regions: list[TimedRegion] = []
     if profile:
         body, regions = instrument(finished.body, finished.name)
         finished = replace(finished, body=body)

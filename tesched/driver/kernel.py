@@ -218,9 +218,10 @@ class Kernel:
 
     # profiling --------------------------------------------------------------------------------------
     def _reader(self) -> Callable[[bool], Profile]:
-        if self._profile_reader is None:
+        reader = self._profile_reader
+        if reader is None:
             raise ValueError(f"{self.name} was built without timers; build it with profile=True")
-        return lambda reset: read_profile(self._profile_reader, self._ffi, self.timed_regions, reset)
+        return lambda reset: read_profile(reader, self._ffi, self.timed_regions, reset)
 
     def profile_counters(self, reset: bool = False) -> Profile:
         """Per-call stage times over every call so far (``profile=True`` builds only); ``reset`` zeroes

@@ -62,9 +62,9 @@ class Profile:
 
     def __str__(self) -> str:
         lines = [f"{self.calls} calls, {self.total * 1e6:.1f} us per call inside C"]
-        if self.overhead is not None:
-            lines.append(f"timers cost {self.overhead * 100:+.1f}% (instrumented {self.instrumented * 1e6:.1f} us, "
-                         f"plain {self.plain * 1e6:.1f} us per call, medians)")  # type: ignore[operator]
+        if self.instrumented is not None and self.plain:
+            lines.append(f"timers cost {(self.instrumented / self.plain - 1) * 100:+.1f}% (instrumented "
+                         f"{self.instrumented * 1e6:.1f} us, plain {self.plain * 1e6:.1f} us per call, medians)")
         for r in self.regions:
             summed = " (summed over threads)" if r.parallel else ""
             lines.append(f"  {r.label}: {r.seconds * 1e6:.1f} us{summed}, {r.runs:g} runs per call")
@@ -132,7 +132,9 @@ def measure_profile(profiled: Callable[[], Any], plain: Callable[[], Any], read:
         plain()
         profiled()
     read(True)
-    with_timers, without, counted = [], [], []
+    with_timers: list[float] = []
+    without: list[float] = []
+    counted: list[Profile] = []
     for k in range(repeat):
         for run, times in ((profiled, with_timers), (plain, without))[::1 if k % 2 else -1]:
             t0 = time.perf_counter()

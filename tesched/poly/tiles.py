@@ -136,7 +136,7 @@ def _tile_map(model: PolyModel, sm: StageModel) -> isl.Map:
 
 
 def _shape(sm: StageModel) -> tuple[int, ...]:
-    return tuple(int(d) for d in sm.tensor.shape)  # type: ignore[call-overload]
+    return tuple(int(d) for d in sm.tensor.shape)
 
 
 def tile_geometry(model: PolyModel, sm: StageModel) -> TileGeometry | None:

@@ -49,11 +49,11 @@ def _profile_table(profile: Profile | None, profiled: bool) -> str:
         return f"<p class=\"note\">No stage times: {hint}.</p>"
     rows = "".join(f"<tr><td>{text(r.label)}</td><td>{r.seconds * 1e6:.1f} &micro;s{' (thread-seconds)' if r.parallel else ''}"
                    f"</td><td>{r.runs:g} runs per call</td></tr>" for r in profile.regions)
-    over = ("timers' overhead not measured (counters of the kernel's own calls; kernel.profile(*arrays) measures it)"
-            if profile.overhead is None else
-            f"timers' overhead {profile.overhead * 100:+.1f}%: {profile.instrumented * 1e6:.1f} &micro;s per call "  # type: ignore[operator]
-            f"instrumented vs {profile.plain * 1e6:.1f} &micro;s without timers (medians of {profile.calls} calls each, "
-            "in turns)")
+    over = ("timers' overhead not measured (counters of the kernel's own calls; kernel.profile(*arrays) measures it)")
+    if profile.instrumented is not None and profile.plain:
+        over = (f"timers' overhead {(profile.instrumented / profile.plain - 1) * 100:+.1f}%: "
+                f"{profile.instrumented * 1e6:.1f} &micro;s per call instrumented vs {profile.plain * 1e6:.1f} &micro;s "
+                f"without timers (medians of {profile.calls} calls each, in turns)")
     return (f"<p class=\"note\">Time per call inside C: {profile.total * 1e6:.1f} &micro;s (median over {profile.calls} "
             f"calls); {over}.</p><table class=\"prof\"><tr><th>region</th><th>time per call</th><th></th></tr>{rows}</table>")
 
