@@ -240,8 +240,8 @@ class Kernel:
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """Write a self-contained HTML page of this kernel (loop IR beside its C, tiles and halos, stage
-        times when profiled; see :func:`tesched.viz.write_page`) and return its path."""
-        return write_page(self, path, **options)
+        times when profiled; see :func:`tesched.viz.write_kernel_page`) and return its path."""
+        return write_page("kernel", self, path, **options)
 
 
 def _bind_run(fn, pointers: list, arrays: list, outputs: list):

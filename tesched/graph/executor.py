@@ -150,8 +150,8 @@ class Executable:
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """Write a self-contained HTML page of this graph (the graph after each pass, fused groups, why
-        each edge was not fused, every group's kernel; see :func:`tesched.viz.write_page`)."""
-        return write_page(self, path, **options)
+        each edge was not fused, every group's kernel; see :func:`tesched.viz.write_graph_page`)."""
+        return write_page("graph", self, path, **options)
 
     def __repr__(self) -> str:
         external = f"; {len(self.external_calls)} external calls: {', '.join(c.name for c in self.external_calls)}" \

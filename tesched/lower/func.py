@@ -67,5 +67,5 @@ class LoweredFunc:
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """Write a self-contained HTML page of this function (loop IR, tiles and halos; see
-        :func:`tesched.viz.write_page`) and return its path."""
-        return write_page(self, path, **options)
+        :func:`tesched.viz.write_kernel_page`) and return its path."""
+        return write_page("kernel", self, path, **options)

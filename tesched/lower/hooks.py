@@ -2,8 +2,8 @@
 the functions ``lower()`` returns.
 
 ``to_html`` is offered by lowered functions, kernels and graph executables, which live below the viewer
-(:mod:`tesched.viz`); the viewer registers its writer here when ``tesched`` is imported, and they call
-:func:`write_page`. :func:`watch_lowering` lets a tool see every function lowered while it runs (``python
+(:mod:`tesched.viz`); the viewer registers a writer per kind of page (``"kernel"``, ``"graph"``) here
+when ``tesched`` is imported, and they call :func:`write_page`. :func:`watch_lowering` lets a tool see every function lowered while it runs (``python
 -m tesched show script.py`` shows a script's last kernel). This module holds the two registrations and
 nothing else.
 """
@@ -15,36 +15,38 @@ from typing import Any, Callable, Iterator
 
 PageWriter = Callable[..., Path]
 
-_page_writer: PageWriter | None = None
+_page_writers: dict[str, PageWriter] = {}
 _watchers: list[Callable[[Any], None]] = []
 
 
-def set_page_writer(writer: PageWriter) -> None:
-    """Install the function ``writer(obj, path, **options) -> Path`` that ``to_html`` calls."""
-    global _page_writer
-    _page_writer = writer
+def set_page_writer(kind: str, writer: PageWriter) -> None:
+    """Install ``writer(obj, path, **options) -> Path``, which ``to_html`` calls for pages of ``kind``."""
+    _page_writers[kind] = writer
 
 
-def write_page(obj: object, path: str | Path, **options: Any) -> Path:
-    """Write the HTML page of ``obj`` (a lowered function, kernel or graph executable) to ``path``.
+def write_page(kind: str, obj: object, path: str | Path, **options: Any) -> Path:
+    """Write the HTML page of ``obj`` to ``path``.
 
     Parameters
     ----------
+    kind : str
+        ``"kernel"`` (a lowered function or a kernel) or ``"graph"`` (a graph executable).
     obj : LoweredFunc, Kernel or Executable
         What to show.
     path : str or Path
         The HTML file to write.
     **options
-        Passed to the page writer (see :func:`tesched.viz.write_page`).
+        Passed to the page writer (see :mod:`tesched.viz`).
 
     Returns
     -------
     Path
         The file written.
     """
-    if _page_writer is None:
-        raise RuntimeError("to_html needs tesched.viz, which `import tesched` loads; import tesched first")
-    return _page_writer(obj, path, **options)
+    writer = _page_writers.get(kind)
+    if writer is None:
+        raise RuntimeError(f"to_html: no writer of {kind} pages; `import tesched` registers tesched.viz's")
+    return writer(obj, path, **options)
 
 
 @contextlib.contextmanager

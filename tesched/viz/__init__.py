@@ -8,29 +8,37 @@ drawing of one tile, the producer region it needs and the recomputed halo, from 
 sets. Graph pages show the graph after each pass, the fused groups, why each unfused edge was not fused,
 and every group's kernel. ``save_tile_png`` draws the tile figure with matplotlib (an optional extra).
 
-Importing this package only registers the page writer (``import tesched`` does it); the page modules load
-when a page is written.
+Importing this package registers the page writers behind every ``to_html`` (``import tesched`` does it);
+it does not load the graph package (a graph page is only written for an executable, which has loaded it).
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from tesched.driver.kernel import Kernel
+from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import set_page_writer
+from tesched.viz.graph_page import graph_page
 from tesched.viz.html import page, text, write
+from tesched.viz.kernel_page import kernel_section
+
+if TYPE_CHECKING:
+    from tesched.graph.executor import Executable
 
 
-def write_page(obj: Any, path: str | Path, title: str | None = None) -> Path:
-    """Write the HTML page of a lowered function, a kernel or a graph executable.
+def write_kernel_page(obj: LoweredFunc | Kernel, path: str | Path, title: str | None = None) -> Path:
+    """Write the HTML page of a lowered function or a kernel (what their ``to_html`` does).
 
     Parameters
     ----------
-    obj : LoweredFunc, Kernel or Executable
-        What to show.
+    obj : LoweredFunc or Kernel
+        What to show: a lowered function (its C is generated for the current target, not compiled) or a
+        kernel (its own C, and its stage times when built with ``profile=True``).
     path : str or Path
         The file to write (overwritten).
     title : str, optional
-        The page's title (default: the function's or the graph's name).
+        The page's title (default: the function's name).
 
     Returns
     -------
@@ -41,27 +49,38 @@ def write_page(obj: Any, path: str | Path, title: str | None = None) -> Path:
     -------
     >>> ts.build(s, [A, B, C], profile=True).to_html("matmul.html")  # doctest: +SKIP
     """
-    from tesched.driver.kernel import Kernel
-    from tesched.graph.executor import Executable
-    from tesched.lower.func import LoweredFunc
-    from tesched.viz.graph_page import graph_page
-    from tesched.viz.kernel_page import kernel_section
-
-    if isinstance(obj, Executable):
-        return write(path, graph_page(obj, title))
     if isinstance(obj, Kernel):
         func, kernel = obj.lowered, obj
     elif isinstance(obj, LoweredFunc):
         func, kernel = obj, None
     else:
-        raise TypeError(f"to_html: expected a lowered function, a kernel or a graph executable, got "
-                        f"{type(obj).__name__}")
+        raise TypeError(f"to_html: expected a lowered function or a kernel, got {type(obj).__name__}")
     name = title if title is not None else func.name
     header = f"<header><h1>tesched: {text(name)}</h1><div class=\"meta\">loop IR, C, tiles and halos</div></header>"
     return write(path, page(name, header + kernel_section(func, kernel)))
 
 
-def save_tile_png(func: Any, path: str | Path, stage: str | None = None, dpi: int = 120) -> Path:
+def write_graph_page(exe: "Executable", path: str | Path, title: str | None = None) -> Path:
+    """Write the HTML page of a graph executable (what ``exe.to_html`` does).
+
+    Parameters
+    ----------
+    exe : Executable
+        A graph executable (``tesched.graph.build``).
+    path : str or Path
+        The file to write (overwritten).
+    title : str, optional
+        The page's title (default: ``graph``).
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
+    return write(path, graph_page(exe, title))
+
+
+def save_tile_png(func: LoweredFunc | Kernel, path: str | Path, stage: str | None = None, dpi: int = 120) -> Path:
     """Draw the tile/halo figure of a ``compute_at`` stage to a PNG file with matplotlib.
 
     Parameters
@@ -80,10 +99,11 @@ def save_tile_png(func: Any, path: str | Path, stage: str | None = None, dpi: in
     Path
         ``path``.
     """
-    from tesched.viz.png import save_png
-    return save_png(getattr(func, "lowered", func), path, stage, dpi)
+    from tesched.viz.png import save_png   # matplotlib is an optional extra
+    return save_png(func.lowered if isinstance(func, Kernel) else func, path, stage, dpi)
 
 
-set_page_writer(write_page)
+set_page_writer("kernel", write_kernel_page)
+set_page_writer("graph", write_graph_page)
 
-__all__ = ["save_tile_png", "write_page"]
+__all__ = ["save_tile_png", "write_graph_page", "write_kernel_page"]

@@ -4,16 +4,21 @@ Groups come from the fusion report of ``fuse_ops`` (``exe.fusion_report``): each
 around its ops, listing the edges into it that were not fused with the rule that stopped each, and
 linking to its kernel's section further down. Groups that share a kernel (identical blocks compile once)
 link to one section, which keeps a whole network's page small. The graph after each pass is the text of
-``exe.pass_history``, folded.
+``exe.pass_history``, folded. The graph package is not imported here at run time: ``import tesched``
+loads this module, and only an executable (which has loaded it) asks for a graph page.
 """
 from __future__ import annotations
 
-from tesched.graph.executor import Executable
+from typing import TYPE_CHECKING
+
 from tesched.viz.html import anchor, attr, page, text
 from tesched.viz.kernel_page import kernel_section
 
+if TYPE_CHECKING:       # a graph page is written for an executable, which has loaded the graph package
+    from tesched.graph.executor import Executable
 
-def _kernel_anchors(exe: Executable) -> tuple[dict[str, str], list[str]]:
+
+def _kernel_anchors(exe: "Executable") -> tuple[dict[str, str], list[str]]:
     """Per group name, the anchor of its kernel's section; and the sections, one per distinct kernel."""
     by_kernel: dict[int, str] = {}
     anchors: dict[str, str] = {}
@@ -27,7 +32,7 @@ def _kernel_anchors(exe: Executable) -> tuple[dict[str, str], list[str]]:
     return anchors, sections
 
 
-def _groups(exe: Executable, anchors: dict[str, str]) -> str:
+def _groups(exe: "Executable", anchors: dict[str, str]) -> str:
     report = exe.fusion_report
     if report is None:
         return "<p class=\"note\">Built with fuse_ops disabled: every op is its own kernel.</p>"
@@ -50,7 +55,7 @@ def _groups(exe: Executable, anchors: dict[str, str]) -> str:
     return summary + "<div class=\"groups\">" + "".join(boxes) + "</div>"
 
 
-def _passes(exe: Executable) -> str:
+def _passes(exe: "Executable") -> str:
     if not exe.pass_history:
         return "<p class=\"note\">No pass history (the executable was not made by graph.build).</p>"
     items = []
@@ -60,7 +65,7 @@ def _passes(exe: Executable) -> str:
     return "<div class=\"passes\">" + "".join(items) + "</div>"
 
 
-def graph_page(exe: Executable, title: str | None = None) -> str:
+def graph_page(exe: "Executable", title: str | None = None) -> str:
     """The whole HTML document of ``exe``.
 
     Parameters

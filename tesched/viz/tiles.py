@@ -44,8 +44,10 @@ class Panel:
         return Rect(box.lo[r], box.hi[r], box.lo[c], box.hi[c])
 
     def axis_names(self) -> str:
-        """The shown dimensions, row first: the stage's axis names (``y x``)."""
-        return " x ".join(self.axes[d] for d in self.dims)
+        """The shown dimensions by the stage's axis names: ``rows y, columns x`` (``x`` in 1-D)."""
+        if len(self.dims) == 1:
+            return self.axes[self.dims[0]]
+        return f"rows {self.axes[self.dims[0]]}, columns {self.axes[self.dims[1]]}"
 
 
 @dataclass(frozen=True)

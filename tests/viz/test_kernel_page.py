@@ -71,6 +71,6 @@ def test_tile_figure_is_drawn_for_the_compute_at_stage(kernel, tmp_path):
 
 
 def test_to_html_rejects_other_objects(tmp_path):
-    from tesched.viz import write_page
-    with pytest.raises(TypeError, match="expected a lowered function"):
-        write_page(object(), tmp_path / "x.html")
+    from tesched.viz import write_kernel_page
+    with pytest.raises(TypeError, match="expected a lowered function or a kernel, got object"):
+        write_kernel_page(object(), tmp_path / "x.html")

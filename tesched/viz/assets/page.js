@@ -50,4 +50,5 @@
     }
   });
   document.documentElement.dataset.ready = "1";
+  document.documentElement.dataset.readyMs = String(performance.now());
 })();
