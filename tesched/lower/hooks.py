@@ -10,8 +10,9 @@ nothing else.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 PageWriter = Callable[..., Path]
 
@@ -62,5 +63,5 @@ def watch_lowering(callback: Callable[[Any], None]) -> Iterator[None]:
 
 def notify_lowered(func: Any) -> None:
     """Tell the watchers that ``func`` was lowered (called by ``lower()``)."""
-    for callback in list(_watchers):
+    for callback in _watchers:
         callback(func)

@@ -88,7 +88,7 @@ def boxes_of(s: isl.Set) -> tuple[Box, ...]:
             out.append(box)
         else:
             points: list[Box] = []
-            piece.foreach_point(lambda pt: points.append(_point_box(pt, n)))
+            piece.foreach_point(lambda pt, found=points, dims=n: found.append(_point_box(pt, dims)))
             out.extend(points)
     return tuple(out)
 

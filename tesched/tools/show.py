@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import runpy
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from tesched.driver.build import build
 from tesched.lower.func import LoweredFunc

@@ -60,7 +60,7 @@ def write_kernel_page(obj: LoweredFunc | Kernel, path: str | Path, title: str | 
     return write(path, page(name, header + kernel_section(func, kernel)))
 
 
-def write_graph_page(exe: "Executable", path: str | Path, title: str | None = None) -> Path:
+def write_graph_page(exe: Executable, path: str | Path, title: str | None = None) -> Path:
     """Write the HTML page of a graph executable (what ``exe.to_html`` does).
 
     Parameters
@@ -99,7 +99,7 @@ def save_tile_png(func: LoweredFunc | Kernel, path: str | Path, stage: str | Non
     Path
         ``path``.
     """
-    from tesched.viz.png import save_png   # matplotlib is an optional extra
+    from tesched.viz.png import save_png  # matplotlib is an optional extra
     return save_png(func.lowered if isinstance(func, Kernel) else func, path, stage, dpi)
 
 

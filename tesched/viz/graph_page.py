@@ -18,7 +18,7 @@ if TYPE_CHECKING:       # a graph page is written for an executable, which has l
     from tesched.graph.executor import Executable
 
 
-def _kernel_anchors(exe: "Executable") -> tuple[dict[str, str], list[str]]:
+def _kernel_anchors(exe: Executable) -> tuple[dict[str, str], list[str]]:
     """Per group name, the anchor of its kernel's section; and the sections, one per distinct kernel."""
     by_kernel: dict[int, str] = {}
     anchors: dict[str, str] = {}
@@ -32,7 +32,7 @@ def _kernel_anchors(exe: "Executable") -> tuple[dict[str, str], list[str]]:
     return anchors, sections
 
 
-def _groups(exe: "Executable", anchors: dict[str, str]) -> str:
+def _groups(exe: Executable, anchors: dict[str, str]) -> str:
     report = exe.fusion_report
     if report is None:
         return "<p class=\"note\">Built with fuse_ops disabled: every op is its own kernel.</p>"
@@ -55,7 +55,7 @@ def _groups(exe: "Executable", anchors: dict[str, str]) -> str:
     return summary + "<div class=\"groups\">" + "".join(boxes) + "</div>"
 
 
-def _passes(exe: "Executable") -> str:
+def _passes(exe: Executable) -> str:
     if not exe.pass_history:
         return "<p class=\"note\">No pass history (the executable was not made by graph.build).</p>"
     items = []
@@ -65,7 +65,7 @@ def _passes(exe: "Executable") -> str:
     return "<div class=\"passes\">" + "".join(items) + "</div>"
 
 
-def graph_page(exe: "Executable", title: str | None = None) -> str:
+def graph_page(exe: Executable, title: str | None = None) -> str:
     """The whole HTML document of ``exe``.
 
     Parameters

@@ -31,7 +31,7 @@ def anchor(prefix: str, name: str) -> str:
     return f"{prefix}-{safe}"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _asset(name: str) -> str:
     return (ASSETS / name).read_text()
 

@@ -58,17 +58,17 @@ def _profile_table(profile: Profile | None, profiled: bool) -> str:
             f"calls); {over}.</p><table class=\"prof\"><tr><th>region</th><th>time per call</th><th></th></tr>{rows}</table>")
 
 
-def _tiles(func: LoweredFunc) -> str:
+def _tiles(func: LoweredFunc, anchor: str) -> str:
     figures = []
-    for sm in func.model.stages:
+    for k, sm in enumerate(func.model.stages):
         g = tile_geometry(func.model, sm)
         if g is None:
             if sm.parent is not None and func.model.params:
                 figures.append(f"<p class=\"note\">{text(sm.name)}: no drawing, its sizes are symbolic.</p>")
             continue
         p = projection(g)
-        figures.append(f"<figure class=\"tilefig\">{tile_svg(p)}<figcaption class=\"note\">{caption(p)}"
-                       "</figcaption></figure>")
+        drawing = tile_svg(p, f"{anchor}-{k}")
+        figures.append(f"<figure class=\"tilefig\">{drawing}<figcaption class=\"note\">{caption(p)}</figcaption></figure>")
     if not figures:
         return ""
     return "<h2>Tiles and halos</h2><div class=\"tiles\">" + "".join(figures) + "</div>"
@@ -106,4 +106,4 @@ def kernel_section(func: LoweredFunc, kernel: Kernel | None = None, anchor: str 
             "<div class=\"loopinfo\">Click a loop.</div>"
             f"<div class=\"panes\"><div><div class=\"note\">loop IR (lower)</div><div class=\"code ir\">{ir_text}</div></div>"
             f"<div><div class=\"note\">C ({built})</div><div class=\"code c\">{c_text}</div></div></div>"
-            f"{_tiles(func)}</section>")
+            f"{_tiles(func, anchor)}</section>")

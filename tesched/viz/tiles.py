@@ -117,8 +117,9 @@ def _panel_svg(panel: Panel, s: float, x0: float, y0: float, title: str) -> str:
             f"stroke=\"#999\"/>")
 
 
-def tile_svg(p: Projection) -> str:
-    """The two panels side by side as an inline SVG element (user names escaped)."""
+def tile_svg(p: Projection, key: str) -> str:
+    """The two panels side by side as an inline SVG element (user names escaped); ``key`` makes its
+    pattern's id unique on the page (letters, digits, ``-`` and ``_`` only)."""
     g = p.geometry
     s = scale(p)
     gap, top = 40.0, 34.0
@@ -126,17 +127,17 @@ def tile_svg(p: Projection) -> str:
     px = 10 + cw + gap
     width = px + p.producer.cols * s + 10
     height = top + max(p.consumer.rows, p.producer.rows) * s + 10
-    hatch = (f"<defs><pattern id=\"halo-{id(p)}\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
+    hatch = (f"<defs><pattern id=\"halo-{key}\" width=\"6\" height=\"6\" patternUnits=\"userSpaceOnUse\" "
              "patternTransform=\"rotate(45)\"><rect width=\"6\" height=\"6\" fill=\"#f5b7b1\"/>"
              "<line x1=\"0\" y1=\"0\" x2=\"0\" y2=\"6\" stroke=\"#e74c3c\" stroke-width=\"3\"/></pattern></defs>")
-    parts = [f"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0f}\" height=\"{height:.0f}\" "
-             f"viewBox=\"0 0 {width:.1f} {height:.1f}\" role=\"img\">", hatch,
+    parts = [(f"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0f}\" height=\"{height:.0f}\" "
+              f"viewBox=\"0 0 {width:.1f} {height:.1f}\" role=\"img\">"), hatch,
              _panel_svg(p.consumer, s, 10, top, f"{g.consumer} ({p.consumer.axis_names()})"),
              _rects(p.neighbour_tiles, s, 10, top, "fill=\"none\" stroke=\"#2e86c1\" stroke-dasharray=\"3 2\""),
              _rects(p.tile, s, 10, top, "fill=\"#aed6f1\" stroke=\"#2e86c1\""),
              _panel_svg(p.producer, s, px, top, f"{g.producer} ({p.producer.axis_names()})"),
              _rects(p.footprint, s, px, top, "fill=\"#abebc6\" stroke=\"#27ae60\""),
-             _rects(p.halo, s, px, top, f"fill=\"url(#halo-{id(p)})\" stroke=\"#e74c3c\""),
+             _rects(p.halo, s, px, top, f"fill=\"url(#halo-{key})\" stroke=\"#e74c3c\""),
              _rects(p.neighbour_footprints, s, px, top, "fill=\"none\" stroke=\"#27ae60\" stroke-dasharray=\"3 2\""),
              "</svg>"]
     return "".join(parts)
@@ -147,12 +148,11 @@ def caption(p: Projection) -> str:
     g = p.geometry
     where = ", ".join(f"{text(loop)}={v}" for loop, v in zip(g.loops, g.prefix))
     tile_pts = sum(b.volume for b in g.tile)
-    halo_pts = len({(r.y0, r.y1, r.x0, r.x1) for r in p.halo})
-    lines = [f"<b>{text(g.producer)}</b> computed at <b>{text(g.consumer)}.{text(g.loops[-1])}</b>: iteration "
-             f"{where} of {g.iterations}.",
-             f"Blue: the {tile_pts} points of {text(g.consumer)} it computes; green: the {g.computed_points} points of "
-             f"{text(g.producer)} it computes for them; dashed: the neighbouring iterations' regions."]
-    if halo_pts:
+    lines = [(f"<b>{text(g.producer)}</b> computed at <b>{text(g.consumer)}.{text(g.loops[-1])}</b>: iteration "
+              f"{where} of {g.iterations}."),
+             (f"Blue: the {tile_pts} points of {text(g.consumer)} it computes; green: the {g.computed_points} points "
+              f"of {text(g.producer)} it computes for them; dashed: the neighbouring iterations' regions.")]
+    if p.halo:
         lines.append("Hatched red: the halo, computed again by the neighbouring iterations.")
     if p.same_footprint_loops:
         loops = ", ".join(text(loop) for loop in p.same_footprint_loops)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
-from tests.viz.helpers import N, ROWS, stencil
+from tests.viz.helpers import ROWS, N, stencil
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ def blur3x3():
     C = ts.compute((N - 2, N - 2), lambda i, j: ts.sum(B[i + di, j + dj], axis=[di, dj]), name="C")
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    io, jo, ii, ji = s[C].tile(i, j, T, T)
+    _, jo, _, _ = s[C].tile(i, j, T, T)
     s[B].compute_at(s[C], jo)
     return s, [A, C]
 

@@ -17,7 +17,7 @@ def stencil(producer_name: str = "B", rows: int = ROWS, n: int = N):
     C = ts.compute((n - 1, n), lambda i, j: B[i, j] + B[i + 1, j], name="C")
     s = ts.create_schedule(C.op)
     i, j = s[C].op.axis
-    io, ii = s[C].split(i, factor=rows)
+    io, _ = s[C].split(i, factor=rows)
     s[B].compute_at(s[C], io)
     s[C].vectorize(j)
     s[C].parallel(io)

@@ -6,7 +6,7 @@ import pytest
 
 import tesched as ts
 from tesched.tools.browser import file_url, missing, open_browser
-from tests.viz.helpers import N, ROWS, stencil
+from tests.viz.helpers import ROWS, N, stencil
 from tests.viz.page_parser import Page
 
 REASON = missing()
