@@ -6,7 +6,8 @@ kernel has them) and printed by the C generator, which records the lines each ma
 machine passes rebuild statements field by field, so a marker stays around whatever its loop became: the
 loop itself, the copies of an unrolled body, or the SIMD code of a vectorized loop. The source printed
 this way is compared with the kernel's: if a marker changed what a pass did, the lines are not used.
-Loops inside a vectorized or unrolled loop are not marked (their lines are their parent's).
+Loops inside a vectorized or unrolled loop are not marked: they get the lines of that loop, which they
+became part of.
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass, replace
 from tesched.codegen.c import CodeGen, CSource
 from tesched.driver.compiler import reserved_identifiers
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import map_stmt, walk_stmts
+from tesched.ir.visitor import child_fields, map_stmt, walk_stmts
 from tesched.lower.func import LoweredFunc
 from tesched.lower.pipeline import lower_for_target
 from tesched.schedule.kinds import LoopKind
@@ -60,6 +61,28 @@ def _mark(body: ir.Stmt, number: dict[int, int]) -> ir.Stmt:
     return map_stmt(body, None, on_stmt)
 
 
+def _children(s: ir.Stmt) -> list[ir.Stmt]:
+    """The statements directly inside ``s``."""
+    return [item for _, value in child_fields(s) for item in (value if isinstance(value, (list, tuple)) else (value,))
+            if isinstance(item, ir.Stmt)]
+
+
+def _enclosing(body: ir.Stmt, number: dict[int, int]) -> dict[int, int]:
+    """Per loop number, the number of the loop directly around it (outermost loops are absent)."""
+    out: dict[int, int] = {}
+
+    def visit(s: ir.Stmt, around: int | None) -> None:
+        if isinstance(s, ir.For):
+            if around is not None:
+                out[number[id(s)]] = around
+            around = number[id(s)]
+        for child in _children(s):
+            visit(child, around)
+
+    visit(body, None)
+    return out
+
+
 def _merge(ranges: list[tuple[int, int]]) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for a, b in sorted(ranges):
@@ -102,4 +125,11 @@ def c_lines(func: LoweredFunc, target: Target, profiled: bool = False,
         return CSource(src.name, expected, src.declaration, src.profile), None
     first = len(src.source.split("\n")) - len(gen.lines) - 2   # lines before the function body
     spans = {k: [(a + first + 1, b + first + 1) for a, b in _merge(r)] for k, r in gen.spans.items()}
+    parent = _enclosing(func.body, number)
+    for k in range(len(number)):
+        outer = k
+        while outer not in spans and outer in parent:
+            outer = parent[outer]
+        if outer in spans and k not in spans:
+            spans[k] = spans[outer]
     return src, spans

@@ -74,3 +74,18 @@ def test_to_html_rejects_other_objects(tmp_path):
     from tesched.viz import write_kernel_page
     with pytest.raises(TypeError, match="expected a lowered function or a kernel, got object"):
         write_kernel_page(object(), tmp_path / "x.html")
+
+
+def test_loops_inside_an_unrolled_loop_share_its_c_lines(tmp_path, rand):
+    A = ts.placeholder((4, 8), name="A")
+    B = ts.compute((4, 8), lambda i, j: A[i, j] + 1.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].unroll(s[B].op.axis[0])
+    f = ts.build(s, [A, B], name="unrolled")
+    a = rand((4, 8))
+    np.testing.assert_allclose(f(a), a + 1, rtol=1e-6)
+    page = Page(f.to_html(tmp_path / "u.html"))
+    by_name = {loop["data-name"]: loop for loop in page.loops}
+    assert by_name["i"]["data-kind"] == "unrolled" and by_name["i"]["data-c"]
+    assert by_name["j"]["data-c"] == by_name["i"]["data-c"]     # j exists only inside i's copies
+    assert sum("for (int64_t j" in line for line in page.lines_of(by_name["i"])) == 4
