@@ -4,8 +4,10 @@ One function per lowered program: ``void name(T* restrict arg, ..., int64_t size
 kind as pragmas: ``parallel`` -> ``#pragma omp parallel for``, ``vectorized`` -> ``#pragma omp simd``,
 ``unrolled`` -> ``#pragma GCC unroll``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
 row-major, minus a local buffer's origin. Local buffers of constant size up to :data:`STACK_LIMIT` bytes
-live on the stack (aligned), larger ones on the heap. Every identifier comes from
-:class:`~tesched.names.NameTable`. This module knows nothing of isl or cffi.
+live on the stack (aligned), larger ones on the heap. Profiling timers (``build(..., profile=True)``)
+become clock reads around their block, static counters and a function that reads them
+(``CSource.profile``). Every identifier comes from :class:`~tesched.names.NameTable`. This module knows
+nothing of isl or cffi.
 """
 from __future__ import annotations
 
