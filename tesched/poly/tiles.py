@@ -87,10 +87,19 @@ def boxes_of(s: isl.Set) -> tuple[Box, ...]:
         if count == box.volume or count > MAX_POINTS:
             out.append(box)
         else:
-            points: list[Box] = []
-            piece.foreach_point(lambda pt, found=points, dims=n: found.append(_point_box(pt, dims)))
-            out.extend(points)
+            out.extend(_points(piece, n))
     return tuple(out)
+
+
+def _points(piece: isl.Set, n: int) -> list[Box]:
+    """Every point of ``piece`` as a one-point box."""
+    found: list[Box] = []
+
+    def add(pt: isl.Point) -> None:
+        found.append(_point_box(pt, n))
+
+    piece.foreach_point(add)
+    return found
 
 
 def _point_box(pt: isl.Point, n: int) -> Box:
