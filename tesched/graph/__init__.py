@@ -32,9 +32,24 @@ from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.interpret import interpret
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tesched.graph.op import Op, get_op
-from tesched.graph.ops_elemwise import add, divide, exp, multiply, sigmoid, subtract, tanh
+from tesched.graph.ops_elemwise import (
+    abs,
+    add,
+    clip,
+    divide,
+    erf,
+    exp,
+    log,
+    multiply,
+    negative,
+    rsqrt,
+    sigmoid,
+    sqrt,
+    subtract,
+    tanh,
+)
 from tesched.graph.ops_reduce import max, mean, sum
-from tesched.graph.ops_transform import concatenate, reshape, split, strided_slice, transpose
+from tesched.graph.ops_transform import broadcast_to, concatenate, reshape, split, strided_slice, take, transpose
 from tesched.graph.params import bind_params
 from tesched.graph.partition import partition
 from tesched.graph.passes import explain_fusion
@@ -55,8 +70,8 @@ def const(value: object, name: str | None = None, dtype: str | None = None) -> C
 __all__ = [
     "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
     "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
-    "TupleType", "Var", "add", "annotation", "bind_params", "build", "concatenate", "const", "divide", "exp",
-    "explain_fusion", "get_op", "interpret", "is_constant", "is_op", "max", "mean", "multiply", "nn", "optimize",
-    "partition", "passes", "pattern", "reshape", "sigmoid", "split", "strided_slice", "subtract", "sum", "tanh",
-    "transpose", "var", "wildcard",
+    "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
+    "const", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op", "log", "max",
+    "mean", "multiply", "negative", "nn", "optimize", "partition", "passes", "pattern", "reshape", "rsqrt", "sigmoid",
+    "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose", "var", "wildcard",
 ]

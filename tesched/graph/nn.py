@@ -7,12 +7,13 @@ from tesched.graph.ops_nn import (
     dense,
     depthwise_conv2d,
     global_avg_pool2d,
+    layer_norm,
     matmul,
     max_pool2d,
     softmax,
 )
-from tesched.graph.ops_rnn import lstm_cell, rnn_cell
+from tesched.graph.ops_rnn import gru_cell, lstm_cell, rnn_cell
 from tesched.graph.ops_transform import pad
 
 __all__ = ["avg_pool2d", "batch_norm", "bias_add", "conv2d", "dense", "depthwise_conv2d", "global_avg_pool2d",
-           "lstm_cell", "matmul", "max_pool2d", "pad", "relu", "rnn_cell", "softmax"]
+           "gru_cell", "layer_norm", "lstm_cell", "matmul", "max_pool2d", "pad", "relu", "rnn_cell", "softmax"]

@@ -1,9 +1,11 @@
 """Elementwise and broadcasting graph ops and their builders: ``add``, ``subtract``, ``multiply``,
 ``divide`` (broadcast; a Python number on one side becomes a constant of the other side's dtype),
-``sigmoid``, ``tanh``, ``exp``, ``nn.relu`` (elemwise) and ``nn.bias_add`` (broadcast along ``axis``).
+``sigmoid``, ``tanh``, ``exp``, ``erf``, ``sqrt``, ``rsqrt``, ``log``, ``abs``, ``negative``, ``clip``,
+``nn.relu`` (elemwise) and ``nn.bias_add`` (broadcast along ``axis``).
 """
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
@@ -67,6 +69,24 @@ relu = _unary_op("nn.relu", nn.relu, lambda x: np.maximum(x, 0), "``max(x, 0)``.
 sigmoid = _unary_op("sigmoid", nn.sigmoid, lambda x: 1 / (1 + np.exp(-x)), "``1 / (1 + exp(-x))``.")
 tanh = _unary_op("tanh", nn.tanh, np.tanh, "Hyperbolic tangent.")
 exp = _unary_op("exp", nn.exp, np.exp, "Exponential.")
+erf = _unary_op("erf", nn.erf, np.vectorize(math.erf, otypes=[np.float64]), "The error function (float32).")
+sqrt = _unary_op("sqrt", nn.sqrt, np.sqrt, "Square root.")
+rsqrt = _unary_op("rsqrt", nn.rsqrt, lambda x: 1 / np.sqrt(x), "``1 / sqrt(x)``.")
+log = _unary_op("log", nn.log, np.log, "Natural logarithm.")
+abs = _unary_op("abs", nn.abs, np.abs, "Absolute value.")  # noqa: A001 - Relay's name
+negative = _unary_op("negative", nn.negative, np.negative, "``-x``.")
+
+_CLIP = register_op("clip", Pattern.ELEMWISE, lambda args, attrs: nn.clip(args[0], attrs["a_min"], attrs["a_max"]),
+                    lambda args, attrs: np.clip(args[0], attrs["a_min"], attrs["a_max"]), 1)
+
+
+def clip(data: Expr, a_min: float | None, a_max: float | None) -> Call:
+    """``data`` limited to ``[a_min, a_max]``; ``None`` leaves that side open (``nn.relu6`` is
+    ``clip(x, 0, 6)``)."""
+    bounds = {"a_min": None if a_min is None else float(a_min), "a_max": None if a_max is None else float(a_max)}
+    if bounds["a_min"] is None and bounds["a_max"] is None:
+        raise ValueError("clip: give a_min, a_max or both")
+    return Call(_CLIP, [data], bounds)
 
 
 def bias_channel_shape(ndim: int, axis: int) -> tuple[int, ...]:

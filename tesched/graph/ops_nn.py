@@ -1,6 +1,6 @@
 """Neural-network graph ops and their builders: ``nn.conv2d`` (with ``depthwise_conv2d`` as ``groups``
 equal to the channels), ``nn.dense`` (with an optional bias as ``nn.bias_add``), ``nn.matmul``,
-``nn.batch_norm`` (inference), ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
+``nn.batch_norm`` (inference), ``nn.layer_norm``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
 ``nn.softmax``. Attribute names follow Relay (``strides``, ``padding``, ``dilation``, ``groups``,
 ``pool_size``, ``epsilon``, ``axis``); padding is stored as ``(top, left, bottom, right)``.
 """
@@ -107,6 +107,26 @@ def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_va
     three-field tuple, since only inference is supported)."""
     return Call(_BATCH_NORM, [data, gamma, beta, moving_mean, moving_var],
                 {"epsilon": float(epsilon), "axis": int(axis)})
+
+
+def _layer_norm_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x, gamma, beta = (a.astype(np.float64) for a in args)
+    axis = normalize_axis(attrs["axis"], x.ndim, "nn.layer_norm")
+    shape = bias_channel_shape(x.ndim, axis)
+    centred = x - x.mean(axis=axis, keepdims=True)
+    scale = gamma.reshape(shape) / np.sqrt((centred * centred).mean(axis=axis, keepdims=True) + attrs["epsilon"])
+    return (centred * scale + beta.reshape(shape)).astype(args[0].dtype)
+
+
+_LAYER_NORM = register_op("nn.layer_norm", Pattern.OPAQUE,
+                          lambda args, attrs: nn.layer_norm(*args, axis=attrs["axis"], epsilon=attrs["epsilon"]),
+                          _layer_norm_eval, 3)
+
+
+def layer_norm(data: Expr, gamma: Expr, beta: Expr, axis: int = -1, epsilon: float = 1e-5) -> Call:
+    """Each slice along ``axis`` normalised by its mean and variance, scaled by ``gamma`` and shifted by
+    ``beta`` (1-D along ``axis``): PyTorch's ``LayerNorm`` over the last axis."""
+    return Call(_LAYER_NORM, [data, gamma, beta], {"axis": int(axis), "epsilon": float(epsilon)})
 
 
 def _pool_attrs(op: str, pool_size: IntOrPair, strides: IntOrPair | None, padding: IntOrPair) -> dict:

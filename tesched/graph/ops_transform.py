@@ -1,5 +1,6 @@
 """Injective graph ops and their builders: ``nn.pad``, ``reshape``, ``transpose``, ``concatenate``,
-``strided_slice``, and ``split`` (a tuple of ``strided_slice`` calls, so each piece fuses on its own).
+``strided_slice``, ``split`` (a tuple of ``strided_slice`` calls, so each piece fuses on its own),
+``broadcast_to`` and ``take`` (a gather by integer indices; out-of-range indices are clipped).
 """
 from __future__ import annotations
 
@@ -85,3 +86,28 @@ def split(data: Expr, indices_or_sections: int | Sequence[int], axis: int = 0) -
     lead = [0] * axis
     return Tuple([strided_slice(data, lead + [lo], list(shape[:axis]) + [hi])
                   for lo, hi in split_bounds(shape[axis], indices_or_sections)])
+
+
+_BROADCAST_TO = register_op("broadcast_to", Pattern.INJECTIVE,
+                            lambda args, attrs: nn.broadcast_to(args[0], attrs["shape"]),
+                            lambda args, attrs: np.ascontiguousarray(np.broadcast_to(args[0], attrs["shape"])), 1)
+
+
+def broadcast_to(data: Expr, shape: Sequence[int]) -> Call:
+    """``data`` broadcast to ``shape`` (NumPy's rules)."""
+    return Call(_BROADCAST_TO, [data], {"shape": tuple(int(d) for d in shape)})
+
+
+def _take_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    data, indices = args
+    return np.take(data, indices, axis=attrs["axis"], mode="clip")
+
+
+_TAKE = register_op("take", Pattern.INJECTIVE, lambda args, attrs: nn.take(args[0], args[1], attrs["axis"]),
+                    _take_eval, 2)
+
+
+def take(data: Expr, indices: Expr, axis: int = 0) -> Call:
+    """Elements of ``data`` along ``axis`` at the integer ``indices`` (clipped to the axis), NumPy's
+    ``take``: an embedding lookup is ``take(weight, ids)``."""
+    return Call(_TAKE, [data, indices], {"axis": int(axis)})

@@ -1,9 +1,10 @@
 """tesched.nn: an operator library on ``ts.compute``, each op with a pattern kind and a default schedule.
 
 Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, ``matmul``, ``batch_norm``,
-``bias_add``, ``add``/``subtract``/``multiply``/``divide`` (NumPy broadcasting), ``relu``, ``sigmoid``,
-``tanh``, ``exp``, ``pad``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``softmax``,
-``reshape``, ``transpose``, ``concatenate``, ``strided_slice``, ``split``, ``sum``/``mean``/``max``, and
+``layer_norm``, ``bias_add``, ``add``/``subtract``/``multiply``/``divide`` (NumPy broadcasting), ``relu``,
+``sigmoid``, ``tanh``, ``exp``, ``erf``, ``sqrt``, ``rsqrt``, ``log``, ``abs``, ``negative``, ``clip``,
+``pad``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``softmax``, ``reshape``, ``transpose``,
+``concatenate``, ``strided_slice``, ``split``, ``broadcast_to``, ``take``, ``sum``/``mean``/``max``, and
 the cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas). Each returns tensors; schedule them with
 ``default_schedule(outputs)`` and build as usual::
 
@@ -14,20 +15,37 @@ the cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas). Each returns tens
 """
 from tesched.nn.conv import conv2d, depthwise_conv2d
 from tesched.nn.dense import dense, matmul
-from tesched.nn.elemwise import add, bias_add, divide, exp, multiply, relu, sigmoid, subtract, tanh
-from tesched.nn.norm import batch_norm
+from tesched.nn.elemwise import (
+    abs,
+    add,
+    bias_add,
+    clip,
+    divide,
+    erf,
+    exp,
+    log,
+    multiply,
+    negative,
+    relu,
+    rsqrt,
+    sigmoid,
+    sqrt,
+    subtract,
+    tanh,
+)
+from tesched.nn.norm import batch_norm, layer_norm
 from tesched.nn.pattern import Pattern, op_of, pattern_of
 from tesched.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
 from tesched.nn.reduce import max, mean, sum
 from tesched.nn.rnn import lstm_cell, rnn_cell
 from tesched.nn.schedule import default_schedule, register_schedule, schedule_injective, schedule_reduction
 from tesched.nn.softmax import softmax
-from tesched.nn.transform import concatenate, pad, reshape, split, strided_slice, transpose
+from tesched.nn.transform import broadcast_to, concatenate, pad, reshape, split, strided_slice, take, transpose
 
 __all__ = [
-    "Pattern", "add", "avg_pool2d", "batch_norm", "bias_add", "concatenate", "conv2d", "default_schedule",
-    "dense", "depthwise_conv2d", "divide", "exp", "global_avg_pool2d", "lstm_cell", "matmul", "max",
-    "max_pool2d", "mean", "multiply", "op_of", "pad", "pattern_of", "register_schedule", "relu", "reshape",
-    "rnn_cell", "schedule_injective", "schedule_reduction", "sigmoid", "softmax", "split", "strided_slice",
-    "subtract", "sum", "tanh", "transpose",
+    "Pattern", "abs", "add", "avg_pool2d", "batch_norm", "bias_add", "broadcast_to", "clip", "concatenate", "conv2d",
+    "default_schedule", "dense", "depthwise_conv2d", "divide", "erf", "exp", "global_avg_pool2d", "layer_norm", "log",
+    "lstm_cell", "matmul", "max", "max_pool2d", "mean", "multiply", "negative", "op_of", "pad", "pattern_of",
+    "register_schedule", "relu", "reshape", "rnn_cell", "rsqrt", "schedule_injective", "schedule_reduction",
+    "sigmoid", "softmax", "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose",
 ]

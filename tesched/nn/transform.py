@@ -1,4 +1,5 @@
-"""Injective ops: ``pad``, ``reshape``, ``transpose``, ``concatenate``, ``strided_slice``, ``split``.
+"""Injective ops: ``pad``, ``reshape``, ``transpose``, ``concatenate``, ``strided_slice``, ``split``,
+``broadcast_to`` and ``take`` (a gather by integer indices, as embedding lookups use).
 
 Each output element reads at most one input element through an index map; every stage is tagged
 ``injective``. Padding is a ``ts.if_then_else`` on the index, so a consumer computed at a tile (see
@@ -10,7 +11,7 @@ from typing import Sequence
 
 import tesched as ts
 from tesched.nn.pattern import Pattern, compute
-from tesched.nn.shape import normalize_axis, reshape_target
+from tesched.nn.shape import broadcast_shapes, normalize_axis, reshape_target
 from tesched.te.expr import Expr
 from tesched.te.tensor import Tensor
 
@@ -140,3 +141,31 @@ def split_bounds(size: int, indices_or_sections: int | Sequence[int]) -> list[tu
             raise ValueError(f"split: indices {cuts} must be increasing and inside (0, {size})")
     edges = [0] + cuts + [size]
     return list(zip(edges[:-1], edges[1:]))
+
+
+def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
+    """``x`` repeated along its size-1 (and missing leading) axes to ``shape``, as NumPy broadcasts."""
+    shape = tuple(int(d) for d in shape)
+    if broadcast_shapes(x.shape, shape, "broadcast_to") != shape:
+        raise ValueError(f"broadcast_to: {x.shape} cannot be broadcast to {shape}")
+    lead = len(shape) - x.ndim
+    return compute(shape, lambda *i: x[tuple(0 if d == 1 else i[lead + k] for k, d in enumerate(x.shape))],
+                   name="broadcast_to", pattern=Pattern.INJECTIVE, op="broadcast_to")
+
+
+def take(data: Tensor, indices: Tensor, axis: int = 0) -> Tensor:
+    """``data`` gathered along ``axis`` at integer ``indices``: the output's shape is ``data.shape`` with
+    ``axis`` replaced by ``indices.shape`` (NumPy's ``take``). Indices outside ``[0, size)`` are clipped to
+    the nearest end (Relay's ``mode="clip"``), so no index reads outside ``data``."""
+    axis = normalize_axis(axis, data.ndim, "take")
+    if indices.dtype not in ("int32", "int64"):
+        raise TypeError(f"take: indices must be int32 or int64, got {indices.dtype}")
+    size = data.shape[axis]
+    shape = data.shape[:axis] + indices.shape + data.shape[axis + 1:]
+
+    def fcompute(*i: Expr) -> Expr:
+        where = indices[i[axis:axis + indices.ndim]] if indices.ndim else indices[()]
+        clipped = ts.minimum(ts.maximum(where, ts.const(0, indices.dtype)), ts.const(size - 1, indices.dtype))
+        return data[i[:axis] + (clipped,) + i[axis + indices.ndim:]]
+
+    return compute(shape, fcompute, name="take", pattern=Pattern.INJECTIVE, op="take")

@@ -29,6 +29,10 @@ def every_op_call():
         G.reshape(img, (4, -1)), G.concatenate([mat, mat], axis=0), G.strided_slice(img, [0, 1], [1, 4], [1, 2]),
         G.sum(img, axis=(2, 3)), G.mean(mat, axis=0, keepdims=True), G.max(mat, axis=1),
         G.annotation.stop_fusion(G.nn.relu(vec)),
+        G.erf(G.subtract(mat, 1.0)), G.sqrt(mat), G.rsqrt(mat), G.log(mat), G.abs(G.negative(mat)),
+        G.clip(mat, 0.7, 1.2), G.clip(vec, None, 0.9), G.nn.layer_norm(mat, vec, vec),
+        G.broadcast_to(vec, (2, 3, 4)), G.take(wmat, G.const(np.array([[4, 0], [9, -2]])), axis=0),
+        G.take(mat, G.const(np.array([3, 1], dtype="int32")), axis=1),
     ]
     return [img, w, dw, vec, mat, wmat, *stats], calls
 

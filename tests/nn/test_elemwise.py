@@ -74,3 +74,39 @@ def test_float64_tanh_and_sigmoid_keep_the_math_library(rand):
     (th, sg), _ = run([nn.tanh(x), nn.sigmoid(x)], [x], [xa])
     np.testing.assert_allclose(th, np.tanh(xa), rtol=1e-12)
     np.testing.assert_allclose(sg, 1 / (1 + np.exp(-xa)), rtol=1e-12)
+
+
+def test_math_functions_and_clip(rand):
+    x = ts.placeholder((3, 17), name="x")
+    xa = rand(x.shape, low=0.1, high=4)
+    outs, _ = run([nn.sqrt(x), nn.rsqrt(x), nn.log(x), nn.abs(nn.subtract(x, 2.0)), nn.negative(x),
+                   nn.clip(x, 1.0, 3.0), nn.clip(x, None, 2.5), nn.clip(x, 0.5, None)], [x], [xa])
+    wide = xa.astype(np.float64)
+    refs = [np.sqrt(wide), 1 / np.sqrt(wide), np.log(wide), np.abs(wide - 2), -wide, np.clip(wide, 1, 3),
+            np.minimum(wide, 2.5), np.maximum(wide, 0.5)]
+    for out, ref in zip(outs, refs):
+        np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
+
+
+def test_clip_keeps_nan_and_rejects_an_empty_range():
+    x = ts.placeholder((4,), name="x")
+    out, _ = run(nn.clip(x, 0.0, 6.0), [x], [np.float32([np.nan, -1, 7, 2])])
+    np.testing.assert_array_equal(out, np.float32([np.nan, 0, 6, 2]))
+    with pytest.raises(ValueError, match="a_min=2.0 is greater than a_max=1.0"):
+        nn.clip(x, 2.0, 1.0)
+
+
+def test_float32_erf_is_vector_code_within_5e7():
+    import math
+    x = ts.placeholder((2, 4096), name="x")
+    xa = np.concatenate([np.linspace(-6, 6, 2 * 4096 - 5, dtype=np.float32), np.float32([0, 1e-8, 40, -40, np.nan])])
+    out, kernel = run(nn.erf(x), [x], [xa.reshape(x.shape)])
+    ref = np.vectorize(math.erf)(xa.astype(np.float64)).reshape(x.shape)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=5e-7)
+    assert "erff(" not in kernel.c_source
+    assert "ts_vstore_f32x" in kernel.c_source
+
+
+def test_erf_is_float32_only():
+    with pytest.raises(TypeError, match="erf: only float32"):
+        nn.erf(ts.placeholder((3,), "float64", name="x"))

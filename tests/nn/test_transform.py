@@ -48,3 +48,26 @@ def test_injective_ops_are_tagged_injective():
 def test_bad_arguments_raise(make, message):
     with pytest.raises(ValueError, match=message):
         make(ts.placeholder((2, 3), name="x"))
+
+
+def test_broadcast_to_and_take(rand):
+    x, table = ts.placeholder((3, 1), name="x"), ts.placeholder((5, 4), name="table")
+    ids = ts.placeholder((2, 3), "int64", name="ids")
+    col = ts.placeholder((2,), "int32", name="col")
+    xa, ta = rand(x.shape), rand(table.shape)
+    ida = np.array([[0, 4, 2], [7, -3, 1]], dtype="int64")   # 7 and -3 are outside: clipped to 4 and 0
+    cola = np.array([3, 0], dtype="int32")
+    outs, _ = run([nn.broadcast_to(x, (2, 3, 4)), nn.take(table, ids), nn.take(table, col, axis=1)],
+                  [x, table, ids, col], [xa, ta, ida, cola])
+    np.testing.assert_array_equal(outs[0], np.broadcast_to(xa, (2, 3, 4)))
+    np.testing.assert_array_equal(outs[1], np.take(ta, ida, axis=0, mode="clip"))
+    np.testing.assert_array_equal(outs[2], ta[:, cola])
+    assert nn.pattern_of(nn.take(table, ids)) is nn.Pattern.INJECTIVE
+
+
+def test_broadcast_to_and_take_reject_bad_arguments():
+    x = ts.placeholder((3, 2), name="x")
+    with pytest.raises(ValueError, match=r"broadcast_to: \(3, 2\) cannot be broadcast to \(3, 1\)"):
+        nn.broadcast_to(x, (3, 1))
+    with pytest.raises(TypeError, match="take: indices must be int32 or int64"):
+        nn.take(x, ts.placeholder((2,), name="ids"))
