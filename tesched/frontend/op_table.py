@@ -1,0 +1,114 @@
+"""The op table: which ATen op becomes which :mod:`tesched.graph` ops, by name.
+
+``CONVERTERS`` maps each supported op (``"aten.convolution.default"``, as ``str(OpOverload)`` spells it) to
+its converter (an :class:`~.call.AtenCall` in, a graph expression or a tuple of them out). ``REJECTED``
+explains the ops that are known and refused on purpose (training-mode batch norm and dropout, control
+flow, transposed products of batches...), with what to do instead; :func:`nearest_alternative` answers
+for any other op. The table holds core ATen (what ``run_decompositions()`` leaves) plus the recurrent ops
+that an undecomposed program keeps. This module converts nothing itself and needs no torch.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Callable
+
+from tesched import graph as G
+from tesched.frontend import convert_arith as arith
+from tesched.frontend import convert_nn as nn
+from tesched.frontend import convert_rnn as rnn
+from tesched.frontend import convert_shape as shape
+from tesched.frontend.call import AtenCall
+
+Converter = Callable[[AtenCall], Any]
+
+_UNARY = {
+    "relu": G.nn.relu, "sigmoid": G.sigmoid, "tanh": G.tanh, "exp": G.exp, "log": G.log, "sqrt": G.sqrt,
+    "rsqrt": G.rsqrt, "erf": G.erf, "abs": G.abs, "neg": G.negative, "reciprocal": arith.reciprocal,
+    "silu": arith.silu, "hardswish": arith.hardswish, "hardsigmoid": arith.hardsigmoid,
+}
+
+_IDENTITIES = ("clone.default", "alias.default", "contiguous.default", "detach.default", "lift_fresh_copy.default",
+               "_to_copy.default")
+_VIEWS = ("view.default", "_unsafe_view.default", "reshape.default", "squeeze.default", "squeeze.dim",
+          "squeeze.dims", "unsqueeze.default", "flatten.using_ints")
+
+CONVERTERS: dict[str, Converter] = {
+    **{f"aten.{name}.default": arith.unary(build) for name, build in _UNARY.items()},
+    **{f"aten.{name}": shape.identity for name in _IDENTITIES},
+    **{f"aten.{name}": shape.reshape_to_output for name in _VIEWS},
+    "aten.add.Tensor": arith.add, "aten.add.Scalar": arith.add,
+    "aten.sub.Tensor": arith.sub, "aten.sub.Scalar": arith.sub,
+    "aten.rsub.Tensor": arith.rsub, "aten.rsub.Scalar": arith.rsub,
+    "aten.mul.Tensor": arith.mul, "aten.mul.Scalar": arith.mul,
+    "aten.div.Tensor": arith.div, "aten.div.Scalar": arith.div, "aten.div.Tensor_mode": arith.div,
+    "aten.pow.Tensor_Scalar": arith.pow_scalar,
+    "aten.clamp.default": arith.clamp, "aten.clamp_min.default": arith.clamp_min,
+    "aten.clamp_max.default": arith.clamp_max, "aten.hardtanh.default": arith.hardtanh,
+    "aten.gelu.default": arith.gelu, "aten.leaky_relu.default": arith.leaky_relu,
+    "aten.mean.dim": arith.reduce_mean, "aten.mean.default": arith.reduce_mean,
+    "aten.sum.dim_IntList": arith.reduce_sum, "aten.sum.default": arith.reduce_sum,
+    "aten.amax.default": arith.reduce_max,
+    "aten.convolution.default": nn.convolution,
+    "aten._native_batch_norm_legit_no_training.default": nn.batch_norm_inference,
+    "aten.native_layer_norm.default": nn.layer_norm,
+    "aten.addmm.default": nn.addmm, "aten.mm.default": nn.mm, "aten.t.default": nn.t,
+    "aten.max_pool2d_with_indices.default": nn.max_pool2d, "aten.avg_pool2d.default": nn.avg_pool2d,
+    "aten._adaptive_avg_pool2d.default": nn.adaptive_avg_pool2d,
+    "aten.embedding.default": nn.embedding,
+    "aten._softmax.default": nn.softmax, "aten._log_softmax.default": nn.log_softmax,
+    "aten.dropout.default": shape.dropout,
+    "aten.permute.default": shape.permute, "aten.transpose.int": shape.transpose,
+    "aten.expand.default": shape.expand, "aten.cat.default": shape.cat,
+    "aten.split_with_sizes.default": shape.split_with_sizes, "aten.split.Tensor": shape.split,
+    "aten.unbind.int": shape.unbind, "aten.slice.Tensor": shape.slice_, "aten.select.int": shape.select,
+    "aten.constant_pad_nd.default": shape.constant_pad_nd,
+    "aten.full.default": shape.constant_like_output(), "aten.full_like.default": shape.constant_like_output(),
+    "aten.zeros.default": shape.constant_like_output(0.0), "aten.zeros_like.default": shape.constant_like_output(0.0),
+    "aten.ones.default": shape.constant_like_output(1.0), "aten.ones_like.default": shape.constant_like_output(1.0),
+    "aten.scalar_tensor.default": shape.scalar_tensor,
+    "aten.arange.default": shape.arange, "aten.arange.start": shape.arange, "aten.arange.start_step": shape.arange,
+    "aten.lstm_cell.default": rnn.lstm_cell, "aten.gru_cell.default": rnn.gru_cell,
+    "aten.rnn_tanh_cell.default": rnn.rnn_tanh_cell, "aten.rnn_relu_cell.default": rnn.rnn_relu_cell,
+    "aten.lstm.input": rnn.lstm, "aten.gru.input": rnn.gru,
+    "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
+}
+
+_EVAL = "model.eval() before importing, which uses the running statistics"
+_CONTROL_FLOW = ("data-dependent control flow: tesched imports straight-line graphs; compute both branches and "
+                 "combine them arithmetically (mask * a + (1 - mask) * b), or branch in Python outside the model")
+
+REJECTED: dict[str, tuple[str, str]] = {
+    "aten._native_batch_norm_legit_functional.default": ("batch norm in training mode (batch statistics, running "
+                                                         "statistics updated)", _EVAL),
+    "aten._native_batch_norm_legit.default": ("batch norm in training mode (batch statistics)", _EVAL),
+    "aten._native_batch_norm_legit.no_stats": ("batch norm without running statistics (batch statistics)",
+                                               "track_running_stats=True and " + _EVAL),
+    "aten.native_dropout.default": ("dropout in training mode (random)", "model.eval() before importing"),
+    "aten.bernoulli.p": ("random sampling (training-mode dropout)", "model.eval() before importing"),
+    "higher_order.cond": ("torch.cond", _CONTROL_FLOW),
+    "higher_order.while_loop": ("torch.while_loop", _CONTROL_FLOW),
+    "higher_order.map_impl": ("torch.map", "a Python loop over a fixed number of steps, unrolled by torch.export"),
+    "aten._local_scalar_dense.default": ("a tensor's value read as a Python number (.item())", _CONTROL_FLOW),
+    "aten.bmm.default": ("batched matrix products", "aten.mm.default on each batch (torch.mm), or nn.Linear"),
+}
+
+
+def supported_ops() -> list[str]:
+    """The ATen ops the frontend converts, sorted (``"aten.addmm.default"``, ...)."""
+    return sorted(CONVERTERS)
+
+
+def converter_for(op: str) -> Converter | None:
+    """The converter of ATen op ``op``, if it is supported."""
+    return CONVERTERS.get(op)
+
+
+def rejection(op: str) -> tuple[str, str]:
+    """``(detail, alternative)`` for an op without a converter: why it is refused (empty when it is simply
+    not in the table) and the nearest supported alternative."""
+    if op in REJECTED:
+        return REJECTED[op]
+    close = difflib.get_close_matches(op, CONVERTERS, n=1, cutoff=0.6)
+    if close:
+        return "", close[0]
+    return "", "none close by name; tesched.frontend.supported_ops() lists the supported ops"
