@@ -178,4 +178,4 @@ def reduce_sum(call: AtenCall) -> Expr:
 
 
 def reduce_max(call: AtenCall) -> Expr:
-    return G.max(call.tensor("self"), _axes(call, "dim"), bool(call["keepdim"]))
+    return G.max(call.tensor("self"), _axes(call, "dim"), bool(call.args.get("keepdim", False)))

@@ -2,8 +2,9 @@
 ``squeeze``, ``unsqueeze``, ``flatten``: a ``reshape`` to the shape PyTorch inferred), ``permute`` and
 ``transpose``, ``expand``, ``cat``, ``split``/``split_with_sizes``/``unbind``, ``slice`` and ``select``,
 ``constant_pad_nd``, the identities (``clone``, ``alias``, ``contiguous``, a ``_to_copy`` that keeps the
-dtype, inference ``dropout``) and the constant factories (``full``, ``zeros``, ``ones``, ``arange``,
-``scalar_tensor``, the ``*_like`` forms), which become graph constants.
+dtype, inference ``dropout``), trace-time checks (``_assert_tensor_metadata``) and the constant factories
+(``full``, ``zeros``, ``ones``, ``arange``, ``scalar_tensor``, the ``*_like`` forms), which become graph
+constants.
 
 Each converter takes an :class:`~.call.AtenCall` and returns a graph expression, or a tuple of them.
 """
@@ -31,6 +32,11 @@ def identity(call: AtenCall) -> Expr:
         raise call.unsupported(f"a conversion from {x.tensor_type.dtype} to {call.out.dtype}",
                                "a model computing in one dtype (float32)")
     return x
+
+
+def no_value(call: AtenCall) -> None:
+    """An op computing nothing the graph needs (``_assert_tensor_metadata``: a check made at trace time)."""
+    return None
 
 
 def dropout(call: AtenCall) -> Expr:

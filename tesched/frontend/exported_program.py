@@ -15,6 +15,7 @@ updates (training mode) and non-tensor outputs raise :class:`~.errors.FrontendEr
 from __future__ import annotations
 
 import operator
+import os
 from typing import Any
 
 from tesched.frontend.call import AtenCall, Unavailable
@@ -54,12 +55,14 @@ def _where(node: Any) -> tuple[str, str]:
 
 
 def _source_line(node: Any) -> str:
+    """The innermost line of the model's code (not PyTorch's own) that made the node, with its file."""
     trace = (node.meta.get("stack_trace") or "").strip().splitlines()
     files = [k for k, line in enumerate(trace) if line.strip().startswith("File ")]
-    if not files:
+    torch_dir = os.path.dirname(require_torch().__file__)
+    own = [k for k in files if torch_dir not in trace[k]] or files
+    if not own:
         return ""
-    last = files[-1]
-    return " ".join(line.strip() for line in trace[last:last + 2])
+    return " ".join(line.strip() for line in trace[own[-1]:own[-1] + 2])
 
 
 class _Importer:

@@ -27,8 +27,8 @@ _UNARY = {
     "silu": arith.silu, "hardswish": arith.hardswish, "hardsigmoid": arith.hardsigmoid,
 }
 
-_IDENTITIES = ("clone.default", "alias.default", "contiguous.default", "detach.default", "lift_fresh_copy.default",
-               "_to_copy.default")
+_IDENTITIES = ("clone.default", "alias.default", "contiguous.default", "detach.default", "detach_.default",
+               "lift_fresh_copy.default", "_to_copy.default")
 _VIEWS = ("view.default", "_unsafe_view.default", "reshape.default", "squeeze.default", "squeeze.dim",
           "squeeze.dims", "unsqueeze.default", "flatten.using_ints")
 
@@ -47,7 +47,8 @@ CONVERTERS: dict[str, Converter] = {
     "aten.gelu.default": arith.gelu, "aten.leaky_relu.default": arith.leaky_relu,
     "aten.mean.dim": arith.reduce_mean, "aten.mean.default": arith.reduce_mean,
     "aten.sum.dim_IntList": arith.reduce_sum, "aten.sum.default": arith.reduce_sum,
-    "aten.amax.default": arith.reduce_max,
+    "aten.amax.default": arith.reduce_max, "aten.max.default": arith.reduce_max,
+    "aten._assert_tensor_metadata.default": shape.no_value,
     "aten.convolution.default": nn.convolution,
     "aten._native_batch_norm_legit_no_training.default": nn.batch_norm_inference,
     "aten.native_layer_norm.default": nn.layer_norm,
@@ -84,13 +85,24 @@ REJECTED: dict[str, tuple[str, str]] = {
     "aten._native_batch_norm_legit.no_stats": ("batch norm without running statistics (batch statistics)",
                                                "track_running_stats=True and " + _EVAL),
     "aten.native_dropout.default": ("dropout in training mode (random)", "model.eval() before importing"),
+    **{f"aten.{name}.default": ("random numbers", "random tensors made outside the model and passed as inputs")
+       for name in ("rand", "randn", "rand_like", "randn_like", "randint", "normal", "uniform", "bernoulli")},
     "aten.bernoulli.p": ("random sampling (training-mode dropout)", "model.eval() before importing"),
     "higher_order.cond": ("torch.cond", _CONTROL_FLOW),
     "higher_order.while_loop": ("torch.while_loop", _CONTROL_FLOW),
     "higher_order.map_impl": ("torch.map", "a Python loop over a fixed number of steps, unrolled by torch.export"),
     "aten._local_scalar_dense.default": ("a tensor's value read as a Python number (.item())", _CONTROL_FLOW),
     "aten.bmm.default": ("batched matrix products", "aten.mm.default on each batch (torch.mm), or nn.Linear"),
+    "aten.where.self": ("torch.where", "arithmetic on a mask (mask * a + (1 - mask) * b), or torch.clamp / relu"),
+    **{f"aten.{cmp}.{form}": ("comparisons (boolean tensors)", "torch.clamp / relu arithmetic instead of masks")
+       for cmp in ("gt", "ge", "lt", "le", "eq", "ne") for form in ("Scalar", "Tensor")},
 }
+
+
+def _stem(op: str) -> str:
+    """``"avg_pool2d"`` for ``"aten.avg_pool2d.default"``: the name without namespace and overload."""
+    parts = op.split(".")
+    return parts[1] if len(parts) == 3 else op
 
 
 def supported_ops() -> list[str]:
@@ -108,7 +120,11 @@ def rejection(op: str) -> tuple[str, str]:
     not in the table) and the nearest supported alternative."""
     if op in REJECTED:
         return REJECTED[op]
-    close = difflib.get_close_matches(op, CONVERTERS, n=1, cutoff=0.6)
+    overloads = sorted(name for name in CONVERTERS if name.rsplit(".", 1)[0] == op.rsplit(".", 1)[0])
+    if overloads:
+        return "", " or ".join(overloads)
+    stems = {_stem(name): name for name in sorted(CONVERTERS, reverse=True)}
+    close = difflib.get_close_matches(_stem(op), stems, n=1, cutoff=0.7)
     if close:
-        return "", close[0]
+        return "", stems[close[0]]
     return "", "none close by name; tesched.frontend.supported_ops() lists the supported ops"

@@ -1,0 +1,63 @@
+"""The view, permute, concatenation, split, slice, padding, identity and constant-factory converters against
+PyTorch."""
+import pytest
+
+from tesched.frontend import UnsupportedOpError, from_torch
+
+from .helpers import Case, Lambda, check_case, rand, torch
+
+F = torch.nn.functional
+
+
+def image():
+    return (rand(2, 3, 4, 6),)
+
+
+CASES = [
+    Case("views", lambda: Lambda(lambda x: (x.flatten(1), x.reshape(6, 4, 6).unsqueeze(0), x[:1].squeeze(0),
+                                            x.view(2, 3, 24).permute(2, 0, 1), x.transpose(1, 3), x.transpose(2, 2),
+                                            x.permute(0, 1, 2, 3) + 1)), image),
+    Case("views_raw", lambda: Lambda(lambda x: (x.flatten(1), x.reshape(3, 48), x[:1].squeeze(), x.squeeze(0),
+                                                x.unsqueeze(1), x.view(6, 24).t(), x.transpose(0, 1),
+                                                x.permute(0, 2, 1, 3).contiguous(), torch.ops.aten._unsafe_view(x, (6, 24)))),
+         image, raw=True),
+    Case("expand_cat", lambda: Lambda(lambda x: (x[:, :1].expand(2, 3, 4, 6) * x, torch.cat([x, x * 2], 1),
+                                                 torch.cat([x], 0), torch.cat([x, x[:1]], 0))), image),
+    Case("split", lambda: Lambda(lambda x: (x.split(1, 1), x.chunk(2, 3), x.unbind(0), x.split([1, 2], 1),
+                                            x.split(4, -1))), image),
+    Case("split_raw", lambda: Lambda(lambda x: (x.split(2, 3), x.unbind(1), x.split([3, 3], -1))), image, raw=True),
+    Case("slices", lambda: Lambda(lambda x: (x[:, 1:, ::2, 3], x[..., -3:], x.select(1, -1), x.narrow(2, 1, 3),
+                                             x[:, :, 1:100], x[:, :], x[1])), image),
+    Case("pad", lambda: Lambda(lambda x: (F.pad(x, (1, 2, 0, 3), value=0.5), F.pad(x, (2, 0)))), image),
+    Case("identities", lambda: Lambda(lambda x: (x.clone() + 1, x.float() * 2, x.permute(0, 2, 1, 3).contiguous(),
+                                                 torch.nn.functional.dropout(x, 0.5, training=False))), image),
+    Case("identities_raw", lambda: Lambda(lambda x: (x.clone(), x.detach() + 1, F.dropout(x, 0.3, training=False),
+                                                     x * torch.tensor(2.0), torch.ops.aten._to_copy(x))),
+         image, raw=True),
+    Case("factories", lambda: Lambda(lambda x: (x + torch.zeros(3, 4, 6), x * torch.full((6,), 2.0),
+                                                x + torch.arange(0.0, 12.0, 2.0), torch.zeros_like(x) + torch.ones_like(x),
+                                                torch.full_like(x, 3.0) - x, x * torch.tensor(2.0),
+                                                x * torch.scalar_tensor(3.0))), image),
+    Case("factories_raw", lambda: Lambda(lambda x: (x + torch.zeros(6), x + torch.ones(6), x + torch.arange(6.0),
+                                                    x + torch.arange(2.0, 8.0), torch.zeros_like(x) + torch.ones_like(x) + x,
+                                                    torch.full_like(x, 2.0))), image, raw=True),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_matches_pytorch(case):
+    check_case(case)
+
+
+def test_compiled():
+    check_case(CASES[5], build=True)
+
+
+def test_a_cast_to_another_dtype_is_refused():
+    with pytest.raises(UnsupportedOpError, match="a conversion from float32 to float64"):
+        from_torch(Lambda(lambda x: x.double() * 2), (rand(3),))
+
+
+def test_cropping_with_negative_padding_is_refused():
+    with pytest.raises(UnsupportedOpError, match=r"negative padding .*aten.slice"):
+        from_torch(Lambda(lambda x: F.pad(x, (-1, 0))), (rand(2, 5),))
