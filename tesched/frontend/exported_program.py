@@ -65,6 +65,12 @@ def _source_line(node: Any) -> str:
     return " ".join(line.strip() for line in trace[own[-1]:own[-1] + 2])
 
 
+def _not_in_table(node: Any, name: str) -> UnsupportedOpError:
+    detail, alternative = rejection(name)
+    path, kind = _where(node)
+    return UnsupportedOpError(name, path, alternative, detail, kind, _source_line(node))
+
+
 class _Importer:
     """Walks one program's graph; ``env`` maps each node to its value."""
 
@@ -148,8 +154,7 @@ class _Importer:
         path, kind = _where(node)
         converter = converter_for(name)
         if converter is None:
-            detail, alternative = rejection(name)
-            raise UnsupportedOpError(name, path, alternative, detail, kind, _source_line(node))
+            raise _not_in_table(node, name)
         call = AtenCall(name, {}, (), path, kind, _source_line(node))
         args = self.arguments(node, call)
         call = AtenCall(name, args, self.output_types(node), path, kind, call.source_line)
@@ -198,7 +203,15 @@ class _Importer:
                 raise FrontendError(f"output {k} of the model is a {type(r).__name__}; tesched imports tensor outputs")
         return results[0] if len(results) == 1 else Tuple(results)
 
+    def refuse_control_flow(self) -> None:
+        """Control flow is reported before the ops of its condition, which would hide the reason."""
+        for node in self.program.graph.nodes:
+            name = op_name(node.target) if node.op == "call_function" else ""
+            if name.startswith("higher_order.") and converter_for(name) is None:
+                raise _not_in_table(node, name)
+
     def function(self) -> Function:
+        self.refuse_control_flow()
         body: Expr | None = None
         for node in self.program.graph.nodes:
             if node.op == "placeholder":

@@ -44,7 +44,7 @@ def test_matches_pytorch(case):
     check_case(case)
 
 
-@pytest.mark.parametrize("index", [1, 8], ids=["lstm_raw", "lstm_cell_raw"])
+@pytest.mark.parametrize("index", [2, 8], ids=["lstm_unbatched_raw", "lstm_cell_raw"])
 def test_compiled(index):
     check_case(CASES[index], build=True)
 
