@@ -2,7 +2,8 @@
 batch norm + ReLU block), ``resnet18``, ``mobilenet_v2`` and ``squeezenet1_1`` (the architectures of
 torchvision's models of those names, layer for layer and parameter for parameter, with torchvision's
 random initialisation, so they run where torchvision does not install), ``MLPBlock`` (a transformer-style
-feed-forward block) and :func:`randomize_batch_norm`.
+feed-forward block), ``LSTMCellStep`` (an LSTM cell with its state as inputs) and
+:func:`randomize_batch_norm`.
 
 This module imports torch when it is imported (``pip install tesched[torch]``); ``tesched.frontend`` does
 not import it. Module names follow torchvision's, so parameter names (``layer3.1.conv2.weight``) and
@@ -43,6 +44,17 @@ class MLPBlock(nn.Module):
 
     def forward(self, x):
         return self.norm(x + self.linear2(self.gelu(self.linear1(x))))
+
+
+class LSTMCellStep(nn.Module):
+    """One step of an ``nn.LSTMCell(inputs, hidden)`` with the state passed in: ``(x, h, c) -> (h', c')``."""
+
+    def __init__(self, inputs: int = 128, hidden: int = 128):
+        super().__init__()
+        self.cell = nn.LSTMCell(inputs, hidden)
+
+    def forward(self, x, h, c):
+        return self.cell(x, (h, c))
 
 
 # ResNet-18 ----------------------------------------------------------------------------------------

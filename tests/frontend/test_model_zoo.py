@@ -8,7 +8,7 @@ from tesched import graph as G
 from tesched.frontend import from_torch
 from tesched.frontend import model_zoo as zoo
 
-from .helpers import TOLERANCE, Lambda, max_relative_error, numpy_inputs, rand, torch
+from .helpers import TOLERANCE, max_relative_error, numpy_inputs, rand, torch
 
 
 def import_and_compare(model, inputs, **build_options):
@@ -53,8 +53,7 @@ def test_lstm_over_a_sequence_matches_pytorch():
 
 def test_lstm_cell_matches_pytorch():
     torch.manual_seed(0)
-    cell = torch.nn.LSTMCell(128, 128)
-    import_and_compare(Lambda(lambda x, h, c: cell(x, (h, c))), (rand(1, 128), rand(1, 128), rand(1, 128)))
+    import_and_compare(zoo.LSTMCellStep(128, 128), (rand(1, 128), rand(1, 128), rand(1, 128)))
 
 
 def test_mlp_block_matches_pytorch():

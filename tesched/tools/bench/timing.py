@@ -10,7 +10,7 @@ the cores keep their clock): worker
 threads of the library that ran before keep spinning for a while after their call (OpenBLAS's for about
 0.1 s), and with two cores a spinning thread takes half of the machine from the next variant (a 2-thread
 GEMM measured 9.6 ms right after a NumPy matmul, 5.4 ms after a 0.2 s pause). Per variant the result is the median and the minimum, over rounds, of
-the seconds per call. This module knows nothing of workloads.
+the seconds per call, and their spread (the interquartile range). This module knows nothing of workloads.
 """
 from __future__ import annotations
 
@@ -26,12 +26,14 @@ MAX_CALLS_PER_BLOCK = 10_000
 
 @dataclass(frozen=True)
 class Timing:
-    """Seconds per call of one variant: median and minimum over ``rounds`` blocks of ``calls`` calls."""
+    """Seconds per call of one variant: median and minimum over ``rounds`` blocks of ``calls`` calls, and
+    ``spread``, the interquartile range of the blocks (0 for fewer than two rounds)."""
 
     median: float
     min: float
     rounds: int
     calls: int
+    spread: float = 0.0
 
 
 def calls_per_block(call: Callable[[], object]) -> int:
@@ -71,5 +73,12 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
             for _ in range(n):
                 call()
             samples[label].append((time.perf_counter() - start) / n)
-    return {label: Timing(statistics.median(times), min(times), rounds, calls[label])
+    return {label: Timing(statistics.median(times), min(times), rounds, calls[label], _interquartile(times))
             for label, times in samples.items()}
+
+
+def _interquartile(times: list[float]) -> float:
+    if len(times) < 2:
+        return 0.0
+    low, _, high = statistics.quantiles(times, n=4)
+    return high - low

@@ -1,0 +1,213 @@
+"""PyTorch models imported with ``tesched.frontend`` against PyTorch eager and ``torch.compile``.
+
+Each model is imported (``frontend.from_torch``), built with ``tesched.graph.build`` and checked against
+PyTorch eager (max error relative to the output's scale); then, at batch 1 and the same thread count for
+every library, these variants are timed in one process, interleaved round-robin
+(:func:`tesched.tools.bench.timing.time_interleaved`):
+
+- ``tesched``: ``exe(*arrays)``, the executable's ordinary call (NumPy in, fresh NumPy out);
+- ``tesched.prepared``: ``exe.prepare(*arrays)()``, the same kernels without argument checks or output
+  allocation;
+- ``tesched.unfused`` (WeeNet only): ``build(fn, disabled_passes=["fuse_ops", "fold_constant"])``;
+- ``torch.eager``: ``model(*inputs)`` under ``torch.inference_mode()``;
+- ``torch.compile``: ``torch.compile(model)`` (inductor), called the same way.
+
+Models (``--models``, default all): ``weenet`` (depthwise conv + batch norm + ReLU, 1x64x128x128),
+``resnet18``, ``mobilenet_v2``, ``squeezenet1_1`` (torchvision's architectures from
+``tesched.frontend.model_zoo``, random init, batch norm statistics randomised, 1x3x224x224), ``lstm``
+(``nn.LSTM(128, 128)`` over 16 steps), ``lstm_cell`` (``nn.LSTMCell(128, 128)`` with its state as
+inputs) and ``mlp_block`` (linear 256->1024 + GELU + linear + residual + layer norm over 1x64x256).
+
+Prints per model the medians (ms), the spread (interquartile range over rounds, % of the median), the
+ratios ``other / tesched`` (above 1: tesched is faster) and the issue's speed targets, met or not; writes
+everything as JSON with ``--json``. The machine is shared and noisy: compare ratios within one run.
+
+Run:  python benchmarks/torch_models.py [--models weenet,lstm_cell] [--rounds 15] [--threads 2]
+                                        [--quick] [--no-compile] [--json results.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")   # before any OpenMP runtime loads: no spinning workers
+warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tesched import graph as G  # noqa: E402
+from tesched.frontend import from_torch  # noqa: E402
+from tesched.tools.bench.threads import set_all_threads  # noqa: E402
+from tesched.tools.bench.timing import Timing, time_interleaved  # noqa: E402
+
+TARGETS = {   # model: (variant compared, least ratio other/tesched)
+    "weenet": [("torch.eager", 2.0), ("tesched.unfused", 1.3)],
+    "resnet18": [("torch.eager", 1.3)],
+    "mobilenet_v2": [("torch.eager", 2.0)],
+    "lstm_cell": [("torch.eager", 1.5)],
+}
+"""The issue's targets; besides these, every model should be at least as fast as ``torch.compile``."""
+
+
+def workloads(torch: Any, quick: bool) -> dict[str, Callable[[], tuple[Any, tuple]]]:
+    """``name -> make()``, ``make()`` giving ``(model in eval mode, example inputs)``."""
+    from tesched.frontend import model_zoo as zoo
+
+    image = 64 if quick else 224
+    weenet_size = 32 if quick else 128
+    steps = 4 if quick else 16
+
+    def vision(make: Callable[[], Any]) -> Callable[[], tuple[Any, tuple]]:
+        return lambda: (zoo.randomize_batch_norm(make()), (torch.rand(1, 3, image, image),))
+
+    return {
+        "weenet": lambda: (zoo.randomize_batch_norm(zoo.WeeNet(64)), (torch.rand(1, 64, weenet_size, weenet_size),)),
+        "resnet18": vision(zoo.resnet18),
+        "mobilenet_v2": vision(zoo.mobilenet_v2),
+        "squeezenet1_1": vision(zoo.squeezenet1_1),
+        "lstm": lambda: (torch.nn.LSTM(128, 128).eval(), (torch.rand(steps, 1, 128),)),
+        "lstm_cell": lambda: (zoo.LSTMCellStep(128, 128).eval(), tuple(torch.rand(1, 128) for _ in range(3))),
+        "mlp_block": lambda: (zoo.MLPBlock(256, 1024).eval(), (torch.rand(1, 16 if quick else 64, 256),)),
+    }
+
+
+def leaves(value: Any) -> list:
+    if isinstance(value, (tuple, list)):
+        return [leaf for v in value for leaf in leaves(v)]
+    return [value]
+
+
+def relative_error(got: Any, want: Any) -> float:
+    """Largest error over the outputs, relative to each output's largest magnitude (at least 1)."""
+    worst = 0.0
+    for g, w in zip(leaves(got), leaves(want)):
+        g = g.detach().numpy() if hasattr(g, "detach") else np.asarray(g)
+        w = w.detach().numpy()
+        worst = max(worst, float(np.abs(g.astype(np.float64) - w).max()) / max(float(np.abs(w).max()), 1.0))
+    return worst
+
+
+def measure(name: str, make: Callable[[], tuple[Any, tuple]], torch: Any, args: argparse.Namespace) -> dict:
+    """Import, build, check and time one model; returns its JSON record."""
+    torch.manual_seed(0)
+    model, inputs = make()
+    arrays = [t.numpy() for t in inputs]
+    started = time.perf_counter()
+    fn = from_torch(model, inputs)
+    imported = time.perf_counter() - started
+    exe = G.build(fn)
+    built = time.perf_counter() - started - imported
+    with torch.inference_mode():
+        want = model(*inputs)
+    record: dict[str, Any] = {
+        "inputs": [list(t.shape) for t in inputs], "kernels": len(exe.kernels),
+        "import_seconds": round(imported, 2), "build_seconds": round(built, 2),
+        "errors": {"tesched": relative_error(exe(*arrays), want)},
+    }
+    prepared = exe.prepare(*arrays)
+    variants: dict[str, Callable[[], object]] = {"tesched": lambda: exe(*arrays), "tesched.prepared": prepared}
+    if name == "weenet":
+        unfused = G.build(fn, disabled_passes=["fuse_ops", "fold_constant"])
+        record["errors"]["tesched.unfused"] = relative_error(unfused(*arrays), want)
+        record["unfused_kernels"] = len(unfused.kernels)
+        variants["tesched.unfused"] = unfused.prepare(*arrays)
+
+    def eager() -> object:
+        with torch.inference_mode():
+            return model(*inputs)
+
+    variants["torch.eager"] = eager
+    if not args.no_compile:
+        compiled_model = torch.compile(model)
+        started = time.perf_counter()
+        with torch.inference_mode():
+            record["errors"]["torch.compile"] = relative_error(compiled_model(*inputs), want)
+        record["compile_seconds"] = round(time.perf_counter() - started, 2)
+
+        def compiled() -> object:
+            with torch.inference_mode():
+                return compiled_model(*inputs)
+
+        variants["torch.compile"] = compiled
+    timings = time_interleaved(variants, rounds=args.rounds)
+    record["timings"] = {label: {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3,
+                                 "spread_percent": 100 * t.spread / t.median, "calls_per_block": t.calls}
+                         for label, t in timings.items()}
+    record["ratios"] = {label: t.median / timings["tesched"].median for label, t in timings.items()
+                        if label != "tesched"}
+    if "tesched.unfused" in timings:
+        record["ratios"]["tesched.unfused/prepared"] = (timings["tesched.unfused"].median
+                                                        / timings["tesched.prepared"].median)
+    record["targets"] = targets(name, timings)
+    return record
+
+
+def targets(name: str, timings: dict[str, Timing]) -> list[dict]:
+    """The issue's targets for ``name``: each a ratio ``other / tesched`` and the least it should be. WeeNet's
+    fused-over-unfused target compares the prepared calls of both (the same calling path)."""
+    checks = list(TARGETS.get(name, [])) + [("torch.compile", 1.0)]
+    found = []
+    for other, least in checks:
+        if other not in timings:
+            continue
+        ours = timings["tesched.prepared" if other == "tesched.unfused" else "tesched"]
+        ratio = timings[other].median / ours.median
+        found.append({"versus": other, "ratio": ratio, "target": least, "met": ratio >= least})
+    return found
+
+
+def print_record(name: str, record: dict) -> None:
+    errors = ", ".join(f"{k} {v:.1e}" for k, v in record["errors"].items())
+    print(f"\n{name}: inputs {record['inputs']}, {record['kernels']} kernels, import {record['import_seconds']} s, "
+          f"build {record['build_seconds']} s; max error / output scale: {errors}")
+    for label, t in record["timings"].items():
+        ratio = record["ratios"].get(label)
+        versus = f"   {ratio:6.2f}x tesched's time" if ratio is not None else ""
+        print(f"  {label:18s} {t['median_ms']:10.3f} ms  (min {t['min_ms']:.3f}, spread {t['spread_percent']:4.1f}%)"
+              f"{versus}")
+    for check in record["targets"]:
+        state = "met" if check["met"] else "NOT met"
+        print(f"  target: tesched >= {check['target']}x {check['versus']}: {check['ratio']:.2f}x, {state}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", default="all", help="comma-separated names (default: all)")
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds per model (default 15)")
+    parser.add_argument("--threads", type=int, default=2, help="threads for tesched and PyTorch (default 2)")
+    parser.add_argument("--quick", action="store_true", help="small inputs: a smoke test, not a measurement")
+    parser.add_argument("--no-compile", action="store_true", help="leave out torch.compile (slow to compile)")
+    parser.add_argument("--json", type=Path, help="write the results to this file")
+    args = parser.parse_args()
+
+    import torch
+    threads = set_all_threads(args.threads, torch)
+    available = workloads(torch, args.quick)
+    names = list(available) if args.models == "all" else args.models.split(",")
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        parser.error(f"unknown models {unknown}; choose from {', '.join(available)}")
+    print(f"threads: {threads}; OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')}; torch {torch.__version__}; "
+          f"{args.rounds} rounds{' (quick sizes)' if args.quick else ''}")
+    results = {"command": " ".join(sys.argv), "threads": args.threads, "torch": torch.__version__,
+               "machine": platform.processor() or platform.machine(), "models": {}}
+    for name in names:
+        results["models"][name] = measure(name, available[name], torch, args)
+        print_record(name, results["models"][name])
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+        print(f"\nwrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
