@@ -1,13 +1,18 @@
-"""Each tutorial runs to the end in quick mode (small sizes) as a separate process. The tutorials check
-every kernel they build against NumPy themselves, so exit status 0 means every step was correct."""
+"""Each tutorial runs to the end in quick mode (small sizes) as a separate process, importing this
+checkout's tesched. The tutorials check every kernel they build against NumPy (or PyTorch, for the
+imported models) themselves, so exit status 0 means every step was correct."""
+import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-TUTORIALS = sorted((Path(__file__).resolve().parent.parent / "tutorials").glob("[0-9][0-9]_*.py"))
+ROOT = Path(__file__).resolve().parent.parent
+TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
+NEEDS_TORCH = {"08_import_pytorch"}
 
 
 def test_tutorials_are_found():
@@ -16,10 +21,14 @@ def test_tutorials_are_found():
 
 @pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda p: p.stem)
 def test_tutorial_runs_in_quick_mode(tutorial):
-    env = dict(os.environ, TESCHED_QUICK="1")
+    if tutorial.stem in NEEDS_TORCH and importlib.util.find_spec("torch") is None:
+        pytest.skip("PyTorch is not installed (pip install tesched[torch])")
+    path = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    env = dict(os.environ, TESCHED_QUICK="1", PYTHONPATH=path)
     done = subprocess.run([sys.executable, str(tutorial), "--quick"], capture_output=True, text=True,
                           timeout=300, env=env, cwd=tutorial.parent)
     assert done.returncode == 0, f"{tutorial.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     steps = done.stdout.count("\n=== ")
     assert steps >= 5
-    assert done.stdout.count("-> matches NumPy") >= steps - 1  # every step but the closing summary
+    checks = len(re.findall(r"-> matches (NumPy|PyTorch)", done.stdout))
+    assert checks >= steps - 1  # every step but the closing summary

@@ -20,11 +20,12 @@ nn = torch.nn
 
 
 class WeeNet(nn.Module):
-    """A depthwise 3x3 convolution (no bias), batch norm and ReLU over ``planes`` channels."""
+    """A depthwise 3x3 convolution (with ``nn.Conv2d``'s default bias), batch norm and ReLU over ``planes``
+    channels."""
 
     def __init__(self, planes: int = 64):
         super().__init__()
-        self.conv = nn.Conv2d(planes, planes, 3, padding=1, groups=planes, bias=False)
+        self.conv = nn.Conv2d(planes, planes, 3, padding=1, groups=planes)
         self.bn = nn.BatchNorm2d(planes)
         self.relu = nn.ReLU()
 
