@@ -34,21 +34,22 @@ import platform
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")   # before any OpenMP runtime loads: no spinning workers
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tesched import graph as G  # noqa: E402
-from tesched.frontend import from_torch  # noqa: E402
-from tesched.tools.bench.threads import set_all_threads  # noqa: E402
-from tesched.tools.bench.timing import Timing, time_interleaved  # noqa: E402
+from tesched import graph as G
+from tesched.frontend import from_torch
+from tesched.tools.bench.threads import set_all_threads
+from tesched.tools.bench.timing import Timing, time_interleaved
 
 TARGETS = {   # model: (variant compared, least ratio other/tesched)
     "weenet": [("torch.eager", 2.0), ("tesched.unfused", 1.3)],

@@ -42,12 +42,12 @@ import sys
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")   # idle OpenMP workers sleep: tesched's and PyTorch's share cores
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from tesched import frontend  # noqa: E402
-from tesched import graph as G  # noqa: E402
-from tesched.tools.bench.threads import set_all_threads  # noqa: E402
-from tesched.tools.bench.timing import time_interleaved  # noqa: E402
+from tesched import frontend
+from tesched import graph as G
+from tesched.tools.bench.threads import set_all_threads
+from tesched.tools.bench.timing import time_interleaved
 
 
 def parse_args() -> argparse.Namespace:
@@ -67,7 +67,7 @@ try:
     import torch
 except ImportError:
     sys.exit("this tutorial needs PyTorch: pip install tesched[torch]")
-from tesched.frontend.model_zoo import WeeNet, randomize_batch_norm  # noqa: E402
+from tesched.frontend.model_zoo import WeeNet, randomize_batch_norm
 
 set_all_threads(ARGS.threads, torch)
 torch.manual_seed(0)

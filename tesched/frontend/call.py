@@ -8,8 +8,9 @@ outputs. This module knows no torch and no particular op.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from tesched.frontend.errors import UnsupportedOpError
 from tesched.graph.ir import Expr

@@ -11,7 +11,8 @@ graph expression; the op table (:mod:`.op_table`) says which ATen op each one co
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tesched import graph as G
 from tesched.frontend.call import AtenCall
@@ -106,22 +107,30 @@ def pow_scalar(call: AtenCall) -> Expr:
     return _POWERS[float(exponent)](call.tensor("self"))
 
 
+def _bound(call: AtenCall, name: str) -> float | None:
+    """Bound ``name`` of a clamp: a number or absent."""
+    value = call.args.get(name)
+    if value is None:
+        return None
+    if isinstance(value, Expr):
+        raise call.unsupported("tensor bounds", "number bounds (aten.clamp.default)")
+    return float(value)
+
+
 def clamp(call: AtenCall) -> Expr:
     """``clamp(self, min, max)``; either bound may be absent."""
-    low, high = call.args.get("min"), call.args.get("max")
-    if isinstance(low, Expr) or isinstance(high, Expr):
-        raise call.unsupported("tensor bounds", "number bounds (aten.clamp.default)")
+    low, high = _bound(call, "min"), _bound(call, "max")
     if low is None and high is None:
         return call.tensor("self")
     return G.clip(call.tensor("self"), low, high)
 
 
 def clamp_min(call: AtenCall) -> Expr:
-    return G.clip(call.tensor("self"), operand(call, "min"), None)
+    return G.clip(call.tensor("self"), _bound(call, "min"), None)
 
 
 def clamp_max(call: AtenCall) -> Expr:
-    return G.clip(call.tensor("self"), None, operand(call, "max"))
+    return G.clip(call.tensor("self"), None, _bound(call, "max"))
 
 
 def hardtanh(call: AtenCall) -> Expr:

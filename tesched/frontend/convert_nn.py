@@ -9,7 +9,7 @@ outputs (pool indices, saved statistics) are :class:`~.call.Unavailable`.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -19,7 +19,8 @@ from tesched.graph.ir import Call, Constant, Expr
 
 
 def _pair(values: Sequence[int] | int, default: Sequence[int] | None = None) -> tuple[int, int]:
-    items = list(values) if isinstance(values, (list, tuple)) else [values]
+    """An ATen ``int[2]`` argument (one value means both) as a pair; empty means ``default``."""
+    items: list[int] = list(values) if isinstance(values, (list, tuple)) else [int(values)]  # type: ignore[arg-type]
     if not items and default is not None:
         items = list(default)
     return (int(items[0]), int(items[-1]))

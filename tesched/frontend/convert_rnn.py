@@ -10,7 +10,7 @@ and training-mode dropout between layers raise :class:`~.errors.UnsupportedOpErr
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -95,8 +95,8 @@ def _sequence(step: Step) -> Callable[[AtenCall], tuple[Expr, ...]]:
             initial = [G.reshape(h, (h.tensor_type.shape[0], 1, h.tensor_type.shape[1])) for h in initial]
         time_axis = 1 if call["batch_first"] and not unbatched else 0
         steps, batch = x.tensor_type.shape[time_axis], x.tensor_type.shape[1 - time_axis]
-        inputs = [G.reshape(G.strided_slice(x, [0] * time_axis + [t], [batch] * time_axis + [t + 1]), (batch, -1))
-                  for t in range(steps)]
+        inputs: list[Expr] = [G.reshape(G.strided_slice(x, [0] * time_axis + [t], [batch] * time_axis + [t + 1]),
+                                        (batch, -1)) for t in range(steps)]
         finals: list[State] = []
         for layer in range(layers):
             weights = list(call["params"][layer * per_layer:(layer + 1) * per_layer]) + [None, None]

@@ -10,7 +10,8 @@ Each converter takes an :class:`~.call.AtenCall` and returns a graph expression,
 """
 from __future__ import annotations
 
-from typing import Sequence
+import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,7 +37,6 @@ def identity(call: AtenCall) -> Expr:
 
 def no_value(call: AtenCall) -> None:
     """An op computing nothing the graph needs (``_assert_tensor_metadata``: a check made at trace time)."""
-    return None
 
 
 def dropout(call: AtenCall) -> Expr:
@@ -82,7 +82,7 @@ def _pieces(x: Expr, axis: int, sizes: Sequence[int]) -> tuple[Expr, ...]:
     starts = np.cumsum([0] + list(sizes))
     return tuple(x if len(sizes) == 1 else
                  G.strided_slice(x, [0] * axis + [int(lo)], list(shape[:axis]) + [int(hi)])
-                 for lo, hi in zip(starts[:-1], starts[1:]))
+                 for lo, hi in itertools.pairwise(starts))
 
 
 def split_with_sizes(call: AtenCall) -> tuple[Expr, ...]:

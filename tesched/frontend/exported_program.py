@@ -58,7 +58,7 @@ def _source_line(node: Any) -> str:
     """The innermost line of the model's code (not PyTorch's own) that made the node, with its file."""
     trace = (node.meta.get("stack_trace") or "").strip().splitlines()
     files = [k for k, line in enumerate(trace) if line.strip().startswith("File ")]
-    torch_dir = os.path.dirname(require_torch().__file__)
+    torch_dir = os.path.dirname(str(require_torch().__file__))
     own = [k for k in files if torch_dir not in trace[k]] or files
     if not own:
         return ""

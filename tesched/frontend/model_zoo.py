@@ -11,12 +11,13 @@ state dicts match.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 from tesched.frontend.lazy_torch import require_torch
 
-torch = require_torch()
-nn = torch.nn
+torch: Any = require_torch()
+nn: Any = torch.nn
 
 
 class WeeNet(nn.Module):
@@ -122,7 +123,7 @@ class InvertedResidual(nn.Module):
 
     def __init__(self, inp: int, oup: int, stride: int, expand_ratio: int):
         super().__init__()
-        hidden = int(round(inp * expand_ratio))
+        hidden = round(inp * expand_ratio)
         self.use_res_connect = stride == 1 and inp == oup
         layers = [conv_bn_relu6(inp, hidden, kernel=1)] if expand_ratio != 1 else []
         layers += [conv_bn_relu6(hidden, hidden, stride=stride, groups=hidden),

@@ -10,7 +10,8 @@ that an undecomposed program keeps. This module converts nothing itself and need
 from __future__ import annotations
 
 import difflib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from tesched import graph as G
 from tesched.frontend import convert_arith as arith
@@ -79,8 +80,8 @@ _CONTROL_FLOW = ("data-dependent control flow: tesched imports straight-line gra
                  "combine them arithmetically (mask * a + (1 - mask) * b), or branch in Python outside the model")
 
 REJECTED: dict[str, tuple[str, str]] = {
-    "aten._native_batch_norm_legit_functional.default": ("batch norm in training mode (batch statistics, running "
-                                                         "statistics updated)", _EVAL),
+    "aten._native_batch_norm_legit_functional.default": (("batch norm in training mode (batch statistics, running "
+                                                         "statistics updated)"), _EVAL),
     "aten._native_batch_norm_legit.default": ("batch norm in training mode (batch statistics)", _EVAL),
     "aten._native_batch_norm_legit.no_stats": ("batch norm without running statistics (batch statistics)",
                                                "track_running_stats=True and " + _EVAL),

@@ -7,7 +7,8 @@ import a model in ``eval()`` mode (training-mode batch norm and dropout are refu
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from tesched.frontend.errors import FrontendError
 from tesched.frontend.exported_program import from_exported_program

@@ -119,7 +119,7 @@ def _layer_norm_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 
 
 _LAYER_NORM = register_op("nn.layer_norm", Pattern.OPAQUE,
-                          lambda args, attrs: nn.layer_norm(*args, axis=attrs["axis"], epsilon=attrs["epsilon"]),
+                          lambda args, attrs: nn.layer_norm(args[0], args[1], args[2], attrs["axis"], attrs["epsilon"]),
                           _layer_norm_eval, 3)
 
 

@@ -16,6 +16,7 @@ from tesched.nn.pattern import Pattern, compute
 from tesched.nn.schedule import register_schedule
 from tesched.nn.shape import normalize_axis
 from tesched.nn.softmax import schedule_softmax
+from tesched.te.expr import Expr
 from tesched.te.tensor import Tensor
 
 
@@ -58,7 +59,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis: int = -1, epsilon: 
                     pattern=Pattern.COMM_REDUCE, op="layer_norm")
     k2 = ts.reduce_axis((0, size), "k")
 
-    def deviation(i: tuple, k) -> object:
+    def deviation(i: tuple, k) -> Expr:
         return x[along(i, k)] - total[along(i, 0)] / float(size)
 
     squares = compute(reduced, lambda *i: ts.sum(deviation(i, k2) * deviation(i, k2), axis=k2),

@@ -8,17 +8,18 @@ Modules skip without torch.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="PyTorch is not installed (pip install tesched[torch])")
 
-from tesched import graph as G  # noqa: E402
-from tesched.frontend import from_exported_program  # noqa: E402
-from tesched.frontend.exported_program import op_name  # noqa: E402
+from tesched import graph as G
+from tesched.frontend import from_exported_program
+from tesched.frontend.exported_program import op_name
 
 TOLERANCE = 1e-4
 """Largest error allowed, relative to the output's scale (its largest magnitude, at least 1)."""
@@ -73,7 +74,7 @@ def max_relative_error(got: Any, want: Any) -> float:
     return worst
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def exported(case: Case) -> tuple[Any, Any, tuple]:
     """``(model, program, inputs)`` of ``case``, exported once per session."""
     torch.manual_seed(0)

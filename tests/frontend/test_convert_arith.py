@@ -59,8 +59,8 @@ def test_a_mean_over_height_and_width_is_a_global_pool():
 @pytest.mark.parametrize("fn, message", [
     (lambda x: x ** 1.5, r"aten.pow.Tensor_Scalar .*exponent 1.5.*Nearest supported alternative: an exponent among"),
     (lambda x: torch.div(x, 2.0, rounding_mode="floor"), r"rounding_mode='floor'"),
-    (lambda x: x.clamp(min=x * 0.5), r"aten.clamp.Tensor in the model's own forward \(Lambda\) is not supported "
-                                      r".*Nearest supported alternative: aten.clamp.default"),
+    (lambda x: x.clamp(min=x * 0.5), (r"aten.clamp.Tensor in the model's own forward \(Lambda\) is not supported "
+                                      r".*Nearest supported alternative: aten.clamp.default")),
     (lambda x: x.sum(dtype=torch.float64), r"a reduction to dtype float64"),
 ])
 def test_unsupported_uses_are_named(fn, message):

@@ -4,8 +4,7 @@ import numpy as np
 import pytest
 
 from tesched import graph as G
-from tesched.frontend import FrontendError, UnsupportedOpError, from_exported_program
-from tesched.frontend import op_table
+from tesched.frontend import FrontendError, UnsupportedOpError, from_exported_program, op_table
 
 from .helpers import Lambda, rand, torch
 
