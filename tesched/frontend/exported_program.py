@@ -109,7 +109,7 @@ class _Importer:
         self.tensor_type(tensor, f"parameter {target}")
         return Constant(tensor.detach().cpu().contiguous().numpy(), name=target)
 
-    def argument(self, value: Any, consumer: AtenCall | None) -> Any:
+    def argument(self, value: Any, consumer: str) -> Any:
         """An fx argument as the converters see it: nodes by their values, dtypes as names."""
         torch = self.torch
         if isinstance(value, torch.fx.Node):
@@ -124,7 +124,7 @@ class _Importer:
         if isinstance(value, (torch.device, torch.layout, torch.memory_format)):
             return str(value)
         if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            raise FrontendError(f"a symbolic value {value} reaches {consumer.op if consumer else 'the output'}; "
+            raise FrontendError(f"a symbolic value {value} reaches {consumer}; "
                                 "tesched imports static shapes: export without dynamic_shapes")
         return value
 
@@ -155,9 +155,7 @@ class _Importer:
         converter = converter_for(name)
         if converter is None:
             raise _not_in_table(node, name)
-        call = AtenCall(name, {}, (), path, kind, _source_line(node))
-        args = self.arguments(node, call)
-        call = AtenCall(name, args, self.output_types(node), path, kind, call.source_line)
+        call = AtenCall(name, self.arguments(node, name), self.output_types(node), path, kind, _source_line(node))
         try:
             value = converter(call)
         except FrontendError:
@@ -168,7 +166,7 @@ class _Importer:
         self.check(call, value)
         self.env[node] = value
 
-    def arguments(self, node: Any, call: AtenCall) -> dict[str, Any]:
+    def arguments(self, node: Any, op: str) -> dict[str, Any]:
         """The node's arguments by schema name, defaults filled in."""
         schema = node.target._schema
         args: dict[str, Any] = {}
@@ -179,7 +177,7 @@ class _Importer:
                 value = node.kwargs[arg.name]
             else:
                 value = arg.default_value if arg.has_default_value() else None
-            args[arg.name] = self.argument(value, call)
+            args[arg.name] = self.argument(value, op)
         return args
 
     def check(self, call: AtenCall, value: Any) -> None:
@@ -197,7 +195,7 @@ class _Importer:
             raise FrontendError(f"the model updates {', '.join(map(str, updated))} in forward (training-mode "
                                 "statistics, or state kept between calls); tesched imports inference without "
                                 "side effects: call model.eval() before exporting")
-        results = [self.argument(v, None) for v in node.args[0]]
+        results = [self.argument(v, "the output") for v in node.args[0]]
         for k, r in enumerate(results):
             if not isinstance(r, Expr):
                 raise FrontendError(f"output {k} of the model is a {type(r).__name__}; tesched imports tensor outputs")
