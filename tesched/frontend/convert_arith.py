@@ -57,6 +57,7 @@ def rsub(call: AtenCall) -> Expr:
 
 
 def mul(call: AtenCall) -> Expr:
+    """``self * other``."""
     return _binary(G.multiply, call, operand(call, "self"), operand(call, "other"))
 
 
@@ -77,18 +78,22 @@ def unary(build: Callable[[Expr], Expr]) -> Callable[[AtenCall], Expr]:
 
 
 def reciprocal(x: Expr) -> Expr:
+    """``1 / x``."""
     return G.divide(1.0, x)
 
 
 def silu(x: Expr) -> Expr:
+    """``x * sigmoid(x)``."""
     return G.multiply(x, G.sigmoid(x))
 
 
 def hardswish(x: Expr) -> Expr:
+    """``x * clip(x + 3, 0, 6) / 6``."""
     return G.multiply(x, G.divide(G.clip(G.add(x, 3.0), 0.0, 6.0), 6.0))
 
 
 def hardsigmoid(x: Expr) -> Expr:
+    """``clip(x + 3, 0, 6) / 6``."""
     return G.divide(G.clip(G.add(x, 3.0), 0.0, 6.0), 6.0)
 
 
@@ -126,10 +131,12 @@ def clamp(call: AtenCall) -> Expr:
 
 
 def clamp_min(call: AtenCall) -> Expr:
+    """``max(self, min)``."""
     return G.clip(call.tensor("self"), _bound(call, "min"), None)
 
 
 def clamp_max(call: AtenCall) -> Expr:
+    """``min(self, max)``."""
     return G.clip(call.tensor("self"), None, _bound(call, "max"))
 
 
@@ -182,9 +189,11 @@ def reduce_mean(call: AtenCall) -> Expr:
 
 
 def reduce_sum(call: AtenCall) -> Expr:
+    """Sum over ``dim`` (all axes when absent or empty)."""
     _check_dtype(call)
     return G.sum(call.tensor("self"), _axes(call, "dim"), bool(call.args.get("keepdim", False)))
 
 
 def reduce_max(call: AtenCall) -> Expr:
+    """Maximum over ``dim`` (``amax``; all axes for ``max.default``)."""
     return G.max(call.tensor("self"), _axes(call, "dim"), bool(call.args.get("keepdim", False)))

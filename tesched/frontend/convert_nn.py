@@ -101,6 +101,7 @@ def product(a: Expr, b: Expr) -> Expr:
 
 
 def mm(call: AtenCall) -> Expr:
+    """``self @ mat2`` (see :func:`product`)."""
     return product(call.tensor("self"), call.tensor("mat2"))
 
 
@@ -120,6 +121,7 @@ def addmm(call: AtenCall) -> Expr:
 
 
 def t(call: AtenCall) -> Expr:
+    """A 2-D tensor transposed (lower ranks unchanged, as in PyTorch)."""
     x = call.tensor("self")
     return G.transpose(x) if x.tensor_type.ndim == 2 else x
 
@@ -185,6 +187,7 @@ def embedding(call: AtenCall) -> Expr:
 
 
 def softmax(call: AtenCall) -> Expr:
+    """``nn.softmax`` along ``dim``."""
     return G.nn.softmax(call.tensor("self"), axis=int(call["dim"]))
 
 

@@ -47,12 +47,14 @@ def dropout(call: AtenCall) -> Expr:
 
 
 def permute(call: AtenCall) -> Expr:
+    """``transpose`` by ``dims`` (the input itself for the identity permutation)."""
     x = call.tensor("self")
     dims = [int(d) % x.tensor_type.ndim for d in call["dims"]]
     return x if dims == list(range(len(dims))) else G.transpose(x, dims)
 
 
 def transpose(call: AtenCall) -> Expr:
+    """Axes ``dim0`` and ``dim1`` swapped."""
     x = call.tensor("self")
     ndim = x.tensor_type.ndim
     a, b = int(call["dim0"]) % ndim, int(call["dim1"]) % ndim
@@ -64,11 +66,13 @@ def transpose(call: AtenCall) -> Expr:
 
 
 def expand(call: AtenCall) -> Expr:
+    """``broadcast_to`` the output's shape."""
     x = call.tensor("self")
     return x if x.tensor_type.shape == call.out.shape else G.broadcast_to(x, call.out.shape)
 
 
 def cat(call: AtenCall) -> Expr:
+    """``concatenate`` along ``dim`` (one tensor: itself)."""
     tensors = [t for t in call["tensors"] if isinstance(t, Expr)]
     if len(tensors) != len(call["tensors"]):
         raise call.unsupported("a non-tensor in the list", "a list of tensors")
@@ -86,6 +90,7 @@ def _pieces(x: Expr, axis: int, sizes: Sequence[int]) -> tuple[Expr, ...]:
 
 
 def split_with_sizes(call: AtenCall) -> tuple[Expr, ...]:
+    """Pieces of ``split_sizes`` along ``dim``."""
     x = call.tensor("self")
     return _pieces(x, int(call["dim"]) % x.tensor_type.ndim, [int(s) for s in call["split_sizes"]])
 
@@ -153,9 +158,11 @@ def constant_like_output(fill: float | None = None):
 
 
 def scalar_tensor(call: AtenCall) -> Expr:
+    """A 0-d constant of value ``s``."""
     return Constant(np.array(call["s"], dtype=call.out.dtype))
 
 
 def arange(call: AtenCall) -> Expr:
+    """The constant ``arange(start, end, step)`` in the output's dtype."""
     start, end, step = call.args.get("start", 0), call["end"], call.args.get("step", 1)
     return Constant(np.arange(start, end, step, dtype=call.out.dtype))

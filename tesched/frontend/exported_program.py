@@ -99,11 +99,13 @@ class _Importer:
         return None if problem else TensorType(shape, dtype)
 
     def output_types(self, node: Any) -> tuple[TensorType | None, ...]:
+        """The types PyTorch recorded for the node's outputs (``None`` where not a supported tensor)."""
         val = node.meta.get("val")
         values = val if isinstance(val, (list, tuple)) else [val]
         return tuple(self.tensor_type(v, "", strict=False) for v in values)
 
     def constant(self, name: str, target: str) -> Constant:
+        """Parameter, buffer or lifted constant ``target`` as a named graph constant."""
         state = self.program.state_dict
         tensor = state[target] if target in state else self.program.constants[target]
         self.tensor_type(tensor, f"parameter {target}")
@@ -130,6 +132,7 @@ class _Importer:
 
     # nodes ------------------------------------------------------------------------------------------
     def placeholder(self, node: Any) -> None:
+        """A user input becomes a variable; a parameter or buffer, a constant on first use."""
         spec = self.specs[node.name]
         kind = spec.kind.name
         if kind == "USER_INPUT":
@@ -146,6 +149,7 @@ class _Importer:
                                 "and buffers only")
 
     def call(self, node: Any) -> None:
+        """Convert one ``call_function`` node by its op table entry (``getitem`` picks an output)."""
         name = op_name(node.target)
         if name == "getitem":
             source, index = node.args
@@ -190,6 +194,7 @@ class _Importer:
                                     "of the op table: please report it)")
 
     def output(self, node: Any) -> Expr:
+        """The function's body: the user outputs (refused when the program also updates state)."""
         updated = [spec.target for spec in self.program.graph_signature.output_specs if spec.kind.name != "USER_OUTPUT"]
         if updated:
             raise FrontendError(f"the model updates {', '.join(map(str, updated))} in forward (training-mode "
@@ -209,6 +214,7 @@ class _Importer:
                 raise _not_in_table(node, name)
 
     def function(self) -> Function:
+        """The imported graph function."""
         self.refuse_control_flow()
         body: Expr | None = None
         for node in self.program.graph.nodes:
@@ -235,6 +241,7 @@ class _LazyConstant:
 
     @property
     def value(self) -> Constant:
+        """The constant (converted on first access)."""
         if self._value is None:
             self._value = self.importer.constant(self.name, self.target)
         return self._value
