@@ -20,10 +20,12 @@ inputs) and ``mlp_block`` (linear 256->1024 + GELU + linear + residual + layer n
 
 Prints per model the medians (ms), the spread (interquartile range over rounds, % of the median), the
 ratios ``other / tesched`` (above 1: tesched is faster) and the issue's speed targets, met or not; writes
-everything as JSON with ``--json``. The machine is shared and noisy: compare ratios within one run.
+everything as JSON with ``--json``. ``--profile`` adds, per model, the kernels that take the most time
+(each timed alone on random inputs) with the GFLOP/s of the convolutions and dense layers in them. The
+machine is shared and noisy: compare ratios within one run.
 
 Run:  python benchmarks/torch_models.py [--models weenet,lstm_cell] [--rounds 15] [--threads 2]
-                                        [--quick] [--no-compile] [--json results.json]
+                                        [--quick] [--no-compile] [--profile] [--json results.json]
 """
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from typing import Any
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")   # before any OpenMP runtime loads: no spinning workers
 warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
+warnings.filterwarnings("ignore", message="The tensor attributes self._flat_weights", category=UserWarning)
 
 import numpy as np
 
@@ -48,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 
 from tesched import graph as G
 from tesched.frontend import from_torch
+from tesched.graph.visit import post_order
 from tesched.tools.bench.threads import set_all_threads
 from tesched.tools.bench.timing import Timing, time_interleaved
 
@@ -150,7 +154,41 @@ def measure(name: str, make: Callable[[], tuple[Any, tuple]], torch: Any, args: 
         record["ratios"]["tesched.unfused/prepared"] = (timings["tesched.unfused"].median
                                                         / timings["tesched.prepared"].median)
     record["targets"] = targets(name, timings)
+    if args.profile:
+        record["profile"] = profile(exe)
     return record
+
+
+def group_flops(fn: G.Function) -> int:
+    """Multiply-adds times two of the convolutions and dense layers in a fused group."""
+    flops = 0
+    for node in post_order(fn.body):
+        if isinstance(node, G.Call) and not isinstance(node.op, G.Function):
+            out = node.tensor_type.shape
+            if node.op_name == "nn.conv2d":
+                _, per_group, kh, kw = node.args[1].tensor_type.shape
+                flops += 2 * int(np.prod(out)) * per_group * kh * kw
+            elif node.op_name == "nn.dense":
+                flops += 2 * int(np.prod(out)) * node.args[1].tensor_type.shape[1]
+    return flops
+
+
+def profile(exe: Any, top: int = 8) -> list[dict]:
+    """The ``top`` kernels by time, each timed alone on random inputs of its parameters' types."""
+    rng = np.random.default_rng(0)
+    rows = []
+    for group in exe.kernels:
+        ins = [rng.random(p.tensor_type.shape).astype(p.tensor_type.dtype) for p in group.function.params]
+        out = group.function.body.checked_type
+        if not isinstance(out, G.TensorType):
+            continue
+        seconds = group.kernel.benchmark(*ins, np.empty(out.shape, out.dtype), repeat=10).median
+        flops = group_flops(group.function)
+        rows.append({"kernel": group.name, "ms": seconds * 1e3, "gflops": flops / seconds / 1e9 if flops else None})
+    total = sum(r["ms"] for r in rows)
+    for r in rows:
+        r["share_percent"] = 100 * r["ms"] / total
+    return sorted(rows, key=lambda r: -r["ms"])[:top]
 
 
 def targets(name: str, timings: dict[str, Timing]) -> list[dict]:
@@ -179,6 +217,9 @@ def print_record(name: str, record: dict) -> None:
     for check in record["targets"]:
         state = "met" if check["met"] else "NOT met"
         print(f"  target: tesched >= {check['target']}x {check['versus']}: {check['ratio']:.2f}x, {state}")
+    for row in record.get("profile", []):
+        rate = f", {row['gflops']:6.1f} GFLOP/s" if row["gflops"] else ""
+        print(f"    kernel {row['kernel'][:60]:60s} {row['ms']:8.3f} ms ({row['share_percent']:4.1f}%){rate}")
 
 
 def main() -> None:
@@ -188,6 +229,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="threads for tesched and PyTorch (default 2)")
     parser.add_argument("--quick", action="store_true", help="small inputs: a smoke test, not a measurement")
     parser.add_argument("--no-compile", action="store_true", help="leave out torch.compile (slow to compile)")
+    parser.add_argument("--profile", action="store_true", help="time each kernel alone; list the costliest")
     parser.add_argument("--json", type=Path, help="write the results to this file")
     args = parser.parse_args()
 
