@@ -6,9 +6,10 @@ import pytest
 
 from tesched import graph as G
 from tesched.frontend import from_torch
-from tesched.frontend import model_zoo as zoo
 
 from .helpers import TOLERANCE, max_relative_error, numpy_inputs, rand, torch
+
+zoo = pytest.importorskip("tesched.frontend.model_zoo", reason="PyTorch is not installed (pip install tesched[torch])")
 
 
 def import_and_compare(model, inputs, **build_options):

@@ -1,11 +1,14 @@
-"""``from_torch``: the inputs it accepts, and the explanation when torch.export cannot trace a model."""
+"""``from_torch``: the inputs it accepts, the explanation when torch.export cannot trace a model, and
+random stacks of layers imported and compared with PyTorch (hypothesis)."""
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tesched import graph as G
 from tesched.frontend import FrontendError, from_torch
 
-from .helpers import Lambda, rand, torch
+from .helpers import TOLERANCE, Lambda, max_relative_error, rand, torch
 
 
 def test_a_tensor_a_list_or_numpy_arrays_as_example_inputs():
@@ -44,3 +47,61 @@ def test_other_tracing_failures_name_the_model():
 
     with pytest.raises(FrontendError, match=r"torch.export could not trace NotTraceable: "):
         from_torch(NotTraceable(), (rand(3),))
+
+
+# random models -------------------------------------------------------------------------------------
+
+nn = torch.nn
+ACTIVATIONS = [nn.ReLU, nn.ReLU6, nn.Hardswish, nn.GELU, nn.SiLU, nn.Sigmoid, nn.Tanh, nn.Hardsigmoid]
+
+
+class Residual(nn.Module):
+    def __init__(self, body):
+        super().__init__()
+        self.body = body
+
+    def forward(self, x):
+        return x + self.body(x)
+
+
+@st.composite
+def image_models(draw):
+    """A random stack of convolutions, batch norms, activations, pools and residual blocks over a small
+    NCHW input, ending in a linear layer; returns ``(model, input shape)``."""
+    from tesched.frontend.model_zoo import randomize_batch_norm  # imports torch: after helpers' skip check
+    channels, height, width = draw(st.integers(1, 4)), draw(st.integers(5, 9)), draw(st.integers(5, 9))
+    shape = (1, channels, height, width)
+    layers = []
+    for _ in range(draw(st.integers(1, 5))):
+        kind = draw(st.sampled_from(["conv", "bn", "act", "pool", "residual"]))
+        c, h, w = shape[1:]
+        if kind == "conv":
+            out = draw(st.sampled_from([c, 2, 4]))
+            kernel = draw(st.sampled_from([1, 3])) if min(h, w) >= 3 else 1
+            stride, padding = draw(st.integers(1, 2)), draw(st.integers(0, kernel // 2))
+            groups = c if out == c and draw(st.booleans()) else 1
+            layers.append(nn.Conv2d(c, out, kernel, stride, padding, groups=groups, bias=draw(st.booleans())))
+            shape = (1, out, (h + 2 * padding - kernel) // stride + 1, (w + 2 * padding - kernel) // stride + 1)
+        elif kind == "bn":
+            layers.append(nn.BatchNorm2d(c))
+        elif kind == "act":
+            layers.append(draw(st.sampled_from(ACTIVATIONS))())
+        elif kind == "pool" and min(h, w) >= 2:
+            ceil = draw(st.booleans())
+            layers.append(draw(st.sampled_from([nn.MaxPool2d(2, ceil_mode=ceil), nn.AvgPool2d(2, ceil_mode=ceil)])))
+            size = (lambda n: -(-n // 2)) if ceil else (lambda n: n // 2)
+            shape = (1, c, size(h), size(w))
+        elif kind == "residual":
+            layers.append(Residual(nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())))
+    layers += [nn.Flatten(), nn.Linear(int(np.prod(shape)), 3)]
+    return randomize_batch_norm(nn.Sequential(*layers), seed=draw(st.integers(0, 100))), (1, channels, height, width)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(image_models())
+def test_random_models_import_and_match_pytorch(model_and_shape):
+    model, shape = model_and_shape
+    x = rand(*shape)
+    fn = from_torch(model, (x,))
+    with torch.no_grad():
+        assert max_relative_error(G.interpret(fn, x.numpy()), model(x)) <= TOLERANCE
