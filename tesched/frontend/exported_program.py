@@ -260,7 +260,8 @@ def from_exported_program(program: Any) -> Function:
     -------
     tesched.graph.Function
         Its parameters are the program's user inputs (names, shapes and dtypes kept); parameters and
-        buffers are named constants; its body is the output (a tuple when there are several).
+        buffers are named constants; its body is the output (a tuple of the outputs, nested ones
+        flattened in order, when there are several).
 
     Example
     -------
