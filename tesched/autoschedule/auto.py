@@ -1,0 +1,176 @@
+"""``auto_schedule`` and ``explain_schedule``: an analytical schedule for any pipeline, and its reasons.
+
+``auto_schedule(outputs)`` describes the pipeline (:mod:`.pipeline`), decides a :class:`~.plan.Plan` with
+the cost model (:mod:`.decide`, :mod:`.cost`), applies it, and checks the result with the dependence
+analysis (``Schedule.check``). Given an existing schedule instead of tensors, stages the user already
+scheduled (tensorized, split, placed...) keep their schedule. If a decision fails the check, its stage
+falls back to being stored whole and the failure is recorded, so every emitted schedule is legal. The
+plan and its reasons stay attached to the schedule for ``explain_schedule`` and ``tune``. Nothing is
+built or timed here.
+"""
+from __future__ import annotations
+
+import time
+import weakref
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tesched.autoschedule.decide import decide
+from tesched.autoschedule.machine import Machine, resolve
+from tesched.autoschedule.pipeline import Pipeline
+from tesched.autoschedule.plan import Plan, StagePlan, apply_plan
+from tesched.errors import ScheduleError
+from tesched.schedule.schedule import Schedule, create_schedule
+from tesched.te.tensor import Operation, Tensor
+
+Outputs = Tensor | Operation | Sequence[Tensor | Operation] | Schedule
+
+
+@dataclass
+class Explanation:
+    """What ``auto_schedule`` decided for a schedule: the plan, the machine, checks and timings."""
+
+    plan: Plan
+    machine: Machine
+    seconds: float
+    rejected: list[str] = field(default_factory=list)
+    source: str = "auto_schedule"
+
+
+_explanations: "weakref.WeakKeyDictionary[Schedule, Explanation]" = weakref.WeakKeyDictionary()
+
+
+def as_outputs(outputs: Outputs) -> list[Operation]:
+    """The output operations of a tensor, an operation, a list of them, or a schedule."""
+    if isinstance(outputs, Schedule):
+        return list(outputs.outputs)
+    items = outputs if isinstance(outputs, (list, tuple)) else [outputs]
+    ops = []
+    for item in items:
+        if isinstance(item, Tensor):
+            ops.append(item.op)
+        elif isinstance(item, Operation):
+            ops.append(item)
+        else:
+            raise TypeError(f"auto_schedule: outputs must be tensors (or a schedule), got {type(item).__name__}")
+    if not ops:
+        raise ValueError("auto_schedule: no outputs given")
+    return ops
+
+
+def record(sch: Schedule, explanation: Explanation) -> None:
+    """Attach ``explanation`` to ``sch`` (what ``explain_schedule`` prints)."""
+    _explanations[sch] = explanation
+
+
+def explanation_of(sch: Schedule) -> Explanation | None:
+    return _explanations.get(sch)
+
+
+def checked_schedule(outputs: Outputs, plan: Plan) -> Schedule:
+    """``plan`` applied to a fresh schedule of ``outputs`` (or to the given schedule) and checked."""
+    sch = outputs if isinstance(outputs, Schedule) else create_schedule(as_outputs(outputs))
+    apply_plan(sch, plan)
+    sch.check()
+    return sch
+
+
+def auto_schedule(outputs: Outputs, target: object = None) -> Schedule:
+    """A schedule for ``outputs`` chosen by the cost model, without measuring anything.
+
+    Parameters
+    ----------
+    outputs
+        A tensor or a list of tensors (they share one schedule), or an existing schedule whose
+        already-scheduled stages are kept as they are.
+    target
+        None or ``"host"`` for this machine, or a :class:`~tesched.autoschedule.machine.Machine`.
+
+    Returns
+    -------
+    Schedule
+        A legal schedule (checked by the dependence analysis); ``explain_schedule`` prints its decisions.
+
+    Example
+    -------
+    >>> s = ts.auto_schedule(blur_y)
+    >>> f = ts.build(s, [image, blur_y])
+    >>> print(ts.explain_schedule(s))
+    """
+    start = time.perf_counter()
+    machine = resolve(target)
+    ops = as_outputs(outputs)
+    base = outputs if isinstance(outputs, Schedule) else create_schedule(ops)
+    plan = decide(Pipeline(base), machine)
+    rejected: list[str] = []
+    while True:
+        candidate = base if isinstance(outputs, Schedule) else create_schedule(ops)
+        try:
+            apply_plan(candidate, plan)
+            candidate.check()
+            break
+        except (ScheduleError, ValueError) as err:
+            if isinstance(outputs, Schedule):
+                raise ScheduleError(f"auto_schedule could not schedule the given schedule in place: {err}") from err
+            plan, note = _fallback(plan, err)
+            rejected.append(note)
+    record(candidate, Explanation(plan, machine, time.perf_counter() - start, rejected))
+    return candidate
+
+
+def _fallback(plan: Plan, err: Exception) -> tuple[Plan, str]:
+    """The plan with the most elaborate stage simplified (tiles dropped, then stored whole)."""
+    for p in reversed(plan.stages):
+        if p.placement == "at" or p.pack or p.rfactor or p.cache_write or p.tile:
+            simple = StagePlan(p.index, p.stage, "root", reasons=p.reasons + (
+                f"simplified: the schedule first chosen failed the legality check ({err})",))
+            return plan.replace_stage(simple), f"{p.stage}: {err}"
+    raise ScheduleError(f"auto_schedule: no legal schedule found: {err}") from err
+
+
+def explain_schedule(sch: Schedule) -> str:
+    """Every decision of an automatic (or tuned) schedule with its reason.
+
+    Parameters
+    ----------
+    sch
+        A schedule returned by ``auto_schedule``, ``tune`` or ``build(..., tuned=...)``.
+
+    Returns
+    -------
+    str
+        One block per stage: where it is computed, its loops, and why (footprints, reuse, cost).
+    """
+    if not isinstance(sch, Schedule):
+        raise TypeError(f"explain_schedule takes a Schedule, got {type(sch).__name__}")
+    info = explanation_of(sch)
+    if info is None:
+        return "this schedule was not made by auto_schedule or tune: it has no recorded decisions"
+    lines = [f"{info.source} for {', '.join(op.name for op in sch.outputs)} on {info.machine.describe()} "
+             f"(decided in {info.seconds * 1e3:.0f} ms)"]
+    for p in info.plan.stages:
+        lines.append(f"{p.stage}: {_summary(p, info.plan)}")
+        lines += [f"    - {r}" for r in p.reasons]
+    if info.rejected:
+        lines.append("rejected by the dependence check, then simplified:")
+        lines += [f"    - {r}" for r in info.rejected]
+    return "\n".join(lines)
+
+
+def _summary(p: StagePlan, plan: Plan) -> str:
+    if p.placement == "keep":
+        return "kept as scheduled"
+    if p.placement == "inline":
+        return "inlined"
+    parts = []
+    if p.placement == "at":
+        host = plan.by_index()[p.host].stage  # type: ignore[index]
+        parts.append(f"computed at {'the innermost tile loop' if p.level < 0 else f'outer loop {p.level}'} of {host}")
+    else:
+        parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))
+    for flag, text in ((p.parallel, f"parallel x{p.parallel}"), (p.vectorize, "vectorized"),
+                       (p.cache_write, "write cache"), (p.reduce_outer, "register tile"),
+                       (p.rfactor, f"rfactor {p.rfactor}"), (p.pack, "packed panel"), (p.band, f"bands {list(p.band)}")):
+        if flag:
+            parts.append(text)
+    return ", ".join(parts)

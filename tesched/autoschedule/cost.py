@@ -1,0 +1,126 @@
+"""The cost model of the automatic scheduler: estimated seconds for a stage under a placement and tiling.
+
+Every figure it uses comes from the declarations or from exact polyhedral counts
+(:mod:`tesched.poly.analysis`); nothing is measured. The model, per stage ``S``:
+
+- **work** ``W(S)``: points x reduction extent x scalar operations per point (loads, arithmetic, a call
+  counted as :data:`~tesched.autoschedule.pipeline.CALL_COST`). Computing runs at
+  ``W / (OPS_PER_SECOND x lanes x threads)``: ``lanes`` when the innermost loop is vectorized,
+  ``threads`` when an outer loop with at least ``threads`` iterations is parallel.
+- **inlining** ``S`` multiplies its work by the *inline factor*: reads of ``S`` per instance of its
+  (materialized) readers, summed over their instances, divided by the points of ``S``. A stencil read
+  at 9 offsets has factor 9; an elementwise read, 1. Inlining wins when
+  ``factor x ops(S) <= ops(S) + STORE_OPS + factor`` (computing once costs a store, and each read a load),
+  and never when ``S`` guards a load with a select (padding: the vectorizer cannot keep such a select).
+- **compute at a tile** of a host: ``S`` computes the box of what the tile needs; over all tiles that is
+  ``redundancy x points`` (exact, from isl: halos of overlapping tiles are recomputed). Its buffer is the
+  box of one tile; while the buffers of a tile fit in L2 they cost nothing more.
+- **compute at the root**: the tensor is written once and read back: ``2 x bytes`` at L2 bandwidth when
+  it fits in L2, else at memory bandwidth.
+- **register tiles** of a reduction (the *anchor* of its host): a tile of ``u`` rows x ``v`` columns
+  (``v`` along the contiguous output axis, in the vector chunks tesched's vectorizer emits: full vectors,
+  then halves and quarters) keeps ``u x chunks(v)`` accumulators in vector registers (at most ``registers - 4``, and at most 2 KiB, the size tesched promotes); per
+  reduction step it issues ``u x v / lanes`` FMAs and loads what the step reads (a contiguous read:
+  ``v / lanes`` vectors per row it depends on; an invariant read: one broadcast per row; a strided read:
+  ``v`` scalars). The tile with the most FMAs per load wins; non-dividing tiles pay for their remainder.
+- **parallel loops**: outer loops are fused until they have ``PARALLEL_ITERATIONS_PER_THREAD x threads``
+  iterations; nests below ``PARALLEL_MIN_OPS`` operations stay serial (starting threads costs more).
+
+The model ranks alternatives; its seconds are not predictions of measured times.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tesched.autoschedule.machine import Machine
+from tesched.autoschedule.pipeline import StageInfo
+from tesched.poly.analysis import Read
+
+OPS_PER_SECOND = 2.0e9
+L2_BYTES_PER_SECOND = 60e9
+MEMORY_BYTES_PER_SECOND = 12e9
+STORE_OPS = 2
+PARALLEL_MIN_OPS = 1 << 18
+PARALLEL_ITERATIONS_PER_THREAD = 4
+MAX_REDUNDANCY = 1.5
+REGISTER_TILE_BYTES = 2048
+
+
+def compute_seconds(work: float, machine: Machine, vectorized: bool, parallel: bool, itemsize: int = 4) -> float:
+    """Seconds to perform ``work`` scalar operations."""
+    speed = OPS_PER_SECOND * (machine.lanes(itemsize) if vectorized else 1) * (machine.threads if parallel else 1)
+    return work / speed
+
+
+def traffic_seconds(nbytes: float, machine: Machine) -> float:
+    """Seconds to write ``nbytes`` and read them back."""
+    bandwidth = L2_BYTES_PER_SECOND if nbytes <= machine.l2_bytes else MEMORY_BYTES_PER_SECOND
+    return 2 * nbytes / bandwidth
+
+
+def inline_wins(info: StageInfo, factor: float) -> bool:
+    """Whether substituting ``info`` into its readers (``factor`` evaluations per point) beats storing it."""
+    return factor * info.ops <= info.ops + STORE_OPS + factor
+
+
+def worth_parallel(work: float) -> bool:
+    return work >= PARALLEL_MIN_OPS
+
+
+@dataclass(frozen=True)
+class RegisterTile:
+    """A register tile: ``u`` rows of axis ``u_axis`` x ``v`` columns of the vector axis."""
+
+    u_axis: int | None
+    u: int
+    v: int
+    fmas_per_load: float
+    accumulators: int
+
+
+def vector_chunks(width: int, lanes: int) -> int:
+    """SIMD operations tesched's vectorizer emits for ``width`` contiguous elements: full vectors, then
+    halves, quarters... down to a quarter vector, then scalars (see :mod:`tesched.transform.vectorize`)."""
+    chunks, rest = width // lanes, width % lanes
+    part, smallest = lanes // 2, max(2, lanes // 4)
+    while rest:
+        while part >= smallest and rest < part:
+            part //= 2
+        step = part if part >= smallest else 1
+        rest -= step
+        chunks += 1
+    return chunks
+
+
+def _prefer_divisors(options: set[int], extent: int) -> list[int]:
+    """The options that divide ``extent`` (no remainder loop) if there are any besides 1, else all."""
+    dividing = sorted(o for o in options if extent % o == 0)
+    return dividing if any(o > 1 for o in dividing) else sorted(options)
+
+
+def register_tiles(reads: list[Read], extents: list[int], vector_axis: int, u_axis: int | None,
+                   machine: Machine, itemsize: int) -> list[RegisterTile]:
+    """Candidate register tiles, best first (most vector FMAs per load, remainders penalised)."""
+    lanes = machine.lanes(itemsize)
+    v_extent = extents[vector_axis]
+    u_extent = extents[u_axis] if u_axis is not None else 1
+    v_options = _prefer_divisors({min(v_extent, lanes * m) for m in (1, 2, 3, 4)} |
+                                 ({v_extent} if v_extent <= 4 * lanes else set()), v_extent)
+    u_options = _prefer_divisors(set(range(1, min(u_extent, 16) + 1)), u_extent)
+    found = []
+    for v in v_options:
+        vectors = vector_chunks(v, lanes)
+        for u in u_options:
+            accumulators = u * vectors
+            if accumulators > machine.registers - 4 or u * v * itemsize > REGISTER_TILE_BYTES:
+                continue
+            loads = 0.0
+            for r in reads:
+                along_v = r.strides[vector_axis]
+                along_u = r.strides[u_axis] if u_axis is not None else 0
+                rows = u if along_u != 0 else 1
+                loads += rows * (1 if along_v == 0 else vectors if along_v == 1 else v)
+            waste = (-(-v_extent // v) * v / v_extent) * (-(-u_extent // u) * u / u_extent)
+            found.append(RegisterTile(u_axis, u, v, accumulators / max(loads, 1.0) / waste, accumulators))
+    found.sort(key=lambda t: (-t.fmas_per_load, -t.accumulators))
+    return found

@@ -1,0 +1,380 @@
+"""The analytical scheduler: a :class:`~.plan.Plan` for a pipeline from the cost model alone.
+
+Consumers first (Mullapudi-style grouping), every stage is inlined, computed at a tile of the one host all
+its readers run in, or stored whole (a *host* of its own), by the rules of :mod:`.cost`. Each host then
+gets its loops: a register tile when a reduction anchors it (the host's own reduction through a write
+cache, or the reduction its elementwise epilogue reads), row bands sized by the exact footprints of the
+stages computed in them otherwise; the parallel and vectorized loops; and the level at which its members
+are computed, the one of least modelled cost. A member whose halo recompute exceeds
+:data:`~.cost.MAX_REDUNDANCY` is stored whole instead, and the grouping is redone. Every decision carries
+its reason. This module does not build or time anything.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from tesched.autoschedule import cost
+from tesched.autoschedule.machine import Machine
+from tesched.autoschedule.pipeline import Pipeline, StageInfo
+from tesched.autoschedule.plan import Plan, StagePlan
+from tesched.poly.analysis import NotModelable, Region, inlined_body, reads, tile_regions
+from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
+from tesched.te.visit import collect
+
+PACK_MIN_REUSE = 4
+"""A panel is packed only when at least this many inner tiles read the copy."""
+
+
+@dataclass
+class _State:
+    pipe: Pipeline
+    machine: Machine
+    forced_root: set[int]
+    plans: dict[int, StagePlan] = field(default_factory=dict)
+    anchor: dict[int, int] = field(default_factory=dict)            # host -> anchor stage
+    members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it
+
+    def inlined_ops(self) -> list[ComputeOp]:
+        return [self.pipe[k].op for k, p in self.plans.items() if p.placement == "inline"]
+
+
+def decide(pipe: Pipeline, machine: Machine) -> Plan:
+    """The plan of least modelled cost for ``pipe`` on ``machine``."""
+    forced: set[int] = set()
+    while True:
+        state = _State(pipe, machine, set(forced))
+        _place(state)
+        demoted = _tile_hosts(state)
+        if not demoted:
+            return Plan(tuple(state.plans[k] for k in sorted(state.plans)))
+        forced |= demoted
+
+
+def _materialized_readers(state: _State, index: int) -> list[int]:
+    out: list[int] = []
+    for r in state.pipe[index].readers:
+        plan = state.plans.get(r)
+        if plan is not None and plan.placement == "inline":
+            out += [m for m in _materialized_readers(state, r) if m not in out]
+        elif r not in out:
+            out.append(r)
+    return out
+
+
+def _reads_of(state: _State, reader: StageInfo, producer: StageInfo) -> list[TensorRead]:
+    body = inlined_body(reader.op, state.inlined_ops())
+    found, seen = [], set()
+    for r in collect(body, TensorRead):
+        key = tuple(repr(i) for i in r.indices)
+        if r.tensor.op is producer.op and key not in seen:
+            seen.add(key)
+            found.append(r)
+    return found
+
+
+def _inline_factor(state: _State, info: StageInfo, readers: list[int]) -> float:
+    total = 0
+    for m in readers:
+        reader = state.pipe[m]
+        total += reader.points * reader.reduce_extent * len(_reads_of(state, reader, info))
+    return total / max(info.points, 1)
+
+
+def _identity_read(state: _State, host: StageInfo, producer: StageInfo) -> bool:
+    found = _reads_of(state, host, producer)
+    return (len(found) == 1 and producer.op.output(0).shape == host.op.output(0).shape and
+            all(i is a for i, a in zip(found[0].indices, host.op.axis)))
+
+
+def _place(state: _State) -> None:
+    pipe = state.pipe
+    for info in reversed(pipe.stages):
+        k = info.index
+        if info.kind == "input":
+            continue
+        if info.kind == "opaque":
+            state.plans[k] = StagePlan(k, info.name, "keep", reasons=(f"kept as scheduled: {info.why_opaque}",))
+            continue
+        if info.is_output:
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=("an output: stored whole",))
+            continue
+        readers = _materialized_readers(state, k)
+        if any(state.plans[r].placement == "keep" for r in readers):
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=(
+                "read by a stage kept as scheduled: stored whole",))
+            continue
+        if info.kind == "pointwise":
+            factor = _inline_factor(state, info, readers)
+            guarded = info.guarded_load and (factor > 1.0 or any(pipe[r].kind == "reduction" for r in readers))
+            if not guarded and cost.inline_wins(info, factor):
+                state.plans[k] = StagePlan(k, info.name, "inline", reasons=(
+                    f"inlined: evaluated {factor:.2f}x per point in its readers, {info.ops} operations each, "
+                    f"cheaper than storing and loading it",))
+                continue
+            why = (f"not inlined: it guards a load with a select (padding), which would stop its "
+                   f"{factor:.0f} reads from vectorizing" if guarded else
+                   f"not inlined: its readers evaluate it {factor:.2f}x per point ({info.ops} operations each)")
+        else:
+            why = "a reduction: computed into a buffer"
+        hosts = {k2 if state.plans[k2].placement == "root" else state.plans[k2].host for k2 in readers}
+        if k in state.forced_root or len(hosts) != 1:
+            reason = ("stored whole: computed at a tile its halo would recompute too much" if k in state.forced_root
+                      else f"stored whole: read in {len(hosts)} different loop nests")
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=(why, reason))
+            continue
+        host = hosts.pop()
+        assert host is not None
+        if info.kind == "reduction" and host not in state.anchor and _identity_read(state, pipe[host], info):
+            state.anchor[host] = k
+            state.plans[k] = StagePlan(k, info.name, "at", host=host, reasons=(
+                why, f"the anchor of {pipe[host].name}: computed per register tile of its elementwise reader"))
+        else:
+            state.members.setdefault(host, []).append(k)
+            state.plans[k] = StagePlan(k, info.name, "at", host=host, reasons=(
+                why, f"computed at a tile of {pipe[host].name}, the only loop nest that reads it"))
+
+
+def _tile_hosts(state: _State) -> set[int]:
+    """Give every host its loops; returns the members to store whole instead (too much recompute)."""
+    demoted: set[int] = set()
+    for k, plan in list(state.plans.items()):
+        if plan.placement != "root":
+            continue
+        try:
+            demoted |= _tile_host(state, state.pipe[k])
+        except NotModelable as err:
+            state.plans[k] = plan.with_(f"loops left as declared: {err}")
+    return demoted
+
+
+def _outer_loops(plan: StagePlan, extents: list[int]) -> list[int]:
+    """Data axes that get an outer loop, outermost first."""
+    axes = [a for a, (t, e) in enumerate(zip(plan.tile, extents)) if t < e or e == 1]
+    order = list(plan.outer_order) or list(range(len(extents)))
+    return sorted(axes, key=lambda a: order.index(a) if a in order else len(order) + a)
+
+
+def _level_tile(plan: StagePlan, extents: list[int], level: int) -> list[int]:
+    """The region one iteration of outer loop ``level`` covers, as a tile."""
+    outer = _outer_loops(plan, extents)
+    tile = list(plan.tile)
+    for a in outer[level + 1:]:
+        tile[a] = extents[a]
+    return tile
+
+
+def _parallel_count(outer_trips: list[int], work: float, machine: Machine) -> int:
+    if not cost.worth_parallel(work) or machine.threads < 2:
+        return 0
+    product = 1
+    for n, trips in enumerate(outer_trips):
+        product *= trips
+        if product >= cost.PARALLEL_ITERATIONS_PER_THREAD * machine.threads:
+            return n + 1
+    return len(outer_trips) if product >= machine.threads else 0
+
+
+def _tile_host(state: _State, host: StageInfo) -> set[int]:
+    k = host.index
+    extents = [int(d) for d in host.op.output(0).shape]
+    anchor_index = state.anchor.get(k)
+    anchor = state.pipe[anchor_index] if anchor_index is not None else (host if host.kind == "reduction" else None)
+    plan = state.plans[k]
+    if anchor is not None:
+        plan = _register_tiled(state, host, anchor, plan, extents)
+    else:
+        plan = _banded(state, host, plan, extents)
+    outer = _outer_loops(plan, extents)
+    trips = [-(-extents[a] // plan.tile[a]) for a in outer]
+    work = host.work + sum(state.pipe[m].work for m in state.members.get(k, []))
+    work += anchor.work if anchor is not None and anchor is not host else 0
+    par = _parallel_count(trips, work, state.machine)
+    if par:
+        plan = plan.with_(f"parallel over the {par} outermost tile loop(s) ({_product(trips[:par])} iterations "
+                          f"for {state.machine.threads} threads, {work:.3g} operations)", parallel=par)
+    state.plans[k] = plan
+    return _place_members(state, host, plan, extents, outer)
+
+
+def _product(values: list[int]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: StagePlan,
+                    extents: list[int]) -> StagePlan:
+    machine = state.machine
+    inlined = state.inlined_ops()
+    anchor_reads = reads(anchor.op, inlined)
+    ndim = len(extents)
+    vector_axis = ndim - 1
+    lanes = machine.lanes(anchor.itemsize)
+    strided = [r for r in anchor_reads if r.strides[vector_axis] not in (0, 1)]
+    last_reduce = len(anchor.op.axis) + len(anchor.op.reduce_axis) - 1
+    reduce_extent = int(anchor.op.reduce_axis[-1].dom.extent)  # type: ignore[union-attr]
+    if (extents[vector_axis] < lanes or strided) and reduce_extent >= 2 * lanes and all(
+            r.strides[last_reduce] in (0, 1) for r in anchor_reads):
+        rows = [a for a in range(ndim) if extents[a] > 1]
+        tile = [1] * ndim
+        if rows:
+            tile[rows[-1]] = min(extents[rows[-1]], lanes)
+        target = plan if anchor is host else state.plans[anchor.index]
+        state.plans[anchor.index] = target.with_(
+            f"rfactor: the reduction over {anchor.op.reduce_axis[-1].name} ({reduce_extent}) is contiguous in "
+            f"its inputs but the output axis is {'short' if not strided else 'strided in ' + strided[0].tensor.name}"
+            f": {lanes} lanes of partial sums, vectorized", rfactor=lanes,
+            unroll_axis=rows[-1] if rows else None)
+        new = state.plans[host.index] if anchor is host else plan
+        return new.with_(f"tiles of {tile}: one partial reduction per tile", tile=tuple(tile))
+    if extents[vector_axis] < 2:
+        return plan.with_("no axis long enough to vectorize: loops as declared", tile=tuple([1] * ndim))
+    best, u_axis = None, None
+    for candidate in [a for a in range(ndim - 1) if extents[a] > 1] or [None]:
+        tiles = cost.register_tiles(anchor_reads, extents, vector_axis, candidate, machine, anchor.itemsize)
+        if tiles and (best is None or tiles[0].fmas_per_load > best.fmas_per_load):
+            best, u_axis = tiles[0], candidate
+    assert best is not None
+    tile = [1] * ndim
+    tile[vector_axis] = best.v
+    if u_axis is not None:
+        tile[u_axis] = best.u
+    reg = register_footprint_text(anchor, tile, inlined)
+    k_extent = reduce_extent
+    k_unroll = max(d for d in range(1, min(4, k_extent) + 1) if k_extent % d == 0)
+    anchor_plan = state.plans[anchor.index] if anchor is not host else plan
+    anchor_plan = anchor_plan.with_(
+        f"register tile {best.u} x {best.v} ({best.accumulators} vector accumulators of {machine.registers}; "
+        f"{best.fmas_per_load:.2f} FMAs per load; per reduction step it reads {reg}); reduce loops outside "
+        f"the tile, the innermost unrolled by {k_unroll}",
+        reduce_outer=True, unroll_axis=u_axis, vectorize=True, k_unroll=k_unroll, cache_write=anchor is host)
+    regions = tile_regions(host.op, tile, [anchor.op] if anchor is not host else [], inlined)
+    reused = {a: sum(r.volume for name, r in regions.items() if name != anchor.name and
+                     all(x.strides[a] == 0 for x in anchor_reads if x.tensor.name == name))
+              for a in range(ndim) if tile[a] < extents[a]}
+    order = list(range(ndim))
+    if reused:
+        inner_axis = max(reused, key=lambda a: (reused[a], a))
+        order.remove(inner_axis)
+        order.append(inner_axis)
+        anchor_plan = anchor_plan.with_(
+            f"tile loop over axis {host.op.axis[inner_axis].name} innermost: {reused[inner_axis]} elements per tile "
+            f"do not change along it and stay in cache")
+        anchor_plan = _pack(state, anchor, anchor_plan, regions, anchor_reads, inner_axis, extents, tile)
+    state.plans[anchor.index] = anchor_plan
+    base = anchor_plan if anchor is host else plan
+    return base.with_(f"tiles of {tile} along the register tile", tile=tuple(tile), outer_order=tuple(order),
+                      vectorize=True, unroll_axis=u_axis)
+
+
+def register_footprint_text(anchor: StageInfo, tile: list[int], inlined: list[ComputeOp]) -> str:
+    regions = tile_regions(anchor.op, tile, (), inlined, [1] * len(anchor.op.reduce_axis))
+    return ", ".join(f"{r.volume} of {name}" for name, r in regions.items())
+
+
+def _pack(state: _State, anchor: StageInfo, plan: StagePlan, regions: dict[str, Region], anchor_reads: list,
+          inner_axis: int, extents: list[int], tile: list[int]) -> StagePlan:
+    reuse = -(-extents[inner_axis] // tile[inner_axis])
+    outer = [a for a in range(len(extents)) if tile[a] < extents[a] or extents[a] == 1]
+    if reuse < PACK_MIN_REUSE or len(outer) < 2:
+        return plan
+    packs = []
+    for r in anchor_reads:
+        region = regions.get(r.tensor.name)
+        if (isinstance(r.tensor.op, PlaceholderOp) and region is not None and r.strides[inner_axis] == 0
+                and region.extents[-1] < r.tensor.shape[-1] and _product(list(region.extents[:-1])) > 1):
+            index = next(s.index for s in state.pipe.stages if s.op is r.tensor.op)
+            packs.append((index, region))
+    if not packs:
+        return plan
+    names = ", ".join(f"{state.pipe[i].name} ({'x'.join(map(str, reg.extents))})" for i, reg in packs)
+    return plan.with_(f"pack {names}: a strided panel read by {reuse} tiles in turn, copied contiguous once",
+                      pack=tuple(i for i, _ in packs), pack_level=len(outer) - 2)
+
+
+def _banded(state: _State, host: StageInfo, plan: StagePlan, extents: list[int]) -> StagePlan:
+    machine = state.machine
+    ndim = len(extents)
+    lanes = machine.lanes(host.itemsize)
+    vectorize = extents[-1] >= lanes // 2
+    members = state.members.get(host.index, [])
+    if ndim == 1:
+        tile = (min(extents[0], 1024 if extents[0] >= 1 << 16 else extents[0]),)
+        return plan.with_(f"one loop, {'vectorized' if vectorize else 'serial'}", tile=tile, vectorize=vectorize)
+    base = [1] * (ndim - 1) + [extents[-1]]
+    if not members:
+        return plan.with_(f"rows of {extents[-1]}, {'vectorized' if vectorize else 'too short to vectorize'}",
+                          tile=tuple(base), vectorize=vectorize)
+    best: tuple[float, list[int]] | None = None
+    for rows in (1, 2, 4, 8, 16, 32, 64):
+        if rows > extents[-2] or (best is not None and rows > 1 and rows // 2 >= extents[-2]):
+            continue
+        tile = list(base)
+        tile[-2] = rows
+        seconds = _group_seconds(state, host, tile, members, vectorize)
+        if best is None or seconds < best[0]:
+            best = (seconds, tile)
+    assert best is not None
+    return plan.with_(f"bands of {best[1][-2]} rows of {extents[-1]} (least modelled cost for the stages "
+                      f"computed in them), {'vectorized' if vectorize else 'serial'}", tile=tuple(best[1]),
+                      vectorize=vectorize)
+
+
+def _group_seconds(state: _State, host: StageInfo, tile: list[int], members: list[int], vectorized: bool) -> float:
+    ops = [state.pipe[m].op for m in sorted(members, reverse=True)]
+    regions = tile_regions(host.op, tile, ops, state.inlined_ops())
+    tiles = _product([-(-e // t) for e, t in zip(host.op.output(0).shape, tile)])
+    parallel = tiles >= state.machine.threads * cost.PARALLEL_ITERATIONS_PER_THREAD
+    seconds = cost.compute_seconds(host.work, state.machine, vectorized, parallel)
+    footprint = 0
+    for m in members:
+        info = state.pipe[m]
+        region = regions[info.name]
+        seconds += cost.compute_seconds(info.work * region.redundancy, state.machine, vectorized, parallel)
+        footprint += region.volume * info.itemsize
+    if footprint > state.machine.l2_bytes:
+        seconds += cost.traffic_seconds(footprint * tiles, state.machine)
+    return seconds
+
+
+def _place_members(state: _State, host: StageInfo, plan: StagePlan, extents: list[int], outer: list[int]) -> set[int]:
+    members = sorted(state.members.get(host.index, []), reverse=True)
+    if not members:
+        return set()
+    if not outer:
+        return set(members)
+    anchor_index = state.anchor.get(host.index)
+    inlined = state.inlined_ops()
+    ops = ([state.pipe[anchor_index].op] if anchor_index is not None else []) + [state.pipe[m].op for m in members]
+    best = None
+    for level in range(max(plan.parallel - 1, 0), len(outer)):
+        tile = _level_tile(plan, extents, level)
+        regions = tile_regions(host.op, tile, ops, inlined)
+        seconds = sum(state.pipe[m].work * regions[state.pipe[m].name].redundancy for m in members)
+        footprint = sum(regions[state.pipe[m].name].volume * state.pipe[m].itemsize for m in members)
+        if footprint > state.machine.l2_bytes:
+            seconds *= 2
+        if best is None or seconds < best[0]:
+            best = (seconds, level, regions)
+    assert best is not None
+    _, level, regions = best
+    demoted = set()
+    for m in members:
+        info = state.pipe[m]
+        region = regions[info.name]
+        if region.redundancy > cost.MAX_REDUNDANCY:
+            demoted.add(m)
+            continue
+        lanes = state.machine.lanes(info.itemsize)
+        vector = region.extents[-1] >= lanes // 2 if info.kind == "pointwise" else _contiguous_reduce(info, inlined)
+        state.plans[m] = state.plans[m].with_(
+            f"at outer loop {level} of {host.name}: a {'x'.join(map(str, region.extents))} buffer per iteration, "
+            f"{region.redundancy:.3f}x its points computed (exact count, halos included)",
+            level=level, vectorize=vector)
+    return demoted
+
+
+def _contiguous_reduce(info: StageInfo, inlined: list[ComputeOp]) -> bool:
+    last = len(info.op.axis) + len(info.op.reduce_axis) - 1
+    return all(r.strides[last] in (0, 1) for r in reads(info.op, inlined))
