@@ -1,9 +1,10 @@
 """tesched: a tensor-expression scheduling DSL on a polyhedral core (islpy), compiled to C through cffi.
 
 Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
-``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``.
+``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
+``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``.
 """
-from tesched.driver.build import build
+from tesched.autoschedule import auto_schedule, build, explain_schedule, tune
 from tesched.driver.threads import get_num_threads, set_num_threads
 from tesched.errors import BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
 from tesched.lower.func import LoweredFunc
@@ -44,7 +45,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'tesched' has no attribute {name!r}")
 
 __all__ = [
-    "BuildError", "CIntrinsic", "Target", "__version__", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
+    "BuildError", "CIntrinsic", "Target", "__version__", "auto_schedule", "explain_schedule", "tune", "Expr",
+    "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
     "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",

@@ -1,0 +1,19 @@
+"""Automatic scheduling: ``auto_schedule`` (analytical), ``tune`` (measured search), ``explain_schedule``,
+and ``build(..., tuned=...)``.
+
+- :mod:`.pipeline`  the stages and what the cost model knows of each;
+- :mod:`.cost`      the cost model (documented in its docstring);
+- :mod:`.decide`    the analytical decisions, :mod:`.plan` schedules as data and how they are applied;
+- :mod:`.auto`      ``auto_schedule`` and ``explain_schedule``;
+- :mod:`.tune`      the search; :mod:`.mutate` its neighbourhoods; :mod:`.measure` builds and timed runs
+  on any executor (local processes, ``dask.distributed``); :mod:`.database` the tuning records;
+  :mod:`.workload` workload hashes; :mod:`.progress` the progress bar;
+- :mod:`.build`     ``build`` with ``tuned=``.
+"""
+from tesched.autoschedule.auto import auto_schedule, explain_schedule
+from tesched.autoschedule.build import build
+from tesched.autoschedule.machine import Machine
+from tesched.autoschedule.plan import Plan, StagePlan
+from tesched.autoschedule.tune import TuneResult, tune
+
+__all__ = ["Machine", "Plan", "StagePlan", "TuneResult", "auto_schedule", "build", "explain_schedule", "tune"]

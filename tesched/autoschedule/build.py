@@ -1,0 +1,65 @@
+"""``build(schedule, args, tuned=...)``: the driver's ``build``, applying a tuning record when one matches.
+
+With ``tuned`` naming a tuning database, the best successful record for the schedule's workload and this
+machine's target replaces the schedule's decisions: the plan is applied to ``schedule`` itself, which
+must still be unscheduled (fresh from ``create_schedule``). Without a matching record the schedule is
+built as it is, and a ``UserWarning`` says so. Everything else is :func:`tesched.driver.build.build`.
+"""
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Sequence
+
+from tesched.autoschedule.auto import Explanation, record
+from tesched.autoschedule.database import TuningDatabase
+from tesched.autoschedule.machine import host_machine
+from tesched.autoschedule.pipeline import scheduled_by_user
+from tesched.autoschedule.plan import apply_plan
+from tesched.autoschedule.workload import workload_hash
+from tesched.driver.build import build as driver_build
+from tesched.driver.kernel import Kernel
+from tesched.errors import ScheduleError
+from tesched.lower.pipeline import LoweredFunc
+from tesched.schedule.schedule import Schedule
+from tesched.te.tensor import Tensor
+
+
+def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None, target: str = "c",
+          name: str = "default_function", tuned: str | os.PathLike | None = None) -> Kernel:
+    """Lower, compile and load a kernel, as :func:`tesched.driver.build.build`.
+
+    Parameters
+    ----------
+    inputs, args, target, name
+        As for the driver's ``build``.
+    tuned
+        A tuning database written by ``tune``: its best record for this workload and machine is applied
+        to ``inputs`` (an unscheduled schedule) before building.
+
+    Returns
+    -------
+    Kernel
+        The compiled kernel.
+    """
+    if tuned is not None:
+        if not isinstance(inputs, Schedule):
+            raise TypeError("build(..., tuned=...) needs a schedule (from create_schedule), not a lowered function")
+        apply_tuned(inputs, tuned)
+    return driver_build(inputs, args, target, name)
+
+
+def apply_tuned(sch: Schedule, db: str | os.PathLike) -> bool:
+    """Apply the best record of ``db`` for ``sch``'s workload to ``sch``; False (and a warning) if none."""
+    busy = [f"{st.op.name} ({why})" for st in sch.stages if (why := scheduled_by_user(st))]
+    if busy:
+        raise ScheduleError(f"build(..., tuned=...): the schedule must be unscheduled, but {', '.join(busy)}")
+    machine = host_machine()
+    best = TuningDatabase(db).best(workload_hash(sch), machine.key())
+    if best is None:
+        warnings.warn(f"build(..., tuned={str(db)!r}): no record for this workload on this machine "
+                      f"({machine.key()}); building the schedule as given", UserWarning, stacklevel=3)
+        return False
+    apply_plan(sch, best.plan)
+    record(sch, Explanation(best.plan, machine, 0.0, [], f"tuned record of {db} ({best.seconds * 1e3:.3f} ms)"))  # type: ignore[operator]
+    return True
