@@ -4,7 +4,7 @@ A :class:`MeasureTask` carries the pipeline's tensors and one plan; :func:`measu
 so it can be sent to a process pool or a Dask worker) applies the plan to a fresh schedule, builds the
 kernel, and times it on seeded random inputs. Timed runs take the host's measurement lock exclusively,
 builds take it shared: on one host no timed run overlaps another timed run or a build (of this library,
-in any process), while builds run side by side. A failure of any kind is returned as an error, never
+in any process), while builds of different processes run side by side. A failure of any kind is returned as an error, never
 raised. :func:`submit` accepts a ``concurrent.futures.Executor`` or a ``dask.distributed.Client``.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import socket
 import statistics
 import tempfile
+import threading
 import time
 import traceback
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from tesched.schedule.schedule import create_schedule
 from tesched.te.tensor import ComputeOp, Operation, Tensor
 
 MIN_REPEATS = 5
+_BUILD_LOCK = threading.Lock()
+"""Builds of one process run one at a time: the compiler driver changes the working directory."""
 MEASURE_SECONDS = 0.3
 
 
@@ -104,7 +107,7 @@ def measure(task: MeasureTask) -> MeasureResult:
     host = socket.gethostname()
     try:
         t0 = time.perf_counter()
-        with host_lock(exclusive=False):
+        with host_lock(exclusive=False), _BUILD_LOCK:
             sch = create_schedule(list(task.outputs))
             apply_plan(sch, task.plan)
             kernel = build(sch, list(task.args), name="candidate")

@@ -1,0 +1,166 @@
+"""Tests of auto_schedule and explain_schedule: every schedule it emits is legal and computes what the
+pipeline declares (checked against NumPy), its decisions come with reasons, and stages it cannot model
+keep the user's schedule."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tesched as ts
+import tesched.nn as nn
+from tesched.autoschedule.machine import Machine
+from tests.autoschedule.helpers import blur, data, histogram, matmul_relu, run, softmax_matmul
+
+
+@pytest.mark.parametrize("make", [blur, matmul_relu, softmax_matmul, histogram])
+def test_auto_schedule_computes_the_pipeline(make):
+    inputs, outputs, reference = make()
+    s = ts.auto_schedule(outputs)
+    s.check()
+    kernel = ts.build(s, inputs + outputs)
+    arrays = [data(*[int(d) for d in t.shape], seed=k) for k, t in enumerate(inputs)]
+    got, = run(kernel, inputs, outputs, arrays)
+    np.testing.assert_allclose(got, reference(*[a.astype(np.float64) for a in arrays]), rtol=1e-4, atol=1e-4)
+
+
+def test_blur_fuses_the_first_pass_with_its_halo():
+    inputs, outputs, _ = blur(64, 64)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert "bx: computed at" in text and "x its points computed (exact count, halos included)" in text
+    assert "by: stored whole" in text and "vectorized" in text
+
+
+def test_matmul_gets_a_register_tile_and_its_reasons():
+    inputs, outputs, _ = matmul_relu()
+    text = ts.explain_schedule(ts.auto_schedule(outputs))
+    assert "the anchor of D" in text and "register tile" in text and "FMAs per load" in text
+
+
+def test_nn_pipeline_with_padding_and_several_outputs():
+    x = ts.placeholder((1, 8, 10, 10), name="x")
+    w = ts.placeholder((8, 8, 3, 3), name="w")
+    conv = nn.conv2d(x, w, padding=1)
+    relu = nn.relu(conv)
+    total = nn.add(relu, 1.0)
+    s = ts.auto_schedule([relu, total])
+    text = ts.explain_schedule(s)
+    assert "pad: " in text and "guards a load with a select" in text
+    kernel = ts.build(s, [x, w, relu, total])
+    xa, wa = data(1, 8, 10, 10), data(8, 8, 3, 3, seed=1)
+    r, t = kernel(xa, wa)
+    xp = np.pad(xa[0], ((0, 0), (1, 1), (1, 1)))
+    ref = np.einsum("ocij,cijhw->ohw", wa, np.lib.stride_tricks.sliding_window_view(xp, (3, 3), axis=(1, 2))
+                    .transpose(0, 3, 4, 1, 2))[None]
+    np.testing.assert_allclose(r, np.maximum(ref, 0), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(t, np.maximum(ref, 0) + 1, rtol=1e-4, atol=1e-4)
+
+
+def test_lstm_cell_from_the_operator_library():
+    hidden = 32                       # reductions of 32: two vectors of partial sums
+    x, h, c = (ts.placeholder((1, hidden), name=n) for n in "xhc")
+    wi, wh = (ts.placeholder((4 * hidden, hidden), name=n) for n in ("wi", "wh"))
+    b = ts.placeholder((4 * hidden,), name="b")
+    h2, c2 = nn.lstm_cell(x, h, c, wi, wh, b)
+    s = ts.auto_schedule([h2, c2])
+    assert "rfactor" in ts.explain_schedule(s)
+    arrays = [data(1, hidden, seed=1), data(1, hidden, seed=2), data(1, hidden, seed=3),
+              data(4 * hidden, hidden, seed=4), data(4 * hidden, hidden, seed=5), data(4 * hidden, seed=6)]
+    got = ts.build(s, [x, h, c, wi, wh, b, h2, c2])(*arrays)
+    want = ts.build(ts.create_schedule([h2.op, c2.op]), [x, h, c, wi, wh, b, h2, c2])(*arrays)
+    for g, w_ in zip(got, want):
+        np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
+
+
+def test_user_scheduled_and_tensorized_stages_are_kept():
+    src = r"""
+static void dot8(const float *a, int64_t sa, const float *b, int64_t sb, float *c, int64_t sc) {
+  float acc = 0;
+  for (int k = 0; k < 8; k++) acc += a[k * sa] * b[k * sb];
+  c[0] = acc;
+}
+"""
+    a, b = ts.placeholder((8,), name="a"), ts.placeholder((8,), name="b")
+    k = ts.reduce_axis((0, 8), name="k")
+    c = ts.compute((1,), lambda i: ts.sum(a[k] * b[k], axis=k), name="c")
+    dot = ts.decl_tensor_intrin(c.op, ts.CIntrinsic(source=src, body="dot8"), name="dot8")
+    X, Y = ts.placeholder((16, 8), name="X"), ts.placeholder((16, 8), name="Y")
+    P = ts.compute((16, 8), lambda i, r: X[i, r] * 2.0, name="P")
+    r = ts.reduce_axis((0, 8), name="r")
+    Z = ts.compute((16, 1), lambda i, j: ts.sum(P[i, r] * Y[i, r], axis=r), name="Z")
+    O = ts.compute((16, 1), lambda i, j: ts.maximum(Z[i, j], 0.0), name="O")
+    s = ts.create_schedule(O.op)
+    s[Z].tensorize(Z.op.axis[1], dot)
+    result = ts.auto_schedule(s)
+    assert result is s
+    text = ts.explain_schedule(s)
+    assert "Z: kept as scheduled" in text and "it is tensorized" in text
+    assert "P: stored whole" in text and "read by a stage kept as scheduled" in text
+    xa, ya = data(16, 8), data(16, 8, seed=1)
+    out = ts.build(s, [X, Y, O])(xa, ya)
+    np.testing.assert_allclose(out[:, 0], np.maximum((2 * xa * ya).sum(1), 0), rtol=1e-5, atol=1e-6)
+
+
+def test_explain_and_arguments():
+    inputs, outputs, _ = blur()
+    assert "no recorded decisions" in ts.explain_schedule(ts.create_schedule(outputs[0].op))
+    with pytest.raises(TypeError, match="explain_schedule takes a Schedule"):
+        ts.explain_schedule(outputs[0])
+    with pytest.raises(TypeError, match="outputs must be tensors"):
+        ts.auto_schedule([3])
+    with pytest.raises(TypeError, match="target must be"):
+        ts.auto_schedule(outputs, target=42)
+    narrow = Machine(vector_bytes=16, threads=1, registers=16, l1_bytes=32 << 10, l2_bytes=256 << 10,
+                     l3_bytes=4 << 20)
+    assert "128-bit SIMD" in ts.explain_schedule(ts.auto_schedule(outputs, target=narrow))
+
+
+def _map(p, k):
+    return ts.compute(p.shape, lambda y, x: p[y, x] * 0.5 + 1.0, name=f"m{k}"), lambda b: b * 0.5 + 1.0
+
+
+def _stencil_y(p, k):
+    H, W = (int(d) for d in p.shape)
+    return (ts.compute((H - 2, W), lambda y, x: p[y, x] + p[y + 1, x] + p[y + 2, x], name=f"sy{k}"),
+            lambda b: b[:-2] + b[1:-1] + b[2:])
+
+
+def _stencil_x(p, k):
+    H, W = (int(d) for d in p.shape)
+    return ts.compute((H, W - 2), lambda y, x: p[y, x] - p[y, x + 2], name=f"sx{k}"), lambda b: b[:, :-2] - b[:, 2:]
+
+
+def _rowsum(p, k):
+    H, W = (int(d) for d in p.shape)
+    r = ts.reduce_axis((0, W), name=f"r{k}")
+    return (ts.compute((H, 4), lambda y, x: ts.sum(p[y, r] * (x + 1.0), axis=r), name=f"rs{k}"),
+            lambda b: b.sum(1, keepdims=True) * np.arange(1, 5))
+
+
+@st.composite
+def pipelines(draw):
+    """A chain of 1-3 stages over a 2-D image: pointwise maps, 3-tap stencils, weighted row sums."""
+    h, w = draw(st.integers(3, 12)), draw(st.integers(3, 20))
+    A = ts.placeholder((h, w), name="A")
+    t, steps = A, []
+    for k in range(draw(st.integers(1, 3))):
+        H, W = (int(d) for d in t.shape)
+        options = [_map, _rowsum] + ([_stencil_y] if H > 2 else []) + ([_stencil_x] if W > 2 else [])
+        t, step = draw(st.sampled_from(options))(t, k)
+        steps.append(step)
+
+    def ref(a):
+        for step in steps:
+            a = step(a)
+        return a
+    return A, t, ref
+
+
+@settings(max_examples=8, deadline=None)
+@given(pipelines())
+def test_random_pipelines_stay_correct(pipeline):
+    A, out, ref = pipeline
+    s = ts.auto_schedule(out)
+    a = data(*[int(d) for d in A.shape])
+    got = ts.build(s, [A, out])(a)
+    np.testing.assert_allclose(got, ref(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
