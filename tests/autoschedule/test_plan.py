@@ -1,0 +1,47 @@
+"""Tests of schedules as data: JSON round trips, applying a plan, and plans that do not fit."""
+import json
+
+import numpy as np
+import pytest
+
+import tesched as ts
+from tesched.autoschedule.auto import explanation_of
+from tesched.autoschedule.plan import Plan, StagePlan, apply_plan
+from tests.autoschedule.helpers import blur, data, matmul_relu
+
+
+def test_plan_round_trips_through_json():
+    inputs, outputs, _ = matmul_relu()
+    plan = explanation_of(ts.auto_schedule(outputs)).plan
+    again = Plan.from_json(json.loads(json.dumps(plan.to_json())))
+    assert again.key() == plan.key() and again.stages[0].reasons == plan.stages[0].reasons
+
+
+def test_reasons_do_not_change_the_key():
+    p = StagePlan(1, "bx", "inline")
+    assert Plan((p,)).key() == Plan((p.with_("because"),)).key()
+    assert Plan((p,)).key() != Plan((p.with_(placement="root"),)).key()
+
+
+def test_applied_plan_computes_the_same():
+    inputs, outputs, reference = blur(9, 13)
+    plan = Plan((StagePlan(1, "bx", "at", host=2, level=0, vectorize=True),
+                 StagePlan(2, "by", "root", tile=(4, 13), parallel=1, vectorize=True)))
+    s = apply_plan(ts.create_schedule(outputs[0].op), plan)
+    a = data(11, 15)
+    np.testing.assert_allclose(ts.build(s, inputs + outputs)(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_plans_that_do_not_fit():
+    inputs, outputs, _ = blur()
+    with pytest.raises(ValueError, match="stage 1 is bx, the plan names C"):
+        apply_plan(ts.create_schedule(outputs[0].op), Plan((StagePlan(1, "C", "inline"),)))
+    with pytest.raises(ValueError, match="placement 'nowhere' is not one of"):
+        StagePlan(1, "bx", "nowhere")
+    with pytest.raises(ValueError, match="needs a host stage"):
+        StagePlan(1, "bx", "at")
+    with pytest.raises(ValueError, match="not a schedule plan"):
+        Plan.from_json({"nothing": []})
+    bad = Plan((StagePlan(1, "bx", "at", host=2), StagePlan(2, "by", "root", tile=(3,))))
+    with pytest.raises(ValueError, match="does not give one size per axis"):
+        apply_plan(ts.create_schedule(outputs[0].op), bad)
