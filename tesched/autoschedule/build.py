@@ -1,7 +1,7 @@
 """``build(schedule, args, tuned=...)``: the driver's ``build``, applying a tuning record when one matches.
 
 With ``tuned`` naming a tuning database, the best successful record for the schedule's workload and this
-machine's target replaces the schedule's decisions: the plan is applied to ``schedule`` itself, which
+target's machine replaces the schedule's decisions: the plan is applied to ``schedule`` itself, which
 must still be unscheduled (fresh from ``create_schedule``). Without a matching record the schedule is
 built as it is, and a ``UserWarning`` says so. Everything else is :func:`tesched.driver.build.build`.
 """
@@ -13,20 +13,22 @@ from typing import Sequence
 
 from tesched.autoschedule.auto import Explanation, record
 from tesched.autoschedule.database import TuningDatabase
-from tesched.autoschedule.machine import host_machine
+from tesched.autoschedule.machine import resolve
 from tesched.autoschedule.pipeline import scheduled_by_user
 from tesched.autoschedule.plan import apply_plan
 from tesched.autoschedule.workload import workload_hash
 from tesched.driver.build import build as driver_build
 from tesched.driver.kernel import Kernel
 from tesched.errors import ScheduleError
-from tesched.lower.pipeline import LoweredFunc
+from tesched.lower.func import LoweredFunc
 from tesched.schedule.schedule import Schedule
+from tesched.target import Target
 from tesched.te.tensor import Tensor
 
 
-def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None, target: str = "c",
-          name: str = "default_function", tuned: str | os.PathLike | None = None) -> Kernel:
+def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
+          target: Target | str | None = None, name: str = "default_function",
+          tuned: str | os.PathLike | None = None) -> Kernel:
     """Lower, compile and load a kernel, as :func:`tesched.driver.build.build`.
 
     Parameters
@@ -45,16 +47,17 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None, 
     if tuned is not None:
         if not isinstance(inputs, Schedule):
             raise TypeError("build(..., tuned=...) needs a schedule (from create_schedule), not a lowered function")
-        apply_tuned(inputs, tuned)
+        apply_tuned(inputs, tuned, target)
     return driver_build(inputs, args, target, name)
 
 
-def apply_tuned(sch: Schedule, db: str | os.PathLike) -> bool:
-    """Apply the best record of ``db`` for ``sch``'s workload to ``sch``; False (and a warning) if none."""
+def apply_tuned(sch: Schedule, db: str | os.PathLike, target: Target | str | None = None) -> bool:
+    """Apply the best record of ``db`` for ``sch``'s workload and ``target`` to ``sch``; False (and a
+    warning) if there is none."""
     busy = [f"{st.op.name} ({why})" for st in sch.stages if (why := scheduled_by_user(st))]
     if busy:
         raise ScheduleError(f"build(..., tuned=...): the schedule must be unscheduled, but {', '.join(busy)}")
-    machine = host_machine()
+    machine = resolve(target)
     best = TuningDatabase(db).best(workload_hash(sch), machine.key())
     if best is None:
         warnings.warn(f"build(..., tuned={str(db)!r}): no record for this workload on this machine "

@@ -1,7 +1,8 @@
 """What the cost model knows of the machine: SIMD lanes, threads, registers, cache capacities.
 
-Read from the host (:mod:`tesched.target` for SIMD width and threads, ``/sys`` for the data caches) or
-given explicitly. This module measures nothing and decides nothing.
+Read from a :class:`~tesched.target.Target` (SIMD width; threads from the target or the OpenMP runtime)
+and, for the data caches, from the host's ``/sys`` (a target names no caches), or given explicitly. This
+module measures nothing and decides nothing.
 """
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from tesched.target import get_num_threads, vector_bytes
+from tesched.driver.threads import get_num_threads
+from tesched.target import Target, as_target
 
 _CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 _DEFAULT_CACHES = {1: 32 << 10, 2: 1 << 20, 3: 8 << 20}
@@ -29,6 +31,8 @@ class Machine:
         SIMD registers (32 with AVX-512, 16 otherwise).
     l1_bytes, l2_bytes, l3_bytes
         Data cache capacities per core (L3: shared).
+    target
+        The name of the code-generation target (recorded with tuning records).
     """
 
     vector_bytes: int
@@ -37,6 +41,7 @@ class Machine:
     l1_bytes: int
     l2_bytes: int
     l3_bytes: int
+    target: str = "host"
 
     def lanes(self, itemsize: int) -> int:
         """SIMD lanes for elements of ``itemsize`` bytes."""
@@ -48,7 +53,7 @@ class Machine:
 
     def key(self) -> str:
         """A short identifier of the target, recorded with every tuning record."""
-        return f"simd{self.vector_bytes * 8}-t{self.threads}-l2_{self.l2_bytes >> 10}k"
+        return f"{self.target}-simd{self.vector_bytes * 8}-t{self.threads}-l2_{self.l2_bytes >> 10}k"
 
 
 def _parse_size(text: str) -> int:
@@ -70,22 +75,24 @@ def _data_caches() -> dict[int, int]:
     return sizes
 
 
-def host_machine() -> Machine:
-    """The machine this process runs on."""
-    width = vector_bytes()
+def from_target(target: Target) -> Machine:
+    """The machine ``target`` compiles for, with this host's caches."""
+    width = target.vector_bytes
     caches = _data_caches()
-    return Machine(width, get_num_threads(), 32 if width == 64 else 16, caches[1], caches[2], caches[3])
+    threads = target.threads or get_num_threads()
+    return Machine(width, threads, 32 if width == 64 else 16, caches[1], caches[2], caches[3], target.name)
+
+
+def host_machine() -> Machine:
+    """The machine of the current target (``with Target(...)``, ``TESCHED_TARGET``, else this host)."""
+    return from_target(as_target(None))
 
 
 def resolve(target: object = None) -> Machine:
-    """A :class:`Machine` from ``target``: None or ``"host"`` (this machine), a Machine, or any object
-    with ``vector_bytes`` and ``num_threads`` attributes (other facts from the host)."""
-    if target is None or target == "host":
-        return host_machine()
+    """A :class:`Machine` from ``target``: None (the current target), a :class:`~tesched.target.Target`
+    or its name (``"host"``, ``"x86-64-avx2"``...), or a Machine."""
     if isinstance(target, Machine):
         return target
-    width, threads = getattr(target, "vector_bytes", None), getattr(target, "num_threads", None)
-    if isinstance(width, int) and isinstance(threads, int):
-        base = host_machine()
-        return Machine(width, threads, 32 if width == 64 else 16, base.l1_bytes, base.l2_bytes, base.l3_bytes)
-    raise TypeError(f"auto_schedule: target must be None, 'host', a Machine or a Target, got {target!r}")
+    if target is None or isinstance(target, (str, Target)):
+        return from_target(as_target(target))
+    raise TypeError(f"auto_schedule: target must be None, a Target, a target name or a Machine, got {target!r}")

@@ -37,12 +37,13 @@ MEASURE_SECONDS = 0.3
 
 @dataclass(frozen=True)
 class MeasureTask:
-    """What a worker needs: the outputs, the kernel arguments, a plan, and the input seed."""
+    """What a worker needs: the outputs, the kernel arguments, a plan, the input seed and the target."""
 
     outputs: tuple[Operation, ...]
     args: tuple[Tensor, ...]
     plan: Plan
     seed: int = 0
+    target: str = "host"
 
 
 @dataclass(frozen=True)
@@ -110,7 +111,7 @@ def measure(task: MeasureTask) -> MeasureResult:
         with host_lock(exclusive=False), _BUILD_LOCK:
             sch = create_schedule(list(task.outputs))
             apply_plan(sch, task.plan)
-            kernel = build(sch, list(task.args), name="candidate")
+            kernel = build(sch, list(task.args), target=task.target, name="candidate")
         built = time.perf_counter() - t0
         run = kernel.prepare(*random_inputs(task.args, task.seed))
         with host_lock(exclusive=True):

@@ -110,7 +110,8 @@ def tune(outputs: Any, args: Sequence[Tensor], trials: int = 64, timeout: float 
     first = explanation_of(base)
     assert first is not None
     fresh = create_schedule(ops)
-    workload, target = workload_hash(fresh), host_machine().key()
+    machine = host_machine()
+    workload, target = workload_hash(fresh), machine.key()
     database = TuningDatabase(db)
     known = database.lookup(workload, target)
     rng = random.Random(seed)
@@ -138,7 +139,7 @@ def tune(outputs: Any, args: Sequence[Tensor], trials: int = 64, timeout: float 
                     database.add(TuningRecord(workload, target, plan, None, error))
                     _finish(tried, history, trial, bar)
                     continue
-                pending.append((plan, submit(pool, measure, MeasureTask(tuple(ops), tuple(args), plan, seed))))
+                pending.append((plan, submit(pool, measure, MeasureTask(tuple(ops), tuple(args), plan, seed, machine.target))))
             for plan, future in pending:
                 res = result(future, candidate_timeout)
                 database.add(TuningRecord(workload, target, plan, res.seconds, res.error))
