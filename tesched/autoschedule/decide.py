@@ -214,7 +214,9 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
     strided = [r for r in anchor_reads if r.strides[vector_axis] not in (0, 1)]
     last_reduce = len(anchor.op.axis) + len(anchor.op.reduce_axis) - 1
     reduce_extent = int(anchor.op.reduce_axis[-1].dom.extent)  # type: ignore[union-attr]
-    if (extents[vector_axis] < lanes or strided) and reduce_extent >= 2 * lanes and all(
+    rf_lanes = max((w for w in (4, 8, 16, 32, 64) if w <= lanes and reduce_extent % w == 0
+                    and reduce_extent >= (2 * w if w == lanes else w)), default=0)
+    if (extents[vector_axis] < lanes or strided) and rf_lanes and all(
             r.strides[last_reduce] in (0, 1) for r in anchor_reads):
         rows = [a for a in range(ndim) if extents[a] > 1]
         tile = [1] * ndim
@@ -224,7 +226,7 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
         state.plans[anchor.index] = target.with_(
             f"rfactor: the reduction over {anchor.op.reduce_axis[-1].name} ({reduce_extent}) is contiguous in "
             f"its inputs but the output axis is {'short' if not strided else 'strided in ' + strided[0].tensor.name}"
-            f": {lanes} lanes of partial sums, vectorized", rfactor=lanes,
+            f": {rf_lanes} lanes of partial sums, vectorized", rfactor=rf_lanes,
             unroll_axis=rows[-1] if rows else None)
         new = state.plans[host.index] if anchor is host else plan
         return new.with_(f"tiles of {tile}: one partial reduction per tile", tile=tuple(tile))
