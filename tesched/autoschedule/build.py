@@ -2,8 +2,8 @@
 
 With ``tuned`` naming a tuning database, the best successful record for the schedule's workload and this
 target's machine replaces the schedule's decisions: the plan is applied to ``schedule`` itself, which
-must still be unscheduled (fresh from ``create_schedule``). Without a matching record the schedule is
-built as it is, and a ``UserWarning`` says so. Everything else is :func:`tesched.driver.build.build`.
+must still be unscheduled (fresh from ``create_schedule``). Without a matching record a ``UserWarning``
+says so and ``auto_schedule`` schedules it instead. Everything else is :func:`tesched.driver.build.build`.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import os
 import warnings
 from typing import Sequence
 
-from tesched.autoschedule.auto import Explanation, record
+from tesched.autoschedule.auto import Explanation, auto_schedule, record
 from tesched.autoschedule.database import TuningDatabase
 from tesched.autoschedule.machine import resolve
 from tesched.autoschedule.pipeline import scheduled_by_user
@@ -52,8 +52,8 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
 
 
 def apply_tuned(sch: Schedule, db: str | os.PathLike, target: Target | str | None = None) -> bool:
-    """Apply the best record of ``db`` for ``sch``'s workload and ``target`` to ``sch``; False (and a
-    warning) if there is none."""
+    """Apply the best record of ``db`` for ``sch``'s workload and ``target`` to ``sch``; without one, warn,
+    apply ``auto_schedule`` instead and return False."""
     busy = [f"{st.op.name} ({why})" for st in sch.stages if (why := scheduled_by_user(st))]
     if busy:
         raise ScheduleError(f"build(..., tuned=...): the schedule must be unscheduled, but {', '.join(busy)}")
@@ -61,7 +61,8 @@ def apply_tuned(sch: Schedule, db: str | os.PathLike, target: Target | str | Non
     best = TuningDatabase(db).best(workload_hash(sch), machine.key())
     if best is None:
         warnings.warn(f"build(..., tuned={str(db)!r}): no record for this workload on this machine "
-                      f"({machine.key()}); building the schedule as given", UserWarning, stacklevel=3)
+                      f"({machine.key()}); using auto_schedule", UserWarning, stacklevel=3)
+        auto_schedule(sch, target)
         return False
     apply_plan(sch, best.plan)
     record(sch, Explanation(best.plan, machine, 0.0, [], f"tuned record of {db} ({best.seconds * 1e3:.3f} ms)"))  # type: ignore[operator]

@@ -7,6 +7,7 @@ executables run the same way and compare like for like.
 """
 from __future__ import annotations
 
+import os
 from typing import Callable, Iterable, Mapping
 
 import numpy as np
@@ -14,6 +15,7 @@ import numpy as np
 from tesched.graph.executor import Executable
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.ir import Function
+from tesched.graph.lower import check_schedule_choice
 from tesched.graph.params import bind_params
 from tesched.graph.passes import default_sequence, fuse_ops_with_report, print_trace
 
@@ -35,11 +37,16 @@ def optimize(f: Function, params: Mapping[str, np.ndarray] | None = None, rules:
 
 
 def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
-          disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None) -> Executable:
+          disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None, schedule: str = "default",
+          tuning_db: str | os.PathLike | None = None) -> Executable:
     """Optimise ``f`` and compile one kernel per fused group. ``params`` binds named parameters to
     constants; ``rules`` are the fusion rules; ``disabled_passes`` names passes to skip (with
     ``"fuse_ops"`` every op is its own kernel); ``trace=True`` prints the graph after each pass. The
-    executable keeps the graph after each pass in ``pass_history`` (``exe.to_html`` shows it)."""
+    executable keeps the graph after each pass in ``pass_history`` (``exe.to_html`` shows it).
+    ``schedule`` schedules each group's kernel: ``"default"`` (the operator library's schedules),
+    ``"auto"`` (``ts.auto_schedule``) or ``"tuned"`` (the best record of ``tuning_db``, a database written
+    by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none)."""
+    check_schedule_choice(schedule, tuning_db)
     disabled = set(disabled_passes)
     callback = _trace_callback(trace)
     history: list[tuple[str, Function]] = [("input", f)]
@@ -55,6 +62,6 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     else:
         fused, report = fuse_ops_with_report(optimized, rules)
         record("fuse_ops", fused)
-    exe = Executable(fused, report)
+    exe = Executable(fused, report, schedule, tuning_db)
     exe.pass_history = tuple(history)
     return exe

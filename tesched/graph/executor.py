@@ -9,6 +9,7 @@ of an external C function (see :mod:`.partition`) is run by that function and li
 """
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -52,8 +53,10 @@ class Executable:
 
     pass_history: tuple[tuple[str, Function], ...] = ()   # (pass, graph after it), from the input on
 
-    def __init__(self, function: Function, fusion_report: FusionReport | None = None):
+    def __init__(self, function: Function, fusion_report: FusionReport | None = None, schedule: str = "default",
+                 tuning_db: str | os.PathLike | None = None):
         self.function = function
+        self.schedule, self.tuning_db = schedule, tuning_db
         self.fusion_report = fusion_report
         self.kernels: list[CompiledGroup] = []
         self.external_calls: list[ExternalCall] = []
@@ -92,7 +95,7 @@ class Executable:
         if external is not None:
             self.external_calls.append(external)
             return external
-        group = CompiledGroup(fn.name, fn, compile_primitive(fn))
+        group = CompiledGroup(fn.name, fn, compile_primitive(fn, self.schedule, self.tuning_db))
         self.kernels.append(group)
         return group.kernel
 

@@ -2,10 +2,13 @@
 
 The group's ops are declared with :mod:`tesched.nn` on placeholders named after the function's parameters,
 scheduled with :func:`tesched.nn.default_schedule` (epilogue inlined, anchor computed inside the output's
-loops) and built. Kernels are memoised per process by the group's structure and types, so identical groups
+loops), with ``ts.auto_schedule`` (``schedule="auto"``) or from a tuning database written by ``ts.tune``
+(``schedule="tuned"``: the best record of the group's workload, else ``auto_schedule``), and built. Kernels are memoised per process by the group's structure and types, so identical groups
 (the same conv block repeated, or the same graph built twice) compile once.
 """
 from __future__ import annotations
+
+import os
 
 import tesched as ts
 import tesched.nn as nn
@@ -15,6 +18,7 @@ from tesched.graph.visit import post_order
 from tesched.te.tensor import ComputeOp, Tensor
 
 _KERNELS: dict[str, Kernel] = {}
+SCHEDULES = ("default", "auto", "tuned")
 
 
 def declare_primitive(fn: Function) -> tuple[list[Tensor], Tensor]:
@@ -33,12 +37,27 @@ def declare_primitive(fn: Function) -> tuple[list[Tensor], Tensor]:
     return placeholders, out
 
 
-def compile_primitive(fn: Function) -> Kernel:
-    """The kernel computing primitive function ``fn`` (compiled once per structure)."""
-    key = f"{fn.checked_type}\n{fn.body}"
+def check_schedule_choice(schedule: str, tuning_db: str | os.PathLike | None) -> None:
+    """Raise ``ValueError`` unless ``schedule`` is one of :data:`SCHEDULES` (``tuned`` needs a database)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule must be one of {', '.join(map(repr, SCHEDULES))}, got {schedule!r}")
+    if schedule == "tuned" and tuning_db is None:
+        raise ValueError("schedule='tuned' needs tuning_db= (a database written by ts.tune)")
+
+
+def compile_primitive(fn: Function, schedule: str = "default", tuning_db: str | os.PathLike | None = None) -> Kernel:
+    """The kernel computing primitive function ``fn`` (compiled once per structure and schedule choice)."""
+    check_schedule_choice(schedule, tuning_db)
+    key = f"{schedule}:{tuning_db}\n{fn.checked_type}\n{fn.body}"
     kernel = _KERNELS.get(key)
     if kernel is None:
         placeholders, out = declare_primitive(fn)
-        kernel = ts.build(nn.default_schedule(out), placeholders + [out], name=fn.name)
+        args = placeholders + [out]
+        if schedule == "default":
+            kernel = ts.build(nn.default_schedule(out), args, name=fn.name)
+        elif schedule == "auto":
+            kernel = ts.build(ts.auto_schedule(out), args, name=fn.name)
+        else:
+            kernel = ts.build(ts.create_schedule(out), args, name=fn.name, tuned=tuning_db)
         _KERNELS[key] = kernel
     return kernel

@@ -48,13 +48,15 @@ def test_tune_finds_a_correct_kernel_and_records_trials(tmp_path, pool):
     assert "tuned record of" in ts.explain_schedule(s)
 
 
-def test_build_tuned_without_a_record_warns(tmp_path):
+def test_build_tuned_without_a_record_uses_auto_schedule(tmp_path):
     inputs, outputs, reference = blur(6, 8)
     s = ts.create_schedule(outputs[0].op)
-    with pytest.warns(UserWarning, match="no record for this workload"):
+    with pytest.warns(UserWarning, match="no record for this workload .*using auto_schedule"):
         kernel = ts.build(s, inputs + outputs, tuned=tmp_path / "empty.json")
+    assert "auto_schedule for by" in ts.explain_schedule(s)
     a = data(8, 10)
     np.testing.assert_allclose(kernel(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-6)
+    s = ts.create_schedule(outputs[0].op)
     s[outputs[0]].vectorize(s[outputs[0]].op.axis[1])
     with pytest.raises(ts.ScheduleError, match="must be unscheduled, but by"):
         ts.build(s, inputs + outputs, tuned=tmp_path / "empty.json")
