@@ -45,7 +45,7 @@ class TuningRecord:
         for key in ("workload", "target"):
             if not isinstance(data.get(key), str):
                 raise ValueError(f"field {key!r} is missing or not a string")
-        return cls(data["workload"], data["target"], Plan.from_json(data.get("plan")),
+        return cls(data["workload"], data["target"], Plan.from_json(data.get("plan") or {}),
                    None if seconds is None else float(seconds), data.get("error"), str(data.get("version", "")))
 
 

@@ -213,7 +213,7 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
     lanes = machine.lanes(anchor.itemsize)
     strided = [r for r in anchor_reads if r.strides[vector_axis] not in (0, 1)]
     last_reduce = len(anchor.op.axis) + len(anchor.op.reduce_axis) - 1
-    reduce_extent = int(anchor.op.reduce_axis[-1].dom.extent)  # type: ignore[union-attr]
+    reduce_extent: int = anchor.op.reduce_axis[-1].dom.extent  # type: ignore[union-attr, assignment]
     rf_lanes = max((w for w in (4, 8, 16, 32, 64) if w <= lanes and reduce_extent % w == 0
                     and reduce_extent >= (2 * w if w == lanes else w)), default=0)
     if (extents[vector_axis] < lanes or strided) and rf_lanes and all(
@@ -232,8 +232,10 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
         return new.with_(f"tiles of {tile}: one partial reduction per tile", tile=tuple(tile))
     if extents[vector_axis] < 2:
         return plan.with_("no axis long enough to vectorize: loops as declared", tile=tuple([1] * ndim))
-    best, u_axis = None, None
-    for candidate in [a for a in range(ndim - 1) if extents[a] > 1] or [None]:
+    best: cost.RegisterTile | None = None
+    u_axis: int | None = None
+    candidates: list[int | None] = [a for a in range(ndim - 1) if extents[a] > 1] or [None]
+    for candidate in candidates:
         tiles = cost.register_tiles(anchor_reads, extents, vector_axis, candidate, machine, anchor.itemsize)
         if tiles and (best is None or tiles[0].fmas_per_load > best.fmas_per_load):
             best, u_axis = tiles[0], candidate
@@ -302,9 +304,9 @@ def _banded(state: _State, host: StageInfo, plan: StagePlan, extents: list[int])
     vectorize = extents[-1] >= lanes // 2
     members = state.members.get(host.index, [])
     if ndim == 1:
-        tile = (min(extents[0], 1024 if extents[0] >= 1 << 16 else extents[0]),)
-        return plan.with_(f"one loop, {'vectorized' if vectorize else 'serial'}", tile=tile, vectorize=vectorize)
-    base = [1] * (ndim - 1) + [extents[-1]]
+        chunk = min(extents[0], 1024 if extents[0] >= 1 << 16 else extents[0])
+        return plan.with_(f"one loop, {'vectorized' if vectorize else 'serial'}", tile=(chunk,), vectorize=vectorize)
+    base: list[int] = [1] * (ndim - 1) + [extents[-1]]
     if not members:
         return plan.with_(f"rows of {extents[-1]}, {'vectorized' if vectorize else 'too short to vectorize'}",
                           tile=tuple(base), vectorize=vectorize)

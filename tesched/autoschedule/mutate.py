@@ -91,8 +91,7 @@ def _apply(sch: Schedule, plan: Plan, p: StagePlan, choice: str, extents: list[i
     if choice == "level":
         return p.with_(level=rng.choice([-1, 0, 1, 2]))
     if choice == "to_root":
-        tile = tuple([1] * (len(extents) - 1) + [extents[-1]])
-        return StagePlan(p.index, p.stage, "root", tile=tile, vectorize=True, parallel=1, reasons=p.reasons)
+        return StagePlan(p.index, p.stage, "root", tile=tuple([1] * (len(extents) - 1) + [extents[-1]]), vectorize=True, parallel=1, reasons=p.reasons)
     if choice == "k_unroll":
         return p.with_(k_unroll=rng.choice([k for k in (1, 2, 3, 4, 8) if k != p.k_unroll]))
     if choice == "pack":

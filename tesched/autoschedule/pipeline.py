@@ -131,7 +131,7 @@ class Pipeline:
                     info.ops = operation_count(op.body)
                     info.guarded_load = _has_guarded_load(op.body)
                     info.points = _product(constant_shape(op.output(0)))
-                    info.reduce_extent = _product([int(r.dom.extent) for r in op.reduce_axis])  # type: ignore[union-attr]
+                    info.reduce_extent = _product([r.dom.extent for r in op.reduce_axis])  # type: ignore[union-attr]
             info.itemsize = _itemsize(st.op.output(0).dtype)
             self.stages.append(info)
         for st in schedule.stages:

@@ -156,13 +156,13 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
             copy.vectorize(copy.op.axis[-1])  # type: ignore[attr-defined]
     for p in plan.stages:
         if p.placement == "at":
-            host = plans.get(p.host)  # type: ignore[arg-type]
-            if host is None or host.placement != "root":
+            host_plan = plans.get(p.host) if p.host is not None else None
+            if p.host is None or host_plan is None or host_plan.placement != "root":
                 raise ValueError(f"stage {p.stage} is computed at stage {p.host}, which is not a root stage")
-            _attach(stages[p.index], stages[p.host], loops[p.host], host, p.level)  # type: ignore[index]
+            _attach(stages[p.index], stages[p.host], loops[p.host], host_plan, p.level)
             _arrange_computed(stages[p.index], p)
             if p.index in partials:
-                _attach(partials[p.index], stages[p.host], loops[p.host], host, p.level)  # type: ignore[index]
+                _attach(partials[p.index], stages[p.host], loops[p.host], host_plan, p.level)
     return sch
 
 
