@@ -207,13 +207,20 @@ def _region(tensor: Tensor, box: isl.Map) -> Region:
 
 
 def _computed_points(box: isl.Map, sizes: list[isl.PwAff]) -> int:
-    """Points of the box summed over tiles: per combination of constant pieces of the extents, the
-    number of tiles in it times the product (few tiles to count); else every point counted."""
+    """Points of the box summed over tiles (see :func:`points_by_constant_pieces`), else tile by tile."""
+    total = points_by_constant_pieces(box, sizes)
+    return _summed_over_tiles(box, sizes) if total is None else total
+
+
+def points_by_constant_pieces(box: isl.Map, sizes: Sequence[isl.PwAff]) -> int | None:
+    """Points of a per-tile box summed over its tiles (the domain of ``box``), given its extent per
+    dimension as functions of the tile: per combination of constant pieces of the extents, the number of
+    tiles in it times the product (only tiles are counted). None if some piece is not constant."""
     pieces = []
     for size in sizes:
         parts = size.get_pieces()
         if not all(aff.is_cst() for _, aff in parts):
-            return _summed_over_tiles(box, sizes)
+            return None
         pieces.append([(dom, int(aff.get_constant_val().to_python())) for dom, aff in parts])
     total = 0
     for combo in itertools.product(*pieces):

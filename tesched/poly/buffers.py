@@ -7,11 +7,10 @@ an origin variable that the ``alloc`` statement sets per iteration.
 """
 from __future__ import annotations
 
-import itertools
-
 import islpy as isl
 
 from tesched.ir.nodes import Buffer, BufferScope, OriginVar
+from tesched.poly.analysis import points_by_constant_pieces
 from tesched.poly.astgen import pw_aff_to_ir
 from tesched.poly.model import PolyModel, StageModel, piece_constants
 from tesched.te.expr import Const, Expr
@@ -63,23 +62,11 @@ def computed_points(model: PolyModel, sm: StageModel) -> int | None:
     if sm.footprint is None:
         return size
     fp = sm.footprint
-    pieces = []
-    for d in range(sm.tensor.ndim):
-        extent = fp.dim_max(d).sub(fp.dim_min(d)).add_constant_val(isl.Val(1))
-        parts = extent.get_pieces()
-        if not all(aff.is_cst() for _, aff in parts):
-            return int(sm.statements[0].domain.count_val().to_python()) if sm.init is not None or \
-                not sm.raxes else None
-        pieces.append([(dom, int(aff.get_constant_val().to_python())) for dom, aff in parts])
-    total = 0
-    for combo in itertools.product(*pieces):
-        tiles = fp.domain()
-        volume = 1
-        for dom, ext in combo:
-            tiles = tiles.intersect(dom)
-            volume *= ext
-        if not tiles.is_empty():
-            total += int(tiles.count_val().to_python()) * volume
+    sizes = [fp.dim_max(d).sub(fp.dim_min(d)).add_constant_val(isl.Val(1)) for d in range(sm.tensor.ndim)]
+    total = points_by_constant_pieces(fp, sizes)
+    if total is None:
+        return int(sm.statements[0].domain.count_val().to_python()) if sm.init is not None or \
+            not sm.raxes else None
     return total
 
 
