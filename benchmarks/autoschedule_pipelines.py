@@ -303,6 +303,35 @@ def attention(seq=512, dim=64):
                     lambda: nn.default_schedule(out), "default")
 
 
+def stencil_chain(stages=20, n=512):
+    """A chain of ``stages`` stages (stencils along y and x, exponentials, small reductions) for the time
+    ``auto_schedule`` takes to decide; it is not timed."""
+    t = ts.placeholder((n, n), name="A")
+    for k in range(stages):
+        t = (_chain_stencil_y, _chain_stencil_x, _chain_exp, _chain_sum3)[k % 4](t, k)
+    return t
+
+
+def _chain_stencil_y(p, k):
+    h, w = (int(d) for d in p.shape)
+    return ts.compute((h - 2, w), lambda y, x: p[y, x] + p[y + 1, x] + p[y + 2, x], name=f"sy{k}")
+
+
+def _chain_stencil_x(p, k):
+    h, w = (int(d) for d in p.shape)
+    return ts.compute((h, w - 2), lambda y, x: p[y, x] * 0.5 + p[y, x + 2], name=f"sx{k}")
+
+
+def _chain_exp(p, k):
+    return ts.compute(p.shape, lambda y, x: ts.exp(p[y, x] * 0.01), name=f"e{k}")
+
+
+def _chain_sum3(p, k):
+    h, w = (int(d) for d in p.shape)
+    r = ts.reduce_axis((0, 3), f"r{k}")
+    return ts.compute((h - 2, w), lambda y, x: ts.sum(p[y + r, x], axis=r), name=f"sum{k}")
+
+
 PIPELINES = {"blur": blur, "unsharp": unsharp, "harris": harris, "histogram": histogram_grid,
              "conv1x1": conv1x1, "depthwise": depthwise, "convconv": conv_conv, "matmul": matmul_relu,
              "lstm": lstm, "attention": attention}

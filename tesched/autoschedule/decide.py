@@ -17,7 +17,7 @@ from tesched.autoschedule import cost
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline, StageInfo
 from tesched.autoschedule.plan import Plan, StagePlan
-from tesched.poly.analysis import NotModelable, Region, inlined_body, reads, tile_regions
+from tesched.poly.analysis import NotModelable, Read, Region, inlined_body, reads, tile_regions
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.visit import collect
 
@@ -34,8 +34,18 @@ class _State:
     anchor: dict[int, int] = field(default_factory=dict)            # host -> anchor stage
     members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it
 
+    reads_memo: dict[tuple, list[Read]] = field(default_factory=dict)
+
     def inlined_ops(self) -> list[ComputeOp]:
         return [self.pipe[k].op for k, p in self.plans.items() if p.placement == "inline"]
+
+    def reads(self, op: ComputeOp) -> list[Read]:
+        """``analysis.reads`` of ``op`` with the current inlining (memoised)."""
+        inlined = self.inlined_ops()
+        key = (id(op), frozenset(map(id, inlined)))
+        if key not in self.reads_memo:
+            self.reads_memo[key] = reads(op, inlined)
+        return self.reads_memo[key]
 
 
 def decide(pipe: Pipeline, machine: Machine) -> Plan:
@@ -207,7 +217,7 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
                     extents: list[int]) -> StagePlan:
     machine = state.machine
     inlined = state.inlined_ops()
-    anchor_reads = reads(anchor.op, inlined)
+    anchor_reads = state.reads(anchor.op)
     ndim = len(extents)
     vector_axis = ndim - 1
     lanes = machine.lanes(anchor.itemsize)
@@ -371,7 +381,7 @@ def _place_members(state: _State, host: StageInfo, plan: StagePlan, extents: lis
             demoted.add(m)
             continue
         lanes = state.machine.lanes(info.itemsize)
-        vector = region.extents[-1] >= lanes // 2 if info.kind == "pointwise" else _contiguous_reduce(info, inlined)
+        vector = region.extents[-1] >= lanes // 2 if info.kind == "pointwise" else _contiguous_reduce(state, info)
         state.plans[m] = state.plans[m].with_(
             f"at outer loop {level} of {host.name}: a {'x'.join(map(str, region.extents))} buffer per iteration, "
             f"{region.redundancy:.3f}x its points computed (exact count, halos included)",
@@ -379,6 +389,6 @@ def _place_members(state: _State, host: StageInfo, plan: StagePlan, extents: lis
     return demoted
 
 
-def _contiguous_reduce(info: StageInfo, inlined: list[ComputeOp]) -> bool:
+def _contiguous_reduce(state: _State, info: StageInfo) -> bool:
     last = len(info.op.axis) + len(info.op.reduce_axis) - 1
-    return all(r.strides[last] in (0, 1) for r in reads(info.op, inlined))
+    return all(r.strides[last] in (0, 1) for r in state.reads(info.op))

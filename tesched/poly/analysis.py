@@ -15,6 +15,7 @@ tiled groups.
 """
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 from typing import Collection, Mapping, Sequence
@@ -149,7 +150,11 @@ def _domain_text(op: ComputeOp) -> tuple[str, str]:
 
 
 def _tensor_set(tensor: Tensor) -> isl.Set:
-    shape = constant_shape(tensor)
+    return _box_set(constant_shape(tensor))
+
+
+@functools.lru_cache(maxsize=256)
+def _box_set(shape: tuple[int, ...]) -> isl.Set:
     coords = ", ".join(f"x{k}" for k in range(len(shape)))
     conds = " and ".join(f"0 <= x{k} < {d}" for k, d in enumerate(shape)) or "true"
     return isl.Set(f"{{ [{coords}] : {conds} }}")
