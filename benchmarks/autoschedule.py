@@ -97,16 +97,27 @@ def measure_pipeline(key: str, args, hl) -> dict:
             except Exception as err:  # an autoscheduler that fails on a pipeline is reported, not fatal
                 info[f"{name}_error"] = str(err).splitlines()[0][:120]
     for label, run in list(variants.items()):
-        for got, want in zip(run(), reference):
-            scale = max(1.0, float(np.abs(want).max()))
-            if not np.allclose(got, want, rtol=pipe.tolerance, atol=pipe.tolerance * scale):
-                info[f"{label}_error"] = f"wrong result (max error {np.abs(got - want).max():.3g})"
-                del variants[label]
-                break
+        problem = check(run, reference, pipe.tolerance)
+        if problem:
+            info[f"{label}_error"] = problem
+            del variants[label]
     info["timing"] = time_interleaved(variants, args.rounds)
     info["name"] = pipe.name
     info["hand_label"] = pipe.hand_label if pipe.hand is not None else None
     return info
+
+
+def check(run, reference: list[np.ndarray], tolerance: float) -> str:
+    """Why ``run``'s outputs are not ``reference`` (empty if they are)."""
+    try:
+        outputs = run()
+    except Exception as err:  # a variant that fails at run time is reported, not fatal
+        return f"failed: {str(err).splitlines()[0][:120]}"
+    for got, want in zip(outputs, reference):
+        scale = max(1.0, float(np.abs(want).max()))
+        if not np.allclose(got, want, rtol=tolerance, atol=tolerance * scale):
+            return f"wrong result (max error {np.abs(got - want).max():.3g})"
+    return ""
 
 
 def geomean(values: list[float]) -> float:
@@ -170,6 +181,9 @@ def main() -> None:
     for key in keys:
         print(f"... {key}", file=sys.stderr, flush=True)
         results.append(measure_pipeline(key, args, hl))
+        print({k: (f"{v.median * 1e6:.1f}" if hasattr(v, "median") else v)
+               for k, v in {**results[-1], **results[-1]["timing"]}.items() if k != "timing"},
+              file=sys.stderr, flush=True)
     report(results)
     chain = stencil_chain(20)
     times = []
