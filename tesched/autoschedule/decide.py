@@ -127,9 +127,11 @@ def _place(state: _State) -> None:
         else:
             why = "a reduction: computed into a buffer"
         hosts = {k2 if state.plans[k2].placement == "root" else state.plans[k2].host for k2 in readers}
-        if k in state.forced_root or len(hosts) != 1:
+        scalar_host = len(hosts) == 1 and not pipe[next(iter(hosts))].op.axis  # type: ignore[index]
+        if k in state.forced_root or len(hosts) != 1 or scalar_host:
             reason = ("stored whole: computed at a tile its halo would recompute too much" if k in state.forced_root
-                      else f"stored whole: read in {len(hosts)} different loop nests")
+                      else "stored whole: its reader is a single value, with no loop to compute it in"
+                      if scalar_host else f"stored whole: read in {len(hosts)} different loop nests")
             state.plans[k] = StagePlan(k, info.name, "root", reasons=(why, reason))
             continue
         host = hosts.pop()
@@ -221,12 +223,12 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
     ndim = len(extents)
     vector_axis = ndim - 1
     lanes = machine.lanes(anchor.itemsize)
-    strided = [r for r in anchor_reads if r.strides[vector_axis] not in (0, 1)]
+    strided = [r for r in anchor_reads if ndim and r.strides[vector_axis] not in (0, 1)]
     last_reduce = len(anchor.op.axis) + len(anchor.op.reduce_axis) - 1
     reduce_extent: int = anchor.op.reduce_axis[-1].dom.extent  # type: ignore[union-attr, assignment]
     rf_lanes = max((w for w in (4, 8, 16, 32, 64) if w <= lanes and reduce_extent % w == 0
                     and reduce_extent >= (2 * w if w == lanes else w)), default=0)
-    if (extents[vector_axis] < lanes or strided) and rf_lanes and all(
+    if (not ndim or extents[vector_axis] < lanes or strided) and rf_lanes and all(
             r.strides[last_reduce] in (0, 1) for r in anchor_reads):
         rows = [a for a in range(ndim) if extents[a] > 1]
         tile = [1] * ndim
@@ -240,7 +242,7 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
             unroll_axis=rows[-1] if rows else None)
         new = state.plans[host.index] if anchor is host else plan
         return new.with_(f"tiles of {tile}: one partial reduction per tile", tile=tuple(tile))
-    if extents[vector_axis] < 2:
+    if not ndim or extents[vector_axis] < 2:
         return plan.with_("no axis long enough to vectorize: loops as declared", tile=tuple([1] * ndim))
     best: cost.RegisterTile | None = None
     u_axis: int | None = None
@@ -310,6 +312,8 @@ def _pack(state: _State, anchor: StageInfo, plan: StagePlan, regions: dict[str, 
 def _banded(state: _State, host: StageInfo, plan: StagePlan, extents: list[int]) -> StagePlan:
     machine = state.machine
     ndim = len(extents)
+    if ndim == 0:
+        return plan.with_("a single value: no loops to arrange")
     lanes = machine.lanes(host.itemsize)
     vectorize = extents[-1] >= lanes // 2
     members = state.members.get(host.index, [])

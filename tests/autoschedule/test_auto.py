@@ -72,6 +72,19 @@ def test_lstm_cell_from_the_operator_library():
         np.testing.assert_allclose(g, w_, rtol=1e-5, atol=1e-6)
 
 
+def test_single_values_and_single_rows():
+    A = ts.placeholder((64,), name="A")
+    k = ts.reduce_axis((0, 64), name="k")
+    total = ts.compute((), lambda: ts.sum(A[k], axis=k), name="total")
+    twice = ts.compute((), lambda: total[()] * 2.0, name="twice")
+    row = ts.compute((1,), lambda i: ts.sum(A[k] * A[k], axis=k), name="row")
+    a = data(64)
+    for out, want in ((total, a.sum()), (twice, 2 * a.sum()), (row, [(a * a).sum()])):
+        s = ts.auto_schedule(out)
+        assert "rejected" not in ts.explain_schedule(s)
+        np.testing.assert_allclose(ts.build(s, [A, out])(a), want, rtol=1e-5)
+
+
 def test_user_scheduled_and_tensorized_stages_are_kept():
     src = r"""
 static void dot8(const float *a, int64_t sa, const float *b, int64_t sb, float *c, int64_t sc) {
