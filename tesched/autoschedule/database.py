@@ -1,7 +1,9 @@
 """The tuning database: one JSON object per line, appended as trials finish.
 
 Each record holds the workload hash, the target key, the schedule plan as data, the measured seconds
-(``null`` for a failed or timed-out candidate, with its ``error``), tesched's version and the time. The
+(``null`` for a failed or timed-out candidate, with its ``error``), tesched's version and the time.
+Records marked ``confirm`` re-time the finalists of a search side by side; when a workload has them, its
+best plan is the one with the least median confirmation time. The
 file is only appended to (one ``write`` per record, so concurrent writers do not interleave lines); a
 line that is not a valid record is reported with its line number (a ``UserWarning``) and skipped. This
 module neither measures nor searches.
@@ -10,9 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,10 +33,12 @@ class TuningRecord:
     seconds: float | None
     error: str | None = None
     version: str = __version__
+    confirm: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {"workload": self.workload, "target": self.target, "plan": self.plan.to_json(),
-                "seconds": self.seconds, "error": self.error, "version": self.version, "time": time.time()}
+                "seconds": self.seconds, "error": self.error, "version": self.version, "time": time.time(),
+                "confirm": self.confirm}
 
     @classmethod
     def from_json(cls, data: Any) -> "TuningRecord":
@@ -46,7 +51,8 @@ class TuningRecord:
             if not isinstance(data.get(key), str):
                 raise ValueError(f"field {key!r} is missing or not a string")
         return cls(data["workload"], data["target"], Plan.from_json(data.get("plan") or {}),
-                   None if seconds is None else float(seconds), data.get("error"), str(data.get("version", "")))
+                   None if seconds is None else float(seconds), data.get("error"), str(data.get("version", "")),
+                   bool(data.get("confirm", False)))
 
 
 class TuningDatabase:
@@ -89,14 +95,33 @@ class TuningDatabase:
                 os.close(fd)
 
     def lookup(self, workload: str, target: str) -> dict[str, TuningRecord]:
-        """The first record of each plan for this workload and target, by plan key."""
+        """The first trial record of each plan for this workload and target, by plan key."""
         found: dict[str, TuningRecord] = {}
         for r in self.records:
-            if r.workload == workload and r.target == target:
+            if r.workload == workload and r.target == target and not r.confirm:
                 found.setdefault(r.plan.key(), r)
         return found
 
+    def confirmations(self, workload: str, target: str) -> dict[str, list[TuningRecord]]:
+        """Successful confirmation records of this workload and target, by plan key."""
+        found: dict[str, list[TuningRecord]] = {}
+        for r in self.records:
+            if r.workload == workload and r.target == target and r.confirm and r.seconds is not None:
+                found.setdefault(r.plan.key(), []).append(r)
+        return found
+
     def best(self, workload: str, target: str) -> TuningRecord | None:
-        """The fastest successful record for this workload and target, if any."""
+        """The best plan for this workload and target: least median confirmation time if the workload has
+        confirmations, else the fastest successful trial (None if there is neither). The record returned
+        carries that time."""
+        confirmed = self.confirmations(workload, target)
+        if confirmed:
+            key = min(confirmed, key=lambda k: median_seconds(confirmed[k]))
+            return replace(confirmed[key][0], seconds=median_seconds(confirmed[key]))
         done = [r for r in self.lookup(workload, target).values() if r.seconds is not None]
         return min(done, key=lambda r: r.seconds) if done else None  # type: ignore[arg-type, return-value]
+
+
+def median_seconds(records: list[TuningRecord]) -> float:
+    """The median time of successful records."""
+    return statistics.median(r.seconds for r in records if r.seconds is not None)

@@ -44,3 +44,16 @@ def test_memory_only_database():
     db = TuningDatabase(None)
     db.add(TuningRecord("w", "t", plan(4), 2.0))
     assert db.best("w", "t").seconds == 2.0
+
+
+def test_confirmations_decide_the_best_plan():
+    db = TuningDatabase(None)
+    db.add(TuningRecord("w", "t", plan(4), 1.0))
+    db.add(TuningRecord("w", "t", plan(8), 2.0))
+    for seconds in (3.0, 2.5, 9.0):
+        db.add(TuningRecord("w", "t", plan(4), seconds, confirm=True))
+    for seconds in (2.0, 2.2, 1.9):
+        db.add(TuningRecord("w", "t", plan(8), seconds, confirm=True))
+    assert db.lookup("w", "t")[plan(4).key()].seconds == 1.0      # trials only
+    best = db.best("w", "t")
+    assert best.plan.key() == plan(8).key() and best.seconds == 2.0
