@@ -11,8 +11,8 @@ used, so an interrupted run resumes where it stopped, and a run with the same se
 database replays the same proposals and returns the same best plan. A trial counts whether it was
 measured, replayed or rejected, and the search stops after ``trials`` trials or when
 ``1 - CONFIRM_SHARE`` of ``timeout`` is spent. Single timings on a busy machine mislead, so the best few
-plans and the analytical one (the *finalists*) are then timed again, :data:`CONFIRM_ROUNDS` rounds one
-after another, and the least median wins; these confirmations are recorded too (``confirm``), and a
+plans and the analytical one (the *finalists*) are then timed again, up to :data:`CONFIRM_ROUNDS` rounds
+one after another (rounds after the first only while ``timeout`` lasts), and the least median wins; these confirmations are recorded too (``confirm``), and a
 replay that measured nothing new takes them from the database.
 """
 from __future__ import annotations
@@ -161,6 +161,8 @@ def tune(outputs: Any, args: Sequence[Tensor], trials: int = 64, timeout: float 
         if measured or not all(p.key() in confirmed for p in finalists):
             for round_ in range(CONFIRM_ROUNDS if len(finalists) > 1 else 0):
                 for plan in finalists[round_ % len(finalists):] + finalists[:round_ % len(finalists)]:
+                    if round_ and time.perf_counter() - start >= timeout:
+                        break
                     task = MeasureTask(tuple(ops), tuple(args), plan, seed, machine.target)
                     res = result(submit(pool, measure, task), candidate_timeout)
                     database.add(TuningRecord(workload, target, plan, res.seconds, res.error, confirm=True))
