@@ -182,7 +182,7 @@ def _rfactor(sch: Schedule, st: Stage, p: StagePlan) -> Stage:
 
 def _arrange_host(st: Stage, p: StagePlan) -> _HostLoops:
     axes = list(st.op.axis)  # type: ignore[attr-defined]
-    extents = [int(a.dom.extent) for a in axes]  # type: ignore[union-attr]
+    extents = [int(a.dom.extent) for a in axes]
     tile = list(p.tile) or extents
     band = list(p.band) or extents
     if len(tile) != len(axes) or len(band) != len(axes):
