@@ -27,14 +27,14 @@ from tesched.te.tensor import Tensor
 
 
 def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
-          target: Target | str | None = None, name: str = "default_function",
+          target: Target | str | None = None, name: str = "default_function", profile: bool = False,
           tuned: str | os.PathLike | None = None) -> Kernel:
     """Lower, compile and load a kernel, as :func:`tesched.driver.build.build`.
 
     Parameters
     ----------
-    inputs, args, target, name
-        As for the driver's ``build``.
+    inputs, args, target, name, profile
+        As for the driver's ``build`` (:func:`tesched.driver.build.build`).
     tuned
         A tuning database written by ``tune``: its best record for this workload and machine is applied
         to ``inputs`` (an unscheduled schedule) before building.
@@ -48,7 +48,7 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
         if not isinstance(inputs, Schedule):
             raise TypeError("build(..., tuned=...) needs a schedule (from create_schedule), not a lowered function")
         apply_tuned(inputs, tuned, target)
-    return driver_build(inputs, args, target, name)
+    return driver_build(inputs, args, target, name, profile)
 
 
 def apply_tuned(sch: Schedule, db: str | os.PathLike, target: Target | str | None = None) -> bool:
