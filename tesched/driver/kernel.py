@@ -1,9 +1,12 @@
-"""A compiled kernel: checks NumPy arguments, binds symbolic sizes, and calls the C function.
+"""A compiled kernel: checks its array arguments, binds symbolic sizes, and calls the C function.
 
-Every argument is checked before any pointer reaches C: it must be a NumPy array of the exact dtype, the
+Every argument is checked before any pointer reaches C: it must be an array of the exact dtype, the
 declared shape (symbolic sizes must agree across arguments and be positive), C-contiguous, and, for
-outputs, writeable and not overlapping another argument. A failed check raises ``TypeError`` or
-``ValueError`` naming the argument. Outputs may be omitted: they are then allocated and returned.
+outputs, writeable and not overlapping another argument. The checks run in one C pass over the buffers
+(:mod:`.call`); when it fails, the same checks in Python raise ``TypeError`` or ``ValueError`` naming the
+argument. Arguments may be NumPy arrays, DLPack tensors (``torch.Tensor``) or anything with the array
+interface (:mod:`.arrays`), read without copying. Outputs may be omitted: they are then allocated and
+returned, as torch tensors when an argument was one.
 """
 from __future__ import annotations
 
@@ -16,6 +19,8 @@ from typing import Any, Callable
 import numpy as np
 
 from tesched.codegen.c import CSource
+from tesched.driver.arrays import as_array, like, torch_module
+from tesched.driver.call import ArgSpec, Program, address
 from tesched.driver.profile import Profile, measure_profile, read_profile
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
@@ -76,12 +81,16 @@ class Kernel:
             specs.append(_ArgSpec(buf.name, dt.numpy_dtype(buf.dtype), f"{dt.C_TYPES[buf.dtype]}[]",
                                   tuple(dims), isinstance(tensor.op, ComputeOp)))
         self._specs = specs
-        self._static = not self._params
-        self._ctypes = [s.ctype for s in specs]
-        self._shapes = [tuple(d for d in s.dims) for s in specs] if self._static else []
-        self._output_positions = [k for k, s in enumerate(specs) if s.is_output]
         self._n_inputs = sum(not s.is_output for s in specs)
         self._inputs_first = all(not s.is_output for s in specs[:self._n_inputs])
+        self._output_shapes = [(s.dims, s.dtype) for s in specs if s.is_output] \
+            if self._inputs_first and not self._params else None
+        self._address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(module.lib, src.name)))
+        arg_dims = self.arg_dims()
+        self._program = None if arg_dims is None else Program(
+            [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(specs, arg_dims))], [0] * len(specs),
+            [(self._address, list(range(len(specs))) + [-p - 1 for p in range(len(self._params))])],
+            n_params=len(self._params))
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}])"
@@ -169,39 +178,72 @@ class Kernel:
                                              f"{self._specs[j].name} in memory")
         return args, outputs, values
 
-    def __call__(self, *arrays: np.ndarray) -> Any:
-        """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs."""
-        if self._static and len(arrays) == len(self._specs):
-            self._fast_check(arrays)
-            from_buffer = self._ffi.from_buffer
-            self._fn(*[from_buffer(c, a) for c, a in zip(self._ctypes, arrays)])
+    def __call__(self, *arrays: Any) -> Any:
+        """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs (torch
+        tensors when an argument is one). Arguments may be any arrays :func:`~.arrays.as_array` reads."""
+        program = self._program
+        if program is not None and program.run(arrays):
+            return None
+        torch = torch_module(arrays)
+        arrays = tuple(as_array(a, f"argument {s.name}") for s, a in zip(self._specs, arrays)) + \
+            arrays[len(self._specs):]
+        if program is not None and self._output_shapes is not None and len(arrays) == self._n_inputs:
+            outputs = [np.empty(shape, dtype) for shape, dtype in self._output_shapes]
+            if program.run(arrays + tuple(outputs)):
+                return self._returned(outputs, torch)
+        elif program is not None and program.run(arrays):
             return None
         args, outputs, values = self._checked(arrays)
+        self._invoke(args, values)
+        return self._returned(outputs, torch) if outputs else None
+
+    @staticmethod
+    def _returned(outputs: list[np.ndarray], torch: Any) -> Any:
+        converted = [like(o, torch) for o in outputs]
+        return converted[0] if len(converted) == 1 else tuple(converted)
+
+    def _invoke(self, args: list, values: list[int]) -> None:
+        """Run the kernel on checked arrays and sizes."""
+        if self._program is not None:
+            if not self._program.run(tuple(args)):
+                raise TypeError(f"{self.name}: the arguments passed the checks but their buffers could not be read")
+            return
         from_buffer = self._ffi.from_buffer
         self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
-        if outputs:
-            return outputs[0] if len(outputs) == 1 else tuple(outputs)
-        return None
 
-    def _fast_check(self, arrays: tuple) -> None:
-        """The checks of ``_check`` for kernels without symbolic sizes, on the hot path."""
-        for spec, shape, arr in zip(self._specs, self._shapes, arrays):
-            if (type(arr) is not np.ndarray or arr.dtype is not spec.dtype or arr.shape != shape
-                    or not arr.flags.c_contiguous or (spec.is_output and not arr.flags.writeable)):
-                self._checked(arrays)  # raises the precise error
-        for k in self._output_positions:
-            out = arrays[k]
-            for j, other in enumerate(arrays):
-                if j != k and np.may_share_memory(out, other):
-                    self._checked(arrays)
-
-    def prepare(self, *arrays: np.ndarray):
+    def prepare(self, *arrays: Any) -> Callable[[], Any]:
         """Check the arguments once and return a function of no arguments that runs the kernel on them
-        (for calls in a loop: it skips the per-call checks). Omitted outputs are allocated and returned
-        by each call."""
-        args, outputs, values = self._checked(arrays)
-        pointers = [self._ffi.from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)] + list(values)
-        return _bind_run(self._fn, pointers, args, outputs)
+        (for calls in a loop: it skips the per-call checks). Omitted outputs are allocated here and
+        returned by each call."""
+        torch = torch_module(arrays)
+        args, outputs, values = self._checked(tuple(as_array(a, f"argument {s.name}")
+                                                    for s, a in zip(self._specs, arrays)) + arrays[len(self._specs):])
+        words = [address(a) for a in args] + list(values)
+        program = Program([], words, [(self.address, range(len(words)))], keep=args)
+        result = None if not outputs else [like(o, torch) for o in outputs]
+        return _bind_run(program.runner(), program, None if result is None else
+                         (result[0] if len(result) == 1 else tuple(result)))
+
+    @property
+    def address(self) -> int:
+        """The address of the compiled C function."""
+        return self._address
+
+    def arg_dims(self) -> list[tuple[int, ...]] | None:
+        """Per argument its dimensions as a program reads them (an extent, or ``-(p + 1)`` for symbolic
+        size ``p``); ``None`` when a dimension is an expression of the sizes."""
+        dims = []
+        for spec in self._specs:
+            row = []
+            for d in spec.dims:
+                if isinstance(d, int):
+                    row.append(d)
+                elif d[0] == "param":
+                    row.append(-d[1] - 1)
+                else:
+                    return None
+            dims.append(tuple(row))
+        return dims
 
     def benchmark(self, *arrays: np.ndarray, repeat: int = 20, number: int = 1,
                   warmup: int = 1) -> BenchmarkResult:
@@ -215,6 +257,7 @@ class Kernel:
                 self(*arrays)
             times.append((time.perf_counter() - t0) / number)
         return BenchmarkResult(statistics.median(times), min(times), repeat)
+
 
     # profiling --------------------------------------------------------------------------------------
     def _reader(self) -> Callable[[bool], Profile]:
@@ -244,15 +287,13 @@ class Kernel:
         return write_page("kernel", self, path, **options)
 
 
-def _bind_run(fn, pointers: list, arrays: list, outputs: list):
-    """A closure calling ``fn`` on fixed pointers; it holds the arrays so the pointers stay valid."""
-    result = None if not outputs else (outputs[0] if len(outputs) == 1 else tuple(outputs))
-
+def _bind_run(runner: Callable[[], bool], program: Program, result: Any) -> Callable[[], Any]:
+    """A closure running a prepared program; it holds the program (and so its arrays)."""
     def run():
-        fn(*pointers)
+        runner()
         return result
 
-    run.__dict__["arrays"] = arrays
+    run.__dict__["program"] = program
     return run
 
 

@@ -1,11 +1,15 @@
 """Run a fused graph: an :class:`Executable` compiles one kernel per primitive function (fused group) and
-calls the kernels in order on NumPy inputs.
+runs the kernels in order, in one C call (:class:`tesched.driver.call.Program`).
 
-Every value gets a slot: inputs, constants, and one buffer per group output. Intermediate buffers are
-allocated once per executable and reused by every call (so an executable is not meant to be called from
-several threads at once); the function's results are fresh arrays on every call. A group that is one call
-of an external C function (see :mod:`.partition`) is run by that function and listed in
-``external_calls`` instead of ``kernels``. Passes and fusion happen before, in :mod:`.build`.
+Every value has a pointer slot: the inputs, the constants, the group outputs. Intermediate group outputs
+live in one arena allocated at build time and shared by liveness (:mod:`.memory`; ``exe.memory_plan``
+reports the peak bytes), so a call allocates nothing but its results, which are fresh arrays every plain
+call. A group may have several outputs (a tuple-valued primitive function). The inputs and results are
+checked in the same C pass that runs the kernels; inputs may be NumPy arrays, torch tensors or anything
+:func:`tesched.driver.arrays.as_array` reads, and results are torch tensors when an input was one.
+Because the arena is reused, one executable runs in one thread at a time (another thread gets a
+``RuntimeError``). A group that is one call of an external C function (see :mod:`.partition`) is listed
+in ``external_calls`` instead of ``kernels``. Passes and fusion happen before, in :mod:`.build`.
 """
 from __future__ import annotations
 
@@ -14,18 +18,21 @@ import statistics
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from tesched.driver.arrays import as_array, like, torch_module
+from tesched.driver.call import ArgSpec, Program, address
 from tesched.driver.kernel import BenchmarkResult, Kernel
 from tesched.graph.annotation import STOP_FUSION
 from tesched.graph.external_op import ExternalCall, compile_external_group
-from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem
+from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tesched.graph.lower import compile_primitive
+from tesched.graph.memory import ALIGNMENT, Buffer, MemoryPlan, plan_memory
 from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
-from tesched.graph.types import TensorType
+from tesched.graph.types import TensorType, TupleType
 from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
@@ -48,8 +55,33 @@ class CompiledGroup:
         return self.kernel.c_source
 
 
+@dataclass
+class _Value:
+    """A tensor of the run: an input, a constant, or an output of a step (an intermediate or a result)."""
+
+    type: TensorType
+    kind: str                      # "input", "constant", "step"
+    index: int = 0                 # input position, or step number
+    data: np.ndarray | None = None  # a constant's array
+    last_use: int = -1
+    slot: int = -1
+
+
+@dataclass(frozen=True)
+class _Step:
+    address: int
+    inputs: tuple[_Value, ...]
+    outputs: tuple[_Value, ...]
+    literals: tuple[int, ...]      # words passed after the pointers (an external function's sizes)
+    order: tuple[int, ...] | None  # which inputs the C function takes, in its order (None: all)
+
+
 class Executable:
-    """Runs a fused graph: ``exe(x)`` or ``exe(data=x)``; a tuple when the graph has several results."""
+    """Runs a fused graph: ``exe(x)`` or ``exe(data=x)``; a tuple when the graph has several results.
+
+    ``kernels`` and ``external_calls`` list the compiled groups, ``fusion_report`` says what fused and
+    why the rest did not, ``memory_plan`` where the intermediate buffers live.
+    """
 
     pass_history: tuple[tuple[str, Function], ...] = ()   # (pass, graph after it), from the input on
 
@@ -60,87 +92,138 @@ class Executable:
         self.fusion_report = fusion_report
         self.kernels: list[CompiledGroup] = []
         self.external_calls: list[ExternalCall] = []
-        self._slots: list[np.ndarray | None] = [None] * len(function.params)
-        self._slot_of: dict[int, int] = {id(p): k for k, p in enumerate(function.params)}
-        self._steps: list[tuple[Callable[..., Any], list[int], int, TensorType | None]] = []
-        results = {id(_resolved(leaf)) for leaf in _leaves(function.body)}
+        self._inputs = [_Value(p.tensor_type, "input", k) for k, p in enumerate(function.params)]
+        self._steps: list[_Step] = []
+        values: dict[int, Any] = {id(p): v for p, v in zip(function.params, self._inputs)}
         for node in post_order(function.body):
-            self._plan(node, id(node) in results)
-        self._result = self._structure(function.body)
-        self._fresh = {out for _, _, out, fresh in self._steps if fresh is not None}
+            self._plan(node, values)
+        self._result = values[id(function.body)]
+        for v in _leaves_of(self._result):
+            v.last_use = len(self._steps)
+        self._results = list({id(v): v for v in _leaves_of(self._result) if v.kind == "step"}.values())
+        self._assign_slots()
 
     # planning -------------------------------------------------------------------------------------
-    def _new_slot(self, value: np.ndarray | None) -> int:
-        self._slots.append(value)
-        return len(self._slots) - 1
-
-    def _slot(self, node: Expr) -> int:
-        return self._slot_of[id(_resolved(node))]
-
-    def _plan(self, node: Expr, is_result: bool) -> None:
+    def _plan(self, node: Expr, values: dict[int, Any]) -> None:
+        if isinstance(node, Var):
+            return
         if isinstance(node, Constant):
-            self._slot_of[id(node)] = self._new_slot(node.data)
+            values[id(node)] = _Value(node.tensor_type, "constant", data=np.ascontiguousarray(node.data))
+        elif isinstance(node, Tuple):
+            values[id(node)] = tuple(values[id(f)] for f in node.fields)
+        elif isinstance(node, TupleGetItem):
+            values[id(node)] = values[id(node.tuple_value)][node.index]
+        elif isinstance(node, Call) and node.op is STOP_FUSION:
+            values[id(node)] = values[id(node.args[0])]
         elif isinstance(node, Call) and isinstance(node.op, Function):
-            run = self._compile_group(node.op)
-            ty = node.tensor_type
-            out = self._new_slot(None if is_result else np.empty(ty.shape, ty.dtype))
-            self._steps.append((run, [self._slot(a) for a in node.args], out, ty if is_result else None))
-            self._slot_of[id(node)] = out
-        elif isinstance(node, Call) and node.op is not STOP_FUSION:
+            inputs = tuple(values[id(a)] for a in node.args)
+            for v in inputs:
+                v.last_use = len(self._steps)
+            types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
+            outputs = tuple(_Value(t, "step", len(self._steps)) for t in types)  # type: ignore[arg-type]
+            self._steps.append(self._compile_group(node.op, inputs, outputs))
+            values[id(node)] = outputs if isinstance(node.checked_type, TupleType) else outputs[0]
+        else:
             raise TypeError(f"cannot execute {node!r}: run fuse_ops first (every op must be in a primitive "
                             "function)")
 
-    def _compile_group(self, fn: Function) -> Callable[..., Any]:
+    def _compile_group(self, fn: Function, inputs: tuple[_Value, ...], outputs: tuple[_Value, ...]) -> _Step:
         external = compile_external_group(fn)
         if external is not None:
             self.external_calls.append(external)
-            return external
+            kernel = external.kernel
+            return _Step(kernel.address, inputs, outputs, tuple(kernel.sizes), external.arg_positions)
         group = CompiledGroup(fn.name, fn, compile_primitive(fn, self.schedule, self.tuning_db))
         self.kernels.append(group)
-        return group.kernel
+        return _Step(group.kernel.address, inputs, outputs, (), None)
 
-    def _structure(self, node: Expr) -> Any:
-        """The result as slots: an int, or a tuple of structures."""
-        node = _resolved(node)
-        if isinstance(node, Tuple):
-            return tuple(self._structure(f) for f in node.fields)
-        return self._slot(node)
+    def _assign_slots(self) -> None:
+        """Slots in order: inputs, results (both filled by each call), constants, intermediates, literals."""
+        ordered: list[_Value] = self._inputs + self._results
+        constants: dict[int, _Value] = {}
+        intermediates: dict[int, _Value] = {}
+        for step in self._steps:
+            for v in step.inputs:
+                if v.kind == "constant":
+                    constants[id(v)] = v
+            for v in step.outputs:
+                if id(v) not in {id(r) for r in self._results}:
+                    intermediates[id(v)] = v
+        for v in _leaves_of(self._result):
+            if v.kind == "constant":
+                constants[id(v)] = v
+        ordered += list(constants.values()) + list(intermediates.values())
+        for k, v in enumerate(ordered):
+            v.slot = k
+        self._n_filled = len(self._inputs) + len(self._results)
+        buffers = [Buffer(_nbytes(v.type), v.index, max(v.last_use, v.index)) for v in intermediates.values()]
+        self.memory_plan: MemoryPlan = plan_memory(buffers)
+        self._arena = np.empty(self.memory_plan.peak_bytes + ALIGNMENT, np.uint8)
+        base = -address(self._arena) % ALIGNMENT + address(self._arena)
+        fixed = [0] * len(ordered)
+        for v in constants.values():
+            fixed[v.slot] = address(v.data)  # type: ignore[arg-type]
+        for v, offset in zip(intermediates.values(), self.memory_plan.offsets):
+            fixed[v.slot] = base + offset
+        self._fixed = fixed
+        self._c_steps: list[tuple[int, list[int]]] = []
+        for step in self._steps:
+            literal_slots = []
+            for word in step.literals:
+                literal_slots.append(len(self._fixed))
+                self._fixed.append(word)
+            ins = [step.inputs[k] for k in step.order] if step.order is not None else list(step.inputs)
+            self._c_steps.append((step.address, [v.slot for v in ins] + [v.slot for v in step.outputs] + literal_slots))
+        self._keep = [self._arena] + [v.data for v in constants.values()]
+        specs = [ArgSpec(np.dtype(v.type.dtype), v.type.shape, writable, v.slot)
+                 for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
+        self._program = Program(specs, self._fixed, self._c_steps, exclusive=True, keep=self._keep)
+        self._result_types = [(v.type.shape, np.dtype(v.type.dtype)) for v in self._results]
+        self._single_result = isinstance(self._result, _Value) and self._result.kind == "step"
 
     # running --------------------------------------------------------------------------------------
-    def __call__(self, *args: np.ndarray, **kwargs: np.ndarray) -> Any:
-        values = list(self._slots)
-        values[:len(self.function.params)] = bind_arguments(self.function.params, args, kwargs)
-        for kernel, inputs, out, fresh in self._steps:
-            if fresh is not None:
-                values[out] = np.empty(fresh.shape, fresh.dtype)
-            kernel(*[values[i] for i in inputs], values[out])
-        return self._collect(self._result, values)
+    def _fresh_results(self) -> list[np.ndarray]:
+        return [np.empty(shape, dtype) for shape, dtype in self._result_types]
 
-    def prepare(self, *args: np.ndarray, **kwargs: np.ndarray) -> Callable[[], Any]:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        results = [np.empty(shape, dtype) for shape, dtype in self._result_types]
+        if not kwargs and self._program.run(args + tuple(results)):
+            return results[0] if self._single_result else self._collect(self._result, args, results, None)
+        torch = torch_module(list(args) + list(kwargs.values()))
+        inputs = tuple(bind_arguments(self.function.params, args, kwargs))
+        if not self._program.run(inputs + tuple(results)):
+            raise TypeError(f"{self!r}: the inputs passed the checks but their buffers could not be read")
+        return self._collect(self._result, inputs, results, torch)
+
+    def prepare(self, *args: Any, **kwargs: Any) -> Callable[[], Any]:
         """Check the inputs once and return a function of no arguments that runs the graph on them. Each
         call writes the same result arrays (allocated here) and returns them: copy a result to keep it.
         The inputs are read on every call, so changing them in place changes the next result."""
-        values = list(self._slots)
-        values[:len(self.function.params)] = bind_arguments(self.function.params, args, kwargs)
-        for _, _, out, fresh in self._steps:
-            if fresh is not None:
-                values[out] = np.empty(fresh.shape, fresh.dtype)
-        runs = [kernel.prepare(*[values[i] for i in inputs], values[out]) for kernel, inputs, out, _ in self._steps]
-        result = self._collect(self._result, values, copy=False)
+        torch = torch_module(list(args) + list(kwargs.values()))
+        inputs = bind_arguments(self.function.params, args, kwargs)
+        results = self._fresh_results()
+        fixed = list(self._fixed)
+        for v, array in zip(self._inputs + self._results, inputs + results):
+            fixed[v.slot] = address(array)
+        program = Program([], fixed, self._c_steps, exclusive=True, keep=(self._keep, inputs, results))
+        runner = program.runner()
+        result = self._collect(self._result, tuple(inputs), results, torch)
 
         def run() -> Any:
-            for kernel_run in runs:
-                kernel_run()
+            runner()
             return result
+        run.program = program  # type: ignore[attr-defined]
         return run
 
-    def _collect(self, structure: Any, values: list, copy: bool = True) -> Any:
+    def _collect(self, structure: Any, inputs: Sequence[Any], results: list[np.ndarray], torch: Any) -> Any:
         if isinstance(structure, tuple):
-            return tuple(self._collect(s, values, copy) for s in structure)
-        value = values[structure]
-        return value.copy() if copy and structure not in self._fresh else value
+            return tuple(self._collect(s, inputs, results, torch) for s in structure)
+        if structure.kind == "step":
+            return like(results[structure.slot - len(self._inputs)], torch)
+        source = structure.data if structure.kind == "constant" else as_array(inputs[structure.index], "input")
+        return like(np.array(source, copy=True), torch)
 
-    def benchmark(self, *args: np.ndarray, repeat: int = 20, warmup: int = 2, **kwargs: np.ndarray) -> BenchmarkResult:
+    def benchmark(self, *args: Any, repeat: int = 20, warmup: int = 2, **kwargs: Any) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""
         for _ in range(warmup):
             self(*args, **kwargs)
@@ -162,18 +245,12 @@ class Executable:
         return f"Executable({len(self.kernels)} kernels: {', '.join(k.name for k in self.kernels)}{external})"
 
 
-def _resolved(node: Expr) -> Expr:
-    """``node`` with stop_fusion annotations and fields of literal tuples looked through."""
-    while True:
-        if isinstance(node, TupleGetItem) and isinstance(_resolved(node.tuple_value), Tuple):
-            node = _resolved(node.tuple_value).fields[node.index]  # type: ignore[attr-defined]
-        elif isinstance(node, Call) and node.op is STOP_FUSION:
-            node = node.args[0]
-        else:
-            return node
+def _leaves_of(structure: Any) -> list[_Value]:
+    return [leaf for s in structure for leaf in _leaves_of(s)] if isinstance(structure, tuple) else [structure]
 
 
-def _leaves(node: Expr) -> list[Expr]:
-    """The tensors a (possibly nested) tuple of results is made of."""
-    node = _resolved(node)
-    return [leaf for f in node.fields for leaf in _leaves(f)] if isinstance(node, Tuple) else [node]
+def _nbytes(ty: TensorType) -> int:
+    count = 1
+    for d in ty.shape:
+        count *= d
+    return count * np.dtype(ty.dtype).itemsize

@@ -247,6 +247,11 @@ class ExternalKernel:
     def __repr__(self) -> str:
         return f"ExternalKernel({self.function.prototype()})"
 
+    @property
+    def address(self) -> int:
+        """The address of the C function (called with the inputs, the output, then ``sizes``)."""
+        return int(self._ffi.cast("uintptr_t", self._fn))
+
     def _check(self, k: int, array: object) -> None:
         what = f"{self.name}: {'the output' if k == len(self.types) - 1 else f'input {k}'}"
         ty = self.types[k]

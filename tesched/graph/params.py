@@ -1,5 +1,6 @@
 """Matching NumPy arrays to a function's parameters: ``bind_params`` (named parameters become constants)
-and ``bind_arguments`` (a call's positional and keyword arrays, checked against the parameter types).
+and ``bind_arguments`` (a call's positional and keyword arrays, checked against the parameter types;
+torch tensors and other arrays are read as NumPy arrays without copying).
 
 Shape and dtype mismatches raise ``ValueError``/``TypeError`` naming the parameter; arrays are never
 converted silently to another dtype.
@@ -10,6 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from tesched.driver.arrays import as_array
 from tesched.graph.ir import Constant, Function, Var
 from tesched.graph.types import TensorType
 from tesched.graph.visit import rewrite
@@ -57,4 +59,4 @@ def bind_arguments(params: Sequence[Var], args: Sequence[object], kwargs: Mappin
     missing = [p.name for p in params if p.name not in values]
     if missing:
         raise TypeError(f"missing inputs: {', '.join(missing)}")
-    return [check_array(values[p.name], p.tensor_type, f"input {p.name}") for p in params]
+    return [check_array(as_array(values[p.name], f"input {p.name}"), p.tensor_type, f"input {p.name}") for p in params]

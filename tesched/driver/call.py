@@ -1,0 +1,139 @@
+"""Programs of kernel calls, checked and run in one C pass (``tesched/runtime/tesched_call.c``).
+
+A :class:`Program` is a list of compiled C functions to call in order on a set of pointer slots, some
+fixed in advance (an executable's constants and intermediate buffers), the others filled at each call by
+the arguments, which are checked through the buffer protocol (C-contiguity, format, shape, writability,
+no overlap of an output with another argument) before any pointer reaches C. ``Program.run(args)`` returns
+``False`` when an argument does not pass, leaving the precise message (or the conversion of a DLPack
+tensor) to the caller's slower path. The helper extension is compiled once with the C compiler that builds
+kernels and cached on disk beside them. This module does not decide what the programs compute.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.machinery
+import importlib.util
+import os
+import subprocess
+import sysconfig
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from tesched.errors import BuildError
+
+SOURCE = Path(__file__).resolve().parent.parent / "runtime" / "tesched_call.c"
+MODULE = "_tesched_call"
+FLAGS = ("-O2", "-shared", "-fPIC", "-fno-strict-aliasing")
+
+Dim = int
+"""An argument dimension: an extent (>= 0) or ``-(p + 1)`` for symbolic size ``p``."""
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """What one argument of a program must be, and the slot its pointer fills."""
+
+    dtype: np.dtype
+    dims: tuple[Dim, ...]
+    writable: bool
+    slot: int
+
+    def as_tuple(self) -> tuple:
+        return (buffer_format(self.dtype), self.dtype.itemsize, self.dims, self.writable, self.slot)
+
+
+@functools.lru_cache(maxsize=None)
+def buffer_format(dtype: np.dtype) -> str:
+    """The buffer-protocol format NumPy exports for arrays of ``dtype``."""
+    return memoryview(np.empty(1, dtype)).format
+
+
+@functools.lru_cache(maxsize=None)
+def _extension(directory: Path) -> Any:
+    """The helper extension, compiled into ``directory`` (the kernel cache) unless already there. It
+    depends on its source and the Python ABI only, which its file name encodes."""
+    source = SOURCE.read_text()
+    include = sysconfig.get_paths()["include"]
+    suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
+    key = hashlib.sha256("\0".join([source, " ".join(FLAGS), include, suffix]).encode()).hexdigest()
+    target = directory / f"{MODULE}-{key[:24]}{suffix}"
+    if not target.exists():
+        cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[:1]
+        fd, tmp = tempfile.mkstemp(suffix=suffix, dir=directory)
+        os.close(fd)
+        try:
+            out = subprocess.run(cc + list(FLAGS) + ["-I", include, str(SOURCE), "-o", tmp], capture_output=True,
+                                 text=True, timeout=120)
+            if out.returncode != 0:
+                raise BuildError(f"compiling the kernel call helper {SOURCE.name} failed:\n{out.stderr}")
+            os.replace(tmp, target)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    loader = importlib.machinery.ExtensionFileLoader(MODULE, str(target))
+    spec = importlib.util.spec_from_file_location(MODULE, target, loader=loader)
+    if spec is None:
+        raise BuildError(f"cannot load the kernel call helper {target}")
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+Step = tuple[int, Sequence[int]]
+"""A C function's address and its arguments: slot numbers (>= 0) or symbolic sizes (``-(p + 1)``)."""
+
+
+class Program:
+    """Steps run on slots: ``run(args)`` checks ``args`` against ``specs``, fills their slots and calls
+    every step; ``fixed`` holds the other slots' addresses; ``keep`` the objects those addresses belong to.
+
+    Parameters
+    ----------
+    specs
+        One per argument of ``run``, in order.
+    fixed
+        An address per slot (``0`` for slots the arguments fill).
+    steps
+        The functions to call, in order.
+    n_params
+        Symbolic sizes the argument dimensions bind.
+    exclusive
+        The fixed slots include buffers the steps write, so two threads may not run it at once.
+    keep
+        Objects that must outlive the program (the owners of the fixed addresses).
+    directory
+        Where the helper extension is cached (the kernel cache; defaults to the last one used).
+    """
+
+    __slots__ = ("_capsule", "_run", "keep")
+    _directory: Path | None = None
+
+    def __init__(self, specs: Sequence[ArgSpec], fixed: Sequence[int], steps: Sequence[Step], n_params: int = 0,
+                 exclusive: bool = False, keep: Any = None, directory: Path | None = None):
+        if directory is not None:
+            Program._directory = directory
+        if Program._directory is None:
+            raise BuildError("a kernel program needs a compiled kernel first (to know the kernel cache)")
+        ext = _extension(Program._directory)
+        self._capsule = ext.make([s.as_tuple() for s in specs], list(fixed), [(fn, tuple(a)) for fn, a in steps],
+                                 n_params, exclusive)
+        self._run = ext.run
+        self.keep = keep
+
+    def run(self, args: tuple) -> bool:
+        """Check ``args`` and run the steps: ``True``; or ``False`` when an argument does not pass."""
+        return self._run(self._capsule, args)
+
+    def runner(self, args: tuple = ()) -> Any:
+        """A function of no arguments running the program on ``args`` (already known to pass)."""
+        return functools.partial(self._run, self._capsule, args)
+
+
+def address(array: np.ndarray) -> int:
+    """The address of an array's first element."""
+    return int(array.__array_interface__["data"][0])
