@@ -179,7 +179,7 @@ class Executable:
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
         self._program = Program(specs, self._fixed, self._c_steps, exclusive=True, keep=self._keep)
         self._result_types = [(v.type.shape, np.dtype(v.type.dtype)) for v in self._results]
-        self._single_result = isinstance(self._result, _Value) and self._result.kind == "step"
+        self._flat_results = _flat_result_indices(self._result, len(self._inputs))
 
     # running --------------------------------------------------------------------------------------
     def _fresh_results(self) -> list[np.ndarray]:
@@ -188,7 +188,9 @@ class Executable:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         results = [np.empty(shape, dtype) for shape, dtype in self._result_types]
         if not kwargs and self._program.run(args + tuple(results)):
-            return results[0] if self._single_result else self._collect(self._result, args, results, None)
+            if self._flat_results is not None:
+                return results[0] if self._flat_results == () else tuple([results[k] for k in self._flat_results])
+            return self._collect(self._result, args, results, None)
         torch = torch_module(list(args) + list(kwargs.values()))
         inputs = tuple(bind_arguments(self.function.params, args, kwargs))
         if not self._program.run(inputs + tuple(results)):
@@ -243,6 +245,16 @@ class Executable:
         external = f"; {len(self.external_calls)} external calls: {', '.join(c.name for c in self.external_calls)}" \
             if self.external_calls else ""
         return f"Executable({len(self.kernels)} kernels: {', '.join(k.name for k in self.kernels)}{external})"
+
+
+def _flat_result_indices(structure: Any, n_inputs: int) -> tuple[int, ...] | None:
+    """``()`` when the result is one computed tensor, the result positions when it is a flat tuple of
+    computed tensors, else ``None`` (nested tuples, or inputs and constants returned as they are)."""
+    if isinstance(structure, _Value):
+        return () if structure.kind == "step" else None
+    if all(isinstance(v, _Value) and v.kind == "step" for v in structure) and structure:
+        return tuple(v.slot - n_inputs for v in structure)
+    return None
 
 
 def _leaves_of(structure: Any) -> list[_Value]:

@@ -8,8 +8,17 @@ never to fuse. A :class:`FusionRules` object is plain data a user changes per ta
 
 A group's pattern is the largest pattern of its ops. Two groups joined by an edge merge when the
 consumer group's pattern is in ``may_follow[producer group's pattern]``, so a group never holds two
-anchors (conv2d then conv2d) unless a user allows it. This module decides nothing about graphs; see
-:mod:`.passes.fuse_ops`.
+anchors one after the other (conv2d then conv2d) unless a user allows it. Two anchors side by side, whose
+results meet in an elementwise op (the two matmuls of an RNN cell, a residual branch's two convolutions),
+share a group when ``combine_anchors`` is set, and the pieces of a split anchor result (the gates of a
+recurrent cell, sliced from one matmul) join its group when ``slice_anchors`` is set.
+
+A value read by several groups (``shared_values``) is, under ``"auto"``, computed once and kept as one
+more output of the group that fuses it (so a diamond of elementwise ops, or an LSTM cell whose cell state
+is both a result and read by the hidden state, is one kernel), and recomputed inside a reader when
+keeping it is impossible (it would make a cycle) and it is cheap (at most ``recompute_max_ops``
+elementwise, broadcast or injective ops); ``"keep"`` never recomputes, ``"recompute"`` recomputes every
+cheap shared value in each reader, and ``"separate"`` ends the value's group there (TVM's behaviour). This module decides nothing about graphs; see :mod:`.passes.fuse_ops`.
 """
 from __future__ import annotations
 
@@ -34,14 +43,27 @@ def default_may_follow() -> dict[Pattern, set[Pattern]]:
     }
 
 
+SHARED_VALUE_CHOICES = ("auto", "keep", "recompute", "separate")
+
+
 @dataclass
 class FusionRules:
     """``may_follow[p]``: patterns a group of pattern ``p`` may be followed by in the same group;
-    ``max_group_size``: most ops in a group; ``never_fuse``: op names (``"nn.softmax"``) kept alone."""
+    ``max_group_size``: most ops in a group; ``never_fuse``: op names (``"nn.softmax"``) kept alone;
+    ``combine_anchors``: anchors whose results meet in an elementwise op share a group;
+    ``slice_anchors``: a ``strided_slice`` (a piece of ``split``) may follow an anchor's group;
+    ``shared_values``: what to do with a value several groups read (``"auto"``, ``"keep"``,
+    ``"recompute"``, ``"separate"``); ``recompute_max_ops``: the largest group recomputed in its readers;
+    ``winograd``: 3x3 stride-1 convolutions may use Winograd's algorithm where it pays."""
 
     may_follow: dict[Pattern, set[Pattern]] = field(default_factory=default_may_follow)
     max_group_size: int = 256
     never_fuse: set[str] = field(default_factory=set)
+    combine_anchors: bool = True
+    slice_anchors: bool = True
+    shared_values: str = "auto"
+    recompute_max_ops: int = 4
+    winograd: bool = True
 
     def __post_init__(self) -> None:
         table = {Pattern.parse(k): {Pattern.parse(v) for v in vs} for k, vs in self.may_follow.items()}
@@ -49,6 +71,12 @@ class FusionRules:
         if isinstance(self.max_group_size, bool) or not isinstance(self.max_group_size, int) \
                 or self.max_group_size < 1:
             raise ValueError(f"FusionRules: max_group_size must be a positive int, got {self.max_group_size!r}")
+        if self.shared_values not in SHARED_VALUE_CHOICES:
+            raise ValueError(f"FusionRules: shared_values must be one of {', '.join(SHARED_VALUE_CHOICES)}, "
+                             f"got {self.shared_values!r}")
+        if isinstance(self.recompute_max_ops, bool) or not isinstance(self.recompute_max_ops, int) \
+                or self.recompute_max_ops < 0:
+            raise ValueError(f"FusionRules: recompute_max_ops must be an int >= 0, got {self.recompute_max_ops!r}")
         self.never_fuse = set(self.never_fuse)
         for name in self.never_fuse:
             get_op(name)  # raises for an unknown op name
@@ -56,7 +84,8 @@ class FusionRules:
     @classmethod
     def no_fusion(cls) -> "FusionRules":
         """Rules under which every op is a group of its own."""
-        return cls(may_follow={}, max_group_size=1)
+        return cls(may_follow={}, max_group_size=1, combine_anchors=False, slice_anchors=False,
+                   shared_values="separate")
 
     def allows(self, producer: Pattern, consumer: Pattern) -> bool:
         return consumer in self.may_follow[producer]
@@ -75,7 +104,10 @@ class FusionRules:
         rows = [f"  after {p}: {', '.join(map(str, sorted(self.may_follow[p]))) or 'nothing'}" for p in Pattern]
         never = ", ".join(sorted(self.never_fuse)) or "none"
         return "\n".join(["FusionRules(may follow:"] + rows +
-                         [f"  max_group_size: {self.max_group_size}", f"  never_fuse: {never})"])
+                         [f"  max_group_size: {self.max_group_size}", f"  never_fuse: {never}",
+                          f"  combine_anchors: {self.combine_anchors}", f"  slice_anchors: {self.slice_anchors}",
+                          f"  shared_values: {self.shared_values} "
+                          f"(recompute up to {self.recompute_max_ops} ops)", f"  winograd: {self.winograd})"])
 
 
 def _listed(value: Iterable[Pattern | str] | Pattern | str) -> list:

@@ -1,10 +1,12 @@
-"""Compile one primitive function (a fused group) into one kernel.
+"""Compile one primitive function (a fused group) into one kernel, with one output per field when the
+function returns a tuple.
 
 The group's ops are declared with :mod:`tesched.nn` on placeholders named after the function's parameters,
 scheduled with :func:`tesched.nn.default_schedule` (epilogue inlined, anchor computed inside the output's
 loops), with ``ts.auto_schedule`` (``schedule="auto"``) or from a tuning database written by ``ts.tune``
-(``schedule="tuned"``: the best record of the group's workload, else ``auto_schedule``), and built. Kernels are memoised per process by the group's structure and types, so identical groups
-(the same conv block repeated, or the same graph built twice) compile once.
+(``schedule="tuned"``: the best record of the group's workload, else ``auto_schedule``), and built.
+Kernels are memoised per process by the group's structure and types, so identical groups (the same conv
+block repeated, or the same graph built twice) compile once.
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import os
 import tesched as ts
 import tesched.nn as nn
 from tesched.driver.kernel import Kernel
-from tesched.graph.ir import Call, Function, Var
+from tesched.graph.ir import Call, Function, Tuple, Var
 from tesched.graph.visit import post_order
 from tesched.te.tensor import ComputeOp, Tensor
 
@@ -21,20 +23,21 @@ _KERNELS: dict[str, Kernel] = {}
 SCHEDULES = ("default", "auto", "tuned")
 
 
-def declare_primitive(fn: Function) -> tuple[list[Tensor], Tensor]:
-    """Placeholders for ``fn``'s parameters and the tensor its body computes."""
+def declare_primitive(fn: Function) -> tuple[list[Tensor], list[Tensor]]:
+    """Placeholders for ``fn``'s parameters and the tensors its body computes (one, or a tuple's fields)."""
     placeholders = [ts.placeholder(p.tensor_type.shape, p.tensor_type.dtype, name=p.name) for p in fn.params]
     values = {id(p): t for p, t in zip(fn.params, placeholders)}
     for node in post_order(fn.body):
         if isinstance(node, Call) and not isinstance(node.op, Function):
             values[id(node)] = node.op.declare([values[id(a)] for a in node.args], node.attrs)
-        elif not isinstance(node, Var):
+        elif not isinstance(node, (Var, Tuple)) or (isinstance(node, Tuple) and node is not fn.body):
             raise TypeError(f"{fn.name}: a primitive function holds only calls of ops on its parameters, "
                             f"found a {type(node).__name__}")
-    out = values[id(fn.body)]
-    if not isinstance(out.op, ComputeOp):
-        raise TypeError(f"{fn.name}: its body computes nothing (it returns a parameter)")
-    return placeholders, out
+    fields = fn.body.fields if isinstance(fn.body, Tuple) else (fn.body,)
+    outs = [values[id(f)] for f in fields]
+    if not all(isinstance(out.op, ComputeOp) for out in outs) or len({id(o.op) for o in outs}) != len(outs):
+        raise TypeError(f"{fn.name}: its body returns a parameter or one value twice")
+    return placeholders, outs
 
 
 def check_schedule_choice(schedule: str, tuning_db: str | os.PathLike | None) -> None:
@@ -51,13 +54,14 @@ def compile_primitive(fn: Function, schedule: str = "default", tuning_db: str | 
     key = f"{schedule}:{tuning_db}\n{fn.checked_type}\n{fn.body}"
     kernel = _KERNELS.get(key)
     if kernel is None:
-        placeholders, out = declare_primitive(fn)
-        args = placeholders + [out]
+        placeholders, outs = declare_primitive(fn)
+        args = placeholders + outs
         if schedule == "default":
-            kernel = ts.build(nn.default_schedule(out), args, name=fn.name)
+            kernel = ts.build(nn.default_schedule(outs), args, name=fn.name)
         elif schedule == "auto":
-            kernel = ts.build(ts.auto_schedule(out), args, name=fn.name)
+            kernel = ts.build(ts.auto_schedule(outs[0] if len(outs) == 1 else outs), args, name=fn.name)
         else:
-            kernel = ts.build(ts.create_schedule(out), args, name=fn.name, tuned=tuning_db)
+            chosen = outs[0] if len(outs) == 1 else [o.op for o in outs]
+            kernel = ts.build(ts.create_schedule(chosen), args, name=fn.name, tuned=tuning_db)
         _KERNELS[key] = kernel
     return kernel

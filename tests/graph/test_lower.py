@@ -17,7 +17,7 @@ def test_auto_and_tuned_schedules_per_group(rand, tmp_path):
     auto = G.build(f, params=params, schedule="auto")
     np.testing.assert_allclose(auto(x), ref, rtol=RTOL, atol=ATOL)
     group = auto.kernels[0]
-    placeholders, out = declare_primitive(group.function)
+    placeholders, (out,) = declare_primitive(group.function)
     db = tmp_path / "tuning.json"
     ts.tune(out, placeholders + [out], trials=2, db=db, progress=False)
     tuned = G.build(f, params=params, schedule="tuned", tuning_db=db)

@@ -45,12 +45,62 @@ def test_an_anchor_does_not_follow_another_and_the_edge_is_explained():
     assert "2 fused groups" in str(report) and "%1 (nn.relu) -> %2 (nn.conv2d)" in str(report)
 
 
-def test_a_value_with_several_consumers_ends_its_group():
+def test_a_value_with_several_consumers_is_kept_as_an_output_of_its_group(rand):
     x = G.var("x", shape=(1, 2, 5, 5))
     y = conv_relu(x, 3, "w")
-    report = explain_fusion(G.Function([x], G.Tuple([G.sigmoid(y), G.tanh(y), y])))
+    f = G.Function([x], G.Tuple([G.sigmoid(y), G.tanh(y), y]))
+    report = explain_fusion(f)
+    assert [ops for _, ops in report.groups] == [["nn.conv2d", "nn.relu", "sigmoid", "tanh"]]
+    assert report.unfused == []
+    fused = fuse_ops(f)
+    (group,) = [n for n in op_calls(fused)]
+    assert len(group.checked_type.fields) == 3
+    xa = rand((1, 2, 5, 5), low=-1)
+    for got, want in zip(G.interpret(fused, xa), G.interpret(f, xa)):
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_separate_shared_values_end_the_group_as_in_tvm():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    y = conv_relu(x, 3, "w")
+    report = explain_fusion(G.Function([x], G.Tuple([G.sigmoid(y), G.tanh(y), y])),
+                            G.FusionRules(shared_values="separate"))
     assert [ops for _, ops in report.groups] == [["nn.conv2d", "nn.relu"], ["sigmoid"], ["tanh"]]
     assert all("%1 (nn.relu) has 2 consumers and is a result of the function" in e.reason for e in report.unfused)
+
+
+def test_a_cheap_shared_value_is_kept_or_recomputed_and_the_report_says_which(rand):
+    x = G.var("x", shape=(4, 8))
+    e = G.exp(x)
+    f = G.Function([x], G.Tuple([G.tanh(e), G.sigmoid(e)]))
+    kept = explain_fusion(f)
+    assert [ops for _, ops in kept.groups] == [["exp", "tanh", "sigmoid"]]
+    recomputed = explain_fusion(f, G.FusionRules(shared_values="recompute"))
+    assert [ops for _, ops in recomputed.groups] == [["exp (recomputed)", "tanh"], ["exp", "sigmoid"]]
+    assert "%0 (exp) is recomputed by %1 (tanh)'s group" in str(recomputed)
+    xa = rand((4, 8), low=-1)
+    for rules in (None, G.FusionRules(shared_values="recompute")):
+        for got, want in zip(G.interpret(fuse_ops(f, rules), xa), G.interpret(f, xa)):
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_a_kept_value_is_named_in_the_report():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    y = conv_relu(x, 3, "w")
+    report = explain_fusion(G.Function([x], G.Tuple([G.sigmoid(y), y])))
+    assert "%1 (nn.relu) is kept: computed once in its group and stored for its 1 other reader(s)" in str(report)
+
+
+def test_a_group_never_reads_a_value_computed_from_its_own_output():
+    x = G.var("x", shape=(4, 8))
+    a = G.exp(x)
+    b = G.nn.softmax(a)                     # opaque: its own group, reads a
+    f = G.Function([x], G.add(G.tanh(a), b))  # tanh(a) + b: fusing a into the add would need b first
+    fused = fuse_ops(f, G.FusionRules(shared_values="keep"))
+    xa = np.linspace(-1, 1, 32, dtype="float32").reshape(4, 8)
+    np.testing.assert_allclose(G.interpret(fused, xa), G.interpret(f, xa), rtol=RTOL, atol=ATOL)
+    report = explain_fusion(f, G.FusionRules(shared_values="keep"))
+    assert any("cycle" in e.reason for e in report.unfused)
 
 
 @pytest.mark.parametrize("rules, expected, reason", [
@@ -100,17 +150,25 @@ def test_opaque_ops_stand_alone():
     assert [ops for _, ops in groups(f)] == [["nn.relu"], ["nn.softmax"], ["exp"]]
 
 
-def test_lstm_cell_groups(rand):
+def test_lstm_cell_is_one_group_with_two_outputs(rand):
     f, params = lstm()
     bound = G.bind_params(f, params)
     report = explain_fusion(bound)
-    assert [ops for _, ops in report.groups] == [
-        ["nn.dense"],
-        ["nn.dense", "add", "add"],
-        ["strided_slice", "sigmoid", "multiply", "strided_slice", "sigmoid", "strided_slice", "tanh", "multiply", "add"],
-        ["strided_slice", "sigmoid", "tanh", "multiply"],
-    ]
+    assert len(report.groups) == 1 and report.unfused == []
+    assert report.groups[0][1].count("nn.dense") == 2
     fused = fuse_ops(bound)
     args = [rand((2, 3), low=-1), rand((2, 4), low=-1), rand((2, 4), low=-1)]
     for got, want in zip(G.interpret(fused, *args), G.interpret(bound, *args)):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_anchors_side_by_side_stay_apart_without_combine_anchors():
+    f, params = lstm()
+    report = explain_fusion(G.bind_params(f, params), G.FusionRules(combine_anchors=False))
+    assert len(report.groups) == 2
+    assert "may not follow an out_elemwise_fusable group" in report.unfused[0].reason
+
+
+def op_calls(f):
+    from tesched.graph.visit import post_order
+    return [n for n in post_order(f.body) if isinstance(n, G.Call) and isinstance(n.op, G.Function)]
