@@ -3,8 +3,9 @@ runs the kernels in order, in one C call (:class:`tesched.driver.call.Program`).
 
 Every value has a pointer slot: the inputs, the constants, the group outputs. Intermediate group outputs
 live in one arena allocated at build time and shared by liveness (:mod:`.memory`; ``exe.memory_plan``
-reports the peak bytes), so a call allocates nothing but its results, which are fresh arrays every plain
-call. A group may have several outputs (a tuple-valued primitive function). The inputs and results are
+reports the peak bytes), so a call allocates nothing: a plain call returns fresh result arrays, taken
+from a set allocated by an earlier call when the caller no longer holds any of it (by reference count),
+else allocated once more. A group may have several outputs (a tuple-valued primitive function). The inputs and results are
 checked in the same C pass that runs the kernels; inputs may be NumPy arrays, torch tensors or anything
 :func:`tesched.driver.arrays.as_array` reads, and results are torch tensors when an input was one.
 Because the arena is reused, one executable runs in one thread at a time (another thread gets a
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +38,20 @@ from tesched.graph.types import TensorType, TupleType
 from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
+
+
+SPARE_RESULT_SETS = 2
+"""Sets of result arrays an executable keeps for plain calls: with two, ``y = exe(x)`` in a loop reuses
+the set of the call before the last one, which the caller has let go."""
+
+
+
+def _largest_refcount(arrays: list[np.ndarray]) -> int:
+    return max((sys.getrefcount(a) for a in arrays), default=0)
+
+
+_UNHELD_REFCOUNT = _largest_refcount([np.empty(1)])
+"""What :func:`_largest_refcount` gives for arrays that only their list references."""
 
 
 @dataclass(frozen=True)
@@ -179,14 +195,25 @@ class Executable:
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
         self._program = Program(specs, self._fixed, self._c_steps, exclusive=True, keep=self._keep)
         self._result_types = [(v.type.shape, np.dtype(v.type.dtype)) for v in self._results]
+        self._spares: list[list[np.ndarray]] = []
         self._flat_results = _flat_result_indices(self._result, len(self._inputs))
 
     # running --------------------------------------------------------------------------------------
     def _fresh_results(self) -> list[np.ndarray]:
         return [np.empty(shape, dtype) for shape, dtype in self._result_types]
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def _results_for_call(self) -> list[np.ndarray]:
+        """Result arrays for a plain call: a set from an earlier call that nobody else holds any more
+        (its arrays referenced only by this executable), else new ones, kept for a later call."""
+        for spare in self._spares:
+            if _largest_refcount(spare) <= _UNHELD_REFCOUNT:
+                return spare
         results = [np.empty(shape, dtype) for shape, dtype in self._result_types]
+        self._spares = [results] + self._spares[:SPARE_RESULT_SETS - 1]
+        return results
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        results = self._results_for_call()
         if not kwargs and self._program.run(args + tuple(results)):
             if self._flat_results is not None:
                 return results[0] if self._flat_results == () else tuple([results[k] for k in self._flat_results])
