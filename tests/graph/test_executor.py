@@ -122,3 +122,47 @@ def test_prepared_runs_reuse_their_result_arrays_and_read_inputs_in_place(rand):
         assert all(a is b for a, b in zip(first, second))
         for got, want in zip(second, lstm_reference(x, h, c, params)):
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_torch_tensors_in_give_torch_tensors_out(vgg, rand):
+    torch = pytest.importorskip("torch")
+    _, params, fused, _ = vgg
+    x = rand((1, 4, 6, 6), low=-1)
+    out = fused(torch.from_numpy(x))
+    assert isinstance(out, torch.Tensor)
+    np.testing.assert_allclose(out.numpy(), vgg_reference(x, params), rtol=RTOL, atol=ATOL)
+    f, lstm_params = lstm()
+    cell = G.build(f, params=lstm_params)
+    xs = [rand((2, 3), low=-1), rand((2, 4), low=-1), rand((2, 4), low=-1)]
+    h_next, c_next = cell(*map(torch.from_numpy, xs))
+    assert isinstance(h_next, torch.Tensor) and isinstance(c_next, torch.Tensor)
+    prepared = fused.prepare(data=torch.from_numpy(x))
+    assert isinstance(prepared(), torch.Tensor)
+
+
+def test_intermediate_buffers_share_memory_by_liveness(rand):
+    x = G.var("x", shape=(64,))
+    y = x
+    for _ in range(6):
+        y = G.tanh(G.nn.relu(y))
+    exe = G.build(G.Function([x], y), disabled_passes=["fuse_ops"])
+    plan = exe.memory_plan
+    assert len(plan.buffers) == 11 and plan.peak_bytes == 2 * 256 and plan.unshared_bytes == 11 * 256
+    xa = rand((64,), low=-1)
+    want = xa.astype(np.float64)
+    for _ in range(6):
+        want = np.tanh(np.maximum(want, 0))
+    np.testing.assert_allclose(exe(xa), want, rtol=RTOL, atol=ATOL)
+
+
+def test_plain_calls_reuse_only_results_nobody_holds(rand):
+    x = G.var("x", shape=(8,))
+    exe = G.build(G.Function([x], G.exp(x)))
+    xa = rand((8,))
+    held = exe(xa)
+    view = held[2:]
+    del held
+    outputs = [exe(xa) for _ in range(4)]
+    assert not any(np.shares_memory(view, o) for o in outputs)
+    for o in outputs:
+        np.testing.assert_allclose(o, np.exp(xa), rtol=RTOL)
