@@ -1,12 +1,16 @@
-"""Command line of the suite: ``python -m tesched.bench [--threads N] [--repeat R] [--quick] [--only KEY ...]
-[--json PATH] [--plot PATH] [--no-peak] [--no-build] [--no-torch]``."""
+"""Command line of the suite: ``python -m tesched.bench [--graph] [--threads N] [--repeat R] [--quick]
+[--only KEY ...] [--json PATH] [--plot PATH] [--no-peak] [--no-build] [--no-torch]``."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from pathlib import Path
 from typing import Sequence
 
 from tesched.tools.bench.catalog import workloads
+from tesched.tools.bench.graph_cases import GRAPH_CASES
+from tesched.tools.bench.graph_suite import format_graph_table, graph_json, run_graph_suite
 from tesched.tools.bench.report import format_table, plot, write_json
 from tesched.tools.bench.suite import run_suite
 
@@ -15,10 +19,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m tesched.bench",
                                      description="tesched fused and unfused against NumPy and PyTorch eager, in "
                                                  "one process, every result checked against NumPy before timing")
+    parser.add_argument("--graph", action="store_true",
+                        help="the model path: each workload built through tesched.graph and called plainly, against "
+                             "the suite's hand kernels, NumPy and PyTorch, with the issue's targets")
     parser.add_argument("--threads", type=int, default=None, help="threads for every library (default: all cores)")
     parser.add_argument("--repeat", type=int, default=None, help="interleaved timing rounds (default 50, quick 3)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (a smoke test)")
-    parser.add_argument("--only", nargs="+", choices=[w.key for w in workloads()], help="run these workloads only")
+    keys = sorted({w.key for w in workloads()} | {key for key, _ in GRAPH_CASES} | {"overhead"})
+    parser.add_argument("--only", nargs="+", choices=keys, help="run these workloads only")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     parser.add_argument("--plot", metavar="PATH", help="also draw a bar chart PNG (needs matplotlib)")
     parser.add_argument("--no-peak", action="store_true", help="skip the peak FMA measurement")
@@ -34,10 +42,18 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
+    progress = lambda message: print(f"... {message}", file=sys.stderr, flush=True)  # noqa: E731
+    if args.graph:
+        graph_result = run_graph_suite(threads=args.threads, repeat=args.repeat or (3 if args.quick else 30),
+                                       quick=args.quick, only=args.only, use_torch=not args.no_torch, progress=progress)
+        print(format_graph_table(graph_result))
+        if args.json:
+            Path(args.json).write_text(json.dumps(graph_json(graph_result), indent=2) + "\n")
+            print(f"\nJSON written to {args.json}")
+        return
     repeat = args.repeat or (3 if args.quick else 50)
     result = run_suite(threads=args.threads, repeat=repeat, quick=args.quick, only=args.only, peak=not args.no_peak,
-                       build=not args.no_build, use_torch=not args.no_torch,
-                       progress=lambda message: print(f"... {message}", file=sys.stderr, flush=True))
+                       build=not args.no_build, use_torch=not args.no_torch, progress=progress)
     print(format_table(result))
     if args.json:
         write_json(result, args.json)
