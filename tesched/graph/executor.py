@@ -5,10 +5,11 @@ Every value has a pointer slot: the inputs, the constants, the group outputs. In
 live in one arena allocated at build time and shared by liveness (:mod:`.memory`; ``exe.memory_plan``
 reports the peak bytes), so a call allocates nothing: a plain call returns fresh result arrays, taken
 from a set allocated by an earlier call when the caller no longer holds any of it (by reference count),
-else allocated once more. A group may have several outputs (a tuple-valued primitive function). The inputs and results are
-checked in the same C pass that runs the kernels; inputs may be NumPy arrays, torch tensors or anything
-:func:`tesched.driver.arrays.as_array` reads, and results are torch tensors when an input was one.
-Because the arena is reused, one executable runs in one thread at a time (another thread gets a
+else allocated once more. A group may have several outputs (a tuple-valued primitive function). A group
+that only reshapes its input is a view: no kernel runs, its readers read the same memory. The inputs and
+results are checked in the same C pass that runs the kernels; inputs may be NumPy arrays, torch tensors
+or anything :func:`tesched.driver.arrays.as_array` reads, and results are torch tensors when an input
+was one. Because the arena is reused, one executable runs in one thread at a time (another thread gets a
 ``RuntimeError``). A group that is one call of an external C function (see :mod:`.partition`) is listed
 in ``external_calls`` instead of ``kernels``. Passes and fusion happen before, in :mod:`.build`.
 """
@@ -31,6 +32,7 @@ from tesched.graph.annotation import STOP_FUSION
 from tesched.graph.external_op import ExternalCall, compile_external_group
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tesched.graph.lower import compile_primitive
+from tesched.graph.op import Op
 from tesched.graph.memory import ALIGNMENT, Buffer, MemoryPlan, plan_memory
 from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
@@ -76,11 +78,16 @@ class _Value:
     """A tensor of the run: an input, a constant, or an output of a step (an intermediate or a result)."""
 
     type: TensorType
-    kind: str                      # "input", "constant", "step"
+    kind: str                      # "input", "constant", "step", or "view" (of ``target``)
     index: int = 0                 # input position, or step number
     data: np.ndarray | None = None  # a constant's array
     last_use: int = -1
     slot: int = -1
+    target: "_Value | None" = None  # what a view reads (never itself a view)
+
+    @property
+    def root(self) -> "_Value":
+        return self.target if self.target is not None else self
 
 
 @dataclass(frozen=True)
@@ -115,8 +122,8 @@ class Executable:
             self._plan(node, values)
         self._result = values[id(function.body)]
         for v in _leaves_of(self._result):
-            v.last_use = len(self._steps)
-        self._results = list({id(v): v for v in _leaves_of(self._result) if v.kind == "step"}.values())
+            v.root.last_use = len(self._steps)
+        self._results = list({id(v.root): v.root for v in _leaves_of(self._result) if v.root.kind == "step"}.values())
         self._assign_slots()
 
     # planning -------------------------------------------------------------------------------------
@@ -131,8 +138,10 @@ class Executable:
             values[id(node)] = values[id(node.tuple_value)][node.index]
         elif isinstance(node, Call) and node.op is STOP_FUSION:
             values[id(node)] = values[id(node.args[0])]
+        elif isinstance(node, Call) and isinstance(node.op, Function) and _is_view(node.op):
+            values[id(node)] = _Value(node.tensor_type, "view", target=values[id(node.args[0])].root)
         elif isinstance(node, Call) and isinstance(node.op, Function):
-            inputs = tuple(values[id(a)] for a in node.args)
+            inputs = tuple(values[id(a)].root for a in node.args)
             for v in inputs:
                 v.last_use = len(self._steps)
             types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
@@ -166,8 +175,8 @@ class Executable:
                 if id(v) not in {id(r) for r in self._results}:
                     intermediates[id(v)] = v
         for v in _leaves_of(self._result):
-            if v.kind == "constant":
-                constants[id(v)] = v
+            if v.root.kind == "constant":
+                constants[id(v.root)] = v.root
         ordered += list(constants.values()) + list(intermediates.values())
         for k, v in enumerate(ordered):
             v.slot = k
@@ -247,10 +256,13 @@ class Executable:
     def _collect(self, structure: Any, inputs: Sequence[Any], results: list[np.ndarray], torch: Any) -> Any:
         if isinstance(structure, tuple):
             return tuple(self._collect(s, inputs, results, torch) for s in structure)
-        if structure.kind == "step":
-            return like(results[structure.slot - len(self._inputs)], torch)
-        source = structure.data if structure.kind == "constant" else as_array(inputs[structure.index], "input")
-        return like(np.array(source, copy=True), torch)
+        root = structure.root
+        if root.kind == "step":
+            array = results[root.slot - len(self._inputs)]
+        else:
+            source = root.data if root.kind == "constant" else as_array(inputs[root.index], "input")
+            array = np.array(source, copy=True)
+        return like(array.reshape(structure.type.shape), torch)
 
     def benchmark(self, *args: Any, repeat: int = 20, warmup: int = 2, **kwargs: Any) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""
@@ -272,6 +284,13 @@ class Executable:
         external = f"; {len(self.external_calls)} external calls: {', '.join(c.name for c in self.external_calls)}" \
             if self.external_calls else ""
         return f"Executable({len(self.kernels)} kernels: {', '.join(k.name for k in self.kernels)}{external})"
+
+
+def _is_view(fn: Function) -> bool:
+    """Whether a primitive function only reshapes its parameter (a view of the same memory: no kernel)."""
+    body = fn.body
+    return isinstance(body, Call) and isinstance(body.op, Op) and body.op.name == "reshape" \
+        and len(fn.params) == 1 and body.args[0] is fn.params[0]
 
 
 def _flat_result_indices(structure: Any, n_inputs: int) -> tuple[int, ...] | None:

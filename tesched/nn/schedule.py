@@ -10,7 +10,9 @@ returns a schedule in which
   is computed the same way through a write cache (``cache_write``): the cache is the anchor and the stored
   tensor its host, so a conv computes alike with or without an epilogue;
 - each anchor's loops are arranged by the schedule registered for its op (:func:`register_schedule`), or
-  by :func:`schedule_reduction` when none is; every such schedule gets an anchor and a distinct host;
+  by :func:`schedule_reduction` when none is; every such schedule gets an anchor and a distinct host; a
+  registered schedule may also own the reductions that produce its anchor (a pipeline of stages such as
+  Winograd's transforms and products), which then get no schedule of their own;
 - outputs that host no anchor get :func:`schedule_injective`.
 
 Schedules use only tesched primitives (split, fuse, reorder, compute_at, compute_inline, cache_read,
@@ -35,12 +37,15 @@ PARALLEL_MIN_WORK = 1 << 18
 microseconds, and much more when other processes hold the cores."""
 
 _ANCHOR_SCHEDULES: dict[str, AnchorSchedule] = {}
+_OWNED_STAGES: set[str] = set()
 
 
-def register_schedule(op: str) -> Callable[[AnchorSchedule], AnchorSchedule]:
-    """Decorator: ``fn`` schedules the reduction stages that op ``op`` declares."""
+def register_schedule(op: str, producers: Sequence[str] = ()) -> Callable[[AnchorSchedule], AnchorSchedule]:
+    """Decorator: ``fn`` schedules the reduction stages that op ``op`` declares, and the reduction stages
+    of the ops named in ``producers`` that feed them (:func:`default_schedule` leaves those alone)."""
     def register(fn: AnchorSchedule) -> AnchorSchedule:
         _ANCHOR_SCHEDULES[op] = fn
+        _OWNED_STAGES.update(producers)
         return fn
     return register
 
@@ -55,7 +60,7 @@ def default_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
             st.compute_inline()
     hosts: set[int] = set()
     for st in reversed(computes):  # consumers first, so the anchor nearest an output gets it
-        if st.op.reduce_axis:
+        if st.op.reduce_axis and op_of(st.op.output(0)) not in _OWNED_STAGES:
             host = _host_of(s, st, hosts)
             hosts.add(id(host.op))
             anchor = s.cache_write(host, "local") if host.op is st.op else st.op.output(0)

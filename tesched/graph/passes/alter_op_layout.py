@@ -6,6 +6,12 @@
   weight copied once per panel) reads the weight by rows of output columns, so it is transposed here
   instead of at every call. With fewer rows the product is a matrix-vector product, and ``nn.dense``
   keeps the GEMV schedule, which reads the original rows of ``W`` contiguously along the reduction.
+- ``nn.conv2d(x, W)`` 3x3, stride 1, no dilation, one group, with a constant ``W``, becomes
+  ``reshape(nn.winograd_conv2d(x, U), NCHW)`` with the Winograd-transformed weights ``U`` when the layer's
+  shape lets the transforms pay (:func:`tesched.nn.winograd.choose_tile`) and ``rules.winograd`` is set.
+  The reshape is a view (no kernel); elementwise and broadcast ops after it (the bias, the residual add,
+  the relu) move before it, onto the tile layout, so that they stay in the convolution's kernel: a
+  constant operand is reshaped here, a tensor operand of the output's shape gets a reshape (a view).
 
 Everything else is left as it is. The rewritten graph computes the same values (to float32 rounding).
 """
@@ -16,7 +22,11 @@ import numpy as np
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.ir import Call, Constant, Expr, Function
 from tesched.graph.ops_nn import matmul
-from tesched.graph.visit import rewrite
+from tesched.graph.ops_transform import reshape
+from tesched.graph.ops_winograd import winograd_conv2d
+from tesched.graph.visit import rewrite, use_counts
+from tesched.nn import winograd
+from tesched.nn.pattern import Pattern
 
 GEMM_MIN_ROWS = 8
 """A dense product with at least this many rows is a GEMM (register tiles of 8 rows fill up)."""
@@ -29,13 +39,78 @@ def _dense_as_gemm(node: Call) -> Expr | None:
     return matmul(x, Constant(np.ascontiguousarray(weight.data.T), name=weight.name))
 
 
+def _conv_as_winograd(node: Call) -> Expr | None:
+    """``nn.winograd_conv2d`` (tile layout) for a conv2d it suits, else ``None``."""
+    x, weight = node.args
+    attrs = node.attrs
+    if not isinstance(weight, Constant) or attrs["groups"] != 1 or tuple(attrs["strides"]) != (1, 1) \
+            or tuple(attrs["dilation"]) != (1, 1) or weight.tensor_type.shape[2:] != (3, 3) or x.tensor_type.ndim != 4:
+        return None
+    _, k, out_h, out_w = node.tensor_type.shape
+    tile = winograd.choose_tile(x.tensor_type.shape[1], k, out_h, out_w)
+    if tile is None:
+        return None
+    return winograd_conv2d(x, weight.data, tile, attrs["padding"])
+
+
+class _Views:
+    """Reshapes to NCHW of tile-layout values, and how to move elementwise ops before them."""
+
+    def __init__(self, counts: dict[int, int]):
+        self.counts = counts
+        self.inner: dict[int, Expr] = {}
+
+    def view(self, tiles: Expr, shape: tuple[int, ...]) -> Expr:
+        out = reshape(tiles, shape)
+        self.inner[id(out)] = tiles
+        return out
+
+    def pushed(self, node: Call, original: Call) -> Expr | None:
+        """``node`` computed on the tile layout and viewed as NCHW, when one of its operands is such a
+        view read only by it and every other operand can follow."""
+        if node.op.pattern > Pattern.BROADCAST or not any(  # type: ignore[union-attr]
+                id(a) in self.inner and self.counts.get(id(o), 0) == 1 for a, o in zip(node.args, original.args)):
+            return None
+        tiles = next(self.inner[id(a)] for a in node.args if id(a) in self.inner)
+        shape4, shape6 = node.tensor_type.shape, tiles.tensor_type.shape
+        args = []
+        for arg in node.args:
+            if id(arg) in self.inner and self.inner[id(arg)].tensor_type.shape == shape6:
+                args.append(self.inner[id(arg)])
+            elif isinstance(arg, Constant) and _tile_constant(arg.data, shape4, shape6) is not None:
+                args.append(Constant(_tile_constant(arg.data, shape4, shape6)))  # type: ignore[arg-type]
+            elif arg.tensor_type.shape == shape4:
+                args.append(reshape(arg, shape6))
+            else:
+                return None
+        return self.view(Call(node.op, args, node.attrs), shape4)
+
+
+def _tile_constant(data: np.ndarray, shape4: tuple[int, ...], shape6: tuple[int, ...]) -> np.ndarray | None:
+    """A constant broadcast against the NCHW output, put on the tile layout (per-channel constants stay
+    small), or ``None`` when it has more dimensions than the output."""
+    if data.ndim > 4:
+        return None
+    full = data.reshape((1,) * (4 - data.ndim) + data.shape)
+    if full.shape[2:] == (1, 1):
+        return np.ascontiguousarray(full.reshape(full.shape[:2] + (1, 1, 1, 1)))
+    spread = np.broadcast_to(full, full.shape[:2] + tuple(shape4[2:]))
+    return np.ascontiguousarray(spread.reshape(spread.shape[:2] + tuple(shape6[2:])))
+
+
 def alter_op_layout(f: Function, rules: FusionRules | None = None) -> Function:
     """``f`` with constant dense and conv2d weights transformed for their kernels (see the module doc)."""
+    use_winograd = rules.winograd if rules is not None else True
+    views = _Views(use_counts(f.body))
+
     def alter(node: Expr, original: Expr) -> Expr | None:
         if not isinstance(node, Call) or isinstance(node.op, Function):
             return None
         if node.op_name == "nn.dense":
             return _dense_as_gemm(node)
-        return None
+        if node.op_name == "nn.conv2d" and use_winograd:
+            tiles = _conv_as_winograd(node)
+            return None if tiles is None else views.view(tiles, node.tensor_type.shape)
+        return views.pushed(node, original)  # type: ignore[arg-type]
 
     return f.with_body(rewrite(f.body, alter))

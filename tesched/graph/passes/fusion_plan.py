@@ -4,7 +4,7 @@ Every op call starts as a group of its own. Visiting calls producers-first, each
 merges the producer's group into the consumer's unless, in this order:
 
 1. an ``annotation.stop_fusion`` sits on the edge;
-2. either op is in ``rules.never_fuse``;
+2. either op is in ``rules.never_fuse``, or is a ``reshape`` (a view, which needs no kernel);
 3. the consumer group's pattern may not follow the producer group's (``rules.may_follow``), except two
    anchors side by side whose results meet in an elementwise op, under ``rules.combine_anchors``, and a
    ``strided_slice`` of an anchor's group under ``rules.slice_anchors``;
@@ -34,6 +34,10 @@ RESULT = -1
 """Stands for the function's result among the consumers of a value."""
 
 _CHEAP = (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE)
+
+VIEW_OP = "reshape"
+"""A reshape of a contiguous tensor is a view: it stays a group of its own, which the executor runs as
+no kernel at all (the same memory, read with the new shape)."""
 
 
 @dataclass(frozen=True)
@@ -191,6 +195,8 @@ class Planner:
         for call in (producer, consumer):
             if call.op_name in rules.never_fuse:
                 return f"{call.op_name} is in FusionRules.never_fuse"
+            if call.op_name == VIEW_OP:
+                return f"{self.describe(call)} is a view of its input's memory: it needs no kernel"
         gp, gc = self.group[id(producer)], self.group[id(consumer)]
         sliced = rules.slice_anchors and consumer.op_name == "strided_slice" and \
             gp.pattern == Pattern.OUT_ELEMWISE_FUSABLE and gc.pattern <= Pattern.INJECTIVE

@@ -120,10 +120,17 @@ def test_rules_changed_by_a_user_change_the_groups(rules, expected, reason):
 
 def test_allowing_more_fuses_more():
     x = G.var("x", shape=(1, 2, 5, 5))
-    f = G.Function([x], G.reshape(conv_relu(x, 3, "w"), (3, 25)))
+    f = G.Function([x], G.transpose(conv_relu(x, 3, "w"), (0, 1, 3, 2)))
     assert len(groups(f)) == 2
     assert groups(f, G.FusionRules().allow("out_elemwise_fusable", "injective")) == [
-        ("fused_nn_conv2d_nn_relu_reshape", ["nn.conv2d", "nn.relu", "reshape"])]
+        ("fused_nn_conv2d_nn_relu_transpose", ["nn.conv2d", "nn.relu", "transpose"])]
+
+
+def test_a_reshape_is_a_view_and_never_fuses():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    report = explain_fusion(G.Function([x], G.nn.relu(G.reshape(G.exp(x), (2, 25)))))
+    assert [ops for _, ops in report.groups] == [["exp"], ["reshape"], ["nn.relu"]]
+    assert all("is a view of its input's memory" in e.reason for e in report.unfused)
 
 
 def test_stop_fusion_separates_and_disappears():
