@@ -33,6 +33,8 @@ def every_op_call():
         G.clip(mat, 0.7, 1.2), G.clip(vec, None, 0.9), G.nn.layer_norm(mat, vec, vec),
         G.broadcast_to(vec, (2, 3, 4)), G.take(wmat, G.const(np.array([[4, 0], [9, -2]])), axis=0),
         G.take(mat, G.const(np.array([3, 1], dtype="int32")), axis=1),
+        G.nn.winograd_conv2d(img, np.linspace(-1, 1, 6 * 4 * 9, dtype="float32").reshape(6, 4, 3, 3), 2,
+                             padding=(1, 1, 1, 2)),
     ]
     return [img, w, dw, vec, mat, wmat, *stats], calls
 

@@ -31,3 +31,33 @@ def test_few_rows_keep_the_gemv_and_variable_weights_are_left_alone(rand):
     x, w = G.var("x", shape=(16, 5)), G.var("w", shape=(6, 5))
     f = G.Function([x, w], G.nn.dense(x, w))
     assert op_names(alter_op_layout(f)) == ["nn.dense"]
+
+
+def residual_block(rand, channels=16, size=8):
+    x = G.var("x", shape=(1, channels, size, size))
+    stats = [G.const(rand((channels,), low=0.5, high=1.5)) for _ in range(4)]
+    w1, w2 = (G.const(rand((channels, channels, 3, 3), low=-0.2, high=0.2)) for _ in range(2))
+    y = G.nn.relu(G.nn.batch_norm(G.nn.conv2d(x, w1, padding=1), *stats))
+    y = G.nn.relu(G.add(G.nn.conv2d(y, w2, padding=1), x))
+    return G.Function([x], y)
+
+
+def test_3x3_convolutions_become_winograd_with_the_epilogue_on_the_tiles(rand):
+    f = residual_block(rand)
+    altered = alter_op_layout(G.optimize(f, disabled_passes=["alter_op_layout", "fuse_ops"]))
+    names = op_names(altered)
+    assert names.count("nn.winograd_conv2d") == 2 and "nn.conv2d" not in names
+    x = rand((1, 16, 8, 8), low=-1)
+    np.testing.assert_allclose(G.interpret(altered, x), G.interpret(f, x), rtol=1e-4, atol=1e-4)
+    exe = G.build(f)
+    assert [k.name for k in exe.kernels] == ["fused_nn_winograd_conv2d_add_nn_relu",
+                                             "fused_nn_winograd_conv2d_add_nn_relu_1"]
+    np.testing.assert_allclose(exe(x), G.interpret(f, x), rtol=1e-4, atol=1e-4)
+
+
+def test_fusion_rules_turn_winograd_off_and_small_layers_keep_direct_convolution(rand):
+    f = residual_block(rand)
+    assert "nn.winograd_conv2d" not in op_names(alter_op_layout(f, G.FusionRules(winograd=False)))
+    assert "nn.winograd_conv2d" not in op_names(alter_op_layout(residual_block(rand, channels=4)))
+    exe = G.build(f, rules=G.FusionRules(winograd=False))
+    assert [k.name for k in exe.kernels] == ["fused_nn_conv2d_add_nn_relu", "fused_nn_conv2d_add_nn_relu_1"]

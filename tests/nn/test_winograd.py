@@ -1,0 +1,55 @@
+"""Winograd F(2x2,3x3) and F(4x4,3x3): transforms, tile choice, and kernels against direct convolution."""
+import numpy as np
+import pytest
+
+import tesched as ts
+import tesched.nn as nn
+from tesched.nn import winograd
+
+
+def direct(x, w, padding=1):
+    xd = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    windows = np.lib.stride_tricks.sliding_window_view(xd, (3, 3), axis=(2, 3))
+    return np.einsum("nchwab,kcab->nkhw", windows, w.astype(np.float64))
+
+
+@pytest.mark.parametrize("m", winograd.TILES)
+def test_the_transforms_compute_the_convolution(m, rand):
+    x, w = rand((2, 3, 8, 8), low=-1), rand((4, 3, 3, 3), low=-1)
+    tiles = winograd.reference(x, winograd.transform_weight(w.astype(np.float64), m), m, (1, 1, 1, 1))
+    np.testing.assert_allclose(tiles.reshape(2, 4, 8, 8), direct(x, w), rtol=1e-10, atol=1e-10)
+    assert winograd.max_error(w, x, m) < 1e-5
+
+
+@pytest.mark.parametrize("m, channels, size", [(2, 3, 6), (4, 5, 8)])
+def test_kernels_with_an_epilogue_match_direct_convolution(m, channels, size, rand):
+    x, w = rand((1, channels, size, size), low=-1), rand((6, channels, 3, 3), low=-1)
+    bt, a = winograd.transform_inputs(m)
+    u = winograd.transform_weight(w, m)
+    tensors = [ts.placeholder(arr.shape, name=n) for arr, n in ((x, "x"), (u, "u"), (bt, "bt"), (a, "a"))]
+    tiles = winograd.winograd_conv2d(*tensors, padding=1)
+    assert tiles.shape == (1, 6, size // m, m, size // m, m)
+    out = nn.relu(tiles)
+    kernel = ts.build(nn.default_schedule(out), tensors + [out], name=f"winograd_relu_{m}")
+    got = kernel(x, u, bt, a).reshape(1, 6, size, size)
+    np.testing.assert_allclose(got, np.maximum(direct(x, w), 0), rtol=1e-4, atol=1e-4)
+
+
+def test_tile_choice_needs_channels_and_whole_tiles():
+    assert winograd.choose_tile(64, 64, 56, 56) == 4
+    assert winograd.choose_tile(64, 64, 14, 14) == 2
+    assert winograd.choose_tile(64, 64, 7, 7) is None
+    assert winograd.choose_tile(3, 64, 56, 56) is None
+    assert winograd.band_rows(14, 14) == 2 and winograd.band_rows(7, 7) == 1
+
+
+def test_bad_shapes_raise_naming_the_op():
+    x = ts.placeholder((1, 4, 7, 7), name="x")
+    u = ts.placeholder((6, 6, 4, 4), name="u")
+    bt, a = ts.placeholder((6, 8), name="bt"), ts.placeholder((6, 4), name="a")
+    with pytest.raises(ValueError, match="winograd_conv2d: the output 7x7 is not a whole number of 4x4 tiles"):
+        winograd.winograd_conv2d(x, u, bt, a, padding=1)
+    with pytest.raises(ValueError, match="winograd: tile size 3 is not supported"):
+        winograd.matrices(3)
+    with pytest.raises(ValueError, match="weights must be"):
+        winograd.transform_weight(np.zeros((4, 4, 5, 5), np.float32), 2)
