@@ -34,6 +34,7 @@ from tesched.nn.schedule import largest_divisor, register_schedule, schedule_red
 from tesched.nn.shape import padding4
 from tesched.nn.transform import pad
 from tesched.schedule.schedule import Schedule
+from tesched.target import vector_bytes
 from tesched.te.tensor import IterVar, Tensor
 
 TILES = (4, 2)
@@ -104,14 +105,35 @@ def transform_inputs(m: int, dtype: str = "float32") -> tuple[np.ndarray, np.nda
     return wide.astype(dtype), np.ascontiguousarray(at.T).astype(dtype)
 
 
+MIN_LANE_USE = 0.5
+"""The products' register tiles span the tiles of a band; below this fraction of SIMD lanes doing useful
+work (a band of 14 tiles takes vectors of 8, 4 and 2 lanes) direct convolution is faster."""
+
+
+def lane_use(columns: int, lanes: int) -> float:
+    """The fraction of SIMD lanes a row of ``columns`` keeps busy, cut into full vectors of ``lanes`` and
+    then halves, quarters... for the rest (as the vectorizer does)."""
+    instructions, rest, width = columns // lanes, columns % lanes, lanes // 2
+    while rest:
+        if rest >= width:
+            instructions, rest = instructions + 1, rest - width
+        width //= 2
+    return columns / (lanes * max(instructions, 1))
+
+
 def choose_tile(channels: int, out_channels: int, out_height: int, out_width: int) -> int | None:
     """The tile size for a 3x3 stride-1 convolution of this shape, or ``None`` when direct convolution is
     better: both channel counts at least :data:`MIN_CHANNELS`, and the largest tile of :data:`TILES` that
-    divides both output sides (so tiles cover the output exactly) with at least 4 tiles per side."""
+    divides both output sides (so tiles cover the output exactly) and whose bands keep at least
+    :data:`MIN_LANE_USE` of the SIMD lanes of the products busy."""
     if min(channels, out_channels) < MIN_CHANNELS:
         return None
+    lanes = vector_bytes() // 4
     for m in TILES:
-        if out_height % m == 0 and out_width % m == 0 and min(out_height, out_width) >= 4 * m:
+        if out_height % m or out_width % m:
+            continue
+        rows, columns = out_height // m, out_width // m
+        if lane_use(band_rows(rows, columns) * columns, lanes) >= MIN_LANE_USE:
             return m
     return None
 

@@ -35,12 +35,15 @@ def test_kernels_with_an_epilogue_match_direct_convolution(m, channels, size, ra
     np.testing.assert_allclose(got, np.maximum(direct(x, w), 0), rtol=1e-4, atol=1e-4)
 
 
-def test_tile_choice_needs_channels_and_whole_tiles():
-    assert winograd.choose_tile(64, 64, 56, 56) == 4
-    assert winograd.choose_tile(64, 64, 14, 14) == 2
+def test_tile_choice_needs_channels_whole_tiles_and_busy_lanes(monkeypatch):
+    monkeypatch.setattr(winograd, "vector_bytes", lambda: 64)
+    assert winograd.choose_tile(64, 64, 56, 56) == 4      # bands of 2 x 14 tiles: 28 columns
+    assert winograd.choose_tile(64, 64, 28, 28) == 2      # 4x4 tiles: 7 per row, too few for the lanes
+    assert winograd.choose_tile(64, 64, 14, 14) is None
     assert winograd.choose_tile(64, 64, 7, 7) is None
     assert winograd.choose_tile(3, 64, 56, 56) is None
     assert winograd.band_rows(14, 14) == 2 and winograd.band_rows(7, 7) == 1
+    assert winograd.lane_use(28, 16) == 28 / 48 and winograd.lane_use(32, 16) == 1.0
 
 
 def test_bad_shapes_raise_naming_the_op():

@@ -27,13 +27,16 @@ MAX_CALLS_PER_BLOCK = 10_000
 @dataclass(frozen=True)
 class Timing:
     """Seconds per call of one variant: median and minimum over ``rounds`` blocks of ``calls`` calls, and
-    ``spread``, the interquartile range of the blocks (0 for fewer than two rounds)."""
+    ``spread``, the interquartile range of the blocks (0 for fewer than two rounds), and the median
+    processor time per call (all threads of the process; on a loaded machine it shows the work done where
+    the wall clock also counts the waits)."""
 
     median: float
     min: float
     rounds: int
     calls: int
     spread: float = 0.0
+    cpu_median: float = 0.0
 
 
 def calls_per_block(call: Callable[[], object]) -> int:
@@ -60,6 +63,7 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
         raise ValueError(f"rounds must be at least 1, got {rounds}")
     calls = {label: calls_per_block(call) for label, call in variants.items()}
     samples: dict[str, list[float]] = {label: [] for label in variants}
+    cpu: dict[str, list[float]] = {label: [] for label in variants}
     labels = list(variants)
     for round_ in range(rounds):
         turn = round_ % len(labels)
@@ -69,11 +73,13 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
                 _busy_wait(settle)
             call()
             n = calls[label]
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             for _ in range(n):
                 call()
             samples[label].append((time.perf_counter() - start) / n)
-    return {label: Timing(statistics.median(times), min(times), rounds, calls[label], _interquartile(times))
+            cpu[label].append((time.process_time() - cpu_start) / n)
+    return {label: Timing(statistics.median(times), min(times), rounds, calls[label], _interquartile(times),
+                          statistics.median(cpu[label]))
             for label, times in samples.items()}
 
 
