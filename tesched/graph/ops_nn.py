@@ -1,6 +1,7 @@
 """Neural-network graph ops and their builders: ``nn.conv2d`` (with ``depthwise_conv2d`` as ``groups``
-equal to the channels), ``nn.dense`` (with an optional bias as ``nn.bias_add``), ``nn.matmul``,
-``nn.batch_norm`` (inference), ``nn.layer_norm``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
+equal to the channels; ``nn.conv2d_weight_last`` is the same with weights stored output channels last),
+``nn.dense`` (with an optional bias as ``nn.bias_add``), ``nn.matmul``, ``nn.batch_norm`` (inference),
+``nn.layer_norm``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
 ``nn.softmax``. Attribute names follow Relay (``strides``, ``padding``, ``dilation``, ``groups``,
 ``pool_size``, ``epsilon``, ``axis``); padding is stored as ``(top, left, bottom, right)``.
 """
@@ -12,6 +13,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 import tesched.nn as nn
+from tesched.nn import conv_channels
 from tesched.graph.ir import Call, Expr
 from tesched.graph.op import register_op
 from tesched.graph.ops_elemwise import bias_add, bias_channel_shape
@@ -64,6 +66,23 @@ def depthwise_conv2d(data: Expr, weight: Expr, strides: IntOrPair = 1, padding: 
     """Depthwise convolution: ``nn.conv2d`` with one group per input channel; weight ``(C*m, 1, KH, KW)``."""
     channels = data.tensor_type.shape[1] if data.tensor_type.ndim == 4 else 1
     return conv2d(data, weight, strides, padding, dilation, groups=channels)
+
+
+_CONV2D_WEIGHT_LAST = register_op(
+    "nn.conv2d_weight_last", Pattern.OUT_ELEMWISE_FUSABLE,
+    lambda args, attrs: conv_channels.conv2d_weight_last(args[0], args[1], attrs["strides"], attrs["padding"],
+                                                         attrs["dilation"]),
+    lambda args, attrs: _conv2d_eval([args[0], args[1].transpose(3, 0, 1, 2)], {**attrs, "groups": 1}), 2)
+
+
+def conv2d_weight_last(data: Expr, weight: Expr, strides: IntOrPair = 1, padding: IntOrPair = 0,
+                       dilation: IntOrPair = 1) -> Call:
+    """``nn.conv2d`` (one group) with its weight stored ``(C, KH, KW, K)``, vectorized along output
+    channels (see :mod:`tesched.nn.conv_channels`); ``alter_op_layout`` chooses it."""
+    attrs = {"strides": pair(strides, "nn.conv2d_weight_last strides"),
+             "padding": padding4(padding, "nn.conv2d_weight_last padding"),
+             "dilation": pair(dilation, "nn.conv2d_weight_last dilation")}
+    return Call(_CONV2D_WEIGHT_LAST, [data, weight], attrs)
 
 
 _DENSE = register_op("nn.dense", Pattern.OUT_ELEMWISE_FUSABLE, lambda args, attrs: nn.dense(args[0], args[1]),

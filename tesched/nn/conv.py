@@ -30,11 +30,13 @@ CHANNEL_TILE = 8
 """Output channels computed together, so each input row loaded serves that many accumulators."""
 
 
-class _Window:
-    """What both convolutions share: checks, the padded input, and its read at a window position."""
+class ConvWindow:
+    """What convolutions share: checks of NCHW ``data`` and a 4-D ``kernel`` whose last two axes are the
+    window (``KH, KW``) when ``window_axes`` is ``(2, 3)``, the padded input, and its read at a window
+    position."""
 
     def __init__(self, op: str, data: Tensor, kernel: Tensor, strides: IntOrPair, padding: IntOrPair,
-                 dilation: IntOrPair):
+                 dilation: IntOrPair, window_axes: tuple[int, int] = (2, 3)):
         if data.ndim != 4 or kernel.ndim != 4:
             raise ValueError(f"{op}: data must be NCHW and kernel OIHW (4-D), got {data.shape} and {kernel.shape}")
         if data.dtype != kernel.dtype:
@@ -44,7 +46,7 @@ class _Window:
         top, left, bottom, right = padding4(padding)
         self.padded = pad(data, [(0, 0), (0, 0), (top, bottom), (left, right)]) if any((top, left, bottom, right)) \
             else data
-        self.out_hw = tuple(window_output(data.shape[2 + a], kernel.shape[2 + a], self.strides[a], lo, hi,
+        self.out_hw = tuple(window_output(data.shape[2 + a], kernel.shape[window_axes[a]], self.strides[a], lo, hi,
                                           self.dilation[a], op)
                             for a, (lo, hi) in enumerate(((top, bottom), (left, right))))
 
@@ -59,7 +61,7 @@ def conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrP
     """``out[n, k, h, w] = sum(pad(data)[n, g*C/groups + c, h*sh + i*dh, w*sw + j*dw] * kernel[k, c, i, j])``
     where ``g`` is the group of output channel ``k``; ``padding`` is ``p``, ``(ph, pw)`` or
     ``(top, left, bottom, right)``."""
-    window = _Window("conv2d", data, kernel, strides, padding, dilation)
+    window = ConvWindow("conv2d", data, kernel, strides, padding, dilation)
     n, c, _, _ = data.shape
     k, cg, kh, kw = kernel.shape
     if not isinstance(groups, int) or groups < 1 or c % groups or k % groups or cg != c // groups:
@@ -82,7 +84,7 @@ def depthwise_conv2d(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, paddi
                      dilation: IntOrPair = 1) -> Tensor:
     """Each input channel ``c`` convolved with ``m`` filters: kernel ``(C*m, 1, KH, KW)``, output channel
     ``k`` reads input channel ``k // m`` (PyTorch's ``groups=C``)."""
-    window = _Window("depthwise_conv2d", data, kernel, strides, padding, dilation)
+    window = ConvWindow("depthwise_conv2d", data, kernel, strides, padding, dilation)
     n, c, _, _ = data.shape
     k, one, kh, kw = kernel.shape
     if one != 1 or k % c:

@@ -14,6 +14,7 @@ def every_op_call():
     """One call of each op on small inputs; returns (inputs, calls)."""
     img = G.var("img", shape=(1, 4, 6, 5))
     w = G.var("w", shape=(6, 2, 3, 3))
+    w3 = G.var("w3", shape=(16, 4, 3, 3))
     dw = G.var("dw", shape=(4, 1, 3, 3))
     vec = G.var("vec", shape=(4,))
     mat = G.var("mat", shape=(3, 4))
@@ -33,10 +34,11 @@ def every_op_call():
         G.clip(mat, 0.7, 1.2), G.clip(vec, None, 0.9), G.nn.layer_norm(mat, vec, vec),
         G.broadcast_to(vec, (2, 3, 4)), G.take(wmat, G.const(np.array([[4, 0], [9, -2]])), axis=0),
         G.take(mat, G.const(np.array([3, 1], dtype="int32")), axis=1),
+        G.nn.conv2d_weight_last(img, G.transpose(w3, (1, 2, 3, 0)), strides=2, padding=1),
         G.nn.winograd_conv2d(img, np.linspace(-1, 1, 6 * 4 * 9, dtype="float32").reshape(6, 4, 3, 3), 2,
                              padding=(1, 1, 1, 2)),
     ]
-    return [img, w, dw, vec, mat, wmat, *stats], calls
+    return [img, w, w3, dw, vec, mat, wmat, *stats], calls
 
 
 def test_numpy_evaluation_matches_compiled_kernels(rand):

@@ -12,6 +12,10 @@
   The reshape is a view (no kernel); elementwise and broadcast ops after it (the bias, the residual add,
   the relu) move before it, onto the tile layout, so that they stay in the convolution's kernel: a
   constant operand is reshaped here, a tensor operand of the output's shape gets a reshape (a view).
+- any other ``nn.conv2d`` with one group, a window larger than 1x1, a constant ``W`` and a multiple of the
+  SIMD width of output channels, which is strided or whose output rows are narrower than
+  :data:`NARROW_ROW` (rows that fill SIMD vectors poorly), becomes ``nn.conv2d_weight_last(x, W')`` with
+  ``W'`` stored ``(C, KH, KW, K)``: vectorized along output channels instead of along the row.
 
 Everything else is left as it is. The rewritten graph computes the same values (to float32 rounding).
 """
@@ -21,15 +25,20 @@ import numpy as np
 
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.ir import Call, Constant, Expr, Function
-from tesched.graph.ops_nn import matmul
+from tesched.graph.ops_nn import conv2d_weight_last, matmul
 from tesched.graph.ops_transform import reshape
 from tesched.graph.ops_winograd import winograd_conv2d
 from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
+from tesched.nn.conv_channels import weight_last
 from tesched.nn.pattern import Pattern
+from tesched.target import vector_bytes
 
 GEMM_MIN_ROWS = 8
 """A dense product with at least this many rows is a GEMM (register tiles of 8 rows fill up)."""
+
+NARROW_ROW = 32
+"""Output rows narrower than this many positions are vectorized along output channels instead."""
 
 
 def _dense_as_gemm(node: Call) -> Expr | None:
@@ -51,6 +60,19 @@ def _conv_as_winograd(node: Call) -> Expr | None:
     if tile is None:
         return None
     return winograd_conv2d(x, weight.data, tile, attrs["padding"])
+
+
+def _conv_weight_last(node: Call) -> Expr | None:
+    x, weight = node.args
+    attrs = node.attrs
+    k, _, kh, kw = weight.tensor_type.shape
+    strided = tuple(attrs["strides"]) != (1, 1)
+    narrow = node.tensor_type.shape[3] < NARROW_ROW
+    if not isinstance(weight, Constant) or attrs["groups"] != 1 or (kh, kw) == (1, 1) or \
+            k % (vector_bytes() // weight.data.itemsize) or not (strided or narrow):
+        return None
+    return conv2d_weight_last(x, Constant(weight_last(weight.data), name=weight.name), attrs["strides"],
+                              attrs["padding"], attrs["dilation"])
 
 
 class _Views:
@@ -108,9 +130,9 @@ def alter_op_layout(f: Function, rules: FusionRules | None = None) -> Function:
             return None
         if node.op_name == "nn.dense":
             return _dense_as_gemm(node)
-        if node.op_name == "nn.conv2d" and use_winograd:
-            tiles = _conv_as_winograd(node)
-            return None if tiles is None else views.view(tiles, node.tensor_type.shape)
+        if node.op_name == "nn.conv2d":
+            tiles = _conv_as_winograd(node) if use_winograd else None
+            return _conv_weight_last(node) if tiles is None else views.view(tiles, node.tensor_type.shape)
         return views.pushed(node, original)  # type: ignore[arg-type]
 
     return f.with_body(rewrite(f.body, alter))

@@ -60,4 +60,18 @@ def test_fusion_rules_turn_winograd_off_and_small_layers_keep_direct_convolution
     assert "nn.winograd_conv2d" not in op_names(alter_op_layout(f, G.FusionRules(winograd=False)))
     assert "nn.winograd_conv2d" not in op_names(alter_op_layout(residual_block(rand, channels=4)))
     exe = G.build(f, rules=G.FusionRules(winograd=False))
-    assert [k.name for k in exe.kernels] == ["fused_nn_conv2d_add_nn_relu", "fused_nn_conv2d_add_nn_relu_1"]
+    assert len(exe.kernels) == 2 and not any("winograd" in k.name for k in exe.kernels)
+
+
+def test_strided_and_narrow_convolutions_store_their_weights_output_channels_last(rand):
+    x = G.var("x", shape=(1, 4, 10, 10))
+    w = rand((16, 4, 3, 3), low=-1)
+    f = G.Function([x], G.nn.relu(G.nn.conv2d(x, G.const(w), strides=2, padding=1)))
+    altered = alter_op_layout(f)
+    assert op_names(altered) == ["nn.conv2d_weight_last", "nn.relu"]
+    (const,) = [n for n in G.visit.post_order(altered.body) if isinstance(n, G.Constant)]
+    np.testing.assert_array_equal(const.data, w.transpose(1, 2, 3, 0))
+    xa = rand((1, 4, 10, 10), low=-1)
+    np.testing.assert_allclose(G.build(f)(xa), G.interpret(f, xa), rtol=RTOL, atol=ATOL)
+    odd_channels = G.Function([x], G.nn.conv2d(x, G.const(rand((12, 4, 3, 3))), strides=2))
+    assert op_names(alter_op_layout(odd_channels)) == ["nn.conv2d"]
