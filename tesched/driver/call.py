@@ -5,28 +5,26 @@ fixed in advance (an executable's constants and intermediate buffers), the other
 the arguments, which are checked through the buffer protocol (C-contiguity, format, shape, writability,
 no overlap of an output with another argument) before any pointer reaches C. ``Program.run(args)`` returns
 ``False`` when an argument does not pass, leaving the precise message (or the conversion of a DLPack
-tensor) to the caller's slower path. The helper extension is compiled once with the C compiler that builds
-kernels and cached on disk beside them. This module does not decide what the programs compute.
+tensor) to the caller's slower path. The helper extension is compiled once with the configured C compiler
+(``CC``) and cached on disk beside the kernels (:mod:`.cache`). This module does not decide what the programs compute.
 """
 from __future__ import annotations
 
 import functools
-import hashlib
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
 import sysconfig
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
 
+from tesched.config import settings
+from tesched.driver.cache import cache_dir, entry_key, store
+from tesched.driver.compiler import RUNTIME_DIR, load_module
 from tesched.errors import BuildError
 
-SOURCE = Path(__file__).resolve().parent.parent / "runtime" / "tesched_call.c"
+SOURCE = RUNTIME_DIR / "tesched_call.c"
 MODULE = "_tesched_call"
 FLAGS = ("-O2", "-shared", "-fPIC", "-fno-strict-aliasing")
 
@@ -54,34 +52,25 @@ def buffer_format(dtype: np.dtype) -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _extension(directory: Path) -> Any:
-    """The helper extension, compiled into ``directory`` (the kernel cache) unless already there. It
-    depends on its source and the Python ABI only, which its file name encodes."""
+def _extension() -> Any:
+    """The helper extension, compiled into the kernel cache unless already there. It depends on its
+    source and the Python ABI only (the key holds both)."""
     source = SOURCE.read_text()
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    key = hashlib.sha256("\0".join([source, " ".join(FLAGS), include, suffix]).encode()).hexdigest()
-    target = directory / f"{MODULE}-{key[:24]}{suffix}"
-    if not target.exists():
-        cc = (os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc").split()[:1]
-        fd, tmp = tempfile.mkstemp(suffix=suffix, dir=directory)
-        os.close(fd)
-        try:
-            out = subprocess.run(cc + list(FLAGS) + ["-I", include, str(SOURCE), "-o", tmp], capture_output=True,
-                                 text=True, timeout=120)
-            if out.returncode != 0:
-                raise BuildError(f"compiling the kernel call helper {SOURCE.name} failed:\n{out.stderr}")
-            os.replace(tmp, target)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    loader = importlib.machinery.ExtensionFileLoader(MODULE, str(target))
-    spec = importlib.util.spec_from_file_location(MODULE, target, loader=loader)
-    if spec is None:
-        raise BuildError(f"cannot load the kernel call helper {target}")
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    path = cache_dir() / f"{MODULE}-{entry_key(source, ' '.join(FLAGS), include)[:24]}{suffix}"
+
+    def compile_helper(tmpdir: str) -> str:
+        out_file = os.path.join(tmpdir, MODULE + suffix)
+        done = subprocess.run([*settings().compiler, *FLAGS, "-I", include, str(SOURCE), "-o", out_file],
+                              capture_output=True, text=True, timeout=120)
+        if done.returncode != 0:
+            raise BuildError(f"compiling the kernel call helper {SOURCE.name} failed:\n{done.stderr}")
+        return out_file
+
+    if not path.exists():
+        store(path, compile_helper)
+    return load_module(MODULE, path)
 
 
 Step = tuple[int, Sequence[int]]
@@ -106,20 +95,13 @@ class Program:
         The fixed slots include buffers the steps write, so two threads may not run it at once.
     keep
         Objects that must outlive the program (the owners of the fixed addresses).
-    directory
-        Where the helper extension is cached (the kernel cache; defaults to the last one used).
     """
 
     __slots__ = ("_capsule", "_run", "keep")
-    _directory: Path | None = None
 
     def __init__(self, specs: Sequence[ArgSpec], fixed: Sequence[int], steps: Sequence[Step], n_params: int = 0,
-                 exclusive: bool = False, keep: Any = None, directory: Path | None = None):
-        if directory is not None:
-            Program._directory = directory
-        if Program._directory is None:
-            raise BuildError("a kernel program needs a compiled kernel first (to know the kernel cache)")
-        ext = _extension(Program._directory)
+                 exclusive: bool = False, keep: Any = None):
+        ext = _extension()
         self._capsule = ext.make([s.as_tuple() for s in specs], list(fixed), [(fn, tuple(a)) for fn, a in steps],
                                  n_params, exclusive)
         self._run = ext.run

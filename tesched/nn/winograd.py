@@ -34,7 +34,7 @@ from tesched.nn.schedule import largest_divisor, register_schedule, schedule_red
 from tesched.nn.shape import padding4
 from tesched.nn.transform import pad
 from tesched.schedule.schedule import Schedule
-from tesched.target import vector_bytes
+from tesched.target import current_target
 from tesched.te.tensor import IterVar, Tensor
 
 TILES = (4, 2)
@@ -128,7 +128,7 @@ def choose_tile(channels: int, out_channels: int, out_height: int, out_width: in
     :data:`MIN_LANE_USE` of the SIMD lanes of the products busy."""
     if min(channels, out_channels) < MIN_CHANNELS:
         return None
-    lanes = vector_bytes() // 4
+    lanes = current_target().vector_bytes // 4
     for m in TILES:
         if out_height % m or out_width % m:
             continue

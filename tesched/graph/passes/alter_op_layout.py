@@ -32,7 +32,7 @@ from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
 from tesched.nn.conv_channels import weight_last
 from tesched.nn.pattern import Pattern
-from tesched.target import vector_bytes
+from tesched.target import current_target
 
 GEMM_MIN_ROWS = 8
 """A dense product with at least this many rows is a GEMM (register tiles of 8 rows fill up)."""
@@ -69,7 +69,7 @@ def _conv_weight_last(node: Call) -> Expr | None:
     strided = tuple(attrs["strides"]) != (1, 1)
     narrow = node.tensor_type.shape[3] < NARROW_ROW
     if not isinstance(weight, Constant) or attrs["groups"] != 1 or (kh, kw) == (1, 1) or \
-            k % (vector_bytes() // weight.data.itemsize) or not (strided or narrow):
+            k % (current_target().vector_bytes // weight.data.itemsize) or not (strided or narrow):
         return None
     return conv2d_weight_last(x, Constant(weight_last(weight.data), name=weight.name), attrs["strides"],
                               attrs["padding"], attrs["dilation"])
