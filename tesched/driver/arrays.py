@@ -43,12 +43,12 @@ def as_array(value: object, what: str) -> np.ndarray:
         return value
     if _is_torch(value) and hasattr(value, "numpy"):
         try:
-            return value.numpy()  # type: ignore[attr-defined]
+            return value.numpy()
         except (RuntimeError, TypeError) as err:
             raise TypeError(f"{what}: cannot read this torch tensor as host memory ({err})") from None
     if hasattr(value, "__dlpack__"):
         try:
-            return np.from_dlpack(value)  # type: ignore[arg-type]
+            return np.from_dlpack(value)
         except (RuntimeError, TypeError, ValueError, BufferError) as err:
             raise TypeError(f"{what}: cannot read this {type(value).__name__} through DLPack ({err})") from None
     if hasattr(value, "__array_interface__") or hasattr(value, "__array_struct__"):

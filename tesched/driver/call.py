@@ -48,7 +48,7 @@ class ArgSpec:
 @functools.lru_cache(maxsize=None)
 def buffer_format(dtype: np.dtype) -> str:
     """The buffer-protocol format NumPy exports for arrays of ``dtype``."""
-    return memoryview(np.empty(1, dtype)).format
+    return np.empty(1, dtype).data.format
 
 
 @functools.lru_cache(maxsize=None)

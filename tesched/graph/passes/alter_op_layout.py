@@ -32,10 +32,14 @@ from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
 from tesched.nn.conv_channels import weight_last
 from tesched.nn.pattern import Pattern
+from tesched.nn.shape import normalize_axis
 from tesched.target import current_target
 
 GEMM_MIN_ROWS = 8
 """A dense product with at least this many rows is a GEMM (register tiles of 8 rows fill up)."""
+
+_BROADCAST_ARITHMETIC = ("add", "subtract", "multiply", "divide")
+_CHANNEL_OPS = ("nn.bias_add", "nn.batch_norm")
 
 NARROW_ROW = 32
 """Output rows narrower than this many positions are vectorized along output channels instead."""
@@ -88,30 +92,44 @@ class _Views:
         return out
 
     def pushed(self, node: Call, original: Call) -> Expr | None:
-        """``node`` computed on the tile layout and viewed as NCHW, when one of its operands is such a
-        view read only by it and every other operand can follow."""
-        if node.op.pattern > Pattern.BROADCAST or not any(  # type: ignore[union-attr]
-                id(a) in self.inner and self.counts.get(id(o), 0) == 1 for a, o in zip(node.args, original.args)):
+        """``node`` computed on the tile layout and viewed as NCHW, when its data operand is such a view
+        read only by it and its other operands can follow: elementwise ops, NumPy-broadcast arithmetic
+        (constants are put on the tile layout, tensors of the output's shape reshaped), and ops along
+        the channel axis (``nn.bias_add``, ``nn.batch_norm``), whose per-channel operands stay as they are."""
+        views = [id(a) in self.inner and self.counts.get(id(o), 0) == 1 for a, o in zip(node.args, original.args)]
+        if not any(views):
             return None
+        name, ndim = node.op_name, node.tensor_type.ndim
+        if name in _CHANNEL_OPS and views[0] and normalize_axis(node.attrs["axis"], ndim, name) == 1:
+            args = [self.inner[id(node.args[0])], *node.args[1:]]
+        elif name in _BROADCAST_ARITHMETIC or (node.op.pattern == Pattern.ELEMWISE and len(node.args) == 1):  # type: ignore[union-attr]
+            args = self._tiled_operands(node)
+            if args is None:
+                return None
+        else:
+            return None
+        return self.view(Call(node.op, args, node.attrs), node.tensor_type.shape)
+
+    def _tiled_operands(self, node: Call) -> list[Expr] | None:
         tiles = next(self.inner[id(a)] for a in node.args if id(a) in self.inner)
         shape4, shape6 = node.tensor_type.shape, tiles.tensor_type.shape
-        args = []
+        args: list[Expr] = []
         for arg in node.args:
             if id(arg) in self.inner and self.inner[id(arg)].tensor_type.shape == shape6:
                 args.append(self.inner[id(arg)])
             elif isinstance(arg, Constant) and _tile_constant(arg.data, shape4, shape6) is not None:
-                args.append(Constant(_tile_constant(arg.data, shape4, shape6)))  # type: ignore[arg-type]
+                args.append(Constant(_tile_constant(arg.data, shape4, shape6)))
             elif arg.tensor_type.shape == shape4:
                 args.append(reshape(arg, shape6))
             else:
                 return None
-        return self.view(Call(node.op, args, node.attrs), shape4)
+        return args
 
 
 def _tile_constant(data: np.ndarray, shape4: tuple[int, ...], shape6: tuple[int, ...]) -> np.ndarray | None:
-    """A constant broadcast against the NCHW output, put on the tile layout (per-channel constants stay
-    small), or ``None`` when it has more dimensions than the output."""
-    if data.ndim > 4:
+    """A constant broadcast (NumPy's rules) against the NCHW output, put on the tile layout (per-channel
+    constants stay small), or ``None`` when it does not broadcast to the output's shape."""
+    if data.ndim > 4 or any(d not in (1, size) for d, size in zip(data.shape[::-1], shape4[::-1])):
         return None
     full = data.reshape((1,) * (4 - data.ndim) + data.shape)
     if full.shape[2:] == (1, 1):

@@ -75,3 +75,16 @@ def test_strided_and_narrow_convolutions_store_their_weights_output_channels_las
     np.testing.assert_allclose(G.build(f)(xa), G.interpret(f, xa), rtol=RTOL, atol=ATOL)
     odd_channels = G.Function([x], G.nn.conv2d(x, G.const(rand((12, 4, 3, 3))), strides=2))
     assert op_names(alter_op_layout(odd_channels)) == ["nn.conv2d"]
+
+
+def test_ops_after_a_winograd_view_move_onto_the_tiles_only_when_they_keep_their_meaning(rand):
+    x = G.var("x", shape=(1, 16, 8, 8))
+    conv = G.nn.conv2d(x, G.const(rand((16, 16, 3, 3), low=-0.2, high=0.2)), padding=1)
+    stats = [G.const(rand((16,), low=0.5, high=1.5)) for _ in range(4)]
+    by_row = G.const(rand((8,), low=-1))                      # NumPy broadcasting along the width
+    y = G.add(G.nn.batch_norm(conv, *stats), by_row)
+    f = G.Function([x], G.nn.softmax(G.tanh(y), axis=3))
+    altered = alter_op_layout(f)
+    assert op_names(altered)[:4] == ["nn.winograd_conv2d", "nn.batch_norm", "add", "tanh"]
+    xa = rand((1, 16, 8, 8), low=-1)
+    np.testing.assert_allclose(G.interpret(altered, xa), G.interpret(f, xa), rtol=1e-4, atol=1e-5)
