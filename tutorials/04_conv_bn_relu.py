@@ -82,11 +82,16 @@ print(block)
 bound = G.bind_params(block, params)   # the six parameters become constants (meta[Constant][k])
 check("the NumPy interpreter on the graph", G.interpret(bound, data_np))
 
+DIRECT = G.FusionRules(winograd=False)
+# This tutorial looks at the direct convolution: by default, a 3x3 convolution of 64 channels on 56x56
+# would run Winograd's algorithm instead (fewer multiplications; see tesched.nn.winograd and
+# `python -m tesched.bench --graph`), with the same fusion of its epilogue.
+
 print("\n=== 2. The graph after each pass ===")
 print("(simplify_inference: batch_norm -> multiply + add; fold_scale_axis: the multiply goes into the conv\n"
       " weights and bias; fold_constant: nothing left to fold; combine_constant_adds: bias + shift -> one add;\n"
       " fuse_ops: conv + add + relu -> one primitive function)\n")
-fused = G.build(bound, trace=True)
+fused = G.build(bound, rules=DIRECT, trace=True)
 check("the fused executable", fused(data_np))
 
 print("\n=== 3. What is fused: one kernel ===")
@@ -99,7 +104,7 @@ call = fused.function.body   # @fused_nn_conv2d_add_nn_relu(%data, meta[Constant
 check(f"{kernel.name} called directly", kernel.kernel(data_np, *[c.data for c in call.args[1:]]))
 
 print("\n=== 4. Not fused: one kernel per op ===")
-unfused = G.build(bound, disabled_passes=["fuse_ops"])
+unfused = G.build(bound, rules=DIRECT, disabled_passes=["fuse_ops"])
 print(unfused.function)
 print(f"\n{len(unfused.kernels)} kernels: {', '.join(k.name for k in unfused.kernels)}; the conv result is written "
       "to memory, read back by the add, written again, and read by the relu:\n")
@@ -112,19 +117,19 @@ stats = [G.const(params[n], name=n) for n in ("bn_gamma", "bn_beta", "bn_mean", 
 weight = G.const(params["conv1_weight"], name="conv1_weight")
 y = G.nn.batch_norm(G.nn.relu(G.nn.conv2d(x, weight, padding=1)), *stats, epsilon=EPSILON)
 two_convs = G.Function([x], G.nn.relu(G.nn.conv2d(y, weight, padding=1)))
-optimized = G.optimize(two_convs, disabled_passes=["fuse_ops"])
+optimized = G.optimize(two_convs, rules=DIRECT, disabled_passes=["fuse_ops"])
 print("conv -> relu -> batch_norm -> conv -> relu: the batch norm becomes multiply + add, but cannot fold\n"
       "into the first conv's weights across the relu; it stays an epilogue of the first conv:\n")
 print(optimized)
 print()
-print(G.explain_fusion(optimized))
+print(G.explain_fusion(optimized, DIRECT))
 first_np = batch_norm_reference(np.maximum(conv_np, 0.0))
-check("conv -> relu -> batch_norm -> conv -> relu", G.build(two_convs)(data_np),
+check("conv -> relu -> batch_norm -> conv -> relu", G.build(two_convs, rules=DIRECT)(data_np),
       np.maximum(conv2d_reference(first_np.astype(np.float32), params["conv1_weight"]), 0.0))
-rules = G.FusionRules().disallow("out_elemwise_fusable", "broadcast")
+rules = G.FusionRules(winograd=False).disallow("out_elemwise_fusable", "broadcast")
 allowed = ", ".join(map(str, sorted(rules.may_follow[G.Pattern.OUT_ELEMWISE_FUSABLE])))
 print(f"\nWith rules a user changed for a target (only {allowed} may follow a conv):")
-print(G.explain_fusion(G.optimize(bound, disabled_passes=["fuse_ops"]), rules))
+print(G.explain_fusion(G.optimize(bound, rules=rules, disabled_passes=["fuse_ops"]), rules))
 check("the block under the changed rules", G.build(bound, rules=rules)(data_np))
 
 print("\n=== 6. Time: fused vs unfused (median of the whole graph per call) ===")

@@ -4,8 +4,9 @@ one bias ``b``), hidden size 128.
 - fused: the cell declared with :func:`tesched.nn.rnn_cell` / :func:`tesched.nn.lstm_cell` and its
   default schedule: one kernel per cell;
 - unfused: the graph API with ``fuse_ops`` disabled (one kernel per op);
-- ``graph fused`` (extra): the graph API with its default fusion rules, under which each ``nn.dense``
-  starts a group of its own (an anchor never follows another), so the cell takes several kernels;
+- ``graph fused`` (extra): the graph API with its default fusion rules, under which the cell's two
+  matmuls, the slices of its gates and its elementwise ops share one kernel (``combine_anchors``,
+  ``slice_anchors``, and the cell state kept as a second output);
 - NumPy: the formulas with ``@``; PyTorch: ``torch.rnn_tanh_cell`` / ``torch.lstm_cell``, the functions
   behind ``nn.RNNCell`` and ``nn.LSTMCell``.
 """
