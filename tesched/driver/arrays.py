@@ -12,7 +12,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-
 _TORCH_TYPES: dict[type, bool] = {np.ndarray: False}
 
 

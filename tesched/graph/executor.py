@@ -32,15 +32,14 @@ from tesched.graph.annotation import STOP_FUSION
 from tesched.graph.external_op import ExternalCall, compile_external_group
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tesched.graph.lower import compile_primitive
-from tesched.graph.op import Op
 from tesched.graph.memory import ALIGNMENT, Buffer, MemoryPlan, plan_memory
+from tesched.graph.op import Op
 from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
 from tesched.graph.types import TensorType, TupleType
 from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
-
 
 SPARE_RESULT_SETS = 2
 """Sets of result arrays an executable keeps for plain calls: with two, ``y = exe(x)`` in a loop reuses

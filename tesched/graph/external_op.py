@@ -11,7 +11,7 @@ such a call into an :class:`ExternalCall` the executor calls like a kernel. Find
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -54,23 +54,13 @@ def external_op(library: ExternalLibrary, function: ExternalFunction, replaced: 
 
 @dataclass(frozen=True)
 class ExternalCall:
-    """A fused group that is one external call: ``call(*group_inputs, out)`` passes the group's inputs to
-    the C function in the order its arguments take them (a value used twice is passed twice)."""
+    """A fused group that is one external call: the executor passes the group's inputs at
+    ``arg_positions`` (a value used twice is passed twice), then the output, then the kernel's sizes."""
 
     name: str
     function: Function
     kernel: ExternalKernel
     arg_positions: tuple[int, ...]
-
-    def _ordered(self, arrays: tuple[np.ndarray, ...]) -> list[np.ndarray]:
-        return [arrays[k] for k in self.arg_positions] + [arrays[-1]]
-
-    def __call__(self, *arrays: np.ndarray) -> None:
-        self.kernel(*self._ordered(arrays))
-
-    def prepare(self, *arrays: np.ndarray) -> Callable[[], None]:
-        """Check the arrays once; a function of no arguments that runs the call on them."""
-        return self.kernel.prepare(*self._ordered(arrays))
 
 
 def compile_external_group(fn: Function) -> ExternalCall | None:

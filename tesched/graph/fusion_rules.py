@@ -18,7 +18,8 @@ more output of the group that fuses it (so a diamond of elementwise ops, or an L
 is both a result and read by the hidden state, is one kernel), and recomputed inside a reader when
 keeping it is impossible (it would make a cycle) and it is cheap (at most ``recompute_max_ops``
 elementwise, broadcast or injective ops); ``"keep"`` never recomputes, ``"recompute"`` recomputes every
-cheap shared value in each reader, and ``"separate"`` ends the value's group there (TVM's behaviour). This module decides nothing about graphs; see :mod:`.passes.fuse_ops`.
+cheap shared value in each reader, and ``"separate"`` ends the value's group there (TVM's behaviour).
+This module decides nothing about graphs; see :mod:`.passes.fuse_ops`.
 """
 from __future__ import annotations
 

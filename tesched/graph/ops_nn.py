@@ -13,10 +13,10 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 import tesched.nn as nn
-from tesched.nn import conv_channels
 from tesched.graph.ir import Call, Expr
 from tesched.graph.op import register_op
 from tesched.graph.ops_elemwise import bias_add, bias_channel_shape
+from tesched.nn import conv_channels
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis, padding4, pair
 

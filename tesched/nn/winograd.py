@@ -18,9 +18,10 @@ the rest are stages of one kernel:
 
 ``Y`` has shape ``(N, K, H/m, m, W/m, m)``: in row-major order that is exactly the NCHW output, so a
 reshape to ``(N, K, H, W)`` is free (the graph treats it as a view), and no index needs a division. The
-transform matrices are kernel inputs (:func:`transform_inputs`). F(4x4, 3x3) does 4x fewer multiplications than direct convolution in the products, F(2x2,
-3x3) 2.25x fewer; both round differently from direct convolution, by a few float32 ulps times the
-transforms' magnitudes (:func:`max_error` measures it).
+transform matrices are kernel inputs (:func:`transform_inputs`). F(4x4, 3x3) does 4x fewer
+multiplications than direct convolution in the products, F(2x2, 3x3) 2.25x fewer; both round
+differently from direct convolution, by a few float32 ulps times the transforms' magnitudes
+(:func:`max_error` measures it).
 """
 from __future__ import annotations
 
@@ -32,7 +33,6 @@ import tesched as ts
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import largest_divisor, register_schedule, schedule_reduction
 from tesched.nn.shape import padding4
-from tesched.nn.transform import pad
 from tesched.schedule.schedule import Schedule
 from tesched.target import current_target
 from tesched.te.tensor import IterVar, Tensor
@@ -255,11 +255,11 @@ def _row_stage(s: Schedule, t: Tensor, host_stage, loop: IterVar, row_axes: int 
 
 @register_schedule("winograd_conv2d", producers=("winograd_rows", "winograd_input", "winograd_gemm", "winograd_cols"))
 def schedule_winograd(s: Schedule, out: Tensor, host: Tensor) -> None:
-    """Bands of tile rows in parallel. Per band: the padded input rows it reads, split into phases, their
-    row transform, the tile transform, and the products (register tiles of :data:`GEMM_ROWS` output channels x the band's
-    tiles, input channels outside); then per output channel the column transform of its products, and
-    per output row the last transform into the row's tiles (vectorized along a tile), finished by the
-    epilogue (``host``), vectorized along the row, which is contiguous in NCHW."""
+    """Bands of tile rows in parallel. Per band: the padded input rows it reads, split into phases,
+    their row transform, the tile transform, and the products (register tiles of :data:`GEMM_ROWS`
+    output channels x the band's tiles, input channels outside); then per output channel the column
+    transform of its products, and per output row the last transform into the row's tiles (vectorized
+    along a tile), finished by the epilogue (``host``), vectorized along the row, contiguous in NCHW."""
     if host.shape != out.shape:
         schedule_reduction(s, out, host)
         return

@@ -12,8 +12,8 @@ from typing import Iterable
 
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.passes.alter_op_layout import alter_op_layout
-from tesched.graph.passes.combine_parallel_dense import combine_parallel_dense
 from tesched.graph.passes.combine_constant_adds import combine_constant_adds
+from tesched.graph.passes.combine_parallel_dense import combine_parallel_dense
 from tesched.graph.passes.fold_constant import fold_constant
 from tesched.graph.passes.fold_scale_axis import fold_scale_axis
 from tesched.graph.passes.fuse_ops import FusionReport, UnfusedEdge, explain_fusion, fuse_ops, fuse_ops_with_report
@@ -44,6 +44,7 @@ def default_sequence(rules: FusionRules | None = None, disabled_passes: Iterable
 __all__ = [
     "DEFAULT_PASSES", "FusionReport", "Sequential", "UnfusedEdge", "alter_op_layout", "combine_constant_adds",
     "combine_parallel_dense", "default_sequence",
-    "explain_fusion", "fold_constant", "fold_scale_axis", "fuse_ops", "fuse_ops_with_report", "pass_name", "print_trace",
+    "explain_fusion", "fold_constant", "fold_scale_axis", "fuse_ops", "fuse_ops_with_report", "pass_name",
+    "print_trace",
     "simplify_inference",
 ]

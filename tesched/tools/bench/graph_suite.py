@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
-from tesched.tools.bench.graph_cases import GRAPH_CASES, GraphCase, OverheadCase, call_overheads
+from tesched.tools.bench.graph_cases import GRAPH_CASES, GraphCase, call_overheads
 from tesched.tools.bench.suite import _load
 from tesched.tools.bench.threads import optional_module, set_all_threads
 from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, time_interleaved
@@ -108,8 +108,8 @@ def _cell(t: Timing | None) -> str:
 
 def format_graph_table(result: GraphSuiteResult) -> str:
     env = result.environment
-    lines = [f"tesched.graph against the hand kernels | threads {result.threads} | {result.repeat} interleaved rounds | "
-             f"PyTorch {env['torch'] or 'not installed'}",
+    lines = [f"tesched.graph against the hand kernels | threads {result.threads} | {result.repeat} interleaved "
+             f"rounds | PyTorch {env['torch'] or 'not installed'}",
              f"load average at start {env.get('load_average_start')}, at end {env.get('load_average_end')}",
              "times: microseconds per call, median (min); graph: plain exe(*inputs); vs X: X median / graph median", ""]
     width = max([len(r.name) for r in result.rows] + [8])
