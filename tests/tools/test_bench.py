@@ -71,3 +71,16 @@ def test_command_line_writes_table_json_and_chart(tmp_path, capsys):
         assert not out_png.exists() and "matplotlib is not installed" in printed
     else:
         assert out_png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_graph_benchmark_checks_times_and_reports_targets():
+    from tesched.tools.bench.graph_suite import format_graph_table, graph_json, run_graph_suite
+    result = run_graph_suite(repeat=1, quick=True, only=["rnn", "gemm", "resnet", "overhead"], use_torch=False)
+    assert [row.key for row in result.rows] == ["rnn", "gemm", "resnet"]
+    rows = {row.key: row for row in result.rows}
+    assert rows["rnn"].kernels == 1 and rows["resnet"].kernels == 2
+    assert {"graph", "hand"} <= set(rows["gemm"].timings)
+    table = format_graph_table(result)
+    assert "graph >= 1.50x numpy" in table and "call overhead" in table
+    document = json.loads(json.dumps(graph_json(result)))
+    assert len(document["call_overhead"]) == 3
