@@ -27,6 +27,7 @@ import numpy as np
 import tesched as ts
 import tesched.nn as nn
 from tesched import graph as G
+from tesched.nn import winograd
 from tesched.recipes import conv_chain
 from tesched.tools.bench.cell_cases import numpy_cell
 from tesched.tools.bench.conv_cases import CONV_CHAIN_TILE, EPSILON, numpy_conv2d
@@ -139,6 +140,15 @@ def cell(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
     return GraphCase(key, case, [Target("hand", 1 / 1.1, kernels=1)])
 
 
+def _winograd_note(exe: G.Executable, x: np.ndarray, weight: np.ndarray) -> str:
+    """Which convolution the graph's kernels run, and Winograd's error against direct convolution."""
+    if not any("winograd" in k.name for k in exe.kernels):
+        return "direct convolution"
+    tile = winograd.choose_tile(x.shape[1], weight.shape[0], x.shape[2], x.shape[3])
+    error = winograd.max_error(weight, x, tile) if tile else float("nan")
+    return f"Winograd F({tile}x{tile},3x3), max error vs direct convolution {error:.1e} of the output's magnitude"
+
+
 def conv_relu_conv(quick: bool, torch: ModuleType | None) -> GraphCase:
     c, s, rows = (8, 8, 4) if quick else (64, 56, 28)
     x, w1, w2 = random_arrays(4, (1, c, s, s), (c, c, 3, 3), (c, c, 3, 3))
@@ -157,7 +167,7 @@ def conv_relu_conv(quick: bool, torch: ModuleType | None) -> GraphCase:
         variants["torch"] = lambda: F.conv2d(F.relu(F.conv2d(tx, tw1, padding=1)), tw2, padding=1)
     case = Case(f"conv3x3->relu->conv3x3 {c}x{s}x{s}", float(chain.flops), [conv_chain.reference(x, w1, w2)],
                 variants, kernels={"graph": len(exe.kernels)},
-                note="hand: recipes.conv_chain fused (one kernel, bands of rows)")
+                note="hand: recipes.conv_chain fused (one kernel, bands of rows); " + _winograd_note(exe, x, w1))
     return GraphCase("conv_conv", case, [Target("hand", 1 / 1.1), Target("torch", 1.4)])
 
 
@@ -204,7 +214,8 @@ def resnet_block(quick: bool, torch: ModuleType | None) -> GraphCase:
     reference = np.maximum(_numpy_bn(numpy_conv2d(mid, wide[2], False), bn2) + wide[0][0], 0)[None]
     flops = 2 * 2.0 * c * c * 9 * s * s
     case = Case(f"ResNet basic block {c}x{s}x{s}", flops, [reference], variants,
-                kernels={"graph": len(exe.kernels)}, note="hand: the same graph's prepared call")
+                kernels={"graph": len(exe.kernels)},
+                note="hand: the same graph's prepared call; " + _winograd_note(exe, x, w1))
     return GraphCase("resnet", case, [Target("torch", 1.2, kernels=2)])
 
 
