@@ -8,9 +8,9 @@ never to fuse. A :class:`FusionRules` object is plain data a user changes per ta
 
 A group's pattern is the largest pattern of its ops. Two groups joined by an edge merge when the
 consumer group's pattern is in ``may_follow[producer group's pattern]``, so a group never holds two
-anchors one after the other (conv2d then conv2d) unless a user allows it. Two anchors side by side, whose
-results meet in an elementwise op (the two matmuls of an RNN cell, a residual branch's two convolutions),
-share a group when ``combine_anchors`` is set, and the pieces of a split anchor result (the gates of a
+anchors one after the other (conv2d then conv2d) unless a user allows it. Two matrix products side by
+side, whose results meet in an elementwise op (the two matmuls of an RNN cell), share a group when
+``combine_anchors`` is set, and the pieces of a split anchor result (the gates of a
 recurrent cell, sliced from one matmul) join its group when ``slice_anchors`` is set.
 
 A value read by several groups (``shared_values``) is, under ``"auto"``, computed once and kept as one
@@ -51,7 +51,7 @@ SHARED_VALUE_CHOICES = ("auto", "keep", "recompute", "separate")
 class FusionRules:
     """``may_follow[p]``: patterns a group of pattern ``p`` may be followed by in the same group;
     ``max_group_size``: most ops in a group; ``never_fuse``: op names (``"nn.softmax"``) kept alone;
-    ``combine_anchors``: anchors whose results meet in an elementwise op share a group;
+    ``combine_anchors``: matrix products whose results meet in an elementwise op share a group;
     ``slice_anchors``: a ``strided_slice`` (a piece of ``split``) may follow an anchor's group;
     ``shared_values``: what to do with a value several groups read (``"auto"``, ``"keep"``,
     ``"recompute"``, ``"separate"``); ``recompute_max_ops``: the largest group recomputed in its readers;

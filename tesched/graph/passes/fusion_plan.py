@@ -35,6 +35,11 @@ RESULT = -1
 
 _CHEAP = (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE)
 
+SIDE_BY_SIDE_ANCHORS = ("nn.dense", "nn.matmul")
+"""Anchors ``combine_anchors`` may put in one group: small matrix products (a recurrent cell's two) gain
+a kernel launch; two convolutions (a residual branch and its shortcut) would only share a kernel whose
+second convolution is stored whole, and the default schedules handle that badly."""
+
 VIEW_OP = "reshape"
 """A reshape of a contiguous tensor is a view: it stays a group of its own, which the executor runs as
 no kernel at all (the same memory, read with the new shape)."""
@@ -179,10 +184,12 @@ class Planner:
             all(c.op.pattern in _CHEAP for _, c in group.members.values())  # type: ignore[union-attr]
 
     def horizontal(self, gp: Group, gc: Group, consumer: Call) -> bool:
-        """Anchors side by side: both groups hold one, they meet in an elementwise op, and no anchor of
-        the consumer's group depends on the producer's."""
+        """Anchors side by side: both groups hold matrix products (:data:`SIDE_BY_SIDE_ANCHORS`), they meet
+        in an elementwise op, and no anchor of the consumer's group depends on the producer's."""
         anchors = {k for k, (_, c) in gc.members.items() if c.op.pattern == Pattern.OUT_ELEMWISE_FUSABLE}
+        every = [c for g in (gp, gc) for _, c in g.members.values() if c.op.pattern == Pattern.OUT_ELEMWISE_FUSABLE]
         return (self.rules.combine_anchors and gp.pattern == gc.pattern == Pattern.OUT_ELEMWISE_FUSABLE
+                and all(c.op_name in SIDE_BY_SIDE_ANCHORS for c in every)
                 and consumer.op.pattern <= Pattern.BROADCAST  # type: ignore[union-attr]
                 and not self.reaches(gp.originals(), anchors))
 

@@ -179,3 +179,10 @@ def test_anchors_side_by_side_stay_apart_without_combine_anchors():
 def op_calls(f):
     from tesched.graph.visit import post_order
     return [n for n in post_order(f.body) if isinstance(n, G.Call) and isinstance(n.op, G.Function)]
+
+
+def test_two_convolutions_side_by_side_keep_their_own_kernels():
+    x = G.var("x", shape=(1, 2, 5, 5))
+    w1, w2 = (G.const(np.full((3, 2, k, k), 0.1, "float32")) for k in (3, 1))
+    f = G.Function([x], G.nn.relu(G.add(G.nn.conv2d(x, w1, padding=1), G.nn.conv2d(x, w2))))
+    assert [ops for _, ops in explain_fusion(f).groups] == [["nn.conv2d"], ["nn.conv2d", "add", "nn.relu"]]
