@@ -18,5 +18,5 @@ from tesched.graph.ops_transform import pad
 from tesched.graph.ops_winograd import winograd_conv2d
 
 __all__ = ["avg_pool2d", "batch_norm", "bias_add", "conv2d", "conv2d_weight_last", "dense", "depthwise_conv2d",
-           "global_avg_pool2d", "gru_cell", "layer_norm", "lstm_cell", "matmul", "max_pool2d", "pad", "relu", "rnn_cell",
-           "softmax", "winograd_conv2d"]
+           "global_avg_pool2d", "gru_cell", "layer_norm", "lstm_cell", "matmul", "max_pool2d", "pad", "relu",
+           "rnn_cell", "softmax", "winograd_conv2d"]
