@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tesched.arith.linear import linear
 from tesched.codegen.c import CSource
 from tesched.driver.profile import Profile, measure_profile, read_profile
 from tesched.lower.func import LoweredFunc
@@ -101,6 +102,7 @@ class Kernel:
                         p = self._params[d[1]].name
                         raise ValueError(f"argument {spec.name}: dimension {k} is {got}, but size {p} is "
                                          f"{values[d[1]]} from an earlier argument")
+        self._solve_affine_sizes(arrays, values)
         sizes: list[int] = []
         for k, v in enumerate(values):
             if v is None:
@@ -110,6 +112,31 @@ class Kernel:
                 raise ValueError(f"size {self._params[k].name} must be positive, got {v}")
             sizes.append(v)
         return sizes
+
+    def _solve_affine_sizes(self, arrays: list, values: list[int | None]) -> None:
+        """Bind sizes that appear only in dimensions such as ``8*m`` or ``m + 2``: each dimension that is
+        affine in a single unbound size gives that size (it must divide exactly)."""
+        pindex = {id(p): k for k, p in enumerate(self._params)}
+        progress = True
+        while progress and None in values:
+            progress = False
+            for spec, arr in zip(self._specs, arrays):
+                for k, d in enumerate(spec.dims if arr is not None else ()):
+                    if not (isinstance(d, tuple) and d[0] == "expr"):
+                        continue
+                    terms, const = linear(d[1])
+                    unknown = [key for key in terms if key[0] != "var" or values[pindex.get(key[1], -1)] is None]
+                    if len(unknown) != 1 or unknown[0][0] != "var" or unknown[0][1] not in pindex:
+                        continue
+                    known = sum(c * values[pindex[key[1]]] for key, c in terms.items()  # type: ignore[operator]
+                                if key not in unknown)
+                    coeff, rest = terms[unknown[0]], arr.shape[k] - const - known
+                    if rest % coeff:
+                        p = self._params[pindex[unknown[0][1]]].name
+                        raise ValueError(f"argument {spec.name}: dimension {k} is {arr.shape[k]}, which is not "
+                                         f"{d[1]!r} for any integer {p}")
+                    values[pindex[unknown[0][1]]] = rest // coeff
+                    progress = True
 
     def _expected_shape(self, spec: _ArgSpec, values: list[int]) -> tuple[int, ...]:
         out = []

@@ -101,6 +101,8 @@ def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
     c = as_expr(cond)
     if c.dtype != "bool":
         c = binary("ne", c, 0)
+    if not isinstance(then_value, Expr) and not isinstance(else_value, Expr):
+        then_value = as_expr(then_value)  # two literals (the mask idiom): the first one's dtype leads
     probe = binary("add", then_value, else_value)  # applies the promotion rules to both sides
     t = cast_to(as_expr(then_value, probe.dtype), probe.dtype)
     f = cast_to(as_expr(else_value, probe.dtype), probe.dtype)
