@@ -1,0 +1,167 @@
+"""One minimal reproduction per bug class found by trying tesched as a user and by the fuzzing campaign.
+
+A class whose fix is still to come is marked ``xfail(strict=True)``, so the fix shows up as an
+unexpected pass (then the mark goes). Reproductions that could kill the process run in a child
+interpreter (``run_python``).
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+import tesched as ts
+
+pytestmark = pytest.mark.usefixtures("isolated_cache")
+
+
+@pytest.mark.xfail(strict=True, reason="compute_at at an extent-1 loop reads a copy never written")
+def test_compute_at_a_loop_of_extent_one(rand):
+    A = ts.placeholder((3, 2), name="A")
+    E = ts.compute((3, 2), lambda i, j: A[i, j] * 2.0, name="E")
+    S = ts.compute((3,), lambda i: A[i, 0] + A[i, 1], name="S")
+    O = ts.compute((3, 2), lambda i, j: E[i, j] + S[i], name="O")
+    s = ts.create_schedule(O.op)
+    i, j = O.op.axis
+    s[O].reorder(j, i)
+    jo, ji = s[O].split(j, factor=1)
+    io, ii = s[O].split(i, nparts=1)
+    s[E].compute_at(s[O], ji)
+    s[S].compute_at(s[O], io)
+    a = rand((3, 2))
+    np.testing.assert_allclose(ts.build(s, [A, O], name="extent_one")(a), 2 * a + a.sum(axis=1, keepdims=True),
+                               rtol=1e-6)
+
+
+@pytest.mark.xfail(strict=True, reason="out-of-bounds accesses are not proven at lowering time")
+@pytest.mark.parametrize("offset, where", [(5, "14"), (-3, "-3"), (1 << 20, str((1 << 20) + 9))])
+def test_out_of_bounds_read_raises_bounds_error(offset, where):
+    A = ts.placeholder((10,), name="A")
+    B = ts.compute((10,), lambda i: A[i + offset], name="B")
+    with pytest.raises(ts.BoundsError, match=rf"(?s)A.*B.*{where}"):
+        ts.lower(ts.create_schedule(B.op), [A, B])
+
+
+@pytest.mark.xfail(strict=True, reason="maximum/max do not propagate NaN as NumPy does")
+def test_nan_propagates_through_maximum_and_max():
+    A = ts.placeholder((3, 4), name="A")
+    k = ts.reduce_axis((0, 4), name="k")
+    M = ts.compute((3, 4), lambda i, j: ts.maximum(A[i, j], 0.0), name="M")
+    R = ts.compute((3,), lambda i: ts.max(A[i, k], axis=k), name="R")
+    f = ts.build(ts.create_schedule([M.op, R.op]), [A, M, R], name="nan_max")
+    a = np.array([[np.nan, 1, 2, 3], [1, 2, 3, np.nan], [1, 2, np.nan, 0]], np.float32)
+    m, r = f(a)
+    np.testing.assert_array_equal(m, np.maximum(a, 0))
+    np.testing.assert_array_equal(r, a.max(axis=1))
+
+
+@pytest.mark.xfail(strict=True, reason="intermediate allocations are not checked")
+def test_an_intermediate_too_large_raises_memory_error(run_python):
+    done = run_python("""
+        import numpy as np, tesched as ts
+        n = ts.var("n")
+        V = ts.placeholder((n,), name="V")
+        outer = ts.compute((n, n), lambda i, j: V[i] * V[j], name="outer")
+        k = ts.reduce_axis((0, n), name="k")
+        R = ts.compute((n,), lambda i: ts.sum(outer[i, k], axis=k), name="R")
+        f = ts.build(ts.create_schedule(R.op), [V, R], name="huge_intermediate")
+        try:
+            f(np.ones(600_000, np.float32))
+        except MemoryError as err:
+            print("MemoryError:", err)
+    """)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "MemoryError:" in done.stdout and "outer" in done.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="set_num_threads accepts absurd values")
+@pytest.mark.parametrize("bad", [100000, 2 ** 32 + 3, True])
+def test_set_num_threads_validates(bad):
+    before = ts.get_num_threads()
+    with pytest.raises((TypeError, ValueError), match="threads"):
+        ts.set_num_threads(bad)
+    assert ts.get_num_threads() == before
+
+
+@pytest.mark.xfail(strict=True, reason="a damaged cache entry is loaded as it is")
+@pytest.mark.parametrize("damage", ["empty", "random", "directory"])
+def test_a_damaged_cache_entry_is_rebuilt(run_python, tmp_path, damage):
+    code = """
+        import numpy as np, tesched as ts
+        A = ts.placeholder((4,), name="A"); B = ts.compute((4,), lambda i: A[i] * 2.0, name="B")
+        f = ts.build(ts.create_schedule(B.op), [A, B], name="damaged_entry")
+        print(f(np.ones(4, np.float32)).tolist())
+    """
+    env = {"TESCHED_CACHE_DIR": str(tmp_path)}
+    assert run_python(code, env).returncode == 0
+    (entry,) = tmp_path.glob("_tesched_*.so")
+    data = entry.read_bytes()
+    entry.unlink()
+    if damage == "directory":
+        entry.mkdir()
+    else:
+        entry.write_bytes(b"" if damage == "empty" else np.random.default_rng(0).bytes(len(data)))
+    done = run_python(code, env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "[2.0, 2.0, 2.0, 2.0]" in done.stdout
+
+
+@pytest.mark.xfail(strict=True, reason="inlining duplicates shared subexpressions (exponential IR)")
+def test_inlining_a_chain_with_fan_in_is_linear():
+    def chain(depth: int) -> int:
+        A = ts.placeholder((8,), name="A")
+        T = A
+        stages = []
+        for d in range(depth):
+            prev = T
+            T = ts.compute((8,), lambda i, prev=prev: prev[i] + prev[i] * 2.0 + prev[i] * prev[i], name=f"T{d}")
+            stages.append(T)
+        s = ts.create_schedule(T.op)
+        for st in stages[:-1]:
+            s[st].compute_inline()
+        return len(str(ts.lower(s, [A, T])))
+
+    assert chain(8) < 3 * chain(4)
+
+
+@pytest.mark.xfail(strict=True, reason="gcc's diagnostic is not part of BuildError")
+def test_build_error_carries_the_compiler_diagnostic():
+    A = ts.placeholder((4,), name="A")
+    B = ts.compute((4,), lambda i: A[i] * 2.0, name="B")
+    intrin = ts.decl_tensor_intrin(B.op, ts.CIntrinsic("void scale(float *a, float *b) { undeclared_thing; }",
+                                                      body="scale"))
+    C = ts.compute((4,), lambda i: A[i] * 2.0, name="C")
+    s = ts.create_schedule(C.op)
+    s[C].tensorize(C.op.axis[0], intrin)
+    with pytest.raises(ts.BuildError, match="undeclared_thing.{0,3} undeclared"):
+        ts.build(s, [A, C], name="bad_intrinsic")
+
+
+@pytest.mark.xfail(strict=True, reason="C's reserved identifiers are not renamed")
+@pytest.mark.parametrize("name", ["_Decimal32", "_Decimal64", "_Decimal128"])
+def test_reserved_c_identifiers_are_renamed(name, rand):
+    A = ts.placeholder((4,), name=name)
+    B = ts.compute((4,), lambda i: A[i] * 2.0, name="B")
+    a = rand(4)
+    np.testing.assert_allclose(ts.build(ts.create_schedule(B.op), [A, B], name=f"reserved{name}")(a), 2 * a)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the tile/fuse cliff was seen on Linux")
+@pytest.mark.xfail(strict=True, reason="isl AST generation of tile->fuse->tile->fuse does not finish")
+def test_tile_fuse_tile_fuse_lowers(run_python):
+    done = run_python("""
+        import tesched as ts
+        A = ts.placeholder((32, 32), name="A")
+        B = ts.compute((32, 32), lambda y, x: A[y, x] * 2.0, name="B")
+        s = ts.create_schedule(B.op)
+        y, x = B.op.axis
+        yo, xo, yi, xi = s[B].tile(y, x, 5, 3)
+        f = s[B].fuse(yo, xo)
+        g = s[B].fuse(yi, xi)
+        fo, go, fi, gi = s[B].tile(f, g, 6, 7)
+        s[B].fuse(s[B].fuse(fo, go), s[B].fuse(fi, gi))
+        ts.lower(s, [A, B])
+        print("lowered")
+    """, timeout=20)
+    assert "lowered" in done.stdout
