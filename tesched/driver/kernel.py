@@ -3,7 +3,8 @@
 Every argument is checked before any pointer reaches C: it must be a NumPy array of the exact dtype, the
 declared shape (symbolic sizes must agree across arguments and be positive), C-contiguous, and, for
 outputs, writeable and not overlapping another argument. A failed check raises ``TypeError`` or
-``ValueError`` naming the argument. Outputs may be omitted: they are then allocated and returned.
+``ValueError`` naming the argument; a heap buffer that cannot be allocated raises ``MemoryError`` naming
+it (:mod:`.allocations`). Outputs may be omitted: they are then allocated and returned.
 """
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ import numpy as np
 
 from tesched.arith.linear import linear
 from tesched.codegen.c import CSource
+from tesched.driver.allocations import Allocations
 from tesched.driver.profile import Profile, measure_profile, read_profile
+from tesched.driver.threads import sync_thread
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target
@@ -83,6 +86,7 @@ class Kernel:
         self._output_positions = [k for k, s in enumerate(specs) if s.is_output]
         self._n_inputs = sum(not s.is_output for s in specs)
         self._inputs_first = all(not s.is_output for s in specs[:self._n_inputs])
+        self._allocations = Allocations(self.name, src.allocations, _evaluate)
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}])"
@@ -182,6 +186,7 @@ class Kernel:
             if arr is not None and arr.ndim != len(spec.dims):
                 raise ValueError(f"argument {spec.name}: expected {len(spec.dims)} dimensions, got {arr.ndim}")
         values = self._bind(args) if self._params else []
+        self._allocations.check_sizes(self._value_map(values))
         outputs = []
         for k, spec in enumerate(self._specs):
             if args[k] is None:
@@ -198,17 +203,25 @@ class Kernel:
 
     def __call__(self, *arrays: np.ndarray) -> Any:
         """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs."""
+        sync_thread()
         if self._static and len(arrays) == len(self._specs):
             self._fast_check(arrays)
             from_buffer = self._ffi.from_buffer
-            self._fn(*[from_buffer(c, a) for c, a in zip(self._ctypes, arrays)])
+            status = self._fn(*[from_buffer(c, a) for c, a in zip(self._ctypes, arrays)])
+            if status:
+                self._allocations.raise_for(status, {})
             return None
         args, outputs, values = self._checked(arrays)
         from_buffer = self._ffi.from_buffer
-        self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
+        status = self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
+        if status:
+            self._allocations.raise_for(status, self._value_map(values))
         if outputs:
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         return None
+
+    def _value_map(self, values: list[int]) -> dict[int, int]:
+        return dict(zip(map(id, self._params), values))
 
     def _fast_check(self, arrays: tuple) -> None:
         """The checks of ``_check`` for kernels without symbolic sizes, on the hot path."""
@@ -228,7 +241,8 @@ class Kernel:
         by each call."""
         args, outputs, values = self._checked(arrays)
         pointers = [self._ffi.from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)] + list(values)
-        return _bind_run(self._fn, pointers, args, outputs)
+        value_map = self._value_map(values)
+        return _bind_run(self._fn, pointers, args, outputs, lambda status: self._allocations.raise_for(status, value_map))
 
     def benchmark(self, *arrays: np.ndarray, repeat: int = 20, number: int = 1,
                   warmup: int = 1) -> BenchmarkResult:
@@ -271,12 +285,16 @@ class Kernel:
         return write_page("kernel", self, path, **options)
 
 
-def _bind_run(fn, pointers: list, arrays: list, outputs: list):
-    """A closure calling ``fn`` on fixed pointers; it holds the arrays so the pointers stay valid."""
+def _bind_run(fn, pointers: list, arrays: list, outputs: list, failed: Callable[[int], None]):
+    """A closure calling ``fn`` on fixed pointers; it holds the arrays so the pointers stay valid, and
+    calls ``failed(status)`` when the kernel reports a failed allocation."""
     result = None if not outputs else (outputs[0] if len(outputs) == 1 else tuple(outputs))
 
     def run():
-        fn(*pointers)
+        sync_thread()
+        status = fn(*pointers)
+        if status:
+            failed(status)
         return result
 
     run.__dict__["arrays"] = arrays

@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence
 
 from tesched.config import debug_logger, settings
 from tesched.ir import nodes as ir
-from tesched.lower.checks import check_arguments, check_loop_nesting
+from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import notify_lowered
 from tesched.poly.astgen import LoopAst, generate_ast
@@ -226,6 +226,7 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool
     LoweredFunc
         The target-independent loop IR (``build`` finishes it for a target).
     """
+    check_request(sch, args, name)
     request = Request(sch, tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args), name)
     lowering = tuple(p for p in PASSES if p.phase is Phase.LOWER)
     func = run_passes(request, lowering, current_target(), debug)

@@ -44,7 +44,18 @@ static inline int64_t ts_abs_i64(int64_t a) { return a < 0 ? -a : a; }
 static inline float ts_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline double ts_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-static inline void *ts_alloc(size_t bytes) {
+/* Element counts of heap buffers: a * b, or -1 if either is negative or the product overflows int64
+ * (then the allocation fails cleanly: the kernel returns an error code, never aborts). */
+static inline int64_t ts_mul_checked(int64_t a, int64_t b) {
+  int64_t out;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &out)) return -1;
+  return out;
+}
+
+/* An aligned block of count elements of elem bytes, or NULL (count < 0, byte count overflow, no memory). */
+static inline void *ts_alloc_elems(size_t elem, int64_t count) {
+  if (count < 0 || (uint64_t)count > (SIZE_MAX - TS_ALIGN) / elem) return NULL;
+  size_t bytes = (size_t)count * elem;
   size_t rounded = (bytes + TS_ALIGN - 1) / TS_ALIGN * TS_ALIGN;
   return aligned_alloc(TS_ALIGN, rounded ? rounded : TS_ALIGN);
 }

@@ -14,11 +14,10 @@ from tesched.te.visit import walk
 
 
 def check_name(name: object, what: str) -> str:
-    """``name`` if it is a non-empty str; else a TypeError or ValueError naming ``what``."""
+    """``name`` if it is a str (any text: C identifiers are made from it later); else a TypeError naming
+    ``what``."""
     if not isinstance(name, str):
         raise TypeError(f"{what}: name must be a str, got {type(name).__name__} {name!r}")
-    if not name:
-        raise ValueError(f"{what}: name must not be empty")
     return name
 
 

@@ -57,7 +57,7 @@ def test_hostile_names_build_run_and_stay_out_of_the_source(rand):
             assert name not in src, name
     assert "system(" not in src and "#define" not in src and "rm -rf" not in src
     # every tensor became a distinct parameter
-    signature = src[src.index("void "):src.index("{")]
+    signature = re.search(r"\nint \w+\([^)]*\)", src).group(0)
     params = re.findall(r"\*restrict (\w+)", signature)
     assert len(params) == len(set(params)) == len(inputs) + 1
     assert "int" not in params and all(IDENTIFIER.match(p) for p in params)

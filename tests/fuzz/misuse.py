@@ -239,7 +239,7 @@ def _declaration_rows() -> list[Misuse]:
                          ("float16", "float16"), ("uint8", "uint8")]:
         rows.append(Misuse(f"placeholder with dtype {label}",
                            lambda dtype=dtype: ts.placeholder((3,), dtype=dtype, name="P"), r"placeholder P.*dtype"))
-    for label, name in [("an int", 7), ("None", None), ("empty", "")]:
+    for label, name in [("an int", 7), ("None", None), ("a list", ["x"])]:
         rows.append(Misuse(f"placeholder named {label}", lambda name=name: ts.placeholder((3,), name=name),
                            r"placeholder: name"))
         rows.append(Misuse(f"compute named {label}", lambda name=name: ts.compute((3,), lambda i: i, name=name),
@@ -333,8 +333,6 @@ def _build_rows() -> list[Misuse]:
                r"A appears twice"),
         Misuse("build with a numeric name", lambda: (t := small(), ts.build(t[2], [t[0], t[1]], name=12345))[1],
                r"name.*int|12345"),
-        Misuse("build with an empty name", lambda: (t := small(), ts.build(t[2], [t[0], t[1]], name=""))[1],
-               r"name"),
         Misuse("build for another target", lambda: (t := small(), ts.build(t[2], [t[0], t[1]], target="cuda"))[1],
                r"target 'cuda'"),
         Misuse("lower with a non-tensor arg", lambda: (t := small(), ts.lower(t[2], [t[0], "B"]))[1],
@@ -378,15 +376,9 @@ ROWS: list[Misuse] = _loop_rows() + _factor_rows() + _placeholder_rows() + _rows
 # rows that need a part of the compiler not yet fixed: label -> issue item
 OPEN: dict[str, str] = {
     "build with a numeric name": "issue 10 item 10 (lower, after the core restructuring)",
-    "build with an empty name": "issue 10 item 10 (lower)",
     "read past the end": "issue 10 item 2 (bounds proven with isl)",
     "read before the start": "issue 10 item 2",
     "read far past the end": "issue 10 item 2",
-    "set_num_threads(True)": "issue 10 item 7",
-    "set_num_threads(100000)": "issue 10 item 7",
-    "set_num_threads(2**32 + 3)": "issue 10 item 7",
-    "TESCHED_VECTOR_BYTES=wide": "issue 10 item 10 (config)",
-    "TESCHED_VECTOR_BYTES=24": "issue 10 item 10 (config)",
 }
 
 
