@@ -2,7 +2,8 @@
 
 ``exp log sqrt tanh sigmoid abs floor ceil`` (floating), ``maximum minimum`` (any type),
 ``if_then_else``, ``all``/``any`` of conditions, and the reducers ``sum max min`` (TVM names; ``max``
-and ``min`` called on two expressions without an axis are elementwise). This module only builds
+and ``min`` called on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
+``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
 expressions; the code generator decides how each function is spelled in C.
 """
 from __future__ import annotations

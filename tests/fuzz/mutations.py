@@ -139,7 +139,6 @@ MUTATIONS = VALID_CHANGES + CALL_CHANGES + tuple(ARRAY_CHANGES)
 
 # (target, mutation) pairs whose right answer needs a fix still to come: pair -> issue item
 OPEN: dict[tuple[str, str], str] = {
-    ("nan_max", "nan_values"): "issue 10 item 5 (NaN propagates as in NumPy)",
 }
 
 

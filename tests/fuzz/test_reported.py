@@ -43,19 +43,6 @@ def test_out_of_bounds_read_raises_bounds_error(offset, where):
         ts.lower(ts.create_schedule(B.op), [A, B])
 
 
-@pytest.mark.xfail(strict=True, reason="maximum/max do not propagate NaN as NumPy does")
-def test_nan_propagates_through_maximum_and_max():
-    A = ts.placeholder((3, 4), name="A")
-    k = ts.reduce_axis((0, 4), name="k")
-    M = ts.compute((3, 4), lambda i, j: ts.maximum(A[i, j], 0.0), name="M")
-    R = ts.compute((3,), lambda i: ts.max(A[i, k], axis=k), name="R")
-    f = ts.build(ts.create_schedule([M.op, R.op]), [A, M, R], name="nan_max")
-    a = np.array([[np.nan, 1, 2, 3], [1, 2, 3, np.nan], [1, 2, np.nan, 0]], np.float32)
-    m, r = f(a)
-    np.testing.assert_array_equal(m, np.maximum(a, 0))
-    np.testing.assert_array_equal(r, a.max(axis=1))
-
-
 @pytest.mark.xfail(strict=True, reason="a damaged cache entry is loaded as it is")
 @pytest.mark.parametrize("damage", ["empty", "random", "directory"])
 def test_a_damaged_cache_entry_is_rebuilt(run_python, tmp_path, damage):
