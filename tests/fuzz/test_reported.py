@@ -97,15 +97,6 @@ def test_build_error_carries_the_compiler_diagnostic():
         ts.build(s, [A, C], name="bad_intrinsic")
 
 
-@pytest.mark.xfail(strict=True, reason="C's reserved identifiers are not renamed")
-@pytest.mark.parametrize("name", ["_Decimal32", "_Decimal64", "_Decimal128"])
-def test_reserved_c_identifiers_are_renamed(name, rand):
-    A = ts.placeholder((4,), name=name)
-    B = ts.compute((4,), lambda i: A[i] * 2.0, name="B")
-    a = rand(4)
-    np.testing.assert_allclose(ts.build(ts.create_schedule(B.op), [A, B], name=f"reserved{name}")(a), 2 * a)
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="the tile/fuse cliff was seen on Linux")
 @pytest.mark.xfail(strict=True, reason="isl AST generation of tile->fuse->tile->fuse does not finish")
 def test_tile_fuse_tile_fuse_lowers(run_python):
