@@ -222,7 +222,27 @@ def shared_producer(rnd: random.Random) -> Pipeline:
     return Pipeline("shared_producer", [A], [O], reference, [_floats(rnd, m, n)])
 
 
+def boundary_blur(rnd: random.Random) -> Pipeline:
+    """A separable blur of an image read through a random Halide-style boundary condition."""
+    h, w = rnd.randint(2, 10), rnd.randint(2, 12)
+    kind = rnd.choice(["constant_exterior", "repeat_edge", "mirror_interior"])
+    A = ts.placeholder((h, w), name="A")
+    P = ts.boundary.constant_exterior(A, 0.5) if kind == "constant_exterior" else getattr(ts.boundary, kind)(A)
+    Bx = ts.compute((h, w), lambda i, j: P[i, j - 1] + P[i, j] * 2.0 + P[i, j + 1], name="blur_x")
+    Q = ts.boundary.repeat_edge(Bx)
+    By = ts.compute((h, w), lambda i, j: Q[i - 1, j] + Q[i, j] + Q[i + 1, j], name="blur_y")
+    pad = dict(mode="constant", constant_values=0.5) if kind == "constant_exterior" else \
+        dict(mode="edge" if kind == "repeat_edge" else "reflect")
+
+    def reference(a):
+        p = np.pad(a, ((0, 0), (1, 1)), **pad)
+        bx = np.pad(p[:, :-2] + 2 * p[:, 1:-1] + p[:, 2:], ((1, 1), (0, 0)), mode="edge")
+        return [bx[:-2] + bx[1:-1] + bx[2:]]
+
+    return Pipeline(f"boundary_blur_{kind}", [A], [By], reference, [_floats(rnd, h, w)])
+
+
 PIPELINES: list[Callable[[random.Random], Pipeline]] = [
     elementwise_chain, matmul_relu, stencil_chain, conv_relu_conv, softmax_rows, symbolic_stencil,
-    integer_arith, reduction_dataflow, offset_window, shared_producer,
+    integer_arith, reduction_dataflow, offset_window, shared_producer, boundary_blur,
 ]
