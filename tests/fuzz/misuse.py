@@ -375,9 +375,6 @@ ROWS: list[Misuse] = _loop_rows() + _factor_rows() + _placeholder_rows() + _rows
 
 # rows that need a part of the compiler not yet fixed: label -> issue item
 OPEN: dict[str, str] = {
-    "read past the end": "issue 10 item 2 (bounds proven with isl)",
-    "read before the start": "issue 10 item 2",
-    "read far past the end": "issue 10 item 2",
 }
 
 
