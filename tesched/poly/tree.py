@@ -65,7 +65,7 @@ class TreeBuilder:
         return node.band_member_set_ast_loop_type(0, isl.ast_loop_type.atomic).get_schedule()
 
     def loop(self, sched, stmts, sm: StageModel, pos: int, var: IterVar) -> isl.Schedule:
-        if sm.parent is not None and self.single_valued(stmts, pos):
+        if sm.leaf_extent.get(id(var)) == 1 or (sm.parent is not None and self.single_valued(stmts, pos)):
             # One iteration per iteration of the enclosing loops: no loop to generate. Leaving the band
             # out also avoids an isl code generator bug that drops instances of such a band when its
             # value is a modulo (a split) that depends on an enclosing fused loop.

@@ -16,24 +16,6 @@ import tesched as ts
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
-@pytest.mark.xfail(strict=True, reason="compute_at at an extent-1 loop reads a copy never written")
-def test_compute_at_a_loop_of_extent_one(rand):
-    A = ts.placeholder((3, 2), name="A")
-    E = ts.compute((3, 2), lambda i, j: A[i, j] * 2.0, name="E")
-    S = ts.compute((3,), lambda i: A[i, 0] + A[i, 1], name="S")
-    O = ts.compute((3, 2), lambda i, j: E[i, j] + S[i], name="O")
-    s = ts.create_schedule(O.op)
-    i, j = O.op.axis
-    s[O].reorder(j, i)
-    jo, ji = s[O].split(j, factor=1)
-    io, ii = s[O].split(i, nparts=1)
-    s[E].compute_at(s[O], ji)
-    s[S].compute_at(s[O], io)
-    a = rand((3, 2))
-    np.testing.assert_allclose(ts.build(s, [A, O], name="extent_one")(a), 2 * a + a.sum(axis=1, keepdims=True),
-                               rtol=1e-6)
-
-
 @pytest.mark.xfail(strict=True, reason="inlining duplicates shared subexpressions (exponential IR)")
 def test_inlining_a_chain_with_fan_in_is_linear():
     def chain(depth: int) -> int:
