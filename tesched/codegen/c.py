@@ -238,7 +238,8 @@ class CodeGen(NodeFunctor):
 
     def visit_LetStmt(self, s: ir.LetStmt) -> None:
         self.emit("{")
-        self.emit(f"const int64_t {self.name(s.var, s.var.name)} = {self.expr(s.value)};", 1)
+        ctype = "int64_t" if isinstance(s.var, ir.LoopVar) else c_type(s.var.dtype)
+        self.emit(f"const {ctype} {self.name(s.var, s.var.name)} = {self.expr(s.value)};", 1)
         self.nested(s.body)
         self.emit("}")
 

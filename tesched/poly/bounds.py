@@ -21,6 +21,7 @@ from tesched.poly.affine import NotAffine
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te.expr import Binary, Expr, Reduce, Select, Unary
 from tesched.te.tensor import Tensor, TensorRead
+from tesched.te.visit import structural_key
 
 _NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
 _SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
@@ -29,8 +30,14 @@ _SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
 def check_bounds(model: PolyModel) -> None:
     """Raise BoundsError for the first read of any stage that can fall outside its tensor."""
     for sm in model.stages:
-        for read, guard in _guarded_reads(sm.body, ()):
-            _check_read(model, sm, read, guard)
+        keys: dict[int, tuple] = {}
+        checked: set[tuple] = set()
+        for read, guard in _guarded_reads(sm.body, (), set()):
+            key = (id(read.tensor), tuple(structural_key(i, keys) for i in read.indices),
+                   tuple((structural_key(c, keys), holds) for c, holds in guard))
+            if key not in checked:      # an inlined chain reads the same element many times
+                checked.add(key)
+                _check_read(model, sm, read, guard)
 
 
 def _condition(model: PolyModel, sm: StageModel, cond: Expr, negate: bool = False) -> str | None:
@@ -53,27 +60,32 @@ def _condition(model: PolyModel, sm: StageModel, cond: Expr, negate: bool = Fals
     return None
 
 
-def _guarded_reads(e: Expr, guard: tuple) -> Iterator[tuple[TensorRead, tuple]]:
-    """Every tensor read of ``e`` with the conditions (expressions, polarity) under which it runs."""
+def _guarded_reads(e: Expr, guard: tuple, seen: set) -> Iterator[tuple[TensorRead, tuple]]:
+    """Every tensor read of ``e`` with the conditions (expressions, polarity) under which it runs; a
+    subexpression shared in the DAG is visited once per guard."""
+    visit = (id(e), tuple((id(c), holds) for c, holds in guard))
+    if visit in seen:
+        return
+    seen.add(visit)
     if isinstance(e, TensorRead):
         yield e, guard
         for idx in e.indices:
-            yield from _guarded_reads(idx, guard)
+            yield from _guarded_reads(idx, guard, seen)
     elif isinstance(e, Select):
-        yield from _guarded_reads(e.cond, guard)
-        yield from _guarded_reads(e.true_value, guard + ((e.cond, True),))
-        yield from _guarded_reads(e.false_value, guard + ((e.cond, False),))
+        yield from _guarded_reads(e.cond, guard, seen)
+        yield from _guarded_reads(e.true_value, guard + ((e.cond, True),), seen)
+        yield from _guarded_reads(e.false_value, guard + ((e.cond, False),), seen)
     elif isinstance(e, Reduce):
         inner = guard if e.where is None else guard + ((e.where, True),)
         if e.where is not None:
-            yield from _guarded_reads(e.where, guard)
-        yield from _guarded_reads(e.source, inner)
+            yield from _guarded_reads(e.where, guard, seen)
+        yield from _guarded_reads(e.source, inner, seen)
     elif isinstance(e, Binary) and e.op in ("and", "or"):
-        yield from _guarded_reads(e.a, guard)
-        yield from _guarded_reads(e.b, guard + ((e.a, e.op == "and"),))
+        yield from _guarded_reads(e.a, guard, seen)
+        yield from _guarded_reads(e.b, guard + ((e.a, e.op == "and"),), seen)
     else:
         for child in e.children():
-            yield from _guarded_reads(child, guard)
+            yield from _guarded_reads(child, guard, seen)
 
 
 def _check_read(model: PolyModel, sm: StageModel, read: TensorRead, guard: tuple) -> None:

@@ -245,7 +245,9 @@ def _param_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
         sig = inspect.signature(fcompute)
     except (TypeError, ValueError):
         return [f"i{k}" for k in range(ndim)]
-    params = list(sig.parameters.values())
+    # parameters with defaults (``lambda i, prev=prev: ...``, a common way to bind a loop variable) are not axes
+    params = [p for p in sig.parameters.values()
+              if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY]
     if params and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
         return [f"i{k}" for k in range(ndim)]
     if len(params) != ndim:
