@@ -39,7 +39,7 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
         footprint = sm.footprint = _footprint(model, sm, tdom)
         spatial = footprint.wrap().flatten()
         assert sm.alloc is not None, f"{sm.name} is computed at a loop but has no alloc statement"
-        sm.alloc.domain = footprint.domain().set_tuple_name(sm.alloc.name)
+        sm.alloc.domain = _every_iteration(model, sm).set_tuple_name(sm.alloc.name)
     for stmt in sm.statements:
         if stmt.kind is StatementKind.UPDATE:
             assert rdom is not None, f"{sm.name} updates without reduce axes"
@@ -47,6 +47,16 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
         else:
             dom = spatial
         stmt.domain = dom.set_tuple_name(stmt.name)
+
+
+def _every_iteration(model: PolyModel, sm: StageModel) -> isl.Set:
+    """Every iteration of the loops around a computed-at stage (where its parent runs), not only those
+    whose footprint is non-empty. Its ``alloc`` statement runs at each of them, so isl's AST generator
+    cannot peel the producer's iterations out of the loop it is computed at (the buffer's scope would be
+    split from the consumer's, see :func:`.astgen._rejoin_nested`)."""
+    parent = sm.parent
+    assert parent is not None
+    return model.loop_map(parent.main, sm.prefix_len).range()
 
 
 def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
