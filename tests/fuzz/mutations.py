@@ -75,7 +75,7 @@ def targets() -> list[Target]:
     R = ts.compute((q,), lambda i: ts.sum(outer[i, k], axis=k), name="R")
     out.append(Target("square_intermediate", ts.build(ts.create_schedule(R.op), [V, R], name="mut_square"), 1,
                       lambda r, k: [_uniform(r, (k or r.randint(1, 12),))],
-                      lambda v: [v * v.sum()], lambda ins: [ins[0].shape], ["float32"]))
+                      lambda v: [(v[:, None] * v[None, :]).sum(axis=1)], lambda ins: [ins[0].shape], ["float32"]))
 
     M = ts.placeholder((3, 7), name="M")
     kk = ts.reduce_axis((0, 7), name="kk")
@@ -155,12 +155,12 @@ def _expectation(new: object, old: np.ndarray, is_output: bool) -> str:
 
 
 def _overlapping(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Copies of ``a`` and ``b`` that share memory (``b`` starts one element into ``a``)."""
-    base = np.zeros(a.nbytes + b.nbytes + 16, np.uint8)
+    """Copies of ``a`` and ``b`` that share memory (``b`` starts one element into ``a``, or at its start)."""
+    base = np.zeros(a.nbytes + b.nbytes + 128, np.uint8)
     start = (-base.ctypes.data) % 64
     a2 = base[start:start + a.nbytes].view(a.dtype).reshape(a.shape)
     a2[...] = a
-    off = start + b.itemsize
+    off = start + (b.itemsize if a.nbytes > b.itemsize else 0)   # inside ``a`` even for one element
     return a2, base[off:off + b.nbytes].view(b.dtype).reshape(b.shape)
 
 

@@ -84,10 +84,22 @@ def _transform_loops(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
         stage.fuse(leaves[k], leaves[k + 1])
 
 
+def _inside_vectorized(stage: ts.Stage) -> bool:
+    """Whether a loop enclosing ``stage`` (where it is computed at) is vectorized: a parallel loop
+    there is illegal (its iterations would be SIMD lanes)."""
+    while stage.attach_type == "scope":
+        host, loop = stage.attach_stage, stage.attach_ivar
+        enclosing = host.leaf_iter_vars[:host.leaf_iter_vars.index(loop) + 1]
+        if any(host.iter_var_attrs.get(v) == "vectorized" for v in enclosing):
+            return True
+        stage = host
+    return False
+
+
 def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
     name, leaves = stage.name, stage.leaf_iter_vars
     extents = stage.extents()
-    if leaves[0].iter_type == "data_par" and rnd.random() < 0.3:
+    if leaves[0].iter_type == "data_par" and not _inside_vectorized(stage) and rnd.random() < 0.3:
         stage.parallel(leaves[0])
         recipe.append(f"s[{name}].parallel({leaves[0].name})")
     if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs:
