@@ -24,15 +24,18 @@ def build_domains(model: PolyModel) -> None:
 
 def _make_domains(model: PolyModel, sm: StageModel) -> None:
     tdom = model.tensor_domain(sm.tensor, sm.tag)
-    rdom = None
+    rdom = bounds = None
     if sm.raxes:
+        # reduce bounds may depend on the stage's own axes (TVM's reduce_axis((0, i))): the update's
+        # domain is the product with a free reduce box, cut by the bounds over all its coordinates
         conds = []
         for r in sm.raxes:
-            lo = model.isl_of(r.range.min, {})
-            ext = model.isl_of(r.range.extent, {})
+            lo = model.isl_of(r.range.min, sm.coord)
+            ext = model.isl_of(r.range.extent, sm.coord)
             conds.append(f"{lo} <= {sm.coord[id(r)]} < ({lo}) + ({ext})")
         rc = ", ".join(sm.coord[id(r)] for r in sm.raxes)
-        rdom = isl.Set(f"{model.param_prefix}{{ [{rc}] : {' and '.join(conds)} }}")
+        rdom = isl.Set(f"{model.param_prefix}{{ [{rc}] }}")
+        bounds = " and ".join(conds)
     if sm.parent is None:
         spatial = tdom
     else:
@@ -44,6 +47,8 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
         if stmt.kind is StatementKind.UPDATE:
             assert rdom is not None, f"{sm.name} updates without reduce axes"
             dom = spatial.flat_product(rdom)
+            cut = isl.Set(f"{model.param_prefix}{{ [{', '.join(stmt.coords)}] : {bounds} }}")
+            dom = dom.intersect(cut.set_tuple_id(dom.get_tuple_id()) if dom.has_tuple_id() else cut)
         else:
             dom = spatial
         stmt.domain = dom.set_tuple_name(stmt.name)

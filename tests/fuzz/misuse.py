@@ -265,9 +265,10 @@ def _declaration_rows() -> list[Misuse]:
         Misuse("axis of another compute",
                lambda: (B := ts.compute((4,), lambda i: i * 2, name="B"),
                         ts.compute((4,), lambda j: B.op.axis[0] + j, name="Q")), r"compute Q: axis i"),
-        Misuse("reduce domain depending on an output axis",
-               lambda: ts.compute((4,), lambda i: ts.sum(A()[i, (k := ts.reduce_axis((0, i + 1), name="k"))],
-                                                         axis=k), name="Q"), r"compute Q.*reduce axis k.*axis i"),
+        Misuse("reduce domain depending on another compute's axis",
+               lambda: (B := ts.compute((4,), lambda i: i * 2, name="B"),
+                        ts.compute((4,), lambda j: ts.sum(A()[j, (k := ts.reduce_axis((0, B.op.axis[0]), name="k"))],
+                                                          axis=k), name="Q")), r"compute Q.*reduce axis k use i"),
         Misuse("reduction inside a larger expression",
                lambda: ts.compute((4,), lambda i: ts.sum(A()[i, (k := ts.reduce_axis((0, 4), name="k"))], axis=k)
                                   + 1.0, name="Q"), r"compute Q: a reduction must be the whole body"),

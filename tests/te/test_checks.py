@@ -49,14 +49,30 @@ def test_axis_of_another_compute_is_rejected():
         ts.compute((4,), lambda j: A[B.op.axis[0]], name="C")
 
 
-def test_reduce_bounds_depending_on_an_output_axis_are_named():
-    A = ts.placeholder((4,), name="A")
+def test_reduce_bounds_may_depend_on_the_computes_own_axes(rand):
+    """TVM's triangular reduce_axis((0, i + 1)): a running sum."""
+    A = ts.placeholder((5, 3), name="A")
 
-    def body(i):
+    def body(i, j):
         k = ts.reduce_axis((0, i + 1), name="k")
+        return ts.sum(A[k, j], axis=k)
+
+    C = ts.compute((5, 3), body, name="C")
+    s = ts.create_schedule(C.op)
+    s[C].reorder(C.op.axis[1], C.op.axis[0])
+    a = rand((5, 3))
+    np.testing.assert_allclose(ts.build(s, [A, C], name="running_sum")(a), np.cumsum(a, axis=0), rtol=1e-5)
+
+
+def test_reduce_bounds_using_another_computes_axis_are_named():
+    A = ts.placeholder((4,), name="A")
+    B = ts.compute((4,), lambda i: A[i] * 2.0, name="B")
+
+    def body(j):
+        k = ts.reduce_axis((0, B.op.axis[0] + 1), name="k")
         return ts.sum(A[k], axis=k)
 
-    with pytest.raises(ValueError, match="compute C: the bounds of reduce axis k depend on axis i"):
+    with pytest.raises(ValueError, match="compute C: the bounds of reduce axis k use i, which is not an axis of C"):
         ts.compute((4,), body, name="C")
 
 
