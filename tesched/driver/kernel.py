@@ -132,7 +132,7 @@ class Kernel:
                     unknown = [key for key in terms if key[0] != "var" or values[pindex.get(key[1], -1)] is None]
                     if len(unknown) != 1 or unknown[0][0] != "var" or unknown[0][1] not in pindex:
                         continue
-                    known = sum(c * values[pindex[key[1]]] for key, c in terms.items()  # type: ignore[operator]
+                    known = sum(c * values[pindex[key[1]]] for key, c in terms.items()
                                 if key not in unknown)
                     coeff, rest = terms[unknown[0]], arr.shape[k] - const - known
                     if rest % coeff:

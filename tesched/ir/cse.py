@@ -56,7 +56,9 @@ def bind_shared(value: Expr) -> tuple[list[tuple[Var, Expr]], Expr]:
     names: dict[int, Var] = {}
     bindings: list[tuple[Var, Expr]] = []
     for node in shared:
-        bound = rewrite(node, lambda e, node=node: names.get(id(e)) if e is not node else None)
+        def inner(e: Expr, node: Expr = node) -> Expr | None:
+            return names.get(id(e)) if e is not node else None
+        bound = rewrite(node, inner)
         var = Var(f"t{len(bindings)}", node.dtype)
         names[id(node)] = var
         bindings.append((var, bound))

@@ -50,7 +50,7 @@ def reduce_bound(value: object, which: str, name: str) -> int | Expr:
     if isinstance(value, bool) or not (isinstance(value, int) or hasattr(value, "__index__")):
         raise TypeError(f"reduce_axis {name}: the {which} bound must be an int or an integer expression, "
                         f"got {type(value).__name__} {value!r}")
-    return int(value)  # type: ignore[call-overload]
+    return int(value)
 
 
 def reduce_bounds(dom: object, name: str) -> tuple[int | Expr, int | Expr]:
@@ -70,7 +70,7 @@ def check_free_axes(name: str, axes: Sequence[Var], body: Expr, is_axis: Callabl
     domain) and sizes, nothing else.
     """
     own = {id(a) for a in axes}
-    reduce_axes: list[Var] = list(body.axis) if isinstance(body, Reduce) else []  # type: ignore[arg-type]
+    reduce_axes: list[Var] = list(body.axis) if isinstance(body, Reduce) else []
     allowed = own | {id(a) for a in reduce_axes}
     for e in walk(body):
         if is_axis(e) and id(e) not in allowed:

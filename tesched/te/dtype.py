@@ -39,7 +39,7 @@ def normalize(dtype: DTypeLike, what: str = "dtype") -> str:
     if dtype is None:
         raise TypeError(f"{what}: dtype must be given (one of {ALL_TYPES}), got None")
     try:
-        name = np.dtype(dtype).name  # type: ignore[call-overload]
+        name = np.dtype(dtype).name
     except (TypeError, ValueError) as err:
         raise TypeError(f"{what}: unknown dtype {dtype!r}; expected one of {ALL_TYPES}") from err
     if name not in ALL_TYPES:

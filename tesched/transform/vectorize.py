@@ -53,7 +53,7 @@ def _unwrap_lets(stmts: list) -> tuple[list[tuple[Var, Expr]], list]:
     """The ``let`` bindings around a loop body (see :mod:`tesched.ir.cse`) and the statements inside."""
     lets: list[tuple[Var, Expr]] = []
     if len(stmts) == 1 and isinstance(stmts[0], ir.LetStmt):
-        s = stmts[0]
+        s: ir.Stmt = stmts[0]
         while isinstance(s, ir.LetStmt):
             lets.append((s.var, s.value))
             s = s.body
