@@ -6,11 +6,12 @@ Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_a
 """
 from tesched.autoschedule import auto_schedule, build, explain_schedule, tune
 from tesched.driver.threads import get_num_threads, set_num_threads
-from tesched.errors import BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
+from tesched.errors import BoundsError, BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
 from tesched.lower.func import LoweredFunc
 from tesched.lower.pipeline import lower
 from tesched.schedule.schedule import Schedule, Stage, create_schedule
 from tesched.target import Target
+from tesched.te import boundary
 from tesched.te.dtype import ALL_TYPES as dtypes
 from tesched.te.expr import Expr, const
 from tesched.te.functions import (
@@ -45,8 +46,8 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'tesched' has no attribute {name!r}")
 
 __all__ = [
-    "BuildError", "CIntrinsic", "Target", "__version__", "auto_schedule", "explain_schedule", "tune", "Expr",
-    "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
+    "BoundsError", "BuildError", "boundary", "CIntrinsic", "Target", "__version__", "auto_schedule",
+    "explain_schedule", "tune", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
     "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",

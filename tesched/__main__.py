@@ -1,7 +1,8 @@
-"""Command line: ``python -m tesched demo [--quick]``, ``python -m tesched show script.py [-o page.html]``.
+"""Command line: ``python -m tesched demo [--quick]``, ``python -m tesched show script.py [-o page.html]``,
+``python -m tesched cache info|clear|verify``.
 
 Dispatches subcommands; each lives in its own module (``demo`` in :mod:`tesched.tools.demo`, ``show`` in
-:mod:`tesched.tools.show`).
+:mod:`tesched.tools.show`, ``cache`` in :mod:`tesched.tools.cache`).
 """
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     show.add_argument("script", help="the Python script to run")
     show.add_argument("-o", "--output", help="the HTML file (default: SCRIPT.html in the current directory)")
     show.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
+    cache = commands.add_parser("cache", help="the compiled-kernel cache: info (size, entries, age), "
+                                              "verify (checksums; bad entries removed), clear")
+    cache.add_argument("action", choices=["info", "verify", "clear"])
     args = parser.parse_args(argv)
     if args.command == "demo":
         from tesched.tools.demo import FULL, QUICK, run_demo
@@ -32,6 +36,9 @@ def main(argv: list[str] | None = None) -> int:
             print(err, file=sys.stderr)
             return 2
         print(f"wrote {page}")
+    elif args.command == "cache":
+        from tesched.tools.cache import COMMANDS
+        return COMMANDS[args.action]()
     return 0
 
 

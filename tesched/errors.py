@@ -24,3 +24,8 @@ class TensorizeError(TeschedError):
 
 class ConfigError(TeschedError, ValueError):
     """An environment variable or a target description is malformed; the message names it."""
+
+
+class BoundsError(TeschedError, IndexError):
+    """A stage reads a tensor outside its shape for some iteration; the message names the tensor, the
+    stage, the index expression and one offending iteration."""

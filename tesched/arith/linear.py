@@ -8,7 +8,7 @@ a loop variable, and to fold the index arithmetic of unrolled code into constant
 from __future__ import annotations
 
 from tesched.te.expr import Binary, Cast, Const, Expr, Unary, Var
-from tesched.te.visit import walk
+from tesched.te.visit import structural_key, walk
 
 Linear = tuple[dict, int]          # ({key: coeff}, const); key -> atom in a side table
 
@@ -51,18 +51,6 @@ def linear(e: Expr, atoms: dict | None = None) -> Linear:
         return {key: 1}, 0
 
     return go(e)
-
-
-def structural_key(e: Expr) -> tuple:
-    """A hashable key equal for structurally equal expressions (variables by identity)."""
-    if isinstance(e, Var):
-        return ("v", id(e))
-    if isinstance(e, Const):
-        return ("c", e.value, e.dtype)
-    tag = getattr(e, "op", None) or getattr(e, "name", None) or getattr(e, "combiner", None)
-    target = getattr(e, "buffer", None) or getattr(e, "tensor", None)
-    return (type(e).__name__, tag, e.dtype, id(target) if target is not None else None,
-            tuple(structural_key(c) for c in e.children()))
 
 
 def constant_difference(a: Expr, b: Expr) -> int | None:

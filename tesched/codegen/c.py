@@ -1,6 +1,8 @@
 """Loop IR -> C99 source.
 
-One function per lowered program: ``void name(T* restrict arg, ..., int64_t size...)``. Loops carry their
+One function per lowered program: ``int name(T* restrict arg, ..., int64_t size...)``, returning 0, or
+``k`` when the ``k``-th heap allocation (``CSource.allocations[k - 1]``) failed: the caller raises
+``MemoryError`` naming the buffer, never a crash. Sizes are multiplied with overflow checks. Loops carry their
 kind as pragmas: ``parallel`` -> ``#pragma omp parallel for``, ``vectorized`` -> ``#pragma omp simd``,
 ``unrolled`` -> ``#pragma GCC unroll``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
 row-major, minus a local buffer's origin. Local buffers of constant size up to :data:`STACK_LIMIT` bytes
@@ -40,12 +42,14 @@ _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor"
 
 @dataclass
 class CSource:
-    """Generated C: the full ``source``, the ``declaration`` for cffi, and the function's C name."""
+    """Generated C: the full ``source``, the ``declaration`` for cffi, the function's C name, and the
+    buffers allocated on the heap (the function returns ``k`` when the ``k``-th of them failed)."""
 
     name: str
     source: str
     declaration: str
     profile: str = ""       # the C function reading the profile counters (``build(..., profile=True)``)
+    allocations: tuple[ir.Buffer, ...] = ()
 
 
 def c_type(dtype: str) -> str:
@@ -177,6 +181,8 @@ class CodeGen(NodeFunctor):
         self.lines: list[str] = []
         self.indent = 1
         self.intrinsics: list[TensorIntrin] = []
+        self.allocations: list[ir.Buffer] = []
+        self.status = self.names.fresh("status")
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
@@ -232,7 +238,8 @@ class CodeGen(NodeFunctor):
 
     def visit_LetStmt(self, s: ir.LetStmt) -> None:
         self.emit("{")
-        self.emit(f"const int64_t {self.name(s.var, s.var.name)} = {self.expr(s.value)};", 1)
+        ctype = "int64_t" if isinstance(s.var, ir.LoopVar) else c_type(s.var.dtype)
+        self.emit(f"const {ctype} {self.name(s.var, s.var.name)} = {self.expr(s.value)};", 1)
         self.nested(s.body)
         self.emit("}")
 
@@ -282,12 +289,22 @@ class CodeGen(NodeFunctor):
             on_stack = count * dt.numpy_dtype(b.dtype).itemsize <= STACK_LIMIT
         if on_stack:
             self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", 1)
+            self.nested(s.body)
         else:
-            size = str(count) if count is not None else " * ".join(f"(size_t)({self.dim(d)})" for d in b.shape)
-            self.emit(f"{ctype} *restrict {name} = ({ctype} *)ts_alloc(sizeof({ctype}) * {size});", 1)
-        self.nested(s.body)
-        if not on_stack:
+            self.allocations.append(b)
+            size = "1"
+            for d in b.shape:
+                size = f"ts_mul_checked({size}, {self.dim(d)})"
+            self.emit(f"{ctype} *restrict {name} = ({ctype} *)ts_alloc_elems(sizeof({ctype}), {size});", 1)
+            self.emit(f"if ({name} == NULL) {{", 1)
+            self.emit("#pragma omp atomic write", 2)
+            self.emit(f"{self.status} = {len(self.allocations)};", 2)
+            self.emit("} else {", 1)
+            self.indent += 1
+            self.nested(s.body)
             self.emit(f"ts_free({name});", 1)
+            self.indent -= 1
+            self.emit("}", 1)
         self.emit("}")
 
     # function -------------------------------------------------------------------------------------
@@ -303,15 +320,16 @@ class CodeGen(NodeFunctor):
         decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params)
         self.visit(f.body)
         sources = [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
-        declaration = f"void {fname}({', '.join(decl_types) or 'void'});"
+        declaration = f"int {fname}({', '.join(decl_types) or 'void'});"
         slots = 1 + max((s.slot for s in walk_stmts(f.body) if isinstance(s, ir.Timer)), default=-1)
         profile = self.names.fresh(f"{fname}_profile") if slots else ""
         if slots:
             sources.append(_profile_counters(profile, slots))
             declaration += f"\nvoid {profile}(double *, int64_t *, int64_t);"
+        body = [f"  int {self.status} = 0;"] + self.lines + [f"  return {self.status};"]
         source = "\n".join(['#include "tesched_runtime.h"', ""] + sources + ["",
-                            f"void {fname}({', '.join(params) or 'void'}) {{"] + self.lines + ["}", ""])
-        return CSource(fname, source, declaration, profile)
+                            f"int {fname}({', '.join(params) or 'void'}) {{"] + body + ["}", ""])
+        return CSource(fname, source, declaration, profile, tuple(self.allocations))
 
 
 def _profile_counters(reader: str, slots: int) -> str:

@@ -1,7 +1,8 @@
 """Turn user-given names into unique, valid C identifiers.
 
-Any character outside ``[A-Za-z0-9_]`` becomes ``_``; a leading digit, a C or GNU keyword or a name
-reserved by the runtime (``ts_``) gets a prefix; a name already taken (including every identifier the
+Any character outside ``[A-Za-z0-9_]`` becomes ``_``; a leading digit, a C or GNU keyword, a name
+reserved by the runtime (``ts_``) or a leading underscore (C reserves ``_[A-Z]...`` such as ``_Decimal64``
+and file-scope ``_...``; cffi's generated code uses ``_cffi_...`` and ``_CFFI_...``) gets a prefix; a name already taken (including every identifier the
 compiler's headers define, see :func:`tesched.builder.reserved_identifiers`) gets a numeric suffix. No
 user text reaches the C source any other way.
 """
@@ -26,7 +27,9 @@ def sanitize(name: str) -> str:
     ident = re.sub(r"_+", "_", ident)
     if ident[0].isdigit():
         ident = "v" + ident
-    if ident in C_KEYWORDS or ident.startswith(("ts_", "TS_", "__")):
+    if ident.startswith("_"):
+        ident = "u" + ident
+    elif ident in C_KEYWORDS or ident.startswith(("ts_", "TS_")):
         ident = "u_" + ident
     return ident
 

@@ -11,7 +11,7 @@ from types import ModuleType
 from typing import Sequence
 
 from tesched.codegen.c import CSource, generate_c
-from tesched.driver.cache import entry_key, module_path, store
+from tesched.driver.cache import entry_key, entry_problem, module_path, remove_entry, store
 from tesched.driver.compiler import (
     LINK_FLAGS,
     compile_module,
@@ -21,6 +21,7 @@ from tesched.driver.compiler import (
     runtime_text,
 )
 from tesched.driver.kernel import Kernel
+from tesched.errors import BuildError
 from tesched.driver.threads import apply_configured_threads
 from tesched.lower.func import LoweredFunc
 from tesched.lower.pipeline import lower, lower_for_target
@@ -46,10 +47,18 @@ def compile_c(src: CSource, target: Target) -> tuple[ModuleType, bool]:
     if module_name in _loaded:
         return _loaded[module_name], False
     path = module_path(module_name)
-    compiled = not path.exists()
-    if compiled:
-        store(path, lambda tmp: compile_module(module_name, src.source, src.declaration, target, tmp, src.name))
-    module = load_module(module_name, path)
+    module = None
+    if entry_problem(path) is None:
+        try:
+            module = load_module(module_name, path, src.name, src.name)
+        except BuildError:
+            module = None           # verified bytes that do not load: rebuilt below
+    compiled = module is None
+    if module is None:
+        remove_entry(path)
+        module = store(path, lambda tmp: compile_module(module_name, src.source, src.declaration, target, tmp,
+                                                        src.name),
+                       lambda built: load_module(module_name, built, src.name, src.name))
     _loaded[module_name] = module
     return module, compiled
 

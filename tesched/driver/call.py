@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tesched.config import settings
-from tesched.driver.cache import cache_dir, entry_key, store
+from tesched.driver.cache import cache_dir, entry_key, entry_problem, remove_entry, store
 from tesched.driver.compiler import RUNTIME_DIR, load_module
 from tesched.errors import BuildError
 
@@ -58,7 +58,7 @@ def _extension() -> Any:
     source = SOURCE.read_text()
     include = sysconfig.get_paths()["include"]
     suffix = sysconfig.get_config_var("EXT_SUFFIX") or ".so"
-    path = cache_dir() / f"{MODULE}-{entry_key(source, ' '.join(FLAGS), include)[:24]}{suffix}"
+    path = cache_dir() / f"helper-{MODULE}-{entry_key(source, ' '.join(FLAGS), include)[:24]}{suffix}"
 
     def compile_helper(tmpdir: str) -> str:
         out_file = os.path.join(tmpdir, MODULE + suffix)
@@ -68,13 +68,28 @@ def _extension() -> Any:
             raise BuildError(f"compiling the kernel call helper {SOURCE.name} failed:\n{done.stderr}")
         return out_file
 
-    if not path.exists():
-        store(path, compile_helper)
-    return load_module(MODULE, path)
+    label = f"the kernel call helper {SOURCE.name}"
+    if entry_problem(path) is None:
+        try:
+            return load_module(MODULE, path, label, None)
+        except BuildError:
+            pass                    # verified bytes that do not load: rebuilt below
+    remove_entry(path)
+    return store(path, compile_helper, lambda built: load_module(MODULE, built, label, None))
 
 
-Step = tuple[int, Sequence[int]]
-"""A C function's address and its arguments: slot numbers (>= 0) or symbolic sizes (``-(p + 1)``)."""
+Step = tuple[int, Sequence[int], bool]
+"""A C function's address, its arguments (slot numbers >= 0, or symbolic sizes ``-(p + 1)``), and whether
+it returns an ``int`` status (a tesched kernel: 0, or ``k`` when its ``k``-th heap allocation failed)."""
+
+
+class StepFailed(Exception):
+    """Raised by :meth:`Program.run` when step ``step`` returned the nonzero ``status`` (the steps after it
+    did not run); callers turn it into the error the status means."""
+
+    def __init__(self, step: int, status: int):
+        super().__init__(step, status)
+        self.step, self.status = step, status
 
 
 class Program:
@@ -102,18 +117,29 @@ class Program:
     def __init__(self, specs: Sequence[ArgSpec], fixed: Sequence[int], steps: Sequence[Step], n_params: int = 0,
                  exclusive: bool = False, keep: Any = None):
         ext = _extension()
-        self._capsule = ext.make([s.as_tuple() for s in specs], list(fixed), [(fn, tuple(a)) for fn, a in steps],
-                                 n_params, exclusive)
+        self._capsule = ext.make([s.as_tuple() for s in specs], list(fixed),
+                                 [(fn, tuple(a), checked) for fn, a, checked in steps], n_params, exclusive)
         self._run = ext.run
         self.keep = keep
 
     def run(self, args: tuple) -> bool:
-        """Check ``args`` and run the steps: ``True``; or ``False`` when an argument does not pass."""
-        return self._run(self._capsule, args)
+        """Check ``args`` and run the steps: ``True``; or ``False`` when an argument does not pass. Raises
+        :class:`StepFailed` when a step reports a failure."""
+        result = self._run(self._capsule, args)
+        if result.__class__ is tuple:
+            raise StepFailed(*result)
+        return result
 
     def runner(self, args: tuple = ()) -> Any:
-        """A function of no arguments running the program on ``args`` (already known to pass)."""
-        return functools.partial(self._run, self._capsule, args)
+        """A function of no arguments running the program on ``args`` (already known to pass); it raises
+        :class:`StepFailed` as :meth:`run` does."""
+        run, capsule = self._run, self._capsule
+
+        def go() -> None:
+            result = run(capsule, args)
+            if result.__class__ is tuple:
+                raise StepFailed(*result)
+        return go
 
 
 def address(array: np.ndarray) -> int:

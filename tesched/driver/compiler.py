@@ -6,9 +6,11 @@ where the result is stored is :mod:`.cache`'s job, what is compiled is the C gen
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
+import io
 import os
 import re
 import subprocess
@@ -70,22 +72,42 @@ def reserved_identifiers(target: Target) -> frozenset[str]:
 def compile_module(module_name: str, source: str, declaration: str, target: Target, tmpdir: str,
                    label: str) -> str:
     """Compile ``source`` into a cffi extension module in ``tmpdir``; returns the file's path. Raises
-    :class:`~tesched.errors.BuildError` naming ``label`` (the kernel) with the compiler's message."""
+    :class:`~tesched.errors.BuildError` naming ``label`` (the kernel) with the compiler's own diagnostic
+    (gcc's output is captured, not left on standard error where a notebook loses it)."""
     ffi = cffi.FFI()
     ffi.cdef(declaration)
-    ffi.set_source(module_name, source, include_dirs=[str(RUNTIME_DIR)],
-                   extra_compile_args=list(target.flags), extra_link_args=list(LINK_FLAGS))
+    ffi.set_source(module_name, source)
+    c_file = Path(tmpdir) / f"{module_name}.c"
+    with contextlib.redirect_stdout(io.StringIO()):   # cffi announces the file it writes
+        ffi.emit_c_code(str(c_file))
+    out = Path(tmpdir) / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
+    command = [*target.compiler, "-shared", "-fPIC", "-fwrapv", "-DNDEBUG", *target.flags,
+               "-I", str(RUNTIME_DIR), "-I", sysconfig.get_paths()["include"], str(c_file), "-o", str(out),
+               *LINK_FLAGS]
     try:
-        return ffi.compile(tmpdir=tmpdir, verbose=False)
-    except Exception as err:  # the compiler's message is in err
-        raise BuildError(f"C compilation of {label} failed: {err}\n--- source ---\n{source}") from None
+        done = subprocess.run(command, cwd=tmpdir, capture_output=True, text=True,
+                              env=dict(os.environ, LC_ALL="C"))
+    except OSError as err:
+        raise BuildError(f"C compilation of {label} failed: cannot run {target.compiler[0]}: {err}") from None
+    if done.returncode != 0:
+        diagnostic = (done.stderr or done.stdout).strip()
+        raise BuildError(f"C compilation of {label} failed:\n{diagnostic}\n--- source ---\n{source}")
+    return str(out)
 
 
-def load_module(module_name: str, path: Path) -> ModuleType:
-    """Import a compiled extension module from ``path``."""
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise BuildError(f"cannot load compiled kernel {path}")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+def load_module(module_name: str, path: Path | str, label: str, function: str | None) -> ModuleType:
+    """Import a compiled extension module from ``path`` and check that its cffi ``lib`` defines
+    ``function`` (None: a plain extension module, nothing to check). Raises
+    :class:`~tesched.errors.BuildError` naming ``label`` (e.g. a C intrinsic calling a function that no
+    source defines: ``undefined symbol``)."""
+    try:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no loader for {path}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        if function is not None:
+            getattr(module.lib, function)
+    except (ImportError, AttributeError, OSError) as err:
+        raise BuildError(f"the compiled kernel {label} cannot be loaded: {err}") from None
     return module

@@ -6,7 +6,8 @@ outputs, writeable and not overlapping another argument. The checks run in one C
 (:mod:`.call`); when it fails, the same checks in Python raise ``TypeError`` or ``ValueError`` naming the
 argument. Arguments may be NumPy arrays, DLPack tensors (``torch.Tensor``) or anything with the array
 interface (:mod:`.arrays`), read without copying. Outputs may be omitted: they are then allocated and
-returned, as torch tensors when an argument was one.
+returned, as torch tensors when an argument was one. A heap buffer that cannot be allocated raises
+``MemoryError`` naming it (:mod:`.allocations`): the kernel returns an error code, never aborts.
 """
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ from typing import Any, Callable
 
 import numpy as np
 
+from tesched.arith.linear import linear
 from tesched.codegen.c import CSource
+from tesched.driver.allocations import Allocations
 from tesched.driver.arrays import as_array, like, torch_module
-from tesched.driver.call import ArgSpec, Program, address
+from tesched.driver.call import ArgSpec, Program, StepFailed, address
 from tesched.driver.profile import Profile, measure_profile, read_profile
+from tesched.driver.threads import sync_thread
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target
@@ -85,11 +89,12 @@ class Kernel:
         self._inputs_first = all(not s.is_output for s in specs[:self._n_inputs])
         self._output_shapes = [(s.dims, s.dtype) for s in specs if s.is_output] \
             if self._inputs_first and not self._params else None
+        self._allocations = Allocations(self.name, src.allocations, _evaluate)
         self._address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(module.lib, src.name)))
         arg_dims = self.arg_dims()
         self._program = None if arg_dims is None else Program(
             [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(specs, arg_dims))], [0] * len(specs),
-            [(self._address, list(range(len(specs))) + [-p - 1 for p in range(len(self._params))])],
+            [(self._address, list(range(len(specs))) + [-p - 1 for p in range(len(self._params))], True)],
             n_params=len(self._params))
 
     def __repr__(self) -> str:
@@ -110,6 +115,7 @@ class Kernel:
                         p = self._params[d[1]].name
                         raise ValueError(f"argument {spec.name}: dimension {k} is {got}, but size {p} is "
                                          f"{values[d[1]]} from an earlier argument")
+        self._solve_affine_sizes(arrays, values)
         sizes: list[int] = []
         for k, v in enumerate(values):
             if v is None:
@@ -119,6 +125,31 @@ class Kernel:
                 raise ValueError(f"size {self._params[k].name} must be positive, got {v}")
             sizes.append(v)
         return sizes
+
+    def _solve_affine_sizes(self, arrays: list, values: list[int | None]) -> None:
+        """Bind sizes that appear only in dimensions such as ``8*m`` or ``m + 2``: each dimension that is
+        affine in a single unbound size gives that size (it must divide exactly)."""
+        pindex = {id(p): k for k, p in enumerate(self._params)}
+        progress = True
+        while progress and None in values:
+            progress = False
+            for spec, arr in zip(self._specs, arrays):
+                for k, d in enumerate(spec.dims if arr is not None else ()):
+                    if not (isinstance(d, tuple) and d[0] == "expr"):
+                        continue
+                    terms, const = linear(d[1])
+                    unknown = [key for key in terms if key[0] != "var" or values[pindex.get(key[1], -1)] is None]
+                    if len(unknown) != 1 or unknown[0][0] != "var" or unknown[0][1] not in pindex:
+                        continue
+                    known = sum(c * values[pindex[key[1]]] for key, c in terms.items()
+                                if key not in unknown)
+                    coeff, rest = terms[unknown[0]], arr.shape[k] - const - known
+                    if rest % coeff:
+                        p = self._params[pindex[unknown[0][1]]].name
+                        raise ValueError(f"argument {spec.name}: dimension {k} is {arr.shape[k]}, which is not "
+                                         f"{d[1]!r} for any integer {p}")
+                    values[pindex[unknown[0][1]]] = rest // coeff
+                    progress = True
 
     def _expected_shape(self, spec: _ArgSpec, values: list[int]) -> tuple[int, ...]:
         out = []
@@ -176,11 +207,36 @@ class Kernel:
                         if j != k and other is not None and np.may_share_memory(args[k], other):
                             raise ValueError(f"argument {spec.name}: output overlaps argument "
                                              f"{self._specs[j].name} in memory")
+        self._allocations.check_sizes(self._value_map(values))
         return args, outputs, values
+
+    def _value_map(self, values: list[int]) -> dict[int, int]:
+        return dict(zip(map(id, self._params), values))
 
     def __call__(self, *arrays: Any) -> Any:
         """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs (torch
         tensors when an argument is one). Arguments may be any arrays :func:`~.arrays.as_array` reads."""
+        sync_thread()
+        try:
+            return self._call(arrays)
+        except StepFailed as failure:
+            raise self.allocation_error(failure.status, arrays) from None
+
+    def allocation_error(self, status: int, arrays: tuple = ()) -> MemoryError:
+        """The ``MemoryError`` for the kernel's nonzero return ``status``, with the sizes ``arrays`` bind."""
+        values: dict[int, int] = {}
+        if self._params:
+            try:
+                values = self._value_map(self._bind([as_array(a, "argument") for a in arrays]))
+            except (TypeError, ValueError):
+                values = {}
+        try:
+            self._allocations.raise_for(status, values)
+        except MemoryError as err:
+            return err
+        return MemoryError(f"{self.name}: failed with code {status}")
+
+    def _call(self, arrays: tuple) -> Any:
         program = self._program
         if program is not None and program.run(arrays):
             return None
@@ -209,7 +265,9 @@ class Kernel:
                 raise TypeError(f"{self.name}: the arguments passed the checks but their buffers could not be read")
             return
         from_buffer = self._ffi.from_buffer
-        self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
+        status = self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
+        if status:
+            raise StepFailed(0, status)
 
     def prepare(self, *arrays: Any) -> Callable[[], Any]:
         """Check the arguments once and return a function of no arguments that runs the kernel on them
@@ -219,10 +277,18 @@ class Kernel:
         args, outputs, values = self._checked(tuple(as_array(a, f"argument {s.name}")
                                                     for s, a in zip(self._specs, arrays)) + arrays[len(self._specs):])
         words = [address(a) for a in args] + list(values)
-        program = Program([], words, [(self.address, range(len(words)))], keep=args)
+        program = Program([], words, [(self.address, range(len(words)), True)], keep=args)
         result = None if not outputs else [like(o, torch) for o in outputs]
+        value_map = self._value_map(values)
+
+        def failed(status: int) -> MemoryError:
+            try:
+                self._allocations.raise_for(status, value_map)
+            except MemoryError as err:
+                return err
+            return MemoryError(f"{self.name}: failed with code {status}")
         return _bind_run(program.runner(), program, None if result is None else
-                         (result[0] if len(result) == 1 else tuple(result)))
+                         (result[0] if len(result) == 1 else tuple(result)), failed)
 
     @property
     def address(self) -> int:
@@ -287,10 +353,16 @@ class Kernel:
         return write_page("kernel", self, path, **options)
 
 
-def _bind_run(runner: Callable[[], bool], program: Program, result: Any) -> Callable[[], Any]:
-    """A closure running a prepared program; it holds the program (and so its arrays)."""
+def _bind_run(runner: Callable[[], None], program: Program, result: Any,
+              failed: Callable[[int], Exception]) -> Callable[[], Any]:
+    """A closure running a prepared program; it holds the program (and so its arrays), and raises
+    ``failed(status)`` when the kernel reports a failed allocation."""
     def run():
-        runner()
+        sync_thread()
+        try:
+            runner()
+        except StepFailed as failure:
+            raise failed(failure.status) from None
         return result
 
     run.__dict__["program"] = program

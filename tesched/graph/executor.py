@@ -26,8 +26,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tesched.driver.arrays import as_array, like, torch_module
-from tesched.driver.call import ArgSpec, Program, address
+from tesched.driver.call import ArgSpec, Program, StepFailed, address
 from tesched.driver.kernel import BenchmarkResult, Kernel
+from tesched.driver.threads import sync_thread
 from tesched.graph.annotation import STOP_FUSION
 from tesched.graph.external_op import ExternalCall, compile_external_group
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
@@ -96,6 +97,7 @@ class _Step:
     outputs: tuple[_Value, ...]
     literals: tuple[int, ...]      # words passed after the pointers (an external function's sizes)
     order: tuple[int, ...] | None  # which inputs the C function takes, in its order (None: all)
+    kernel: Kernel | None          # the tesched kernel (which returns a status); None for an external function
 
 
 class Executable:
@@ -156,10 +158,10 @@ class Executable:
         if external is not None:
             self.external_calls.append(external)
             kernel = external.kernel
-            return _Step(kernel.address, inputs, outputs, tuple(kernel.sizes), external.arg_positions)
+            return _Step(kernel.address, inputs, outputs, tuple(kernel.sizes), external.arg_positions, None)
         group = CompiledGroup(fn.name, fn, compile_primitive(fn, self.schedule, self.tuning_db))
         self.kernels.append(group)
-        return _Step(group.kernel.address, inputs, outputs, (), None)
+        return _Step(group.kernel.address, inputs, outputs, (), None, group.kernel)
 
     def _assign_slots(self) -> None:
         """Slots in order: inputs, results (both filled by each call), constants, intermediates, literals."""
@@ -190,14 +192,15 @@ class Executable:
         for v, offset in zip(intermediates.values(), self.memory_plan.offsets):
             fixed[v.slot] = base + offset
         self._fixed = fixed
-        self._c_steps: list[tuple[int, list[int]]] = []
+        self._c_steps: list[tuple[int, list[int], bool]] = []
         for step in self._steps:
             literal_slots = []
             for word in step.literals:
                 literal_slots.append(len(self._fixed))
                 self._fixed.append(word)
             ins = [step.inputs[k] for k in step.order] if step.order is not None else list(step.inputs)
-            self._c_steps.append((step.address, [v.slot for v in ins] + [v.slot for v in step.outputs] + literal_slots))
+            self._c_steps.append((step.address, [v.slot for v in ins] + [v.slot for v in step.outputs] + literal_slots,
+                                  step.kernel is not None))
         self._keep = [self._arena] + [v.data for v in constants.values()]
         specs = [ArgSpec(np.dtype(v.type.dtype), v.type.shape, writable, v.slot)
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
@@ -221,6 +224,20 @@ class Executable:
         return results
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        sync_thread()
+        try:
+            return self._call(args, kwargs)
+        except StepFailed as failure:
+            raise self._step_error(failure) from None
+
+    def _step_error(self, failure: StepFailed) -> Exception:
+        """The error a failed step's status means (a heap buffer of its kernel could not be allocated)."""
+        kernel = self._steps[failure.step].kernel
+        if kernel is None:
+            return RuntimeError(f"{self!r}: external step {failure.step} failed with code {failure.status}")
+        return kernel.allocation_error(failure.status)
+
+    def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         results = self._results_for_call()
         if not kwargs and self._program.run(args + tuple(results)):
             if self._flat_results is not None:
@@ -247,9 +264,13 @@ class Executable:
         result = self._collect(self._result, tuple(inputs), results, torch)
 
         def run() -> Any:
-            runner()
+            sync_thread()
+            try:
+                runner()
+            except StepFailed as failure:
+                raise self._step_error(failure) from None
             return result
-        run.program = program  # type: ignore[attr-defined]
+        run.__dict__["program"] = program
         return run
 
     def _collect(self, structure: Any, inputs: Sequence[Any], results: list[np.ndarray], torch: Any) -> Any:

@@ -1,6 +1,7 @@
 """Named checks of the lowering that are not dependence analysis (that is :mod:`tesched.poly.deps`).
 
-``check_arguments`` (before anything is built): every input read and every output is an argument, once,
+``check_request``: a schedule, a list of tensors and a str name were given. ``check_arguments`` (before
+anything is built): every input read and every output is an argument, once,
 and arguments are stored in full. ``check_loop_nesting`` (on the loop IR): no parallel loop runs inside a
 vectorized one. Each raises an error naming the tensor, stage or loop at fault.
 """
@@ -14,6 +15,16 @@ from tesched.ir.visitor import StmtVisitor
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.schedule import Schedule
 from tesched.te.tensor import ComputeOp, PlaceholderOp, Tensor
+
+
+def check_request(sch: object, args: object, name: object) -> None:
+    """What ``lower``/``build`` were given: a schedule, a list of tensors and a str name."""
+    if not isinstance(sch, Schedule):
+        raise TypeError(f"lower/build: expected a Schedule (ts.create_schedule), got {type(sch).__name__}")
+    if not isinstance(args, (list, tuple)):
+        raise TypeError(f"lower/build: args must be a list of the kernel's tensors, got {type(args).__name__}")
+    if not isinstance(name, str):
+        raise TypeError(f"lower/build: name must be a str, got {type(name).__name__} {name!r}")
 
 
 def check_arguments(sch: Schedule, args: Sequence[object]) -> None:

@@ -21,11 +21,12 @@ from typing import Any, Callable, Sequence
 
 from tesched.config import debug_logger, settings
 from tesched.ir import nodes as ir
-from tesched.lower.checks import check_arguments, check_loop_nesting
+from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import notify_lowered
 from tesched.poly.astgen import LoopAst, generate_ast
 from tesched.poly.buffers import allocate_buffers
+from tesched.poly.bounds import check_bounds
 from tesched.poly.deps import check_legality
 from tesched.poly.domains import build_domains
 from tesched.poly.emit import loop_ir
@@ -156,6 +157,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("inline and parameters", _inline),
     Pass("stage models and statements", _model_phase(declare_stages)),
     Pass("iteration domains and footprints", _model_phase(build_domains)),
+    Pass("bounds check", _model_phase(check_bounds)),
     Pass("buffers", _model_phase(allocate_buffers)),
     Pass("tensorize matching", _model_phase(match_tensorize)),
     Pass("isl schedule tree", _schedule_tree),
@@ -226,6 +228,7 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool
     LoweredFunc
         The target-independent loop IR (``build`` finishes it for a target).
     """
+    check_request(sch, args, name)
     request = Request(sch, tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args), name)
     lowering = tuple(p for p in PASSES if p.phase is Phase.LOWER)
     func = run_passes(request, lowering, current_target(), debug)

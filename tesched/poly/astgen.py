@@ -16,6 +16,7 @@ import islpy as isl
 
 from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
+from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Select, Unary
@@ -169,7 +170,51 @@ def _merge_allocations(stmts: list[ir.Stmt]) -> ir.Stmt:
     flat: list[ir.Stmt] = []
     for s in out:
         flat.extend(s.stmts if isinstance(s, ir.Block) else [s])
+    flat = _rejoin_nested(flat)
     return flat[0] if len(flat) == 1 else ir.Block(flat)
+
+
+def _allocated(s: ir.Stmt) -> list[ir.Buffer]:
+    return [n.buffer for n in walk_stmts(s) if isinstance(n, ir.Allocate)]
+
+
+def _strip(s: ir.Stmt, buf: ir.Buffer, parallel: bool = False) -> ir.Stmt:
+    """``s`` without its ``allocate buf`` wrappers (the buffer is allocated around it instead)."""
+    def visit(n: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(n, ir.Allocate) and n.buffer is buf:
+            if parallel:
+                raise LoweringError(f"internal: isl split the scope of {buf.name} across a parallel loop")
+            return _strip(n.body, buf)
+        if isinstance(n, ir.For) and n.kind is LoopKind.PARALLEL and any(b is buf for b in _allocated(n)):
+            return ir.For(n.var, n.begin, n.end, n.kind, _strip(n.body, buf, True), n.step, n.extent_hint,
+                          n.reduction, n.stage)
+        return None
+    return map_stmt(s, lambda e: e, visit)
+
+
+def _rejoin_nested(stmts: list[ir.Stmt]) -> list[ir.Stmt]:
+    """Rejoin copies of one allocation that isl put in different siblings at any depth (it split a
+    band into pieces, e.g. the producer's single iteration before the loop of the consumer): the copy
+    read by one piece would never be written by the other. One allocation around the siblings from the
+    first copy to the last keeps the per-iteration order isl proved, with one buffer (Halide's hoisted
+    storage); a split across a parallel loop (which would share the buffer between threads) is refused."""
+    while True:
+        owners: dict[int, list[int]] = {}
+        buffers: dict[int, ir.Buffer] = {}
+        for k, s in enumerate(stmts):
+            for buf in _allocated(s):
+                buffers[id(buf)] = buf
+                if k not in owners.setdefault(id(buf), []):
+                    owners[id(buf)].append(k)
+        split = next((key for key, ks in owners.items() if len(ks) > 1), None)
+        if split is None:
+            return stmts
+        buf, first, last = buffers[split], owners[split][0], owners[split][-1]
+        inner: list[ir.Stmt] = []
+        for s in stmts[first:last + 1]:
+            stripped = _strip(s, buf)
+            inner.extend(stripped.stmts if isinstance(stripped, ir.Block) else [stripped])
+        stmts = stmts[:first] + [ir.Allocate(buf, ir.seq(_rejoin_nested(inner)))] + stmts[last + 1:]
 
 
 StatementEmitter = Callable[[str, list[Expr]], ir.Stmt]

@@ -152,22 +152,38 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
     _check_loops(model, tree, schedule.get_root(), conflicts)
 
 
+def _carried(band: isl.ScheduleNode, pairs: isl.UnionMap) -> bool:
+    """Whether some pair of instances in ``pairs`` runs in the same iteration of the loops around
+    ``band`` but in different iterations of the band's loop. Judged on the pairs' *schedule values*
+    (``[outer..., loop]``, a handful of dimensions) instead of building every pair of instances that share
+    the outer iterations, which grew with the product of the statements' domains."""
+    when = band.get_prefix_schedule_union_map().flat_range_product(band.band_get_partial_schedule_union_map())
+    times = pairs.apply_domain(when).apply_range(when)
+    if times.is_empty():
+        return False
+    n = when.get_map_list().get_at(0).dim(isl.dim_type.out) if not when.is_empty() else 0
+    outer = ", ".join(f"o{k}" for k in range(n - 1))
+    sep = ", " if outer else ""
+    differ = isl.UnionMap(f"{{ [{outer}{sep}x] -> [{outer}{sep}y] : x < y or x > y }}")
+    return not times.intersect(differ).is_empty()
+
+
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         if isinstance(info, LoopMark) and info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
             band = node.child(0)
-            prefix = band.get_prefix_schedule_union_map()
-            partial = band.band_get_partial_schedule_union_map()
             dom = band.get_domain()
             local = conflicts.intersect_domain(dom).intersect_range(dom)
-            carried = (local.intersect(prefix.apply_range(prefix.reverse()))
-                       .subtract(partial.apply_range(partial.reverse())))
             if info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
-                carried = carried.subtract(_same_stage_updates(model))
-            if not carried.is_empty():
+                local = local.subtract(_same_stage_updates(model))
+            if _carried(band, local):
+                prefix = band.get_prefix_schedule_union_map()
+                partial = band.band_get_partial_schedule_union_map()
+                carried = (local.intersect(prefix.apply_range(prefix.reverse()))
+                           .subtract(partial.apply_range(partial.reverse())))
                 a, av, b, bv = _example(carried)
                 raise ScheduleError(
                     f"loop {info.var.name} of stage {info.stage} is {info.kind}, but its iterations depend on "

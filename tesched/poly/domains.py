@@ -24,29 +24,44 @@ def build_domains(model: PolyModel) -> None:
 
 def _make_domains(model: PolyModel, sm: StageModel) -> None:
     tdom = model.tensor_domain(sm.tensor, sm.tag)
-    rdom = None
+    rdom = bounds = None
     if sm.raxes:
+        # reduce bounds may depend on the stage's own axes (TVM's reduce_axis((0, i))): the update's
+        # domain is the product with a free reduce box, cut by the bounds over all its coordinates
         conds = []
         for r in sm.raxes:
-            lo = model.isl_of(r.range.min, {})
-            ext = model.isl_of(r.range.extent, {})
+            lo = model.isl_of(r.range.min, sm.coord)
+            ext = model.isl_of(r.range.extent, sm.coord)
             conds.append(f"{lo} <= {sm.coord[id(r)]} < ({lo}) + ({ext})")
         rc = ", ".join(sm.coord[id(r)] for r in sm.raxes)
-        rdom = isl.Set(f"{model.param_prefix}{{ [{rc}] : {' and '.join(conds)} }}")
+        rdom = isl.Set(f"{model.param_prefix}{{ [{rc}] }}")
+        bounds = " and ".join(conds)
     if sm.parent is None:
         spatial = tdom
     else:
         footprint = sm.footprint = _footprint(model, sm, tdom)
         spatial = footprint.wrap().flatten()
         assert sm.alloc is not None, f"{sm.name} is computed at a loop but has no alloc statement"
-        sm.alloc.domain = footprint.domain().set_tuple_name(sm.alloc.name)
+        sm.alloc.domain = _every_iteration(model, sm).set_tuple_name(sm.alloc.name)
     for stmt in sm.statements:
         if stmt.kind is StatementKind.UPDATE:
             assert rdom is not None, f"{sm.name} updates without reduce axes"
             dom = spatial.flat_product(rdom)
+            cut = isl.Set(f"{model.param_prefix}{{ [{', '.join(stmt.coords)}] : {bounds} }}")
+            dom = dom.intersect(cut.set_tuple_id(dom.get_tuple_id()) if dom.has_tuple_id() else cut)
         else:
             dom = spatial
         stmt.domain = dom.set_tuple_name(stmt.name)
+
+
+def _every_iteration(model: PolyModel, sm: StageModel) -> isl.Set:
+    """Every iteration of the loops around a computed-at stage (where its parent runs), not only those
+    whose footprint is non-empty. Its ``alloc`` statement runs at each of them, so isl's AST generator
+    cannot peel the producer's iterations out of the loop it is computed at (the buffer's scope would be
+    split from the consumer's, see :func:`.astgen._rejoin_nested`)."""
+    parent = sm.parent
+    assert parent is not None
+    return model.loop_map(parent.main, sm.prefix_len).range()
 
 
 def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:

@@ -13,6 +13,7 @@ import islpy as isl
 
 from tesched.arith.linear import simplify
 from tesched.ir import nodes as ir
+from tesched.ir.cse import bind_shared, wrap_lets
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.tree import AllocMark, ScheduleTree
@@ -113,8 +114,14 @@ class StatementEmitter:
             value = body.combine(current, source)
             if body.where is not None:
                 value = Select(rewrite(substitute(body.where, values), self.load), value, current)
-            return ir.Store(buf, index, value)
-        return ir.Store(buf, index, rewrite(substitute(body, values), self.load))
+            return _store(buf, index, value)
+        return _store(buf, index, rewrite(substitute(body, values), self.load))
+
+
+def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
+    """``buf[index] = value`` with the subexpressions ``value`` shares bound once (``let``)."""
+    bindings, value = bind_shared(value)
+    return wrap_lets(bindings, ir.Store(buf, index, value))
 
 
 def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:

@@ -65,7 +65,10 @@ class TreeBuilder:
         return node.band_member_set_ast_loop_type(0, isl.ast_loop_type.atomic).get_schedule()
 
     def loop(self, sched, stmts, sm: StageModel, pos: int, var: IterVar) -> isl.Schedule:
-        if sm.parent is not None and self.single_valued(stmts, pos):
+        # the stage's own statements decide: those of stages computed inside it run at a subset of its
+        # iterations, so they are single-valued when it is (and checking them cost seconds)
+        own = [s for s in stmts if s.stage is sm]
+        if sm.leaf_extent.get(id(var)) == 1 or (sm.parent is not None and self.single_valued(own, pos)):
             # One iteration per iteration of the enclosing loops: no loop to generate. Leaving the band
             # out also avoids an isl code generator bug that drops instances of such a band when its
             # value is a modulo (a split) that depends on an enclosing fused loop.

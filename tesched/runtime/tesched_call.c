@@ -38,6 +38,7 @@ typedef struct {
 
 typedef struct {
     intptr_t fn;
+    int checked;      /* the function returns an int status (a tesched kernel: 0, or a failed allocation) */
     int nargs;
     int args[MAX_STEP_ARGS];
 } Step;
@@ -147,7 +148,7 @@ static PyObject *make(PyObject *self, PyObject *args) {
         PyObject *item = PySequence_GetItem(steps, k), *fn, *step_args;
         int64_t values[MAX_STEP_ARGS];
         if (item == NULL) goto fail;
-        int ok = PyArg_ParseTuple(item, "OO", &fn, &step_args);
+        int ok = PyArg_ParseTuple(item, "OOp", &fn, &step_args, &st->checked);
         if (ok) {
             st->fn = (intptr_t)PyLong_AsVoidPtr(fn);
             ok = !PyErr_Occurred() && st->fn != 0;
@@ -175,46 +176,62 @@ fail:
 
 typedef intptr_t W;
 
-static void call_step(const Step *st, void **slots, const int64_t *params) {
+#define CALL_CASES \
+    switch (st->nargs) { \
+    case 0: R F(void)(); break; \
+    case 1: R F(W)(a[0]); break; \
+    case 2: R F(W, W)(a[0], a[1]); break; \
+    case 3: R F(W, W, W)(a[0], a[1], a[2]); break; \
+    case 4: R F(W, W, W, W)(a[0], a[1], a[2], a[3]); break; \
+    case 5: R F(W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4]); break; \
+    case 6: R F(W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5]); break; \
+    case 7: R F(W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break; \
+    case 8: R F(W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break; \
+    case 9: R F(W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break; \
+    case 10: R F(W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); break; \
+    case 11: R F(W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]); \
+        break; \
+    case 12: R F(W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], \
+                                                  a[11]); break; \
+    case 13: R F(W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], \
+                                                     a[10], a[11], a[12]); break; \
+    case 14: R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], \
+                                                        a[10], a[11], a[12], a[13]); break; \
+    case 15: R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], \
+                                                           a[9], a[10], a[11], a[12], a[13], a[14]); break; \
+    case 16: R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], \
+                                                              a[9], a[10], a[11], a[12], a[13], a[14], a[15]); break; \
+    default: { \
+        /* 17 to MAX_STEP_ARGS words: pass all of them; a callee ignores the trailing ones */ \
+        for (int k = st->nargs; k < MAX_STEP_ARGS; k++) a[k] = 0; \
+        R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)( \
+            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], \
+            a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23]); \
+    } \
+    }
+
+/* Call one step; returns its status (0 for a function that returns none). */
+static int call_step(const Step *st, void **slots, const int64_t *params) {
     W a[MAX_STEP_ARGS];
     for (int k = 0; k < st->nargs; k++) {
         int v = st->args[k];
         a[k] = v >= 0 ? (W)slots[v] : (W)params[-v - 1];
     }
-#define F(...) ((void (*)(__VA_ARGS__))st->fn)
-    switch (st->nargs) {
-    case 0: F(void)(); break;
-    case 1: F(W)(a[0]); break;
-    case 2: F(W, W)(a[0], a[1]); break;
-    case 3: F(W, W, W)(a[0], a[1], a[2]); break;
-    case 4: F(W, W, W, W)(a[0], a[1], a[2], a[3]); break;
-    case 5: F(W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4]); break;
-    case 6: F(W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5]); break;
-    case 7: F(W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break;
-    case 8: F(W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break;
-    case 9: F(W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break;
-    case 10: F(W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); break;
-    case 11: F(W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]);
-        break;
-    case 12: F(W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10],
-                                                  a[11]); break;
-    case 13: F(W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-                                                     a[10], a[11], a[12]); break;
-    case 14: F(W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9],
-                                                        a[10], a[11], a[12], a[13]); break;
-    case 15: F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
-                                                           a[9], a[10], a[11], a[12], a[13], a[14]); break;
-    case 16: F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8],
-                                                              a[9], a[10], a[11], a[12], a[13], a[14], a[15]); break;
-    default: {
-        /* 17 to MAX_STEP_ARGS words: pass all of them; a callee ignores the trailing ones */
-        for (int k = st->nargs; k < MAX_STEP_ARGS; k++) a[k] = 0;
-        F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)(
-            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15],
-            a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23]);
-    }
-    }
+    int status = 0;
+    if (st->checked) {
+#define F(...) ((int (*)(__VA_ARGS__))st->fn)
+#define R status =
+        CALL_CASES
+#undef R
 #undef F
+    } else {
+#define F(...) ((void (*)(__VA_ARGS__))st->fn)
+#define R
+        CALL_CASES
+#undef R
+#undef F
+    }
+    return status;
 }
 
 /* Whether argument k's buffer matches its spec; binds symbolic sizes on first sight. */
@@ -242,7 +259,8 @@ static int overlaps(const Py_buffer *a, const Py_buffer *b) {
     return a0 < b0 + b->len && b0 < a0 + a->len;
 }
 
-/* run(program, args) -> True (ran) or False (an argument did not pass the checks) */
+/* run(program, args) -> True (ran), False (an argument did not pass the checks), or (step, status) when a
+   step returned a nonzero status (the steps after it did not run) */
 static PyObject *run(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
     if (argc != 2 || !PyTuple_Check(argv[1])) {
         PyErr_SetString(PyExc_TypeError, "run(program, args: tuple)");
@@ -284,15 +302,20 @@ static PyObject *run(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
             if (j != k && overlaps(&views[k], &views[j])) ok = 0;
         }
     }
+    int failed_step = -1, status = 0;
     if (ok) {
         p->busy = p->exclusive;
         Py_BEGIN_ALLOW_THREADS
-        for (int k = 0; k < p->n_steps; k++) call_step(&p->steps[k], slots, params);
+        for (int k = 0; k < p->n_steps && status == 0; k++) {
+            status = call_step(&p->steps[k], slots, params);
+            if (status != 0) failed_step = k;
+        }
         Py_END_ALLOW_THREADS
         p->busy = 0;
     }
     for (int k = 0; k < taken; k++) PyBuffer_Release(&views[k]);
     if (slots != slots_local) PyMem_Free(slots);
+    if (failed_step >= 0) return Py_BuildValue("(ii)", failed_step, status);
     if (ok) Py_RETURN_TRUE;
     Py_RETURN_FALSE;
 }

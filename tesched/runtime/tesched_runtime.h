@@ -29,9 +29,11 @@ static inline int64_t ts_floormod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+/* min/max propagate NaN as NumPy's minimum/maximum do: a NaN operand gives NaN (a != a only for NaN;
+ * for integers it is always false and compiles away). */
 #define TS_MINMAX(T, S)                                                                  \
-  static inline T ts_min_##S(T a, T b) { return a < b ? a : b; }                         \
-  static inline T ts_max_##S(T a, T b) { return a > b ? a : b; }
+  static inline T ts_min_##S(T a, T b) { return (a < b || a != a) ? a : b; }             \
+  static inline T ts_max_##S(T a, T b) { return (a > b || a != a) ? a : b; }
 TS_MINMAX(float, f32)
 TS_MINMAX(double, f64)
 TS_MINMAX(int32_t, i32)
@@ -44,7 +46,18 @@ static inline int64_t ts_abs_i64(int64_t a) { return a < 0 ? -a : a; }
 static inline float ts_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline double ts_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 
-static inline void *ts_alloc(size_t bytes) {
+/* Element counts of heap buffers: a * b, or -1 if either is negative or the product overflows int64
+ * (then the allocation fails cleanly: the kernel returns an error code, never aborts). */
+static inline int64_t ts_mul_checked(int64_t a, int64_t b) {
+  int64_t out;
+  if (a < 0 || b < 0 || __builtin_mul_overflow(a, b, &out)) return -1;
+  return out;
+}
+
+/* An aligned block of count elements of elem bytes, or NULL (count < 0, byte count overflow, no memory). */
+static inline void *ts_alloc_elems(size_t elem, int64_t count) {
+  if (count < 0 || (uint64_t)count > (SIZE_MAX - TS_ALIGN) / elem) return NULL;
+  size_t bytes = (size_t)count * elem;
   size_t rounded = (bytes + TS_ALIGN - 1) / TS_ALIGN * TS_ALIGN;
   return aligned_alloc(TS_ALIGN, rounded ? rounded : TS_ALIGN);
 }
@@ -65,10 +78,10 @@ static inline void ts_free(void *p) { free(p); }
     return (ts_##S##x##N)((m & (ts_##M##x##N)a) | (~m & (ts_##M##x##N)b));                              \
   }                                                                                                     \
   static inline ts_##S##x##N ts_vmax_##S##x##N(ts_##S##x##N a, ts_##S##x##N b) {                        \
-    return ts_vsel_##S##x##N(a > b, a, b);                                                              \
+    return ts_vsel_##S##x##N((a > b) | (a != a), a, b);                                                 \
   }                                                                                                     \
   static inline ts_##S##x##N ts_vmin_##S##x##N(ts_##S##x##N a, ts_##S##x##N b) {                        \
-    return ts_vsel_##S##x##N(a < b, a, b);                                                              \
+    return ts_vsel_##S##x##N((a < b) | (a != a), a, b);                                                 \
   }                                                                                                     \
   static inline T ts_hadd_##S##x##N(ts_##S##x##N v) {                                                   \
     T s = v[0];                                                                                         \
@@ -77,12 +90,12 @@ static inline void ts_free(void *p) { free(p); }
   }                                                                                                     \
   static inline T ts_hmax_##S##x##N(ts_##S##x##N v) {                                                   \
     T s = v[0];                                                                                         \
-    for (int i = 1; i < N; i++) s = v[i] > s ? v[i] : s;                                                \
+    for (int i = 1; i < N; i++) s = (v[i] > s || v[i] != v[i]) ? v[i] : s;                              \
     return s;                                                                                           \
   }                                                                                                     \
   static inline T ts_hmin_##S##x##N(ts_##S##x##N v) {                                                   \
     T s = v[0];                                                                                         \
-    for (int i = 1; i < N; i++) s = v[i] < s ? v[i] : s;                                                \
+    for (int i = 1; i < N; i++) s = (v[i] < s || v[i] != v[i]) ? v[i] : s;                              \
     return s;                                                                                           \
   }
 #define TS_VECTORS(T, S, M, N1, N2, N3)                                                                \

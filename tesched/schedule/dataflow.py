@@ -64,6 +64,7 @@ def _require_unscheduled(stage: Stage, primitive: str) -> None:
 
 def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -> Tensor:
     source = sch[tensor]
+    _check_scope(scope, "cache_read", source.name)
     if not readers:
         raise ScheduleError(f"cache_read of {source.name}: give at least one reader")
     reader_stages = [sch[r] for r in readers]
@@ -82,9 +83,17 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
     return cache
 
 
+def _check_scope(scope: object, primitive: str, name: str) -> str:
+    if not isinstance(scope, str) or not scope:
+        raise ScheduleError(f"{primitive} of {name}: scope must be a non-empty str such as \"local\", "
+                            f"got {scope!r}")
+    return scope
+
+
 def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
     stage = sch[tensor]
     op = _computation(stage, "cache_write")
+    _check_scope(scope, "cache_write", stage.name)
     _require_unscheduled(stage, "cache_write")
     axes, raxes = _new_axes(op.axis), _new_axes(op.reduce_axis)
     mapping = dict(zip(op.axis + op.reduce_axis, axes + raxes))
@@ -96,6 +105,10 @@ def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
     return cache_op.output(0)
 
 
+def _lower(v: IterVar) -> int | Expr:
+    return 0 if v.dom is None else v.dom.min
+
+
 def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
     stage = sch[tensor]
     op = _computation(stage, "rfactor")
@@ -104,8 +117,9 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     if axis not in stage.leaf_iter_vars or axis.iter_type != IterType.COMM_REDUCE:
         raise ScheduleError(f"rfactor of {stage.name}: {getattr(axis, 'name', axis)!r} is not one of its current "
                             f"reduction loops ({', '.join(v.name for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE)})")
-    if not 0 <= factor_axis <= len(op.axis):
-        raise ScheduleError(f"rfactor of {stage.name}: factor_axis {factor_axis} out of range")
+    if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or not 0 <= factor_axis <= len(op.axis):
+        raise ScheduleError(f"rfactor of {stage.name}: factor_axis must be an int in [0, {len(op.axis)}], got "
+                            f"{factor_axis!r}")
     reduce_leaves = [v for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE]
     extent = stage.extents()
     if any(extent[id(v)] is None for v in reduce_leaves + [axis]):
@@ -113,8 +127,11 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     size = {id(v): int(extent[id(v)] or 0) for v in reduce_leaves}
     spatial = IterVar(Range(0, size[id(axis)]), axis.name, IterType.DATA_PAR)
     others = [v for v in reduce_leaves if v is not axis]
-    kept = [IterVar(Range(0, size[id(v)]), v.name, IterType.COMM_REDUCE) for v in others]
-    leaf_map: dict[int, Expr] = {id(axis): spatial}
+    # a leaf that is an axis the user declared keeps its lower bound (reduce_axis((5, 10)) stays 5..9);
+    # leaves made by split or fuse start at 0 and root_values adds their parent's lower bound
+    kept = [IterVar(Range(_lower(v), size[id(v)]), v.name, IterType.COMM_REDUCE) for v in others]
+    low = _lower(axis)
+    leaf_map: dict[int, Expr] = {id(axis): spatial if isinstance(low, int) and low == 0 else spatial + low}
     leaf_map.update({id(v): k for v, k in zip(others, kept)})
     value = stage.root_values(leaf_map)
     new_axes = _new_axes(op.axis)

@@ -2,7 +2,11 @@
 
 Returns, for every compute stage, its body with reads of inlined stages replaced by their (recursively
 inlined) expressions at the read's indices, and every other read pointed at the tensor its stage
-currently produces (after ``cache_read``/``cache_write``/``rfactor``). Works on declarations only; no loops, no isl.
+currently produces (after ``cache_read``/``cache_write``/``rfactor``). Reads of one inlined stage at
+structurally equal indices become the *same* expression object, so a body is a DAG whose size is linear
+in the depth of an inlined chain (``B[i] * B[i]`` does not copy ``B``'s expression twice); code
+generation binds each shared subexpression once (Halide's ``let``). Works on declarations only; no
+loops, no isl.
 """
 from __future__ import annotations
 
@@ -10,22 +14,28 @@ from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import StageGraph
 from tesched.te.expr import Expr
 from tesched.te.tensor import ComputeOp, TensorRead
-from tesched.te.visit import rewrite, substitute
+from tesched.te.visit import rewrite, structural_key, substitute
 
 
 def inline_bodies(sch: StageGraph) -> dict[int, Expr]:
     """``{id(op): body}`` for every compute operation of ``sch``, with inlined stages substituted."""
     bodies: dict[int, Expr] = {}
     inlined = {id(st.op) for st in sch.stages if st.attach_type is AttachType.INLINE}
+    shared: dict[tuple, Expr] = {}     # (op, structural indices) -> the one expression for that read
+    keys: dict[int, tuple] = {}
 
     def expand(e: Expr) -> Expr | None:
         if isinstance(e, TensorRead):
             tensor = sch.canonical(e.tensor)
             indices = [rewrite(i, expand) for i in e.indices]
-            if id(tensor.op) in inlined:
-                assert isinstance(tensor.op, ComputeOp)
-                return substitute(bodies[id(tensor.op)], dict(zip(tensor.op.axis, indices)))
-            return TensorRead(tensor, tuple(indices))
+            key = (id(tensor.op), tuple(structural_key(i, keys) for i in indices))
+            if key not in shared:
+                if id(tensor.op) in inlined:
+                    assert isinstance(tensor.op, ComputeOp)
+                    shared[key] = substitute(bodies[id(tensor.op)], dict(zip(tensor.op.axis, indices)))
+                else:
+                    shared[key] = TensorRead(tensor, tuple(indices))
+            return shared[key]
         return None
 
     for st in sch.stages:  # producers come first

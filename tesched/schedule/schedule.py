@@ -124,8 +124,11 @@ class Schedule:
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:
     """A schedule for the given output operations (or tensors); every stage starts at the root."""
-    items: list[Operation | Tensor] = [ops] if isinstance(ops, (Operation, Tensor)) else list(ops)
-    out = [as_op(o) for o in items]
+    items: list = list(ops) if isinstance(ops, (list, tuple)) else [ops]
+    if not items:
+        raise ScheduleError("create_schedule: no outputs given; pass the output tensor(s), e.g. "
+                            "create_schedule(C.op)")
+    out = [as_op(o, "create_schedule") for o in items]
     for op in out:
         if isinstance(op, PlaceholderOp):
             raise ScheduleError(f"create_schedule: {op.name} is a placeholder, not a computation")

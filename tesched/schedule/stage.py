@@ -8,9 +8,10 @@ that owns the stages (:mod:`.schedule`) is seen through the :class:`StageGraph` 
 """
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass
-from typing import Iterable, Protocol, Sequence, SupportsIndex
+from typing import Any, Callable, Iterable, Protocol, Sequence, SupportsIndex, TypeVar
 
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
@@ -41,12 +42,12 @@ class Fuse:
     fused: IterVar
 
 
-def as_op(x: Operation | Tensor) -> Operation:
+def as_op(x: Operation | Tensor, what: str = "schedule") -> Operation:
     if isinstance(x, Tensor):
         return x.op
     if isinstance(x, Operation):
         return x
-    raise TypeError(f"expected a Tensor or an Operation, got {type(x).__name__}")
+    raise TypeError(f"{what}: expected a Tensor or an Operation, got {type(x).__name__} {x!r}")
 
 
 def _positive_int(value: object, what: str) -> int:
@@ -56,6 +57,26 @@ def _positive_int(value: object, what: str) -> int:
     if number <= 0:
         raise ScheduleError(f"{what} must be positive, got {number}")
     return number
+
+
+_Primitive = TypeVar("_Primitive", bound=Callable[..., Any])
+
+
+def atomic(primitive: _Primitive) -> _Primitive:
+    """Make a primitive all-or-nothing: if it raises, the stage is left exactly as it was before the call
+    (``tile(i, i, 2, 2)`` does not leave ``i`` split)."""
+
+    @functools.wraps(primitive)
+    def run(self: "Stage", *args: Any, **kwargs: Any) -> Any:
+        saved = {k: (v.copy() if isinstance(v, (list, dict)) else v) for k, v in vars(self).items()}
+        try:
+            return primitive(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return run  # type: ignore[return-value]
 
 
 class StageGraph(Protocol):
@@ -204,6 +225,7 @@ class Stage:
         return value
 
     # loop transformations -------------------------------------------------------------------------
+    @atomic
     def split(self, parent: IterVar, factor: int | None = None,
               nparts: int | None = None) -> tuple[IterVar, IterVar]:
         """Split ``parent`` into ``(outer, inner)`` with ``inner`` of extent ``factor`` (or ``outer`` of
@@ -221,6 +243,7 @@ class Stage:
         self.loop_origins[outer] = self.loop_origins[inner] = f"split({parent.name}, {how})"
         return outer, inner
 
+    @atomic
     def tile(self, x_parent: IterVar, y_parent: IterVar, x_factor: int,
              y_factor: int) -> tuple[IterVar, IterVar, IterVar, IterVar]:
         """Split two loops and order them ``x.outer, y.outer, x.inner, y.inner``."""
@@ -231,6 +254,7 @@ class Stage:
             self.loop_origins[v] = f"tile({x_parent.name}, {y_parent.name}, {x_factor}, {y_factor})"
         return xo, yo, xi, yi
 
+    @atomic
     def fuse(self, *args: IterVar) -> IterVar:
         """Fuse consecutive loops (outermost first) into one."""
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
@@ -256,6 +280,7 @@ class Stage:
             fused = new
         return fused
 
+    @atomic
     def reorder(self, *args: IterVar) -> None:
         """Put the given loops in this order, in the positions they occupy together."""
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
@@ -269,6 +294,7 @@ class Stage:
             self.leaf_iter_vars[pos] = a
 
     # loop kinds -----------------------------------------------------------------------------------
+    @atomic
     def _annotate(self, ivar: IterVar, kind: LoopKind) -> None:
         primitive = {LoopKind.PARALLEL: "parallel", LoopKind.VECTORIZED: "vectorize", LoopKind.UNROLLED: "unroll"}[kind]
         self._compute_only(primitive)
@@ -317,6 +343,7 @@ class Stage:
         """
         self._annotate(var, LoopKind.UNROLLED)
 
+    @atomic
     def tensorize(self, var: IterVar, tensor_intrin) -> None:
         """Replace loop ``var`` and every loop inside it by a call of ``tensor_intrin`` (see
         :mod:`tesched.poly.tensorize`); the match is checked when lowering."""
@@ -326,6 +353,7 @@ class Stage:
         self.tensorize_spec = (var, tensor_intrin)
 
     # placement ------------------------------------------------------------------------------------
+    @atomic
     def compute_at(self, parent: "Stage", scope: IterVar) -> None:
         """Compute this stage inside loop ``scope`` of ``parent``: per iteration of that loop, exactly
         the region the loop's body reads (its polyhedral footprint), into a buffer local to it."""
@@ -360,6 +388,7 @@ class Stage:
             enclosing = enclosing.attach_stage
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.SCOPE, parent, scope
 
+    @atomic
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every reader; it gets no loops or buffer."""
         self._compute_only("compute_inline")
@@ -371,6 +400,7 @@ class Stage:
                                 "inlined, use compute_at instead")
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.INLINE, None, None
 
+    @atomic
     def compute_root(self) -> None:
         """Compute this stage in full, at the outermost level, before its readers."""
         self._compute_only("compute_root")

@@ -34,14 +34,16 @@ C_TYPES = {
 _WIDTH = {"bool": 0, "int32": 32, "int64": 64, "float32": 32, "float64": 64}
 
 
-def normalize(dtype: DTypeLike) -> str:
-    """Return the canonical dtype name for ``dtype`` (a string or a NumPy dtype)."""
+def normalize(dtype: DTypeLike, what: str = "dtype") -> str:
+    """Return the canonical dtype name for ``dtype`` (a string or a NumPy dtype); errors name ``what``."""
+    if dtype is None:
+        raise TypeError(f"{what}: dtype must be given (one of {ALL_TYPES}), got None")
     try:
         name = np.dtype(dtype).name
-    except TypeError as err:
-        raise TypeError(f"unknown dtype {dtype!r}; expected one of {ALL_TYPES}") from err
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"{what}: unknown dtype {dtype!r}; expected one of {ALL_TYPES}") from err
     if name not in ALL_TYPES:
-        raise TypeError(f"unsupported dtype {name!r}; expected one of {ALL_TYPES}")
+        raise TypeError(f"{what}: unsupported dtype {name!r}; expected one of {ALL_TYPES}")
     return name
 
 

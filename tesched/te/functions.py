@@ -2,7 +2,8 @@
 
 ``exp log sqrt tanh sigmoid abs floor ceil`` (floating), ``maximum minimum`` (any type),
 ``if_then_else``, ``all``/``any`` of conditions, and the reducers ``sum max min`` (TVM names; ``max``
-and ``min`` called on two expressions without an axis are elementwise). This module only builds
+and ``min`` called on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
+``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
 expressions; the code generator decides how each function is spelled in C.
 """
 from __future__ import annotations
@@ -101,6 +102,8 @@ def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
     c = as_expr(cond)
     if c.dtype != "bool":
         c = binary("ne", c, 0)
+    if not isinstance(then_value, Expr) and not isinstance(else_value, Expr):
+        then_value = as_expr(then_value)  # two literals (the mask idiom): the first one's dtype leads
     probe = binary("add", then_value, else_value)  # applies the promotion rules to both sides
     t = cast_to(as_expr(then_value, probe.dtype), probe.dtype)
     f = cast_to(as_expr(else_value, probe.dtype), probe.dtype)

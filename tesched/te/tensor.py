@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Callable, SupportsIndex
 
 from tesched.errors import LoweringError
+from tesched.te import checks
 from tesched.te import dtype as dt
 from tesched.te.expr import Const, Expr, Reduce, Var, as_expr
 from tesched.te.visit import collect, contains
@@ -164,60 +165,51 @@ class TensorRead(Expr):
         return TensorRead(self.tensor, tuple(children))
 
 
-def _shape_value(value: object) -> int | Expr:
+def _shape_value(value: object, what: str = "tensor") -> int | Expr:
     if isinstance(value, Const):
-        return int(value.value)
+        value = value.value
     if isinstance(value, Expr):
-        if not dt.is_int(value.dtype):
-            raise TypeError(f"shape entries must be integers, got {value.dtype}")
+        if not dt.is_int(value.dtype) or value.dtype == "bool":
+            raise TypeError(f"{what}: shape entries must be integers, got a {value.dtype} expression")
         return value
     if isinstance(value, bool) or not isinstance(value, SupportsIndex):
-        raise TypeError(f"shape entries must be ints or size variables, got {value!r}")
+        raise TypeError(f"{what}: shape entries must be ints or size variables, got {value!r}")
     size = operator.index(value)
-    if size <= 0:
-        raise ValueError(f"shape entries must be positive, got {size}")
+    if not 0 < size < 1 << 62:
+        raise ValueError(f"{what}: shape entries must be positive and below 2**62, got {size}")
     return size
 
 
-def _normalize_shape(shape) -> tuple:
-    if isinstance(shape, (int, Expr)):
-        shape = (shape,)
-    return tuple(_shape_value(s) for s in shape)
+def _normalize_shape(shape, what: str) -> tuple:
+    return tuple(_shape_value(s, what) for s in checks.check_shape_container(shape, what))
 
 
 def var(name: str = "n", dtype: str = "int32") -> Var:
     """A symbolic size, usable in shapes; kernels read its value from their arguments' shapes."""
-    if not dt.is_int(dtype):
-        raise TypeError("size variables must be integers")
+    checks.check_name(name, "var")
+    if not dt.is_int(dt.normalize(dtype)) or dt.normalize(dtype) == "bool":
+        raise TypeError(f"var {name}: size variables must be integers, got dtype {dtype!r}")
     return Var(name, dtype)
 
 
 def placeholder(shape, dtype: str = "float32", name: str = "placeholder") -> Tensor:
     """An input tensor of the given shape and dtype."""
-    return PlaceholderOp(str(name), _normalize_shape(shape), dt.normalize(dtype)).output(0)
+    checks.check_name(name, "placeholder")
+    return PlaceholderOp(name, _normalize_shape(shape, f"placeholder {name}"),
+                         dt.normalize(dtype, f"placeholder {name}")).output(0)
 
 
 def reduce_axis(dom, name: str = "rv") -> IterVar:
     """A reduction axis over ``dom = (lo, hi)`` (half-open), as in TVM."""
+    checks.check_name(name, "reduce_axis")
     if isinstance(dom, Range):
-        rng = dom
+        rng = Range(checks.reduce_bound(dom.min, "lower", name), checks.reduce_bound(dom.extent, "extent", name))
     else:
-        lo, hi = dom
-        lo, hi = _bound(lo), _bound(hi)
+        lo, hi = checks.reduce_bounds(dom, name)
         rng = Range(lo, hi - lo if isinstance(lo, int) and isinstance(hi, int) else as_expr(hi) - lo)
-        if isinstance(rng.extent, int) and rng.extent <= 0:
-            raise ValueError(f"reduce_axis {name}: empty range {dom}")
-    return IterVar(rng, str(name), IterType.COMM_REDUCE)
-
-
-def _bound(v: object) -> int | Expr:
-    if isinstance(v, Const):
-        return int(v.value)
-    if isinstance(v, Expr):
-        return v
-    if isinstance(v, bool) or not isinstance(v, SupportsIndex):
-        raise TypeError(f"reduce_axis bounds must be ints or size expressions, got {v!r}")
-    return operator.index(v)
+    if isinstance(rng.extent, int) and rng.extent <= 0:
+        raise ValueError(f"reduce_axis {name}: empty range {dom}")
+    return IterVar(rng, name, IterType.COMM_REDUCE)
 
 
 def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: str = "",
@@ -226,10 +218,16 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
 
     Axis names come from the parameter names of ``fcompute`` (``lambda i, j: ...`` gives axes i, j).
     """
-    shape = _normalize_shape(shape)
-    params = _param_names(fcompute, len(shape))
+    checks.check_name(name, "compute")
+    shape = _normalize_shape(shape, f"compute {name}")
+    params = _param_names(checks.check_callable(fcompute, name), len(shape), name)
     axis = [IterVar(Range(0, ext), pname, IterType.DATA_PAR) for pname, ext in zip(params, shape)]
-    body = as_expr(fcompute(*axis))
+    value = fcompute(*axis)
+    try:
+        body = as_expr(value)
+    except TypeError:
+        raise TypeError(f"compute {name}: fcompute must return an expression, got {type(value).__name__} "
+                        f"{value!r}") from None
     if isinstance(body, Reduce):
         inner = body.children()
     else:
@@ -238,17 +236,20 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
         if contains(e, Reduce):
             raise ValueError(f"compute {name}: a reduction must be the whole body (as in TVM), "
                              "not part of a larger expression; compute it as its own stage")
-    return ComputeOp(str(name), tag, axis, body, attrs).output(0)
+    checks.check_free_axes(name, axis, body, lambda e: isinstance(e, IterVar))
+    return ComputeOp(name, tag, axis, body, attrs).output(0)
 
 
-def _param_names(fcompute: Callable, ndim: int) -> list[str]:
+def _param_names(fcompute: Callable, ndim: int, name: str) -> list[str]:
     try:
         sig = inspect.signature(fcompute)
     except (TypeError, ValueError):
         return [f"i{k}" for k in range(ndim)]
-    params = list(sig.parameters.values())
+    # parameters with defaults (``lambda i, prev=prev: ...``, a common way to bind a loop variable) are not axes
+    params = [p for p in sig.parameters.values()
+              if p.default is inspect.Parameter.empty and p.kind is not inspect.Parameter.KEYWORD_ONLY]
     if params and params[0].kind is inspect.Parameter.VAR_POSITIONAL:
         return [f"i{k}" for k in range(ndim)]
     if len(params) != ndim:
-        raise ValueError(f"fcompute takes {len(params)} arguments but the shape has {ndim} dimensions")
+        raise ValueError(f"compute {name}: fcompute takes {len(params)} arguments but the shape has {ndim} dimensions")
     return [p.name for p in params]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable, ClassVar, Iterator, Mapping, TypeVar
 
-from tesched.te.expr import Expr
+from tesched.te.expr import Const, Expr, Var
 
 _Key = TypeVar("_Key", bound=Expr)
 
@@ -16,25 +16,31 @@ def rewrite(expr: Expr, fn: Callable[[Expr], Expr | None]) -> Expr:
     """Rebuild ``expr`` bottom-up; ``fn(node)`` may return a replacement (children already rewritten).
 
     ``fn`` is first offered the original node: a non-None answer replaces the whole subtree unvisited.
+    Shared subexpressions are rebuilt once; the walk uses an explicit stack, so deep expressions (an
+    inlined chain of a hundred stages) do not exhaust Python's recursion limit.
     """
     memo: dict[int, Expr] = {}
-
-    def go(e: Expr) -> Expr:
+    stack: list[tuple[Expr, bool]] = [(expr, False)]
+    while stack:
+        e, expanded = stack.pop()
         key = id(e)
         if key in memo:
-            return memo[key]
-        out = fn(e)
-        if out is None:
-            kids = e.children()
+            continue
+        kids = e.children()
+        if not expanded:
+            out = fn(e)
+            if out is not None:
+                memo[key] = out
+                continue
             if kids:
-                new = tuple(go(c) for c in kids)
-                out = e if all(a is b for a, b in zip(new, kids)) else e.with_children(new)
-            else:
-                out = e
-        memo[key] = out
-        return out
-
-    return go(expr)
+                stack.append((e, True))
+                stack.extend((c, False) for c in reversed(kids) if id(c) not in memo)
+                continue
+            memo[key] = e
+            continue
+        new = tuple(memo[id(c)] for c in kids)
+        memo[key] = e if all(a is b for a, b in zip(new, kids)) else e.with_children(new)
+    return memo[id(expr)]
 
 
 def substitute(expr: Expr, mapping: Mapping[_Key, Expr]) -> Expr:
@@ -88,3 +94,23 @@ class NodeFunctor:
 
     def visit_default(self, node: object):
         raise TypeError(f"{type(self).__name__} cannot handle {type(node).__name__}")
+
+
+def structural_key(e: Expr, memo: dict[int, tuple] | None = None) -> tuple:
+    """A hashable key equal for structurally equal expressions (variables and tensors by identity);
+    shared subexpressions are keyed once (``memo``), so a DAG costs its number of nodes."""
+    memo = {} if memo is None else memo
+    key = memo.get(id(e))
+    if key is not None:
+        return key
+    if isinstance(e, Var):
+        key = ("v", id(e))
+    elif isinstance(e, Const):
+        key = ("c", e.value, e.dtype)
+    else:
+        tag = getattr(e, "op", None) or getattr(e, "name", None) or getattr(e, "combiner", None)
+        target = getattr(e, "buffer", None) or getattr(e, "tensor", None)
+        key = (type(e).__name__, tag, e.dtype, id(target) if target is not None else None,
+               tuple(structural_key(c, memo) for c in e.children()))
+    memo[id(e)] = key
+    return key

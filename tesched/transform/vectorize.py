@@ -8,6 +8,9 @@ trip count is only known at run time (a non-dividing split), the vector code han
 remainder runs the scalar loop. Anything else (calls such as ``exp``, strided or gathered accesses, inner
 loops) keeps the scalar loop, which the C code marks ``#pragma omp simd`` for gcc's vectorizer.
 
+A body wrapped in ``let`` bindings (shared subexpressions, see :mod:`tesched.ir.cse`) gets vector lets
+for the bindings that change with the loop and scalar ones for the others.
+
 A vectorized reduction loop (``acc[i] = acc[i] + f(k)`` over ``k``) gets a vector of partial results
 (one per lane) combined after the loop, so the sum is reassociated. Legality is not decided here: the
 dependence check proved that a vectorized loop carries no dependence other than such an accumulation.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 from tesched.arith.linear import coefficient, constant_difference, simplify
 from tesched.ir import nodes as ir
+from tesched.ir.cse import wrap_lets
 from tesched.ir.visitor import map_stmt
 from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
@@ -41,21 +45,37 @@ class CannotVectorize(Exception):
     pass
 
 
-def _depends(e: Expr, var: Var) -> bool:
-    return any(n is var for n in walk(e))
-
-
 def _mask_dtype(scalar: str, lanes: int) -> str:
     return ir.vector_dtype("int64" if dt.numpy_dtype(scalar).itemsize == 8 else "int32", lanes)
+
+
+def _unwrap_lets(stmts: list) -> tuple[list[tuple[Var, Expr]], list]:
+    """The ``let`` bindings around a loop body (see :mod:`tesched.ir.cse`) and the statements inside."""
+    lets: list[tuple[Var, Expr]] = []
+    if len(stmts) == 1 and isinstance(stmts[0], ir.LetStmt):
+        s: ir.Stmt = stmts[0]
+        while isinstance(s, ir.LetStmt):
+            lets.append((s.var, s.value))
+            s = s.body
+        stmts = list(s.stmts) if isinstance(s, ir.Block) else [s]
+    return lets, stmts
 
 
 class LoopVectorizer:
     def __init__(self, loop: ir.For, vector_bytes: int):
         self.loop, self.var, self.vector_bytes = loop, loop.var, vector_bytes
+        self.lets: list[tuple[Var, Expr]] = []
+        self.vector_of: dict[int, ir.RegisterVar] = {}      # let variable -> its vector counterpart in this chunk
+
+    def depends(self, e: Expr) -> bool:
+        """Whether ``e`` changes with the loop (directly or through a vector ``let``)."""
+        return any(n is self.var or id(n) in self.vector_of for n in walk(e))
 
     def expr(self, e: Expr, base: Expr, lanes: int) -> Expr:
         var = self.var
-        if not _depends(e, var):
+        if id(e) in self.vector_of:
+            return self.vector_of[id(e)]
+        if not self.depends(e):
             return ir.Broadcast(substitute(e, {var: base}), lanes)
         if isinstance(e, ir.Load):
             flat = ir.flat_index(e.buffer, e.indices)
@@ -98,18 +118,32 @@ class LoopVectorizer:
         return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), self.expr(s.value, base, lanes))
 
     def chunk(self, stores: list[ir.Store], base: Expr, lanes: int) -> list[ir.Stmt]:
-        return [self.store(s, base, lanes) for s in stores]
+        if not self.lets:
+            return [self.store(s, base, lanes) for s in stores]
+        self.vector_of = {}
+        bindings: list[tuple[Var, Expr]] = []
+        for v, value in self.lets:      # a let that changes with the loop becomes a vector let
+            if lanes > 1 and self.depends(value):
+                vector = ir.RegisterVar(v.name, ir.vector_dtype(v.dtype, lanes))
+                bindings.append((vector, self.expr(value, base, lanes)))
+                self.vector_of[id(v)] = vector
+            else:
+                bindings.append((v, substitute(value, {self.var: base})))
+        body = ir.seq([self.store(s, base, lanes) for s in stores])
+        self.vector_of = {}
+        return [wrap_lets(bindings, body)]
 
     def run(self) -> ir.Stmt | None:
         loop = self.loop
-        body = loop.body.stmts if isinstance(loop.body, ir.Block) else [loop.body]
+        self.lets, body = _unwrap_lets(list(loop.body.stmts) if isinstance(loop.body, ir.Block) else [loop.body])
         stores = [s for s in body if isinstance(s, ir.Store)]
         if loop.step != 1 or not body or len(stores) != len(body):
             return None
         if loop.reduction:
-            return self.reduction(stores)
+            return None if self.lets else self.reduction(stores)
+        values = [s.value for s in stores] + [value for _, value in self.lets]
         sizes = {dt.numpy_dtype(s.buffer.dtype).itemsize for s in stores}
-        sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for s in stores for n in walk(s.value)
+        sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for v in values for n in walk(v)
                   if isinstance(n, ir.Load)}
         if len(sizes) != 1:
             return None

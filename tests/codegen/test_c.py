@@ -28,8 +28,8 @@ def test_signature_has_restrict_pointers_and_size_parameters():
     src = generate_c(ts.lower(ts.create_schedule(B.op), [A, I, B], name="scale_rows"))
     assert src.name == "scale_rows"
     assert src.source.startswith('#include "tesched_runtime.h"')
-    assert "void scale_rows(double *restrict A, int32_t *restrict I, double *restrict B, int64_t n)" in src.source
-    assert src.declaration == "void scale_rows(double *, int32_t *, double *, int64_t);"
+    assert "int scale_rows(double *restrict A, int32_t *restrict I, double *restrict B, int64_t n)" in src.source
+    assert src.declaration == "int scale_rows(double *, int32_t *, double *, int64_t);"
 
 
 def test_parallel_loops_become_openmp(rand):

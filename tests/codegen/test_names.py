@@ -14,7 +14,7 @@ IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 @pytest.mark.parametrize("name, expected", [
     ("my input", "my_input"), ('q"uote', "q_uote"), ("a*/b", "a_b"), ("int", "u_int"), ("3d", "v3d"),
     ("", "v"), ("ts_helper", "u_ts_helper"), ("TS_ALIGN", "u_TS_ALIGN"), ("main", "u_main"),
-    ("x", "x"), ("é", "_"),
+    ("x", "x"), ("é", "u_"), ("_Decimal64", "u_Decimal64"), ("__x", "u_x"),
 ])
 def test_sanitize(name, expected):
     assert sanitize(name) == expected
@@ -57,7 +57,7 @@ def test_hostile_names_build_run_and_stay_out_of_the_source(rand):
             assert name not in src, name
     assert "system(" not in src and "#define" not in src and "rm -rf" not in src
     # every tensor became a distinct parameter
-    signature = src[src.index("void "):src.index("{")]
+    signature = re.search(r"\nint \w+\([^)]*\)", src).group(0)
     params = re.findall(r"\*restrict (\w+)", signature)
     assert len(params) == len(set(params)) == len(inputs) + 1
     assert "int" not in params and all(IDENTIFIER.match(p) for p in params)
@@ -107,3 +107,14 @@ def test_kernel_named_like_a_libc_function(kernel_name, rand):
     f = ts.build(ts.create_schedule(B.op), [A, B], name=kernel_name)
     a = rand(4)
     np.testing.assert_allclose(f(a), a + 1)
+
+
+@pytest.mark.parametrize("name", ["_Decimal32", "_Decimal64", "_Decimal128", "_cffi_types", "_CFFI_OP",
+                                  "_cffi_f_reserved", "__int128", "_Bool"])
+def test_names_reserved_by_c_and_cffi_are_renamed(name, rand):
+    A = ts.placeholder((4,), name=name)
+    B = ts.compute((4,), lambda i: A[i] * 2.0, name=name + "_out")
+    f = ts.build(ts.create_schedule(B.op), [A, B], name=name)
+    a = rand(4)
+    np.testing.assert_allclose(f(a), 2 * a)
+    assert not re.search(r"\bint _", f.c_source) and f"*restrict {name}" not in f.c_source

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
-from tesched.driver.call import ArgSpec, Program, address
+from tesched.driver.call import ArgSpec, Program, StepFailed, address
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +17,7 @@ def add_kernel():
 
 def test_a_program_checks_every_argument_before_calling(add_kernel):
     specs = [ArgSpec(np.dtype("float32"), (3, 4), k == 2, k) for k in range(3)]
-    program = Program(specs, [0, 0, 0], [(add_kernel.address, [0, 1, 2])])
+    program = Program(specs, [0, 0, 0], [(add_kernel.address, [0, 1, 2], True)])
     a, b, c = (np.full((3, 4), v, np.float32) for v in (1, 2, 0))
     assert program.run((a, b, c)) is True
     np.testing.assert_array_equal(c, 3)
@@ -33,8 +33,8 @@ def test_a_program_checks_every_argument_before_calling(add_kernel):
 
 def test_fixed_slots_and_words_make_a_prepared_call(add_kernel):
     a, b, c = (np.full((3, 4), v, np.float32) for v in (1, 5, 0))
-    program = Program([], [address(a), address(b), address(c)], [(add_kernel.address, [0, 1, 2])], keep=(a, b, c))
-    assert program.runner()() is True
+    program = Program([], [address(a), address(b), address(c)], [(add_kernel.address, [0, 1, 2], True)], keep=(a, b, c))
+    program.runner()()
     np.testing.assert_array_equal(c, 6)
 
 
@@ -44,7 +44,7 @@ def test_an_exclusive_program_refuses_a_second_thread(add_kernel):
     y = ts.compute((n,), lambda i: ts.exp(ts.exp(x[i])), name="y")
     slow = ts.build(ts.create_schedule(y.op), [x, y], name="exp_exp_4m")
     data, out = np.zeros(n, np.float32), np.empty(n, np.float32)
-    program = Program([], [address(data), address(out)], [(slow.address, [0, 1])] * 40, exclusive=True,
+    program = Program([], [address(data), address(out)], [(slow.address, [0, 1], True)] * 40, exclusive=True,
                       keep=(data, out))
     errors = []
 
@@ -76,3 +76,29 @@ def test_symbolic_sizes_are_bound_from_the_buffers():
     np.testing.assert_array_equal(out, 2 * x)
     with pytest.raises(ValueError, match="dimension 0 is 4, but size n is 5"):
         kernel(x, np.empty(4, np.float32))
+
+
+def test_a_step_reporting_a_failure_stops_the_program(tmp_path):
+    """A step that returns a nonzero status raises StepFailed naming it; the steps after it do not run;
+    a step declared without a status is never read as failing."""
+    import importlib.util
+
+    import cffi
+    ffi = cffi.FFI()
+    ffi.cdef("int count_or_fail(int64_t *); void count(int64_t *);")
+    ffi.set_source("_status_steps", "#include <stdint.h>\n"
+                   "int count_or_fail(int64_t *n) { n[1] += 1; return n[1] >= 2 ? 7 : 0; }\n"
+                   "void count(int64_t *n) { n[0] += 100; }\n")
+    spec = importlib.util.spec_from_file_location("_status_steps", ffi.compile(tmpdir=str(tmp_path)))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    lib = module.lib
+    fail = int(module.ffi.cast("uintptr_t", module.ffi.addressof(lib, "count_or_fail")))
+    plain = int(module.ffi.cast("uintptr_t", module.ffi.addressof(lib, "count")))
+    n = np.zeros(2, np.int64)
+    program = Program([], [address(n)], [(plain, [0], False), (fail, [0], True), (fail, [0], True),
+                                         (plain, [0], False)], keep=n)
+    with pytest.raises(StepFailed) as failure:
+        program.runner()()
+    assert (failure.value.step, failure.value.status) == (2, 7)
+    assert list(n) == [100, 2]      # the plain step, then two counting steps, not the last one

@@ -31,7 +31,7 @@ def test_call_in_place_and_with_allocated_output(add_kernel, abc):
 
 def test_kernel_attributes(add_kernel):
     assert add_kernel.name == "add_scaled"
-    assert "void add_scaled(" in add_kernel.c_source
+    assert "int add_scaled(" in add_kernel.c_source
     assert "produce C" in str(add_kernel.lowered)
     assert repr(add_kernel) == "Kernel('add_scaled', args=[A, B, C])"
 

@@ -27,7 +27,7 @@ def test_one_kernel_per_group_with_the_conv_inside_the_epilogue(vgg):
     assert [k.name for k in unfused.kernels] == ["fused_nn_conv2d", "fused_add", "fused_nn_relu"]
     ir = str(fused.kernels[0].lowered)
     assert ir.index("produce relu") < ir.index("produce conv2d")  # conv produced in the relu's loops
-    assert "void fused_nn_conv2d_add_nn_relu(" in fused.kernels[0].c_source
+    assert "int fused_nn_conv2d_add_nn_relu(" in fused.kernels[0].c_source
     assert fused.fusion_report.unfused == [] and unfused.fusion_report is None
 
 

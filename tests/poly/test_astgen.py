@@ -122,3 +122,23 @@ def test_split_producer_at_a_fused_consumer_loop(rand):
     f = ts.build(s, [A, C], name="split_producer_fused_consumer")
     a = rand((9, 2))
     np.testing.assert_allclose(f(a), 3 * (a + 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("factor", [2, 4])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_a_producer_needed_by_some_iterations_only_shares_the_consumers_buffer(factor, parallel):
+    """R is needed only at io = 0 (C reads it under i < 3). isl's AST generator may peel R's iterations
+    out of the io loop; the buffer must stay one scope (it used to be allocated twice, and C read a copy
+    never written)."""
+    A = ts.placeholder((3,), name="A")
+    R = ts.compute((3,), lambda i: A[i] * 2.0, name="R")
+    C = ts.compute((8,), lambda i: ts.if_then_else(i < 3, R[i], 0.5), name="C")
+    s = ts.create_schedule(C.op)
+    io, ii = s[C].split(C.op.axis[0], factor=factor)
+    s[R].compute_at(s[C], io)
+    if parallel:
+        s[C].parallel(io)
+    f = ts.build(s, [A, C], name=f"peeled_producer_{factor}_{parallel}")
+    assert str(f.lowered).count("allocate R") == 1
+    a = np.arange(3, dtype=np.float32) + 1
+    np.testing.assert_array_equal(f(a), np.r_[2 * a, np.full(5, 0.5, np.float32)])

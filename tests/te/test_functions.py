@@ -202,3 +202,37 @@ def test_integer_floor_division_by_zero_gives_zero_instead_of_a_trap():
     with np.errstate(divide="ignore", over="ignore"):
         np.testing.assert_array_equal(q, a // d)
         np.testing.assert_array_equal(r, a % d)
+
+
+def _nan_schedule(kind: str):
+    A = ts.placeholder((3, 16), name="A")
+    k = ts.reduce_axis((0, 16), name="k")
+    reducer = ts.max if kind.startswith("max") else ts.min
+    elementwise = ts.maximum if kind.startswith("max") else ts.minimum
+    R = ts.compute((3,), lambda i: reducer(A[i, k], axis=k), name="R")
+    M = ts.compute((3, 16), lambda i, j: elementwise(A[i, j], 0.0) + R[i], name="M")
+    s = ts.create_schedule(M.op)
+    if kind.endswith("vectorized"):
+        s[M].vectorize(M.op.axis[1])
+        s[R].vectorize(k)
+    elif kind.endswith("rfactor"):
+        ko, ki = s[R].split(k, factor=4)
+        rf = s.rfactor(R, ki)
+        s[rf].vectorize(s[rf].op.axis[0])
+    return A, M, s
+
+
+@pytest.mark.parametrize("kind", ["max", "max_vectorized", "max_rfactor", "min", "min_vectorized", "min_rfactor"])
+def test_nan_propagates_as_in_numpy(kind):
+    """ts.maximum/minimum and the max/min reducers return NaN when an operand is NaN, whatever its position
+    and however the loop is scheduled (NumPy's maximum, minimum, max and min)."""
+    A, M, s = _nan_schedule(kind)
+    f = ts.build(s, [A, M], name=f"nan_{kind}")
+    a = np.random.default_rng(0).uniform(-1, 1, (3, 16)).astype(np.float32)
+    for pos in (0, 5, 15):
+        a2 = a.copy()
+        a2[1, pos] = np.nan
+        npfun = (np.maximum, np.max) if kind.startswith("max") else (np.minimum, np.min)
+        want = npfun[0](a2, 0) + npfun[1](a2, axis=1, keepdims=True)
+        np.testing.assert_array_equal(np.isnan(f(a2)), np.isnan(want))
+        np.testing.assert_allclose(f(a2), want, rtol=1e-6)

@@ -40,7 +40,7 @@ def test_show_writes_the_page_of_the_last_kernel(tmp_path):
     assert "args ['--quick']" in done.stdout and f"wrote {out}" in done.stdout
     page = Page(out)
     assert {loop["data-stage"] for loop in page.loops} == {"last"}
-    assert any(line.startswith("void last_kernel(") for line in page.c_lines)
+    assert any(line.startswith("int last_kernel(") for line in page.c_lines)
 
 
 def test_show_explains_a_script_without_kernels(tmp_path):

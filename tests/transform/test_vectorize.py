@@ -28,7 +28,7 @@ def test_vectorized_loop_becomes_vector_code():
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump not installed")
 def test_machine_code_uses_simd_registers():
     f = relu_kernel(n=64, factor=16, name="simd_relu_objdump")
-    module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*"))
+    module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
     asm = subprocess.run(["objdump", "-d", str(module)], capture_output=True, text=True).stdout
     width = ts.Target().vector_bytes
     register = {64: "%zmm", 32: "%ymm", 16: "%xmm"}[width]

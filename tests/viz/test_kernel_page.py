@@ -58,7 +58,7 @@ def test_profiled_page_shows_stage_times_overhead_and_redundancy(kernel, tmp_pat
 def test_lowered_page_has_c_without_compiling(tmp_path):
     s, args, _ = stencil()
     page = Page(ts.lower(s, args, name="blur").to_html(tmp_path / "l.html"))
-    assert any(line.startswith("void blur(") for line in page.c_lines)
+    assert any(line.startswith("int blur(") for line in page.c_lines)
     assert all(loop["data-c"] for loop in page.loops)
     assert "No stage times" in " ".join(page.text)
 

@@ -1,0 +1,189 @@
+"""Random legal schedules of the pipelines of :mod:`.pipelines`, built and compared with NumPy.
+
+Case ``n`` picks a pipeline and a seed from ``n``, applies the pipeline's dataflow step (if any), then
+visits the stages consumers first: each non-output stage is placed at the root, inlined (elementwise
+stages), or computed at a loop of a stage that reads it and encloses every other reader; each stage's loops are split (by factor or
+nparts, dividing or not), tiled, reordered and fused at random, then loops are made parallel, vectorized
+or unrolled. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
+legality check is a rejection (counted and listed), not a failure.
+"""
+from __future__ import annotations
+
+import random
+import time
+
+import numpy as np
+
+import tesched as ts
+from tesched.te.tensor import ComputeOp
+
+from .outcome import describe
+from .pipelines import PIPELINES, Pipeline
+
+SLOW_LOWERING_S = 2.0
+
+
+def _effective_readers(s: ts.Schedule, stage: ts.Stage) -> list[ts.Stage]:
+    """The stages that read ``stage``'s buffer: its readers, an inlined reader replaced by its own."""
+    out: list[ts.Stage] = []
+    for reader in s.stages:
+        if isinstance(reader.op, ComputeOp) and stage in s.producers(reader):
+            if reader.attach_type == "inline":
+                out += [r for r in _effective_readers(s, reader) if r not in out]
+            elif reader not in out:
+                out.append(reader)
+    return out
+
+
+def _legal_loops(host: ts.Stage, readers: list[ts.Stage]) -> list:
+    """Loops of ``host`` enclosing every reader (each reader is the host or is computed inside it)."""
+    limit = len(host.leaf_iter_vars) - 1
+    for reader in readers:
+        stage = reader
+        while stage is not host and stage.attach_type == "scope" and stage.attach_stage is not host:
+            stage = stage.attach_stage
+        if stage is host:
+            continue
+        if stage.attach_type != "scope":
+            return []
+        limit = min(limit, host.leaf_iter_vars.index(stage.attach_ivar))
+    return host.leaf_iter_vars[:limit + 1]
+
+
+def _transform_loops(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
+    name = stage.name
+    leaves = list(stage.leaf_iter_vars)
+    extents = stage.extents()
+    if len(leaves) >= 2 and leaves[0].iter_type == leaves[1].iter_type == "data_par" and rnd.random() < 0.3:
+        fx, fy = rnd.randint(1, 6), rnd.randint(1, 6)
+        stage.tile(leaves[0], leaves[1], fx, fy)
+        recipe.append(f"s[{name}].tile({leaves[0].name}, {leaves[1].name}, {fx}, {fy})")
+        leaves = leaves[2:]
+    for axis in leaves:
+        how = rnd.choice(["keep", "keep", "factor", "nparts"])
+        if how == "factor":
+            factor = rnd.randint(1, 7)
+            stage.split(axis, factor=factor)
+            recipe.append(f"s[{name}].split({axis.name}, factor={factor})")
+        elif how == "nparts" and extents.get(id(axis)) is not None:
+            nparts = rnd.randint(1, 4)
+            stage.split(axis, nparts=nparts)
+            recipe.append(f"s[{name}].split({axis.name}, nparts={nparts})")
+    if rnd.random() < 0.5:
+        order = list(stage.leaf_iter_vars)
+        rnd.shuffle(order)
+        stage.reorder(*order)
+        recipe.append(f"s[{name}].reorder({', '.join(v.name for v in order)})")
+    leaves = stage.leaf_iter_vars
+    extents = stage.extents()
+    pairs = [k for k in range(len(leaves) - 1) if leaves[k].iter_type == leaves[k + 1].iter_type
+             and extents.get(id(leaves[k + 1])) is not None]
+    if pairs and rnd.random() < 0.3:
+        k = rnd.choice(pairs)
+        recipe.append(f"s[{name}].fuse({leaves[k].name}, {leaves[k + 1].name})")
+        stage.fuse(leaves[k], leaves[k + 1])
+
+
+def _inside_vectorized(stage: ts.Stage) -> bool:
+    """Whether a loop enclosing ``stage`` (where it is computed at) is vectorized: a parallel loop
+    there is illegal (its iterations would be SIMD lanes)."""
+    while stage.attach_type == "scope":
+        host, loop = stage.attach_stage, stage.attach_ivar
+        enclosing = host.leaf_iter_vars[:host.leaf_iter_vars.index(loop) + 1]
+        if any(host.iter_var_attrs.get(v) == "vectorized" for v in enclosing):
+            return True
+        stage = host
+    return False
+
+
+def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
+    name, leaves = stage.name, stage.leaf_iter_vars
+    extents = stage.extents()
+    if leaves[0].iter_type == "data_par" and not _inside_vectorized(stage) and rnd.random() < 0.3:
+        stage.parallel(leaves[0])
+        recipe.append(f"s[{name}].parallel({leaves[0].name})")
+    if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs:
+        stage.vectorize(leaves[-1])
+        recipe.append(f"s[{name}].vectorize({leaves[-1].name})")
+    if rnd.random() < 0.3:
+        loop = rnd.choice(leaves)
+        ext = extents.get(id(loop))
+        if loop not in stage.iter_var_attrs and ext is not None and ext <= 16:
+            stage.unroll(loop)
+            recipe.append(f"s[{name}].unroll({loop.name})")
+
+
+def _place(s: ts.Schedule, stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
+    inlinable = not stage.op.reduce_axis
+    readers = _effective_readers(s, stage)
+    hosts = {h: loops for h in s.stages if isinstance(h.op, ComputeOp) and h is not stage
+             and h.attach_type != "inline" and s.reads_transitively(h.op, stage.op)
+             and (loops := _legal_loops(h, readers))}
+    choices = ["root"] + (["inline"] if inlinable else []) + (["at", "at"] if hosts else [])
+    place = rnd.choice(choices)
+    if place == "inline":
+        stage.compute_inline()
+        recipe.append(f"s[{stage.name}].compute_inline()")
+    elif place == "at":
+        host = rnd.choice(list(hosts))
+        loop = rnd.choice(hosts[host])
+        stage.compute_at(host, loop)
+        recipe.append(f"s[{stage.name}].compute_at(s[{host.name}], {loop.name})")
+
+
+def draw(pipe: Pipeline, rnd: random.Random, recipe: list) -> ts.Schedule:
+    """A random schedule of ``pipe``; every step is appended to ``recipe`` as text."""
+    s = ts.create_schedule([t.op for t in pipe.outputs])
+    if pipe.dataflow is not None:
+        pipe.dataflow(s, rnd, recipe)
+    stages = [st for st in s.stages if isinstance(st.op, ComputeOp)]
+    for stage in reversed(stages):
+        if not stage.is_output:
+            _place(s, stage, rnd, recipe)
+        if stage.attach_type != "inline":
+            _transform_loops(stage, rnd, recipe)
+            _annotate(stage, rnd, recipe)
+    return s
+
+
+def tolerance(want: np.ndarray) -> dict:
+    if want.dtype.kind in "iub":
+        return {"rtol": 0, "atol": 0}
+    finite = np.abs(want[np.isfinite(want)])
+    return {"rtol": 2e-4, "atol": 2e-4 * max(1.0, float(finite.max(initial=0.0)))}
+
+
+def case_pipeline(n: int) -> tuple[Pipeline, random.Random]:
+    rnd = random.Random(n * 7919 + 17)
+    return rnd.choice(PIPELINES)(rnd), rnd
+
+
+def describe_case(n: int) -> dict:
+    return {"pipeline": case_pipeline(n)[0].name}
+
+
+def run_case(n: int, verbose: bool = False) -> dict:
+    pipe, rnd = case_pipeline(n)
+    record: dict = {"pipeline": pipe.name}
+    recipe: list[str] = []
+    try:
+        s = draw(pipe, rnd, recipe)
+        start = time.perf_counter()
+        func = ts.lower(s, pipe.inputs + pipe.outputs, name="fuzz_schedule")
+        record["lower_s"] = round(time.perf_counter() - start, 4)
+        record["slow"] = record["lower_s"] > SLOW_LOWERING_S
+        if verbose:
+            print("\n".join(recipe), "\n", func, sep="")
+        kernel = ts.build(func)
+        got = kernel(*pipe.arrays)
+    except (ts.ScheduleError, ts.LoweringError) as err:
+        return {**record, "status": "rejected", "detail": str(err).splitlines()[0], "recipe": recipe}
+    except Exception as err:  # anything else is a bug of the compiler
+        return {**record, "status": "error", "detail": describe(err), "recipe": recipe}
+    got = list(got) if isinstance(got, tuple) else [got]
+    for out, want in zip(got, pipe.reference(*pipe.arrays)):
+        want = np.asarray(want).astype(out.dtype)
+        if out.shape != want.shape or not np.allclose(out, want, equal_nan=True, **tolerance(want)):
+            bad = np.argwhere(~np.isclose(out, want, equal_nan=True, **tolerance(want)))[:3].tolist()
+            return {**record, "status": "wrong", "detail": f"outputs differ at {bad}", "recipe": recipe}
+    return {**record, "status": "ok"}

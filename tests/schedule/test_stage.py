@@ -1,0 +1,148 @@
+"""Tests of tesched.schedule.stage beyond recording: a failed primitive leaves the stage unchanged, and
+reduce domains that do not start at 0 (Halide RDoms such as ``reduce_axis((5, 10))``) survive every
+primitive, each checked against NumPy."""
+import numpy as np
+import pytest
+
+import tesched as ts
+
+
+def _snapshot(stage: ts.Stage) -> tuple:
+    return (list(stage.leaf_iter_vars), list(stage.all_iter_vars), list(stage.relations),
+            dict(stage.iter_var_attrs), stage.attach_type, stage.attach_stage, stage.attach_ivar)
+
+
+def _two_stage():
+    A = ts.placeholder((6, 8), name="A")
+    B = ts.compute((6, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    C = ts.compute((6, 8), lambda i, j: B[i, j] + 1.0, name="C")
+    return A, B, C
+
+
+@pytest.mark.parametrize("misuse", [
+    lambda s, B, C: s[C].tile(C.op.axis[0], C.op.axis[0], 2, 2),
+    lambda s, B, C: s[C].tile(C.op.axis[0], C.op.axis[1], 2, 0),
+    lambda s, B, C: s[C].fuse(C.op.axis[0], B.op.axis[1]),
+    lambda s, B, C: s[C].reorder(C.op.axis[1], C.op.axis[1]),
+    lambda s, B, C: s[C].split(C.op.axis[0], factor=2.5),
+    lambda s, B, C: s[B].compute_at(s[C], B.op.axis[0]),
+])
+def test_a_failed_primitive_leaves_the_stage_unchanged(misuse):
+    A, B, C = _two_stage()
+    s = ts.create_schedule(C.op)
+    before = {st.name: _snapshot(st) for st in s.stages}
+    with pytest.raises(ts.ScheduleError):
+        misuse(s, B, C)
+    assert {st.name: _snapshot(st) for st in s.stages} == before
+
+
+def _offset_sum(lo: int = 5, hi: int = 12):
+    A = ts.placeholder((4, 16), name="A")
+    k = ts.reduce_axis((lo, hi), name="k")
+    B = ts.compute((4,), lambda i: ts.sum(A[i, k] * 2.0, axis=k), name="B")
+    return A, k, B, (lambda a: 2 * a[:, lo:hi].sum(axis=1))
+
+
+def _split(s, B, k):
+    s[B].split(k, factor=3)
+
+
+def _split_nparts(s, B, k):
+    s[B].split(k, nparts=2)
+
+
+def _reorder(s, B, k):
+    s[B].reorder(k, B.op.axis[0])
+
+
+def _unroll(s, B, k):
+    s[B].unroll(k)
+
+
+def _vectorize(s, B, k):
+    s[B].vectorize(k)
+
+
+def _rfactor(s, B, k):
+    s.rfactor(B, k)
+
+
+def _split_rfactor_inner(s, B, k):
+    ko, ki = s[B].split(k, factor=3)
+    s.rfactor(B, ki)
+
+
+def _split_rfactor_outer(s, B, k):
+    ko, ki = s[B].split(k, factor=3)
+    s.rfactor(B, ko)
+
+
+def _cache_write(s, B, k):
+    s.cache_write(B, "local")
+
+
+def _cache_write_split(s, B, k):
+    BL = s.cache_write(B, "local")
+    s[BL].split(s[BL].op.reduce_axis[0], factor=4)
+
+
+@pytest.mark.parametrize("primitive", [_split, _split_nparts, _reorder, _unroll, _vectorize, _rfactor,
+                                       _split_rfactor_inner, _split_rfactor_outer, _cache_write,
+                                       _cache_write_split])
+def test_an_offset_reduce_domain_survives(primitive, rand):
+    A, k, B, reference = _offset_sum()
+    s = ts.create_schedule(B.op)
+    primitive(s, B, k)
+    f = ts.build(s, [A, B], name=f"offset_{primitive.__name__.strip('_')}")
+    a = rand((4, 16))
+    np.testing.assert_allclose(f(a), reference(a), rtol=1e-5)
+
+
+def test_an_offset_reduce_domain_fused_and_computed_at(rand):
+    A = ts.placeholder((3, 9, 7), name="A")
+    r = ts.reduce_axis((2, 6), name="r")
+    q = ts.reduce_axis((1, 4), name="q")
+    B = ts.compute((3,), lambda i: ts.sum(A[i, r, q], axis=[r, q]), name="B")
+    C = ts.compute((3,), lambda i: B[i] * 3.0, name="C")
+    s = ts.create_schedule(C.op)
+    fused = s[B].fuse(r, q)
+    s[B].split(fused, factor=5)
+    s[B].compute_at(s[C], C.op.axis[0])
+    f = ts.build(s, [A, C], name="offset_fused_at")
+    a = rand((3, 9, 7))
+    np.testing.assert_allclose(f(a), 3 * a[:, 2:6, 1:4].sum(axis=(1, 2)), rtol=1e-5)
+
+
+def test_rfactor_of_an_unsplit_offset_axis_keeps_its_lower_bound(rand):
+    """The issue's reproduction: k over [5, 10) summed A[0:5] after rfactor."""
+    A = ts.placeholder((10,), name="A")
+    k = ts.reduce_axis((5, 10), name="k")
+    B = ts.compute((1,), lambda i: ts.sum(A[k], axis=k), name="B")
+    s = ts.create_schedule(B.op)
+    s.rfactor(B, k)
+    a = np.arange(10, dtype=np.float32)
+    np.testing.assert_allclose(ts.build(s, [A, B], name="rfactor_offset")(a), [a[5:].sum()])
+
+
+@pytest.mark.parametrize("misuse, match", [
+    (lambda s, A, B: s.cache_write(A, "local"), "cache_write of A: it is an input"),
+    (lambda s, A, B: s.rfactor(A, B.op.axis[0]), "rfactor of A: it is an input"),
+    (lambda s, A, B: s.cache_write(B, 3), "cache_write of B: scope must be a non-empty str"),
+    (lambda s, A, B: s.cache_read(A, None, [B]), "cache_read of A: scope must be a non-empty str"),
+    (lambda s, A, B: s.rfactor(B, B.op.reduce_axis[0], factor_axis=True), "rfactor of B: factor_axis"),
+    (lambda s, A, B: s.rfactor(B, B.op.reduce_axis[0], factor_axis=3), "rfactor of B: factor_axis"),
+])
+def test_dataflow_misuse_names_the_stage(misuse, match):
+    A, k, B, _ = _offset_sum()
+    s = ts.create_schedule(B.op)
+    with pytest.raises(ts.ScheduleError, match=match):
+        misuse(s, A, B)
+
+
+@pytest.mark.parametrize("outputs, error, match", [
+    ([], ts.ScheduleError, "create_schedule: no outputs given"),
+    ([42], TypeError, "create_schedule: expected a Tensor or an Operation, got int"),
+])
+def test_create_schedule_arguments(outputs, error, match):
+    with pytest.raises(error, match=match):
+        ts.create_schedule(outputs)
