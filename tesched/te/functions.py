@@ -101,7 +101,7 @@ def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
     c = as_expr(cond)
     if c.dtype != "bool":
         c = binary("ne", c, 0)
-    probe = binary("add", then_value, else_value)  # applies the promotion rules to both sides
+    probe = binary("max", then_value, else_value)  # applies the promotion rules to both sides
     t = cast_to(as_expr(then_value, probe.dtype), probe.dtype)
     f = cast_to(as_expr(else_value, probe.dtype), probe.dtype)
     return Select(c, t, f)

@@ -14,7 +14,7 @@ def test_normalize_accepts_names_and_numpy_dtypes(given, expected):
     assert dt.normalize(given) == expected
 
 
-@pytest.mark.parametrize("bad", ["float16", "uint8", "complex64", "not-a-type"])
+@pytest.mark.parametrize("bad", ["uint64", "complex64", "not-a-type"])
 def test_normalize_rejects_unsupported_dtypes(bad):
     with pytest.raises(TypeError, match="dtype"):
         dt.normalize(bad)
@@ -22,23 +22,36 @@ def test_normalize_rejects_unsupported_dtypes(bad):
 
 @pytest.mark.parametrize("a, b, expected", [
     ("float32", "float32", "float32"),        # rule 1
-    ("bool", "bool", "int32"),                # bool counts as int32
-    ("int32", "int64", "int64"),              # rule 2
-    ("bool", "int64", "int64"),
-    ("bool", "int32", "int32"),
-    ("float32", "float64", "float64"),        # rule 3
-    ("int64", "float32", "float32"),          # rule 4
+    ("uint8", "uint8", "uint8"),
+    ("int64", "float32", "float32"),          # rule 2
     ("float64", "int32", "float64"),
-    ("bool", "float32", "float32"),
+    ("uint8", "float16", "float16"),
+    ("float32", "float64", "float64"),        # rule 3
+    ("float16", "float32", "float32"),
+    ("float16", "bfloat16", "float32"),
+    ("int32", "int64", "int64"),              # rule 4
+    ("uint8", "uint16", "uint16"),
+    ("uint8", "int8", "int8"),
+    ("uint16", "int8", "int16"),
+    ("uint32", "int16", "int32"),
+    ("int16", "int8", "int16"),
 ])
 def test_promotion_rules(a, b, expected):
     assert dt.promote(a, b) == expected
     assert dt.promote(b, a) == expected
 
 
+@pytest.mark.parametrize("a, b, op, expected", [
+    ("bool", "int32", "lt", "int32"), ("bool", "bool", "max", "bool"), ("bool", "float32", "eq", "float32"),
+])
+def test_bool_takes_part_in_comparisons_and_min_max(a, b, op, expected):
+    assert dt.promote(a, b, op) == expected
+
+
 @pytest.mark.parametrize("value, other, expected", [
     (3, "int64", "int64"), (3, "float64", "float64"), (3, None, "int32"), (3, "bool", "int32"),  # rule 5
-    (0.5, "float64", "float64"), (0.5, "int64", "float32"), (0.5, None, "float32"),             # rule 6
+    (255, "uint8", "uint8"), (-128, "int8", "int8"), (2**40, None, "int64"), (3, "bfloat16", "bfloat16"),
+    (0.5, "float64", "float64"), (0.5, "int64", "float32"), (0.5, None, "float32"), (0.5, "float16", "float16"),
     (True, "int32", "bool"),
 ])
 def test_literal_dtype(value, other, expected):
