@@ -34,7 +34,7 @@ STACK_LIMIT = 128 * 1024
 _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
              "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%"}
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "abs": "fabs"}
+             "abs": "fabs", "rint": "rint"}
 
 
 @dataclass

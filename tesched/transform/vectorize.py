@@ -33,8 +33,8 @@ def _identity(op: str, dtype: str) -> Const:
         return Const(0, dtype)
     if dt.is_float(dtype):
         return Const(float("-inf") if op == "max" else float("inf"), dtype)
-    big = 2**31 - 1 if dtype == "int32" else 2**63 - 1
-    return Const(-big - 1 if op == "max" else big, dtype)
+    low, high = dt.value_range(dtype)
+    return Const(low if op == "max" else high, dtype)
 
 
 class CannotVectorize(Exception):
@@ -45,8 +45,35 @@ def _depends(e: Expr, var: Var) -> bool:
     return any(n is var for n in walk(e))
 
 
+_MASKS = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+
+
 def _mask_dtype(scalar: str, lanes: int) -> str:
-    return ir.vector_dtype("int64" if dt.numpy_dtype(scalar).itemsize == 8 else "int32", lanes)
+    """The lane-wise comparison result of vectors of ``scalar``: signed integers of the values' size."""
+    return ir.vector_dtype(_MASKS[dt.info(scalar).value_itemsize], lanes)
+
+
+def _mask_for(mask: Expr, scalar: str) -> Expr:
+    """``mask`` converted to the lanes' size of vectors of ``scalar`` (a -1/0 mask converts exactly)."""
+    base, lanes = ir.split_dtype(mask.dtype)
+    wanted = _mask_dtype(scalar, lanes)
+    return mask if mask.dtype == wanted else ir.VCast(wanted, mask)
+
+
+def value_bytes(e: Expr, var: Var) -> int:
+    """The widest value (bytes per lane) the vector form of ``e`` computes: index arithmetic and
+    subexpressions that do not change with ``var`` (broadcast whole) are not looked into."""
+    own = dt.info(e.dtype).value_itemsize if e.dtype != "bool" else 1
+    if isinstance(e, ir.Load) or not _depends(e, var):
+        return own
+    return max([own] + [value_bytes(c, var) for c in e.children()])
+
+
+def _floor_division_vectorizes(e: Binary) -> bool:
+    """Vector ``//`` and ``%`` by a positive constant: a power of two (shift, mask) or unsigned operands."""
+    if not isinstance(e.b, Const) or e.b.value <= 0:
+        return False
+    return dt.is_unsigned(e.dtype) or e.b.value & (e.b.value - 1) == 0
 
 
 class LoopVectorizer:
@@ -70,21 +97,26 @@ class LoopVectorizer:
                 raise CannotVectorize("integer division")
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
             return Binary(e.op, a, b, a.dtype)
+        if isinstance(e, Binary) and e.op in ("floordiv", "floormod") and _floor_division_vectorizes(e):
+            a = self.expr(e.a, base, lanes)
+            return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
             return Binary(e.op, a, b, _mask_dtype(e.a.dtype, lanes))
         if isinstance(e, Binary) and e.op in ("and", "or"):
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
+            b = ir.VCast(a.dtype, b) if b.dtype != a.dtype else b
             return Binary(e.op, a, b, a.dtype)
         if isinstance(e, Select):  # both sides are computed in every lane, so neither may touch memory
             if any(isinstance(n, ir.Load) for n in walk(e.true_value)) or \
                     any(isinstance(n, ir.Load) for n in walk(e.false_value)):
                 raise CannotVectorize("a select whose branches read memory (lanes would read out of bounds)")
             t = self.expr(e.true_value, base, lanes)
-            return Select(self.expr(e.cond, base, lanes), t, self.expr(e.false_value, base, lanes))
+            cond = _mask_for(self.expr(e.cond, base, lanes), e.dtype)
+            return Select(cond, t, self.expr(e.false_value, base, lanes))
         if isinstance(e, Unary) and e.op == "neg":
             return Unary("neg", self.expr(e.a, base, lanes))
-        if isinstance(e, Cast) and dt.numpy_dtype(e.dtype).itemsize == dt.numpy_dtype(e.value.dtype).itemsize:
+        if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
             return ir.VCast(ir.vector_dtype(e.dtype, lanes), self.expr(e.value, base, lanes))
         raise CannotVectorize(f"{type(e).__name__} {getattr(e, 'op', getattr(e, 'name', ''))} has no vector form")
 
@@ -108,12 +140,8 @@ class LoopVectorizer:
             return None
         if loop.reduction:
             return self.reduction(stores)
-        sizes = {dt.numpy_dtype(s.buffer.dtype).itemsize for s in stores}
-        sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for s in stores for n in walk(s.value)
-                  if isinstance(n, ir.Load)}
-        if len(sizes) != 1:
-            return None
-        width = self.vector_bytes // sizes.pop()
+        widest = max(max(dt.info(s.buffer.dtype).value_itemsize, value_bytes(s.value, self.var)) for s in stores)
+        width = self.vector_bytes // widest
         trips = constant_difference(loop.end, loop.begin)
         runtime = trips is None
         if runtime:
@@ -147,7 +175,7 @@ class LoopVectorizer:
         runtime = trips is None
         if runtime:
             trips = self.loop.extent_hint
-        width = self.vector_bytes // dt.numpy_dtype(store.buffer.dtype).itemsize
+        width = self.vector_bytes // max(dt.info(store.buffer.dtype).value_itemsize, value_bytes(term, self.var))
         if trips is None or trips < width:
             return None
         full = trips // width
