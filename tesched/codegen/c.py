@@ -212,6 +212,8 @@ class CExpr(NodeFunctor):
 
     def visit_Call(self, e: Call) -> str:
         args = ", ".join(self.text(a) for a in e.args)
+        if ir.split_dtype(e.dtype)[1] > 1:   # a vector helper of the runtime header (dot products)
+            return f"ts_{e.name}_{_vec(e.dtype)}({args})"
         if e.name == "sigmoid":
             return f"ts_sigmoid_{_suffix(e.dtype)}({args})"
         if e.name == "abs" and not dt.is_float(e.dtype):

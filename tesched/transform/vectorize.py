@@ -21,6 +21,7 @@ from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
+from tesched.transform.dot_products import vectorize_dot_product
 
 _ARITH = ("add", "sub", "mul", "div", "min", "max")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -226,13 +227,15 @@ class LoopVectorizer:
         return ir.seq(out)
 
 
-def vectorize(stmt: ir.Stmt, vector_bytes: int) -> ir.Stmt:
-    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD (nothing when the
-    target has no SIMD registers, ``vector_bytes == 0``: loops keep ``omp simd``)."""
+def vectorize(stmt: ir.Stmt, vector_bytes: int, features: frozenset[str] = frozenset()) -> ir.Stmt:
+    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD; ``features`` (the
+    target's) choose the instructions of narrow dot products (:mod:`.dot_products`). A target without
+    SIMD (``vector_bytes`` 0, portable C) keeps every loop scalar."""
     if vector_bytes <= 0:
         return stmt
+
     def visit(s: ir.Stmt) -> ir.Stmt | None:
         if isinstance(s, ir.For) and s.kind is LoopKind.VECTORIZED:
-            return LoopVectorizer(s, vector_bytes).run()
+            return vectorize_dot_product(s, vector_bytes, features) or LoopVectorizer(s, vector_bytes).run()
         return None
     return map_stmt(stmt, lambda e: e, visit)
