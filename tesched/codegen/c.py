@@ -170,7 +170,7 @@ class CExpr(NodeFunctor):
         if e.dtype == "bool":
             return f"({self.text(e.value)} != 0)"
         if dt.computed_in_float32(e.dtype):
-            source = "_f64" if e.value.dtype == "float64" else ""
+            source = "_f64" if e.value.dtype == "float64" and e.dtype == "float16" else ""   # NumPy: one rounding
             return f"ts_round_{dt.info(e.dtype).suffix}{source}({self.text(e.value)})"
         return f"(({c_type(e.dtype)})({self.text(e.value)}))"
 
@@ -265,12 +265,19 @@ class CodeGen(NodeFunctor):
 
     def visit_Store(self, s: ir.Store) -> None:
         value = self.expr(s.value)
-        if dt.computed_in_float32(s.buffer.dtype):
+        if isinstance(s.value, ir.Load) and s.value.buffer.dtype == s.buffer.dtype:   # a copy keeps the bits
+            value = self.exprs.element(s.value.buffer, s.value.indices)
+        elif dt.computed_in_float32(s.buffer.dtype):
             value = f"ts_store_{dt.info(s.buffer.dtype).suffix}({value})"
         self.emit(f"{self.exprs.element(s.buffer, s.indices)} = {value};")
 
     def visit_VStore(self, s: ir.VStore) -> None:
         target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
+        base, lanes = ir.split_dtype(s.value.dtype)
+        if isinstance(s.value, ir.VLoad) and dt.computed_in_float32(base):   # a copy keeps the bits
+            source = f"&{self.name(s.value.buffer, s.value.buffer.name)}[{self.expr(s.value.index)}]"
+            self.emit(f"ts_vstore_u16x{lanes}({target}, ts_vload_u16x{lanes}({source}));")
+            return
         self.emit(f"ts_vstore_{_mem_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
 
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:

@@ -92,7 +92,8 @@ static inline float ts_load_bf16(uint16_t h) { return ts_f32_from_bits((uint32_t
 static inline float ts_round_f16(float f) { return ts_load_f16(ts_store_f16(f)); }
 static inline float ts_round_bf16(float f) { return ts_load_bf16(ts_store_bf16(f)); }
 
-/* double -> a float type with p significand bits and smallest normal exponent emin (one rounding) */
+/* double -> a float type with p significand bits and smallest normal exponent emin in one rounding, as
+ * NumPy converts float64 to float16 (ml_dtypes converts float64 to bfloat16 through float: ts_round_bf16) */
 static inline double ts_round_f64_to(double x, int p, int emin, int emax) {
   if (!isfinite(x) || x == 0.0) return x;
   int e;
@@ -102,7 +103,6 @@ static inline double ts_round_f64_to(double x, int p, int emin, int emax) {
   return fabs(r) >= ldexp(1.0, emax + 1) ? copysign(INFINITY, x) : r;
 }
 static inline float ts_round_f16_f64(double x) { return (float)ts_round_f64_to(x, 11, -14, 15); }
-static inline float ts_round_bf16_f64(double x) { return (float)ts_round_f64_to(x, 8, -126, 127); }
 
 /* ---- float16 and bfloat16 vectors: float lanes in registers, 16 bits in memory ---- */
 #define TS_HALF_VECTORS(S, N)                                                                         \

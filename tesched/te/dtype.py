@@ -24,7 +24,8 @@ Rules for a binary operation (documented for users in ``README.md``; Halide's ru
 
 ``float16`` and ``bfloat16`` values are computed in ``float32``: an expression of such a dtype is exact
 ``float32`` arithmetic on its operands, rounded to the dtype (round to nearest, ties to even) when it is
-stored, assigned to a register, or cast with ``astype``. :func:`round_float` rounds a Python float the
+stored, assigned to a register, or cast with ``astype`` (a ``float64`` becomes ``float16`` in one rounding,
+as NumPy does, and ``bfloat16`` through ``float32``, as ``ml_dtypes`` does). :func:`round_float` rounds a Python float the
 same way. ``bfloat16`` arrays are ``ml_dtypes.bfloat16`` NumPy arrays (an optional dependency:
 ``pip install tesched[bf16]``); nothing but :func:`numpy_dtype` needs that package.
 
@@ -214,6 +215,9 @@ def round_float(value: float, dtype: str) -> float:
     1.0
     """
     d = DTYPES[dtype]
+    if d.name == "bfloat16":   # from float32, as ml_dtypes converts (a float64 is rounded twice)
+        with np.errstate(over="ignore"):
+            value = float(np.float32(value))
     if d.name == "float64" or not math.isfinite(value) or value == 0.0:
         return float(value)
     _, exponent = math.frexp(value)  # value = m * 2**exponent, 0.5 <= |m| < 1

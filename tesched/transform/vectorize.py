@@ -117,6 +117,8 @@ class LoopVectorizer:
             return Select(cond, t, self.expr(e.false_value, base, lanes))
         if isinstance(e, Unary) and e.op == "neg":
             return Unary("neg", self.expr(e.a, base, lanes))
+        if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
+            raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
         if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
             return ir.VCast(ir.vector_dtype(e.dtype, lanes), self.expr(e.value, base, lanes))
         raise CannotVectorize(f"{type(e).__name__} {getattr(e, 'op', getattr(e, 'name', ''))} has no vector form")
