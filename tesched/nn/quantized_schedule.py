@@ -43,14 +43,26 @@ def _lanes() -> int:
     return current_target().vector_bytes // 4
 
 
+def vector_tile(extent: int, lanes: int, vectors: int) -> int:
+    """Columns of a register tile: the largest multiple of ``lanes`` up to ``vectors * lanes`` that divides
+    ``extent``; else all of ``extent`` when it fits in twice that many vectors (narrower vectors take the
+    rest); 0 when neither works (no SIMD, or a long extent with no such divisor)."""
+    if lanes < 4:
+        return 0
+    for tile in range(vectors * lanes, 0, -lanes):
+        if extent % tile == 0:
+            return tile
+    return extent if extent <= 2 * vectors * lanes else 0
+
+
 @register_schedule("dense_packed")
 def schedule_dense_packed(s: Schedule, product: Tensor, host: Tensor) -> None:
     """Register tiles of the product computed per tile of ``host`` (see the module doc)."""
     rows, columns = (int(d) for d in product.shape)
     lanes = _lanes()
     tile_rows = largest_divisor(rows, DENSE_ROWS)
-    tile_columns = largest_divisor(columns, DENSE_VECTORS * lanes) if lanes else 0
-    if host.shape != product.shape or lanes < 4 or tile_columns % lanes:
+    tile_columns = vector_tile(columns, lanes, DENSE_VECTORS)
+    if host.shape != product.shape or not tile_columns:
         schedule_reduction(s, product, host)
         return
     pstage, hstage = s[product], s[host]
@@ -80,8 +92,8 @@ def schedule_conv2d_nhwc_packed(s: Schedule, conv: Tensor, host: Tensor) -> None
     """Register tiles of pixels x output channels computed per tile of ``host`` (see the module doc)."""
     lanes = _lanes()
     width, channels = int(conv.shape[2]), int(conv.shape[3])
-    tile_channels = largest_divisor(channels, CONV_VECTORS * lanes) if lanes else 0
-    if host.shape != conv.shape or lanes < 4 or tile_channels % lanes:
+    tile_channels = vector_tile(channels, lanes, CONV_VECTORS)
+    if host.shape != conv.shape or not tile_channels:
         schedule_reduction(s, conv, host)
         return
     cstage, hstage = s[conv], s[host]

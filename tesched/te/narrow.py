@@ -61,7 +61,7 @@ def _float_at_most(value: float, dtype: str) -> float:
 
 
 def _float_at_least(value: float, dtype: str) -> float:
-    return -_float_at_most(-value, dtype)
+    return 0.0 - _float_at_most(-value, dtype)   # 0.0 - x: no -0.0
 
 
 def widen(x: object) -> Expr:
