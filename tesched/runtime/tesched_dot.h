@@ -3,7 +3,8 @@
  * ts_<kind>_<layout>_<acc>x<N>(acc, a, b) adds to each of the N lanes of acc the dot product of G narrow
  * elements of a and b: layout "bv" reads a[0..G) for every lane (broadcast) and b[G*j .. G*j+G) for lane j,
  * "vb" the other way round. Kinds: dot4_u8s8 (uint8 x int8 -> int32), dot4_s8s8 (int8 x int8 -> int32),
- * dot2_bf16 (bfloat16 pairs -> float). The portable forms compute each lane in order, like the scalar code;
+ * dot2_bf16 (bfloat16 pairs -> float). The portable forms compute each lane in order, like the scalar code
+ * (bfloat16 pairs with vector shifts, masks and multiply-adds);
  * ts_vnni_* use AVX-512 VNNI vpdpbusd (int8 x int8 with the offset trick (a + 128) * b - 128 * b) and
  * ts_bf16_* AVX-512 BF16 vdpbf16ps; they exist only when the compiler flags enable those instructions.
  */
@@ -21,15 +22,36 @@
   TS_DOT_PORTABLE(dot4_u8s8_bv, i32, uint8_t, int8_t, 4, N, 0, 4, TS_AS_I32)                           \
   TS_DOT_PORTABLE(dot4_u8s8_vb, i32, uint8_t, int8_t, 4, N, 4, 0, TS_AS_I32)                           \
   TS_DOT_PORTABLE(dot4_s8s8_bv, i32, int8_t, int8_t, 4, N, 0, 4, TS_AS_I32)                            \
-  TS_DOT_PORTABLE(dot4_s8s8_vb, i32, int8_t, int8_t, 4, N, 4, 0, TS_AS_I32)                            \
-  TS_DOT_PORTABLE(dot2_bf16_bv, f32, uint16_t, uint16_t, 2, N, 0, 2, ts_load_bf16)                     \
-  TS_DOT_PORTABLE(dot2_bf16_vb, f32, uint16_t, uint16_t, 2, N, 2, 0, ts_load_bf16)
+  TS_DOT_PORTABLE(dot4_s8s8_vb, i32, int8_t, int8_t, 4, N, 4, 0, TS_AS_I32)
 TS_DOTS_PORTABLE(4) TS_DOTS_PORTABLE(8) TS_DOTS_PORTABLE(16)
 #undef TS_DOTS_PORTABLE
 #undef TS_DOT_PORTABLE
 #undef TS_AS_I32
 
 static inline int32_t ts_word(const void *p) { int32_t w; memcpy(&w, p, 4); return w; }
+
+/* bfloat16 pairs: each 32-bit lane of the packed operand holds an even (low half) and an odd (high half)
+ * element; widened by shifts and masks, then two multiply-adds in the order of the scalar code */
+#define TS_BF16_PORTABLE(N)                                                                           \
+  static inline ts_f32x##N ts_bf16_pairs_##N(const uint16_t *p, ts_f32x##N *odd) {                     \
+    ts_u32x##N w = ts_vload_u32x##N((const uint32_t *)p), lo = w << 16, hi = w & 0xffff0000u;        \
+    ts_f32x##N even;                                                                                  \
+    memcpy(&even, &lo, sizeof even);                                                                  \
+    memcpy(odd, &hi, sizeof *odd);                                                                    \
+    return even;                                                                                      \
+  }                                                                                                   \
+  static inline ts_f32x##N ts_dot2_bf16_bv_f32x##N(ts_f32x##N acc, const uint16_t *a, const uint16_t *b) { \
+    ts_f32x##N odd, even = ts_bf16_pairs_##N(b, &odd);                                                \
+    acc += ts_load_bf16(a[0]) * even;                                                                 \
+    return acc + ts_load_bf16(a[1]) * odd;                                                            \
+  }                                                                                                   \
+  static inline ts_f32x##N ts_dot2_bf16_vb_f32x##N(ts_f32x##N acc, const uint16_t *a, const uint16_t *b) { \
+    ts_f32x##N odd, even = ts_bf16_pairs_##N(a, &odd);                                                \
+    acc += even * ts_load_bf16(b[0]);                                                                 \
+    return acc + odd * ts_load_bf16(b[1]);                                                            \
+  }
+TS_BF16_PORTABLE(4) TS_BF16_PORTABLE(8) TS_BF16_PORTABLE(16)
+#undef TS_BF16_PORTABLE
 
 #if defined(__AVX512VNNI__) && defined(__AVX512VL__)
 /* MM: the intrinsics' prefix for N lanes; VI: the integer vector type */

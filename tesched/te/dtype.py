@@ -24,10 +24,10 @@ Rules for a binary operation (documented for users in ``README.md``; Halide's ru
 
 ``float16`` and ``bfloat16`` values are computed in ``float32``: an expression of such a dtype is exact
 ``float32`` arithmetic on its operands, rounded to the dtype (round to nearest, ties to even) when it is
-stored, assigned to a register, or cast with ``astype`` (a ``float64`` becomes ``float16`` in one rounding,
-as NumPy does, and ``bfloat16`` through ``float32``, as ``ml_dtypes`` does). :func:`round_float` rounds a Python float the
-same way. ``bfloat16`` arrays are ``ml_dtypes.bfloat16`` NumPy arrays (an optional dependency:
-``pip install tesched[bf16]``); nothing but :func:`numpy_dtype` needs that package.
+stored, assigned to a register, or cast with ``astype`` (a ``float64`` becomes ``float16`` in one
+rounding, as NumPy does, and ``bfloat16`` through ``float32``, as ``ml_dtypes`` does). :func:`round_float`
+rounds a Python float the same way. ``bfloat16`` arrays are ``ml_dtypes.bfloat16`` NumPy arrays (an
+optional dependency: ``pip install tesched[bf16]``); nothing but :func:`numpy_dtype` needs that package.
 
 A rule broken raises ``TypeError`` saying which rule and naming both dtypes; :func:`tesched.te.expr.binary`
 adds the expression. This module knows nothing of expressions beyond dtype names.
