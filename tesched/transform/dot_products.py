@@ -82,14 +82,14 @@ def _match(loop: ir.For) -> _Match | None:
     if constant_difference(ir.flat_index(value.a.buffer, value.a.indices), flat) != 0 \
             or coefficient(flat, loop.var) != 1 or coefficient(flat, inner.var) != 0:
         return None
-    loads = (_narrow_load(value.b.a, store.buffer.dtype), _narrow_load(value.b.b, store.buffer.dtype))
-    if loads[0] is None or loads[1] is None:
+    left, right = _narrow_load(value.b.a, store.buffer.dtype), _narrow_load(value.b.b, store.buffer.dtype)
+    if left is None or right is None:
         return None
     group = constant_difference(inner.end, inner.begin)
     for kind in DOT_KINDS:
         if kind.accumulator != store.buffer.dtype or kind.group != group:
             continue
-        for first, second in (loads, loads[::-1]):
+        for first, second in ((left, right), (right, left)):
             if (first.dtype, second.dtype) != kind.operands:
                 continue
             moves = [(coefficient(ir.flat_index(x.buffer, x.indices), loop.var),

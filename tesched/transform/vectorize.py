@@ -72,7 +72,7 @@ def value_bytes(e: Expr, var: Var) -> int:
 
 def _floor_division_vectorizes(e: Binary) -> bool:
     """Vector ``//`` and ``%`` by a positive constant: a power of two (shift, mask) or unsigned operands."""
-    if not isinstance(e.b, Const) or e.b.value <= 0:
+    if not isinstance(e.b, Const) or not isinstance(e.b.value, int) or e.b.value <= 0:
         return False
     return dt.is_unsigned(e.dtype) or e.b.value & (e.b.value - 1) == 0
 
