@@ -15,7 +15,8 @@ median, from the raw samples) and the ratio of the group's reference median to t
    with its requantize epilogue, and PyTorch's ``torch.ao.nn.quantized.Linear`` (fbgemm, uint8 output)
    when torch is installed.
 3. bfloat16 GEMM 1024 with float32 accumulation: tesched ``dense_packed`` on bfloat16 (vdpbf16ps where the
-   host has AVX-512 BF16), tesched's float32 GEMM, and ``torch.matmul`` on bfloat16 tensors.
+   host has AVX-512 BF16, and the same kernel built for ``x86-64-avx512``: the portable form, float32 FMAs
+   on widened pairs), tesched's float32 GEMM, and ``torch.matmul`` on bfloat16 tensors.
 4. qconv2d 3x3 64->64 on 56x56 (NHWC uint8 in, requantize + relu fused, uint8 out) vs tesched's float32
    conv2d + bias + relu (NCHW, default schedule, fused).
 
@@ -213,6 +214,10 @@ def bf16_gemm(n: int, rounds: int) -> None:
     exact = quantized_ref.dense(x, w)
     np.testing.assert_allclose(gemm(x, packed), exact, rtol=1e-3, atol=1e-4 * np.sqrt(n))
     variants = {"tesched float32 GEMM": float_gemm(n), "tesched bfloat16 GEMM (f32 acc)": gemm.prepare(x, packed)}
+    with ts.Target("x86-64-avx512"):      # the same kernel without vdpbf16ps: shifts, masks and FMAs
+        portable = ts.build(nn.default_schedule(acc_t), [x_t, w_t, acc_t], name="gemm_bf16_fma")
+    np.testing.assert_allclose(portable(x, packed), exact, rtol=1e-3, atol=1e-4 * np.sqrt(n))
+    variants["tesched bfloat16 GEMM, portable form"] = portable.prepare(x, packed)
     torch = optional("torch")
     if torch is not None:
         tx = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
