@@ -21,7 +21,8 @@ median, from the raw samples) and the ratio of the group's reference median to t
    conv2d + bias + relu (NCHW, default schedule, fused).
 
 Run:  OMP_WAIT_POLICY=passive python benchmarks/low_precision.py [--rounds 30] [--threads 2] [--quick]
-(``--quick``: small sizes, a smoke test.)
+      [--only blur int8 bf16 qconv]
+(``--quick``: small sizes, a smoke test; ``--only``: some of the workloads.)
 """
 import argparse
 import os
@@ -32,12 +33,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=30, help="timed rounds per workload (default 30)")
     parser.add_argument("--threads", type=int, default=2, help="threads for every library (default 2)")
     parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test)")
+    parser.add_argument("--only", nargs="+", choices=["blur", "int8", "bf16", "qconv"],
+                        help="run only these workloads (default: all)")
     return parser.parse_args()
 
 
 ARGS = parse_args() if __name__ == "__main__" else None
 if ARGS is not None:  # before NumPy's BLAS and the OpenMP runtime start their threads
-    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TESCHED_NUM_THREADS"):
+    for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "TESCHED_NUM_THREADS",
+                     "HL_NUM_THREADS"):
         os.environ[variable] = str(ARGS.threads)
 
 import statistics  # noqa: E402
@@ -263,10 +267,13 @@ def main() -> None:
     print(f"tesched {ts.__version__}, target {ts.Target('host').features & {'avx512_vnni', 'avx512_bf16'}}, "
           f"{ARGS.threads} threads, {ARGS.rounds} rounds")
     rounds = 3 if ARGS.quick else ARGS.rounds
-    blur(256 if ARGS.quick else 2048, rounds)
-    int8_gemm(128 if ARGS.quick else 1024, rounds)
-    bf16_gemm(128 if ARGS.quick else 1024, rounds)
-    qconv(64, 14 if ARGS.quick else 56, rounds)
+    workloads = {"blur": lambda: blur(256 if ARGS.quick else 2048, rounds),
+                 "int8": lambda: int8_gemm(128 if ARGS.quick else 1024, rounds),
+                 "bf16": lambda: bf16_gemm(128 if ARGS.quick else 1024, rounds),
+                 "qconv": lambda: qconv(64, 14 if ARGS.quick else 56, rounds)}
+    for name, run in workloads.items():
+        if not ARGS.only or name in ARGS.only:
+            run()
 
 
 if __name__ == "__main__":

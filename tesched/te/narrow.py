@@ -1,4 +1,4 @@
-"""Helpers for narrow integer and floating arithmetic, with the semantics of Halide's intrinsics.
+"""Functions for narrow integer and floating arithmetic, with the semantics of Halide's intrinsics.
 
 ``saturate_cast`` (clamp to the target's range, then cast), ``widen``/``narrow`` (the type of twice or half
 the width, same kind), ``rounding_shift_right`` (``x >> n`` rounding to nearest, ties up),

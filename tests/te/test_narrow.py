@@ -24,7 +24,7 @@ def _wide(a):
 
 @pytest.mark.parametrize("vectorized", [False, True])
 @pytest.mark.parametrize("dtype", INTS)
-def test_integer_helpers_match_halide_semantics(dtype, vectorized, rand):
+def test_integer_intrinsics_match_halide_semantics(dtype, vectorized, rand):
     n = 48
     info = np.iinfo(dtype)
     A, B = ts.placeholder((n,), dtype, name="A"), ts.placeholder((n,), dtype, name="B")
@@ -33,7 +33,7 @@ def test_integer_helpers_match_halide_semantics(dtype, vectorized, rand):
             ts.compute((n,), lambda i: ts.rounding_shift_right(A[i], 3), name="rshr"),
             ts.compute((n,), lambda i: ts.saturate_cast(A[i], "int8"), name="sat8"),
             ts.compute((n,), lambda i: ts.saturate_cast(A[i], "uint16"), name="satu16")]
-    f = _build(outs, [A, B], f"helpers_{dtype}_{int(vectorized)}", vectorized)
+    f = _build(outs, [A, B], f"intrinsics_{dtype}_{int(vectorized)}", vectorized)
     a, b = rand(n, dtype, info.min, info.max), rand(n, dtype, info.min, info.max)
     a[:4], b[:4] = [info.min, info.max, info.max, info.min], [info.min, info.max, info.min, info.max]
     got = f(a, b)
@@ -70,7 +70,7 @@ def test_widen_and_narrow_types():
         ts.narrow(u8[0])
 
 
-def test_helper_errors_name_the_call():
+def test_intrinsic_errors_name_the_call():
     f32 = ts.placeholder((4,), name="f32")
     u8 = ts.placeholder((4,), "uint8", name="u8")
     with pytest.raises(TypeError, match=r"rounding_shift_right\(f32\[0\]\).*float32"):
