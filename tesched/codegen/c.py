@@ -116,6 +116,26 @@ def vector_floor_division(op: str, a: str, divisor: Expr) -> str:
     return f"({a} {'/' if op == 'floordiv' else '%'} {c})"
 
 
+SATURATING_SOURCES = ("int16", "int32")
+"""Signed lanes whose clamp-and-narrow (``saturate_cast``) the runtime header packs with saturation."""
+
+
+def saturating_narrow(e: ir.VCast) -> Expr | None:
+    """The operand ``x`` when ``e`` is ``cast(min(max(x, low), high))`` to a narrower integer type whose range
+    is exactly ``[low, high]`` (what ``saturate_cast`` builds) from int16 or int32 lanes, else None."""
+    target = ir.split_dtype(e.dtype)[0]
+    inner = e.value
+    if not (isinstance(inner, Binary) and inner.op == "min" and isinstance(inner.a, Binary) and inner.a.op == "max"):
+        return None
+    source = ir.split_dtype(inner.dtype)[0]
+    if source not in SATURATING_SOURCES or dt.is_float(target) or target == "bool" \
+            or dt.itemsize(target) >= dt.itemsize(source):
+        return None
+    bounds = [b.value.value if isinstance(b, ir.Broadcast) and isinstance(b.value, Const) else None
+              for b in (inner.a.b, inner.b)]
+    return inner.a.a if tuple(bounds) == dt.value_range(target) else None
+
+
 class CExpr(NodeFunctor):
     """C text of an expression (int64 index arithmetic, GCC vector helpers of the runtime header)."""
 
@@ -156,6 +176,9 @@ class CExpr(NodeFunctor):
         return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.text(e.value)})"
 
     def visit_VCast(self, e: ir.VCast) -> str:
+        clamped = saturating_narrow(e)
+        if clamped is not None:
+            return f"ts_vsat_{_vec(clamped.dtype)}_{dt.info(ir.split_dtype(e.dtype)[0]).suffix}({self.text(clamped)})"
         text = f"__builtin_convertvector({self.text(e.value)}, {c_type(e.dtype)})"
         if dt.computed_in_float32(ir.split_dtype(e.dtype)[0]):
             return f"ts_vround_{_mem_vec(e.dtype)}({text})"

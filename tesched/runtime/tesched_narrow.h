@@ -46,6 +46,42 @@ TS_VECTOR_OPS(int32_t, i32, 2, i32) TS_VECTOR_OPS(float, f32, 2, i32)
 #undef TS_NARROW_TYPES
 #undef TS_NARROW_OPS
 
+/* ---- saturating narrowing (saturate_cast of int32 / int16 lanes): ts_vsat_<source>_<target> ---- */
+#define TS_VSAT(S, N, T, TS, LOW, HIGH)                                                                \
+  static inline ts_##TS##x##N ts_vsat_##S##x##N##_##TS(ts_##S##x##N v) {                               \
+    return __builtin_convertvector(ts_vmin_##S##x##N(ts_vmax_##S##x##N(v, ts_vbcast_##S##x##N(LOW)),   \
+                                                     ts_vbcast_##S##x##N(HIGH)), ts_##TS##x##N);       \
+  }
+#define TS_VSATS32(N)                                                                                 \
+  TS_VSAT(i32, N, int8_t, i8, -128, 127) TS_VSAT(i32, N, uint8_t, u8, 0, 255)                          \
+  TS_VSAT(i32, N, int16_t, i16, -32768, 32767) TS_VSAT(i32, N, uint16_t, u16, 0, 65535)
+#define TS_VSATS16(N) TS_VSAT(i16, N, int8_t, i8, -128, 127) TS_VSAT(i16, N, uint8_t, u8, 0, 255)
+TS_VSATS32(2) TS_VSATS32(4) TS_VSATS32(8)
+TS_VSATS16(2) TS_VSATS16(4) TS_VSATS16(8) TS_VSATS16(16)
+#if defined(__AVX512BW__)
+/* AVX-512 packs with signed (vpmovs*) or unsigned (vpmovus*, after max with 0) saturation */
+#define TS_VSAT512(S, N, TS, PACK, MAX0)                                                              \
+  static inline ts_##TS##x##N ts_vsat_##S##x##N##_##TS(ts_##S##x##N v) {                               \
+    return (ts_##TS##x##N)PACK((__m512i)MAX0((__m512i)v));                                            \
+  }
+#define TS_KEEP(x) (x)
+#define TS_MAX0_32(x) _mm512_max_epi32((x), _mm512_setzero_si512())
+#define TS_MAX0_16(x) _mm512_max_epi16((x), _mm512_setzero_si512())
+TS_VSAT512(i32, 16, i8, _mm512_cvtsepi32_epi8, TS_KEEP) TS_VSAT512(i32, 16, u8, _mm512_cvtusepi32_epi8, TS_MAX0_32)
+TS_VSAT512(i32, 16, i16, _mm512_cvtsepi32_epi16, TS_KEEP)
+TS_VSAT512(i32, 16, u16, _mm512_cvtusepi32_epi16, TS_MAX0_32)
+TS_VSAT512(i16, 32, i8, _mm512_cvtsepi16_epi8, TS_KEEP) TS_VSAT512(i16, 32, u8, _mm512_cvtusepi16_epi8, TS_MAX0_16)
+#undef TS_VSAT512
+#undef TS_KEEP
+#undef TS_MAX0_32
+#undef TS_MAX0_16
+#else
+TS_VSATS32(16) TS_VSATS16(32)
+#endif
+#undef TS_VSATS32
+#undef TS_VSATS16
+#undef TS_VSAT
+
 /* ---- float16 and bfloat16 scalars ---- */
 static inline uint32_t ts_f32_bits(float f) { uint32_t x; memcpy(&x, &f, 4); return x; }
 static inline float ts_f32_from_bits(uint32_t x) { float f; memcpy(&f, &x, 4); return f; }

@@ -174,3 +174,32 @@ def test_float16_arithmetic_is_float32_rounded_on_store(rand):
     a, b = rand(40, "float16", -4, 4), rand(40, "float16", -4, 4)
     wide = a.astype(np.float32) * b.astype(np.float32) + a.astype(np.float32) * np.float32(3.0)
     np.testing.assert_array_equal(f(a, b).view(np.uint16), wide.astype(np.float16).view(np.uint16))
+
+
+def _saturating(tensor, dtype):
+    return lambda i: ts.saturate_cast(tensor[i], dtype)
+
+
+@pytest.mark.parametrize("source, targets", [("int32", ["int8", "uint8", "int16", "uint16"]),
+                                             ("int16", ["int8", "uint8"])])
+def test_saturate_cast_of_full_vectors_is_a_saturating_pack(source, targets, rand):
+    """saturate_cast(int32 or int16 lanes) packs with vpmovs* / vpmovus* on AVX-512 BW, and clamps
+    exactly like NumPy elsewhere (the tail lanes, other targets)."""
+    n = 72
+    A = ts.placeholder((n,), source, name="A")
+    outs = [ts.compute((n,), _saturating(A, t), name=f"to_{t}") for t in targets]
+    s = ts.create_schedule([o.op for o in outs])
+    for o in outs:
+        s[o].vectorize(o.op.axis[0])
+    f = ts.build(s, [A, *outs], name=f"packs_{source}")
+    assert f.c_source.count("ts_vsat_") >= len(targets)
+    info = np.iinfo(source)
+    a = rand(n, source, info.min, info.max)
+    a[:6] = [info.min, info.max, -1, 0, 255, 256]
+    for got, t in zip(f(a), targets):
+        bounds = np.iinfo(t)
+        np.testing.assert_array_equal(got, np.clip(a.astype(np.int64), bounds.min, bounds.max).astype(t))
+    if shutil.which("objdump") and {"avx512bw"} <= ts.Target().features:
+        module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
+        asm = subprocess.run(["objdump", "-d", str(module)], capture_output=True, text=True).stdout
+        assert "vpmovs" in asm and "vpmovus" in asm
