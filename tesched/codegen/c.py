@@ -185,6 +185,8 @@ class CExpr(NodeFunctor):
         return text
 
     def visit_Unary(self, e: Unary) -> str:
+        if e.op == "neg" and ir.split_dtype(e.dtype)[1] > 1:
+            return f"(-{self.text(e.a)})"   # vector lanes wrap in their own type
         if e.op == "neg":
             return _wrapped(e.dtype, f"(-{_wide_operand(e.dtype, self.text(e.a))})")
         return f"(~{self.text(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.text(e.a)})"
