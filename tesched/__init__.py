@@ -27,10 +27,19 @@ from tesched.te.functions import (
     maximum,
     min,
     minimum,
+    rint,
     sigmoid,
     sqrt,
     sum,
     tanh,
+)
+from tesched.te.narrow import (
+    halving_add,
+    narrow,
+    rounding_halving_add,
+    rounding_shift_right,
+    saturate_cast,
+    widen,
 )
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
@@ -52,4 +61,5 @@ __all__ = [
     "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
     "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var",
+    "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",
 ]

@@ -35,9 +35,8 @@ STACK_LIMIT = 128 * 1024
 
 _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
              "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%"}
-_SUFFIX = {"float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "bool": "bool"}
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "abs": "fabs"}
+             "abs": "fabs", "rint": "rint"}
 
 
 @dataclass
@@ -52,15 +51,40 @@ class CSource:
     allocations: tuple[ir.Buffer, ...] = ()
 
 
+def _suffix(dtype: str) -> str:
+    """The runtime header's name of the C type values of scalar ``dtype`` have (``f32`` for float16)."""
+    return "f32" if dt.computed_in_float32(dtype) else dt.info(dtype).suffix
+
+
 def c_type(dtype: str) -> str:
+    """The C type of a value of ``dtype`` (scalar or vector) inside an expression or a register."""
     base, lanes = ir.split_dtype(dtype)
-    return dt.C_TYPES[base] if lanes == 1 else f"ts_{_SUFFIX[base]}x{lanes}"
+    return dt.info(base).value_c_type if lanes == 1 else f"ts_{_suffix(base)}x{lanes}"
 
 
 def _vec(dtype: str) -> str:
-    """The ``f32x16`` part of a vector helper's name."""
+    """The ``f32x16`` part of a vector helper's name (the type values are computed in)."""
     base, lanes = ir.split_dtype(dtype)
-    return f"{_SUFFIX[base]}x{lanes}"
+    return f"{_suffix(base)}x{lanes}"
+
+
+def _mem_vec(dtype: str) -> str:
+    """The ``f16x16`` part of a vector load's or store's name (the type elements have in memory)."""
+    base, lanes = ir.split_dtype(dtype)
+    return f"{dt.info(base).suffix}x{lanes}"
+
+
+def _wrapped(dtype: str, text: str) -> str:
+    """C text of an integer result brought back into ``dtype``'s range (C computes narrow types in int)."""
+    return f"(({dt.C_TYPES[dtype]})({text}))" if dt.wraps(dtype) else text
+
+
+def _wide_operand(dtype: str, text: str) -> str:
+    """An operand of narrow integer arithmetic widened so that C computes without overflow (uint16 *
+    uint16 would overflow ``int``)."""
+    if not dt.wraps(dtype):
+        return text
+    return f"(uint32_t)({text})" if dt.is_unsigned(dtype) else f"(int32_t)({text})"
 
 
 def c_const(c: Const) -> str:
@@ -72,13 +96,48 @@ def c_const(c: Const) -> str:
             return "NAN"
         if math.isinf(v):
             return "INFINITY" if v > 0 else "(-INFINITY)"
-        text = repr(float(np.float32(v))) if c.dtype == "float32" else repr(float(v))
+        single = dt.info(c.dtype).value_c_type == "float"
+        text = repr(float(np.float32(v))) if single else repr(float(v))
         if "e" not in text and "." not in text:
             text += ".0"
-        return f"{text}f" if c.dtype == "float32" else text
+        return f"{text}f" if single else text
     if c.dtype == "int64" and not -(2**31) < v < 2**31:
         return f"INT64_C({v})"
+    if c.dtype == "uint32":
+        return f"{v}u"
     return str(v) if v != -(2**31) else "(-2147483647 - 1)"
+
+
+def vector_floor_division(op: str, a: str, divisor: Expr) -> str:
+    """C text of vector ``a // c`` or ``a % c`` for a broadcast positive constant ``c`` (the vectorizer
+    only makes these when ``c`` is a power of two, where a shift and a mask floor any integer, or the
+    operands are unsigned, where C's division is the floor)."""
+    c = int(divisor.value.value) if isinstance(divisor, ir.Broadcast) and isinstance(divisor.value, Const) else 0
+    if c <= 0:
+        raise TypeError(f"vector {op} needs a positive constant divisor")
+    if c & (c - 1) == 0:
+        return f"({a} >> {c.bit_length() - 1})" if op == "floordiv" else f"({a} & {c - 1})"
+    return f"({a} {'/' if op == 'floordiv' else '%'} {c})"
+
+
+SATURATING_SOURCES = ("int16", "int32")
+"""Signed lanes whose clamp-and-narrow (``saturate_cast``) the runtime header packs with saturation."""
+
+
+def saturating_narrow(e: ir.VCast) -> Expr | None:
+    """The operand ``x`` when ``e`` is ``cast(min(max(x, low), high))`` to a narrower integer type whose range
+    is exactly ``[low, high]`` (what ``saturate_cast`` builds) from int16 or int32 lanes, else None."""
+    target = ir.split_dtype(e.dtype)[0]
+    inner = e.value
+    if not (isinstance(inner, Binary) and inner.op == "min" and isinstance(inner.a, Binary) and inner.a.op == "max"):
+        return None
+    source = ir.split_dtype(inner.dtype)[0]
+    if source not in SATURATING_SOURCES or dt.is_float(target) or target == "bool" \
+            or dt.itemsize(target) >= dt.itemsize(source):
+        return None
+    bounds = [b.value.value if isinstance(b, ir.Broadcast) and isinstance(b.value, Const) else None
+              for b in (inner.a.b, inner.b)]
+    return inner.a.a if tuple(bounds) == dt.value_range(target) else None
 
 
 class CExpr(NodeFunctor):
@@ -104,13 +163,15 @@ class CExpr(NodeFunctor):
         return self.name(e, e.name)
 
     def visit_Load(self, e: ir.Load) -> str:
+        if dt.computed_in_float32(e.buffer.dtype):
+            return f"ts_load_{dt.info(e.buffer.dtype).suffix}({self.element(e.buffer, e.indices)})"
         return self.element(e.buffer, e.indices)
 
     def visit_Address(self, e: ir.Address) -> str:
         return "&" + self.element(e.buffer, e.indices)
 
     def visit_VLoad(self, e: ir.VLoad) -> str:
-        return f"ts_vload_{_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.text(e.index)}])"
+        return f"ts_vload_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.text(e.index)}])"
 
     def visit_Broadcast(self, e: ir.Broadcast) -> str:
         return f"ts_vbcast_{_vec(e.dtype)}({self.text(e.value)})"
@@ -119,17 +180,28 @@ class CExpr(NodeFunctor):
         return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.text(e.value)})"
 
     def visit_VCast(self, e: ir.VCast) -> str:
-        return f"__builtin_convertvector({self.text(e.value)}, {c_type(e.dtype)})"
+        clamped = saturating_narrow(e)
+        if clamped is not None:
+            return f"ts_vsat_{_vec(clamped.dtype)}_{dt.info(ir.split_dtype(e.dtype)[0]).suffix}({self.text(clamped)})"
+        text = f"__builtin_convertvector({self.text(e.value)}, {c_type(e.dtype)})"
+        if dt.computed_in_float32(ir.split_dtype(e.dtype)[0]):
+            return f"ts_vround_{_mem_vec(e.dtype)}({text})"
+        return text
 
     def visit_Unary(self, e: Unary) -> str:
+        if e.op == "neg" and ir.split_dtype(e.dtype)[1] > 1:
+            return f"(-{self.text(e.a)})"   # vector lanes wrap in their own type
         if e.op == "neg":
-            return f"(-{self.text(e.a)})"
+            return _wrapped(e.dtype, f"(-{_wide_operand(e.dtype, self.text(e.a))})")
         return f"(~{self.text(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.text(e.a)})"
 
     def visit_Cast(self, e: Cast) -> str:
         if e.dtype == "bool":
             return f"({self.text(e.value)} != 0)"
-        return f"(({dt.C_TYPES[e.dtype]})({self.text(e.value)}))"
+        if dt.computed_in_float32(e.dtype):
+            source = "_f64" if e.value.dtype == "float64" and e.dtype == "float16" else ""   # NumPy: one rounding
+            return f"ts_round_{dt.info(e.dtype).suffix}{source}({self.text(e.value)})"
+        return f"(({c_type(e.dtype)})({self.text(e.value)}))"
 
     def visit_Select(self, e: Select) -> str:
         cond, yes, no = self.text(e.cond), self.text(e.true_value), self.text(e.false_value)
@@ -143,32 +215,40 @@ class CExpr(NodeFunctor):
         if ir.split_dtype(operand)[1] > 1:
             if e.op in ("min", "max"):
                 return f"ts_v{e.op}_{_vec(operand)}({a}, {b})"
+            if e.op in ("floordiv", "floormod"):
+                return vector_floor_division(e.op, a, e.b)
             sym = {"and": "&", "or": "|", "div": "/"}.get(e.op) or _C_BINARY[e.op]
             return f"({a} {sym} {b})"
+        if e.op in ("add", "sub", "mul") and dt.wraps(operand):
+            return _wrapped(operand, f"({_wide_operand(operand, a)} {_C_BINARY[e.op]} {b})")
         if e.op in _C_BINARY:
             return f"({a} {_C_BINARY[e.op]} {b})"
         if e.op == "div":
             return f"({a} / {b})"
         if e.op in ("min", "max"):
-            return f"ts_{e.op}_{_SUFFIX[e.dtype if e.dtype != 'bool' else operand]}({a}, {b})"
+            return f"ts_{e.op}_{_suffix(e.dtype if e.dtype != 'bool' else operand)}({a}, {b})"
+        single = dt.info(operand).value_c_type == "float"
         if e.op == "floordiv":
             if dt.is_float(operand):
-                return f"{'floorf' if operand == 'float32' else 'floor'}({a} / {b})"
-            return f"ts_floordiv({a}, {b})"
+                return f"{'floorf' if single else 'floor'}({a} / {b})"
+            return _wrapped(operand, f"ts_floordiv({a}, {b})")
         if e.op == "floormod":
             if dt.is_float(operand):
-                fl = "floorf" if operand == "float32" else "floor"
+                fl = "floorf" if single else "floor"
                 return f"({a} - {fl}({a} / {b}) * {b})"
-            return f"ts_floormod({a}, {b})"
+            return _wrapped(operand, f"ts_floormod({a}, {b})")
         raise TypeError(f"unknown binary operation {e.op}")
 
     def visit_Call(self, e: Call) -> str:
         args = ", ".join(self.text(a) for a in e.args)
+        if ir.split_dtype(e.dtype)[1] > 1:   # a vector helper of the runtime header (dot products)
+            return f"ts_{e.name}_{_vec(e.dtype)}({args})"
         if e.name == "sigmoid":
-            return f"ts_sigmoid_{_SUFFIX[e.dtype]}({args})"
+            return f"ts_sigmoid_{_suffix(e.dtype)}({args})"
         if e.name == "abs" and not dt.is_float(e.dtype):
-            return f"ts_abs_{_SUFFIX[e.dtype]}({args})"
-        return f"{_FLOAT_FN[e.name]}{'f' if e.dtype == 'float32' else ''}({args})"
+            return f"ts_abs_{_suffix(e.dtype)}({args})"
+        single = dt.info(e.dtype).value_c_type == "float"
+        return f"{_FLOAT_FN[e.name]}{'f' if single else ''}({args})"
 
 
 class CodeGen(NodeFunctor):
@@ -215,11 +295,21 @@ class CodeGen(NodeFunctor):
         self.emit("}")
 
     def visit_Store(self, s: ir.Store) -> None:
-        self.emit(f"{self.exprs.element(s.buffer, s.indices)} = {self.expr(s.value)};")
+        value = self.expr(s.value)
+        if isinstance(s.value, ir.Load) and s.value.buffer.dtype == s.buffer.dtype:   # a copy keeps the bits
+            value = self.exprs.element(s.value.buffer, s.value.indices)
+        elif dt.computed_in_float32(s.buffer.dtype):
+            value = f"ts_store_{dt.info(s.buffer.dtype).suffix}({value})"
+        self.emit(f"{self.exprs.element(s.buffer, s.indices)} = {value};")
 
     def visit_VStore(self, s: ir.VStore) -> None:
         target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
-        self.emit(f"ts_vstore_{_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
+        base, lanes = ir.split_dtype(s.value.dtype)
+        if isinstance(s.value, ir.VLoad) and dt.computed_in_float32(base):   # a copy keeps the bits
+            source = f"&{self.name(s.value.buffer, s.value.buffer.name)}[{self.expr(s.value.index)}]"
+            self.emit(f"ts_vstore_u16x{lanes}({target}, ts_vload_u16x{lanes}({source}));")
+            return
+        self.emit(f"ts_vstore_{_mem_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
 
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:
         if all(i is not s.intrin for i in self.intrinsics):
@@ -234,7 +324,12 @@ class CodeGen(NodeFunctor):
         self.emit("}")
 
     def visit_Assign(self, s: ir.Assign) -> None:
-        self.emit(f"{self.name(s.var, s.var.name)} = {self.expr(s.value)};")
+        value = self.expr(s.value)
+        base, lanes = ir.split_dtype(s.var.dtype)
+        if dt.computed_in_float32(base):   # a register holds what memory would: the value rounded
+            value = f"ts_round_{dt.info(base).suffix}({value})" if lanes == 1 else \
+                f"ts_vround_{_mem_vec(s.var.dtype)}({value})"
+        self.emit(f"{self.name(s.var, s.var.name)} = {value};")
 
     def visit_LetStmt(self, s: ir.LetStmt) -> None:
         self.emit("{")
@@ -286,7 +381,7 @@ class CodeGen(NodeFunctor):
         sizes = b.constant_shape()
         if sizes is not None:
             count = int(np.prod(sizes, dtype=np.int64))
-            on_stack = count * dt.numpy_dtype(b.dtype).itemsize <= STACK_LIMIT
+            on_stack = count * dt.itemsize(b.dtype) <= STACK_LIMIT
         if on_stack:
             self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", 1)
             self.nested(s.body)

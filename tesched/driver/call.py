@@ -51,6 +51,16 @@ def buffer_format(dtype: np.dtype) -> str:
     return np.empty(1, dtype).data.format
 
 
+def describable(dtype: np.dtype) -> bool:
+    """Whether NumPy exports arrays of ``dtype`` with a buffer format the C checks can compare (not so for
+    ``ml_dtypes.bfloat16``: kernels with such arguments check them in Python)."""
+    try:
+        buffer_format(dtype)
+    except ValueError:
+        return False
+    return True
+
+
 @functools.lru_cache(maxsize=None)
 def _extension() -> Any:
     """The helper extension, compiled into the kernel cache unless already there. It depends on its

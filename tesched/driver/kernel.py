@@ -23,7 +23,7 @@ from tesched.arith.linear import linear
 from tesched.codegen.c import CSource
 from tesched.driver.allocations import Allocations
 from tesched.driver.arrays import as_array, like, torch_module
-from tesched.driver.call import ArgSpec, Program, StepFailed, address
+from tesched.driver.call import ArgSpec, Program, StepFailed, address, describable
 from tesched.driver.profile import Profile, measure_profile, read_profile
 from tesched.driver.threads import sync_thread
 from tesched.lower.func import LoweredFunc
@@ -92,7 +92,8 @@ class Kernel:
         self._allocations = Allocations(self.name, src.allocations, _evaluate)
         self._address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(module.lib, src.name)))
         arg_dims = self.arg_dims()
-        self._program = None if arg_dims is None else Program(
+        checkable = arg_dims is not None and all(describable(s.dtype) for s in specs)
+        self._program = None if not checkable or arg_dims is None else Program(
             [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(specs, arg_dims))], [0] * len(specs),
             [(self._address, list(range(len(specs))) + [-p - 1 for p in range(len(self._params))], True)],
             n_params=len(self._params))

@@ -7,8 +7,8 @@ one dtype for all its tensors. Its calling convention is fixed::
 
     void NAME(const T *in0, ..., const T *in{n-1}, T *out, int64_t SIZE0, ..., int64_t SIZE{m-1});
 
-- ``T`` is the C type of the dtype (``float`` for float32, ``double``, ``int32_t``, ``int64_t``, ``int8_t``
-  for bool);
+- ``T`` is the C type of the dtype (``float`` for float32, ``double``, ``int32_t``, ``uint8_t`` ...,
+  ``int8_t`` for bool, ``uint16_t`` holding the bits of a float16 or bfloat16);
 - ``in0`` ... are the inputs in declared order, each a C-contiguous row-major array of its shape, read only;
 - ``out`` is a C-contiguous row-major array of the output's shape that the function must fill entirely
   (its contents on entry are undefined); it never overlaps an input;

@@ -167,7 +167,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("loop nesting check", _loop_nesting),
     Pass("allocate intermediates", _allocate_intermediates),
     Pass("unroll", _on_body(lambda body, target: unroll(body)), Phase.BUILD),
-    Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes)), Phase.BUILD),
+    Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes, target.features)),
+         Phase.BUILD),
     Pass("promote registers", _on_body(lambda body, target: promote(body)), Phase.BUILD),
 )
 

@@ -4,8 +4,10 @@ Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, `
 ``layer_norm``, ``bias_add``, ``add``/``subtract``/``multiply``/``divide`` (NumPy broadcasting), ``relu``,
 ``sigmoid``, ``tanh``, ``exp``, ``erf``, ``sqrt``, ``rsqrt``, ``log``, ``abs``, ``negative``, ``clip``,
 ``pad``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``softmax``, ``reshape``, ``transpose``,
-``concatenate``, ``strided_slice``, ``split``, ``broadcast_to``, ``take``, ``sum``/``mean``/``max``, and
-the cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas). Each returns tensors; schedule them with
+``concatenate``, ``strided_slice``, ``split``, ``broadcast_to``, ``take``, ``sum``/``mean``/``max``, the
+cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas), and the quantized and low-precision ops
+``quantize``, ``dequantize``, ``requantize``, ``dense_packed``, ``conv2d_nhwc_packed``, ``qdense``,
+``qconv2d`` (see :mod:`tesched.nn.quantized`). Each returns tensors; schedule them with
 ``default_schedule(outputs)`` and build as usual::
 
     out = nn.relu(nn.conv2d(x, w, strides=1, padding=1))
@@ -36,6 +38,20 @@ from tesched.nn.elemwise import (
 from tesched.nn.norm import batch_norm, layer_norm
 from tesched.nn.pattern import Pattern, op_of, pattern_of
 from tesched.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
+from tesched.nn.quantized import (
+    conv2d_nhwc_packed,
+    dense_packed,
+    dequantize,
+    pack_conv_weight,
+    pack_dense_weight,
+    qconv2d,
+    qdense,
+    quantize,
+    quantized_conv_params,
+    quantized_dense_params,
+    requantize,
+)
+from tesched.nn.quantized_schedule import schedule_conv2d_nhwc_packed, schedule_dense_packed
 from tesched.nn.reduce import max, mean, sum
 from tesched.nn.rnn import lstm_cell, rnn_cell
 from tesched.nn.schedule import default_schedule, register_schedule, schedule_injective, schedule_reduction
@@ -48,4 +64,7 @@ __all__ = [
     "lstm_cell", "matmul", "max", "max_pool2d", "mean", "multiply", "negative", "op_of", "pad", "pattern_of",
     "register_schedule", "relu", "reshape", "rnn_cell", "rsqrt", "schedule_injective", "schedule_reduction",
     "sigmoid", "softmax", "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose",
+    "conv2d_nhwc_packed", "dense_packed", "dequantize", "pack_conv_weight", "pack_dense_weight", "qconv2d",
+    "qdense", "quantize", "quantized_conv_params", "quantized_dense_params", "requantize",
+    "schedule_conv2d_nhwc_packed", "schedule_dense_packed",
 ]

@@ -110,6 +110,7 @@ TS_VECTORS_OPS(int32_t, i32, i32, 4, 8, 16)
 TS_VECTORS_OPS(int64_t, i64, i64, 2, 4, 8)
 TS_VECTORS_OPS(float, f32, i32, 4, 8, 16)
 TS_VECTORS_OPS(double, f64, i64, 2, 4, 8)
+#include "tesched_narrow.h"
 #undef TS_VECTORS
 #undef TS_VECTORS_OPS
 #undef TS_VECTOR_TYPE

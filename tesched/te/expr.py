@@ -103,16 +103,16 @@ class Const(Expr):
         dtype = dt.literal_dtype(value, None) if dtype is None else dt.normalize(dtype)
         number = _number(value)
         if dt.is_float(dtype):
-            self.value = float(number)
+            self.value = dt.round_float(float(number), dtype)
         elif dtype == "bool":
             self.value = bool(number)
         else:
             if isinstance(number, float) and not number.is_integer():
                 raise TypeError(f"cannot make an {dtype} constant from {value!r}")
             integer = int(number)
-            bits = 31 if dtype == "int32" else 63
-            if not -(1 << bits) <= integer < (1 << bits):
-                raise OverflowError(f"{integer} does not fit in {dtype}")
+            low, high = dt.value_range(dtype)
+            if not low <= integer <= high:
+                raise TypeError(f"the constant {integer} does not fit in {dtype} ({low} to {high})")
             self.value = integer
         self.dtype = dtype
 
@@ -156,8 +156,10 @@ class Unary(Expr):
         a = as_expr(a)
         if op == "not":
             a = _as_bool(a)
+        elif a.dtype == "bool":
+            raise TypeError(f"-({a!r}): no arithmetic on bool: cast with .astype('int32') first")
         self.op, self.a = op, a
-        self.dtype = "bool" if op == "not" else ("int32" if a.dtype == "bool" else a.dtype)
+        self.dtype = "bool" if op == "not" else a.dtype
 
     def children(self):
         return (self.a,)
@@ -234,8 +236,8 @@ class Reduce(Expr):
             return Const(0, self.dtype)
         if dt.is_float(self.dtype):
             return Const(-math.inf if self.combiner == "max" else math.inf, self.dtype)
-        bits = 31 if self.dtype == "int32" else 63
-        return Const(-(1 << bits) if self.combiner == "max" else (1 << bits) - 1, self.dtype)
+        low, high = dt.value_range(self.dtype)
+        return Const(low if self.combiner == "max" else high, self.dtype)
 
     def combine(self, acc: Expr, value: Expr) -> Expr:
         if self.combiner == "sum":
@@ -262,18 +264,36 @@ def _as_bool(e: Expr) -> Expr:
     return Binary("ne", e, Const(0, e.dtype), "bool")
 
 
+_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%", "lt": "<",
+            "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|"}
+
+
+def _text(op: str, a: object, b: object) -> str:
+    """``a <op> b`` as a user would read it, for error messages."""
+    if op in _SYMBOLS:
+        return f"{a!r} {_SYMBOLS[op]} {b!r}"
+    return f"{op}({a!r}, {b!r})"
+
+
 def binary(op: str, a: object, b: object) -> Expr:
-    """Build ``a <op> b`` applying the promotion rules of :mod:`tesched.te.dtype`."""
+    """Build ``a <op> b`` applying the rules of :mod:`tesched.te.dtype`; a broken rule raises ``TypeError``
+    naming the expression and both dtypes."""
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         raise TypeError(f"binary {op} needs at least one tesched expression")
-    a = as_expr(a, b.dtype if isinstance(b, Expr) else None)
-    b = as_expr(b, a.dtype)
-    if op in LOGIC_OPS:
-        return Binary(op, _as_bool(a), _as_bool(b), "bool")
-    operand = dt.promote(a.dtype, b.dtype)
-    if op == "div" and not dt.is_float(operand):
-        raise TypeError("integer true division is ambiguous: use // for floor division, "
-                        "or cast an operand with .astype('float32')")
+    try:
+        a = as_expr(a, b.dtype if isinstance(b, Expr) else None)
+        b = as_expr(b, a.dtype)
+        if op in LOGIC_OPS:
+            return Binary(op, _as_bool(a), _as_bool(b), "bool")
+        operand = dt.promote(a.dtype, b.dtype, op)
+        if op == "div" and not dt.is_float(operand):
+            raise TypeError(f"integer true division of {a.dtype} and {b.dtype} is ambiguous: use // for floor "
+                            "division, or cast an operand with .astype('float32')")
+        if op == "floordiv" and dt.is_float(operand):
+            raise TypeError(f"// is integer floor division, and the operands are {a.dtype} and {b.dtype}: "
+                            "use ts.floor(a / b)")
+    except TypeError as err:
+        raise TypeError(f"{_text(op, a, b)}: {err}") from None
     a, b = cast_to(a, operand), cast_to(b, operand)
     folded = _fold(op, a, b)
     if folded is not None:
@@ -300,8 +320,8 @@ def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
         return a if op == "mul" and cb == 1.0 else (b if op == "mul" and ca == 1.0 else None)
     if ca is not None and cb is not None and op in ("add", "sub", "mul"):
         value = {"add": ca + cb, "sub": ca - cb, "mul": ca * cb}[op]
-        bits = 31 if a.dtype == "int32" else 63
-        return Const(value, a.dtype) if -(1 << bits) <= value < (1 << bits) else None
+        low, high = dt.value_range(a.dtype)
+        return Const(value, a.dtype) if low <= value <= high else None
     if (op in ("add", "sub") and cb == 0) or (op == "mul" and cb == 1) or (op == "floordiv" and cb == 1):
         return a
     if (op == "add" and ca == 0) or (op == "mul" and ca == 1):

@@ -1,6 +1,6 @@
 """Named scalar functions and reducers users call in ``compute`` bodies.
 
-``exp log sqrt tanh sigmoid abs floor ceil`` (floating), ``maximum minimum`` (any type),
+``exp log sqrt tanh sigmoid abs floor ceil rint`` (floating; ``rint`` rounds to nearest even, as NumPy), ``maximum minimum`` (any type),
 ``if_then_else``, ``all``/``any`` of conditions, and the reducers ``sum max min`` (TVM names; ``max``
 and ``min`` called on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
 ``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
@@ -14,7 +14,7 @@ from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Expr, Reduce, Select, as_expr, binary, cast_to
 from tesched.te.tensor import IterType, IterVar
 
-FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil")
+FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint")
 
 
 def _unary_float(name: str, x: object) -> Expr:
@@ -55,6 +55,8 @@ tanh = _float_function("tanh", "The hyperbolic tangent of ``x``", "ts.tanh(A[i])
 sigmoid = _float_function("sigmoid", "``1 / (1 + exp(-x))``", "ts.sigmoid(A[i])")
 floor = _float_function("floor", "The largest integer value not above ``x`` (as a float)", "ts.floor(A[i] * 4.0)")
 ceil = _float_function("ceil", "The smallest integer value not below ``x`` (as a float)", "ts.ceil(A[i] * 4.0)")
+rint = _float_function("rint", "``x`` rounded to the nearest integer, ties to even (NumPy's ``rint``; as a float)",
+                       "ts.rint(A[i] * 10.0)")
 
 
 def abs(x: object) -> Expr:  # noqa: A001 - TVM's name
@@ -104,7 +106,7 @@ def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
         c = binary("ne", c, 0)
     if not isinstance(then_value, Expr) and not isinstance(else_value, Expr):
         then_value = as_expr(then_value)  # two literals (the mask idiom): the first one's dtype leads
-    probe = binary("add", then_value, else_value)  # applies the promotion rules to both sides
+    probe = binary("max", then_value, else_value)  # applies the promotion rules to both sides
     t = cast_to(as_expr(then_value, probe.dtype), probe.dtype)
     f = cast_to(as_expr(else_value, probe.dtype), probe.dtype)
     return Select(c, t, f)

@@ -103,7 +103,7 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
         count = 1
         for d in sizes:
             count *= d
-        if count * dt.numpy_dtype(buf.dtype).itemsize > MAX_REGISTER_BYTES:
+        if count * dt.itemsize(buf.dtype) > MAX_REGISTER_BYTES:
             return ir.Allocate(buf, body)
         unrolled = _unroll_addressing_loops(body, buf)
         slots: dict[tuple[int, int], None] = {}

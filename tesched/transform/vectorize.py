@@ -25,6 +25,7 @@ from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
+from tesched.transform.dot_products import vectorize_dot_product
 
 _ARITH = ("add", "sub", "mul", "div", "min", "max")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -37,16 +38,47 @@ def _identity(op: str, dtype: str) -> Const:
         return Const(0, dtype)
     if dt.is_float(dtype):
         return Const(float("-inf") if op == "max" else float("inf"), dtype)
-    big = 2**31 - 1 if dtype == "int32" else 2**63 - 1
-    return Const(-big - 1 if op == "max" else big, dtype)
+    low, high = dt.value_range(dtype)
+    return Const(low if op == "max" else high, dtype)
 
 
 class CannotVectorize(Exception):
     pass
 
 
+def _depends(e: Expr, var: Var) -> bool:
+    return any(n is var for n in walk(e))
+
+
+_MASKS = {1: "int8", 2: "int16", 4: "int32", 8: "int64"}
+
+
 def _mask_dtype(scalar: str, lanes: int) -> str:
-    return ir.vector_dtype("int64" if dt.numpy_dtype(scalar).itemsize == 8 else "int32", lanes)
+    """The lane-wise comparison result of vectors of ``scalar``: signed integers of the values' size."""
+    return ir.vector_dtype(_MASKS[dt.info(scalar).value_itemsize], lanes)
+
+
+def _mask_for(mask: Expr, scalar: str) -> Expr:
+    """``mask`` converted to the lanes' size of vectors of ``scalar`` (a -1/0 mask converts exactly)."""
+    base, lanes = ir.split_dtype(mask.dtype)
+    wanted = _mask_dtype(scalar, lanes)
+    return mask if mask.dtype == wanted else ir.VCast(wanted, mask)
+
+
+def value_bytes(e: Expr, var: Var) -> int:
+    """The widest value (bytes per lane) the vector form of ``e`` computes: index arithmetic and
+    subexpressions that do not change with ``var`` (broadcast whole) are not looked into."""
+    own = dt.info(e.dtype).value_itemsize if e.dtype != "bool" else 1
+    if isinstance(e, ir.Load) or not _depends(e, var):
+        return own
+    return max([own] + [value_bytes(c, var) for c in e.children()])
+
+
+def _floor_division_vectorizes(e: Binary) -> bool:
+    """Vector ``//`` and ``%`` by a positive constant: a power of two (shift, mask) or unsigned operands."""
+    if not isinstance(e.b, Const) or not isinstance(e.b.value, int) or e.b.value <= 0:
+        return False
+    return dt.is_unsigned(e.dtype) or e.b.value & (e.b.value - 1) == 0
 
 
 def _unwrap_lets(stmts: list) -> tuple[list[tuple[Var, Expr]], list]:
@@ -90,21 +122,28 @@ class LoopVectorizer:
                 raise CannotVectorize("integer division")
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
             return Binary(e.op, a, b, a.dtype)
+        if isinstance(e, Binary) and e.op in ("floordiv", "floormod") and _floor_division_vectorizes(e):
+            a = self.expr(e.a, base, lanes)
+            return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
             return Binary(e.op, a, b, _mask_dtype(e.a.dtype, lanes))
         if isinstance(e, Binary) and e.op in ("and", "or"):
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
+            b = ir.VCast(a.dtype, b) if b.dtype != a.dtype else b
             return Binary(e.op, a, b, a.dtype)
         if isinstance(e, Select):  # both sides are computed in every lane, so neither may touch memory
             if any(isinstance(n, ir.Load) for n in walk(e.true_value)) or \
                     any(isinstance(n, ir.Load) for n in walk(e.false_value)):
                 raise CannotVectorize("a select whose branches read memory (lanes would read out of bounds)")
             t = self.expr(e.true_value, base, lanes)
-            return Select(self.expr(e.cond, base, lanes), t, self.expr(e.false_value, base, lanes))
+            cond = _mask_for(self.expr(e.cond, base, lanes), e.dtype)
+            return Select(cond, t, self.expr(e.false_value, base, lanes))
         if isinstance(e, Unary) and e.op == "neg":
             return Unary("neg", self.expr(e.a, base, lanes))
-        if isinstance(e, Cast) and dt.numpy_dtype(e.dtype).itemsize == dt.numpy_dtype(e.value.dtype).itemsize:
+        if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
+            raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
+        if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
             return ir.VCast(ir.vector_dtype(e.dtype, lanes), self.expr(e.value, base, lanes))
         raise CannotVectorize(f"{type(e).__name__} {getattr(e, 'op', getattr(e, 'name', ''))} has no vector form")
 
@@ -142,12 +181,8 @@ class LoopVectorizer:
         if loop.reduction:
             return None if self.lets else self.reduction(stores)
         values = [s.value for s in stores] + [value for _, value in self.lets]
-        sizes = {dt.numpy_dtype(s.buffer.dtype).itemsize for s in stores}
-        sizes |= {dt.numpy_dtype(n.buffer.dtype).itemsize for v in values for n in walk(v)
-                  if isinstance(n, ir.Load)}
-        if len(sizes) != 1:
-            return None
-        width = self.vector_bytes // sizes.pop()
+        widest = max([dt.info(s.buffer.dtype).value_itemsize for s in stores] + [value_bytes(v, self.var) for v in values])
+        width = self.vector_bytes // widest
         trips = constant_difference(loop.end, loop.begin)
         runtime = trips is None
         if runtime:
@@ -181,7 +216,7 @@ class LoopVectorizer:
         runtime = trips is None
         if runtime:
             trips = self.loop.extent_hint
-        width = self.vector_bytes // dt.numpy_dtype(store.buffer.dtype).itemsize
+        width = self.vector_bytes // max(dt.info(store.buffer.dtype).value_itemsize, value_bytes(term, self.var))
         if trips is None or trips < width:
             return None
         full = trips // width
@@ -232,13 +267,15 @@ class LoopVectorizer:
         return ir.seq(out)
 
 
-def vectorize(stmt: ir.Stmt, vector_bytes: int) -> ir.Stmt:
-    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD (nothing when the
-    target has no SIMD registers, ``vector_bytes == 0``: loops keep ``omp simd``)."""
+def vectorize(stmt: ir.Stmt, vector_bytes: int, features: frozenset[str] = frozenset()) -> ir.Stmt:
+    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD; ``features`` (the
+    target's) choose the instructions of narrow dot products (:mod:`.dot_products`). A target without
+    SIMD (``vector_bytes`` 0, portable C) keeps every loop scalar."""
     if vector_bytes <= 0:
         return stmt
+
     def visit(s: ir.Stmt) -> ir.Stmt | None:
         if isinstance(s, ir.For) and s.kind is LoopKind.VECTORIZED:
-            return LoopVectorizer(s, vector_bytes).run()
+            return vectorize_dot_product(s, vector_bytes, features) or LoopVectorizer(s, vector_bytes).run()
         return None
     return map_stmt(stmt, lambda e: e, visit)

@@ -132,3 +132,77 @@ def test_vectorized_loop_around_a_parallel_loop(rand):
         return                                           # refusing the schedule clearly is fine too
     a = rand((9, 12))
     np.testing.assert_allclose(f(a), a * 2)
+
+
+# narrow types ------------------------------------------------------------------------------------
+def _conversion_kernel(target: str, vectorized: bool):
+    n = 64
+    h, b = ts.placeholder((n,), "float16", name="h"), ts.placeholder((n,), "bfloat16", name="b")
+    f, d = ts.placeholder((n,), "float32", name="f"), ts.placeholder((n,), "float64", name="d")
+    outs = [ts.compute((n,), lambda i: h[i].astype("float32"), name="h2f"),
+            ts.compute((n,), lambda i: b[i].astype("float32"), name="b2f"),
+            ts.compute((n,), lambda i: f[i].astype("float16"), name="f2h"),
+            ts.compute((n,), lambda i: f[i].astype("bfloat16"), name="f2b"),
+            ts.compute((n,), lambda i: d[i].astype("float16"), name="d2h"),
+            ts.compute((n,), lambda i: d[i].astype("bfloat16"), name="d2b")]
+    s = ts.create_schedule([o.op for o in outs])
+    if vectorized:
+        for o in outs:
+            s[o].vectorize(s[o].split(o.op.axis[0], 16)[1])
+    with ts.Target(target):
+        kernel = ts.build(s, [h, b, f, d, *outs], name=f"convert_{target.replace('-', '_')}_{int(vectorized)}")
+    assert ("ts_vload" in kernel.c_source) == (vectorized and target != "c")
+    return kernel
+
+
+def _same_bits(got: np.ndarray, expected: np.ndarray) -> None:
+    nan = np.isnan(expected.astype(np.float32))
+    np.testing.assert_array_equal(np.isnan(got.astype(np.float32)), nan)
+    np.testing.assert_array_equal(got.view(np.uint16)[~nan], expected.view(np.uint16)[~nan])
+
+
+@pytest.mark.parametrize("target, vectorized", [("host", False), ("host", True), ("c", False)])
+def test_float16_and_bfloat16_convert_bit_exactly_like_numpy_and_ml_dtypes(target, vectorized, rng):
+    """Every float16 / bfloat16 bit pattern widens exactly; float32 and float64 round to nearest even
+    (ties, subnormals, overflow to infinity) like NumPy and ml_dtypes; target "c" has no F16C."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    kernel = _conversion_kernel(target, vectorized)
+    patterns = np.arange(65536, dtype=np.uint32).astype(np.uint16).reshape(-1, 64)
+    specials = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.99, 65520, 2.0 ** -24, 2.0 ** -25,
+                         3 * 2.0 ** -26, 1 + 2.0 ** -11, 1 + 3 * 2.0 ** -11, 1 + 2.0 ** -8, 3.4e38, 1e-40])
+    with np.errstate(over="ignore"):
+        wide = np.concatenate([specials, rng.uniform(-1, 1, 1008 * 16) * 2.0 ** rng.integers(-140, 130, 1008 * 16),
+                               rng.uniform(-1, 1, 1024 * 8 - 16) * 2.0 ** rng.integers(-26, 17, 1024 * 8 - 16)]).reshape(-1, 64)
+        for k in range(patterns.shape[0]):
+            h = patterns[k].view(np.float16)
+            bf = patterns[k].view(ml_dtypes.bfloat16)
+            d = wide[k % wide.shape[0]]
+            f = d.astype(np.float32)
+            h2f, b2f, f2h, f2b, d2h, d2b = kernel(h, bf, f, d)
+            np.testing.assert_array_equal(h2f, h.astype(np.float32))
+            np.testing.assert_array_equal(b2f, bf.astype(np.float32))
+            _same_bits(f2h, f.astype(np.float16))
+            _same_bits(f2b, f.astype(ml_dtypes.bfloat16))
+            _same_bits(d2h, d.astype(np.float16))
+            _same_bits(d2b, d.astype(ml_dtypes.bfloat16))
+
+
+def test_narrow_constants_are_rounded_and_typed():
+    assert Const(0.1, "float16").value == float(np.float16(0.1))
+    assert c_const(Const(4294967295, "uint32")) == "4294967295u"
+    assert c_const(Const(-128, "int8")) == "-128"
+    with pytest.raises(TypeError, match="256 does not fit in uint8"):
+        Const(256, "uint8")
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "uint16", "int16", "uint32"])
+def test_narrow_integer_arithmetic_wraps_like_numpy(dtype, rand):
+    info = np.iinfo(dtype)
+    A, B = ts.placeholder((64,), dtype, name="A"), ts.placeholder((64,), dtype, name="B")
+    C = ts.compute((64,), lambda i: (A[i] * B[i] + A[i] - 3) // 5 + ts.maximum(-A[i], B[i]) % 7, name="C")
+    f = ts.build(ts.create_schedule(C.op), [A, B, C], name=f"wrap_{dtype}")
+    a, b = rand(64, dtype, info.min, info.max), rand(64, dtype, info.min, info.max)
+    three, five, seven = (np.array(v, dtype) for v in (3, 5, 7))
+    with np.errstate(over="ignore"):
+        expected = (a * b + a - three) // five + np.maximum(-a, b) % seven
+    np.testing.assert_array_equal(f(a, b), expected)

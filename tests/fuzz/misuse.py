@@ -236,7 +236,7 @@ def _declaration_rows() -> list[Misuse]:
         rows.append(Misuse(f"compute with a shape that is {label}",
                            lambda shape=shape: ts.compute(shape, lambda *i: 1.0, name="Q"), r"compute Q.*shape"))
     for label, dtype in [("None", None), ("complex", "complex64"), ("unknown", "float7"), ("object", object),
-                         ("float16", "float16"), ("uint8", "uint8")]:
+                         ("uint64", "uint64"), ("a float128", "longdouble")]:
         rows.append(Misuse(f"placeholder with dtype {label}",
                            lambda dtype=dtype: ts.placeholder((3,), dtype=dtype, name="P"), r"placeholder P.*dtype"))
     for label, name in [("an int", 7), ("None", None), ("a list", ["x"])]:

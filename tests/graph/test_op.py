@@ -37,8 +37,20 @@ def every_op_call():
         G.nn.conv2d_weight_last(img, G.transpose(w3, (1, 2, 3, 0)), strides=2, padding=1),
         G.nn.winograd_conv2d(img, np.linspace(-1, 1, 6 * 4 * 9, dtype="float32").reshape(6, 4, 3, 3), 2,
                              padding=(1, 1, 1, 2)),
+        *quantized_calls(img, mat),
     ]
     return [img, w, w3, dw, vec, mat, wmat, *stats], calls
+
+
+def quantized_calls(img, mat):
+    """The quantized ops on the float inputs: quantized, multiplied by packed int8 constants, requantized."""
+    q = G.nn.quantize(mat, 0.01, 3)
+    qimg = G.nn.quantize(G.reshape(img, (1, 6, 5, 4)), 0.01, 3)                 # NHWC, 4 channels
+    packed_dense = G.const((np.arange(20) % 13 - 6).astype(np.int8).reshape(1, 5, 4))
+    packed_conv = G.const((np.arange(288) % 17 - 8).astype(np.int8).reshape(3, 3, 1, 8, 4))
+    scales, offsets = G.const(np.full(5, 0.01, np.float32)), G.const(np.arange(5, dtype=np.int32))
+    dense = G.nn.requantize(G.nn.dense_packed(q, packed_dense), scales, offsets, 2, relu=True)
+    return [G.nn.dequantize(dense, 0.1, 2), G.nn.conv2d_nhwc_packed(qimg, packed_conv, padding=1, pad_value=3)]
 
 
 def test_numpy_evaluation_matches_compiled_kernels(rand):

@@ -130,3 +130,76 @@ def test_loop_over_a_flattened_image_is_contiguous():
     assert "ts_vload_" in f.c_source
     x = np.random.default_rng(4).random((4, 28, 28), dtype=np.float32)
     np.testing.assert_allclose(f(x), x.reshape(4, 784) * 2)
+
+
+# narrow types ------------------------------------------------------------------------------------
+def test_uint16_blur_vectorizes_with_wrapping_arithmetic(rand):
+    """Halide's blur in uint16: sums wrap, // 3 of unsigned lanes is a vector division."""
+    H, W = 10, 40
+    inp = ts.placeholder((H + 2, W + 2), "uint16", name="input")
+    bx = ts.compute((H + 2, W), lambda y, x: (inp[y, x] + inp[y, x + 1] + inp[y, x + 2]) // 3, name="blur_x")
+    by = ts.compute((H, W), lambda y, x: (bx[y, x] + bx[y + 1, x] + bx[y + 2, x]) // 3, name="blur_y")
+    s = ts.create_schedule(by.op)
+    s[by].vectorize(s[by].op.axis[1])
+    s[bx].compute_at(s[by], s[by].op.axis[0])
+    s[bx].vectorize(s[bx].op.axis[1])
+    f = ts.build(s, [inp, by], name="blur_u16")
+    assert "ts_vload_u16x32" in f.c_source and ") / 3)" in f.c_source
+    a = rand((H + 2, W + 2), "uint16", 0, 65535)                # large values: the sums wrap
+    b = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) // 3
+    np.testing.assert_array_equal(f(a), (b[:-2] + b[1:-1] + b[2:]) // 3)
+
+
+def test_mixed_widths_widen_multiply_and_pack_with_saturation(rand):
+    """u8 and s8 loads widened to int32 lanes, a shift, a saturating narrowing store: one vector loop."""
+    A, B = ts.placeholder((48,), "uint8", name="A"), ts.placeholder((48,), "int8", name="B")
+    C = ts.compute((48,), lambda i: ts.saturate_cast(A[i].astype("int32") * B[i].astype("int32") // 16, "int8"),
+                   name="C")
+    s = ts.create_schedule(C.op)
+    s[C].vectorize(C.op.axis[0])
+    f = ts.build(s, [A, B, C], name="widen_pack")
+    assert "ts_vload_u8x16" in f.c_source and "ts_vstore_i8x16" in f.c_source and ">> 4" in f.c_source
+    a, b = rand(48, "uint8", 0, 255), rand(48, "int8", -128, 127)
+    expected = np.clip((a.astype(np.int64) * b) >> 4, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(f(a, b), expected)
+
+
+def test_float16_arithmetic_is_float32_rounded_on_store(rand):
+    A, B = ts.placeholder((40,), "float16", name="A"), ts.placeholder((40,), "float16", name="B")
+    C = ts.compute((40,), lambda i: A[i] * B[i] + A[i] * 3.0, name="C")
+    s = ts.create_schedule(C.op)
+    s[C].vectorize(C.op.axis[0])
+    f = ts.build(s, [A, B, C], name="f16_fma")
+    assert "ts_vload_f16x16" in f.c_source
+    a, b = rand(40, "float16", -4, 4), rand(40, "float16", -4, 4)
+    wide = a.astype(np.float32) * b.astype(np.float32) + a.astype(np.float32) * np.float32(3.0)
+    np.testing.assert_array_equal(f(a, b).view(np.uint16), wide.astype(np.float16).view(np.uint16))
+
+
+def _saturating(tensor, dtype):
+    return lambda i: ts.saturate_cast(tensor[i], dtype)
+
+
+@pytest.mark.parametrize("source, targets", [("int32", ["int8", "uint8", "int16", "uint16"]),
+                                             ("int16", ["int8", "uint8"])])
+def test_saturate_cast_of_full_vectors_is_a_saturating_pack(source, targets, rand):
+    """saturate_cast(int32 or int16 lanes) packs with vpmovs* / vpmovus* on AVX-512 BW, and clamps
+    exactly like NumPy elsewhere (the tail lanes, other targets)."""
+    n = 72
+    A = ts.placeholder((n,), source, name="A")
+    outs = [ts.compute((n,), _saturating(A, t), name=f"to_{t}") for t in targets]
+    s = ts.create_schedule([o.op for o in outs])
+    for o in outs:
+        s[o].vectorize(o.op.axis[0])
+    f = ts.build(s, [A, *outs], name=f"packs_{source}")
+    assert f.c_source.count("ts_vsat_") >= len(targets)
+    info = np.iinfo(source)
+    a = rand(n, source, info.min, info.max)
+    a[:6] = [info.min, info.max, -1, 0, 255, 256]
+    for got, t in zip(f(a), targets):
+        bounds = np.iinfo(t)
+        np.testing.assert_array_equal(got, np.clip(a.astype(np.int64), bounds.min, bounds.max).astype(t))
+    if shutil.which("objdump") and {"avx512bw"} <= ts.Target().features:
+        module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
+        asm = subprocess.run(["objdump", "-d", str(module)], capture_output=True, text=True).stdout
+        assert "vpmovs" in asm and "vpmovus" in asm

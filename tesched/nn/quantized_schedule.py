@@ -1,0 +1,118 @@
+"""Default schedules of the narrow products of :mod:`.quantized`: register tiles whose innermost loops are
+the dot-product pattern of :mod:`tesched.transform.dot_products` (output channels vectorized, the packing
+group serial and innermost), so they run on AVX-512 VNNI / BF16 where the target has them.
+
+- ``dense_packed``: tiles of ``DENSE_ROWS`` rows x ``DENSE_VECTORS`` vectors of columns; column panels are
+  the outer (parallel) loop, so a panel of packed weights stays in cache while every row tile reads it.
+- ``conv2d_nhwc_packed``: tiles of ``CONV_PIXELS`` output pixels of a row x ``CONV_VECTORS`` vectors of
+  output channels; rows of the image in parallel; the padded input computed once, before.
+
+Shapes without such tiles fall back to :func:`~tesched.nn.schedule.schedule_reduction`. The epilogue (a
+requantize, say) runs in the host's tile, vectorized over channels.
+"""
+from __future__ import annotations
+
+from tesched.nn.pattern import op_of
+from tesched.nn.schedule import (
+    PARALLEL_MIN_WORK,
+    largest_divisor,
+    parallel_outer,
+    reduction_work,
+    register_schedule,
+    schedule_reduction,
+)
+from tesched.schedule.schedule import Schedule
+from tesched.target import current_target
+from tesched.te.tensor import PlaceholderOp, Tensor
+
+PACK_MIN_ROW_TILES = 4
+"""A panel of packed weights is copied into a contiguous local buffer (its rows are a power of two bytes
+apart in the argument, and would collide in the cache) when at least this many row tiles read it."""
+
+DENSE_ROWS = 8
+DENSE_VECTORS = 2
+"""A ``dense_packed`` register tile: 8 rows x 2 vectors (16 accumulators, 2 weight loads and 8 broadcasts
+per step of 4 reduction elements)."""
+
+CONV_PIXELS = 4
+CONV_VECTORS = 4
+"""A ``conv2d_nhwc_packed`` register tile: 4 pixels x 4 vectors of output channels (16 accumulators)."""
+
+
+def _lanes() -> int:
+    return current_target().vector_bytes // 4
+
+
+def vector_tile(extent: int, lanes: int, vectors: int) -> int:
+    """Columns of a register tile: the largest multiple of ``lanes`` up to ``vectors * lanes`` that divides
+    ``extent``; else all of ``extent`` when it fits in twice that many vectors (narrower vectors take the
+    rest); 0 when neither works (no SIMD, or a long extent with no such divisor)."""
+    if lanes < 4:
+        return 0
+    for tile in range(vectors * lanes, 0, -lanes):
+        if extent % tile == 0:
+            return tile
+    return extent if extent <= 2 * vectors * lanes else 0
+
+
+@register_schedule("dense_packed")
+def schedule_dense_packed(s: Schedule, product: Tensor, host: Tensor) -> None:
+    """Register tiles of the product computed per tile of ``host`` (see the module doc)."""
+    rows, columns = (int(d) for d in product.shape)
+    lanes = _lanes()
+    tile_rows = largest_divisor(rows, DENSE_ROWS)
+    tile_columns = vector_tile(columns, lanes, DENSE_VECTORS)
+    if host.shape != product.shape or not tile_columns:
+        schedule_reduction(s, product, host)
+        return
+    pstage, hstage = s[product], s[host]
+    i, j = hstage.op.axis
+    io, ii = hstage.split(i, tile_rows)
+    jo, ji = hstage.split(j, tile_columns)
+    hstage.reorder(jo, io, ii, ji)
+    pstage.compute_at(hstage, io)
+    pi, pj = pstage.op.axis
+    ko, kt = pstage.op.reduce_axis
+    pstage.reorder(ko, pi, pj, kt)
+    pstage.unroll(pi)
+    pstage.vectorize(pj)
+    hstage.vectorize(ji)
+    if reduction_work(product) >= PARALLEL_MIN_WORK:
+        hstage.parallel(jo)
+    packed = product.op.input_tensors[1]
+    if isinstance(packed.op, PlaceholderOp) and rows // tile_rows >= PACK_MIN_ROW_TILES:
+        panel = s.cache_read(packed, "local", [s[product]])
+        s[panel].compute_at(hstage, jo)
+        _, pj, pt = s[panel].op.axis
+        s[panel].vectorize(s[panel].fuse(pj, pt))
+
+
+@register_schedule("conv2d_nhwc_packed")
+def schedule_conv2d_nhwc_packed(s: Schedule, conv: Tensor, host: Tensor) -> None:
+    """Register tiles of pixels x output channels computed per tile of ``host`` (see the module doc)."""
+    lanes = _lanes()
+    width, channels = int(conv.shape[2]), int(conv.shape[3])
+    tile_channels = vector_tile(channels, lanes, CONV_VECTORS)
+    if host.shape != conv.shape or not tile_channels:
+        schedule_reduction(s, conv, host)
+        return
+    cstage, hstage = s[conv], s[host]
+    n, h, w, o = hstage.op.axis
+    wo, wi = hstage.split(w, largest_divisor(width, CONV_PIXELS))
+    oo, oi = hstage.split(o, tile_channels)
+    hstage.reorder(n, h, wo, oo, wi, oi)
+    cstage.compute_at(hstage, oo)
+    cn, ch, cw, co = cstage.op.axis
+    r, s_, cb, ct = cstage.op.reduce_axis
+    cstage.reorder(cn, ch, r, s_, cb, cw, co, ct)
+    cstage.unroll(cw)
+    cstage.vectorize(co)
+    hstage.vectorize(oi)
+    parallel_outer(hstage, [n, h], reduction_work(conv))
+    data = conv.op.input_tensors[0]
+    if op_of(data) == "pad":
+        pstage = s[data]
+        pstage.compute_root()
+        pn, ph, pw, pc = pstage.op.axis
+        pstage.vectorize(pc)
+        parallel_outer(pstage, [pn, ph], PARALLEL_MIN_WORK)
