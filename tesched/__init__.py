@@ -2,11 +2,21 @@
 
 Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
 ``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
-``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``.
+``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``; ``load_module`` loads a
+kernel exported with ``Kernel.export_library`` back.
 """
 from tesched.autoschedule import auto_schedule, build, explain_schedule, tune
+from tesched.driver.load import load_module
 from tesched.driver.threads import get_num_threads, set_num_threads
-from tesched.errors import BoundsError, BuildError, LoweringError, ScheduleError, TensorizeError, TeschedError
+from tesched.errors import (
+    BoundsError,
+    BuildError,
+    LoweringError,
+    ModuleLoadError,
+    ScheduleError,
+    TensorizeError,
+    TeschedError,
+)
 from tesched.lower.func import LoweredFunc
 from tesched.lower.pipeline import lower
 from tesched.schedule.schedule import Schedule, Stage, create_schedule
@@ -62,4 +72,5 @@ __all__ = [
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
     "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var",
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",
+    "load_module", "ModuleLoadError",
 ]

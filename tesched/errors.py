@@ -29,3 +29,9 @@ class ConfigError(TeschedError, ValueError):
 class BoundsError(TeschedError, IndexError):
     """A stage reads a tensor outside its shape for some iteration; the message names the tensor, the
     stage, the index expression and one offending iteration."""
+
+
+class ModuleLoadError(TeschedError, RuntimeError):
+    """An exported library cannot be used here: it is not a tesched module, it was exported by a tesched
+    with another module ABI, this CPU lacks an instruction-set feature it was compiled for, or its
+    constants file is missing or belongs to another library. The message names the file and the cause."""

@@ -36,6 +36,18 @@ FEATURE_FLAGS: dict[str, str] = {
     "avx512vbmi": "-mavx512vbmi", "avx_vnni": "-mavxvnni", "f16c": "-mf16c", "fma": "-mfma",
 }
 
+# instruction-set features generated code may use (as /proc/cpuinfo names them), each with the name the
+# compiler's __builtin_cpu_supports knows it by: an exported library records them and checks the CPU has
+# them before it runs (see Target.isa_features)
+ISA_FEATURES: dict[str, str] = {
+    "sse4_2": "sse4.2", "popcnt": "popcnt", "avx": "avx", "avx2": "avx2", "fma": "fma", "f16c": "f16c",
+    "bmi1": "bmi", "bmi2": "bmi2", "avx512f": "avx512f", "avx512bw": "avx512bw", "avx512dq": "avx512dq",
+    "avx512vl": "avx512vl", "avx512cd": "avx512cd", "avx512ifma": "avx512ifma", "avx512vbmi": "avx512vbmi",
+    "avx512_vbmi2": "avx512vbmi2", "avx512_vnni": "avx512vnni", "avx512_bitalg": "avx512bitalg",
+    "avx512_vpopcntdq": "avx512vpopcntdq", "avx512_bf16": "avx512bf16", "avx512_fp16": "avx512fp16",
+    "avx_vnni": "avxvnni",
+}
+
 
 @functools.lru_cache(maxsize=None)
 def host_features() -> frozenset[str]:
@@ -119,6 +131,12 @@ class Target:
     def has(self, *features: str) -> bool:
         """Whether every one of ``features`` (CPU flag names such as ``avx512_vnni``) is available."""
         return set(features) <= self.features
+
+    @property
+    def isa_features(self) -> frozenset[str]:
+        """The instruction-set features (keys of :data:`ISA_FEATURES`) that code compiled for this target
+        may use, so that a CPU running it must have: the preset's, or for ``"host"`` all of this CPU's."""
+        return frozenset(f for f in self.features if f in ISA_FEATURES)
 
     @property
     def key(self) -> str:

@@ -12,7 +12,7 @@ import numpy as np
 
 from tesched.ir.nodes import Buffer
 from tesched.te import dtype as dt
-from tesched.te.expr import Expr
+from tesched.te.expr import Binary, Const, Expr, Var
 
 INT64_MAX = (1 << 63) - 1
 
@@ -53,3 +53,34 @@ class Allocations:
         if 1 <= status <= len(self.buffers):
             raise MemoryError(self._message(self.buffers[status - 1], values))
         raise MemoryError(f"{self.kernel}: an allocation failed (code {status})")
+
+
+def evaluate_size(e: Expr, values: dict[int, int]) -> int:
+    """The value of integer size expression ``e`` given ``values`` (size variable's id -> value).
+
+    Parameters
+    ----------
+    e : Expr
+        An expression of constants and size variables (``+ - * // % min max``).
+    values : dict of int to int
+        The value of each size variable, keyed by ``id(variable)``.
+
+    Returns
+    -------
+    int
+    """
+    if isinstance(e, Const):
+        return int(e.value)
+    if isinstance(e, Var):
+        return values[id(e)]
+    if isinstance(e, Binary):
+        a, b = evaluate_size(e.a, values), evaluate_size(e.b, values)
+        ops = {"add": a + b, "sub": a - b, "mul": a * b, "min": min(a, b), "max": max(a, b)}
+        if e.op in ops:
+            return ops[e.op]
+        if e.op in ("floordiv", "cdiv"):
+            return a // b
+        if e.op in ("floormod", "cmod"):
+            return a % b
+    raise ValueError(f"cannot evaluate size expression {e!r}")
+

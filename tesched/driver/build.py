@@ -103,6 +103,7 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
     module, compiled = compile_c(src, machine)
     kernel = Kernel(func, src, module)
     kernel.compiled = compiled
+    kernel.target = machine
     kernel.cache_key = cache_key(src, machine)
     kernel.target = machine
     if profile:

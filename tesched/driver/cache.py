@@ -176,7 +176,7 @@ def clear() -> int:
     removed = 0
     root = cache_dir()
     for path in list(root.iterdir()):
-        if path.name.startswith(("_tesched_", "helper-", "libtesched_external_", "reserved-", "build-")):
+        if path.name.startswith(("_tesched_", "helper-", "libtesched_external_", "reserved-", "system-", "build-")):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
             else:

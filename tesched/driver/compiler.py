@@ -17,6 +17,7 @@ import subprocess
 import sysconfig
 from pathlib import Path
 from types import ModuleType
+from typing import Sequence
 
 import cffi
 
@@ -50,13 +51,30 @@ def reserved_identifiers(target: Target) -> frozenset[str]:
     ones such as ``linux``, and those of the headers such as ``HUGE_VAL`` or ``errno``) and names the
     headers declare (``round``, ``select``, Python's API). Generated names avoid them. Cached on disk per
     compiler, flags and headers, since asking the compiler takes ~0.1 s."""
+    return _identifiers(target, '#include <Python.h>\n#include "tesched_runtime.h"\n', "reserved")
+
+
+SYSTEM_HEADERS = ("stdio.h", "stdlib.h", "string.h", "math.h", "stdint.h", "unistd.h", "pthread.h", "signal.h",
+                  "time.h", "fcntl.h", "dlfcn.h", "omp.h")
+
+
+@functools.lru_cache(maxsize=None)
+def system_identifiers(target: Target) -> frozenset[str]:
+    """The identifiers of the C library's, the math library's and OpenMP's headers
+    (:data:`SYSTEM_HEADERS`): a public symbol of an exported library must not be one of them, or it would
+    replace the system's function in the program that links it."""
+    return _identifiers(target, "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS), "system")
+
+
+def _identifiers(target: Target, source: str, kind: str) -> frozenset[str]:
+    """The identifiers (macros and tokens after preprocessing) of translation unit ``source``, cached on
+    disk per compiler, flags, headers and source."""
     include = sysconfig.get_paths()["include"]
     key = hashlib.sha256("\0".join([compiler_id(target.compiler), " ".join(target.flags), include,
-                                     runtime_text()]).encode()).hexdigest()[:24]
-    path = cache_dir() / f"reserved-{key}.txt"
+                                     runtime_text(), source]).encode()).hexdigest()[:24]
+    path = cache_dir() / f"{kind}-{key}.txt"
     if path.exists():
         return frozenset(path.read_text().split())
-    source = '#include <Python.h>\n#include "tesched_runtime.h"\n'
     args = [*target.compiler, "-x", "c", "-", "-I", include, "-I", str(RUNTIME_DIR),
             *[f for f in target.flags if f != "-w"]]
     names: set[str] = set()
@@ -84,15 +102,23 @@ def compile_module(module_name: str, source: str, declaration: str, target: Targ
     command = [*target.compiler, "-shared", "-fPIC", "-fwrapv", "-DNDEBUG", *target.flags,
                "-I", str(RUNTIME_DIR), "-I", sysconfig.get_paths()["include"], str(c_file), "-o", str(out),
                *LINK_FLAGS]
+    run_tool(command, tmpdir, label, source)
+    return str(out)
+
+
+def run_tool(command: Sequence[str], cwd: str | Path, label: str, source: str | None = None) -> None:
+    """Run a compiler (or linker, archiver) ``command`` in ``cwd``. Raises
+    :class:`~tesched.errors.BuildError` naming ``label`` with the tool's own diagnostic (and ``source``,
+    when given, the C text it compiled)."""
     try:
-        done = subprocess.run(command, cwd=tmpdir, capture_output=True, text=True,
+        done = subprocess.run(list(command), cwd=cwd, capture_output=True, text=True,
                               env=dict(os.environ, LC_ALL="C"))
     except OSError as err:
-        raise BuildError(f"C compilation of {label} failed: cannot run {target.compiler[0]}: {err}") from None
+        raise BuildError(f"C compilation of {label} failed: cannot run {command[0]}: {err}") from None
     if done.returncode != 0:
         diagnostic = (done.stderr or done.stdout).strip()
-        raise BuildError(f"C compilation of {label} failed:\n{diagnostic}\n--- source ---\n{source}")
-    return str(out)
+        shown = f"\n--- source ---\n{source}" if source is not None else ""
+        raise BuildError(f"C compilation of {label} failed:\n{diagnostic}{shown}")
 
 
 def load_module(module_name: str, path: Path | str, label: str, function: str | None) -> ModuleType:

@@ -21,17 +21,19 @@ import numpy as np
 
 from tesched.arith.linear import linear
 from tesched.codegen.c import CSource
-from tesched.driver.allocations import Allocations
+from tesched.codegen.signature import Signature, signature_of
+from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.arrays import as_array, like, torch_module
 from tesched.driver.call import ArgSpec, Program, StepFailed, address, describable
+from tesched.driver.export import export_kernel, export_kernel_c
+from tesched.driver.manifest import BuildRecord
 from tesched.driver.profile import Profile, measure_profile, read_profile
 from tesched.driver.threads import sync_thread
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
-from tesched.target import Target
+from tesched.target import Target, as_target
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr, Var
-from tesched.te.tensor import ComputeOp
+from tesched.te.expr import Var
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,8 @@ class _ArgSpec:
 
 
 class Kernel:
-    """A callable compiled kernel. ``c_source`` is its C code, ``lowered`` its loop IR."""
+    """A callable compiled kernel. ``c_source`` is its C code, ``lowered`` its loop IR (None for a kernel
+    loaded from an exported library: ``build_record`` then says what it was built for)."""
 
     compiled: bool = False     # whether building it ran the C compiler (False: found in the cache)
     cache_key: str = ""        # the hash under which the compiled module is cached
@@ -62,38 +65,50 @@ class Kernel:
     timed_regions: tuple = ()                       # profile counters (build(..., profile=True))
     uninstrumented: Callable[[], "Kernel"] | None = None   # builds the same kernel without timers
     last_profile: Profile | None = None             # the latest profile() measurement
+    build_record: BuildRecord | None = None         # for a kernel loaded by tesched.load_module
 
-    def __init__(self, func: LoweredFunc, src: CSource, module: Any):
+    def __init__(self, func: LoweredFunc | None, src: CSource, module: Any, signature: Signature | None = None,
+                 allocations: Allocations | None = None):
+        """A kernel built from lowered function ``func`` into ``module`` (cffi's), or, for a library loaded
+        without a compiler, from its recorded ``signature``: calls then go through cffi rather than the
+        compiled call helper, and ``allocations`` turns a nonzero status into the library's own error."""
+        if signature is None:
+            if func is None:
+                raise TypeError("Kernel needs a lowered function or a signature")
+            signature = signature_of(func, src.allocations)
         self.lowered = func
-        self.name = func.name
+        self.signature = signature
+        self.name = signature.name
         self.c_source = src.source
         self._ffi = module.ffi
         self._fn = getattr(module.lib, src.name)
         self._profile_reader = getattr(module.lib, src.profile) if src.profile else None
-        self._params = list(func.params)
+        self._params = list(signature.params)
         pindex = {id(p): k for k, p in enumerate(self._params)}
         specs = []
-        for buf, tensor in zip(func.args, func.arg_tensors):
+        for arg in signature.args:
             dims: list[int | tuple[str, object]] = []
-            for d in buf.shape:
+            for d in arg.shape:
                 if isinstance(d, int):
                     dims.append(d)
                 elif isinstance(d, Var) and id(d) in pindex:
                     dims.append(("param", pindex[id(d)]))
                 else:
                     dims.append(("expr", d))
-            specs.append(_ArgSpec(buf.name, dt.numpy_dtype(buf.dtype), f"{dt.C_TYPES[buf.dtype]}[]",
-                                  tuple(dims), isinstance(tensor.op, ComputeOp)))
+            specs.append(_ArgSpec(arg.name, dt.numpy_dtype(arg.dtype), f"{dt.C_TYPES[arg.dtype]}[]", tuple(dims),
+                                  arg.is_output))
         self._specs = specs
         self._n_inputs = sum(not s.is_output for s in specs)
         self._inputs_first = all(not s.is_output for s in specs[:self._n_inputs])
         self._output_shapes = [(s.dims, s.dtype) for s in specs if s.is_output] \
             if self._inputs_first and not self._params else None
-        self._allocations = Allocations(self.name, src.allocations, _evaluate)
-        self._address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(module.lib, src.name)))
+        self._allocations = allocations or Allocations(self.name, signature.allocations, evaluate_size)
+        self._compiled_helper = func is not None
+        function = self._ffi.addressof(module.lib, src.name) if self._compiled_helper else self._fn
+        self._address = int(self._ffi.cast("uintptr_t", function))
         arg_dims = self.arg_dims()
         checkable = arg_dims is not None and all(describable(s.dtype) for s in specs)
-        self._program = None if not checkable or arg_dims is None else Program(
+        self._program = None if not checkable or arg_dims is None or not self._compiled_helper else Program(
             [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(specs, arg_dims))], [0] * len(specs),
             [(self._address, list(range(len(specs))) + [-p - 1 for p in range(len(self._params))], True)],
             n_params=len(self._params))
@@ -160,7 +175,7 @@ class Kernel:
             elif d[0] == "param":
                 out.append(values[d[1]])
             else:
-                out.append(_evaluate(d[1], dict(zip(map(id, self._params), values))))
+                out.append(evaluate_size(d[1], dict(zip(map(id, self._params), values))))
         return tuple(out)
 
     def _check(self, spec: _ArgSpec, arr: object, values: list[int]) -> None:
@@ -277,10 +292,13 @@ class Kernel:
         torch = torch_module(arrays)
         args, outputs, values = self._checked(tuple(as_array(a, f"argument {s.name}")
                                                     for s, a in zip(self._specs, arrays)) + arrays[len(self._specs):])
-        words = [address(a) for a in args] + list(values)
-        program = Program([], words, [(self.address, range(len(words)), True)], keep=args)
         result = None if not outputs else [like(o, torch) for o in outputs]
         value_map = self._value_map(values)
+        if not self._compiled_helper:
+            return _direct_run(self, args, values, None if result is None else
+                               (result[0] if len(result) == 1 else tuple(result)))
+        words = [address(a) for a in args] + list(values)
+        program = Program([], words, [(self.address, range(len(words)), True)], keep=args)
 
         def failed(status: int) -> MemoryError:
             try:
@@ -311,6 +329,68 @@ class Kernel:
                     return None
             dims.append(tuple(row))
         return dims
+
+    def export_library(self, path: str | Path, static: bool | None = None, target: Target | str | None = None,
+                       name: str | None = None) -> Path:
+        """Compile the kernel into a C library that needs neither Python nor tesched to run.
+
+        Writes ``path`` (a shared object, or with ``static`` an archive) and, beside it, the header
+        ``<name>.h`` declaring ``int <name>(const float *in..., float *out..., int64_t size...)``: the
+        buffers in the build's argument order, then the symbolic sizes; it returns 0 or an error code
+        with a message (see the header). :func:`tesched.load_module` loads a shared object back.
+
+        Parameters
+        ----------
+        path : str or Path
+            The library to write (``.so``, or ``.a`` for a static archive).
+        static : bool, optional
+            Write a static archive; default: whether ``path`` ends with ``.a``.
+        target : Target or str, optional
+            The instruction set to compile for (e.g. ``"x86-64-avx2"`` for a machine without AVX-512);
+            default: the target the kernel was built for.
+        name : str, optional
+            The C entry point's name; default: the kernel's name.
+
+        Returns
+        -------
+        Path
+            The library written.
+
+        Example
+        -------
+        >>> f.export_library("conv_relu.so")          # doctest: +SKIP
+        PosixPath('conv_relu.so')
+        """
+        func, machine = self._exportable(target)
+        return export_kernel(func, machine, path, static, name)
+
+    def export_c(self, directory: str | Path, target: Target | str | None = None,
+                 name: str | None = None) -> list[Path]:
+        """Write the kernel as C sources into ``directory``: the kernel, its entry point, the header, the
+        runtime headers and a Makefile (``make`` builds ``<name>.so`` and ``lib<name>.a``).
+
+        Parameters
+        ----------
+        directory : str or Path
+            Where to write (created if needed).
+        target : Target or str, optional
+            The instruction set the Makefile compiles for; default: the kernel's target.
+        name : str, optional
+            The C entry point's name; default: the kernel's name.
+
+        Returns
+        -------
+        list of Path
+            The files written.
+        """
+        func, machine = self._exportable(target)
+        return export_kernel_c(func, machine, directory, name)
+
+    def _exportable(self, target: Target | str | None) -> tuple[LoweredFunc, Target]:
+        if self.lowered is None:
+            raise TypeError(f"kernel {self.name} was loaded from an exported library and has no loop IR to "
+                            "compile again: copy its library file instead")
+        return self.lowered, as_target(target if target is not None else self.target)
 
     def benchmark(self, *arrays: np.ndarray, repeat: int = 20, number: int = 1,
                   warmup: int = 1) -> BenchmarkResult:
@@ -370,20 +450,17 @@ def _bind_run(runner: Callable[[], None], program: Program, result: Any,
     return run
 
 
-def _evaluate(e: Expr, values: dict[int, int]) -> int:
-    """Evaluate an integer size expression of the parameters."""
-    if isinstance(e, Const):
-        return int(e.value)
-    if isinstance(e, Var):
-        return values[id(e)]
-    if isinstance(e, Binary):
-        a, b = _evaluate(e.a, values), _evaluate(e.b, values)
-        ops = {"add": a + b, "sub": a - b, "mul": a * b, "min": min(a, b), "max": max(a, b)}
-        if e.op in ops:
-            return ops[e.op]
-        if e.op in ("floordiv", "cdiv"):
-            return a // b
-        if e.op in ("floormod", "cmod"):
-            return a % b
-    raise ValueError(f"cannot evaluate size expression {e!r}")
+def _direct_run(kernel: Kernel, args: list, values: list[int], result: Any) -> Callable[[], Any]:
+    """A closure calling a loaded kernel's entry point through cffi on checked arrays (no call helper)."""
+    pointers = [kernel._ffi.from_buffer(spec.ctype, a) for spec, a in zip(kernel._specs, args)] + list(values)
+    value_map = kernel._value_map(values)
 
+    def run():
+        sync_thread()
+        status = kernel._fn(*pointers)
+        if status:
+            kernel._allocations.raise_for(status, value_map)
+        return result
+
+    run.__dict__["arrays"] = args
+    return run

@@ -16,7 +16,8 @@ Build a graph with ``var``/``const`` and the ops (``G.nn.conv2d``, ``G.add``, ..
 ``interpret`` runs a graph with NumPy, for reference. ``partition`` hands the subgraphs that match
 user patterns (``pattern("nn.conv2d", "add", "nn.relu")``) to functions of an ``ExternalLibrary``
 (C source or a shared library, each function declared as an ``ExternalFunction``); ``build`` compiles the
-rest as before.
+rest as before. ``exe.export_library("model.so")`` compiles the whole graph into one C library (see
+:mod:`.export`) and ``load_executable`` loads it back without a compiler.
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ from tesched.graph.external import ExternalFunction, ExternalFunctionError, Exte
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.interpret import interpret
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from tesched.graph.load import LoadedExecutable, load_executable
 from tesched.graph.op import Op, get_op
 from tesched.graph.ops_elemwise import (
     abs,
@@ -71,7 +73,8 @@ __all__ = [
     "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
     "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
-    "const", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op", "log", "max",
-    "mean", "multiply", "negative", "nn", "optimize", "partition", "passes", "pattern", "reshape", "rsqrt", "sigmoid",
-    "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose", "var", "wildcard",
+    "const", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op", "LoadedExecutable",
+    "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition", "passes", "pattern",
+    "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose",
+    "var", "wildcard",
 ]

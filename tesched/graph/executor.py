@@ -30,6 +30,7 @@ from tesched.driver.call import ArgSpec, Program, StepFailed, address
 from tesched.driver.kernel import BenchmarkResult, Kernel
 from tesched.driver.threads import sync_thread
 from tesched.graph.annotation import STOP_FUSION
+from tesched.graph.export import export_graph, export_graph_c
 from tesched.graph.external_op import ExternalCall, compile_external_group
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tesched.graph.lower import compile_primitive
@@ -41,6 +42,7 @@ from tesched.graph.types import TensorType, TupleType
 from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
+from tesched.target import Target
 
 SPARE_RESULT_SETS = 2
 """Sets of result arrays an executable keeps for plain calls: with two, ``y = exe(x)`` in a loop reuses
@@ -294,6 +296,49 @@ class Executable:
             self(*args, **kwargs)
             times.append(time.perf_counter() - t0)
         return BenchmarkResult(statistics.median(times), min(times), repeat)
+
+    def export_library(self, path: str | Path, static: bool | None = None, target: Target | str | None = None,
+                       name: str | None = None, constants: str = "auto") -> Path:
+        """Compile the whole graph into one C library that needs neither Python nor tesched to run.
+
+        Writes ``path`` (a shared object, or with ``static`` an archive) and, beside it, the header
+        ``<name>.h`` declaring ``int <name>(const float *input..., float *output...)``: one entry point
+        running every fused kernel in order, returning 0 or an error code with a message (see the
+        header). :func:`tesched.graph.load_executable` loads a shared object back.
+
+        Parameters
+        ----------
+        path : str or Path
+            The library to write (``.so``, or ``.a`` for a static archive).
+        static : bool, optional
+            Write a static archive; default: whether ``path`` ends with ``.a``.
+        target : Target or str, optional
+            The instruction set to compile for; default: the one the kernels were built for.
+        name : str, optional
+            The C entry point's name; default: the file's name without ``lib`` and suffixes.
+        constants : str
+            ``"embed"`` (in the library), ``"file"`` (``<name>.constants`` beside it, read by
+            ``<name>_load_constants``) or ``"auto"`` (embedded up to 64 MiB).
+
+        Returns
+        -------
+        Path
+            The library written.
+
+        Example
+        -------
+        >>> exe = G.build(f, params)                  # doctest: +SKIP
+        >>> exe.export_library("model.so")            # doctest: +SKIP
+        PosixPath('model.so')
+        """
+        return export_graph(self, path, static, target, name, constants)
+
+    def export_c(self, directory: str | Path, target: Target | str | None = None, name: str = "model",
+                 constants: str = "auto") -> list[Path]:
+        """Write the graph as C sources into ``directory``: one file per kernel, the entry point, the
+        header, the runtime headers, the constants and a Makefile (``make`` builds ``<name>.so`` and
+        ``lib<name>.a``). Parameters as :meth:`export_library`; returns the files written."""
+        return export_graph_c(self, directory, target, name, constants)
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
         """Write a self-contained HTML page of this graph (the graph after each pass, fused groups, why

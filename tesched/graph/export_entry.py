@@ -1,0 +1,190 @@
+"""The public C entry point of an exported graph, and its header.
+
+``int model(const float *data, ..., float *output, ...)`` takes the graph's inputs in the order of its
+parameters, then its outputs. It checks the CPU, that the constants are there, that no array is ``NULL``
+and that no output overlaps another argument; then it allocates the intermediate buffers (a failure is
+``TESCHED_ERROR_ALLOCATION`` naming the tensor and its byte count), runs every kernel in order (a kernel
+that cannot allocate a heap buffer is reported the same way, naming the group and the buffer), copies
+the results no kernel writes, and frees the buffers. Embedded constants come from an ``.incbin`` of the
+blob; a side file is read by ``model_load_constants(path)``, which checks its header (size, SHA-256 of the
+payload) and checksum before the first call may use it. This module writes C text only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from tesched.codegen.export_text import c_string, entry_prelude, error_lines, header, public_names
+from tesched.graph.export_plan import SIDE_FILE_MAGIC, ConstantsLayout, Plan, Step, Value
+from tesched.target import Target
+from tesched.te import dtype as dt
+
+
+def graph_entry(program: Plan, prefix: str, constants: ConstantsLayout, manifest_json: str,
+                target: Target) -> tuple[str, str]:
+    """The header and entry source of ``program`` exported as C function ``prefix``.
+
+    Parameters
+    ----------
+    program : Plan
+        The planned graph.
+    prefix : str
+        The public function's name (a C identifier).
+    constants : ConstantsLayout
+        How the constants ship (embedded or in a side file).
+    manifest_json : str
+        The build record embedded in the library.
+    target : Target
+        What the kernels are compiled for (named in the header, its features checked at run time).
+
+    Returns
+    -------
+    tuple of str
+        The header's text and the entry source's text.
+    """
+    arguments = program.inputs + program.outputs
+    public = public_names([v.name for v in arguments], taken=(prefix,))
+    types = [f"{'const ' if v.place == 'input' else ''}{_ctype(v)} *" for v in arguments]
+    args = [f"{t}{n}" for t, n in zip(types, public)]
+    proto = f"int {prefix}({', '.join(args)})"
+    declarations = [f"{proto};"]
+    codes = ["TESCHED_ERROR_ARGUMENT", "TESCHED_ERROR_ALLOCATION", "TESCHED_ERROR_CPU"]
+    if constants.file is not None:
+        declarations.append(f"int {prefix}_load_constants(const char *path);")
+        codes.append("TESCHED_ERROR_CONSTANTS")
+    width = max(len(n) for n in public)
+    doc = [f"{prefix}: a graph exported by tesched for target {target.name}"
+           + (f" (CPU features: {', '.join(sorted(target.isa_features))})." if target.isa_features else "."), "",
+           f"  {proto};", ""]
+    doc += [f"  {n:<{width}}  {v.place:<6}  {v.type.dtype}[{', '.join(map(str, v.type.shape))}]"
+            for v, n in zip(arguments, public)]
+    doc += ["", f"It runs {len(program.steps)} kernels: {', '.join(s.group for s in program.steps)}."]
+    if constants.file is not None:
+        doc += [f"Its constants ({len(constants.blob):,} bytes) are in {constants.file}: call "
+                f"{prefix}_load_constants(path) once before the first call."]
+    else:
+        doc += [f"Its constants ({len(constants.blob):,} bytes) are embedded in the library."]
+    doc += ["Arrays are C-contiguous (row-major); an output must not overlap another argument.",
+            f"Returns TESCHED_OK (0), or an error code and {prefix}_last_error() says what went wrong:",
+            *error_lines(codes),
+            "Parallel loops run on OpenMP threads (OMP_NUM_THREADS); several threads may call it at once.",
+            "Link with the shared library, or with the static one and -fopenmp -lm."]
+    lines = entry_prelude(f"{prefix}.h", manifest_json, prefix, prefix, target.name, target.isa_features)
+    lines += [f"TS_HIDDEN {src.declaration}" for src in program.kernels] + [""]
+    lines += _embedded(prefix, constants) if constants.file is None else _loader(prefix, constants)
+    lines += _entry(program, prefix, types)
+    return header(prefix, doc, declarations), "\n".join(lines + [""])
+
+
+def _ctype(v: Value) -> str:
+    return dt.C_TYPES[v.type.dtype]
+
+
+def _embedded(prefix: str, constants: ConstantsLayout) -> list[str]:
+    """The blob, included by the assembler, and ``ts_constants()`` returning it."""
+    blob = f"{prefix}_constants_blob"
+    asm = [".section .rodata.tesched_constants,\"a\",@progbits", ".balign 64", f".globl {blob}",
+           f".hidden {blob}", f"{blob}:", f'.incbin "{prefix}_constants.bin"', ".previous"]
+    return ["__asm__(" + "\n        ".join(c_string(line + "\n") for line in asm) + ");",
+            f"extern const unsigned char {blob}[] TS_HIDDEN;", "",
+            f"static const unsigned char *ts_constants(void) {{ return {blob}; }}", ""]
+
+
+def _loader(prefix: str, constants: ConstantsLayout) -> list[str]:
+    """``prefix_load_constants(path)`` (reads and checks the side file once) and ``ts_constants()``."""
+    size, digest = len(constants.blob), ", ".join(str(b) for b in constants.sha256)
+    name = constants.file or ""
+    wrong = f"{prefix}: %s does not hold this library's constants (it ships them in {name})"
+    return [
+        "static unsigned char *ts_loaded_constants;",
+        f"static const unsigned char ts_constants_id[32] = {{{digest}}};", "",
+        f"TS_PUBLIC int {prefix}_load_constants(const char *path) {{",
+        "  ts_message[0] = '\\0';",
+        "  if (__atomic_load_n(&ts_loaded_constants, __ATOMIC_ACQUIRE)) return TESCHED_OK;",
+        f"  if (path == NULL) return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(f'{prefix}_load_constants: path is NULL', printf=True)});",
+        '  FILE *file = fopen(path, "rb");',
+        f"  if (file == NULL) return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(f'{prefix}: cannot open the constants file ', printf=True)} \"%s\", path);",
+        "  unsigned char head[64];",
+        "  uint64_t size = 0, sum = 0;",
+        "  const int read_head = fread(head, 1, sizeof head, file) == sizeof head;",
+        "  if (read_head) { memcpy(&size, head + 8, 8); memcpy(&sum, head + 16, 8); }",
+        f"  if (!read_head || memcmp(head, {c_string(SIDE_FILE_MAGIC.decode())}, 8) != 0 || size != UINT64_C({size}) ||",
+        f"      sum != UINT64_C({constants.checksum}) || memcmp(head + 24, ts_constants_id, 32) != 0) {{",
+        "    fclose(file);",
+        f"    return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(wrong.split('%s')[0], printf=True)} \"%s\" "
+        f"{c_string(wrong.split('%s')[1], printf=True)}, path);",
+        "  }",
+        f"  unsigned char *data = (unsigned char *)ts_alloc_elems(1, {size});",
+        "  const int complete = data != NULL && fread(data, 1, size, file) == size;",
+        "  fclose(file);",
+        "  if (data == NULL)",
+        f"    return ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(f'{prefix}: cannot allocate {size} bytes for its constants', printf=True)});",
+        "  if (!complete || ts_checksum(data, size) != sum) {",
+        "    ts_free(data);",
+        f"    return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(f'{prefix}: the constants file ', printf=True)} \"%s\" "
+        f"{c_string(' is truncated or damaged (checksum mismatch)', printf=True)}, path);",
+        "  }",
+        "  unsigned char *none = NULL;",
+        "  if (!__atomic_compare_exchange_n(&ts_loaded_constants, &none, data, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))",
+        "    ts_free(data);   /* another thread loaded them first */",
+        "  return TESCHED_OK;",
+        "}", "",
+        "static const unsigned char *ts_constants(void) {",
+        "  return __atomic_load_n(&ts_loaded_constants, __ATOMIC_ACQUIRE);", "}", ""]
+
+
+def _pointer(v: Value) -> str:
+    """The C expression of value ``v``'s data, typed for a kernel argument."""
+    t = _ctype(v)
+    return {"input": f"({t} *)a{v.index}", "output": f"o{v.index}", "buffer": f"({t} *)buffers[{v.index}]",
+            "constant": f"({t} *)(constants + {v.index})"}[v.place]
+
+
+def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
+    """The public function: checks, buffers, kernel calls, copies, cleanup."""
+    arguments = program.inputs + program.outputs
+    names = [f"a{v.index}" if v.place == "input" else f"o{v.index}" for v in arguments]
+    params = ", ".join(f"{t}{n}" for t, n in zip(types, names))
+    out = [f"TS_PUBLIC int {prefix}({params}) {{", "  ts_message[0] = '\\0';",
+           "  if (ts_check_cpu()) return TESCHED_ERROR_CPU;",
+           "  const unsigned char *constants = ts_constants();"]
+    loader = f"{prefix}: its constants are not loaded: call {prefix}_load_constants(path) first"
+    out.append(f"  if (constants == NULL) return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(loader, printf=True)});")
+    for v, n in zip(arguments, names):
+        out.append(f"  if ({n} == NULL) return ts_fail(TESCHED_ERROR_ARGUMENT, "
+                   f"{c_string(f'{prefix}: {v.place} {v.name} is NULL', printf=True)});")
+    for v, n in zip(program.outputs, names[len(program.inputs):]):
+        for w, m in zip(arguments, names):
+            if m != n:
+                message = f"{prefix}: output {v.name} overlaps {w.place} {w.name} in memory"
+                out.append(f"  if (ts_overlap({n}, {v.nbytes}, {m}, {w.nbytes})) "
+                           f"return ts_fail(TESCHED_ERROR_ARGUMENT, {c_string(message, printf=True)});")
+    out += [f"  void *buffers[{max(len(program.buffers), 1)}] = {{0}};", "  int code = TESCHED_OK, status = 0;"]
+    for b in program.buffers:
+        message = f"{prefix}: cannot allocate the intermediate tensor {b.name} of {b.nbytes} bytes"
+        out += [f"  buffers[{b.index}] = ts_alloc_elems({np.dtype(b.type.dtype).itemsize}, {b.nbytes // np.dtype(b.type.dtype).itemsize});",
+                f"  if (buffers[{b.index}] == NULL) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, "
+                f"{c_string(message, printf=True)}); goto done; }}"]
+    for step in program.steps:
+        out.append(f"  status = {step.function}({', '.join(_pointer(v) for v in step.args)});")
+        out += [f"  if (status != 0) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"
+                if k is None else
+                f"  if (status == {k}) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"
+                for k, m in _status_messages(prefix, step)]
+    for dst, src in program.copies:
+        out.append(f"  memcpy({_pointer(dst)}, {_pointer(src)}, {dst.nbytes});")
+    out += ["done:", *(f"  ts_free(buffers[{b.index}]);" for b in program.buffers), "  return code;", "}"]
+    return out
+
+
+def _status_messages(prefix: str, step: Step) -> list[tuple[int | None, str]]:
+    """(status, message) for each heap buffer of the step's kernel, then (None, the message for any other
+    nonzero status)."""
+    out: list[tuple[int | None, str]] = []
+    for k, buf in enumerate(step.heap):
+        if buf.shape is None:
+            what = f"buffer {buf.name} ({buf.dtype})"
+        else:
+            nbytes = int(np.prod(buf.shape, dtype=np.int64)) * dt.numpy_dtype(buf.dtype).itemsize
+            what = f"buffer {buf.name} of {nbytes} bytes ({buf.dtype}[{', '.join(map(str, buf.shape))}])"
+        out.append((k + 1, f"{prefix}: kernel {step.group} cannot allocate {what}"))
+    return out + [(None, f"{prefix}: kernel {step.group} failed to allocate memory")]
