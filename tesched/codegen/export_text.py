@@ -57,9 +57,9 @@ def c_string(text: str, printf: bool = False) -> str:
 
 
 def c_comment(text: str) -> str:
-    """``text`` safe inside a ``/* ... */`` comment: no comment delimiters, printable ASCII only."""
+    """``text`` safe inside a ``/* ... */`` comment: no comment delimiters or trigraphs, printable ASCII only."""
     text = re.sub(r"[^ -~]", "?", text)
-    return text.replace("*/", "* /").replace("/*", "/ *")
+    return text.replace("*/", "* /").replace("/*", "/ *").replace("??", "? ?")
 
 
 def public_names(names: Sequence[str], taken: Iterable[str] = ()) -> list[str]:

@@ -51,36 +51,45 @@ def reserved_identifiers(target: Target) -> frozenset[str]:
     ones such as ``linux``, and those of the headers such as ``HUGE_VAL`` or ``errno``) and names the
     headers declare (``round``, ``select``, Python's API). Generated names avoid them. Cached on disk per
     compiler, flags and headers, since asking the compiler takes ~0.1 s."""
-    return _identifiers(target, '#include <Python.h>\n#include "tesched_runtime.h"\n', "reserved")
+    return _identifiers(target, '#include <Python.h>\n#include "tesched_runtime.h"\n', "reserved", _ANY_TOKEN,
+                        _ANY_TOKEN)
 
 
 SYSTEM_HEADERS = ("stdio.h", "stdlib.h", "string.h", "math.h", "stdint.h", "unistd.h", "pthread.h", "signal.h",
                   "time.h", "fcntl.h", "dlfcn.h", "omp.h")
 
 
+_ANY_TOKEN = re.compile(r"\b([A-Za-z_]\w*)\b")
+_MACRO = re.compile(r"^#define\s+([A-Za-z_]\w*)", re.MULTILINE)
+# after preprocessing: a declared or called function, a typedef name, an extern object
+_DECLARED = re.compile(r"\b([A-Za-z_]\w*)\s*\(|\btypedef\b[^;{}]*?\b([A-Za-z_]\w*)\s*(?:\[[^;]*\])?;"
+                       r"|\bextern\b[^;(){}]*?\b([A-Za-z_]\w*)\s*(?:\[[^;]*\])?;")
+
+
 @functools.lru_cache(maxsize=None)
 def system_identifiers(target: Target) -> frozenset[str]:
-    """The identifiers of the C library's, the math library's and OpenMP's headers
-    (:data:`SYSTEM_HEADERS`): a public symbol of an exported library must not be one of them, or it would
-    replace the system's function in the program that links it."""
-    return _identifiers(target, "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS), "system")
+    """The macros, functions, types and global objects of the C library's, the math library's and OpenMP's
+    headers (:data:`SYSTEM_HEADERS`): a public symbol of an exported library must not be one of them, or it
+    would clash with, or replace, the system's in the program that links it."""
+    return _identifiers(target, "".join(f"#include <{h}>\n" for h in SYSTEM_HEADERS), "system", _MACRO, _DECLARED)
 
 
-def _identifiers(target: Target, source: str, kind: str) -> frozenset[str]:
-    """The identifiers (macros and tokens after preprocessing) of translation unit ``source``, cached on
-    disk per compiler, flags, headers and source."""
+def _identifiers(target: Target, source: str, kind: str, macros: re.Pattern[str],
+                 pattern: re.Pattern[str]) -> frozenset[str]:
+    """The identifiers ``macros`` finds in the macro definitions of translation unit ``source`` and
+    ``pattern`` in its preprocessed text, cached on disk per compiler, flags, headers, source and patterns."""
     include = sysconfig.get_paths()["include"]
     key = hashlib.sha256("\0".join([compiler_id(target.compiler), " ".join(target.flags), include,
-                                     runtime_text(), source]).encode()).hexdigest()[:24]
+                                     runtime_text(), source, macros.pattern, pattern.pattern]).encode()).hexdigest()[:24]
     path = cache_dir() / f"{kind}-{key}.txt"
     if path.exists():
         return frozenset(path.read_text().split())
     args = [*target.compiler, "-x", "c", "-", "-I", include, "-I", str(RUNTIME_DIR),
             *[f for f in target.flags if f != "-w"]]
     names: set[str] = set()
-    for mode in (["-dM", "-E"], ["-E", "-P"]):
+    for mode, found in ((["-dM", "-E"], macros), (["-E", "-P"], pattern)):
         out = subprocess.run(args + mode, input=source, capture_output=True, text=True, timeout=60)
-        names.update(re.findall(r"\b[A-Za-z_]\w*\b", out.stdout))
+        names.update(name for match in found.finditer(out.stdout) for name in match.groups() if name)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text("\n".join(sorted(names)))
     os.replace(tmp, path)

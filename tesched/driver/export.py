@@ -15,7 +15,7 @@ from pathlib import Path
 
 from tesched.codegen.c import generate_c
 from tesched.codegen.entry import kernel_entry
-from tesched.codegen.names import sanitize
+from tesched.codegen.names import C_KEYWORDS, sanitize
 from tesched.codegen.signature import signature_of
 from tesched.driver.compiler import compiler_id, reserved_identifiers, runtime_text, system_identifiers
 from tesched.driver.library import ENTRY_FLAGS, LibrarySources, Unit, build_library, write_sources
@@ -27,12 +27,13 @@ from tesched.target import Target
 
 def public_prefix(name: str, explicit: bool, target: Target, what: str) -> str:
     """The C name of an exported entry point: ``name`` itself when given ``explicit``ly (it must then be a
-    C identifier), else ``name`` made one. Refused when the C library, the math library or OpenMP already
-    use it (the library's symbol would replace theirs in the program that links it)."""
+    C identifier), else ``name`` made one. Refused when it is a C keyword or when the C library, the math
+    library or OpenMP already use it (the library's symbol would replace theirs in the program that links
+    it)."""
     if explicit and not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise ValueError(f"{what}: name {name!r} is not a C identifier (letters, digits and _, not first a digit)")
     prefix = name if explicit else sanitize(name)
-    if prefix in system_identifiers(target) or prefix.startswith(("ts_", "TS_", "tesched_", "TESCHED_")):
+    if prefix in system_identifiers(target) or prefix in C_KEYWORDS or prefix.startswith(("ts_", "TS_", "tesched_", "TESCHED_")):
         raise ValueError(f"{what}: the C entry point would be named {prefix}, a name the C library or tesched's "
                          "runtime already uses; pass name='...' to export it under another name")
     return prefix

@@ -76,3 +76,41 @@ def op_names(f: G.Function) -> list[str]:
     """The names of the ops called in ``f``'s body, producers first."""
     from tesched.graph.visit import post_order
     return [n.op_name for n in post_order(f.body) if isinstance(n, G.Call)]
+
+
+def wee_net(channels: int = 4, size: int = 8, classes: int = 5):
+    """``(function, params)`` of a small classifier: two conv3x3 -> batch_norm -> relu blocks, global
+    average pooling and a dense layer with bias."""
+    rng = np.random.default_rng(13)
+    x = G.var("data", shape=(1, 3, size, size))
+    params, h = {}, x
+    for k, c_in in enumerate((3, channels)):
+        w, stats = G.var(f"conv{k}_weight", shape=(channels, c_in, 3, 3)), \
+            [G.var(f"bn{k}_{n}", shape=(channels,)) for n in ("gamma", "beta", "mean", "var")]
+        h = G.nn.relu(G.nn.batch_norm(G.nn.conv2d(h, w, padding=1), *stats, epsilon=1e-5))
+        params[w.name] = (rng.standard_normal((channels, c_in, 3, 3)) / np.sqrt(9 * c_in)).astype("float32")
+        params.update({f"bn{k}_gamma": rng.uniform(0.5, 2, channels).astype("float32"),
+                       f"bn{k}_beta": rng.standard_normal(channels).astype("float32"),
+                       f"bn{k}_mean": rng.standard_normal(channels).astype("float32"),
+                       f"bn{k}_var": rng.uniform(0.5, 2, channels).astype("float32")})
+    fc_w, fc_b = G.var("fc_weight", shape=(classes, channels)), G.var("fc_bias", shape=(classes,))
+    params.update(fc_weight=rng.standard_normal((classes, channels)).astype("float32"),
+                  fc_bias=rng.standard_normal(classes).astype("float32"))
+    logits = G.nn.bias_add(G.nn.dense(G.reshape(G.nn.global_avg_pool2d(h), (1, channels)), fc_w), fc_b)
+    from tesched.graph.visit import post_order
+    variables = [n for n in post_order(logits) if isinstance(n, G.Var) and n is not x]
+    return G.Function([x, *dict.fromkeys(variables)], logits), params
+
+
+def wee_net_reference(x: np.ndarray, params: dict) -> np.ndarray:
+    """The WeeNet in float64 NumPy."""
+    h = x.astype(np.float64)
+    c = (slice(None), None, None)
+    for k in range(2):
+        w = params[f"conv{k}_weight"].astype(np.float64)
+        padded = np.pad(h, ((0, 0), (0, 0), (1, 1), (1, 1)))
+        conv = sum(np.einsum("nchw,kc->nkhw", padded[:, :, i:i + h.shape[2], j:j + h.shape[3]], w[:, :, i, j])
+                   for i in range(3) for j in range(3))
+        g, b, m, v = (params[f"bn{k}_{n}"] for n in ("gamma", "beta", "mean", "var"))
+        h = np.maximum((conv - m[c]) / np.sqrt(v[c] + 1e-5) * g[c] + b[c], 0)
+    return h.mean(axis=(2, 3)) @ params["fc_weight"].T.astype(np.float64) + params["fc_bias"]
