@@ -140,7 +140,7 @@ def plan(exe: Built, prefix: str, target: Target) -> Plan:
                 src = generate_c(replace(finished, name=f"{prefix}_{node.op.name}"), reserved, target)
                 reserved = reserved | {src.name}
                 out.kernels.append(src)
-                generated[id(kernel)] = (src, tuple(HeapBuffer(b.name, b.dtype, _constant_shape(b.constant_shape()))
+                generated[id(kernel)] = (src, tuple(HeapBuffer(b.name, b.dtype, _constant_shape(b.shape))
                                                     for b in src.allocations))
             src, heap = generated[id(kernel)]
             values[id(node)] = _destination(out, node, results)
@@ -185,8 +185,9 @@ def _output_name(k: int, count: int) -> str:
     return "output" if count == 1 else f"output{k}"
 
 
-def _constant_shape(shape: list[int] | None) -> tuple[int, ...] | None:
-    return tuple(shape) if shape is not None else None
+def _constant_shape(shape: Sequence[object]) -> tuple[int, ...] | None:
+    """``shape`` when every extent is an int, else None (it depends on the kernel's loops)."""
+    return tuple(d for d in shape if isinstance(d, int)) if all(isinstance(d, int) for d in shape) else None
 
 
 def _destination(out: Plan, node: Call, results: list[Expr]) -> Value:
