@@ -395,15 +395,33 @@ class Kernel:
     def benchmark(self, *arrays: np.ndarray, repeat: int = 20, number: int = 1,
                   warmup: int = 1) -> BenchmarkResult:
         """Median and minimum seconds per call over ``repeat`` timings of ``number`` calls each."""
-        for _ in range(warmup):
-            self(*arrays)
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            for _ in range(number):
-                self(*arrays)
-            times.append((time.perf_counter() - t0) / number)
-        return BenchmarkResult(statistics.median(times), min(times), repeat)
+        return time_calls(lambda: self(*arrays), repeat, number, warmup)
+
+
+def time_calls(call: Callable[[], object], repeat: int, number: int = 1, warmup: int = 1) -> BenchmarkResult:
+    """Median and minimum seconds per call of ``call`` over ``repeat`` timings of ``number`` calls each,
+    after ``warmup`` untimed calls.
+
+    Parameters
+    ----------
+    call : callable
+        What to time, called without arguments.
+    repeat, number, warmup : int
+        Timings, calls per timing, untimed calls first.
+
+    Returns
+    -------
+    BenchmarkResult
+    """
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        times.append((time.perf_counter() - t0) / number)
+    return BenchmarkResult(statistics.median(times), min(times), repeat)
 
 
     # profiling --------------------------------------------------------------------------------------

@@ -16,9 +16,7 @@ in ``external_calls`` instead of ``kernels``. Passes and fusion happen before, i
 from __future__ import annotations
 
 import os
-import statistics
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -27,7 +25,7 @@ import numpy as np
 
 from tesched.driver.arrays import as_array, like, torch_module
 from tesched.driver.call import ArgSpec, Program, StepFailed, address
-from tesched.driver.kernel import BenchmarkResult, Kernel
+from tesched.driver.kernel import BenchmarkResult, Kernel, time_calls
 from tesched.driver.threads import sync_thread
 from tesched.graph.annotation import STOP_FUSION
 from tesched.graph.export import export_graph, export_graph_c
@@ -288,14 +286,7 @@ class Executable:
 
     def benchmark(self, *args: Any, repeat: int = 20, warmup: int = 2, **kwargs: Any) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""
-        for _ in range(warmup):
-            self(*args, **kwargs)
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            self(*args, **kwargs)
-            times.append(time.perf_counter() - t0)
-        return BenchmarkResult(statistics.median(times), min(times), repeat)
+        return time_calls(lambda: self(*args, **kwargs), repeat, warmup=warmup)
 
     def export_library(self, path: str | Path, static: bool | None = None, target: Target | str | None = None,
                        name: str | None = None, constants: str = "auto") -> Path:

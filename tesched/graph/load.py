@@ -9,14 +9,12 @@ file, it is read from beside the library at load time.
 """
 from __future__ import annotations
 
-import statistics
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from tesched.driver.kernel import BenchmarkResult
+from tesched.driver.kernel import BenchmarkResult, time_calls
 from tesched.driver.load import ExportedLibrary, checked_record, open_library
 from tesched.errors import ModuleLoadError
 from tesched.graph.ir import Var
@@ -59,14 +57,7 @@ class LoadedExecutable:
 
     def benchmark(self, *args: np.ndarray, repeat: int = 20, warmup: int = 2, **kwargs: np.ndarray) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""
-        for _ in range(warmup):
-            self(*args, **kwargs)
-        times = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            self(*args, **kwargs)
-            times.append(time.perf_counter() - t0)
-        return BenchmarkResult(statistics.median(times), min(times), repeat)
+        return time_calls(lambda: self(*args, **kwargs), repeat, warmup=warmup)
 
     def __repr__(self) -> str:
         record = self.build_record

@@ -31,42 +31,31 @@ int main(int argc, char **argv) {
 """
 
 
-@pytest.fixture(scope="module")
-def net():
-    f, params = wee_net()
-    return G.build(f, params), params
-
-
-@pytest.fixture
-def data():
-    return np.random.default_rng(21).standard_normal((1, 3, 8, 8), dtype=np.float32)
-
-
 @pytest.mark.parametrize("static", [False, True], ids=["shared", "static"])
-def test_a_c_program_runs_the_exported_graph(net, data, tmp_path, static):
-    exe, params = net
+def test_a_c_program_runs_the_exported_graph(wee, wee_data, tmp_path, static):
+    exe, params = wee
     library = exe.export_library(tmp_path / ("libmodel.a" if static else "model.so"))
     header = (tmp_path / "model.h").read_text()
     assert "int model(const float *data, float *output);" in header
     assert f"It runs {len(exe.kernels)} kernels: fused_nn_conv2d_add_nn_relu" in header
     program = MODEL_PROGRAM.replace("model_load_constants(argv[3])", "TESCHED_OK")
-    done = run_program(compile_program(program, tmp_path, library, static=static), write(tmp_path, "x.bin", data),
+    done = run_program(compile_program(program, tmp_path, library, static=static), write(tmp_path, "x.bin", wee_data),
                        tmp_path / "y.bin")
     assert "status 0 []" in done.stdout
-    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(data, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
 
 
-def test_constants_in_a_side_file_are_loaded_and_checked(net, data, tmp_path):
-    exe, params = net
+def test_constants_in_a_side_file_are_loaded_and_checked(wee, wee_data, tmp_path):
+    exe, params = wee
     library = exe.export_library(tmp_path / "model.so", constants="file")
     side = tmp_path / "model.constants"
     assert side.read_bytes()[:8] == b"TSCONST1"
     assert "int model_load_constants(const char *path);" in (tmp_path / "model.h").read_text()
     main = compile_program(MODEL_PROGRAM, tmp_path, library)
-    x = write(tmp_path, "x.bin", data)
+    x = write(tmp_path, "x.bin", wee_data)
     done = run_program(main, x, tmp_path / "y.bin", side)
     assert "load 0 []" in done.stdout and "status 0 []" in done.stdout
-    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(data, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
     assert "status 5 [model: its constants are not loaded: call model_load_constants(path) first]" in \
         run_program(main, x, tmp_path / "y.bin").stdout
     damaged = bytearray(side.read_bytes())
@@ -85,16 +74,16 @@ def test_constants_in_a_side_file_are_loaded_and_checked(net, data, tmp_path):
                                                                          tmp_path / "none").stdout
 
 
-def test_export_c_writes_sources_that_make_builds(net, data, tmp_path):
-    exe, params = net
+def test_export_c_writes_sources_that_make_builds(wee, wee_data, tmp_path):
+    exe, params = wee
     files = exe.export_c(tmp_path / "src", name="model")
     assert sum(f.name.startswith("model_fused_") for f in files) == len({id(k.kernel) for k in exe.kernels})
     done = subprocess.run(["make", "-s", "-C", str(tmp_path / "src")], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     program = MODEL_PROGRAM.replace("model_load_constants(argv[3])", "TESCHED_OK")
     main = compile_program(program, tmp_path, tmp_path / "src" / "model.so")
-    run_program(main, write(tmp_path, "x.bin", data), tmp_path / "y.bin")
-    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(data, params), rtol=1e-4, atol=1e-4)
+    run_program(main, write(tmp_path, "x.bin", wee_data), tmp_path / "y.bin")
+    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
 
 
 def test_results_that_no_kernel_writes_are_copied(tmp_path):
@@ -140,8 +129,8 @@ def test_graphs_with_external_functions_are_refused(tmp_path):
         G.build(graph).export_library(tmp_path / "ext.so")
 
 
-def test_bad_constants_mode_and_names(net, tmp_path):
-    exe, _ = net
+def test_bad_constants_mode_and_names(wee, tmp_path):
+    exe, _ = wee
     with pytest.raises(ValueError, match="constants must be 'auto', 'embed' or 'file', got 'zip'"):
         exe.export_library(tmp_path / "model.so", constants="zip")
     with pytest.raises(ValueError, match="named exit, a name the C library"):

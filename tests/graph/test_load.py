@@ -13,27 +13,16 @@ import tesched as ts
 from tesched import graph as G
 
 from c_programs import conv_relu_kernel
-from .helpers import wee_net, wee_net_reference
-
-
-@pytest.fixture(scope="module")
-def net():
-    f, params = wee_net()
-    return G.build(f, params), params
-
-
-@pytest.fixture
-def data():
-    return np.random.default_rng(4).standard_normal((1, 3, 8, 8), dtype=np.float32)
+from .helpers import wee_net_reference
 
 
 @pytest.mark.parametrize("constants", ["embed", "file"])
-def test_loaded_graph_computes_as_the_executable(net, data, tmp_path, constants):
-    exe, params = net
+def test_loaded_graph_computes_as_the_executable(wee, wee_data, tmp_path, constants):
+    exe, params = wee
     path = exe.export_library(tmp_path / "wee.so", constants=constants)
     m = G.load_executable(path)
-    np.testing.assert_allclose(m(data), wee_net_reference(data, params), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(m(data=data), exe(data), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(m(wee_data), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(m(data=wee_data), exe(wee_data), rtol=1e-6, atol=1e-6)
     assert [v.name for v in m.inputs] == ["data"] and m.output_types == [G.TensorType((1, 5))]
     assert m.build_record.kind == "graph" and m.build_record.contents["constants"]["file"] == (
         "wee.constants" if constants == "file" else None)
@@ -47,18 +36,18 @@ def test_loaded_graph_computes_as_the_executable(net, data, tmp_path, constants)
     (lambda m, x: m(x, data=x), TypeError, "input 'data' given twice"),
     (lambda m, x: m(image=x), TypeError, "unknown input 'image'"),
 ])
-def test_loaded_graph_checks_inputs_as_the_executable(net, data, tmp_path, call, error, message):
-    exe, _ = net
+def test_loaded_graph_checks_inputs_as_the_executable(wee, wee_data, tmp_path, call, error, message):
+    exe, _ = wee
     m = G.load_executable(exe.export_library(tmp_path / "wee.so"))
     for run in (exe, m):
         with pytest.raises(error, match=message):
-            call(run, data)
+            call(run, wee_data)
 
 
-def test_a_fresh_process_without_a_compiler_loads_and_runs_it(net, data, tmp_path):
-    exe, params = net
+def test_a_fresh_process_without_a_compiler_loads_and_runs_it(wee, wee_data, tmp_path):
+    exe, params = wee
     path = exe.export_library(tmp_path / "wee.so", constants="file")
-    np.save(tmp_path / "x.npy", data)
+    np.save(tmp_path / "x.npy", wee_data)
     (tmp_path / "bin").mkdir()
     env = {k: v for k, v in os.environ.items() if k not in ("CC", "PATH")}
     env.update(PATH=str(tmp_path / "bin"), TESCHED_CACHE_DIR=str(tmp_path / "cache"))
@@ -72,19 +61,19 @@ def test_a_fresh_process_without_a_compiler_loads_and_runs_it(net, data, tmp_pat
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120,
                           cwd=os.getcwd())
     assert done.returncode == 0, done.stderr
-    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), wee_net_reference(data, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
 
 
-def test_a_missing_constants_file_is_refused(net, tmp_path):
-    exe, _ = net
+def test_a_missing_constants_file_is_refused(wee, tmp_path):
+    exe, _ = wee
     path = exe.export_library(tmp_path / "wee.so", constants="file")
     (tmp_path / "wee.constants").unlink()
     with pytest.raises(ts.ModuleLoadError, match="wee: cannot open the constants file .*wee.constants"):
         G.load_executable(path)
 
 
-def test_kernels_and_graphs_are_loaded_by_their_own_loader(net, tmp_path):
-    graph = net[0].export_library(tmp_path / "wee.so")
+def test_kernels_and_graphs_are_loaded_by_their_own_loader(wee, tmp_path):
+    graph = wee[0].export_library(tmp_path / "wee.so")
     kernel = conv_relu_kernel().export_library(tmp_path / "conv_relu.so")
     with pytest.raises(ts.ModuleLoadError, match=r"holds a kernel \(conv_relu\), not a graph: load it with "
                                                  r"tesched.load_module"):
