@@ -2,9 +2,11 @@
 buffers, kernel calls in order, and the constants' layout.
 
 :func:`plan` walks ``exe.function`` (the fused graph) with ``exe.kernels``: every input becomes an entry
-argument, every constant a 64-byte-aligned slice of one blob, every fused group a kernel call writing a
-result (the first result it is) or an intermediate buffer; results no kernel writes (an input or constant
-returned as is, a value returned twice) are copied. Each kernel is generated again for the target under
+argument, every constant a 64-byte-aligned slice of one blob, every fused group a kernel call writing its
+outputs (one, or a tuple) into intermediate buffers, except that the first result a buffer holds is
+written straight into the entry's output argument; a group without a kernel that only reshapes its input
+is a view of the same bytes. Results no kernel writes (an input or constant returned as is, a value
+returned twice) are copied. Each kernel is generated again for the target under
 a private name (``<name>_<group>``). :func:`layout` and :func:`side_file` give the constants' bytes as
 embedded or as the side file ``<name>.constants`` (a checked header, then the blob). Graphs with
 external C functions are refused. This module writes no entry point and compiles nothing.
@@ -22,8 +24,8 @@ from tesched.codegen.c import CSource, generate_c
 from tesched.driver.compiler import reserved_identifiers
 from tesched.driver.kernel import Kernel
 from tesched.graph.annotation import STOP_FUSION
-from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem
-from tesched.graph.types import TensorType
+from tesched.graph.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
+from tesched.graph.types import TensorType, TupleType
 from tesched.graph.visit import post_order
 from tesched.lower.pipeline import lower_for_target
 from tesched.target import Target
@@ -121,83 +123,108 @@ def plan(exe: Built, prefix: str, target: Target) -> Plan:
                         f"({', '.join(c.name for c in exe.external_calls)}), which an exported library cannot "
                         "carry; build the graph without partitioning it to export it")
     out = Plan()
-    values: dict[int, Value] = {}
+    values: dict[int, Any] = {}       # node -> its Value, or a tuple of them
     for k, p in enumerate(fn.params):
         values[id(p)] = Value("input", k, p.tensor_type, p.name)
         out.inputs.append(values[id(p)])
-    results = _results(fn.body)
-    out.outputs = [Value("output", k, leaf.tensor_type, _output_name(k, len(results))) for k, leaf in enumerate(results)]
-    kernel_of = {id(group.function): group.kernel for group in exe.kernels}
-    generated: dict[int, tuple[CSource, tuple[HeapBuffer, ...]]] = {}
-    reserved = reserved_identifiers(target) | {prefix}
+    kernels = _Kernels(exe, prefix, target, out)
     for node in post_order(fn.body):
+        if isinstance(node, Var):
+            continue
         if isinstance(node, Constant):
             values[id(node)] = _constant(out, node)
+        elif isinstance(node, Tuple):
+            values[id(node)] = tuple(values[id(f)] for f in node.fields)
+        elif isinstance(node, TupleGetItem):
+            values[id(node)] = values[id(node.tuple_value)][node.index]
+        elif isinstance(node, Call) and node.op is STOP_FUSION:
+            values[id(node)] = values[id(node.args[0])]
         elif isinstance(node, Call) and isinstance(node.op, Function):
-            kernel = kernel_of[id(node.op)]
-            if id(kernel) not in generated:
-                finished = lower_for_target(kernel.lowered, target)
-                src = generate_c(replace(finished, name=f"{prefix}_{node.op.name}"), reserved, target)
-                reserved = reserved | {src.name}
-                out.kernels.append(src)
-                generated[id(kernel)] = (src, tuple(HeapBuffer(b.name, b.dtype, _constant_shape(b.shape))
-                                                    for b in src.allocations))
-            src, heap = generated[id(kernel)]
-            values[id(node)] = _destination(out, node, results)
-            args = tuple(_value(values, a, node.op.name) for a in node.args) + (values[id(node)],)
-            out.steps.append(Step(src.name, args, node.op.name, heap))
-    for result, leaf in zip(out.outputs, results):
-        if id(leaf) not in values:
-            raise TypeError(f"export of a graph: result {result.name} is a {type(leaf).__name__}, which the export "
-                            "does not know how to compute")
-        if values[id(leaf)] != result:
-            out.copies.append((result, values[id(leaf)]))
+            values[id(node)] = kernels.call(node, [values[id(a)] for a in node.args])
+        else:
+            raise TypeError(f"export of a graph: cannot export {node!r}; build the graph with G.build")
+    _assign_results(out, _leaves(values[id(fn.body)]))
     return out
 
 
-def _source(node: Expr) -> Expr:
-    """The node whose value ``node`` is: through stop_fusion annotations and fields of literal tuples."""
-    while True:
-        if isinstance(node, Call) and node.op is STOP_FUSION:
-            node = node.args[0]
-        elif isinstance(node, TupleGetItem) and isinstance(_source(node.tuple_value), Tuple):
-            node = _source(node.tuple_value).fields[node.index]  # type: ignore[attr-defined]
-        else:
-            return node
+class _Kernels:
+    """The kernel steps of a plan: each group's kernel generated once for the target, each call a step
+    writing new intermediate buffers (a group that only reshapes its input is a view, not a step)."""
+
+    def __init__(self, exe: Built, prefix: str, target: Target, out: Plan):
+        self.kernel_of = {id(group.function): group.kernel for group in exe.kernels}
+        self.prefix, self.target, self.out = prefix, target, out
+        self.generated: dict[int, tuple[CSource, tuple[HeapBuffer, ...]]] = {}
+        self.reserved = reserved_identifiers(target) | {prefix}
+
+    def source(self, kernel: Kernel, group: str) -> tuple[CSource, tuple[HeapBuffer, ...]]:
+        if id(kernel) not in self.generated:
+            if kernel.lowered is None:
+                raise TypeError(f"export of a graph: the kernel of group {group} has no loop IR to compile again")
+            finished = lower_for_target(kernel.lowered, self.target)
+            src = generate_c(replace(finished, name=f"{self.prefix}_{group}"), self.reserved, self.target)
+            self.reserved = self.reserved | {src.name}
+            self.out.kernels.append(src)
+            self.generated[id(kernel)] = (src, tuple(HeapBuffer(b.name, b.dtype, _constant_shape(b.shape))
+                                                     for b in src.allocations))
+        return self.generated[id(kernel)]
+
+    def call(self, node: Call, args: list[Any]) -> Any:
+        group: Function = node.op  # type: ignore[assignment]
+        if any(not isinstance(a, Value) for a in args):
+            raise TypeError(f"export of a graph: group {group.name} takes a tuple argument")
+        if id(group) not in self.kernel_of:
+            if _is_view(group):
+                return replace(args[0], type=node.tensor_type)
+            raise TypeError(f"export of a graph: group {group.name} has no compiled kernel")
+        src, heap = self.source(self.kernel_of[id(group)], group.name)
+        types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
+        outputs = []
+        for t in types:
+            outputs.append(Value("buffer", len(self.out.buffers), t, group.name))  # type: ignore[arg-type]
+            self.out.buffers.append(outputs[-1])
+        self.out.steps.append(Step(src.name, tuple(args) + tuple(outputs), group.name, heap))
+        return tuple(outputs) if isinstance(node.checked_type, TupleType) else outputs[0]
 
 
-def _value(values: dict[int, Value], node: Expr, group: str) -> Value:
-    """The planned value of argument ``node`` of ``group``."""
-    source = _source(node)
-    if id(source) not in values:
-        raise TypeError(f"export of a graph: group {group} reads a {type(source).__name__}, which the export does "
-                        "not know how to compute")
-    return values[id(source)]
+def _is_view(fn: Function) -> bool:
+    """Whether a primitive function only reshapes its parameter (same bytes: no kernel needed)."""
+    body = fn.body
+    return isinstance(body, Call) and getattr(body.op, "name", None) == "reshape" and len(fn.params) == 1 \
+        and body.args[0] is fn.params[0]
 
 
-def _results(body: Expr) -> list[Expr]:
-    """The tensors a function returns, flattened from (nested) tuples, in order."""
-    node = _source(body)
-    return [leaf for f in node.fields for leaf in _results(f)] if isinstance(node, Tuple) else [node]
+def _leaves(structure: Any) -> list[Value]:
+    return [leaf for s in structure for leaf in _leaves(s)] if isinstance(structure, tuple) else [structure]
 
 
-def _output_name(k: int, count: int) -> str:
-    return "output" if count == 1 else f"output{k}"
+def _assign_results(out: Plan, leaves: list[Value]) -> None:
+    """Make each result the output argument it is returned in: a kernel writes the first result it
+    computes straight into its output; every other result is copied there after the kernels ran."""
+    out.outputs = [Value("output", k, leaf.type, "output" if len(leaves) == 1 else f"output{k}")
+                   for k, leaf in enumerate(leaves)]
+    written: dict[int, Value] = {}     # buffer index -> the output that replaces it
+    for result, leaf in zip(out.outputs, leaves):
+        if leaf.place == "buffer" and leaf.index not in written:
+            written[leaf.index] = result
+    kept = [b for b in out.buffers if b.index not in written]
+    renumber = {b.index: k for k, b in enumerate(kept)}
+
+    def moved(v: Value) -> Value:
+        if v.place != "buffer":
+            return v
+        if v.index in written:
+            return replace(written[v.index], type=v.type)
+        return replace(v, index=renumber[v.index])
+
+    out.buffers = [moved(b) for b in kept]
+    out.steps = [replace(s, args=tuple(moved(a) for a in s.args)) for s in out.steps]
+    out.copies = [(result, moved(leaf)) for result, leaf in zip(out.outputs, leaves) if moved(leaf) != result]
 
 
 def _constant_shape(shape: Sequence[object]) -> tuple[int, ...] | None:
     """``shape`` when every extent is an int, else None (it depends on the kernel's loops)."""
     return tuple(d for d in shape if isinstance(d, int)) if all(isinstance(d, int) for d in shape) else None
-
-
-def _destination(out: Plan, node: Call, results: list[Expr]) -> Value:
-    """Where group ``node`` writes: the first result it is, else a new intermediate buffer."""
-    for k, leaf in enumerate(results):
-        if leaf is node:
-            return out.outputs[k]
-    value = Value("buffer", len(out.buffers), node.tensor_type, node.op.name)  # type: ignore[union-attr]
-    out.buffers.append(value)
-    return value
 
 
 def _constant(out: Plan, node: Constant) -> Value:

@@ -3,11 +3,13 @@ library whose single entry point runs every fused kernel in order, called from a
 with gcc and compared with NumPy; constants embedded or in a checked side file; results that no kernel
 writes; graphs the export refuses."""
 import subprocess
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from tesched import graph as G
+from tesched.graph.export import export_graph
 from tesched.graph.export_plan import checksum
 
 from c_programs import compile_program, read, run_program, write
@@ -109,6 +111,16 @@ int main(void) {
     xs = np.arange(-3, 3, dtype=np.float32)
     np.testing.assert_array_equal(got, [np.maximum(xs + 1, 0), xs, np.maximum(xs + 1, 0), np.full(6, 7)])
     assert lines[2] == "1 copies: output output0 overlaps output output1 in memory"
+
+
+def test_a_group_without_a_kernel_that_only_reshapes_is_a_view(wee, wee_data, tmp_path):
+    exe, params = wee
+    assert "fused_reshape" in [g.name for g in exe.kernels]
+    without = SimpleNamespace(function=exe.function, kernels=[g for g in exe.kernels if g.name != "fused_reshape"],
+                              external_calls=[])
+    m = G.load_executable(export_graph(without, tmp_path / "view.so"))
+    assert m.build_record.contents["kernels"] == [g.name for g in without.kernels]
+    np.testing.assert_allclose(m(wee_data), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
 
 
 def test_the_side_file_checksum_is_the_one_c_computes(tmp_path):
