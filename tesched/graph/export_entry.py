@@ -2,10 +2,10 @@
 
 ``int model(const float *data, ..., float *output, ...)`` takes the graph's inputs in the order of its
 parameters, then its outputs. It checks the CPU, that the constants are there, that no array is ``NULL``
-and that no output overlaps another argument; then it allocates the intermediate buffers (a failure is
-``TESCHED_ERROR_ALLOCATION`` naming the tensor and its byte count), runs every kernel in order (a kernel
-that cannot allocate a heap buffer is reported the same way, naming the group and the buffer), copies
-the results no kernel writes, and frees the buffers. Embedded constants come from an ``.incbin`` of the
+and that no output overlaps another argument; then it allocates one scratch block for the intermediate
+tensors (a failure is ``TESCHED_ERROR_ALLOCATION`` naming them and the byte count), runs every kernel in
+order (a kernel that cannot allocate a heap buffer is reported the same way, naming the group and the
+buffer), copies the results no kernel writes, and frees the block. Embedded constants come from an ``.incbin`` of the
 blob; a side file is read by ``model_load_constants(path)``, which checks its header (size, SHA-256 of the
 payload) and checksum before the first call may use it. This module writes C text only.
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from tesched.codegen.export_text import c_string, entry_prelude, error_lines, header, public_names
-from tesched.graph.export_plan import SIDE_FILE_MAGIC, ConstantsLayout, Plan, Step, Value
+from tesched.graph.export_plan import ALIGN, SIDE_FILE_MAGIC, ConstantsLayout, Plan, Step, Value
 from tesched.target import Target
 from tesched.te import dtype as dt
 
@@ -132,11 +132,23 @@ def _loader(prefix: str, constants: ConstantsLayout) -> list[str]:
         "  return __atomic_load_n(&ts_loaded_constants, __ATOMIC_ACQUIRE);", "}", ""]
 
 
-def _pointer(v: Value) -> str:
+def scratch_offsets(buffers: list[Value]) -> tuple[list[int], int]:
+    """Where each intermediate buffer starts in the one scratch block a call allocates (64-byte aligned),
+    and the block's size."""
+    offsets, size = [], 0
+    for b in buffers:
+        size += -size % ALIGN
+        offsets.append(size)
+        size += b.nbytes
+    return offsets, size
+
+
+def _pointer(v: Value, offsets: list[int]) -> str:
     """The C expression of value ``v``'s data, typed for a kernel argument."""
     t = _ctype(v)
-    return {"input": f"({t} *)a{v.index}", "output": f"o{v.index}", "buffer": f"({t} *)buffers[{v.index}]",
-            "constant": f"({t} *)(constants + {v.index})"}[v.place]
+    if v.place == "buffer":
+        return f"({t} *)(scratch + {offsets[v.index]})"
+    return {"input": f"({t} *)a{v.index}", "output": f"o{v.index}", "constant": f"({t} *)(constants + {v.index})"}[v.place]
 
 
 def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
@@ -158,21 +170,22 @@ def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
                 message = f"{prefix}: output {v.name} overlaps {w.place} {w.name} in memory"
                 out.append(f"  if (ts_overlap({n}, {v.nbytes}, {m}, {w.nbytes})) "
                            f"return ts_fail(TESCHED_ERROR_ARGUMENT, {c_string(message, printf=True)});")
-    out += [f"  void *buffers[{max(len(program.buffers), 1)}] = {{0}};", "  int code = TESCHED_OK, status = 0;"]
-    for b in program.buffers:
-        message = f"{prefix}: cannot allocate the intermediate tensor {b.name} of {b.nbytes} bytes"
-        out += [f"  buffers[{b.index}] = ts_alloc_elems({np.dtype(b.type.dtype).itemsize}, {b.nbytes // np.dtype(b.type.dtype).itemsize});",
-                f"  if (buffers[{b.index}] == NULL) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, "
-                f"{c_string(message, printf=True)}); goto done; }}"]
+    offsets, size = scratch_offsets(program.buffers)
+    out += ["  int code = TESCHED_OK, status = 0;"]
+    if program.buffers:
+        names = ", ".join(b.name for b in program.buffers)
+        message = f"{prefix}: cannot allocate {size} bytes for its intermediate tensors ({names})"
+        out += [f"  unsigned char *scratch = (unsigned char *)ts_alloc_elems(1, {size});",
+                f"  if (scratch == NULL) return ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(message, printf=True)});"]
     for step in program.steps:
-        out.append(f"  status = {step.function}({', '.join(_pointer(v) for v in step.args)});")
+        out.append(f"  status = {step.function}({', '.join(_pointer(v, offsets) for v in step.args)});")
         out += [f"  if (status != 0) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"
                 if k is None else
                 f"  if (status == {k}) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"
                 for k, m in _status_messages(prefix, step)]
     for dst, src in program.copies:
-        out.append(f"  memcpy({_pointer(dst)}, {_pointer(src)}, {dst.nbytes});")
-    out += ["done:", *(f"  ts_free(buffers[{b.index}]);" for b in program.buffers), "  return code;", "}"]
+        out.append(f"  memcpy({_pointer(dst, offsets)}, {_pointer(src, offsets)}, {dst.nbytes});")
+    out += ["done:", *(["  ts_free(scratch);"] if program.buffers else []), "  return code;", "}"]
     return out
 
 
