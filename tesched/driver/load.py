@@ -129,7 +129,7 @@ def load_module(path: str | Path) -> Kernel:
         raise ModuleLoadError(f"{path}: its build record has no usable kernel signature ({err})") from None
     declaration = f"{prototype(record.entry, sig)};"
     library = open_library(path, record, [declaration])
-    src = CSource(record.entry, str(record.contents.get("c_source", "")), declaration)
+    src = CSource(name=record.entry, source=str(record.contents.get("c_source", "")), declaration=declaration)
     kernel = Kernel(None, src, SimpleNamespace(ffi=library.ffi, lib=library.lib), sig, _EntryErrors(sig, library))
     kernel.build_record = record
     return kernel

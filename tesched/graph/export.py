@@ -1,7 +1,8 @@
 """Export a built graph as one C library: the code behind ``Executable.export_library`` and ``export_c``.
 
-The program is planned by :mod:`.export_plan` (kernels generated again for the target, constants in one
-blob) and given one public entry point by :mod:`.export_entry`; the library embeds a build record listing
+The program is planned by :mod:`.export_plan` (kernels generated again for the target, external functions
+given as C source compiled in, constants in one blob) and given one public entry point by
+:mod:`.export_entry`; the library embeds a build record listing
 its inputs, outputs and constants, so that :func:`.load.load_executable` calls it without a compiler.
 Constants up to :data:`~.export_plan.EMBED_LIMIT` bytes are embedded by default, more go to a side file.
 Compiling and writing files is :mod:`tesched.driver.library`'s job.
@@ -35,7 +36,8 @@ def graph_sources(exe: Built, prefix: str, target: Target, constants: str) -> Li
                            " ".join(ENTRY_FLAGS), compiler, runtime_text()])
     record = BuildRecord.for_target("graph", prefix, prefix, target, compiler, digest, interface)
     header, entry = graph_entry(program, prefix, consts, record.to_json(), target)
-    units = tuple(Unit(f"{src.name}.c", src.source, True) for src in program.kernels) + (
+    units = tuple(Unit(f"{src.name}.c", src.source, True) for src in program.kernels) + tuple(
+        Unit(f"{prefix}_external_{k}.c", text, True) for k, text in enumerate(program.external_sources)) + (
         Unit(f"{prefix}.c", entry, False),)
     if consts.file is None:
         return LibrarySources(prefix, header, units, target, data={f"{prefix}_constants.bin": consts.blob})

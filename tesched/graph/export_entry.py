@@ -69,7 +69,8 @@ def graph_entry(program: Plan, prefix: str, constants: ConstantsLayout, manifest
             "Parallel loops run on OpenMP threads (OMP_NUM_THREADS); several threads may call it at once.",
             "Link with the shared library, or with the static one and -fopenmp -lm."]
     lines = entry_prelude(f"{prefix}.h", manifest_json, prefix, prefix, target.name, target.isa_features)
-    lines += [f"TS_HIDDEN {src.declaration}" for src in program.kernels] + [""]
+    lines += [f"TS_HIDDEN {d}" for d in [src.declaration for src in program.kernels] + program.external_declarations]
+    lines.append("")
     lines += _embedded(prefix, constants) if constants.file is None else _loader(prefix, constants)
     lines += _entry(program, prefix, types)
     return header(prefix, doc, declarations), "\n".join(lines + [""])
@@ -178,7 +179,12 @@ def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
         out += [f"  unsigned char *scratch = (unsigned char *)ts_alloc_elems(1, {size});",
                 f"  if (scratch == NULL) return ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(message, printf=True)});"]
     for step in program.steps:
-        out.append(f"  status = {step.function}({', '.join(_pointer(v, offsets) for v in step.args)});")
+        pointers = ", ".join(_pointer(v, offsets) for v in step.args)
+        if step.sizes is not None:       # an external function: sizes after the arrays, no status
+            sizes = "".join(f", INT64_C({n})" for n in step.sizes)
+            out.append(f"  {step.function}({pointers}{sizes});")
+            continue
+        out.append(f"  status = {step.function}({pointers});")
         out += [f"  if (status != 0) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"
                 if k is None else
                 f"  if (status == {k}) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"

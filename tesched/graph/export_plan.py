@@ -2,14 +2,15 @@
 buffers, kernel calls in order, and the constants' layout.
 
 :func:`plan` walks ``exe.function`` (the fused graph) with ``exe.kernels``: every input becomes an entry
-argument, every constant a 64-byte-aligned slice of one blob, every fused group a kernel call writing its
+argument, every constant a 64-byte-aligned slice of one blob, every fused group a kernel call (or a call
+of an external function given as C source, compiled into the library) writing its
 outputs (one, or a tuple) into intermediate buffers, except that the first result a buffer holds is
 written straight into the entry's output argument; a group without a kernel that only reshapes its input
 is a view of the same bytes. Results no kernel writes (an input or constant returned as is, a value
 returned twice) are copied. Each kernel is generated again for the target under
 a private name (``<name>_<group>``). :func:`layout` and :func:`side_file` give the constants' bytes as
-embedded or as the side file ``<name>.constants`` (a checked header, then the blob). Graphs with
-external C functions are refused. This module writes no entry point and compiles nothing.
+embedded or as the side file ``<name>.constants`` (a checked header, then the blob). External functions
+in a shared object are refused. This module writes no entry point and compiles nothing.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from tesched.codegen.c import CSource, generate_c
 from tesched.driver.compiler import reserved_identifiers
 from tesched.driver.kernel import Kernel
 from tesched.graph.annotation import STOP_FUSION
+from tesched.graph.external_compile import translation_unit
 from tesched.graph.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
 from tesched.graph.types import TensorType, TupleType
 from tesched.graph.visit import post_order
@@ -79,20 +81,22 @@ class HeapBuffer:
 
 @dataclass(frozen=True)
 class Step:
-    """One kernel call: its C function, its arguments (the group's inputs, then its output), the group's
-    name, and the kernel's heap buffers in the order of its error codes."""
+    """One call: its C function, its arguments (the group's inputs, then its outputs), the group's name,
+    the kernel's heap buffers in the order of its error codes, and for an external function the sizes it
+    takes after the arrays (it returns no status)."""
 
     function: str
     args: tuple[Value, ...]
     group: str
     heap: tuple[HeapBuffer, ...]
+    sizes: tuple[int, ...] | None = None
 
 
 @dataclass
 class Plan:
-    """The exported program: inputs, outputs, constants blob, intermediate buffers, kernel calls in order,
-    copies into results no kernel writes (an input or constant returned as is, a result returned twice),
-    and the kernels' C sources."""
+    """The exported program: inputs, outputs, constants blob, intermediate buffers, calls in order, copies
+    into results no kernel writes (an input or constant returned as is, a result returned twice), the
+    kernels' C sources, and the external libraries' sources and function declarations."""
 
     inputs: list[Value] = field(default_factory=list)
     outputs: list[Value] = field(default_factory=list)
@@ -101,6 +105,8 @@ class Plan:
     steps: list[Step] = field(default_factory=list)
     copies: list[tuple[Value, Value]] = field(default_factory=list)
     kernels: list[CSource] = field(default_factory=list)
+    external_sources: list[str] = field(default_factory=list)
+    external_declarations: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -116,12 +122,9 @@ class ConstantsLayout:
 
 def plan(exe: Built, prefix: str, target: Target) -> Plan:
     """The program of ``exe``'s fused graph with every kernel generated for ``target``, its C functions
-    named ``prefix_<group>``. Raises ``TypeError`` for a graph with external calls."""
+    named ``prefix_<group>``. External functions given as C source are compiled into the library; a
+    graph calling one from a shared object raises ``TypeError``."""
     fn = exe.function
-    if exe.external_calls:
-        raise TypeError(f"export of a graph: it calls external C functions "
-                        f"({', '.join(c.name for c in exe.external_calls)}), which an exported library cannot "
-                        "carry; build the graph without partitioning it to export it")
     out = Plan()
     values: dict[int, Any] = {}       # node -> its Value, or a tuple of them
     for k, p in enumerate(fn.params):
@@ -153,6 +156,8 @@ class _Kernels:
 
     def __init__(self, exe: Built, prefix: str, target: Target, out: Plan):
         self.kernel_of = {id(group.function): group.kernel for group in exe.kernels}
+        self.external_of = {id(call.function): call for call in exe.external_calls}
+        self.libraries: set[int] = set()
         self.prefix, self.target, self.out = prefix, target, out
         self.generated: dict[int, tuple[CSource, tuple[HeapBuffer, ...]]] = {}
         self.reserved = reserved_identifiers(target) | {prefix}
@@ -173,18 +178,39 @@ class _Kernels:
         group: Function = node.op  # type: ignore[assignment]
         if any(not isinstance(a, Value) for a in args):
             raise TypeError(f"export of a graph: group {group.name} takes a tuple argument")
-        if id(group) not in self.kernel_of:
-            if _is_view(group):
-                return replace(args[0], type=node.tensor_type)
-            raise TypeError(f"export of a graph: group {group.name} has no compiled kernel")
-        src, heap = self.source(self.kernel_of[id(group)], group.name)
         types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
-        outputs = []
-        for t in types:
-            outputs.append(Value("buffer", len(self.out.buffers), t, group.name))  # type: ignore[arg-type]
-            self.out.buffers.append(outputs[-1])
-        self.out.steps.append(Step(src.name, tuple(args) + tuple(outputs), group.name, heap))
-        return tuple(outputs) if isinstance(node.checked_type, TupleType) else outputs[0]
+        outputs = tuple(Value("buffer", len(self.out.buffers) + k, t, group.name)  # type: ignore[arg-type]
+                        for k, t in enumerate(types))
+        if id(group) in self.external_of:
+            call = self.external_of[id(group)]
+            self.external(group)
+            inputs = tuple(args[k] for k in call.arg_positions)
+            step = Step(call.kernel.function.name, inputs + outputs, group.name, (), tuple(call.kernel.sizes))
+        elif id(group) in self.kernel_of:
+            src, heap = self.source(self.kernel_of[id(group)], group.name)
+            step = Step(src.name, tuple(args) + outputs, group.name, heap)
+        elif _is_view(group):
+            return replace(args[0], type=node.tensor_type)
+        else:
+            raise TypeError(f"export of a graph: group {group.name} has no compiled kernel")
+        self.out.buffers.extend(outputs)
+        self.out.steps.append(step)
+        return outputs if isinstance(node.checked_type, TupleType) else outputs[0]
+
+    def external(self, group: Function) -> None:
+        """Add the source of the external library ``group`` calls (once) and its functions' prototypes."""
+        library = group.body.op.library  # type: ignore[attr-defined]
+        if id(library) in self.libraries:
+            return
+        if library.source is None or library.compile_flags:
+            how = f"the shared object {library.path}" if library.source is None else \
+                f"source with compile flags {' '.join(library.compile_flags)}"
+            raise TypeError(f"export of a graph: group {group.name} calls an external library given as {how}; "
+                            "an exported library can carry external functions given as plain C source only")
+        self.libraries.add(id(library))
+        prototypes = [f"{f.prototype()};" for f in library.functions.values()]
+        self.out.external_sources.append(translation_unit(library.source, prototypes))
+        self.out.external_declarations += prototypes
 
 
 def _is_view(fn: Function) -> bool:

@@ -26,7 +26,7 @@ def test_sizes_follow_the_buffers():
 
 
 def test_the_entry_checks_sizes_pointers_overlap_and_maps_the_status():
-    kernel = CSource("grow_kernel", "", "int grow_kernel(float *, float *, int64_t);")
+    kernel = CSource(name="grow_kernel", source="", declaration="int grow_kernel(float *, float *, int64_t);")
     text = kernel_entry(symbolic(), "grow", kernel, "{}", "x86-64", frozenset({"sse4_2"}), "grow.h")
     body = text.source[text.source.index("TS_PUBLIC int grow("):]
     checks = ["ts_check_cpu()", "if (s0 < 1)", "if (a0 == NULL)", "ts_bytes(4, 2, d1)", "ts_overlap(a1, b1, a0, b0)",

@@ -131,14 +131,38 @@ def test_the_side_file_checksum_is_the_one_c_computes(tmp_path):
     assert checksum(blob) == plain ^ (weighted * 0x9E3779B97F4A7C15 % 2**64)
 
 
-def test_graphs_with_external_functions_are_refused(tmp_path):
-    source = ("void twice(const float *a, const float *b, float *out, int64_t n) "
-              "{ for (int64_t i = 0; i < n; i++) out[i] = a[i] + b[i]; }")
-    fn = G.ExternalFunction("twice", inputs=[("N",), ("N",)], output=("N",))
+ADD_SOURCE = "void add2(const float *a, const float *b, float *out, int64_t n) { for (int64_t i = 0; i < n; i++) " \
+             "out[i] = a[i] + b[i]; }"
+ADD2 = G.ExternalFunction("add2", inputs=[("N",), ("N",)], output=("N",))
+
+
+def partitioned(library):
+    """relu(x + x) + c with both adds handed to ``library``'s add2."""
     x = G.var("x", shape=(4,))
-    graph = G.partition(G.Function([x], G.add(x, x)), {"twice": G.pattern("add")}, G.ExternalLibrary([fn], source=source))
-    with pytest.raises(TypeError, match=r"calls external C functions \(external.twice\)"):
-        G.build(graph).export_library(tmp_path / "ext.so")
+    body = G.add(G.nn.relu(G.add(x, x)), G.const(np.arange(4, dtype=np.float32)))
+    graph = G.partition(G.Function([x], body), {"add2": G.pattern(G.is_op("add", G.wildcard(), G.wildcard()))},
+                        library)
+    return G.build(graph)
+
+
+def test_external_functions_given_as_source_are_compiled_into_the_library(tmp_path):
+    exe = partitioned(G.ExternalLibrary([ADD2], source=ADD_SOURCE))
+    assert [c.name for c in exe.external_calls] == ["external.add2"] * 2      # x + x, and relu(...) + c
+    m = G.load_executable(exe.export_library(tmp_path / "ext.so"))
+    x = np.array([-2, -1, 1, 2], np.float32)
+    np.testing.assert_allclose(m(x), np.maximum(2 * x, 0) + np.arange(4), rtol=1e-6)
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(tmp_path / "ext.so")], capture_output=True,
+                             text=True).stdout
+    assert "add2" not in symbols and " ext\n" in symbols
+
+
+def test_external_functions_in_a_shared_object_are_refused(tmp_path):
+    (tmp_path / "add.c").write_text("#include <stdint.h>\n" + ADD_SOURCE)
+    subprocess.run(["gcc", "-shared", "-fPIC", str(tmp_path / "add.c"), "-o", str(tmp_path / "libadd.so")], check=True)
+    exe = partitioned(G.ExternalLibrary([ADD2], path=tmp_path / "libadd.so"))
+    with pytest.raises(TypeError, match=r"calls an external library given as the shared object .*libadd.so; an "
+                                        r"exported library can carry external functions given as plain C source"):
+        exe.export_library(tmp_path / "ext.so")
 
 
 def test_bad_constants_mode_and_names(wee, tmp_path):
