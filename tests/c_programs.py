@@ -57,7 +57,7 @@ def compile_program(source: str, directory: Path, library: Path, static: bool = 
     (directory / "main.c").write_text(C_PRELUDE + source)
     exe = directory / "main"
     link = [str(library), "-fopenmp", "-lm"] if static else [str(library), f"-Wl,-rpath,{library.parent}"]
-    done = subprocess.run(["gcc", "-O1", "-Wall", "-Werror", "-I", str(library.parent), str(directory / "main.c"),
+    done = subprocess.run(["gcc", "-O1", "-pthread", "-Wall", "-Werror", "-I", str(library.parent), str(directory / "main.c"),
                            "-o", str(exe), *link], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return exe

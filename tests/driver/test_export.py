@@ -72,6 +72,50 @@ def test_a_c_program_runs_the_exported_kernel(conv_relu, inputs, tmp_path, stati
     assert "record kernel" in done.stdout
 
 
+THREADS_PROGRAM = f"""
+#include <pthread.h>
+#include "conv_relu.h"
+
+static float *data, *weight, *outputs[4];
+static int statuses[4];
+static char messages[4][256];
+
+static void *work(void *arg) {{
+  const long k = (long)arg;
+  for (int round = 0; round < 20; round++) {{
+    statuses[k] |= conv_relu(data, k == 3 ? NULL : weight, outputs[k]);
+    snprintf(messages[k], sizeof messages[k], "%s", conv_relu_last_error());
+  }}
+  return NULL;
+}}
+
+int main(int argc, char **argv) {{
+  const size_t data_bytes = {np.prod(DATA) * 4}, weight_bytes = {np.prod(WEIGHT) * 4};
+  data = load(argv[1], data_bytes);
+  weight = load(argv[2], weight_bytes);
+  pthread_t threads[4];
+  for (long k = 0; k < 4; k++) {{
+    outputs[k] = calloc(1, data_bytes);
+    pthread_create(&threads[k], NULL, work, (void *)k);
+  }}
+  for (int k = 0; k < 4; k++) pthread_join(threads[k], NULL);
+  for (int k = 0; k < 3; k++) save(argv[3 + k], outputs[k], data_bytes);
+  for (int k = 0; k < 4; k++) printf("%d [%s]\\n", statuses[k], messages[k]);
+  return 0;
+}}
+"""
+
+
+def test_threads_call_it_at_once_each_with_its_own_message(conv_relu, inputs, tmp_path):
+    library = conv_relu.export_library(tmp_path / "conv_relu.so")
+    outs = [tmp_path / f"out{k}.bin" for k in range(3)]
+    done = run_program(compile_program(THREADS_PROGRAM, tmp_path, library), write(tmp_path, "d.bin", inputs[0]),
+                       write(tmp_path, "w.bin", inputs[1]), *outs)
+    assert done.stdout.splitlines() == ["0 []"] * 3 + ["1 [conv_relu: argument weight is NULL]"]
+    for out in outs:
+        np.testing.assert_allclose(read(out, DATA), conv_relu_reference(*inputs), rtol=1e-4, atol=1e-4)
+
+
 def test_only_the_public_functions_are_exported(conv_relu, tmp_path):
     shared = conv_relu.export_library(tmp_path / "conv_relu.so")
     archive = conv_relu.export_library(tmp_path / "libconv_relu.a")

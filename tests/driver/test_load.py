@@ -43,6 +43,8 @@ def test_loaded_kernel_computes_as_numpy(exported, arrays):
     assert g(*arrays, out) is None
     np.testing.assert_array_equal(out, f(*arrays))
     assert g.c_source.startswith('#include "tesched_runtime.h"')
+    run = g.prepare(*arrays)
+    np.testing.assert_allclose(run(), conv_relu_reference(*arrays), rtol=1e-4, atol=1e-4)
 
 
 def test_loaded_kernel_records_what_it_was_built_for(exported):
