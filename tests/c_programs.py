@@ -38,7 +38,8 @@ static __attribute__((unused)) void save(const char *path, const void *p, size_t
 def conv_relu_kernel(name: str = "conv_relu", target: str | None = None) -> Kernel:
     """relu(conv2d 3x3, padding 1) on SIZES, fused, as the demo schedules it: arguments data, weight, relu."""
     net = declare_conv_relu(SIZES)
-    return ts.build(schedule_conv_relu(net, "fused, pad at tile"), [net.data, net.weight, net.relu], name=name, target=target)
+    schedule = schedule_conv_relu(net, "fused, pad at tile")
+    return ts.build(schedule, [net.data, net.weight, net.relu], name=name, target=target)
 
 
 def outer_sum_kernel(name: str = "outer_sum") -> Kernel:
@@ -57,8 +58,8 @@ def compile_program(source: str, directory: Path, library: Path, static: bool = 
     (directory / "main.c").write_text(C_PRELUDE + source)
     exe = directory / "main"
     link = [str(library), "-fopenmp", "-lm"] if static else [str(library), f"-Wl,-rpath,{library.parent}"]
-    done = subprocess.run(["gcc", "-O1", "-pthread", "-Wall", "-Werror", "-I", str(library.parent), str(directory / "main.c"),
-                           "-o", str(exe), *link], capture_output=True, text=True)
+    done = subprocess.run(["gcc", "-O1", "-pthread", "-Wall", "-Werror", "-I", str(library.parent),
+                           str(directory / "main.c"), "-o", str(exe), *link], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     return exe
 

@@ -153,7 +153,8 @@ class _EntryBody:
             self.emit(f"if (s{k} < 1) " + self.fail("TESCHED_ERROR_SIZE", f"{name}: size {_user(p.name)} must be "
                                                      "positive, got %lld", f"(long long)s{k}"))
         for k, a in enumerate(sig.args):
-            self.emit(f"if (a{k} == NULL) " + self.fail("TESCHED_ERROR_ARGUMENT", f"{name}: argument {_user(a.name)} is NULL"))
+            self.emit(f"if (a{k} == NULL) "
+                      + self.fail("TESCHED_ERROR_ARGUMENT", f"{name}: argument {_user(a.name)} is NULL"))
         for k, a in enumerate(sig.args):
             self.byte_count(f"b{k}", f"d{k}", a.dtype, a.shape)
             self.emit(f"if (b{k} < 0) " + self.fail(
@@ -163,14 +164,16 @@ class _EntryBody:
             for j, other in enumerate(sig.args):
                 if a.is_output and j != k:
                     self.emit(f"if (ts_overlap(a{k}, b{k}, a{j}, b{j})) " + self.fail(
-                        "TESCHED_ERROR_ARGUMENT", f"{name}: output {_user(a.name)} overlaps argument {_user(other.name)} in memory"))
+                        "TESCHED_ERROR_ARGUMENT",
+                        f"{name}: output {_user(a.name)} overlaps argument {_user(other.name)} in memory"))
         self.heap_buffers(note, note_values)
         casts = [f"({dt.C_TYPES[a.dtype]} *)a{k}" if not a.is_output else f"a{k}" for k, a in enumerate(sig.args)]
         call = ", ".join(casts + [f"s{k}" for k in range(len(sig.params))])
         self.emit(f"const int status = {self.kernel_function}({call});")
         self.emit("if (status == 0) return TESCHED_OK;")
         self.status_messages()
-        self.emit(self.fail("TESCHED_ERROR_ALLOCATION", f"{name}: an allocation failed (code %lld)", "(long long)status"))
+        self.emit(self.fail("TESCHED_ERROR_ALLOCATION", f"{name}: an allocation failed (code %lld)",
+                            "(long long)status"))
         return [f"TS_PUBLIC int {self.prefix}({', '.join(params) or 'void'}) {{"] + self.lines_ + ["}"]
 
     def heap_buffers(self, note: str, note_values: list[str]) -> None:

@@ -105,6 +105,7 @@ def entry_prelude(public_header: str, manifest_json: str, prefix: str, what: str
                             c_string(f" instructions; the library was compiled for target {target_name} (export it "
                                      "again for a target this CPU supports)", printf=True)])
         lines += ["  const char *missing = NULL;", "  __builtin_cpu_init();"]
-        lines += [f"  if (!__builtin_cpu_supports({c_string(ISA_FEATURES[f])})) missing = {c_string(f)};" for f in wanted]
+        lines += [f"  if (!__builtin_cpu_supports({c_string(ISA_FEATURES[f])})) missing = {c_string(f)};"
+                  for f in wanted]
         lines += [f"  if (missing) return ts_fail(TESCHED_ERROR_CPU, {message}, missing);"]
     return lines + ["  __atomic_store_n(&ts_cpu_ok, 1, __ATOMIC_RELAXED);", "  return 0;", "}", ""]

@@ -79,8 +79,9 @@ def _identifiers(target: Target, source: str, kind: str, macros: re.Pattern[str]
     """The identifiers ``macros`` finds in the macro definitions of translation unit ``source`` and
     ``pattern`` in its preprocessed text, cached on disk per compiler, flags, headers, source and patterns."""
     include = sysconfig.get_paths()["include"]
-    key = hashlib.sha256("\0".join([compiler_id(target.compiler), " ".join(target.flags), include,
-                                     runtime_text(), source, macros.pattern, pattern.pattern]).encode()).hexdigest()[:24]
+    parts = [compiler_id(target.compiler), " ".join(target.flags), include, runtime_text(), source, macros.pattern,
+             pattern.pattern]
+    key = hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
     path = cache_dir() / f"{kind}-{key}.txt"
     if path.exists():
         return frozenset(path.read_text().split())

@@ -33,7 +33,8 @@ def public_prefix(name: str, explicit: bool, target: Target, what: str) -> str:
     if explicit and not re.fullmatch(r"[A-Za-z_]\w*", name):
         raise ValueError(f"{what}: name {name!r} is not a C identifier (letters, digits and _, not first a digit)")
     prefix = name if explicit else sanitize(name)
-    if prefix in system_identifiers(target) or prefix in C_KEYWORDS or prefix.startswith(("ts_", "TS_", "tesched_", "TESCHED_")):
+    reserved = prefix.startswith(("ts_", "TS_", "tesched_", "TESCHED_")) or prefix in C_KEYWORDS
+    if reserved or prefix in system_identifiers(target):
         raise ValueError(f"{what}: the C entry point would be named {prefix}, a name the C library or tesched's "
                          "runtime already uses; pass name='...' to export it under another name")
     return prefix

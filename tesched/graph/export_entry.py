@@ -93,36 +93,35 @@ def _embedded(prefix: str, constants: ConstantsLayout) -> list[str]:
 def _loader(prefix: str, constants: ConstantsLayout) -> list[str]:
     """``prefix_load_constants(path)`` (reads and checks the side file once) and ``ts_constants()``."""
     size, digest = len(constants.blob), ", ".join(str(b) for b in constants.sha256)
-    name = constants.file or ""
-    wrong = f"{prefix}: %s does not hold this library's constants (it ships them in {name})"
+    magic = c_string(SIDE_FILE_MAGIC.decode())
     return [
         "static unsigned char *ts_loaded_constants;",
         f"static const unsigned char ts_constants_id[32] = {{{digest}}};", "",
         f"TS_PUBLIC int {prefix}_load_constants(const char *path) {{",
         "  ts_message[0] = '\\0';",
         "  if (__atomic_load_n(&ts_loaded_constants, __ATOMIC_ACQUIRE)) return TESCHED_OK;",
-        f"  if (path == NULL) return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(f'{prefix}_load_constants: path is NULL', printf=True)});",
+        "  if (path == NULL) " + _fail("TESCHED_ERROR_CONSTANTS", f"{prefix}_load_constants: path is NULL"),
         '  FILE *file = fopen(path, "rb");',
-        f"  if (file == NULL) return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(f'{prefix}: cannot open the constants file ', printf=True)} \"%s\", path);",
+        "  if (file == NULL) " + _fail("TESCHED_ERROR_CONSTANTS", f"{prefix}: cannot open the constants file ", ""),
         "  unsigned char head[64];",
         "  uint64_t size = 0, sum = 0;",
         "  const int read_head = fread(head, 1, sizeof head, file) == sizeof head;",
         "  if (read_head) { memcpy(&size, head + 8, 8); memcpy(&sum, head + 16, 8); }",
-        f"  if (!read_head || memcmp(head, {c_string(SIDE_FILE_MAGIC.decode())}, 8) != 0 || size != UINT64_C({size}) ||",
+        f"  if (!read_head || memcmp(head, {magic}, 8) != 0 || size != UINT64_C({size}) ||",
         f"      sum != UINT64_C({constants.checksum}) || memcmp(head + 24, ts_constants_id, 32) != 0) {{",
         "    fclose(file);",
-        f"    return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(wrong.split('%s')[0], printf=True)} \"%s\" "
-        f"{c_string(wrong.split('%s')[1], printf=True)}, path);",
+        "    " + _fail("TESCHED_ERROR_CONSTANTS", f"{prefix}: ",
+                      f" does not hold this library's constants (it ships them in {constants.file})"),
         "  }",
         f"  unsigned char *data = (unsigned char *)ts_alloc_elems(1, {size});",
         "  const int complete = data != NULL && fread(data, 1, size, file) == size;",
         "  fclose(file);",
-        "  if (data == NULL)",
-        f"    return ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(f'{prefix}: cannot allocate {size} bytes for its constants', printf=True)});",
+        "  if (data == NULL) " + _fail("TESCHED_ERROR_ALLOCATION", f"{prefix}: cannot allocate {size} bytes for its "
+                                                                   "constants"),
         "  if (!complete || ts_checksum(data, size) != sum) {",
         "    ts_free(data);",
-        f"    return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(f'{prefix}: the constants file ', printf=True)} \"%s\" "
-        f"{c_string(' is truncated or damaged (checksum mismatch)', printf=True)}, path);",
+        "    " + _fail("TESCHED_ERROR_CONSTANTS", f"{prefix}: the constants file ",
+                      " is truncated or damaged (checksum mismatch)"),
         "  }",
         "  unsigned char *none = NULL;",
         "  if (!__atomic_compare_exchange_n(&ts_loaded_constants, &none, data, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))",
@@ -131,6 +130,14 @@ def _loader(prefix: str, constants: ConstantsLayout) -> list[str]:
         "}", "",
         "static const unsigned char *ts_constants(void) {",
         "  return __atomic_load_n(&ts_loaded_constants, __ATOMIC_ACQUIRE);", "}", ""]
+
+
+def _fail(code: str, message: str, after_path: str | None = None) -> str:
+    """``return ts_fail(code, "message");``, or with ``after_path``, the message, the path, then
+    ``after_path`` (user text never becomes part of the format)."""
+    if after_path is None:
+        return f"return ts_fail({code}, {c_string(message, printf=True)});"
+    return f'return ts_fail({code}, {c_string(message, printf=True)} "%s" {c_string(after_path, printf=True)}, path);'
 
 
 def scratch_offsets(buffers: list[Value]) -> tuple[list[int], int]:
@@ -149,7 +156,9 @@ def _pointer(v: Value, offsets: list[int]) -> str:
     t = _ctype(v)
     if v.place == "buffer":
         return f"({t} *)(scratch + {offsets[v.index]})"
-    return {"input": f"({t} *)a{v.index}", "output": f"o{v.index}", "constant": f"({t} *)(constants + {v.index})"}[v.place]
+    if v.place == "constant":
+        return f"({t} *)(constants + {v.index})"
+    return f"({t} *)a{v.index}" if v.place == "input" else f"o{v.index}"
 
 
 def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
@@ -160,24 +169,22 @@ def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
     out = [f"TS_PUBLIC int {prefix}({params}) {{", "  ts_message[0] = '\\0';",
            "  if (ts_check_cpu()) return TESCHED_ERROR_CPU;",
            "  const unsigned char *constants = ts_constants();"]
-    loader = f"{prefix}: its constants are not loaded: call {prefix}_load_constants(path) first"
-    out.append(f"  if (constants == NULL) return ts_fail(TESCHED_ERROR_CONSTANTS, {c_string(loader, printf=True)});")
+    out.append("  if (constants == NULL) " + _fail("TESCHED_ERROR_CONSTANTS", f"{prefix}: its constants are not "
+                                                   f"loaded: call {prefix}_load_constants(path) first"))
     for v, n in zip(arguments, names):
-        out.append(f"  if ({n} == NULL) return ts_fail(TESCHED_ERROR_ARGUMENT, "
-                   f"{c_string(f'{prefix}: {v.place} {v.name} is NULL', printf=True)});")
+        out.append(f"  if ({n} == NULL) " + _fail("TESCHED_ERROR_ARGUMENT", f"{prefix}: {v.place} {v.name} is NULL"))
     for v, n in zip(program.outputs, names[len(program.inputs):]):
         for w, m in zip(arguments, names):
             if m != n:
-                message = f"{prefix}: output {v.name} overlaps {w.place} {w.name} in memory"
-                out.append(f"  if (ts_overlap({n}, {v.nbytes}, {m}, {w.nbytes})) "
-                           f"return ts_fail(TESCHED_ERROR_ARGUMENT, {c_string(message, printf=True)});")
+                out.append(f"  if (ts_overlap({n}, {v.nbytes}, {m}, {w.nbytes})) " + _fail(
+                    "TESCHED_ERROR_ARGUMENT", f"{prefix}: output {v.name} overlaps {w.place} {w.name} in memory"))
     offsets, size = scratch_offsets(program.buffers)
     out += ["  int code = TESCHED_OK, status = 0;"]
     if program.buffers:
         names = ", ".join(b.name for b in program.buffers)
         message = f"{prefix}: cannot allocate {size} bytes for its intermediate tensors ({names})"
         out += [f"  unsigned char *scratch = (unsigned char *)ts_alloc_elems(1, {size});",
-                f"  if (scratch == NULL) return ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(message, printf=True)});"]
+                "  if (scratch == NULL) " + _fail("TESCHED_ERROR_ALLOCATION", message)]
     for step in program.steps:
         pointers = ", ".join(_pointer(v, offsets) for v in step.args)
         if step.sizes is not None:       # an external function: sizes after the arrays, no status
@@ -185,10 +192,10 @@ def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
             out.append(f"  {step.function}({pointers}{sizes});")
             continue
         out.append(f"  status = {step.function}({pointers});")
-        out += [f"  if (status != 0) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"
-                if k is None else
-                f"  if (status == {k}) {{ code = ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(m, printf=True)}); goto done; }}"
-                for k, m in _status_messages(prefix, step)]
+        for k, message in _status_messages(prefix, step):
+            condition = "status != 0" if k is None else f"status == {k}"
+            failure = f"ts_fail(TESCHED_ERROR_ALLOCATION, {c_string(message, printf=True)})"
+            out.append(f"  if ({condition}) {{ code = {failure}; goto done; }}")
     for dst, src in program.copies:
         out.append(f"  memcpy({_pointer(dst, offsets)}, {_pointer(src, offsets)}, {dst.nbytes});")
     out += ["done:", *(["  ts_free(scratch);"] if program.buffers else []), "  return code;", "}"]

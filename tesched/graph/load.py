@@ -62,7 +62,8 @@ class LoadedExecutable:
     def __repr__(self) -> str:
         record = self.build_record
         return (f"LoadedExecutable({self.library.path.name}: {', '.join(v.name for v in self.inputs)} -> "
-                f"{len(self.output_types)} output(s), target {record.target}, {len(record.contents['kernels'])} kernels)")
+                f"{len(self.output_types)} output(s), target {record.target}, "
+                f"{len(record.contents['kernels'])} kernels)")
 
 
 def load_executable(path: str | Path) -> LoadedExecutable:
@@ -91,7 +92,8 @@ def load_executable(path: str | Path) -> LoadedExecutable:
     """
     record = checked_record(path, "graph")
     try:
-        inputs = [Var(str(v["name"]), TensorType(tuple(v["shape"]), str(v["dtype"]))) for v in record.contents["inputs"]]
+        inputs = [Var(str(v["name"]), TensorType(tuple(v["shape"]), str(v["dtype"])))
+                  for v in record.contents["inputs"]]
         outputs = [TensorType(tuple(v["shape"]), str(v["dtype"])) for v in record.contents["outputs"]]
         constants_file = record.contents["constants"]["file"]
     except (KeyError, TypeError, ValueError) as err:

@@ -13,8 +13,8 @@ def print_strings(strings, tmp_path, printf=False):
                     f'  fputs({c_string(s)}, stdout);\n  printf("\\n");\n' for s in strings)
     (tmp_path / "p.c").write_text(f"#include <stdio.h>\n/* {c_comment(' '.join(strings))} */\n"
                                   f"int main(void) {{\n{calls}  return 0;\n}}\n")
-    subprocess.run(["gcc", "-Wall", "-Werror", "-Wno-format-security", "-Wno-format-zero-length", str(tmp_path / "p.c"), "-o",
-                    str(tmp_path / "p")], check=True, capture_output=True)
+    subprocess.run(["gcc", "-Wall", "-Werror", "-Wno-format-security", "-Wno-format-zero-length",
+                    str(tmp_path / "p.c"), "-o", str(tmp_path / "p")], check=True, capture_output=True)
     return subprocess.run([str(tmp_path / "p")], capture_output=True).stdout.decode("utf-8")
 
 
@@ -48,6 +48,6 @@ def test_header_compiles_as_c_and_cpp(tmp_path):
     text = header("k", ["k: doc */ with /* delimiters"], ["int k(const float *a, float *b, int64_t n);"])
     (tmp_path / "k.h").write_text(text)
     for compiler, suffix in (("gcc", "c"), ("g++", "cpp")):
-        (tmp_path / f"use.{suffix}").write_text('#include "k.h"\n#include "k.h"\nint main(void) { return TESCHED_OK; }\n')
-        subprocess.run([compiler, "-Wall", "-Werror", "-fsyntax-only", "-I", str(tmp_path), str(tmp_path / f"use.{suffix}")],
-                       check=True)
+        use = tmp_path / f"use.{suffix}"
+        use.write_text('#include "k.h"\n#include "k.h"\nint main(void) { return TESCHED_OK; }\n')
+        subprocess.run([compiler, "-Wall", "-Werror", "-fsyntax-only", "-I", str(tmp_path), str(use)], check=True)

@@ -36,7 +36,8 @@ def test_archives_localize_hidden_symbols():
 def test_build_library_and_call_it(tmp_path, name):
     library = build_library(sources(), tmp_path / name, name.endswith(".a"))
     assert (tmp_path / "twice.h").read_text() == HEADER
-    (tmp_path / "main.c").write_text('#include <stdio.h>\n#include "twice.h"\nint main(void) { printf("%d", twice(21)); }\n')
+    (tmp_path / "main.c").write_text('#include <stdio.h>\n#include "twice.h"\n'
+                                     'int main(void) { printf("%d", twice(21)); }\n')
     extra = ["-fopenmp"] if name.endswith(".a") else [f"-Wl,-rpath,{tmp_path}"]
     subprocess.run(["gcc", "-I", str(tmp_path), str(tmp_path / "main.c"), str(library), "-o", str(tmp_path / "main"),
                     *extra], check=True)

@@ -15,6 +15,8 @@ from tesched.graph.export_plan import checksum
 from c_programs import compile_program, read, run_program, write
 from .helpers import wee_net, wee_net_reference
 
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-4}
+
 MODEL_PROGRAM = """
 #include "model.h"
 
@@ -44,7 +46,7 @@ def test_a_c_program_runs_the_exported_graph(wee, wee_data, tmp_path, static):
     done = run_program(compile_program(program, tmp_path, library, static=static), write(tmp_path, "x.bin", wee_data),
                        tmp_path / "y.bin")
     assert "status 0 []" in done.stdout
-    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), **TOLERANCE)
 
 
 def test_constants_in_a_side_file_are_loaded_and_checked(wee, wee_data, tmp_path):
@@ -57,7 +59,7 @@ def test_constants_in_a_side_file_are_loaded_and_checked(wee, wee_data, tmp_path
     x = write(tmp_path, "x.bin", wee_data)
     done = run_program(main, x, tmp_path / "y.bin", side)
     assert "load 0 []" in done.stdout and "status 0 []" in done.stdout
-    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), **TOLERANCE)
     assert "status 5 [model: its constants are not loaded: call model_load_constants(path) first]" in \
         run_program(main, x, tmp_path / "y.bin").stdout
     damaged = bytearray(side.read_bytes())
@@ -85,7 +87,7 @@ def test_export_c_writes_sources_that_make_builds(wee, wee_data, tmp_path):
     program = MODEL_PROGRAM.replace("model_load_constants(argv[3])", "TESCHED_OK")
     main = compile_program(program, tmp_path, tmp_path / "src" / "model.so")
     run_program(main, write(tmp_path, "x.bin", wee_data), tmp_path / "y.bin")
-    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(read(tmp_path / "y.bin", (1, 5)), wee_net_reference(wee_data, params), **TOLERANCE)
 
 
 def test_results_that_no_kernel_writes_are_copied(tmp_path):
