@@ -397,33 +397,6 @@ class Kernel:
         """Median and minimum seconds per call over ``repeat`` timings of ``number`` calls each."""
         return time_calls(lambda: self(*arrays), repeat, number, warmup)
 
-
-def time_calls(call: Callable[[], object], repeat: int, number: int = 1, warmup: int = 1) -> BenchmarkResult:
-    """Median and minimum seconds per call of ``call`` over ``repeat`` timings of ``number`` calls each,
-    after ``warmup`` untimed calls.
-
-    Parameters
-    ----------
-    call : callable
-        What to time, called without arguments.
-    repeat, number, warmup : int
-        Timings, calls per timing, untimed calls first.
-
-    Returns
-    -------
-    BenchmarkResult
-    """
-    for _ in range(warmup):
-        call()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        for _ in range(number):
-            call()
-        times.append((time.perf_counter() - t0) / number)
-    return BenchmarkResult(statistics.median(times), min(times), repeat)
-
-
     # profiling --------------------------------------------------------------------------------------
     def _reader(self) -> Callable[[bool], Profile]:
         reader = self._profile_reader
@@ -450,6 +423,32 @@ def time_calls(call: Callable[[], object], repeat: int, number: int = 1, warmup:
         """Write a self-contained HTML page of this kernel (loop IR beside its C, tiles and halos, stage
         times when profiled; see :func:`tesched.viz.write_kernel_page`) and return its path."""
         return write_page("kernel", self, path, **options)
+
+
+def time_calls(call: Callable[[], object], repeat: int, number: int = 1, warmup: int = 1) -> BenchmarkResult:
+    """Median and minimum seconds per call of ``call`` over ``repeat`` timings of ``number`` calls each,
+    after ``warmup`` untimed calls.
+
+    Parameters
+    ----------
+    call : callable
+        What to time, called without arguments.
+    repeat, number, warmup : int
+        Timings, calls per timing, untimed calls first.
+
+    Returns
+    -------
+    BenchmarkResult
+    """
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(number):
+            call()
+        times.append((time.perf_counter() - t0) / number)
+    return BenchmarkResult(statistics.median(times), min(times), repeat)
 
 
 def _bind_run(runner: Callable[[], None], program: Program, result: Any,
