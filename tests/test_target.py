@@ -4,7 +4,7 @@ import pytest
 
 import tesched as ts
 from tesched.errors import ConfigError
-from tesched.target import current_target, host_features
+from tesched.target import ISA_FEATURES, current_target, host_features
 
 
 def test_named_targets():
@@ -20,6 +20,15 @@ def test_host_target_reads_the_cpu_and_the_environment(monkeypatch):
     assert ts.Target().features == host_features() and "-march=native" in ts.Target().flags
     monkeypatch.setenv("TESCHED_VECTOR_BYTES", "16")
     assert ts.Target().vector_bytes == 16
+
+
+def test_isa_features_are_what_compiled_code_may_use():
+    assert ts.Target("x86-64-avx2").isa_features == {"sse4_2", "avx", "avx2", "fma", "f16c"}
+    assert ts.Target("x86-64-avx512+avx512_vnni").isa_features >= {"avx512f", "avx512_vnni"}
+    assert ts.Target("c").isa_features == frozenset()
+    host = ts.Target()
+    assert host.isa_features <= host.features and set(host.isa_features) <= set(ISA_FEATURES)
+    assert "fpu" not in host.isa_features          # a CPU flag, not an instruction set code chooses
 
 
 @pytest.mark.parametrize("spec, message", [
