@@ -27,17 +27,15 @@ from tesched.driver.arrays import as_array, like, torch_module
 from tesched.driver.call import ArgSpec, Program, StepFailed, address
 from tesched.driver.kernel import BenchmarkResult, Kernel, time_calls
 from tesched.driver.threads import sync_thread
-from tesched.graph.annotation import STOP_FUSION
+from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.export import export_graph, export_graph_c
 from tesched.graph.external_op import ExternalCall, compile_external_group
-from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from tesched.graph.ir import Call, Function
 from tesched.graph.lower import compile_primitive
 from tesched.graph.memory import ALIGNMENT, Buffer, MemoryPlan, plan_memory
-from tesched.graph.op import Op
 from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
 from tesched.graph.types import TensorType, TupleType
-from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target
@@ -118,40 +116,27 @@ class Executable:
         self.external_calls: list[ExternalCall] = []
         self._inputs = [_Value(p.tensor_type, "input", k) for k, p in enumerate(function.params)]
         self._steps: list[_Step] = []
-        values: dict[int, Any] = {id(p): v for p, v in zip(function.params, self._inputs)}
-        for node in post_order(function.body):
-            self._plan(node, values)
-        self._result = values[id(function.body)]
+        self._result = fold_values(
+            function, lambda k, p: self._inputs[k],
+            lambda node: _Value(node.tensor_type, "constant", data=np.ascontiguousarray(node.data)), self._plan)
         for v in _leaves_of(self._result):
             v.root.last_use = len(self._steps)
         self._results = list({id(v.root): v.root for v in _leaves_of(self._result) if v.root.kind == "step"}.values())
         self._assign_slots()
 
     # planning -------------------------------------------------------------------------------------
-    def _plan(self, node: Expr, values: dict[int, Any]) -> None:
-        if isinstance(node, Var):
-            return
-        if isinstance(node, Constant):
-            values[id(node)] = _Value(node.tensor_type, "constant", data=np.ascontiguousarray(node.data))
-        elif isinstance(node, Tuple):
-            values[id(node)] = tuple(values[id(f)] for f in node.fields)
-        elif isinstance(node, TupleGetItem):
-            values[id(node)] = values[id(node.tuple_value)][node.index]
-        elif isinstance(node, Call) and node.op is STOP_FUSION:
-            values[id(node)] = values[id(node.args[0])]
-        elif isinstance(node, Call) and isinstance(node.op, Function) and _is_view(node.op):
-            values[id(node)] = _Value(node.tensor_type, "view", target=values[id(node.args[0])].root)
-        elif isinstance(node, Call) and isinstance(node.op, Function):
-            inputs = tuple(values[id(a)].root for a in node.args)
-            for v in inputs:
-                v.last_use = len(self._steps)
-            types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
-            outputs = tuple(_Value(t, "step", len(self._steps)) for t in types)  # type: ignore[arg-type]
-            self._steps.append(self._compile_group(node.op, inputs, outputs))
-            values[id(node)] = outputs if isinstance(node.checked_type, TupleType) else outputs[0]
-        else:
-            raise TypeError(f"cannot execute {node!r}: run fuse_ops first (every op must be in a primitive "
-                            "function)")
+    def _plan(self, node: Call, args: list[Any]) -> Any:
+        """The value of a call of a primitive function: a view of its argument, or a new step's outputs."""
+        fn: Function = node.op  # type: ignore[assignment]
+        if is_view(fn):
+            return _Value(node.tensor_type, "view", target=args[0].root)
+        inputs = tuple(a.root for a in args)
+        for v in inputs:
+            v.last_use = len(self._steps)
+        types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
+        outputs = tuple(_Value(t, "step", len(self._steps)) for t in types)  # type: ignore[arg-type]
+        self._steps.append(self._compile_group(fn, inputs, outputs))
+        return outputs if isinstance(node.checked_type, TupleType) else outputs[0]
 
     def _compile_group(self, fn: Function, inputs: tuple[_Value, ...], outputs: tuple[_Value, ...]) -> _Step:
         external = compile_external_group(fn)
@@ -299,12 +284,8 @@ class Executable:
 
         Parameters
         ----------
-        path : str or Path
-            The library to write (``.so``, or ``.a`` for a static archive).
-        static : bool, optional
-            Write a static archive; default: whether ``path`` ends with ``.a``.
-        target : Target or str, optional
-            The instruction set to compile for; default: the one the kernels were built for.
+        path, static, target : see :meth:`tesched.driver.kernel.Kernel.export_library`
+            The library to write (``.so`` or ``.a``), whether it is an archive, the instruction set.
         name : str, optional
             The C entry point's name; default: the file's name without ``lib`` and suffixes.
         constants : str
@@ -340,13 +321,6 @@ class Executable:
         external = f"; {len(self.external_calls)} external calls: {', '.join(c.name for c in self.external_calls)}" \
             if self.external_calls else ""
         return f"Executable({len(self.kernels)} kernels: {', '.join(k.name for k in self.kernels)}{external})"
-
-
-def _is_view(fn: Function) -> bool:
-    """Whether a primitive function only reshapes its parameter (a view of the same memory: no kernel)."""
-    body = fn.body
-    return isinstance(body, Call) and isinstance(body.op, Op) and body.op.name == "reshape" \
-        and len(fn.params) == 1 and body.args[0] is fn.params[0]
 
 
 def _flat_result_indices(structure: Any, n_inputs: int) -> tuple[int, ...] | None:

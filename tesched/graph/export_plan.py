@@ -24,11 +24,10 @@ import numpy as np
 from tesched.codegen.c import CSource, generate_c
 from tesched.driver.compiler import reserved_identifiers
 from tesched.driver.kernel import Kernel
-from tesched.graph.annotation import STOP_FUSION
+from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.external_compile import translation_unit
-from tesched.graph.ir import Call, Constant, Function, Tuple, TupleGetItem, Var
+from tesched.graph.ir import Call, Constant, Function
 from tesched.graph.types import TensorType, TupleType
-from tesched.graph.visit import post_order
 from tesched.lower.pipeline import lower_for_target
 from tesched.target import Target
 
@@ -126,27 +125,10 @@ def plan(exe: Built, prefix: str, target: Target) -> Plan:
     graph calling one from a shared object raises ``TypeError``."""
     fn = exe.function
     out = Plan()
-    values: dict[int, Any] = {}       # node -> its Value, or a tuple of them
-    for k, p in enumerate(fn.params):
-        values[id(p)] = Value("input", k, p.tensor_type, p.name)
-        out.inputs.append(values[id(p)])
+    out.inputs = [Value("input", k, p.tensor_type, p.name) for k, p in enumerate(fn.params)]
     kernels = _Kernels(exe, prefix, target, out)
-    for node in post_order(fn.body):
-        if isinstance(node, Var):
-            continue
-        if isinstance(node, Constant):
-            values[id(node)] = _constant(out, node)
-        elif isinstance(node, Tuple):
-            values[id(node)] = tuple(values[id(f)] for f in node.fields)
-        elif isinstance(node, TupleGetItem):
-            values[id(node)] = values[id(node.tuple_value)][node.index]
-        elif isinstance(node, Call) and node.op is STOP_FUSION:
-            values[id(node)] = values[id(node.args[0])]
-        elif isinstance(node, Call) and isinstance(node.op, Function):
-            values[id(node)] = kernels.call(node, [values[id(a)] for a in node.args])
-        else:
-            raise TypeError(f"export of a graph: cannot export {node!r}; build the graph with G.build")
-    _assign_results(out, _leaves(values[id(fn.body)]))
+    result = fold_values(fn, lambda k, p: out.inputs[k], lambda node: _constant(out, node), kernels.call, "export")
+    _assign_results(out, _leaves(result))
     return out
 
 
@@ -189,7 +171,7 @@ class _Kernels:
         elif id(group) in self.kernel_of:
             src, heap = self.source(self.kernel_of[id(group)], group.name)
             step = Step(src.name, tuple(args) + outputs, group.name, heap)
-        elif _is_view(group):
+        elif is_view(group):
             return replace(args[0], type=node.tensor_type)
         else:
             raise TypeError(f"export of a graph: group {group.name} has no compiled kernel")
@@ -211,13 +193,6 @@ class _Kernels:
         prototypes = [f"{f.prototype()};" for f in library.functions.values()]
         self.out.external_sources.append(translation_unit(library.source, prototypes))
         self.out.external_declarations += prototypes
-
-
-def _is_view(fn: Function) -> bool:
-    """Whether a primitive function only reshapes its parameter (same bytes: no kernel needed)."""
-    body = fn.body
-    return isinstance(body, Call) and getattr(body.op, "name", None) == "reshape" and len(fn.params) == 1 \
-        and body.args[0] is fn.params[0]
 
 
 def _leaves(structure: Any) -> list[Value]:
