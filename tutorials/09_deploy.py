@@ -231,8 +231,8 @@ m = G.load_executable(model_library)
 print(m)
 check("G.load_executable", m(data_np), reference)
 print(f"from Python: the loaded library {m.benchmark(data_np, repeat=REPEAT).min * 1e6:.1f} us, the executable "
-      f"{exe.benchmark(data_np, repeat=REPEAT).min * 1e6:.1f} us (best of {REPEAT}). The same kernels run; the\n"
-      "library makes one call from Python for the whole model, the executable one per kernel.")
+      f"{exe.benchmark(data_np, repeat=REPEAT).min * 1e6:.1f} us (best of {REPEAT}; the same kernels, each\n"
+      "checking the inputs and running the whole model in one C call).")
 
 print("\n=== 7. Another target: a library for a machine with AVX2 but no AVX-512 ===")
 avx2 = f.export_library(work / "avx2" / "conv_relu.so", target="x86-64-avx2")

@@ -88,6 +88,16 @@ def _extension() -> Any:
     return store(path, compile_helper, lambda built: load_module(MODULE, built, label, None))
 
 
+
+def helper_available() -> bool:
+    """Whether the helper extension is there or can be compiled (a process without a C compiler, loading
+    an exported library, calls kernels through cffi instead)."""
+    try:
+        _extension()
+    except (BuildError, OSError):
+        return False
+    return True
+
 Step = tuple[int, Sequence[int], bool]
 """A C function's address, its arguments (slot numbers >= 0, or symbolic sizes ``-(p + 1)``), and whether
 it returns an ``int`` status (a tesched kernel: 0, or ``k`` when its ``k``-th heap allocation failed)."""

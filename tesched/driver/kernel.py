@@ -24,7 +24,7 @@ from tesched.codegen.c import CSource
 from tesched.codegen.signature import Signature, signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.arrays import as_array, like, torch_module
-from tesched.driver.call import ArgSpec, Program, StepFailed, address, describable
+from tesched.driver.call import ArgSpec, Program, StepFailed, address, describable, helper_available
 from tesched.driver.export import export_kernel, export_kernel_c
 from tesched.driver.manifest import BuildRecord
 from tesched.driver.profile import Profile, measure_profile, read_profile
@@ -69,9 +69,9 @@ class Kernel:
 
     def __init__(self, func: LoweredFunc | None, src: CSource, module: Any, signature: Signature | None = None,
                  allocations: Allocations | None = None):
-        """A kernel built from lowered function ``func`` into ``module`` (cffi's), or, for a library loaded
-        without a compiler, from its recorded ``signature``: calls then go through cffi rather than the
-        compiled call helper, and ``allocations`` turns a nonzero status into the library's own error."""
+        """A kernel built from lowered function ``func`` into ``module`` (cffi's), or, for an exported library
+        loaded back, from its recorded ``signature`` (``allocations`` then turns a nonzero status into the
+        library's own error; without a C compiler to build the call helper, calls go through cffi)."""
         if signature is None:
             if func is None:
                 raise TypeError("Kernel needs a lowered function or a signature")
@@ -103,12 +103,12 @@ class Kernel:
         self._output_shapes = [(s.dims, s.dtype) for s in specs if s.is_output] \
             if self._inputs_first and not self._params else None
         self._allocations = allocations or Allocations(self.name, signature.allocations, evaluate_size)
-        self._compiled_helper = func is not None
-        function = self._ffi.addressof(module.lib, src.name) if self._compiled_helper else self._fn
+        self._through_helper = func is not None or helper_available()   # else: no compiler, calls through cffi
+        function = self._ffi.addressof(module.lib, src.name) if func is not None else self._fn
         self._address = int(self._ffi.cast("uintptr_t", function))
         arg_dims = self.arg_dims()
         checkable = arg_dims is not None and all(describable(s.dtype) for s in specs)
-        self._program = None if not checkable or arg_dims is None or not self._compiled_helper else Program(
+        self._program = None if not checkable or arg_dims is None or not self._through_helper else Program(
             [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(specs, arg_dims))], [0] * len(specs),
             [(self._address, list(range(len(specs))) + [-p - 1 for p in range(len(self._params))], True)],
             n_params=len(self._params))
@@ -294,7 +294,7 @@ class Kernel:
                                                     for s, a in zip(self._specs, arrays)) + arrays[len(self._specs):])
         result = None if not outputs else [like(o, torch) for o in outputs]
         value_map = self._value_map(values)
-        if not self._compiled_helper:
+        if not self._through_helper:
             return _direct_run(self, args, values, None if result is None else
                                (result[0] if len(result) == 1 else tuple(result)))
         words = [address(a) for a in args] + list(values)

@@ -4,8 +4,9 @@
 The library's build record (checked for module ABI and CPU features before the library is opened, see
 :mod:`tesched.driver.load`) lists the graph's inputs and outputs; a :class:`LoadedExecutable` checks its
 arguments against them as an :class:`~.executor.Executable` does (exact dtype and shape, by position or
-by name), allocates the outputs and calls the library's entry point. When the constants ship in a side
-file, it is read from beside the library at load time.
+by name), allocates the outputs and calls the library's entry point (checks and call in one pass of
+tesched's C call helper when it is there, else through cffi). When the constants ship in a side file, it
+is read from beside the library at load time.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tesched.driver.call import ArgSpec, Program, StepFailed, helper_available
 from tesched.driver.kernel import BenchmarkResult, time_calls
 from tesched.driver.load import ExportedLibrary, checked_record, open_library
 from tesched.errors import ModuleLoadError
@@ -43,17 +45,34 @@ class LoadedExecutable:
         self.output_types = output_types
         self.build_record = library.record
         self._fn = getattr(library.lib, library.record.entry)
-        self._ctypes = [f"{dt.C_TYPES[t.dtype]}[]" for t in [v.tensor_type for v in inputs] + output_types]
+        types = [v.tensor_type for v in inputs] + output_types
+        self._ctypes = [f"{dt.C_TYPES[t.dtype]}[]" for t in types]
+        self._program = None
+        if helper_available():          # checks and the call in one C pass, as an executable's
+            address = int(library.ffi.cast("uintptr_t", self._fn))
+            specs = [ArgSpec(np.dtype(t.dtype), t.shape, k >= len(inputs), k) for k, t in enumerate(types)]
+            self._program = Program(specs, [0] * len(types), [(address, list(range(len(types))), True)])
 
     def __call__(self, *args: np.ndarray, **kwargs: np.ndarray) -> Any:
         """Run the graph on ``args`` (by position) and ``kwargs`` (by input name); returns new arrays."""
-        arrays = bind_arguments(self.inputs, args, kwargs)
         outputs = [np.empty(t.shape, t.dtype) for t in self.output_types]
+        try:
+            if self._program is None or kwargs or not self._program.run(args + tuple(outputs)):
+                self._checked_call(bind_arguments(self.inputs, args, kwargs), outputs)
+        except StepFailed as failure:
+            self.library.raise_status(failure.status)
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
+    def _checked_call(self, arrays: list[np.ndarray], outputs: list[np.ndarray]) -> None:
+        """Call the entry point on checked arrays."""
+        if self._program is not None:
+            if not self._program.run(tuple(arrays + outputs)):
+                raise TypeError(f"{self!r}: the inputs passed the checks but their buffers could not be read")
+            return
         from_buffer = self.library.ffi.from_buffer
         status = self._fn(*[from_buffer(c, a) for c, a in zip(self._ctypes, arrays + outputs)])
         if status:
             self.library.raise_status(status)
-        return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def benchmark(self, *args: np.ndarray, repeat: int = 20, warmup: int = 2, **kwargs: np.ndarray) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
+from tesched.driver import kernel as kernel_module
 from tesched.driver import manifest
 from tesched.tools.demo import conv_relu_reference
 
@@ -45,6 +46,17 @@ def test_loaded_kernel_computes_as_numpy(exported, arrays):
     assert g.c_source.startswith('#include "tesched_runtime.h"')
     run = g.prepare(*arrays)
     np.testing.assert_allclose(run(), conv_relu_reference(*arrays), rtol=1e-4, atol=1e-4)
+
+
+def test_without_the_call_helper_calls_go_through_cffi(exported, arrays, monkeypatch):
+    monkeypatch.setattr(kernel_module, "helper_available", lambda: False)     # as in a process without cc
+    g = ts.load_module(exported[1])
+    assert g._program is None
+    expected = conv_relu_reference(*arrays)
+    np.testing.assert_allclose(g(*arrays), expected, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(g.prepare(*arrays)(), expected, rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="argument relu: output overlaps argument data in memory"):
+        g(arrays[0], arrays[1], arrays[0])
 
 
 def test_loaded_kernel_records_what_it_was_built_for(exported):

@@ -11,6 +11,7 @@ import pytest
 
 import tesched as ts
 from tesched import graph as G
+from tesched.graph import load as graph_load
 
 from c_programs import conv_relu_kernel
 from .helpers import wee_net_reference
@@ -27,6 +28,15 @@ def test_loaded_graph_computes_as_the_executable(wee, wee_data, tmp_path, consta
     assert m.build_record.kind == "graph" and m.build_record.contents["constants"]["file"] == (
         "wee.constants" if constants == "file" else None)
     assert repr(m) == f"LoadedExecutable(wee.so: data -> 1 output(s), target host, {len(exe.kernels)} kernels)"
+
+
+def test_without_the_call_helper_calls_go_through_cffi(wee, wee_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(graph_load, "helper_available", lambda: False)       # as in a process without cc
+    exe, params = wee
+    m = G.load_executable(exe.export_library(tmp_path / "wee.so"))
+    np.testing.assert_allclose(m(wee_data), wee_net_reference(wee_data, params), rtol=1e-4, atol=1e-4)
+    with pytest.raises(TypeError, match="input data: expected dtype float32, got float64"):
+        m(wee_data.astype(np.float64))
 
 
 @pytest.mark.parametrize("call, error, message", [
