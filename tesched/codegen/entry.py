@@ -140,7 +140,7 @@ class _EntryBody:
     def byte_count(self, var: str, dims_var: str, arg_dtype: str, shape: Sequence[Dim]) -> None:
         dims = ", ".join(self.dim(d) for d in shape) or "0"
         self.emit(f"const int64_t {dims_var}[{max(len(shape), 1)}] = {{{dims}}};")
-        self.emit(f"const int64_t {var} = ts_bytes({dt.numpy_dtype(arg_dtype).itemsize}, {len(shape)}, {dims_var});")
+        self.emit(f"const int64_t {var} = ts_bytes({dt.DTYPES[arg_dtype].itemsize}, {len(shape)}, {dims_var});")
 
     def lines(self) -> list[str]:
         sig, name = self.sig, _user(self.sig.name)

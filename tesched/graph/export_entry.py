@@ -210,7 +210,7 @@ def _status_messages(prefix: str, step: Step) -> list[tuple[int | None, str]]:
         if buf.shape is None:
             what = f"buffer {buf.name} ({buf.dtype})"
         else:
-            nbytes = int(np.prod(buf.shape, dtype=np.int64)) * dt.numpy_dtype(buf.dtype).itemsize
+            nbytes = int(np.prod(buf.shape, dtype=np.int64)) * dt.DTYPES[buf.dtype].itemsize
             what = f"buffer {buf.name} of {nbytes} bytes ({buf.dtype}[{', '.join(map(str, buf.shape))}])"
         out.append((k + 1, f"{prefix}: kernel {step.group} cannot allocate {what}"))
     return out + [(None, f"{prefix}: kernel {step.group} failed to allocate memory")]

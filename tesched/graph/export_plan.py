@@ -30,6 +30,7 @@ from tesched.graph.ir import Call, Constant, Function
 from tesched.graph.types import TensorType, TupleType
 from tesched.lower.pipeline import lower_for_target
 from tesched.target import Target
+from tesched.te import dtype as dt
 
 EMBED_LIMIT = 64 << 20
 """Constants up to this many bytes are embedded in the library by default; more go to a side file."""
@@ -66,7 +67,7 @@ class Value:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.type.shape, dtype=np.int64)) * np.dtype(self.type.dtype).itemsize
+        return int(np.prod(self.type.shape, dtype=np.int64)) * dt.DTYPES[self.type.dtype].itemsize
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from tesched.driver.call import ArgSpec, Program, StepFailed, helper_available
+from tesched.driver.call import ArgSpec, Program, StepFailed, describable, helper_available
 from tesched.driver.kernel import BenchmarkResult, time_calls
 from tesched.driver.load import ExportedLibrary, checked_record, open_library
 from tesched.errors import ModuleLoadError
@@ -48,14 +48,15 @@ class LoadedExecutable:
         types = [v.tensor_type for v in inputs] + output_types
         self._ctypes = [f"{dt.C_TYPES[t.dtype]}[]" for t in types]
         self._program = None
-        if helper_available():          # checks and the call in one C pass, as an executable's
+        dtypes = [dt.numpy_dtype(t.dtype) for t in types]
+        if all(map(describable, dtypes)) and helper_available():   # checks and call in one C pass
             address = int(library.ffi.cast("uintptr_t", self._fn))
-            specs = [ArgSpec(np.dtype(t.dtype), t.shape, k >= len(inputs), k) for k, t in enumerate(types)]
+            specs = [ArgSpec(d, t.shape, k >= len(inputs), k) for k, (d, t) in enumerate(zip(dtypes, types))]
             self._program = Program(specs, [0] * len(types), [(address, list(range(len(types))), True)])
 
     def __call__(self, *args: np.ndarray, **kwargs: np.ndarray) -> Any:
         """Run the graph on ``args`` (by position) and ``kwargs`` (by input name); returns new arrays."""
-        outputs = [np.empty(t.shape, t.dtype) for t in self.output_types]
+        outputs = [np.empty(t.shape, dt.numpy_dtype(t.dtype)) for t in self.output_types]
         try:
             if self._program is None or kwargs or not self._program.run(args + tuple(outputs)):
                 self._checked_call(bind_arguments(self.inputs, args, kwargs), outputs)
