@@ -73,8 +73,9 @@ __all__ = [
     "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
     "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
-    "const", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op", "LoadedExecutable",
-    "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition", "passes", "pattern",
-    "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose",
+    "const", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op",
+    "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",
+    "passes", "pattern", "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take",
+    "tanh", "transpose",
     "var", "wildcard",
 ]
