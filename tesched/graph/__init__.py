@@ -76,6 +76,5 @@ __all__ = [
     "const", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op",
     "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",
     "passes", "pattern", "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take",
-    "tanh", "transpose",
-    "var", "wildcard",
+    "tanh", "transpose", "var", "wildcard",
 ]
