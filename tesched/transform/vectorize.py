@@ -257,7 +257,9 @@ class LoopVectorizer:
                 out += self.chunk(stores, simplify(Binary("add", begin, Const(k * width, "int64"), "int64")), width)
         offset = full * width
         lanes = width // 2
-        min_lanes = max(2, width // 4)
+        # tails narrower than a full vector: halves and quarters, never under 16 bytes (the runtime
+        # header's narrowest vector types)
+        min_lanes = max(2, width // 4, width * 16 // self.vector_bytes)
         while offset < trips:
             while lanes >= min_lanes and trips - offset < lanes:
                 lanes //= 2
