@@ -25,7 +25,8 @@ import numpy as np
 
 from tesched.driver.arrays import as_array, like, torch_module
 from tesched.driver.call import ArgSpec, Program, StepFailed, address
-from tesched.driver.kernel import BenchmarkResult, Kernel, time_calls
+from tesched.driver.kernel import Kernel
+from tesched.driver.timing import BenchmarkResult, time_calls
 from tesched.driver.threads import sync_thread
 from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.export import export_graph, export_graph_c
