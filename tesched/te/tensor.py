@@ -63,6 +63,14 @@ class IterVar(Var):
         """The variable itself (TVM code reads ``axis.var``)."""
         return self
 
+    @property
+    def constant_extent(self) -> int | None:
+        """The axis' extent when it is a constant (``None`` when it depends on a size or on another axis)."""
+        extent = self.range.extent
+        if isinstance(extent, Const):
+            return int(extent.value)
+        return extent if isinstance(extent, int) else None
+
 
 class Operation:
     """Base of the operations that define tensors."""
