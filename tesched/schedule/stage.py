@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol, Sequence, SupportsIndex, TypeVar
+from typing import Any, Callable, Concatenate, Iterable, ParamSpec, Protocol, Sequence, SupportsIndex, TypeVar
 
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
@@ -59,15 +59,16 @@ def _positive_int(value: object, what: str) -> int:
     return number
 
 
-_Primitive = TypeVar("_Primitive", bound=Callable[..., Any])
+_Args = ParamSpec("_Args")
+_Result = TypeVar("_Result")
 
 
-def atomic(primitive: _Primitive) -> _Primitive:
+def atomic(primitive: Callable[Concatenate["Stage", _Args], _Result]) -> Callable[Concatenate["Stage", _Args], _Result]:
     """Make a primitive all-or-nothing: if it raises, the stage is left exactly as it was before the call
     (``tile(i, i, 2, 2)`` does not leave ``i`` split)."""
 
     @functools.wraps(primitive)
-    def run(self: "Stage", *args: Any, **kwargs: Any) -> Any:
+    def run(self: "Stage", *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
         saved = {k: (v.copy() if isinstance(v, (list, dict)) else v) for k, v in vars(self).items()}
         try:
             return primitive(self, *args, **kwargs)
@@ -76,7 +77,7 @@ def atomic(primitive: _Primitive) -> _Primitive:
             self.__dict__.update(saved)
             raise
 
-    return run  # type: ignore[return-value]
+    return run
 
 
 class StageGraph(Protocol):
