@@ -49,6 +49,31 @@ class StatementKind(StrEnum):
 
 
 @dataclass(eq=False)
+class LoopSpace:
+    """A statement described by its loop values, as TVM iterates: ``names`` (the enclosing loops' values,
+    then the statement's own loops), its coordinates as isl expressions of them (``inverse``), and the
+    constraints that make the loop values of one coordinate point unique (``conds``). isl's AST generator
+    runs on this description: a band per loop is then a plain loop value, and isl never inverts the
+    nested floors and modulos of split and fused loops (which can take it exponential time)."""
+
+    names: list[str]
+    inverse: list[str]
+    conds: list[str]
+    params: str                     # isl parameter prefix of the model
+    _domain: isl.Set | None = field(default=None, repr=False)
+
+    def domain(self, stmt: "Statement") -> isl.Set:
+        """The loop values of the instances of ``stmt`` that run: its domain's preimage (a substitution,
+        exact because the coordinates-to-loops map is a bijection under ``conds``)."""
+        if self._domain is None:
+            names = ", ".join(self.names)
+            inverse = isl.MultiAff(f"{self.params}{{ {stmt.name}[{names}] -> {stmt.name}[{', '.join(self.inverse)}] }}")
+            valid = isl.Set(f"{self.params}{{ {stmt.name}[{names}] : {' and '.join(self.conds) or 'true'} }}")
+            self._domain = stmt.domain.preimage_multi_aff(inverse).intersect(valid).coalesce()
+        return self._domain
+
+
+@dataclass(eq=False)
 class Statement:
     """One isl statement: ``name[coords]`` over ``domain``, with its loop vector ``loops``."""
 
@@ -59,6 +84,7 @@ class Statement:
     loops: list[str]                # full loop vector (prefix coordinates, then own loops)
     loop_vars: list[IterVar]        # the leaf variable of each own loop
     _domain: isl.Set | None = field(default=None, repr=False)
+    space: LoopSpace | None = None  # over its loop values (None: ``coords`` already are loop values)
 
     @property
     def domain(self) -> isl.Set:
@@ -74,6 +100,16 @@ class Statement:
     @property
     def has_domain(self) -> bool:
         return self._domain is not None
+
+    @property
+    def loop_coords(self) -> list[str]:
+        """The statement's coordinates in the loop space (what isl's AST gives back for an instance)."""
+        return self.coords if self.space is None else self.space.names
+
+    @property
+    def loop_domain(self) -> isl.Set:
+        """The domain over :attr:`loop_coords`."""
+        return self.domain if self.space is None else self.space.domain(self)
 
 
 @dataclass
@@ -109,6 +145,9 @@ class StageModel:
     coord: dict[int, str]           # id(axis) -> isl coordinate name
     leaf_expr: dict[int, str]       # id(iter var) -> isl expression over coordinates
     leaf_extent: dict[int, int | None]
+    loop_name: dict[int, str] = field(default_factory=dict)   # id(leaf) -> isl name of its loop value
+    axis_value: dict[int, str] = field(default_factory=dict)  # id(axis) -> isl expression of loop values
+    loop_conds: list[tuple[bool, str]] = field(default_factory=list)  # (of a reduce loop, constraint)
     parent: "StageModel | None" = None
     level: int | None = None        # position of the attach loop in parent's loops
     prefix_len: int = 0

@@ -41,10 +41,24 @@ class AllocMark:
 
 
 class TreeBuilder:
-    def __init__(self, model: PolyModel):
+    """Builds the tree over the statements' coordinates (``loop_space=False``: what the analyses read)
+    or over their loop values (``loop_space=True``: what isl's AST generator gets, see
+    :class:`~.model.LoopSpace`). Both trees have the same shape and marks; ``single`` caches which loops
+    are left out (one value per iteration of the loops around them), so the second build reuses it."""
+
+    def __init__(self, model: PolyModel, loop_space: bool = False, single: dict | None = None):
         self.model = model
+        self.loop_space = loop_space
+        self.single: dict[tuple[str, int], bool] = {} if single is None else single
         self.marks: dict[str, LoopMark | ProduceMark | AllocMark] = {}
         self.depth = 0
+
+    def coords(self, stmt: Statement) -> list[str]:
+        return stmt.loop_coords if self.loop_space else stmt.coords
+
+    def value(self, stmt: Statement, pos: int) -> str:
+        """The value of loop ``pos`` at ``stmt``, over :meth:`coords`."""
+        return stmt.loop_coords[pos] if self.loop_space else stmt.loops[pos]
 
     def build(self) -> isl.Schedule:
         parts = [self.stage_tree(sm) for sm in self.model.stages if sm.parent is None]
@@ -58,7 +72,7 @@ class TreeBuilder:
 
     def band(self, sched: isl.Schedule, stmts: list[Statement], pos: int) -> isl.Schedule:
         self.depth = max(self.depth, pos + 1)
-        pieces = "; ".join(f"{s.name}[{', '.join(s.coords)}] -> [{s.loops[pos]}]" for s in stmts)
+        pieces = "; ".join(f"{s.name}[{', '.join(self.coords(s))}] -> [{self.value(s, pos)}]" for s in stmts)
         umap = isl.UnionMap(f"{self.model.param_prefix}{{ {pieces} }}")
         node = sched.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(umap)).get_root().child(0)
         # atomic: one loop per band with min/max bounds, rather than a copy of the body per domain piece
@@ -68,7 +82,10 @@ class TreeBuilder:
         # the stage's own statements decide: those of stages computed inside it run at a subset of its
         # iterations, so they are single-valued when it is (and checking them cost seconds)
         own = [s for s in stmts if s.stage is sm]
-        if sm.leaf_extent.get(id(var)) == 1 or (sm.parent is not None and self.single_valued(own, pos)):
+        key = (",".join(s.name for s in own) or sm.name, pos)
+        if key not in self.single:
+            self.single[key] = sm.parent is not None and self.single_valued(own, pos)
+        if sm.leaf_extent.get(id(var)) == 1 or self.single[key]:
             # One iteration per iteration of the enclosing loops: no loop to generate. Leaving the band
             # out also avoids an isl code generator bug that drops instances of such a band when its
             # value is a modulo (a split) that depends on an enclosing fused loop.
@@ -88,9 +105,8 @@ class TreeBuilder:
                 return False
         return True
 
-    @staticmethod
-    def leaf(stmt: Statement) -> isl.Schedule:
-        return isl.Schedule.from_domain(isl.UnionSet(stmt.domain))
+    def leaf(self, stmt: Statement) -> isl.Schedule:
+        return isl.Schedule.from_domain(isl.UnionSet(stmt.loop_domain if self.loop_space else stmt.domain))
 
     # stages ---------------------------------------------------------------------------------------
     def stage_tree(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
@@ -141,15 +157,21 @@ def _sequence(parts: list[isl.Schedule]) -> isl.Schedule:
 
 @dataclass(frozen=True)
 class ScheduleTree:
-    """An isl schedule tree with the table of its marks and its loop depth."""
+    """An isl schedule tree over the statements' coordinates (``schedule``, for the analyses), the same
+    tree over their loop values (``loop_schedule``, for the AST generator), the table of their marks and
+    their loop depth."""
 
     schedule: isl.Schedule
+    loop_schedule: isl.Schedule
     marks: dict[str, LoopMark | ProduceMark | AllocMark]
     depth: int
 
 
 def build_tree(model: PolyModel) -> ScheduleTree:
-    """The schedule tree of ``model``."""
+    """The schedule trees of ``model``."""
     builder = TreeBuilder(model)
     schedule = builder.build()
-    return ScheduleTree(schedule, builder.marks, builder.depth)
+    in_loops = TreeBuilder(model, loop_space=True, single=builder.single)
+    loop_schedule = in_loops.build()
+    assert in_loops.marks.keys() == builder.marks.keys(), "the two schedule trees differ in shape"
+    return ScheduleTree(schedule, loop_schedule, builder.marks, builder.depth)
