@@ -62,11 +62,19 @@ class Expr:
     def __ge__(self, other): return binary("ge", self, other)
     def __eq__(self, other): return binary("eq", self, other)
     def __ne__(self, other): return binary("ne", self, other)
-    def __and__(self, other): return binary("and", self, other)
-    def __rand__(self, other): return binary("and", other, self)
-    def __or__(self, other): return binary("or", self, other)
-    def __ror__(self, other): return binary("or", other, self)
-    def __invert__(self): return Unary("not", self)
+    def __and__(self, other): return logical_or_bitwise("and", self, other)
+    def __rand__(self, other): return logical_or_bitwise("and", other, self)
+    def __or__(self, other): return logical_or_bitwise("or", self, other)
+    def __ror__(self, other): return logical_or_bitwise("or", other, self)
+    def __xor__(self, other): return logical_or_bitwise("xor", self, other)
+    def __rxor__(self, other): return logical_or_bitwise("xor", other, self)
+    def __invert__(self): return Unary("not" if self.dtype == "bool" else "bitnot", self)
+    def __lshift__(self, other): return binary("shl", self, other)
+    def __rlshift__(self, other): return binary("shl", other, self)
+    def __rshift__(self, other): return binary("shr", self, other)
+    def __rrshift__(self, other): return binary("shr", other, self)
+    def __pow__(self, other): return power(self, other)
+    def __rpow__(self, other): return power(other, self)
 
     __hash__ = object.__hash__
 
@@ -130,6 +138,9 @@ class Var(Expr):
 ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max")
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC_OPS = ("and", "or")
+BITWISE_OPS = ("bitand", "bitor", "bitxor", "shl", "shr")
+"""Integer-only operations: ``&``, ``|``, ``^`` of integers and the shifts ``<<``, ``>>`` (NumPy's semantics:
+a shift by a negative amount or by the width or more gives 0, or -1 for ``>>`` of a negative value)."""
 
 
 class Binary(Expr):
@@ -148,7 +159,7 @@ class Binary(Expr):
 
 
 class Unary(Expr):
-    """``-a`` (op ``neg``) or logical not (op ``not``)."""
+    """``-a`` (op ``neg``), logical not (op ``not``) or bitwise not of an integer (op ``bitnot``)."""
 
     __slots__ = ("op", "a")
 
@@ -156,6 +167,10 @@ class Unary(Expr):
         a = as_expr(a)
         if op == "not":
             a = _as_bool(a)
+        elif op == "bitnot":   # (vector dtypes of the loop IR are not in the table: already checked)
+            if a.dtype == "bool" or (a.dtype in dt.DTYPES and dt.is_float(a.dtype)):
+                raise TypeError(f"~({a!r}): bitwise not needs an integer, got {a.dtype}; for logic compare "
+                                "first (~(x > 0))")
         elif a.dtype == "bool":
             raise TypeError(f"-({a!r}): no arithmetic on bool: cast with .astype('int32') first")
         self.op, self.a = op, a
@@ -265,7 +280,8 @@ def _as_bool(e: Expr) -> Expr:
 
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%", "lt": "<",
-            "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|"}
+            "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|", "bitand": "&",
+            "bitor": "|", "bitxor": "^", "shl": "<<", "shr": ">>"}
 
 
 def _text(op: str, a: object, b: object) -> str:
@@ -292,6 +308,9 @@ def binary(op: str, a: object, b: object) -> Expr:
         if op == "floordiv" and dt.is_float(operand):
             raise TypeError(f"// is integer floor division, and the operands are {a.dtype} and {b.dtype}: "
                             "use ts.floor(a / b)")
+        if op in BITWISE_OPS and (not dt.is_int(operand) or operand == "bool"):
+            raise TypeError(f"bitwise operations need integer operands, got {a.dtype} and {b.dtype}; for logic "
+                            "on conditions compare first ((x > 0) & (y > 0)), for bits of a float cast it")
     except TypeError as err:
         raise TypeError(f"{_text(op, a, b)}: {err}") from None
     a, b = cast_to(a, operand), cast_to(b, operand)
@@ -299,6 +318,39 @@ def binary(op: str, a: object, b: object) -> Expr:
     if folded is not None:
         return folded
     return Binary(op, a, b, "bool" if op in COMPARE_OPS else operand)
+
+
+def logical_or_bitwise(op: str, a: object, b: object) -> Expr:
+    """``&``, ``|`` or ``^`` (``op`` is ``and``, ``or`` or ``xor``): bitwise on two integers, logical when
+    an operand is a condition (``bool``); a floating operand is a ``TypeError``."""
+    dtypes = [x.dtype if isinstance(x, Expr) else None for x in (a, b)]
+    logical = "bool" in dtypes or any(isinstance(x, (bool, np.bool_)) for x in (a, b))
+    if logical and not any(d is not None and dt.is_float(d) for d in dtypes):
+        if op != "xor":
+            return binary(op, a, b)
+        return binary("ne", _as_bool(as_expr(a)), _as_bool(as_expr(b)))
+    return binary("bit" + op, a, b)
+
+
+def power(base: object, exponent: object) -> Expr:
+    """``base ** exponent`` (C's ``pow``), computed in the operands' floating type (integers in float32,
+    as Halide's ``pow``)."""
+    if not isinstance(base, Expr) and not isinstance(exponent, Expr):
+        raise TypeError("ts.power needs at least one tesched expression")
+
+    def floating(x: object) -> object:
+        if isinstance(x, Expr) and not dt.is_float(x.dtype):
+            if x.dtype == "bool":
+                raise TypeError(f"power({base!r}, {exponent!r}): no arithmetic on bool")
+            return Cast("float32", x)
+        return x
+
+    a, b = floating(base), floating(exponent)
+    a = as_expr(a, b.dtype if isinstance(b, Expr) else None)
+    b = as_expr(b, a.dtype)
+    dtype = dt.promote(a.dtype, b.dtype)
+    dtype = dtype if dt.is_float(dtype) else "float32"
+    return Call("pow", (cast_to(a, dtype), cast_to(b, dtype)), dtype)
 
 
 def _number(value: object) -> int | float | bool:

@@ -12,7 +12,8 @@ from tesched.te.visit import NodeFunctor
 
 _INFIX = {"add": ("+", 4), "sub": ("-", 4), "mul": ("*", 5), "div": ("/", 5), "floordiv": ("//", 5),
           "floormod": ("%", 5), "cdiv": ("//", 5), "cmod": ("%", 5), "lt": ("<", 3), "le": ("<=", 3), "gt": (">", 3), "ge": (">=", 3),
-          "eq": ("==", 3), "ne": ("!=", 3), "and": ("&&", 2), "or": ("||", 1)}
+          "eq": ("==", 3), "ne": ("!=", 3), "and": ("&&", 2), "or": ("||", 1),
+          "bitand": ("&", 2), "bitor": ("|", 2), "bitxor": ("^", 2), "shl": ("<<", 3), "shr": (">>", 3)}
 
 
 def const_str(c: Const) -> str:
@@ -59,7 +60,7 @@ class ExprPrinter(NodeFunctor):
         a, pa = self.visit(x.a)
         if pa < 6:
             a = f"({a})"
-        return ("-" if x.op == "neg" else "!") + a, 6
+        return {"neg": "-", "bitnot": "~"}.get(x.op, "!") + a, 6
 
     def visit_Call(self, x: Call) -> tuple[str, int]:
         return f"{x.name}({', '.join(self.text(a) for a in x.args)})", 7
