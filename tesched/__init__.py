@@ -1,7 +1,7 @@
 """tesched: a tensor-expression scheduling DSL on a polyhedral core (islpy), compiled to C through cffi.
 
 Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
-``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
+``sum``/``prod``/``max``/``min`` and ``comm_reducer``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
 ``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``; ``load_module`` loads a
 kernel exported with ``Kernel.export_library`` back.
 """
@@ -44,6 +44,7 @@ from tesched.te.functions import (
     min,
     minimum,
     power,
+    prod,
     rint,
     round,
     select,
@@ -63,6 +64,7 @@ from tesched.te.narrow import (
     saturate_cast,
     widen,
 )
+from tesched.te.reducer import CommReducer, comm_reducer, max_value, min_value
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.version import __version__
@@ -85,5 +87,6 @@ __all__ = [
     "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var",
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",
     "load_module", "ModuleLoadError", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "clamp", "fmod",
-    "power", "round", "select", "shift_left", "shift_right", "trunc",
+    "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
+    "min_value", "max_value",
 ]

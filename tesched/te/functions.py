@@ -3,19 +3,19 @@
 ``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod`` (floating; ``rint``/``round``
 round to nearest even, as NumPy), ``maximum minimum clamp`` (any type), the integer functions
 ``bitwise_and/or/xor/not`` and ``shift_left/right``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
-conditions, and the reducers ``sum max min`` (TVM names; ``max`` and ``min`` called on two expressions
-without an axis are elementwise). ``maximum``/``minimum`` and the
+conditions, and the reducers ``sum prod max min`` (TVM names, :mod:`.reducer`; ``max`` and ``min`` called
+on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
 ``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
 expressions; the code generator decides how each function is spelled in C.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Call, Expr, Reduce, Select, Unary, as_expr, binary, cast_to
+from tesched.te.expr import Call, Expr, Select, Unary, as_expr, binary, cast_to
 from tesched.te.expr import power as _power
-from tesched.te.tensor import IterType, IterVar
+from tesched.te.reducer import builtin
 
 FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc", "pow", "fmod")
 
@@ -27,12 +27,18 @@ def _unary_float(name: str, x: object) -> Expr:
     return Call(name, (e,), e.dtype)
 
 
+def _publish(function: Callable[..., Expr], name: str, doc: str) -> Callable[..., Expr]:
+    """``function`` named ``name`` (as ``ts.<name>``) with docstring ``doc``."""
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
+
+
 def _float_function(name: str, what: str, example: str) -> Callable[[object], Expr]:
     def function(x: object) -> Expr:
         return _unary_float(name, x)
 
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"""{what}, elementwise (integers are computed in float32).
+    return _publish(function, name, f"""{what}, elementwise (integers are computed in float32).
 
     Parameters
     ----------
@@ -47,8 +53,7 @@ def _float_function(name: str, what: str, example: str) -> Callable[[object], Ex
     Example
     -------
     >>> B = ts.compute(A.shape, lambda i: {example}, name="B")
-    """
-    return function
+    """)
 
 
 exp = _float_function("exp", "``e`` raised to ``x``", "ts.exp(A[i])")
@@ -132,12 +137,11 @@ def clamp(x: object, low: object, high: object) -> Expr:
     return minimum(maximum(x, low), high)
 
 
-def _bitwise(op: str, tvm_name: str, symbol: str):
+def _bitwise(op: str, tvm_name: str, symbol: str) -> Callable[[object, object], Expr]:
     def function(x: object, y: object) -> Expr:
         return binary(op, x, y)
 
-    function.__name__ = function.__qualname__ = tvm_name
-    function.__doc__ = f"""``x {symbol} y`` on integers (TVM's ``{tvm_name}``); a float operand is a ``TypeError``.
+    return _publish(function, tvm_name, f"""``x {symbol} y`` on integers (TVM's ``{tvm_name}``); a float operand is a ``TypeError``.
 
     Parameters
     ----------
@@ -147,8 +151,7 @@ def _bitwise(op: str, tvm_name: str, symbol: str):
     Example
     -------
     >>> B = ts.compute(A.shape, lambda i: ts.{tvm_name}(A[i], 3), name="B")
-    """
-    return function
+    """)
 
 
 bitwise_and = _bitwise("bitand", "bitwise_and", "&")
@@ -261,38 +264,7 @@ def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
     return out if out.dtype == "bool" else binary("ne", out, 0)
 
 
-def _reducer(combiner: str):
-    def reduce(expr: object, axis: IterVar | Sequence[IterVar] | None = None,
-               where: object = None) -> Expr:
-        is_reduce_axis = isinstance(axis, IterVar) and axis.iter_type == IterType.COMM_REDUCE
-        if not is_reduce_axis and not isinstance(axis, (list, tuple)):
-            if axis is None or combiner == "sum":
-                raise TypeError(f"ts.{combiner} needs axis=<reduce_axis or list of them>")
-            return binary(combiner, expr, axis)  # elementwise max/min of two values
-        candidates: list[object] = list(axis) if isinstance(axis, (list, tuple)) else [axis]
-        if not candidates:
-            raise ValueError(f"ts.{combiner}: empty axis list")
-        axes: list[IterVar] = []
-        for a in candidates:
-            if not isinstance(a, IterVar) or a.iter_type != IterType.COMM_REDUCE:
-                raise TypeError(f"ts.{combiner}: axis {a!r} is not a reduce_axis")
-            axes.append(a)
-        source = as_expr(expr)
-        if source.dtype == "bool":
-            source = cast_to(source, "int32")
-        cond = None
-        if where is not None:
-            cond = as_expr(where)
-            if cond.dtype != "bool":
-                cond = Binary("ne", cond, as_expr(0, cond.dtype), "bool")
-        return Reduce(combiner, source, axes, cond)
-
-    reduce.__name__ = combiner
-    reduce.__doc__ = (f"Reduce ``expr`` with {combiner} over ``axis`` (a reduce_axis or a list), "
-                      "optionally only where ``where`` holds.")
-    return reduce
-
-
-sum = _reducer("sum")  # noqa: A001 - TVM's name
-max = _reducer("max")  # noqa: A001 - TVM's name
-min = _reducer("min")  # noqa: A001 - TVM's name
+sum = builtin("sum")  # noqa: A001 - TVM's name
+prod = builtin("prod")
+max = builtin("max")  # noqa: A001 - TVM's name
+min = builtin("min")  # noqa: A001 - TVM's name
