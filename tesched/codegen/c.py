@@ -34,9 +34,11 @@ from tesched.te.visit import NodeFunctor
 STACK_LIMIT = 128 * 1024
 
 _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%"}
+             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%", "bitand": "&",
+             "bitor": "|", "bitxor": "^"}
+_VECTOR_BINARY = {"and": "&", "or": "|", "div": "/", "shl": "<<", "shr": ">>"}
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "abs": "fabs", "rint": "rint"}
+             "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod"}
 
 
 @dataclass
@@ -193,6 +195,8 @@ class CExpr(NodeFunctor):
             return f"(-{self.text(e.a)})"   # vector lanes wrap in their own type
         if e.op == "neg":
             return _wrapped(e.dtype, f"(-{_wide_operand(e.dtype, self.text(e.a))})")
+        if e.op == "bitnot" and ir.split_dtype(e.dtype)[1] == 1:
+            return _wrapped(e.dtype, f"(~{self.text(e.a)})")
         return f"(~{self.text(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.text(e.a)})"
 
     def visit_Cast(self, e: Cast) -> str:
@@ -217,12 +221,14 @@ class CExpr(NodeFunctor):
                 return f"ts_v{e.op}_{_vec(operand)}({a}, {b})"
             if e.op in ("floordiv", "floormod"):
                 return vector_floor_division(e.op, a, e.b)
-            sym = {"and": "&", "or": "|", "div": "/"}.get(e.op) or _C_BINARY[e.op]
+            sym = _VECTOR_BINARY.get(e.op) or _C_BINARY[e.op]
             return f"({a} {sym} {b})"
         if e.op in ("add", "sub", "mul") and dt.wraps(operand):
             return _wrapped(operand, f"({_wide_operand(operand, a)} {_C_BINARY[e.op]} {b})")
         if e.op in _C_BINARY:
             return f"({a} {_C_BINARY[e.op]} {b})"
+        if e.op in ("shl", "shr"):   # NumPy's shifts: an amount outside [0, bits) is defined
+            return f"(({c_type(operand)})ts_{e.op}({a}, {b}, {dt.info(operand).bits}))"
         if e.op == "div":
             return f"({a} / {b})"
         if e.op in ("min", "max"):
@@ -247,6 +253,8 @@ class CExpr(NodeFunctor):
             return f"ts_sigmoid_{_suffix(e.dtype)}({args})"
         if e.name == "abs" and not dt.is_float(e.dtype):
             return f"ts_abs_{_suffix(e.dtype)}({args})"
+        if e.name == "fmod" and not dt.is_float(e.dtype):
+            return _wrapped(e.dtype, f"(({c_type(e.dtype)})ts_fmod({args}))")
         single = dt.info(e.dtype).value_c_type == "float"
         return f"{_FLOAT_FN[e.name]}{'f' if single else ''}({args})"
 

@@ -141,8 +141,9 @@ def _allocate_intermediates(func: LoweredFunc, target: Target) -> LoweredFunc:
     """Whole intermediate tensors computed at the root are allocated around the function body."""
     body = func.body
     for sm in reversed(func.model.stages):
-        if sm.buffer is not None and sm.buffer.scope is ir.BufferScope.GLOBAL:
-            body = ir.Allocate(sm.buffer, body)
+        for buf in reversed(sm.buffers):
+            if buf.scope is ir.BufferScope.GLOBAL:
+                body = ir.Allocate(buf, body)
     return replace(func, body=body)
 
 
@@ -244,7 +245,8 @@ def lower_for_target(func: LoweredFunc, target: Target, debug: bool | None = Non
 
 def check_schedule(sch: Schedule) -> None:
     """The passes of :func:`lower` up to the dependence check, on a schedule's outputs and inputs."""
-    args = tuple(st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output)
+    args = tuple(st.op.output(k) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output
+                 for k in range(st.op.num_outputs))
     run_passes(Request(sch, args, "check"), passes_until("dependence check"), current_target(), False)
 
 

@@ -14,10 +14,11 @@ import islpy as isl
 from tesched.arith.linear import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
+from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.tree import AllocMark, ScheduleTree
-from tesched.te.expr import Binary, Const, Expr, Reduce, Select, Var
+from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -128,18 +129,29 @@ class StatementEmitter:
         values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
         body = sm.body
+        bufs = sm.buffers or [buf]
+
+        def here(e: Expr) -> Expr:
+            return rewrite(substitute(e, values), self.load)
+
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
-            return ir.Store(buf, index, body.identity())
+            return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
-            source = rewrite(substitute(body.source, values), self.load)
-            current = ir.Load(buf, index)
-            value = body.combine(current, source)
+            current = [ir.Load(b, index) for b in bufs]
+            new = body.combine_all(current, [here(s) for s in body.sources])
             if body.where is not None:
-                value = Select(rewrite(substitute(body.where, values), self.load), value, current)
-            return _store(buf, index, value)
-        return _store(buf, index, rewrite(substitute(body, values), self.load))
+                cond = here(body.where)
+                new = tuple(Select(cond, v, c) for v, c in zip(new, current))
+            if len(bufs) == 1:
+                return _store(buf, index, new[0])
+            # a tuple reduction: every component is combined from the old values before any is stored
+            temps = [Var(f"{sm.name}.new{k}", v.dtype) for k, v in enumerate(new)]
+            return wrap_lets(list(zip(temps, new)), ir.seq([ir.Store(b, index, t) for b, t in zip(bufs, temps)]))
+        if isinstance(body, MultiValue):
+            return ir.seq([_store(b, index, here(v)) for b, v in zip(bufs, body.values)])
+        return _store(buf, index, here(body))
 
 
 def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
@@ -154,6 +166,28 @@ def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst) -> tuple[ir.Stmt
     for sm in model.stages:
         assert sm.buffer is not None
         buffers[id(sm.tensor)] = sm.buffer
+        for k, b in enumerate(sm.buffers[1:], 1):
+            buffers[id(sm.op.output(k))] = b
     emitter = StatementEmitter(model, buffers, model.param_env)
     body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
-    return body, buffers
+    return _allocate_companions(model, body), buffers
+
+
+def _allocate_companions(model: PolyModel, body: ir.Stmt) -> ir.Stmt:
+    """The other outputs of a multi-output stage computed at a loop live where its first output does:
+    allocated with it, with its (possibly folded) origin."""
+    companions = {id(sm.buffer): sm.buffers[1:] for sm in model.stages if len(sm.buffers) > 1}
+    if not companions:
+        return body
+
+    def wrap(s: ir.Stmt) -> ir.Stmt | None:
+        if not isinstance(s, ir.Allocate) or id(s.buffer) not in companions:
+            return None
+        inner = map_stmt(s.body, None, wrap)
+        for c in reversed(companions[id(s.buffer)]):
+            if c.scope is ir.BufferScope.LOCAL:
+                c.offsets = s.buffer.offsets
+                inner = ir.Allocate(c, inner)
+        return ir.Allocate(s.buffer, inner)
+
+    return map_stmt(body, None, wrap)

@@ -155,6 +155,7 @@ class StageModel:
     alloc: Statement | None = None
     footprint: isl.Map | None = None
     buffer: Buffer | None = None
+    buffers: list[Buffer] = field(default_factory=list)   # one per output (``buffer`` is the first)
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
@@ -281,7 +282,9 @@ class PolyModel:
                                 f"variables: {err}") from None
 
     def reads_of(self, reader: StageModel, tensor: Tensor) -> list[tuple[Expr, ...]]:
-        return [r.indices for r in collect(reader.body, TensorRead) if r.tensor is tensor]
+        """The indices of every read of ``tensor`` by ``reader`` (of any output of its operation: the
+        outputs of a multi-output compute are computed together, over one domain)."""
+        return [r.indices for r in collect(reader.body, TensorRead) if r.tensor.op is tensor.op]
 
     def readers(self, sm: StageModel) -> list[StageModel]:
         return [r for r in self.stages if self.reads_of(r, sm.tensor)]

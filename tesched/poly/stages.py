@@ -40,7 +40,7 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     extent = st.extents()
     for a in axes + raxes:
         leaf_expr[id(a)] = coord[id(a)]
-        leaf_min[id(a)] = model.isl_of(a.range.min, {})
+        leaf_min[id(a)] = model.isl_of(a.range.min, coord)   # a reduce bound may use the axes
     for rel in st.relations:
         if isinstance(rel, Split):
             base = f"({leaf_expr[id(rel.parent)]} - ({leaf_min[id(rel.parent)]}))"

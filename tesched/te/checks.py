@@ -88,3 +88,18 @@ def check_free_axes(name: str, axes: Sequence[Var], body: Expr, is_axis: Callabl
                     raise ValueError(f"compute {name}: the bounds of reduce axis {r.name} use "
                                      f"{getattr(e, 'name', '?')}, which "
                                      f"is not an axis of {name}; use its own axes or sizes")
+
+
+def check_reduction(name: str, body: Reduce) -> None:
+    """A reduction fits its stage: its combination and identity have the sources' arity and dtypes, and
+    every ``init`` has its component's dtype. A ``TypeError`` names the stage."""
+    try:
+        dtypes = tuple(s.dtype for s in body.sources)
+        body.identities()
+        body.combine_all([Var(f"x{k}", d) for k, d in enumerate(dtypes)], [Var(f"y{k}", d) for k, d in enumerate(dtypes)])
+        for k, (start, d) in enumerate(zip(body.inits or (), dtypes)):
+            if start.dtype != d:
+                raise TypeError(f"init {k} is {start.dtype}, the reduced expression is {d}; cast it with "
+                                f".astype('{d}')")
+    except TypeError as err:
+        raise TypeError(f"compute {name}: {err}") from None
