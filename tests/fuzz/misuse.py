@@ -135,6 +135,18 @@ def _placeholder_rows() -> list[Misuse]:
 
 # ---------------------------------------------------------------------------------------------------
 # placement and dataflow
+def _copy_intrinsic(n: int) -> ts.TensorIntrin:
+    x = ts.placeholder((n,), name="x")
+    y = ts.compute((n,), lambda i: x[i] * 2.0, name="y")
+    return ts.decl_tensor_intrin(y.op, ts.CIntrinsic("", body="copy_twice"))
+
+
+def _cache_write_tensorized():
+    c = Chain()
+    c.s[c.B].tensorize(c.B.op.axis[1], _copy_intrinsic(6))
+    return c.s.cache_write(c.B, "local")
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -205,9 +217,7 @@ def _rows_placement() -> list[Misuse]:
                r"cache_read of A: scope"),
         Misuse("cache_write with a bad scope", lambda: (c := Chain()).s.cache_write(c.B, ""),
                r"cache_write of B: scope"),
-        Misuse("cache_write after split", lambda: ((c := Chain()).s[c.B].split(c.B.op.axis[0], factor=2),
-                                                   c.s.cache_write(c.B, "local")),
-               r"cache_write of B.*split"),
+        Misuse("cache_write of a tensorized stage", _cache_write_tensorized, r"cache_write of B.*tensorized"),
         Misuse("rfactor of an elementwise stage", lambda: (c := Chain()).s.rfactor(c.B, c.B.op.axis[0]),
                r"rfactor of B.*not a reduction"),
         Misuse("rfactor over a data loop", lambda: (c := Chain()).s.rfactor(c.C, c.C.op.axis[0]),
