@@ -10,7 +10,7 @@ from __future__ import annotations
 from tesched.errors import ScheduleError
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
-from tesched.schedule.stage import Fuse, Split, Stage
+from tesched.schedule.stage import Fuse, Singleton, Split, Stage
 from tesched.te.expr import Reduce
 from tesched.te.tensor import ComputeOp, IterType
 
@@ -57,6 +57,8 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
                                         f" * {iext} + ({leaf_expr[id(rel.inner)]} - "
                                         f"({leaf_min[id(rel.inner)]})))")
             leaf_min[id(rel.fused)] = "0"
+        elif isinstance(rel, Singleton):    # fuse() of no axes: one iteration
+            leaf_expr[id(rel.iter_var)] = leaf_min[id(rel.iter_var)] = "0"
     body = model.bodies[id(op)]
     return StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
 

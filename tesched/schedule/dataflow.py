@@ -21,7 +21,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from tesched.errors import ScheduleError
-from tesched.schedule.stage import Fuse, Split, Stage, StageGraph
+from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
 from tesched.te.expr import Binary, Expr, Reduce, Select, Var, as_expr
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
 from tesched.te.visit import rewrite, substitute
@@ -61,12 +61,14 @@ def _move_loops(stage: Stage, cache: Stage, mapping: dict[IterVar, IterVar], sch
     def m(v: IterVar) -> IterVar:
         return mapping.get(v, v)
 
-    relations: list[Split | Fuse] = []
+    relations: list[Relation] = []
     for rel in stage.relations:
         if isinstance(rel, Split):
             relations.append(Split(m(rel.parent), rel.outer, rel.inner, rel.factor, rel.nparts))
-        else:
+        elif isinstance(rel, Fuse):
             relations.append(Fuse(m(rel.outer), m(rel.inner), rel.fused))
+        else:
+            relations.append(rel)
     cache.relations = relations
     cache.leaf_iter_vars = [m(v) for v in stage.leaf_iter_vars]
     cache.all_iter_vars = [m(v) for v in stage.all_iter_vars]
@@ -138,6 +140,10 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     if axis not in stage.leaf_iter_vars or axis.iter_type != IterType.COMM_REDUCE:
         raise ScheduleError(f"rfactor of {stage.name}: {getattr(axis, 'name', axis)!r} is not one of its current "
                             f"reduction loops ({', '.join(v.name for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE)})")
+    mixed = [v.name for v in stage.leaf_iter_vars if stage.mixes_reduction(v)]
+    if mixed:
+        raise ScheduleError(f"rfactor of {stage.name}: loop {mixed[0]} fuses data-parallel and reduction loops; "
+                            "rfactor needs reduction loops that only reduce")
     if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or not 0 <= factor_axis <= len(op.axis):
         raise ScheduleError(f"rfactor of {stage.name}: factor_axis must be an int in [0, {len(op.axis)}], got "
                             f"{factor_axis!r}")

@@ -17,7 +17,7 @@ from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
-from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
+from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +40,16 @@ class Fuse:
     outer: IterVar
     inner: IterVar
     fused: IterVar
+
+
+@dataclass(frozen=True, eq=False)
+class Singleton:
+    """The loop of one iteration that ``fuse()`` of no axes adds outermost (TVM's ``Singleton``)."""
+
+    iter_var: IterVar
+
+
+Relation = Split | Fuse | Singleton
 
 
 def as_op(x: Operation | Tensor, what: str = "schedule") -> Operation:
@@ -104,7 +114,7 @@ class Stage:
         axes = list(getattr(op, "axis", [])) + list(getattr(op, "reduce_axis", []))
         self.all_iter_vars: list[IterVar] = list(axes)
         self.leaf_iter_vars: list[IterVar] = list(axes)
-        self.relations: list[Split | Fuse] = []
+        self.relations: list[Relation] = []
         self.iter_var_attrs: dict[IterVar, LoopKind] = {}
         self.loop_origins: dict[IterVar, str] = {}     # loop variable -> the primitive that made it
         self.attach_type = AttachType.ROOT
@@ -187,7 +197,7 @@ class Stage:
                     None if pext is None else -(-pext // rel.parts))
                 out[id(rel.outer)] = None if pext is None or factor is None else -(-pext // factor)
                 out[id(rel.inner)] = factor if pext is None or factor is None else min(factor, pext)
-            else:
+            elif isinstance(rel, Fuse):
                 o, i = out[id(rel.outer)], out[id(rel.inner)]
                 out[id(rel.fused)] = None if o is None or i is None else o * i
         return out
@@ -216,7 +226,7 @@ class Stage:
                 if id(rel.outer) in value and id(rel.inner) in value:
                     base = value[id(rel.outer)] * self.split_factor(rel) + value[id(rel.inner)]
                     value[id(rel.parent)] = plus_min(as_expr(base), rel.parent)
-            elif id(rel.fused) in value:
+            elif isinstance(rel, Fuse) and id(rel.fused) in value:
                 inner_ext = extents[id(rel.inner)]
                 if inner_ext is None:
                     raise ScheduleError(f"fuse of {self.name}.{rel.outer.name}: inner extent must be constant")
@@ -256,29 +266,54 @@ class Stage:
 
     @atomic
     def fuse(self, *args: IterVar) -> IterVar:
-        """Fuse consecutive loops (outermost first) into one."""
+        """Fuse consecutive loops (outermost first) into one, as TVM's ``fuse``.
+
+        With no axes, adds an outermost loop of one iteration and returns it (TVM's ``fuse()``): a place
+        to ``compute_at`` that encloses every loop of this stage. Data-parallel and reduction loops may be
+        fused together (TVM's rule: the fused loop is a reduction loop). That is legal because a reduction
+        loop only reorders the updates of each element, and the dependence check still judges the result:
+        the reduction's initialisation runs before the fused loop, so every element is cleared before its
+        first update. Such a mixed loop cannot be ``parallel`` (it updates elements in turn) nor
+        ``vectorize``-d (its lanes would update different elements), and ``rfactor`` needs a loop that only
+        reduces."""
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
             args = tuple(args[0])
         if not args:
-            raise ScheduleError(f"fuse on stage {self.name}: no axes given")
+            self._compute_only("fuse")
+            one = IterVar(Range(0, 1), "singleton", IterType.DATA_PAR)
+            self.relations.append(Singleton(one))
+            self.leaf_iter_vars.insert(0, one)
+            self.all_iter_vars.append(one)
+            self.loop_origins[one] = "fuse()"
+            return one
         for a in args:
             self._check_leaf(a, "fuse")
         positions = [self.leaf_iter_vars.index(a) for a in args]
         if positions != list(range(positions[0], positions[0] + len(args))):
             raise ScheduleError(f"fuse on stage {self.name}: axes {self._names(args)} are not consecutive "
                                 f"loops in this order (current order: {self._names(self.leaf_iter_vars)})")
-        kinds = {a.iter_type == IterType.COMM_REDUCE for a in args}
-        if len(kinds) > 1:
-            raise ScheduleError(f"fuse on stage {self.name}: cannot fuse reduction and data-parallel axes "
-                                f"({self._names(args)})")
         fused = args[0]
         for nxt in args[1:]:
-            new = IterVar(None, f"{fused.name}.{nxt.name}.fused", fused.iter_type)
+            kind = IterType.COMM_REDUCE if IterType.COMM_REDUCE in (fused.iter_type, nxt.iter_type) \
+                else fused.iter_type
+            new = IterVar(None, f"{fused.name}.{nxt.name}.fused", kind)
             self.relations.append(Fuse(fused, nxt, new))
             self._replace_leaves([fused, nxt], [new])
             self.loop_origins[new] = f"fuse({fused.name}, {nxt.name})"
             fused = new
         return fused
+
+    def mixes_reduction(self, ivar: IterVar) -> bool:
+        """Whether loop ``ivar`` fuses a data-parallel loop with a reduction loop."""
+        kinds: set[IterType] = set()
+        for rel in self.relations:
+            if isinstance(rel, Fuse) and rel.fused is ivar:
+                kinds |= {v.iter_type for v in (rel.outer, rel.inner)}
+                if self.mixes_reduction(rel.outer) or self.mixes_reduction(rel.inner):
+                    return True
+            elif isinstance(rel, Split) and ivar in (rel.outer, rel.inner):
+                return self.mixes_reduction(rel.parent)
+        return len(kinds) > 1
 
     @atomic
     def reorder(self, *args: IterVar) -> None:
@@ -301,11 +336,21 @@ class Stage:
         if not isinstance(ivar, IterVar) or ivar not in self.all_iter_vars:
             raise ScheduleError(f"{primitive} on stage {self.name}: {getattr(ivar, 'name', ivar)!r} is not "
                                 f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
+        if kind is LoopKind.PARALLEL and self.mixes_reduction(ivar):
+            raise ScheduleError(
+                f"{primitive} on stage {self.name}: loop {ivar.name} fuses data-parallel and reduction loops "
+                f"(a reduction loop), so consecutive iterations update the same {self.name} element; "
+                "parallelize a data-parallel loop")
         if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE:
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "
                 f"parallelize a data-parallel loop, or rfactor the reduction first")
+        if kind is LoopKind.VECTORIZED and self.mixes_reduction(ivar):
+            raise ScheduleError(
+                f"vectorize on stage {self.name}: loop {ivar.name} fuses data-parallel and reduction loops, so "
+                f"its lanes would update different elements of {self.name} in turn; vectorize a loop that "
+                "is only data-parallel or only a reduction")
         previous = self.iter_var_attrs.get(ivar)
         if previous not in (None, kind):
             raise ScheduleError(f"{primitive} on stage {self.name}: loop {ivar.name} is already {previous}")
