@@ -117,8 +117,9 @@ class IRPrinter(NodeFunctor):
     def visit_For(self, s: ir.For) -> str:
         kind = "" if s.kind is LoopKind.SERIAL else f"{s.kind} "
         step = "" if s.step == 1 else f" step {s.step}"
+        hints = "".join(f" pragma({k}={v})" for k, v in s.pragmas)
         head = (f"{self._pad()}{kind}for {self.name_of(s.var)} in [{self.expr(s.begin)}, {self.expr(s.end)})"
-                f"{step} {{\n")
+                f"{step}{hints} {{\n")
         return head + self._nested(s.body) + f"{self._pad()}}}\n"
 
     def visit_IfThenElse(self, s: ir.IfThenElse) -> str:

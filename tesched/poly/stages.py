@@ -12,7 +12,7 @@ from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
 from tesched.te.expr import Reduce
-from tesched.te.tensor import ComputeOp, IterType
+from tesched.te.tensor import ComputeOp, IterType, IterVar
 
 
 def declare_stages(model: PolyModel) -> None:
@@ -65,11 +65,17 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
 
 def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
     st = sm.stage
-    for v, kind in st.iter_var_attrs.items():
+    marked: list[tuple[IterVar, str]] = list(st.iter_var_attrs.items())
+    marked += [(v, "with pragma " + ", ".join(hints)) for v, hints in st.pragmas.items()]
+    for v, kind in marked:
         if v not in st.leaf_iter_vars:
             raise ScheduleError(f"stage {sm.name}: loop {v.name} is marked {kind} but was later split or "
                                 f"fused; mark one of its current loops "
                                 f"({', '.join(x.name for x in st.leaf_iter_vars)})")
+        hints = [h for h in st.pragmas.get(v, {}) if h != "unroll_explicit"]
+        if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) and hints:
+            raise ScheduleError(f"pragma {hints[0]!r} on stage {sm.name}, loop {v.name}: the loop is {kind}, "
+                                "and gcc takes no loop hint on an OpenMP loop; drop one of the two")
         if kind is LoopKind.UNROLLED and sm.leaf_extent[id(v)] is None:
             raise ScheduleError(f"unroll of {sm.name}.{v.name}: its extent is not a constant; split it "
                                 "with a constant factor and unroll the inner loop")

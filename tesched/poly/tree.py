@@ -28,6 +28,7 @@ class LoopMark:
     kind: LoopKind
     extent: int | None
     origin: str = ""
+    pragmas: tuple[tuple[str, bool | int], ...] = ()    # C loop hints (``Stage.pragma``)
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,9 @@ class TreeBuilder:
             return sched
         sched = self.band(sched, stmts, pos)
         kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
-        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var)))
+        hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items()))
+        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var),
+                                         hints))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all

@@ -117,6 +117,7 @@ class Stage:
         self.relations: list[Relation] = []
         self.iter_var_attrs: dict[IterVar, LoopKind] = {}
         self.loop_origins: dict[IterVar, str] = {}     # loop variable -> the primitive that made it
+        self.pragmas: dict[IterVar, dict[str, bool | int]] = {}   # loop -> C loop hints (``pragma``)
         self.attach_type = AttachType.ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
@@ -387,6 +388,47 @@ class Stage:
             A loop of this stage with a constant extent (split with a constant factor first).
         """
         self._annotate(var, LoopKind.UNROLLED)
+
+    @atomic
+    def pragma(self, var: IterVar, pragma_type: str, pragma_value: bool | int | None = None) -> None:
+        """Attach a C loop hint to loop ``var`` (TVM's ``pragma``). Only these are accepted, and only
+        their values reach C (never the text given):
+
+        - ``"ivdep"`` (value True): ``#pragma GCC ivdep``, gcc may assume the iterations are independent.
+          The dependence check verifies it: a loop that carries any dependence (a reduction loop
+          included) is refused.
+        - ``"unroll"`` (a count from 1 to 65535): ``#pragma GCC unroll count``, gcc unrolls the loop.
+        - ``"unroll_explicit"`` (a bool): False keeps the loops marked ``unroll`` at or inside ``var`` as
+          loops with ``#pragma GCC unroll`` (gcc unrolls them) instead of copying their bodies in the
+          generated C; True (the default behaviour) copies them.
+
+        gcc has no per-loop unroll-and-jam pragma; write it as a schedule instead (checked by the
+        dependence analysis): ``o, i = split(var, factor)``, ``reorder`` ``i`` inside the inner loops,
+        then ``unroll(i)``.
+        """
+        self._check_leaf(var, "pragma")
+        where = f"pragma on stage {self.name}, loop {var.name}"
+        if pragma_type == "unroll_and_jam":
+            raise ScheduleError(f"{where}: gcc has no unroll-and-jam loop pragma; write it as a schedule: "
+                                f"split({var.name}, factor), reorder the inner part inside the inner loops, "
+                                "unroll it")
+        if not isinstance(pragma_type, str) or pragma_type not in ("ivdep", "unroll", "unroll_explicit"):
+            raise ScheduleError(f"{where}: unknown pragma {pragma_type!r}; the pragmas are 'ivdep', "
+                                "'unroll' (a count) and 'unroll_explicit' (a bool)")
+        value: bool | int
+        if pragma_type == "unroll":
+            if isinstance(pragma_value, bool) or not isinstance(pragma_value, int) \
+                    or not 1 <= pragma_value <= 65535:
+                raise ScheduleError(f"{where}: 'unroll' needs a count from 1 to 65535, got {pragma_value!r}")
+            value = pragma_value
+        else:
+            default = True if pragma_type == "ivdep" else None
+            value_given = default if pragma_value is None else pragma_value
+            if not isinstance(value_given, bool) or (pragma_type == "ivdep" and value_given is not True):
+                want = "True" if pragma_type == "ivdep" else "a bool"
+                raise ScheduleError(f"{where}: {pragma_type!r} takes {want}, got {pragma_value!r}")
+            value = value_given
+        self.pragmas = {**self.pragmas, var: {**self.pragmas.get(var, {}), pragma_type: value}}
 
     @atomic
     def tensorize(self, var: IterVar, tensor_intrin) -> None:

@@ -68,6 +68,7 @@ LOOP_PRIMITIVES: dict[str, Callable[[Chain, object], object]] = {
     "parallel": lambda c, ax: c.s[c.D].parallel(ax),
     "unroll": lambda c, ax: c.s[c.D].unroll(ax),
     "compute_at": lambda c, ax: c.s[c.C].compute_at(c.s[c.D], ax),
+    "pragma": lambda c, ax: c.s[c.D].pragma(ax, "ivdep"),
 }
 
 
@@ -216,6 +217,18 @@ def _rows_placement() -> list[Misuse]:
                r"reorder on stage B.*twice"),
         Misuse("parallel loop inside a vectorized loop", parallel_in_vectorized, r"P.*parallel.*vectoriz"),
         Misuse("compute_at with another reader outside the loop", other_reader_outside, r"B.*D.*outside"),
+        Misuse("pragma that is not a loop hint", lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "omp critical"),
+               r"pragma on stage D, loop i: unknown pragma 'omp critical'"),
+        Misuse("pragma with C text as its value", lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "unroll", "4)\n"),
+               r"pragma on stage D, loop i: 'unroll' needs a count"),
+        Misuse("pragma unroll_and_jam", lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "unroll_and_jam", 2),
+               r"pragma on stage D, loop i: gcc has no unroll-and-jam"),
+        Misuse("pragma ivdep on a reduce loop", lambda: ((c := Chain()).s[c.C].pragma(c.k, "ivdep"),
+                                                          ts.lower(c.s, [c.A, c.D]))[1],
+               r"loop k of stage C has pragma ivdep"),
+        Misuse("pragma ivdep on a parallel loop", lambda: ((c := Chain()).s[c.D].pragma(c.D.op.axis[0], "ivdep"),
+                                                            c.s[c.D].parallel(c.D.op.axis[0]), ts.lower(c.s, [c.A, c.D]))[2],
+               r"pragma 'ivdep' on stage D, loop i: the loop is parallel"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",

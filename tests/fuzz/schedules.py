@@ -4,7 +4,7 @@ Case ``n`` picks a pipeline and a seed from ``n``, applies the pipeline's datafl
 visits the stages consumers first: each non-output stage is placed at the root, inlined (elementwise
 stages), or computed at a loop of a stage that reads it and encloses every other reader; each stage's loops are split (by factor or
 nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
-``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
+``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
 legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
@@ -109,6 +109,13 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
             and not stage.mixes_reduction(leaves[-1]):
         stage.vectorize(leaves[-1])
         recipe.append(f"s[{name}].vectorize({leaves[-1].name})")
+    if rnd.random() < 0.2:      # C loop hints: ivdep is checked by the dependence analysis
+        loop = rnd.choice(leaves)
+        if loop not in stage.iter_var_attrs:
+            hints = [("unroll", rnd.randint(1, 8)), ("unroll_explicit", False)]
+            hint, value = rnd.choice(hints + ([("ivdep", True)] if loop.iter_type == "data_par" else []))
+            stage.pragma(loop, hint, value)
+            recipe.append(f"s[{name}].pragma({loop.name}, {hint!r}, {value!r})")
     if rnd.random() < 0.3:
         loop = rnd.choice(leaves)
         ext = extents.get(id(loop))
