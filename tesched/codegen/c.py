@@ -312,6 +312,9 @@ class CodeGen(NodeFunctor):
             return
         self.emit(f"ts_vstore_{_mem_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
 
+    def visit_Prefetch(self, s: ir.Prefetch) -> None:
+        self.emit(f"__builtin_prefetch({self.expr(s.address)}, 0, 3);")
+
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:
         if all(i is not s.intrin for i in self.intrinsics):
             self.intrinsics.append(s.intrin)

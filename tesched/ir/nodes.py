@@ -253,6 +253,13 @@ class VStore(Stmt):
 
 
 @dataclass(eq=False)
+class Prefetch(Stmt):
+    """A hint to bring the cache line holding ``address`` in for reading (``__builtin_prefetch``)."""
+
+    address: Address
+
+
+@dataclass(eq=False)
 class IntrinsicCall(Stmt):
     """A call of a tensor intrinsic's C function (``intrin`` carries its source)."""
 

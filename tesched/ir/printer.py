@@ -147,6 +147,9 @@ class IRPrinter(NodeFunctor):
     def visit_Assign(self, s: ir.Assign) -> str:
         return f"{self._pad()}{self.name_of(s.var)} = {self.expr(s.value)}\n"
 
+    def visit_Prefetch(self, s: ir.Prefetch) -> str:
+        return f"{self._pad()}prefetch {self.expr(s.address)[1:]}\n"
+
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> str:
         return f"{self._pad()}call {s.function}({', '.join(self.expr(a) for a in s.args)})\n"
 

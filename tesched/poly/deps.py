@@ -6,10 +6,11 @@ values). From the access relations and the schedule tree we check two things:
 
 1. every element is written before it is read: each (writer, reader) pair on the same storage must run in
    that order (a reduction's own accumulation excepted, see 2);
-2. loops marked ``parallel`` or ``vectorized``, or with the pragma ``ivdep``, carry no dependence: no two accesses to the same storage,
-   one of them a write, run in different iterations of such a loop with the same outer iterations. The
-   one exception is a vectorized innermost reduction loop accumulating into its own stage's elements:
-   the code generator gives each lane its own partial result.
+2. loops marked ``parallel`` or ``vectorized``, or with the pragma ``ivdep``, carry no dependence: no two
+   accesses to the same storage, one of them a write, run in different iterations of such a loop with
+   the same outer iterations. The one exception is a vectorized innermost reduction loop accumulating
+   into its own stage's elements: the code generator gives each lane its own partial result (an
+   ``ivdep`` loop has no exception).
 
 A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
 instances involved. This module reads the model and the tree; it changes neither.

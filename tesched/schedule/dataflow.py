@@ -75,6 +75,7 @@ def _move_loops(stage: Stage, cache: Stage, mapping: dict[IterVar, IterVar], sch
     cache.iter_var_attrs = {m(v): kind for v, kind in stage.iter_var_attrs.items()}
     cache.loop_origins = {m(v): origin for v, origin in stage.loop_origins.items()}
     cache.pragmas = {m(v): hints for v, hints in stage.pragmas.items()}
+    cache.prefetches = [(t, m(v), off) for t, v, off in stage.prefetches]
     for other in sch.stages:
         if other.attach_stage is stage and other.attach_ivar is not None \
                 and any(other.attach_ivar is v for v in cache.all_iter_vars + list(mapping)):
@@ -82,6 +83,7 @@ def _move_loops(stage: Stage, cache: Stage, mapping: dict[IterVar, IterVar], sch
     axes = list(stage.op.axis) if isinstance(stage.op, ComputeOp) else []
     stage.all_iter_vars, stage.leaf_iter_vars = list(axes), list(axes)
     stage.relations, stage.iter_var_attrs, stage.loop_origins, stage.pragmas = [], {}, {}, {}
+    stage.prefetches = []
 
 
 def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -> Tensor:
@@ -195,5 +197,6 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     stage.all_iter_vars = [v for v in stage.all_iter_vars if id(v) not in reduce_vars] + [kr]
     stage.iter_var_attrs = {v: k for v, k in stage.iter_var_attrs.items() if id(v) not in reduce_vars}
     stage.pragmas = {v: k for v, k in stage.pragmas.items() if id(v) not in reduce_vars}
+    stage.prefetches = [p for p in stage.prefetches if id(p[1]) not in reduce_vars]
     sch.insert_stage(rf_op, before=stage)
     return rf

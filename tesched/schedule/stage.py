@@ -118,6 +118,7 @@ class Stage:
         self.iter_var_attrs: dict[IterVar, LoopKind] = {}
         self.loop_origins: dict[IterVar, str] = {}     # loop variable -> the primitive that made it
         self.pragmas: dict[IterVar, dict[str, bool | int]] = {}   # loop -> C loop hints (``pragma``)
+        self.prefetches: list[tuple[Tensor, IterVar, int]] = []    # (tensor, loop, offset), ``prefetch``
         self.attach_type = AttachType.ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
@@ -335,8 +336,11 @@ class Stage:
         primitive = {LoopKind.PARALLEL: "parallel", LoopKind.VECTORIZED: "vectorize", LoopKind.UNROLLED: "unroll"}[kind]
         self._compute_only(primitive)
         if not isinstance(ivar, IterVar) or ivar not in self.all_iter_vars:
+            owner = next((st.name for st in self.schedule.stages if isinstance(ivar, IterVar)
+                          and any(v is ivar for v in st.all_iter_vars)), None)
             raise ScheduleError(f"{primitive} on stage {self.name}: {getattr(ivar, 'name', ivar)!r} is not "
-                                f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
+                                f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})"
+                                + (f"; it is a loop of {owner}" if owner else ""))
         if kind is LoopKind.PARALLEL and self.mixes_reduction(ivar):
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} fuses data-parallel and reduction loops "
@@ -388,6 +392,30 @@ class Stage:
             A loop of this stage with a constant extent (split with a constant factor first).
         """
         self._annotate(var, LoopKind.UNROLLED)
+
+    @atomic
+    def prefetch(self, tensor: Tensor, var: IterVar, offset: int = 1) -> None:
+        """At the start of each iteration of loop ``var``, prefetch into cache the region of ``tensor``
+        that iteration ``var + offset`` will read (TVM's ``s[B].prefetch(tensor, var, offset)``, Halide's
+        ``prefetch(func, var, offset)``): one ``__builtin_prefetch`` per cache line of the region, which
+        comes from the exact footprint of this stage's reads (isl), so nothing outside it is touched. Nothing
+        is prefetched past the loop's last iteration.
+
+        Parameters
+        ----------
+        tensor : Tensor
+            An input, or a stage computed at the root, that this stage reads.
+        var : IterVar
+            One of this stage's current loops.
+        offset : int
+            How many iterations ahead (1 or more).
+        """
+        self._check_leaf(var, "prefetch")
+        if not isinstance(tensor, Tensor):
+            raise ScheduleError(f"prefetch on stage {self.name}: expected the tensor to prefetch, got "
+                                f"{type(tensor).__name__}")
+        steps = _positive_int(offset, f"prefetch offset of {self.name}.{var.name}")
+        self.prefetches = self.prefetches + [(tensor, var, steps)]
 
     @atomic
     def pragma(self, var: IterVar, pragma_type: str, pragma_value: bool | int | None = None) -> None:

@@ -4,7 +4,8 @@ Case ``n`` picks a pipeline and a seed from ``n``, applies the pipeline's datafl
 visits the stages consumers first: each non-output stage is placed at the root, inlined (elementwise
 stages), or computed at a loop of a stage that reads it and encloses every other reader; each stage's loops are split (by factor or
 nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
-``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
+``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
+prefetches of inputs. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
 legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 import numpy as np
 
 import tesched as ts
-from tesched.te.tensor import ComputeOp
+from tesched.te.tensor import ComputeOp, PlaceholderOp
 
 from .outcome import describe
 from .pipelines import PIPELINES, Pipeline
@@ -116,6 +117,11 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
             hint, value = rnd.choice(hints + ([("ivdep", True)] if loop.iter_type == "data_par" else []))
             stage.pragma(loop, hint, value)
             recipe.append(f"s[{name}].pragma({loop.name}, {hint!r}, {value!r})")
+    inputs = [t for t in stage.op.input_tensors if isinstance(t.op, PlaceholderOp)]
+    if inputs and rnd.random() < 0.2:
+        tensor, loop, offset = rnd.choice(inputs), rnd.choice(leaves), rnd.randint(1, 3)
+        stage.prefetch(tensor, loop, offset)
+        recipe.append(f"s[{name}].prefetch({tensor.name}, {loop.name}, {offset})")
     if rnd.random() < 0.3:
         loop = rnd.choice(leaves)
         ext = extents.get(id(loop))
