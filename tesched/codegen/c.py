@@ -4,7 +4,8 @@ One function per lowered program: ``int name(T* restrict arg, ..., int64_t size.
 ``k`` when the ``k``-th heap allocation (``CSource.allocations[k - 1]``) failed: the caller raises
 ``MemoryError`` naming the buffer, never a crash. Sizes are multiplied with overflow checks. Loops carry their
 kind as pragmas: ``parallel`` -> ``#pragma omp parallel for``, ``vectorized`` -> ``#pragma omp simd``,
-``unrolled`` -> ``#pragma GCC unroll``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
+``unrolled`` -> ``#pragma GCC unroll``; loop hints (``Stage.pragma``) -> ``#pragma GCC ivdep`` /
+``#pragma GCC unroll N``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
 row-major, minus a local buffer's origin. Local buffers of constant size up to :data:`STACK_LIMIT` bytes
 live on the stack (aligned), larger ones on the heap. Profiling timers (``build(..., profile=True)``)
 become clock reads around their block, static counters and a function that reads them
@@ -319,6 +320,9 @@ class CodeGen(NodeFunctor):
             return
         self.emit(f"ts_vstore_{_mem_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
 
+    def visit_Prefetch(self, s: ir.Prefetch) -> None:
+        self.emit(f"__builtin_prefetch({self.expr(s.address)}, 0, 3);")
+
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:
         if all(i is not s.intrin for i in self.intrinsics):
             self.intrinsics.append(s.intrin)
@@ -368,8 +372,13 @@ class CodeGen(NodeFunctor):
             self.emit(f"#pragma omp parallel for schedule(static){threads}")
         elif s.kind is LoopKind.VECTORIZED and not s.reduction:  # a reduction left scalar stays sequential
             self.emit("#pragma omp simd")
-        elif s.kind is LoopKind.UNROLLED and s.extent_hint:
+        elif s.kind is LoopKind.UNROLLED and s.extent_hint and not any(k == "unroll" for k, _ in s.pragmas):
             self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}")
+        for hint, value in s.pragmas:     # whitelisted by Stage.pragma: only a flag or an int reaches C
+            if hint == "ivdep":
+                self.emit("#pragma GCC ivdep")
+            elif hint == "unroll":
+                self.emit(f"#pragma GCC unroll {int(value)}")
         v = self.name(s.var, s.var.name)
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
         self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{")

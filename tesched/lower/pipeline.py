@@ -31,6 +31,7 @@ from tesched.poly.deps import check_legality
 from tesched.poly.domains import build_domains
 from tesched.poly.emit import loop_ir
 from tesched.poly.model import PolyModel
+from tesched.poly.prefetch import plan_prefetches
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
@@ -161,6 +162,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("bounds check", _model_phase(check_bounds)),
     Pass("buffers", _model_phase(allocate_buffers)),
     Pass("tensorize matching", _model_phase(match_tensorize)),
+    Pass("prefetch regions", _model_phase(plan_prefetches)),
     Pass("isl schedule tree", _schedule_tree),
     Pass("dependence check", _dependences),
     Pass("isl AST generation", _ast),

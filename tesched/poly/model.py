@@ -33,7 +33,8 @@ from tesched.te.visit import collect, walk
 
 class StatementKind(StrEnum):
     """What an isl statement does: evaluate a stage's expression (``compute``), a reduction's ``init`` and
-    ``update``, set a ``compute_at`` buffer's origin (``alloc``), or call a tensor intrinsic."""
+    ``update``, set a ``compute_at`` buffer's origin (``alloc``), call a tensor intrinsic, or prefetch
+    what a later iteration reads (``prefetch``)."""
 
     COMPUTE = "compute"
     INIT = "init"
@@ -42,6 +43,7 @@ class StatementKind(StrEnum):
     CALL_RESET = "call_reset"
     CALL_UPDATE = "call_update"
     CALL_BODY = "call_body"
+    PREFETCH = "prefetch"
 
     @property
     def is_call(self) -> bool:
@@ -160,6 +162,7 @@ class StageModel:
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
     absorbed_by: "StageModel | None" = None         # computed by the intrinsic call of that stage
+    prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
 
     @property
     def emitted(self) -> list[Statement]:
@@ -243,7 +246,8 @@ class PolyModel:
     def index_statements(self) -> None:
         """Name every statement of every stage (intrinsic calls included) in :attr:`statements`."""
         self.statements = {s.name: s for sm in self.stages
-                           for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])}
+                           for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])
+                           + [p.statement for p in sm.prefetches]}
 
     def isl_of(self, e: object, coord: dict[int, str]) -> str:
         names = dict(self.param_names)

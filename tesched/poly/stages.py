@@ -10,7 +10,7 @@ from __future__ import annotations
 from tesched.errors import ScheduleError
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
-from tesched.schedule.stage import Fuse, Split, Stage
+from tesched.schedule.stage import Fuse, Singleton, Split, Stage
 from tesched.te.expr import Reduce
 from tesched.te.tensor import ComputeOp, IterType, IterVar
 
@@ -57,6 +57,8 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
                                         f" * {iext} + ({leaf_expr[id(rel.inner)]} - "
                                         f"({leaf_min[id(rel.inner)]})))")
             leaf_min[id(rel.fused)] = "0"
+        elif isinstance(rel, Singleton):    # fuse() of no axes: one iteration
+            leaf_expr[id(rel.iter_var)] = leaf_min[id(rel.iter_var)] = "0"
     body = model.bodies[id(op)]
     sm = StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
     sm.loop_name = {id(v): f"l{k}" for k, v in enumerate(st.leaf_iter_vars)}
@@ -86,7 +88,7 @@ def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dic
             inner = value[id(rel.inner)]
             conds.append((reduce[id(rel.inner)], f"{inner} < {factor}"))
             value[id(rel.parent)] = f"(({value[id(rel.outer)]}) * {factor} + {inner} + ({leaf_min[id(rel.parent)]}))"
-        else:
+        elif isinstance(rel, Fuse):     # (a Singleton defines no axis; its loop is bounded to 0 above)
             iext = extent[id(rel.inner)]
             fused = value[id(rel.fused)]
             conds.append((reduce[id(rel.fused)], f"{fused} >= 0"))
@@ -97,11 +99,17 @@ def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dic
 
 def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
     st = sm.stage
-    for v, kind in st.iter_var_attrs.items():
+    marked: list[tuple[IterVar, str]] = list(st.iter_var_attrs.items())
+    marked += [(v, "with pragma " + ", ".join(hints)) for v, hints in st.pragmas.items()]
+    for v, kind in marked:
         if v not in st.leaf_iter_vars:
             raise ScheduleError(f"stage {sm.name}: loop {v.name} is marked {kind} but was later split or "
                                 f"fused; mark one of its current loops "
                                 f"({', '.join(x.name for x in st.leaf_iter_vars)})")
+        hints = [h for h in st.pragmas.get(v, {}) if h != "unroll_explicit"]
+        if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) and hints:
+            raise ScheduleError(f"pragma {hints[0]!r} on stage {sm.name}, loop {v.name}: the loop is {kind}, "
+                                "and gcc takes no loop hint on an OpenMP loop; drop one of the two")
         if kind is LoopKind.UNROLLED and sm.leaf_extent[id(v)] is None:
             raise ScheduleError(f"unroll of {sm.name}.{v.name}: its extent is not a constant; split it "
                                 "with a constant factor and unroll the inner loop")

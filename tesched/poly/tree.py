@@ -6,7 +6,8 @@ splits or drops the loop), and a ``produce`` mark above the stage. A reduction's
 shares the loops before the first reduction loop and then gets its own loops, in a sequence before the
 ``update``. Stages computed at a loop go in a sequence before the rest of that loop's body, under an
 ``alloc`` mark; their ``alloc`` statement (first in the sequence) sets the buffer's origin for the
-iteration. Root stages form a sequence in dependence order.
+iteration. Prefetch statements (:mod:`.prefetch`) go first in the body of their loop. Root stages form a
+sequence in dependence order.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ class LoopMark:
     kind: LoopKind
     extent: int | None
     origin: str = ""
+    pragmas: tuple[tuple[str, bool | int], ...] = ()    # C loop hints (``Stage.pragma``)
 
 
 @dataclass(frozen=True)
@@ -92,7 +94,9 @@ class TreeBuilder:
             return sched
         sched = self.band(sched, stmts, pos)
         kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
-        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var)))
+        hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items()))
+        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var),
+                                         hints))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all
@@ -130,8 +134,9 @@ class TreeBuilder:
         """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed at each of them."""
         for t in reversed(range(lo, hi)):
             attached = [p for p in self.model.stages if p.parent is sm and p.level == t and p.absorbed_by is None]
-            if attached:
-                parts, inner = [], []
+            ahead = [pf.statement for pf in sm.prefetches if pf.level == t]
+            if attached or ahead:
+                parts, inner = [self.leaf(a) for a in ahead], list(ahead)
                 for p in attached:
                     assert p.alloc is not None
                     parts.append(self.leaf(p.alloc))
