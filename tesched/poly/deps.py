@@ -3,7 +3,8 @@
 Storage is modelled exactly: a whole tensor is ``T[x]``; a ``compute_at`` buffer is private to each
 iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the values of the loops
 enclosing its allocation: the ``store_at`` loop and those around it). A folded buffer is checked by
-:func:`.buffers.fold_is_safe` instead; here elements keep their tensor coordinates. From the access relations and the schedule tree we check two things:
+:func:`.buffers.fold_is_safe` instead; here elements keep their tensor coordinates. From the access
+relations and the schedule tree we check two things:
 
 1. every element is written before it is read: each (writer, reader) pair on the same storage must run in
    that order (a reduction's own accumulation excepted, see 2);

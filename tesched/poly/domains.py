@@ -120,7 +120,8 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
     return box
 
 
-def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int, AxisBound | None] | None = None) -> isl.Map:
+def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set,
+                 bounds: dict[int, AxisBound | None] | None = None) -> isl.Map:
     """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
     rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway. Along
     a dimension in ``bounds`` the box is the bound (from the footprint's minimum for ``bound_extent``)."""

@@ -1,7 +1,8 @@
 """The schedule of one operation: its loops after split/fuse/reorder, their kinds, and its placement.
 
 Primitives (``split``, ``tile``, ``reorder``, ``fuse``, ``compute_at``, ``compute_inline``,
-``compute_root``, ``store_at``, ``store_root``, ``bound``, ``bound_extent``, ``vectorize``, ``unroll``, ``parallel``, ``tensorize``) only record what was asked,
+``compute_root``, ``store_at``, ``store_root``, ``bound``, ``bound_extent``, ``vectorize``, ``unroll``,
+``parallel``, ``tensorize``) only record what was asked,
 Halide-style, after checking their arguments; they never build loops. Loop variables made by ``split`` are
 named ``<parent>.outer``/``<parent>.inner``, by ``fuse`` ``<outer>.<inner>.fused``, as in TVM. The schedule
 that owns the stages (:mod:`.schedule`) is seen through the :class:`StageGraph` protocol.
