@@ -11,7 +11,8 @@ A stage stored outside the loop it is computed at (``store_at``/``store_root``) 
 the iterations of the loops in between, which run in order: each iteration computes only its box minus
 what earlier iterations of the same buffer computed (isl set difference: a sliding window), and the
 buffer covers the union of the boxes (:attr:`~.model.StageModel.storage`). A stage computed at the root
-with a ``bound`` computes only the bounded part of its tensor, and its readers must stay inside it.
+with a ``bound`` computes only the bounded part of its tensor (:attr:`~.model.StageModel.realized`), and
+its readers must stay inside it (checked with the other reads, :mod:`.bounds`).
 Buffers come next (:mod:`.buffers`).
 """
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
     if sm.parent is None:
         spatial = tdom.intersect(_bounded(model, sm, tdom))
         if sm.stage.bounds:
-            _check_bounded_reads(model, sm, spatial)
+            sm.realized = spatial
     else:
         footprint = sm.footprint = _footprint(model, sm, tdom)
         computed = footprint
@@ -116,7 +117,7 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
     fp = fp.intersect_range(tdom).coalesce()
     box = bounding_box(model, fp, tdom, {d: sm.stage.bounds.get(a) for d, a in enumerate(sm.axes)})
     if sm.stage.bounds and not fp.is_subset(box):
-        _bound_exceeded(model, sm, fp.subtract(box))
+        bound_exceeded(model, sm, fp.subtract(box))
     return box
 
 
@@ -155,26 +156,13 @@ def _bounded(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Set:
     coords = ", ".join(f"s{k}" for k in range(len(sm.axes)))
     region = isl.Set(f"{model.param_prefix}{{ {tdom.get_tuple_name()}[{coords}] : {text} }}")
     if sm.stage.is_output and not tdom.is_subset(region):
-        _bound_exceeded(model, sm, tdom.subtract(region), "the kernel's output")
+        bound_exceeded(model, sm, tdom.subtract(region), "the kernel's output")
     return region
 
 
-def _check_bounded_reads(model: PolyModel, sm: StageModel, realized: isl.Set) -> None:
-    """Raise ScheduleError if a reader of a bounded root stage reads outside the bounded region."""
-    for reader in model.readers(sm):
-        for indices in model.reads_of(reader, sm.tensor):
-            try:
-                acc = model.access_map(reader.main, sm.tag, indices)
-            except NotAffine:
-                continue
-            outside = acc.subtract_range(realized)
-            if not outside.is_empty():
-                _bound_exceeded(model, sm, outside.range(), f"{reader.name} (reading {sm.name}"
-                                f"[{', '.join(map(repr, indices))}])")
-
-
-def _bound_exceeded(model: PolyModel, sm: StageModel, outside: isl.Set | isl.Map, who: str = "") -> None:
-    """Raise the ScheduleError of a region requested beyond a stage's bounds, with one element."""
+def bound_exceeded(model: PolyModel, sm: StageModel, outside: isl.Set | isl.Map, who: str = "") -> None:
+    """Raise the ScheduleError of a region of ``sm`` requested (by ``who``) beyond its bounds, naming one
+    element of ``outside``."""
     point = (outside.range() if isinstance(outside, isl.Map) else outside).sample_point()
     element = [int(point.get_coordinate_val(isl.dim_type.set, k).to_python()) for k in range(len(sm.axes))]
     bounds = "; ".join(f"{a.name}: {sm.stage.bounds[a].describe()}" for a in sm.axes if a in sm.stage.bounds)

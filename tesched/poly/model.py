@@ -119,6 +119,7 @@ class StageModel:
     alloc: Statement | None = None
     footprint: isl.Map | None = None
     storage: isl.Map | None = None  # hoisted storage (store_at outside compute_at): store prefix -> box
+    realized: isl.Set | None = None  # a root stage's bounded region (``bound``), if smaller than its tensor
     computed: isl.Map | None = None  # loop prefix -> region computed there (the footprint, less what
     #                                  earlier iterations sharing a hoisted buffer computed)
     buffer: Buffer | None = None

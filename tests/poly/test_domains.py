@@ -219,6 +219,18 @@ def test_bound_smaller_than_what_a_reader_needs_is_refused():
         ts.lower(s, [A, Q])
 
 
+def test_reads_of_a_bounded_producer_count_only_where_their_guard_holds(rand):
+    n = 10
+    A = ts.placeholder((n,), name="A")
+    P = ts.compute((n,), lambda i: A[i] + 1.0, name="P")
+    Q = ts.compute((n,), lambda i: ts.if_then_else(ts.all(i >= 2, i < 7), P[i], 0.0), name="Q")
+    s = ts.create_schedule(Q.op)
+    s[P].bound(P.op.axis[0], 2, 5)
+    assert evaluations(ts.lower(s, [A, Q]), "P") == 5
+    build_and_check(s, A, Q, lambda a: np.where((np.arange(n) >= 2) & (np.arange(n) < 7), a + 1.0, 0.0),
+                    rand, (n,))
+
+
 def test_bound_extent_of_a_compute_at_producer_fixes_its_region(rand):
     A, bx, by = blur(10, 6)
     s = ts.create_schedule(by.op)
