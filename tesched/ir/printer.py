@@ -142,6 +142,7 @@ class IRPrinter(NodeFunctor):
         head = f"{self._pad()}allocate {self.buffer(b)}[{b.dtype} * {dims}]"
         if b.scope is ir.BufferScope.LOCAL:
             head += f"  // region of {self.buffer(b)} starting at [{', '.join(self.expr(o) for o in b.offsets)}]"
+            head += "".join(f", dimension {d} folded modulo {f}" for d, f in sorted(b.folds.items()))
         return head + "\n" + self.visit(s.body)
 
     def visit_Assign(self, s: ir.Assign) -> str:

@@ -109,7 +109,7 @@ class StatementEmitter:
         assert match is not None, f"{sm.name} has intrinsic calls but no match"
         values: dict[Var, Expr] = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
         if match.origins:
-            origin = self.origin(sm, coords[:sm.prefix_len])
+            origin = self.origin(sm, coords[:sm.store_len])
             values.update({var: origin[d] for var, d in match.origins.items()})
         regions = match.regions[-1:] if stmt.kind is StatementKind.CALL_RESET else match.regions
         args: list[Expr] = []

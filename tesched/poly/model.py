@@ -153,9 +153,16 @@ class StageModel:
     parent: "StageModel | None" = None
     level: int | None = None        # position of the attach loop in parent's loops
     prefix_len: int = 0
+    store_parent: "StageModel | None" = None    # where the buffer is allocated (store_at): None at the
+    store_level: int | None = None               # root; the compute_at place unless hoisted
+    store_len: int = 0              # loop prefix values the buffer depends on (<= prefix_len)
     statements: list[Statement] = field(default_factory=list)
     alloc: Statement | None = None
     footprint: isl.Map | None = None
+    storage: isl.Map | None = None  # hoisted storage (store_at outside compute_at): store prefix -> box
+    realized: isl.Set | None = None  # a root stage's bounded region (``bound``), if smaller than its tensor
+    computed: isl.Map | None = None  # loop prefix -> region computed there (the footprint, less what
+    #                                  earlier iterations sharing a hoisted buffer computed)
     buffer: Buffer | None = None
     buffers: list[Buffer] = field(default_factory=list)   # one per output (``buffer`` is the first)
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
@@ -200,6 +207,12 @@ class StageModel:
             if v.iter_type == IterType.COMM_REDUCE:
                 return k
         return None
+
+    @property
+    def hoisted(self) -> bool:
+        """Whether the buffer lives outside the loop the stage is computed at (``store_at``), so the
+        iterations in between share it (a sliding window)."""
+        return self.parent is not None and self.store_len < self.prefix_len
 
     def chain(self) -> list[tuple["StageModel", int]]:
         """The (stage, loop level) pairs enclosing this stage, outermost first."""
