@@ -115,17 +115,23 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
             fp = part if fp is None else fp.union(part)
     assert fp is not None
     fp = fp.intersect_range(tdom).coalesce()
-    box = bounding_box(model, fp, tdom, {d: sm.stage.bounds.get(a) for d, a in enumerate(sm.axes)})
+    box = bounding_box(model, fp, tdom, {d: sm.stage.bounds.get(a) for d, a in enumerate(sm.axes)},
+                       model.loop_map(parent.main, depth).range())
     if sm.stage.bounds and not fp.is_subset(box):
         bound_exceeded(model, sm, fp.subtract(box))
     return box
 
 
-def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set,
-                 bounds: dict[int, AxisBound | None] | None = None) -> isl.Map:
+def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int, AxisBound | None] | None = None,
+                 iterations: isl.Set | None = None) -> isl.Map:
     """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
     rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway. Along
-    a dimension in ``bounds`` the box is the bound (from the footprint's minimum for ``bound_extent``)."""
+    a dimension in ``bounds`` the box is the bound (from the footprint's minimum for ``bound_extent``).
+    ``iterations``, every iteration of the loops, replaces the footprint's domain when it is the same set
+    (the projection of the footprint carries existential variables that slow every later step)."""
+    domain = fp.domain()
+    if iterations is not None and iterations.is_subset(domain):
+        domain = iterations
     n = fp.dim(isl.dim_type.out)
     coords = ", ".join(f"x{k}" for k in range(n))
     box = isl.Map.universe(isl.Space.map_from_domain_and_range(fp.domain().get_space(), tdom.get_space()))
@@ -140,7 +146,7 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set,
             rel = isl.Map(f"{model.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} {value} }}")
             part = isl.Map.from_pw_aff(bound).apply_range(rel)
             box = box.intersect(part)
-    box = box.intersect_domain(fp.domain()).intersect_range(tdom).coalesce()
+    box = box.intersect_domain(domain).intersect_range(tdom).coalesce()
     return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
 
 

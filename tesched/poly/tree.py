@@ -119,7 +119,10 @@ class TreeBuilder:
             # out also avoids an isl code generator bug that drops instances of such a band when its
             # value is a modulo (a split) that depends on an enclosing fused loop.
             return sched
-        sched = self.band(sched, stmts, pos, sm.hoisted)
+        # (not when stages computed inside it would be copied into each piece: their buffers' origins
+        # are set once per allocation)
+        separate = sm.hoisted and not any(p.parent is sm for p in self.model.stages)
+        sched = self.band(sched, stmts, pos, separate)
         kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
         hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items()))
         return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var),

@@ -11,6 +11,9 @@ from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
 import tesched as ts
+from tesched.arith.linear import constant_difference
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import walk_stmts
 from tesched.poly.buffers import computed_points
 
 
@@ -323,3 +326,26 @@ def test_random_store_and_compute_levels_match_numpy(plan, rand):
     b = a * 0.5 + 1.0 if three else a
     bxr = b[:n + 2, :m] + b[1:n + 3, 1:m + 1] + b[2:n + 4, 2:m + 2]
     np.testing.assert_allclose(f(a), bxr[:n] - bxr[1:n + 1] + 2.0 * bxr[2:n + 2], rtol=1e-5, atol=1e-5)
+
+
+def test_a_stage_computed_inside_a_sliding_window_keeps_its_own_origin(rand):
+    # the sliding producer's first iteration computes more rows than the others; the stage computed at
+    # its row loop must get the origin of each row (a split of that loop into pieces once copied the
+    # allocation with the origin of the first piece: out-of-bounds writes)
+    n, m = 9, 5
+    A = ts.placeholder((n + 2, m + 2), name="A")
+    B = ts.compute((n + 2, m + 2), lambda y, x: A[y, x] * 2.0, name="B")
+    bx = ts.compute((n + 2, m), lambda y, x: B[y, x] + B[y, x + 1] + B[y, x + 2], name="blur_x")
+    by = ts.compute((n, m), lambda y, x: bx[y, x] + bx[y + 1, x] + bx[y + 2, x], name="blur_y")
+    s = ts.create_schedule(by.op)
+    s[bx].store_root()
+    s[bx].compute_at(s[by], s[by].op.axis[0])
+    s[B].compute_at(s[bx], bx.op.axis[0])
+    func = ts.lower(s, [A, by])
+    assert evaluations(func, "blur_x") == (n + 2) * m
+    allocations = [a for a in walk_stmts(func.body) if isinstance(a, ir.Allocate) and a.buffer.name == "B"]
+    assert allocations
+    for alloc in allocations:        # one row of B: each store's row is the buffer's origin
+        stores = [st for st in walk_stmts(alloc.body) if isinstance(st, ir.Store) and st.buffer.name == "B"]
+        assert stores and all(constant_difference(st.indices[0], alloc.buffer.offsets[0]) == 0 for st in stores)
+    build_and_check(s, A, by, lambda a: blur_ref(2 * a), rand, (n + 2, m + 2))
