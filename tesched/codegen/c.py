@@ -22,6 +22,7 @@ import numpy as np
 
 from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
 from tesched.arith.simplify import simplify
+from tesched.codegen.hoist import Bases, loop_bases, with_bases
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import walk_stmts
@@ -31,7 +32,7 @@ from tesched.target import Target, current_target
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.intrinsic import TensorIntrin
-from tesched.te.visit import NodeFunctor
+from tesched.te.visit import NodeFunctor, structural_key
 from tesched.transform.simplify_indices import loop_range, refine
 
 STACK_LIMIT = 128 * 1024
@@ -149,6 +150,7 @@ class CExpr(NodeFunctor):
     def __init__(self, names: NameTable):
         self.names = names
         self.ranges = VarRanges()     # of the loops around the statement being written
+        self.bases: tuple[Bases, set[int]] = ({}, set())   # offsets named before the innermost loop
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
@@ -157,8 +159,10 @@ class CExpr(NodeFunctor):
         return self.visit(e)
 
     def index(self, e: Expr) -> str:
-        """C text of an element offset, simplified under the ranges of the enclosing loops."""
-        return self.text(simplify(e, self.ranges))
+        """C text of an element offset, simplified under the ranges of the enclosing loops (and written
+        with the variable of its loop-invariant part when the innermost loop named one)."""
+        e = simplify(e, self.ranges)
+        return self.text(with_bases(e, *self.bases) if self.bases[0] else e)
 
     def element(self, buf: ir.Buffer, indices: Sequence[Expr]) -> str:
         """``buf[flat index of indices]`` in C."""
@@ -278,6 +282,7 @@ class CodeGen(NodeFunctor):
         self.intrinsics: list[TensorIntrin] = []
         self.allocations: list[ir.Buffer] = []
         self.status = self.names.fresh("status")
+        self.declared: list[Var] = []
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
@@ -377,6 +382,11 @@ class CodeGen(NodeFunctor):
         self.visit(s.body)
 
     def visit_For(self, s: ir.For) -> None:
+        ranges = loop_range(s, self.exprs.ranges)
+        bases, changing = loop_bases(s, ranges) if s.kind is not LoopKind.PARALLEL else ([], set())
+        self.declared.extend(var for var, _ in bases)     # alive while named (names are keyed by identity)
+        for var, value in bases:
+            self.emit(f"const int64_t {self.name(var, var.name)} = {self.exprs.index(value)};")
         if s.kind is LoopKind.PARALLEL:
             threads = f" num_threads({self.target.threads})" if self.target.threads else ""
             self.emit(f"#pragma omp parallel for schedule(static){threads}")
@@ -387,7 +397,9 @@ class CodeGen(NodeFunctor):
         v = self.name(s.var, s.var.name)
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
         self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{")
-        self.nested(s.body, loop_range(s, self.exprs.ranges))
+        saved, self.exprs.bases = self.exprs.bases, ({structural_key(value): var for var, value in bases}, changing)
+        self.nested(s.body, ranges)
+        self.exprs.bases = saved
         self.emit("}")
 
     def visit_Allocate(self, s: ir.Allocate) -> None:
