@@ -62,7 +62,8 @@ def split_invariant(offset: Expr, changing: set[int]) -> tuple[Expr | None, Expr
     variable or nothing (naming it would not help)."""
     atoms: dict = {}
     terms, const = linear_terms(offset, "int64", atoms)
-    fixed, moving = {}, {}
+    fixed: dict[tuple, int] = {}
+    moving: dict[tuple, int] = {}
     for key, coeff in terms.items():
         atom = atoms[key]
         invariant = all(not (isinstance(n, Var) and id(n) in changing) and not isinstance(n, (ir.Load, ir.VLoad))
