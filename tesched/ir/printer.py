@@ -65,6 +65,9 @@ class IRExprPrinter(ExprPrinter):
     def visit_VLoad(self, x: ir.VLoad) -> tuple[str, int]:
         return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes})]", 7
 
+    def visit_VLoadStrided(self, x: ir.VLoadStrided) -> tuple[str, int]:
+        return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes}, stride={self.text(x.stride)})]", 7
+
     def visit_Broadcast(self, x: ir.Broadcast) -> tuple[str, int]:
         return f"x{x.lanes}({self.text(x.value)})", 7
 

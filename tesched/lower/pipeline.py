@@ -39,6 +39,7 @@ from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.registers import promote
+from tesched.transform.simplify_indices import normalize_loops, simplify_indices
 from tesched.transform.unroll import unroll
 from tesched.transform.vectorize import vectorize
 
@@ -169,7 +170,10 @@ PASSES: tuple[Pass, ...] = (
     Pass("AST to loop IR", _loop_ir),
     Pass("loop nesting check", _loop_nesting),
     Pass("allocate intermediates", _allocate_intermediates),
+    Pass("simplify index arithmetic", _on_body(lambda body, target: simplify_indices(body))),
     Pass("unroll", _on_body(lambda body, target: unroll(body)), Phase.BUILD),
+    Pass("loops from 0, indices simplified", _on_body(lambda body, target: simplify_indices(normalize_loops(body))),
+         Phase.BUILD),
     Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes, target.features)),
          Phase.BUILD),
     Pass("promote registers", _on_body(lambda body, target: promote(body)), Phase.BUILD),
