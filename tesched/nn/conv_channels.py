@@ -32,6 +32,12 @@ CHANNEL_BLOCK = 64
 WIDTH_TILE = 7
 """Output positions of a register tile along a row (7 x 4 vector accumulators)."""
 
+PARALLEL_BLOCKS = 4
+"""With fewer blocks of output channels than this, threads share chunks of output rows instead."""
+
+ROW_CHUNKS = 4
+"""Chunks of output rows (at least: each of whole rows) when threads share rows."""
+
 
 def weight_last(weight: np.ndarray, block: int | None = None) -> np.ndarray:
     """OIHW weights as ``(K / block, C, KH, KW, block)``, C-contiguous: output channels innermost, in blocks
@@ -72,7 +78,8 @@ def conv2d_weight_last(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, pad
 
 @register_schedule("conv2d_weight_last")
 def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None:
-    """Per image, block of output channels (in parallel) and output row, and per tile of the row: the register
+    """Per image, block of output channels (in parallel; or, with fewer than :data:`PARALLEL_BLOCKS` blocks,
+    per chunk of output rows in parallel, then per block) and output row, and per tile of the row: the register
     tile (a write cache) computed with the reductions outside, positions unrolled and channels vectorized,
     stored once to a small buffer, then the epilogue over the tile in NCHW (unrolled: it reads the buffer
     across channels); the padded input is computed once, at the root."""
@@ -80,10 +87,16 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
     n, k, h, w = hstage.op.axis
     ko, ki = hstage.split(k, int(core.shape[4]))
     wo, wi = hstage.split(w, largest_divisor(int(host.shape[3]), WIDTH_TILE))
-    hstage.reorder(n, ko, h, wo, ki, wi)
     work = reduction_work(core)
+    blocks = int(core.shape[1])
+    if blocks >= PARALLEL_BLOCKS or int(host.shape[2]) < ROW_CHUNKS:
+        hstage.reorder(n, ko, h, wo, ki, wi)
+        outer = ko
+    else:   # too few blocks to share among threads: chunks of rows outside the blocks
+        outer, h = hstage.split(h, -(-int(host.shape[2]) // ROW_CHUNKS))
+        hstage.reorder(n, outer, ko, h, wo, ki, wi)
     if work >= PARALLEL_MIN_WORK:
-        hstage.parallel(ko)   # not fused with n and h: fused indices divide, and the tile must keep constant offsets
+        hstage.parallel(outer)   # not fused with n: fused indices divide, and the tile must keep constant offsets
     hstage.unroll(ki)
     hstage.unroll(wi)
     tile = s.cache_write(core, "local")
