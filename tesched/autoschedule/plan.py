@@ -244,7 +244,7 @@ def _arrange_computed(st: Stage, p: StagePlan) -> None:
     """Loops of a stage computed at a tile (or an anchor): reduce loops outside when ``reduce_outer``, an
     unrolled axis, the innermost axis vectorized."""
     axes = list(st.op.axis)  # type: ignore[attr-defined]
-    reduce_axes = list(getattr(st.op, "reduce_axis", []))
+    reduce_axes = list(st.op.reduce_axis)
     unrolled = axes[p.unroll_axis] if p.unroll_axis is not None and 0 <= p.unroll_axis < len(axes) - 1 else None
     if reduce_axes and p.reduce_outer and not p.rfactor:
         spatial = [a for a in axes[:-1] if a is not unrolled]

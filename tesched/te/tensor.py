@@ -70,6 +70,8 @@ class Operation:
     name: str
     tag: str = ""
     _output: "Tensor"
+    axis: list["IterVar"]          # the output's loop axes (none for a placeholder)
+    reduce_axis: list["IterVar"]   # the axes of a top-level reduction (none otherwise)
 
     def output(self, index: int = 0) -> "Tensor":
         if index != 0:
@@ -91,6 +93,7 @@ class Operation:
 class PlaceholderOp(Operation):
     def __init__(self, name: str, shape: tuple, dtype: str):
         self.name = name
+        self.axis, self.reduce_axis = [], []
         self._output = Tensor(self, shape, dtype)
 
 
