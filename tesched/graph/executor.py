@@ -64,10 +64,12 @@ class CompiledGroup:
 
     @property
     def lowered(self) -> LoweredFunc:
+        """The loop IR of the group's kernel."""
         return self.kernel.lowered
 
     @property
     def c_source(self) -> str:
+        """The C source of the group's kernel."""
         return self.kernel.c_source
 
 
