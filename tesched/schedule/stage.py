@@ -101,7 +101,7 @@ class Stage:
         self.op = op
         self.origin_op = op
         self.schedule = schedule
-        axes = list(getattr(op, "axis", [])) + list(getattr(op, "reduce_axis", []))
+        axes = list(op.axis) + list(op.reduce_axis)
         self.all_iter_vars: list[IterVar] = list(axes)
         self.leaf_iter_vars: list[IterVar] = list(axes)
         self.relations: list[Split | Fuse] = []
