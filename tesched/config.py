@@ -44,6 +44,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("TESCHED_QUICK", "1: demo and tutorials use small sizes (as `--quick`)", "0"),
     Variable("CC", "C compiler command (with its own flags) for kernels and external libraries",
              "Python's configured compiler, else `cc`"),
+    Variable("OMP_WAIT_POLICY", "how idle OpenMP threads wait: `active` (spin) or `passive` (sleep); read by the "
+             "OpenMP runtimes, set to `passive` by `python -m tesched.bench` when unset",
+             "the runtime's (spin for a while)"),
     Variable("XDG_CACHE_HOME", "base of the default cache directory on Linux (read by platformdirs)", "~/.cache"),
 )
 
@@ -95,6 +98,15 @@ def settings() -> Settings:
         quick=_flag("TESCHED_QUICK"),
         compiler=tuple(shlex.split(compiler)),
     )
+
+
+def prefer_passive_openmp() -> str:
+    """Set ``OMP_WAIT_POLICY=passive`` unless the user set it, and return the policy in force.
+
+    Called by the benchmark suite before any OpenMP runtime is loaded (they read it once, at load): with
+    tesched's, PyTorch's and OpenBLAS's thread pools in one process on few cores, a pool spinning after its
+    call takes the cores from the next library's call (a quick run measured PyTorch 10,000 times slower)."""
+    return os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
 class _StandardError(logging.StreamHandler):

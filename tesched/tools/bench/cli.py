@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from tesched.config import prefer_passive_openmp
 from tesched.tools.bench.catalog import workloads
 from tesched.tools.bench.graph_cases import GRAPH_CASES
 from tesched.tools.bench.graph_suite import format_graph_table, graph_json, run_graph_suite
@@ -59,6 +60,8 @@ def missing_dependencies(args: argparse.Namespace) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the suite the command line ``argv`` asks for and print its table."""
     args = parse_args(argv)
+    wait_policy = prefer_passive_openmp()    # before torch or a kernel loads an OpenMP runtime
+    print(f"note: OMP_WAIT_POLICY={wait_policy}", file=sys.stderr, flush=True)
     progress = lambda message: print(f"... {message}", file=sys.stderr, flush=True)  # noqa: E731
     for note in missing_dependencies(args):
         print(f"note: {note}", file=sys.stderr, flush=True)
