@@ -110,7 +110,7 @@ class Phrasebook(_Generated):
             raise self.error("tesched-phrasebook: the argument is tvm or halide")
         header = ["concept", "TVM te" if source == "tvm" else "Halide", "tesched", "notes"]
         rows = [[row.concept, getattr(row, source), row.tesched_text(), row.note] for row in phrasebook.ROWS
-                if getattr(row, source)]
+                if not getattr(row, source).startswith("no counterpart")]
         return list_table(header, rows, "16 26 28 30")
 
 
