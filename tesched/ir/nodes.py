@@ -215,6 +215,7 @@ class For(Stmt):
     reduction: bool = False          # iterations accumulate into the same elements (a reduce loop)
     stage: str = ""                  # the stage whose loop this is
     origin: str = ""                 # the schedule primitive that made its variable (``split(i, factor=32)``)
+    pragmas: tuple[tuple[str, bool | int], ...] = ()   # C loop hints (``Stage.pragma``): name, value
 
 
 @dataclass(eq=False)
@@ -249,6 +250,13 @@ class VStore(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
+
+
+@dataclass(eq=False)
+class Prefetch(Stmt):
+    """A hint to bring the cache line holding ``address`` in for reading (``__builtin_prefetch``)."""
+
+    address: Address
 
 
 @dataclass(eq=False)

@@ -119,7 +119,7 @@ class Schedule:
     def canonical(self, tensor: Tensor) -> Tensor:
         """The tensor a stage currently produces, for a tensor the user declared."""
         st = self.stage_of_tensor(tensor)
-        return tensor if st is None else st.op.output(0)
+        return tensor if st is None else st.op.output(tensor.value_index)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:
