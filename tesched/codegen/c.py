@@ -406,11 +406,11 @@ class CodeGen(NodeFunctor):
             self.emit("#pragma omp simd")
         elif s.kind is LoopKind.UNROLLED and s.extent_hint and not any(k == "unroll" for k, _ in s.pragmas):
             self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}")
-        for hint, value in s.pragmas:     # whitelisted by Stage.pragma: only a flag or an int reaches C
+        for hint, setting in s.pragmas:     # whitelisted by Stage.pragma: only a flag or an int reaches C
             if hint == "ivdep":
                 self.emit("#pragma GCC ivdep")
             elif hint == "unroll":
-                self.emit(f"#pragma GCC unroll {int(value)}")
+                self.emit(f"#pragma GCC unroll {int(setting)}")
         v = self.name(s.var, s.var.name)
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
         self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{")

@@ -340,7 +340,8 @@ def _resolve_init(name: str, body: Reduce, axis: list[IterVar], shape: tuple) ->
         start = rewrite(start, lambda e: TensorRead(e.tensor, tuple(axis)) if isinstance(e, WholeTensor) else None)
         for e in walk(start):
             if any(e is r for r in body.axis):
-                raise ValueError(f"compute {name}: init uses reduce axis {e.name}; it is the starting value of "  # type: ignore[attr-defined]
+                raise ValueError(f"compute {name}: init uses reduce axis {getattr(e, 'name', e)}; it is the "
+                                 "starting value of "
                                  "each output point, an expression of the compute's own axes")
         inits.append(start)
     return Reduce(body.combiner, body.sources, body.axis, body.where, inits, body.reducer, body.value_index)
