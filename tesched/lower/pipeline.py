@@ -31,6 +31,7 @@ from tesched.poly.deps import check_legality
 from tesched.poly.domains import build_domains
 from tesched.poly.emit import loop_ir
 from tesched.poly.model import PolyModel
+from tesched.poly.prefetch import plan_prefetches
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
@@ -38,6 +39,7 @@ from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.registers import promote
+from tesched.transform.simplify_indices import normalize_loops, simplify_indices
 from tesched.transform.unroll import unroll
 from tesched.transform.vectorize import vectorize
 
@@ -161,13 +163,17 @@ PASSES: tuple[Pass, ...] = (
     Pass("bounds check", _model_phase(check_bounds)),
     Pass("buffers", _model_phase(allocate_buffers)),
     Pass("tensorize matching", _model_phase(match_tensorize)),
+    Pass("prefetch regions", _model_phase(plan_prefetches)),
     Pass("isl schedule tree", _schedule_tree),
     Pass("dependence check", _dependences),
     Pass("isl AST generation", _ast),
     Pass("AST to loop IR", _loop_ir),
     Pass("loop nesting check", _loop_nesting),
     Pass("allocate intermediates", _allocate_intermediates),
+    Pass("simplify index arithmetic", _on_body(lambda body, target: simplify_indices(body))),
     Pass("unroll", _on_body(lambda body, target: unroll(body)), Phase.BUILD),
+    Pass("loops from 0, indices simplified", _on_body(lambda body, target: simplify_indices(normalize_loops(body))),
+         Phase.BUILD),
     Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes, target.features)),
          Phase.BUILD),
     Pass("promote registers", _on_body(lambda body, target: promote(body)), Phase.BUILD),

@@ -65,6 +65,14 @@ class IterVar(Var):
         """The variable itself (TVM code reads ``axis.var``)."""
         return self
 
+    @property
+    def constant_extent(self) -> int | None:
+        """The axis' extent when it is a constant (``None`` when it depends on a size or on another axis)."""
+        extent = self.range.extent
+        if isinstance(extent, Const):
+            return int(extent.value)
+        return extent if isinstance(extent, int) else None
+
 
 class Operation:
     """Base of the operations that define tensors."""
@@ -350,7 +358,8 @@ def _resolve_init(name: str, body: Reduce, axis: list[IterVar], shape: tuple) ->
         start = rewrite(start, lambda e: TensorRead(e.tensor, tuple(axis)) if isinstance(e, WholeTensor) else None)
         for e in walk(start):
             if any(e is r for r in body.axis):
-                raise ValueError(f"compute {name}: init uses reduce axis {e.name}; it is the starting value of "  # type: ignore[attr-defined]
+                raise ValueError(f"compute {name}: init uses reduce axis {getattr(e, 'name', e)}; it is the "
+                                 "starting value of "
                                  "each output point, an expression of the compute's own axes")
         inits.append(start)
     return Reduce(body.combiner, body.sources, body.axis, body.where, inits, body.reducer, body.value_index)
