@@ -4,7 +4,8 @@ One function per lowered program: ``int name(T* restrict arg, ..., int64_t size.
 ``k`` when the ``k``-th heap allocation (``CSource.allocations[k - 1]``) failed: the caller raises
 ``MemoryError`` naming the buffer, never a crash. Sizes are multiplied with overflow checks. Loops carry their
 kind as pragmas: ``parallel`` -> ``#pragma omp parallel for``, ``vectorized`` -> ``#pragma omp simd``,
-``unrolled`` -> ``#pragma GCC unroll``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
+``unrolled`` -> ``#pragma GCC unroll``; loop hints (``Stage.pragma``) -> ``#pragma GCC ivdep`` /
+``#pragma GCC unroll N``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
 row-major, minus a local buffer's origin. Local buffers of constant size up to :data:`STACK_LIMIT` bytes
 live on the stack (aligned), larger ones on the heap. Profiling timers (``build(..., profile=True)``)
 become clock reads around their block, static counters and a function that reads them
@@ -38,9 +39,11 @@ from tesched.transform.simplify_indices import loop_range, refine
 STACK_LIMIT = 128 * 1024
 
 _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%"}
+             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%", "bitand": "&",
+             "bitor": "|", "bitxor": "^"}
+_VECTOR_BINARY = {"and": "&", "or": "|", "div": "/", "shl": "<<", "shr": ">>"}
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "abs": "fabs", "rint": "rint"}
+             "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod"}
 
 
 @dataclass
@@ -209,6 +212,8 @@ class CExpr(NodeFunctor):
             return f"(-{self.text(e.a)})"   # vector lanes wrap in their own type
         if e.op == "neg":
             return _wrapped(e.dtype, f"(-{_wide_operand(e.dtype, self.text(e.a))})")
+        if e.op == "bitnot" and ir.split_dtype(e.dtype)[1] == 1:
+            return _wrapped(e.dtype, f"(~{self.text(e.a)})")
         return f"(~{self.text(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.text(e.a)})"
 
     def visit_Cast(self, e: Cast) -> str:
@@ -233,12 +238,14 @@ class CExpr(NodeFunctor):
                 return f"ts_v{e.op}_{_vec(operand)}({a}, {b})"
             if e.op in ("floordiv", "floormod"):
                 return vector_floor_division(e.op, a, e.b)
-            sym = {"and": "&", "or": "|", "div": "/"}.get(e.op) or _C_BINARY[e.op]
+            sym = _VECTOR_BINARY.get(e.op) or _C_BINARY[e.op]
             return f"({a} {sym} {b})"
         if e.op in ("add", "sub", "mul") and dt.wraps(operand):
             return _wrapped(operand, f"({_wide_operand(operand, a)} {_C_BINARY[e.op]} {b})")
         if e.op in _C_BINARY:
             return f"({a} {_C_BINARY[e.op]} {b})"
+        if e.op in ("shl", "shr"):   # NumPy's shifts: an amount outside [0, bits) is defined
+            return f"(({c_type(operand)})ts_{e.op}({a}, {b}, {dt.info(operand).bits}))"
         if e.op == "div":
             return f"({a} / {b})"
         if e.op in ("min", "max"):
@@ -266,6 +273,8 @@ class CExpr(NodeFunctor):
             return f"ts_sigmoid_{_suffix(e.dtype)}({args})"
         if e.name == "abs" and not dt.is_float(e.dtype):
             return f"ts_abs_{_suffix(e.dtype)}({args})"
+        if e.name == "fmod" and not dt.is_float(e.dtype):
+            return _wrapped(e.dtype, f"(({c_type(e.dtype)})ts_fmod({args}))")
         single = dt.info(e.dtype).value_c_type == "float"
         return f"{_FLOAT_FN[e.name]}{'f' if single else ''}({args})"
 
@@ -335,6 +344,9 @@ class CodeGen(NodeFunctor):
             return
         self.emit(f"ts_vstore_{_mem_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
 
+    def visit_Prefetch(self, s: ir.Prefetch) -> None:
+        self.emit(f"__builtin_prefetch({self.expr(s.address)}, 0, 3);")
+
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:
         if all(i is not s.intrin for i in self.intrinsics):
             self.intrinsics.append(s.intrin)
@@ -392,8 +404,13 @@ class CodeGen(NodeFunctor):
             self.emit(f"#pragma omp parallel for schedule(static){threads}")
         elif s.kind is LoopKind.VECTORIZED and not s.reduction:  # a reduction left scalar stays sequential
             self.emit("#pragma omp simd")
-        elif s.kind is LoopKind.UNROLLED and s.extent_hint:
+        elif s.kind is LoopKind.UNROLLED and s.extent_hint and not any(k == "unroll" for k, _ in s.pragmas):
             self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}")
+        for hint, setting in s.pragmas:     # whitelisted by Stage.pragma: only a flag or an int reaches C
+            if hint == "ivdep":
+                self.emit("#pragma GCC ivdep")
+            elif hint == "unroll":
+                self.emit(f"#pragma GCC unroll {int(setting)}")
         v = self.name(s.var, s.var.name)
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
         self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{")

@@ -29,6 +29,21 @@ static inline int64_t ts_floormod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+/* Integer fmod (C's truncated remainder, NumPy's fmod): a zero divisor gives 0, as does -1 (no trap). */
+static inline int64_t ts_fmod(int64_t a, int64_t b) {
+  return (b == 0 || b == -1) ? 0 : a % b;
+}
+
+/* Shifts with NumPy's semantics for any amount: a << b is 0 and a >> b is 0 or -1 (the sign) when b is
+ * negative or at least the operand's width; a left shift never overflows a signed type (done unsigned). */
+static inline int64_t ts_shl(int64_t a, int64_t b, int bits) {
+  return ((uint64_t)b < (uint64_t)bits) ? (int64_t)((uint64_t)a << b) : 0;
+}
+
+static inline int64_t ts_shr(int64_t a, int64_t b, int bits) {
+  return ((uint64_t)b < (uint64_t)bits) ? (a >> b) : (a < 0 ? -1 : 0);
+}
+
 /* min/max propagate NaN as NumPy's minimum/maximum do: a NaN operand gives NaN (a != a only for NaN;
  * for integers it is always false and compiles away). */
 #define TS_MINMAX(T, S)                                                                  \

@@ -31,7 +31,7 @@ from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
 from tesched.transform.select_split import split_at_conditions
 
-_ARITH = ("add", "sub", "mul", "div", "min", "max")
+_ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 MAX_INLINE_CHUNKS = 4
 _STRIDED = ("float32", "float64", "int32", "int64")   # element types with strided loads in the runtime header
@@ -151,8 +151,12 @@ class LoopVectorizer:
             t = self.expr(e.true_value, base, lanes)
             cond = _mask_for(self.expr(e.cond, base, lanes), e.dtype)
             return Select(cond, t, self.expr(e.false_value, base, lanes))
-        if isinstance(e, Unary) and e.op == "neg":
-            return Unary("neg", self.expr(e.a, base, lanes))
+        if isinstance(e, Binary) and e.op in ("shl", "shr") and isinstance(e.b, Const) \
+                and 0 <= int(e.b.value) < dt.info(e.dtype).bits:   # other amounts: NumPy's rule, scalar
+            a = self.expr(e.a, base, lanes)
+            return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
+        if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
+            return Unary(e.op, self.expr(e.a, base, lanes))
         if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
             raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
         if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
