@@ -277,7 +277,7 @@ def test_bound_on_a_symbolic_output_that_may_exceed_it_is_refused():
 
 
 # property: random store/compute level pairs -----------------------------------------------------------
-LEVELS = ("y.outer", "y.inner", "x.outer", "x.inner")
+LEVELS = ("y.outer", "x.outer", "y.inner", "x.inner")     # by's loops, outermost first
 
 
 @st.composite
@@ -307,7 +307,7 @@ def test_random_store_and_compute_levels_match_numpy(plan, rand):
     yo, yi = s[by].split(y, factor=fy)
     xo, xi = s[by].split(x, factor=fx)
     s[by].reorder(yo, xo, yi, xi)
-    loops = dict(zip(LEVELS, (yo, yi, xo, xi)))
+    loops = dict(zip(LEVELS, (yo, xo, yi, xi)))
     s[bx].compute_at(s[by], loops[compute])
     if store == "root":
         s[bx].store_root()
