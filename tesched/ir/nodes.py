@@ -6,7 +6,7 @@ Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :
 :class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
 :class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
+:class:`VLoadStrided`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
 
 A statement's children are its fields that hold expressions, statements or sequences of them, except
 the variables it declares (``binds``); :mod:`.visitor` walks and rebuilds statements from that alone, so
@@ -82,6 +82,23 @@ class VLoad(Expr):
 
     def with_children(self, children):
         return VLoad(self.buffer, children[0], self.lanes)
+
+
+class VLoadStrided(Expr):
+    """``lanes`` elements of ``buffer`` ``stride`` elements apart, starting at flat offset ``index`` (a
+    transposed read); ``stride`` is an expression, so it may be a symbolic size."""
+
+    __slots__ = ("buffer", "index", "stride", "lanes")
+
+    def __init__(self, buffer: Buffer, index: Expr, stride: Expr, lanes: int):
+        self.buffer, self.index, self.stride, self.lanes = buffer, index, stride, lanes
+        self.dtype = vector_dtype(buffer.dtype, lanes)
+
+    def children(self):
+        return (self.index, self.stride)
+
+    def with_children(self, children):
+        return VLoadStrided(self.buffer, children[0], children[1], self.lanes)
 
 
 class Broadcast(Expr):
@@ -217,6 +234,7 @@ class For(Stmt):
     reduction: bool = False          # iterations accumulate into the same elements (a reduce loop)
     stage: str = ""                  # the stage whose loop this is
     origin: str = ""                 # the schedule primitive that made its variable (``split(i, factor=32)``)
+    pragmas: tuple[tuple[str, bool | int], ...] = ()   # C loop hints (``Stage.pragma``): name, value
 
 
 @dataclass(eq=False)
@@ -251,6 +269,13 @@ class VStore(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
+
+
+@dataclass(eq=False)
+class Prefetch(Stmt):
+    """A hint to bring the cache line holding ``address`` in for reading (``__builtin_prefetch``)."""
+
+    address: Address
 
 
 @dataclass(eq=False)

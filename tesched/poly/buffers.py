@@ -32,6 +32,7 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
     if sm.parent is None:
         scope = BufferScope.ARG if any(t is tensor for t in model.arg_tensors) else BufferScope.GLOBAL
         sm.buffer = Buffer(sm.name, list(tensor.shape), tensor.dtype, scope)
+        _companions(model, sm)
         return
     fp = sm.storage if sm.hoisted else sm.footprint
     assert fp is not None, f"{sm.name} is computed at a loop but has no footprint"
@@ -59,6 +60,22 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
             offsets.append(OriginVar(f"{sm.name}.min{d}"))
             sm.offset_pwaffs.append(lo)
     sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets, folds)
+    _companions(model, sm)
+
+
+def _companions(model: PolyModel, sm: StageModel) -> None:
+    """One buffer per output of the stage: the outputs of a multi-output compute have one shape and one
+    region, so the others copy the first buffer's shape and share its origin (``buffers``)."""
+    first = sm.buffer
+    assert first is not None
+    sm.buffers = [first]
+    for t in [sm.op.output(k) for k in range(1, sm.op.num_outputs)]:
+        scope = first.scope
+        if scope is not BufferScope.LOCAL:
+            scope = BufferScope.ARG if any(a is t for a in model.arg_tensors) else BufferScope.GLOBAL
+        buf = Buffer(f"{sm.name}.v{t.value_index}", list(first.shape), t.dtype, scope)
+        buf.offsets = first.offsets
+        sm.buffers.append(buf)
 
 
 def _largest(size: isl.PwAff) -> int | None:

@@ -8,10 +8,11 @@ relations and the schedule tree we check two things:
 
 1. every element is written before it is read: each (writer, reader) pair on the same storage must run in
    that order (a reduction's own accumulation excepted, see 2);
-2. loops marked ``parallel`` or ``vectorized`` carry no dependence: no two accesses to the same storage,
-   one of them a write, run in different iterations of such a loop with the same outer iterations. The
-   one exception is a vectorized innermost reduction loop accumulating into its own stage's elements:
-   the code generator gives each lane its own partial result.
+2. loops marked ``parallel`` or ``vectorized``, or with the pragma ``ivdep``, carry no dependence: no two
+   accesses to the same storage, one of them a write, run in different iterations of such a loop with
+   the same outer iterations. The one exception is a vectorized innermost reduction loop accumulating
+   into its own stage's elements: the code generator gives each lane its own partial result (an
+   ``ivdep`` loop has no exception).
 
 A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
 instances involved. This module reads the model and the tree; it changes neither.
@@ -173,11 +174,12 @@ def _carried(band: isl.ScheduleNode, pairs: isl.UnionMap) -> bool:
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
-        if isinstance(info, LoopMark) and info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
+        ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
+        if isinstance(info, LoopMark) and (info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) or ivdep):
             band = node.child(0)
             dom = band.get_domain()
             local = conflicts.intersect_domain(dom).intersect_range(dom)
-            if info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
+            if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
                 local = local.subtract(_same_stage_updates(model))
@@ -187,8 +189,9 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 carried = (local.intersect(prefix.apply_range(prefix.reverse()))
                            .subtract(partial.apply_range(partial.reverse())))
                 a, av, b, bv = _example(carried)
+                what = "has pragma ivdep" if ivdep else f"is {info.kind}"
                 raise ScheduleError(
-                    f"loop {info.var.name} of stage {info.stage} is {info.kind}, but its iterations depend on "
+                    f"loop {info.var.name} of stage {info.stage} {what}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "
                     f"element (one of them writes it) in different iterations of {info.var.name}")
     for k in range(node.n_children()):

@@ -68,6 +68,8 @@ LOOP_PRIMITIVES: dict[str, Callable[[Chain, object], object]] = {
     "parallel": lambda c, ax: c.s[c.D].parallel(ax),
     "unroll": lambda c, ax: c.s[c.D].unroll(ax),
     "compute_at": lambda c, ax: c.s[c.C].compute_at(c.s[c.D], ax),
+    "pragma": lambda c, ax: c.s[c.D].pragma(ax, "ivdep"),
+    "prefetch": lambda c, ax: c.s[c.D].prefetch(c.C, ax, 1),
 }
 
 
@@ -139,6 +141,18 @@ def _placeholder_rows() -> list[Misuse]:
 
 # ---------------------------------------------------------------------------------------------------
 # placement and dataflow
+def _copy_intrinsic(n: int) -> ts.TensorIntrin:
+    x = ts.placeholder((n,), name="x")
+    y = ts.compute((n,), lambda i: x[i] * 2.0, name="y")
+    return ts.decl_tensor_intrin(y.op, ts.CIntrinsic("", body="copy_twice"))
+
+
+def _cache_write_tensorized():
+    c = Chain()
+    c.s[c.B].tensorize(c.B.op.axis[1], _copy_intrinsic(6))
+    return c.s.cache_write(c.B, "local")
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -194,13 +208,44 @@ def _rows_placement() -> list[Misuse]:
                r"vectorize on stage D: loop i is already parallel"),
         Misuse("fuse of non-adjacent loops", lambda: (c := Chain()).s[c.B].fuse(*reversed(c.B.op.axis)),
                r"fuse on stage B.*not consecutive"),
-        Misuse("fuse of a reduce and a data loop", lambda: (c := Chain()).s[c.C].fuse(c.C.op.axis[0], c.k),
-               r"fuse on stage C.*reduction and data-parallel"),
-        Misuse("fuse of no loops", lambda: (c := Chain()).s[c.C].fuse(), r"fuse on stage C: no axes"),
+        Misuse("vectorize of a loop fusing a data and a reduce loop",
+               lambda: (c := Chain()).s[c.C].vectorize(c.s[c.C].fuse(c.C.op.axis[0], c.k)),
+               r"vectorize on stage C.*i.k.fused.*data-parallel and reduction"),
+        Misuse("parallel of a loop fusing a data and a reduce loop",
+               lambda: (c := Chain()).s[c.C].parallel(c.s[c.C].fuse(c.C.op.axis[0], c.k)),
+               r"parallel on stage C.*i.k.fused.*reduction"),
+        Misuse("rfactor with a loop fusing a data and a reduce loop",
+               lambda: ((c := Chain()).s[c.C].fuse(c.C.op.axis[0], c.k), c.s.rfactor(c.C, c.s[c.C].leaf_iter_vars[0])),
+               r"rfactor of C.*i.k.fused.*data-parallel and reduction"),
+        Misuse("fuse of no loops on a placeholder", lambda: (c := Chain()).s[c.A].fuse(), r"fuse.*A.*placeholder"),
         Misuse("reorder with a repeated loop", lambda: (c := Chain()).s[c.B].reorder(c.B.op.axis[0], c.B.op.axis[0]),
                r"reorder on stage B.*twice"),
         Misuse("parallel loop inside a vectorized loop", parallel_in_vectorized, r"P.*parallel.*vectoriz"),
         Misuse("compute_at with another reader outside the loop", other_reader_outside, r"B.*D.*outside"),
+        Misuse("pragma that is not a loop hint", lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "omp critical"),
+               r"pragma on stage D, loop i: unknown pragma 'omp critical'"),
+        Misuse("pragma with C text as its value",
+               lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "unroll", "4)\n"),
+               r"pragma on stage D, loop i: 'unroll' needs a count"),
+        Misuse("pragma unroll_and_jam", lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "unroll_and_jam", 2),
+               r"pragma on stage D, loop i: gcc has no unroll-and-jam"),
+        Misuse("pragma ivdep on a reduce loop", lambda: ((c := Chain()).s[c.C].pragma(c.k, "ivdep"),
+                                                          ts.lower(c.s, [c.A, c.D]))[1],
+               r"loop k of stage C has pragma ivdep"),
+        Misuse("pragma ivdep on a parallel loop",
+               lambda: ((c := Chain()).s[c.D].pragma(c.D.op.axis[0], "ivdep"), c.s[c.D].parallel(c.D.op.axis[0]),
+                        ts.lower(c.s, [c.A, c.D]))[2],
+               r"pragma 'ivdep' on stage D, loop i: the loop is parallel"),
+        Misuse("prefetch of a tensor the stage does not read",
+               lambda: ((c := Chain()).s[c.D].prefetch(c.A, c.D.op.axis[0], 1), ts.lower(c.s, [c.A, c.D]))[1],
+               r"prefetch of A at D.i: D does not read A"),
+        Misuse("prefetch with a zero offset", lambda: (c := Chain()).s[c.D].prefetch(c.C, c.D.op.axis[0], 0),
+               r"prefetch offset of D.i"),
+        Misuse("prefetch of a non-tensor", lambda: (c := Chain()).s[c.D].prefetch("C", c.D.op.axis[0], 1),
+               r"prefetch on stage D.*tensor.*str"),
+        Misuse("prefetch of an inlined stage",
+               lambda: ((c := Chain()).s[c.B].compute_inline(), c.s[c.C].prefetch(c.B, c.k, 1),
+                        ts.lower(c.s, [c.A, c.D]))[2], r"prefetch of B at C.k: B is not stored whole"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",
@@ -209,9 +254,7 @@ def _rows_placement() -> list[Misuse]:
                r"cache_read of A: scope"),
         Misuse("cache_write with a bad scope", lambda: (c := Chain()).s.cache_write(c.B, ""),
                r"cache_write of B: scope"),
-        Misuse("cache_write after split", lambda: ((c := Chain()).s[c.B].split(c.B.op.axis[0], factor=2),
-                                                   c.s.cache_write(c.B, "local")),
-               r"cache_write of B.*split"),
+        Misuse("cache_write of a tensorized stage", _cache_write_tensorized, r"cache_write of B.*tensorized"),
         Misuse("rfactor of an elementwise stage", lambda: (c := Chain()).s.rfactor(c.B, c.B.op.axis[0]),
                r"rfactor of B.*not a reduction"),
         Misuse("rfactor over a data loop", lambda: (c := Chain()).s.rfactor(c.C, c.C.op.axis[0]),

@@ -5,8 +5,9 @@ visits the stages consumers first: each non-output stage is placed at the root, 
 stages), or computed at a loop of a stage that reads it and encloses every other reader (sometimes
 stored further out: ``store_at``/``store_root``, a sliding window), sometimes with an axis bounded to its
 extent (``bound``/``bound_extent``); each stage's loops are split (by factor or
-nparts, dividing or not), tiled, reordered and fused at random, then loops are made parallel, vectorized
-or unrolled. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
+nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
+``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
+prefetches of inputs. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
 legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
@@ -17,7 +18,7 @@ import time
 import numpy as np
 
 import tesched as ts
-from tesched.te.tensor import ComputeOp
+from tesched.te.tensor import ComputeOp, PlaceholderOp
 
 from .outcome import describe
 from .pipelines import PIPELINES, Pipeline
@@ -78,12 +79,15 @@ def _transform_loops(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
         recipe.append(f"s[{name}].reorder({', '.join(v.name for v in order)})")
     leaves = stage.leaf_iter_vars
     extents = stage.extents()
-    pairs = [k for k in range(len(leaves) - 1) if leaves[k].iter_type == leaves[k + 1].iter_type
-             and extents.get(id(leaves[k + 1])) is not None]
+    # data-parallel and reduction loops may be fused together (the fused loop reduces)
+    pairs = [k for k in range(len(leaves) - 1) if extents.get(id(leaves[k + 1])) is not None]
     if pairs and rnd.random() < 0.3:
         k = rnd.choice(pairs)
         recipe.append(f"s[{name}].fuse({leaves[k].name}, {leaves[k + 1].name})")
         stage.fuse(leaves[k], leaves[k + 1])
+    if rnd.random() < 0.1:              # fuse() of no axes: an outermost loop of one iteration
+        stage.fuse()
+        recipe.append(f"s[{name}].fuse()")
 
 
 def _inside_vectorized(stage: ts.Stage) -> bool:
@@ -104,9 +108,22 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
     if leaves[0].iter_type == "data_par" and not _inside_vectorized(stage) and rnd.random() < 0.3:
         stage.parallel(leaves[0])
         recipe.append(f"s[{name}].parallel({leaves[0].name})")
-    if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs:
+    if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs \
+            and not stage.mixes_reduction(leaves[-1]):
         stage.vectorize(leaves[-1])
         recipe.append(f"s[{name}].vectorize({leaves[-1].name})")
+    if rnd.random() < 0.2:      # C loop hints: ivdep is checked by the dependence analysis
+        loop = rnd.choice(leaves)
+        if loop not in stage.iter_var_attrs:
+            hints = [("unroll", rnd.randint(1, 8)), ("unroll_explicit", False)]
+            hint, value = rnd.choice(hints + ([("ivdep", True)] if loop.iter_type == "data_par" else []))
+            stage.pragma(loop, hint, value)
+            recipe.append(f"s[{name}].pragma({loop.name}, {hint!r}, {value!r})")
+    inputs = [t for t in stage.op.input_tensors if isinstance(t.op, PlaceholderOp)]
+    if inputs and rnd.random() < 0.2:
+        tensor, loop, offset = rnd.choice(inputs), rnd.choice(leaves), rnd.randint(1, 3)
+        stage.prefetch(tensor, loop, offset)
+        recipe.append(f"s[{name}].prefetch({tensor.name}, {loop.name}, {offset})")
     if rnd.random() < 0.3:
         loop = rnd.choice(leaves)
         ext = extents.get(id(loop))

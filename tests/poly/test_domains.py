@@ -277,7 +277,7 @@ def test_bound_on_a_symbolic_output_that_may_exceed_it_is_refused():
 
 
 # property: random store/compute level pairs -----------------------------------------------------------
-LEVELS = ("y.outer", "x.outer", "y.inner", "x.inner")     # by's loops, outermost first
+LEVELS = ("y.outer", "x.outer", "y.inner", "x.inner")     # the loop order after the reorder below
 
 
 @st.composite

@@ -237,11 +237,13 @@ def test_fuse_of_non_adjacent_axes():
         s[Q].fuse(j, io)
 
 
-def test_fuse_of_reduction_and_spatial_axes():
+def test_fuse_of_reduction_and_spatial_axes_is_a_reduction_loop():
     A, P, Q, R = pipeline()
     s = ts.create_schedule(R.op)
-    with pytest.raises(ts.ScheduleError, match=r"fuse on stage R: cannot fuse reduction and data-parallel axes \(i, k\)"):
-        s[R].fuse(R.op.axis[0], R.op.reduce_axis[0])
+    fused = s[R].fuse(R.op.axis[0], R.op.reduce_axis[0])
+    assert fused.name == "i.k.fused" and fused.iter_type == "comm_reduce"
+    with pytest.raises(ts.ScheduleError, match=r"parallel on stage R: loop i.k.fused fuses data-parallel and"):
+        s[R].parallel(fused)
 
 
 def test_reorder_with_a_repeated_axis():
