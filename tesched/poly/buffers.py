@@ -49,6 +49,7 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
             offsets.append(OriginVar(f"{sm.name}.min{d}"))
             sm.offset_pwaffs.append(lo)
     sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets)
+    sm.origin = list(offsets)
 
 
 def computed_points(model: PolyModel, sm: StageModel) -> int | None:

@@ -118,6 +118,7 @@ class StageModel:
     alloc: Statement | None = None
     footprint: isl.Map | None = None
     buffer: Buffer | None = None
+    origin: list = field(default_factory=list)          # a local buffer's origin per dim, before folding
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
