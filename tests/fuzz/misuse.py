@@ -153,6 +153,17 @@ def _cache_write_tensorized():
     return c.s.cache_write(c.B, "local")
 
 
+def _tensorize_without_update():
+    c = Chain()
+    x = ts.placeholder((8, 3), name="x")
+    r = ts.reduce_axis((0, 3), name="r")
+    y = ts.compute((8,), lambda i: ts.sum(x[i, r], axis=r), name="y")
+    ko, ki = c.s[c.C].split(c.k, factor=3)
+    c.s[c.C].reorder(ko, c.C.op.axis[0], ki)
+    c.s[c.C].tensorize(c.C.op.axis[0], ts.decl_tensor_intrin(y.op, ts.CIntrinsic("", body="sum3")))
+    return ts.lower(c.s, [c.A, c.D])
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -246,6 +257,17 @@ def _rows_placement() -> list[Misuse]:
         Misuse("prefetch of an inlined stage",
                lambda: ((c := Chain()).s[c.B].compute_inline(), c.s[c.C].prefetch(c.B, c.k, 1),
                         ts.lower(c.s, [c.A, c.D]))[2], r"prefetch of B at C.k: B is not stored whole"),
+        Misuse("specialize on a loop variable", lambda: (c := Chain()).s[c.D].specialize(c.D.op.axis[0] > 2),
+               r"specialize of D: the condition uses loop variable i"),
+        Misuse("specialize on a non-condition", lambda: (c := Chain()).s[c.D].specialize(3), r"specialize of D.*3"),
+        Misuse("specialize on a size the kernel does not have",
+               lambda: ((c := Chain()).s[c.D].specialize(ts.var("n") % 4 == 0), ts.lower(c.s, [c.A, c.D]))[1],
+               r"specialize of D:.*variable n"),
+        Misuse("specialize of a stage computed at a loop",
+               lambda: ((c := Chain()).s[c.C].specialize(ts.var("n") > 1), c.s[c.C].compute_at(c.s[c.D], c.D.op.axis[0]),
+                        ts.lower(c.s, [c.A, c.D]))[2], r"specialize of C: it is computed scope D"),
+        Misuse("tensorize a split reduction with an intrinsic without update", _tensorize_without_update,
+               r"tensorize of C at i with.*needs an update= implementation"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",
