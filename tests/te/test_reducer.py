@@ -251,3 +251,22 @@ def test_vectorized_product_keeps_one_partial_product_per_lane(dtype, rand):
     a = rand((3, 64), dtype, 0.9, 1.1) if dtype == "float32" else rand((3, 64), dtype, 0, 9)
     want = np.prod(a, axis=1, dtype=dtype)
     np.testing.assert_allclose(f(a), want, rtol=1e-5 if dtype == "float32" else 0)
+
+
+def test_reduce_lower_bound_using_the_axis_with_split_reduce_loop_inside_a_consumer(rand):
+    """``reduce_axis((i, n))`` split and reordered around the data loop, computed at its consumer."""
+    n = 9
+    A = ts.placeholder((n,), name="A")
+
+    def suffix_max(i):
+        q = ts.reduce_axis((i, n), name="q")
+        return ts.max(A[q], axis=q)
+
+    M = ts.compute((n,), suffix_max, name="M")
+    O = ts.compute((n,), lambda i: M[i] * 2.0, name="O")
+    s = ts.create_schedule(O.op)
+    s[M].compute_at(s[O], O.op.axis[0])
+    qo, qi = s[M].split(s[M].op.reduce_axis[0], factor=4)
+    s[M].reorder(qo, s[M].op.axis[0], qi)
+    a = rand(n)
+    np.testing.assert_allclose(ts.build(s, [A, O], name="suffix_max_at")(a), 2 * np.maximum.accumulate(a[::-1])[::-1])
