@@ -1,6 +1,8 @@
 """Vectorized loops with padding selects split into interior and border parts, each explicit SIMD."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tesched as ts
 
@@ -112,3 +114,19 @@ def test_condition_mixing_outer_and_data_dependent_parts():
     expected = np.where((np.arange(9)[:, None] >= 1) & (c > 0.5), shifted, -1)
     np.testing.assert_array_equal(f(a, c), expected)
     assert "ts_vloadm_f32x" in f.c_source and "omp simd" not in f.c_source
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 3), st.integers(0, 3), st.sampled_from([None, 4, 8, 16, 5]))
+def test_random_padding_and_splits_match_numpy(w, low, high, split):
+    A = ts.placeholder((3, w), name="A")
+    P = ts.compute((3, w + low + high), lambda i, j: ts.if_then_else(
+        (j >= low) & (j < w + low), A[i, j - low], -2.0), name="P")
+    s = ts.create_schedule(P.op)
+    j = s[P].op.axis[1]
+    if split:
+        _, j = s[P].split(j, split)
+    s[P].vectorize(j)
+    f = ts.build(s, [A, P], name=f"pad_{w}_{low}_{high}_{split}")
+    a = np.random.default_rng(w).standard_normal((3, w)).astype(np.float32)
+    np.testing.assert_array_equal(f(a), np.pad(a, ((0, 0), (low, high)), constant_values=-2))
