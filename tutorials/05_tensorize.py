@@ -167,8 +167,10 @@ show("3b. dense_schedule with the micro-kernel intrinsic (inner='intrinsic')",
      dense_schedule(args[-1], inner="intrinsic", parallel=False), args, timed=True)
 
 # %%
-# Step 4: a fused epilogue inside one intrinsic. gemm_bias_relu_microkernel declares
+# Step 4: a fused epilogue inside one intrinsic. gemm_bias_relu_microkernel declares::
+#
 #     c[i, j] = sum(a[i, k] * b[k, j]);  o[i, j] = max(c[i, j] + bias[j], 0)
+#
 # a two-stage computation. tesched matches it when C is computed at the loop right around the tensorized
 # loops of out (compute_at at j.outer): out's expression matches o's, its read of C matches c's stage, and
 # the call computes both. No `produce C` is left: the product never leaves registers. (Steps 4 and 5 use
