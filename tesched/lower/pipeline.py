@@ -32,6 +32,7 @@ from tesched.poly.domains import build_domains
 from tesched.poly.emit import loop_ir
 from tesched.poly.model import PolyModel
 from tesched.poly.prefetch import plan_prefetches
+from tesched.poly.specialize import specialize
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
@@ -39,6 +40,7 @@ from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.registers import promote
+from tesched.transform.simplify_indices import normalize_loops, simplify_indices
 from tesched.transform.unroll import unroll
 from tesched.transform.vectorize import vectorize
 
@@ -128,6 +130,7 @@ def _ast(st: TreeState, target: Target) -> AstState:
 
 def _loop_ir(st: AstState, target: Target) -> LoweredFunc:
     body, buffers = loop_ir(st.model, st.tree, st.ast)
+    body = specialize(st.model, st.tree, body, lambda ast: loop_ir(st.model, st.tree, ast, buffers)[0])
     args = st.request.args
     return LoweredFunc(st.request.name, tuple(buffers[id(t)] for t in args), args, tuple(st.model.params),
                        body, st.model)
@@ -169,7 +172,10 @@ PASSES: tuple[Pass, ...] = (
     Pass("AST to loop IR", _loop_ir),
     Pass("loop nesting check", _loop_nesting),
     Pass("allocate intermediates", _allocate_intermediates),
+    Pass("simplify index arithmetic", _on_body(lambda body, target: simplify_indices(body))),
     Pass("unroll", _on_body(lambda body, target: unroll(body)), Phase.BUILD),
+    Pass("loops from 0, indices simplified", _on_body(lambda body, target: simplify_indices(normalize_loops(body))),
+         Phase.BUILD),
     Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes, target.features)),
          Phase.BUILD),
     Pass("promote registers", _on_body(lambda body, target: promote(body)), Phase.BUILD),

@@ -1,7 +1,8 @@
 """Model phase 1: a :class:`~.model.StageModel` per computed stage, its attachment and its statements.
 
 Each stage's loops (after split and fuse) become isl expressions over its coordinates; a stage computed
-at a loop of another is linked to it (its *prefix* is the loops around it); then each stage gets its
+at a loop of another is linked to it (its *prefix* is the loops around it), and to the loop its buffer
+lives in (``store_at``: its *storage prefix*, the first loops of the prefix); then each stage gets its
 statements (``compute``, or ``init`` and ``update`` for a reduction, plus ``alloc`` for a ``compute_at``
 buffer). Domains come next (:mod:`.domains`).
 """
@@ -18,12 +19,18 @@ from tesched.te.tensor import ComputeOp, IterType, IterVar
 def declare_stages(model: PolyModel) -> None:
     """Add a stage model (with its statements) for every stage that is neither an input nor inlined."""
     for st in model.schedule.stages:
+        if st.store_type is not None and st.attach_type is not AttachType.SCOPE:
+            raise ScheduleError(f"{_store_call(st)} of {st.name}: {st.name} is {_placement(st)}, so its storage "
+                                "follows it; store_at and store_root need compute_at at a loop inside the "
+                                "storage level")
         if isinstance(st.op, ComputeOp) and st.attach_type is not AttachType.INLINE:
             sm = _stage_model(model, st, len(model.stages))
             model.stages.append(sm)
             model.by_op[id(st.op)] = sm
     for sm in model.stages:
         _resolve_attach(model, sm)
+    for sm in model.stages:
+        _resolve_store(model, sm)
     for sm in model.stages:
         _make_statements(sm, model.param_prefix)
     model.index_statements()
@@ -125,6 +132,52 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
     sm.level = parent.stage.leaf_position(ivar)
 
 
+def _store_call(st: Stage) -> str:
+    return "store_root" if st.store_type is AttachType.ROOT else "store_at"
+
+
+def _placement(st: Stage) -> str:
+    return "inlined" if st.attach_type is AttachType.INLINE else "computed at the root"
+
+
+def _resolve_store(model: PolyModel, sm: StageModel) -> None:
+    """Where ``sm``'s buffer lives: the ``compute_at`` loop by default, else the ``store_at`` loop (which
+    must enclose it) or the root; the loops between the two must run in order (a sliding window)."""
+    st = sm.stage
+    if sm.parent is None:
+        return
+    if st.store_type is None:
+        sm.store_parent, sm.store_level, sm.store_len = sm.parent, sm.level, sum(lv + 1 for _, lv in sm.chain())
+        return
+    if st.store_type is AttachType.SCOPE:
+        assert st.store_stage is not None and st.store_ivar is not None
+        host = model.by_op.get(id(st.store_stage.op))
+        level = None if host is None else host.stage.leaf_position(st.store_ivar)
+        if host is None or level is None or not sm.inside(host, level):
+            legal = [f"{s.name}.{v.name}" for s, lv in sm.chain() for v in s.leaves[:lv + 1]]
+            assert st.attach_stage is not None and st.attach_ivar is not None
+            raise ScheduleError(f"store_at of {sm.name} at {st.store_stage.name}.{st.store_ivar.name}: "
+                                f"{sm.name} is computed at {st.attach_stage.name}.{st.attach_ivar.name}, which "
+                                "that loop does not enclose; storage must be at or outside the compute_at "
+                                f"loop: {', '.join(legal)} (or store_root)")
+        sm.store_parent, sm.store_level = host, level
+    loops = [(s, t) for s, lv in sm.chain() for t in range(lv + 1)]     # the prefix, outermost first
+    host = sm.store_parent
+    sm.store_len = 0 if host is None else next(k for k, (s, t) in enumerate(loops)
+                                               if s is host and t == sm.store_level) + 1
+    where = "the root" if host is None else f"{host.name}.{host.leaves[sm.store_level or 0].name}"
+    inner, level = loops[-1]
+    for s, t in loops[sm.store_len:]:
+        kind = s.stage.iter_var_attrs.get(s.leaves[t])
+        if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
+            raise ScheduleError(
+                f"{_store_call(st)} of {sm.name}: loop {s.leaves[t].name} of stage {s.name} is {kind}, but "
+                f"it runs between the storage of {sm.name} (at {where}) and its computation (at "
+                f"{inner.name}.{inner.leaves[level].name}); its iterations reuse values earlier ones "
+                "computed (a sliding window), so it must run in order: make it serial, or store "
+                f"{sm.name} at {s.name}.{s.leaves[t].name} or inside it")
+
+
 def _make_statements(sm: StageModel, params: str) -> None:
     prefix_len = sum(lv + 1 for _, lv in sm.chain())
     sm.prefix_len = prefix_len
@@ -135,8 +188,12 @@ def _make_statements(sm: StageModel, params: str) -> None:
     base = f"S{sm.tag[1:]}"
     values = [sm.axis_value[id(a)] for a in sm.axes + sm.raxes]
 
-    def in_loops(loop_vars: list[IterVar], with_reduce: bool) -> LoopSpace:
-        """The statement over its loop values."""
+    def in_loops(loop_vars: list[IterVar], with_reduce: bool) -> LoopSpace | None:
+        """The statement over its loop values; ``None`` (over its coordinates) for the ``init`` of a
+        reduction whose loops fuse data-parallel with reduction values (its own loops do not give its
+        coordinates: it runs before that loop)."""
+        if not with_reduce and any(sm.stage.mixes_reduction(v) for v in sm.leaves):
+            return None
         return LoopSpace(pcoords + [sm.loop_name[id(v)] for v in loop_vars],
                          pcoords + values[:len(sm.axes) + (len(sm.raxes) if with_reduce else 0)],
                          [c for red, c in sm.loop_conds if with_reduce or not red], params)
@@ -153,6 +210,7 @@ def _make_statements(sm: StageModel, params: str) -> None:
         sm.statements = [Statement(base, StatementKind.COMPUTE, sm, pcoords + scoords, pcoords + own,
                                    list(sm.leaves), space=in_loops(sm.leaves, False))]
     if sm.parent is not None:
-        sm.alloc = Statement(f"{base}_alloc", StatementKind.ALLOC, sm, pcoords, list(pcoords), [])
+        stored = pcoords[:sm.store_len]      # the buffer's origin depends on the storage level's loops
+        sm.alloc = Statement(f"{base}_alloc", StatementKind.ALLOC, sm, stored, list(stored), [])
 
 
