@@ -103,8 +103,9 @@ ROWS: tuple[Row, ...] = (
         "``s[B].bound(x, 0, 64)``, ``s[B].bound_extent(x, 64)``",
         "the region realized along that axis; a reader or an output needing more is refused",
         uses=("tesched.Stage.bound", "tesched.Stage.bound_extent")),
-    Row("specialize", "no counterpart", "``f.specialize(w == 64)``", None,
-        "one schedule per kernel: build a second kernel for the special case", missing=("tesched.Stage.specialize",)),
+    Row("specialize", "no counterpart", "``f.specialize(w % 16 == 0)``", "``s[C].specialize(n % 16 == 0)``",
+        "the stage's loop nest is generated twice and the kernel picks one at run time; conditions on size "
+        "variables only, the stage computed at the root", uses=("tesched.Stage.specialize",)),
     Row("prefetch", "``s[C].prefetch(A, i, 1)``", "``f.prefetch(A, x, x, 1)``", "``s[C].prefetch(A, i, 1)``",
         "one ``__builtin_prefetch`` per cache line of the exact region the next iteration reads, never past "
         "the loop's end", uses=("tesched.Stage.prefetch",)),
