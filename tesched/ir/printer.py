@@ -65,6 +65,9 @@ class IRExprPrinter(ExprPrinter):
     def visit_VLoad(self, x: ir.VLoad) -> tuple[str, int]:
         return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes})]", 7
 
+    def visit_VLoadStrided(self, x: ir.VLoadStrided) -> tuple[str, int]:
+        return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes}, stride={self.text(x.stride)})]", 7
+
     def visit_Broadcast(self, x: ir.Broadcast) -> tuple[str, int]:
         return f"x{x.lanes}({self.text(x.value)})", 7
 
@@ -142,6 +145,7 @@ class IRPrinter(NodeFunctor):
         head = f"{self._pad()}allocate {self.buffer(b)}[{b.dtype} * {dims}]"
         if b.scope is ir.BufferScope.LOCAL:
             head += f"  // region of {self.buffer(b)} starting at [{', '.join(self.expr(o) for o in b.offsets)}]"
+            head += "".join(f", dimension {d} folded modulo {f}" for d, f in sorted(b.folds.items()))
         return head + "\n" + self.visit(s.body)
 
     def visit_Assign(self, s: ir.Assign) -> str:

@@ -1,8 +1,10 @@
 """Legality of a schedule, from dependences computed with isl.
 
 Storage is modelled exactly: a whole tensor is ``T[x]``; a ``compute_at`` buffer is private to each
-iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the enclosing loop
-values). From the access relations and the schedule tree we check two things:
+iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the values of the loops
+enclosing its allocation: the ``store_at`` loop and those around it). A folded buffer is checked by
+:func:`.buffers.fold_is_safe` instead; here elements keep their tensor coordinates. From the access
+relations and the schedule tree we check two things:
 
 1. every element is written before it is read: each (writer, reader) pair on the same storage must run in
    that order (a reduction's own accumulation excepted, see 2);
@@ -74,7 +76,7 @@ class Accesses:
 
     def storage_map(self, stmt: Statement, target: StageModel, index: list[str]) -> isl.UnionMap:
         """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text)."""
-        private = stmt.loops[:target.prefix_len]
+        private = stmt.loops[:target.store_len]
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
                 f"{target.tag}[{', '.join(private + index)}] }}")
         return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
@@ -99,7 +101,7 @@ class Accesses:
             self._add("reads", stmt, self.storage_map(stmt, reader, own))
 
     def _all_storage(self, stmt: Statement, target: StageModel) -> isl.Set:
-        private = stmt.loops[:target.prefix_len]
+        private = stmt.loops[:target.store_len]
         n = target.tensor.ndim
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
                 f"{target.tag}[{', '.join(private + [f'x{k}' for k in range(n)])}] }}")

@@ -15,13 +15,14 @@ import islpy as isl
 from tesched.arith.linear import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
+from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Binary, Const, Expr, Reduce, Select, Var
+from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -33,6 +34,18 @@ def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:
         pa = pa.set_dim_id(isl.dim_type.in_, k, isl.Id(f"__p{k}"))
     pa = pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
     return isl.AstBuild.from_context(pa.domain()).expr_from_pw_aff(pa)
+
+
+def _coordinate_exprs(model: PolyModel, stmt: Statement) -> list[isl.AstExpr] | None:
+    """AST expressions of ``stmt``'s coordinates over its loop values (ids ``p0..``, ``l0..``), for a
+    statement that isl's AST generator sees in its loop space; None when its coordinates are loop values."""
+    if stmt.space is None:
+        return None
+    names = list(model.param_names.values()) + stmt.space.names
+    context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} >= 0' for n in names) or 'true'} }}")
+    build = isl.AstBuild.from_context(context)
+    return [build.expr_from_pw_aff(isl.PwAff(f"[{', '.join(names)}] -> {{ [({e})] }}"))
+            for e in stmt.space.inverse]
 
 
 def _as_params(st: isl.Set) -> isl.Set:
@@ -56,6 +69,7 @@ class StatementEmitter:
         self.model, self.buffers, self.param_env = model, buffers, param_env
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
+        self.coordinate_exprs = {name: _coordinate_exprs(model, stmt) for name, stmt in model.statements.items()}
         self.prefetches = {p.statement.name: p for sm in model.stages for p in sm.prefetches}
 
     def prefetch(self, plan: PrefetchPlan, coords: list[Expr]) -> ir.Stmt:
@@ -93,7 +107,7 @@ class StatementEmitter:
         assert match is not None, f"{sm.name} has intrinsic calls but no match"
         values: dict[Var, Expr] = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
         if match.origins:
-            origin = self.origin(sm, coords[:sm.prefix_len])
+            origin = self.origin(sm, coords[:sm.store_len])
             values.update({var: origin[d] for var, d in match.origins.items()})
         regions = match.regions[-1:] if stmt.kind is StatementKind.CALL_RESET else match.regions
         args: list[Expr] = []
@@ -117,8 +131,19 @@ class StatementEmitter:
             return ir.Load(self.buffers[id(e.tensor)], indices)
         return None
 
-    def __call__(self, name: str, coords: list[Expr]) -> ir.Stmt:
+    def coordinates(self, stmt: Statement, values: list[Expr]) -> list[Expr]:
+        """The coordinates of the instance of ``stmt`` that isl's AST runs at these loop values."""
+        exprs = self.coordinate_exprs[stmt.name]
+        if exprs is None:
+            return values
+        assert stmt.space is not None
+        env = dict(self.param_env)
+        env.update(zip(stmt.space.names, values))
+        return [ast_expr_to_ir(e, env) for e in exprs]
+
+    def __call__(self, name: str, values: list[Expr]) -> ir.Stmt:
         stmt: Statement = self.model.statements[name]
+        coords = self.coordinates(stmt, values)
         sm: StageModel = stmt.stage
         buf = self.buffers[id(sm.tensor)]
         if stmt.kind is StatementKind.ALLOC:
@@ -131,21 +156,32 @@ class StatementEmitter:
             return self.prefetch(self.prefetches[name], coords)
         p = sm.prefix_len
         axes = sm.axes + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
-        values = dict(zip(axes, coords[p:]))
+        axis_values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
         body = sm.body
+        bufs = sm.buffers or [buf]
+
+        def here(e: Expr) -> Expr:
+            return rewrite(substitute(e, axis_values), self.load)
+
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
-            return ir.Store(buf, index, body.identity())
+            return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
-            source = rewrite(substitute(body.source, values), self.load)
-            current = ir.Load(buf, index)
-            value = body.combine(current, source)
+            current = [ir.Load(b, index) for b in bufs]
+            new = body.combine_all(current, [here(s) for s in body.sources])
             if body.where is not None:
-                value = Select(rewrite(substitute(body.where, values), self.load), value, current)
-            return _store(buf, index, value)
-        return _store(buf, index, rewrite(substitute(body, values), self.load))
+                cond = here(body.where)
+                new = tuple(Select(cond, v, c) for v, c in zip(new, current))
+            if len(bufs) == 1:
+                return _store(buf, index, new[0])
+            # a tuple reduction: every component is combined from the old values before any is stored
+            temps = [Var(f"{sm.name}.new{k}", v.dtype) for k, v in enumerate(new)]
+            return wrap_lets(list(zip(temps, new)), ir.seq([ir.Store(b, index, t) for b, t in zip(bufs, temps)]))
+        if isinstance(body, MultiValue):
+            return ir.seq([_store(b, index, here(v)) for b, v in zip(bufs, body.values)])
+        return _store(buf, index, here(body))
 
 
 def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
@@ -164,13 +200,36 @@ def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,
         for sm in model.stages:
             assert sm.buffer is not None
             buffers[id(sm.tensor)] = sm.buffer
+            for k, b in enumerate(sm.buffers[1:], 1):
+                buffers[id(sm.op.output(k))] = b
     else:
         buffers = dict(buffers)
         for sm in model.stages:
-            local = sm.buffer
-            if local is not None and local.scope is ir.BufferScope.LOCAL:
-                buffers[id(sm.tensor)] = ir.Buffer(local.name, local.shape, local.dtype, local.scope,
-                                                   list(sm.origin))
+            for k, b in enumerate(sm.buffers):
+                if b.scope is ir.BufferScope.LOCAL:
+                    buffers[id(sm.op.output(k))] = ir.Buffer(b.name, b.shape, b.dtype, b.scope, list(sm.origin),
+                                                             b.folds)
     emitter = StatementEmitter(model, buffers, model.param_env)
     body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
-    return body, buffers
+    return _allocate_companions(model, body, buffers), buffers
+
+
+def _allocate_companions(model: PolyModel, body: ir.Stmt, buffers: dict[int, ir.Buffer]) -> ir.Stmt:
+    """The other outputs of a multi-output stage computed at a loop live where its first output does:
+    allocated with it, with its (possibly folded) origin."""
+    companions = {id(buffers[id(sm.tensor)]): [buffers[id(sm.op.output(k))] for k in range(1, len(sm.buffers))]
+                  for sm in model.stages if len(sm.buffers) > 1}
+    if not companions:
+        return body
+
+    def wrap(s: ir.Stmt) -> ir.Stmt | None:
+        if not isinstance(s, ir.Allocate) or id(s.buffer) not in companions:
+            return None
+        inner = map_stmt(s.body, None, wrap)
+        for c in reversed(companions[id(s.buffer)]):
+            if c.scope is ir.BufferScope.LOCAL:
+                c.offsets = s.buffer.offsets
+                inner = ir.Allocate(c, inner)
+        return ir.Allocate(s.buffer, inner)
+
+    return map_stmt(body, None, wrap)

@@ -22,7 +22,7 @@ from typing import Sequence
 
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
-from tesched.te.expr import Binary, Expr, Reduce, Select, Var, as_expr
+from tesched.te.expr import Binary, Expr, MultiValue, Reduce, Select, Var, as_expr
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -31,20 +31,22 @@ def _new_axes(axes: Sequence[IterVar]) -> list[IterVar]:
     return [IterVar(Range(a.range.min, a.range.extent), a.name, a.iter_type) for a in axes]
 
 
-def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor) -> Expr:
+def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor, value_index: int = 0) -> Expr:
     def swap(e: Expr) -> Expr | None:
-        if isinstance(e, TensorRead) and sch.stage_of_tensor(e.tensor) is source:
+        if isinstance(e, TensorRead) and sch.stage_of_tensor(e.tensor) is source and e.tensor.value_index == value_index:
             return TensorRead(replacement, tuple(rewrite(i, swap) for i in e.indices))
         return None
     return rewrite(body, swap)
 
 
-def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_where: Expr | None = None) -> Reduce:
-    source = substitute(body.source, mapping)
+def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_where: Expr | None = None,
+                    keep_init: bool = True) -> Reduce:
+    sources = tuple(substitute(s, mapping) for s in body.sources)
     where = None if body.where is None else substitute(body.where, mapping)
     if extra_where is not None:
         where = extra_where if where is None else Binary("and", where, extra_where, "bool")
-    return Reduce(body.combiner, source, axes, where)
+    inits = None if body.inits is None or not keep_init else [substitute(i, mapping) for i in body.inits]
+    return Reduce(body.combiner, sources, axes, where, inits, body.reducer)
 
 
 def _computation(stage: Stage, primitive: str) -> ComputeOp:
@@ -95,14 +97,15 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
     for r in reader_stages:
         if source not in sch.producers(r):
             raise ScheduleError(f"cache_read of {source.name}: {r.name} does not read it")
-    t = source.op.output(0)
+    t = source.op.output(tensor.value_index if tensor.value_index < source.op.num_outputs else 0)
     axes = [IterVar(Range(0, ext), f"ax{k}", IterType.DATA_PAR) for k, ext in enumerate(t.shape)]
     cache_op = ComputeOp(f"{t.name}.{scope}", "cache_read", axes, TensorRead(t, tuple(axes)), None)
     cache = cache_op.output(0)
     for r in reader_stages:
         op = r.op
         assert isinstance(op, ComputeOp)  # it reads a tensor
-        r.replace_op(ComputeOp(op.name, op.tag, op.axis, _with_reads_of(op.body, sch, source, cache), op.attrs))
+        r.replace_op(ComputeOp(op.name, op.tag, op.axis, _with_reads_of(op.body, sch, source, cache, t.value_index),
+                               op.attrs))
     sch.insert_stage(cache_op, after=source)
     return cache
 
@@ -118,6 +121,9 @@ def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
     stage = sch[tensor]
     op = _computation(stage, "cache_write")
     _check_scope(scope, "cache_write", stage.name)
+    if op.num_outputs > 1:
+        raise ScheduleError(f"cache_write of {stage.name}: it has {op.num_outputs} outputs; cache_write takes "
+                            "a stage with one output")
     if stage.tensorize_spec is not None:
         raise ScheduleError(f"cache_write of {stage.name}: it is tensorized at loop {stage.tensorize_spec[0].name}; "
                             "apply cache_write first and tensorize the cache stage")
@@ -179,17 +185,19 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
             cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)
             bounds = cond if bounds is None else Binary("and", bounds, cond, "bool")
     rf_axes = new_axes[:factor_axis] + [spatial] + new_axes[factor_axis:]
-    partial = _rebuild_reduce(op.body, mapping, kept, bounds)
+    partial = _rebuild_reduce(op.body, mapping, kept, bounds, keep_init=False)   # init: once, in the final stage
     rf_body: Expr = partial
     if not kept:  # every reduce loop became data parallel: no reduction left in T.rf
-        rf_body = partial.source if partial.where is None else Select(partial.where, partial.source,
-                                                                       partial.identity())
+        values = [s if partial.where is None else Select(partial.where, s, start)
+                  for s, start in zip(partial.sources, partial.identities())]
+        rf_body = values[0] if len(values) == 1 else MultiValue(values)
     rf_op = ComputeOp(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
     rf = rf_op.output(0)
     kr = IterVar(Range(0, size[id(axis)]), f"{axis.name}.v", IterType.COMM_REDUCE)
     index = tuple(list(op.axis[:factor_axis]) + [kr] + list(op.axis[factor_axis:]))
-    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, Reduce(op.body.combiner, TensorRead(rf, index), [kr], None),
-                               op.attrs))
+    reads = tuple(TensorRead(rf_op.output(k), index) for k in range(rf_op.num_outputs))
+    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, Reduce(op.body.combiner, reads, [kr], None, op.body.inits,
+                                                                op.body.reducer), op.attrs))
     reduce_vars = {id(v) for v in stage.all_iter_vars if v.iter_type == IterType.COMM_REDUCE}
     stage.relations = [rel for rel in stage.relations
                        if not any(id(v) in reduce_vars for v in vars(rel).values() if isinstance(v, IterVar))]

@@ -1,7 +1,8 @@
 """The schedule of one operation: its loops after split/fuse/reorder, their kinds, and its placement.
 
 Primitives (``split``, ``tile``, ``reorder``, ``fuse``, ``compute_at``, ``compute_inline``,
-``compute_root``, ``vectorize``, ``unroll``, ``parallel``, ``tensorize``) only record what was asked,
+``compute_root``, ``store_at``, ``store_root``, ``bound``, ``bound_extent``, ``vectorize``, ``unroll``,
+``parallel``, ``tensorize``) only record what was asked,
 Halide-style, after checking their arguments; they never build loops. Loop variables made by ``split`` are
 named ``<parent>.outer``/``<parent>.inner``, by ``fuse`` ``<outer>.<inner>.fused``, as in TVM. The schedule
 that owns the stages (:mod:`.schedule`) is seen through the :class:`StageGraph` protocol.
@@ -11,10 +12,11 @@ from __future__ import annotations
 import functools
 import operator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Protocol, Sequence, SupportsIndex, TypeVar
+from typing import Callable, Concatenate, Iterable, ParamSpec, Protocol, Sequence, SupportsIndex, TypeVar
 
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
+from tesched.schedule.storage import AxisBound, record_bound, record_store
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor, TensorRead
@@ -70,15 +72,16 @@ def _positive_int(value: object, what: str) -> int:
     return number
 
 
-_Primitive = TypeVar("_Primitive", bound=Callable[..., Any])
+_Args = ParamSpec("_Args")
+_Result = TypeVar("_Result")
 
 
-def atomic(primitive: _Primitive) -> _Primitive:
+def atomic(primitive: Callable[Concatenate["Stage", _Args], _Result]) -> Callable[Concatenate["Stage", _Args], _Result]:
     """Make a primitive all-or-nothing: if it raises, the stage is left exactly as it was before the call
     (``tile(i, i, 2, 2)`` does not leave ``i`` split)."""
 
     @functools.wraps(primitive)
-    def run(self: "Stage", *args: Any, **kwargs: Any) -> Any:
+    def run(self: "Stage", *args: _Args.args, **kwargs: _Args.kwargs) -> _Result:
         saved = {k: (v.copy() if isinstance(v, (list, dict)) else v) for k, v in vars(self).items()}
         try:
             return primitive(self, *args, **kwargs)
@@ -87,7 +90,7 @@ def atomic(primitive: _Primitive) -> _Primitive:
             self.__dict__.update(saved)
             raise
 
-    return run  # type: ignore[return-value]
+    return run
 
 
 class StageGraph(Protocol):
@@ -126,6 +129,10 @@ class Stage:
         self.attach_ivar: IterVar | None = None
         self.is_output = False
         self.tensorize_spec: tuple | None = None
+        self.store_type: AttachType | None = None     # None: stored where computed
+        self.store_stage: Stage | None = None
+        self.store_ivar: IterVar | None = None
+        self.bounds: dict[IterVar, AxisBound] = {}
 
     # helpers --------------------------------------------------------------------------------------
     def replace_op(self, op: ComputeOp) -> None:
@@ -492,40 +499,100 @@ class Stage:
         self.tensorize_spec = (var, tensor_intrin)
 
     # placement ------------------------------------------------------------------------------------
-    @atomic
-    def compute_at(self, parent: "Stage", scope: IterVar) -> None:
-        """Compute this stage inside loop ``scope`` of ``parent``: per iteration of that loop, exactly
-        the region the loop's body reads (its polyhedral footprint), into a buffer local to it."""
-        self._compute_only("compute_at")
+    def _check_placement(self, primitive: str, parent: "Stage", scope: object) -> None:
+        """Check that loop ``scope`` of ``parent`` can hold this stage (``compute_at``/``store_at``)."""
         if not isinstance(parent, Stage) or parent.schedule is not self.schedule:
-            raise ScheduleError(f"compute_at of {self.name}: the parent must be a stage of the same "
+            raise ScheduleError(f"{primitive} of {self.name}: the parent must be a stage of the same "
                                 "schedule, e.g. s[consumer]")
         where = f"{parent.name}.{getattr(scope, 'name', scope)}"
         if parent is self:
-            raise ScheduleError(f"compute_at of {self.name} at {where}: a stage cannot be computed inside "
-                                "itself")
+            raise ScheduleError(f"{primitive} of {self.name} at {where}: a stage cannot be computed or "
+                                "stored inside itself")
         if self.is_output:
-            raise ScheduleError(f"compute_at of {self.name} at {where}: it is an output of the schedule; "
-                                "outputs are computed at the root")
+            raise ScheduleError(f"{primitive} of {self.name} at {where}: it is an output of the schedule; "
+                                "outputs are computed and stored at the root")
         if not isinstance(scope, IterVar) or scope not in parent.all_iter_vars:
             owner = next((st.name for st in self.schedule.stages if isinstance(scope, IterVar)
                           and any(v is scope for v in st.all_iter_vars)), None)
             belongs = f"; it is a loop of {owner}" if owner else ""
-            raise ScheduleError(f"compute_at of {self.name}: {getattr(scope, 'name', scope)!r} is not a loop "
-                                f"of {parent.name} (its loops are: {parent._names(parent.leaf_iter_vars)})"
-                                f"{belongs}")
+            raise ScheduleError(f"{primitive} of {self.name}: {getattr(scope, 'name', scope)!r} is not a "
+                                f"loop of {parent.name} (its loops are: "
+                                f"{parent._names(parent.leaf_iter_vars)}){belongs}")
         if not self.schedule.reads_transitively(parent.op, self.op):
             readers = [st.name for st in self.schedule.stages if self in self.schedule.producers(st)]
-            raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
+            raise ScheduleError(f"{primitive} of {self.name} at {parent.name}.{scope.name}: {parent.name} "
                                 f"does not read {self.name}, so no loop of {parent.name} is a legal "
                                 f"place; stages that read it: {', '.join(readers) or 'none'}")
         enclosing: Stage | None = parent
         while enclosing is not None and enclosing.attach_type is AttachType.SCOPE:
             if enclosing.attach_stage is self:
-                raise ScheduleError(f"compute_at of {self.name} at {parent.name}.{scope.name}: {parent.name} "
-                                    f"is itself computed inside {self.name} (a cycle)")
+                raise ScheduleError(f"{primitive} of {self.name} at {parent.name}.{scope.name}: "
+                                    f"{parent.name} is itself computed inside {self.name} (a cycle)")
             enclosing = enclosing.attach_stage
+
+    @atomic
+    def compute_at(self, parent: "Stage", scope: IterVar) -> None:
+        """Compute this stage inside loop ``scope`` of ``parent``: per iteration of that loop, exactly
+        the region the loop's body reads (its polyhedral footprint), into a buffer local to it (or to
+        the loop given to :meth:`store_at`)."""
+        self._compute_only("compute_at")
+        self._check_placement("compute_at", parent, scope)
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.SCOPE, parent, scope
+
+    @atomic
+    def store_at(self, parent: "Stage", scope: IterVar) -> None:
+        """Allocate this stage's buffer inside loop ``scope`` of ``parent``, at or outside the loop it is
+        computed at (Halide's ``store_at``).
+
+        The iterations of the loops between the storage level and the ``compute_at`` level share the
+        buffer: each computes only the part of its region that earlier iterations have not computed (a
+        sliding window), so those loops must run in order (not ``parallel`` or ``vectorize``). Where the
+        region slides along a dimension within a bounded window, the buffer keeps only a power-of-two
+        number of slices along it (a circular buffer, indexed modulo its size).
+
+        Parameters
+        ----------
+        parent : Stage
+            The stage whose loop holds the buffer (the ``compute_at`` stage or one enclosing it).
+        scope : IterVar
+            A loop of ``parent`` enclosing the ``compute_at`` loop (or that loop itself).
+
+        Example
+        -------
+        >>> s[blur_x].compute_at(s[blur_y], y)      # computed per row of blur_y...
+        >>> s[blur_x].store_at(s[blur_y], yo)       # ...reusing rows within each strip yo
+        """
+        record_store(self, parent, scope)
+
+    @atomic
+    def store_root(self) -> None:
+        """Allocate this stage's buffer outside every loop (Halide's ``store_root``); with ``compute_at``
+        the rows (slices) computed by earlier iterations are reused, see :meth:`store_at`."""
+        record_store(self, None, None)
+
+    @atomic
+    def bound(self, axis: IterVar, min: int, extent: int) -> None:
+        """Realize exactly ``[min, min + extent)`` of ``axis`` (Halide's ``bound``).
+
+        A stage computed at the root computes only that part of its tensor; a stage computed at a loop
+        computes that range of ``axis`` at every iteration. A reader needing more of it, or an output
+        whose whole dimension is not that range, raises ``ScheduleError``.
+
+        Parameters
+        ----------
+        axis : IterVar
+            One of the stage's own axes (``s[T].op.axis[k]``), not a reduce axis or a split loop.
+        min, extent : int
+            The first index realized and how many.
+        """
+        record_bound(self, axis, min, extent, "bound")
+
+    @atomic
+    def bound_extent(self, axis: IterVar, extent: int) -> None:
+        """Realize ``extent`` points of ``axis``, from where the readers' region starts (Halide's
+        ``bound_extent``): a stage computed at a loop gets a constant-size region per iteration; a reader
+        needing more than ``extent`` points raises ``ScheduleError``."""
+        record_bound(self, axis, None, extent, "bound_extent")
 
     @atomic
     def compute_inline(self) -> None:
@@ -541,6 +608,7 @@ class Stage:
 
     @atomic
     def compute_root(self) -> None:
-        """Compute this stage in full, at the outermost level, before its readers."""
+        """Compute (and store) this stage in full, at the outermost level, before its readers."""
         self._compute_only("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.ROOT, None, None
+        self.store_type, self.store_stage, self.store_ivar = None, None, None

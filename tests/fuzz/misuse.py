@@ -124,6 +124,10 @@ PLACEHOLDER_PRIMITIVES: dict[str, Callable[[Chain], object]] = {
     "compute_at": lambda c: c.s[c.A].compute_at(c.s[c.B], c.B.op.axis[0]),
     "compute_inline": lambda c: c.s[c.A].compute_inline(),
     "compute_root": lambda c: c.s[c.A].compute_root(),
+    "store_at": lambda c: c.s[c.A].store_at(c.s[c.B], c.B.op.axis[0]),
+    "store_root": lambda c: c.s[c.A].store_root(),
+    "bound": lambda c: c.s[c.A].bound(c.B.op.axis[0], 0, 2),
+    "bound_extent": lambda c: c.s[c.A].bound_extent(c.B.op.axis[0], 2),
     "cache_write": lambda c: c.s.cache_write(c.A, "local"),
     "rfactor": lambda c: c.s.rfactor(c.A, c.k),
     "create_schedule": lambda c: ts.create_schedule(c.A.op),
@@ -436,8 +440,67 @@ def _readonly(size: int) -> np.ndarray:
     return out
 
 
+# ---------------------------------------------------------------------------------------------------
+# storage placement (store_at, store_root) and realized regions (bound, bound_extent)
+def _sliding(parallel: bool = False, store_inside: bool = False, inline: bool = False):
+    """B stored at the root (or at D's loop), computed at C's loop i (itself at D.i): lowered."""
+    c = Chain()
+    c.s[c.C].compute_at(c.s[c.D], c.D.op.axis[0])
+    if inline:
+        c.s[c.B].compute_root()
+    else:
+        c.s[c.B].compute_at(c.s[c.C], c.k if store_inside else c.C.op.axis[0])
+    if store_inside:
+        c.s[c.B].store_at(c.s[c.C], c.C.op.axis[0])
+        c.s[c.B].compute_at(c.s[c.D], c.D.op.axis[0])
+    else:
+        c.s[c.B].store_root()
+    if parallel:
+        c.s[c.D].parallel(c.D.op.axis[0])
+    return ts.lower(c.s, [c.A, c.D])
+
+
+def _bounded(extent: int, reader_needs_more: bool):
+    c = Chain()
+    if reader_needs_more:
+        c.s[c.B].bound(c.B.op.axis[1], 0, extent)
+    else:
+        c.s[c.B].compute_at(c.s[c.C], c.C.op.axis[0])
+        c.s[c.B].bound_extent(c.B.op.axis[1], extent)
+    return ts.lower(c.s, [c.A, c.D])
+
+
+def _storage_rows() -> list[Misuse]:
+    return [
+        Misuse("store_root across a parallel loop", lambda: _sliding(parallel=True),
+               r"store_root of B: loop i of stage D is parallel.*in order"),
+        Misuse("store_at inside the compute_at loop", lambda: _sliding(store_inside=True),
+               r"store_at of B at C\.i: B is computed at D\.i.*at or outside"),
+        Misuse("store_root of a stage computed at the root", lambda: _sliding(inline=True),
+               r"store_root of B: B is computed at the root.*compute_at"),
+        Misuse("store_at of an output", lambda: (c := Chain()).s[c.D].store_at(c.s[c.C], c.C.op.axis[0]),
+               r"store_at of D.*output"),
+        Misuse("store_at a stage that does not read it",
+               lambda: (c := Chain()).s[c.C].store_at(c.s[c.B], c.B.op.axis[0]), r"store_at of C.*B does not read C"),
+        Misuse("store_at a loop of another stage",
+               lambda: (c := Chain()).s[c.B].store_at(c.s[c.C], c.D.op.axis[0]), r"store_at of B.*loop of D"),
+        Misuse("bound beyond the tensor", lambda: (c := Chain()).s[c.B].bound(c.B.op.axis[0], 4, 5),
+               r"bound of B\.i.*\[4, 9\) exceeds.*\[0, 8\)"),
+        Misuse("bound of a reduce axis", lambda: (c := Chain()).s[c.C].bound(c.k, 0, 2),
+               r"bound on stage C: 'k'.*reduction"),
+        Misuse("bound_extent of zero", lambda: (c := Chain()).s[c.B].bound_extent(c.B.op.axis[0], 0),
+               r"bound_extent of B\.i.*positive"),
+        Misuse("bound of an output smaller than it", lambda: (c := Chain()).s[c.D].bound(c.D.op.axis[0], 0, 4),
+               r"bound of D\.i: D is an output.*exceeds the bound \[0, 4\)"),
+        Misuse("bound smaller than a reader needs", lambda: _bounded(3, True),
+               r"bound of B \(j: \[0, 3\)\): C \(reading B\[i, k\]\) requests B\[\d+, [3-5]\]"),
+        Misuse("bound_extent smaller than the footprint", lambda: _bounded(4, False),
+               r"bound of B \(j: extent 4\): the loop C\.i it is computed at requests"),
+    ]
+
+
 ROWS: list[Misuse] = _loop_rows() + _factor_rows() + _placeholder_rows() + _rows_placement() + \
-    _declaration_rows() + _build_rows()
+    _storage_rows() + _declaration_rows() + _build_rows()
 
 # rows that need a part of the compiler not yet fixed: label -> issue item
 OPEN: dict[str, str] = {

@@ -2,7 +2,9 @@
 
 Case ``n`` picks a pipeline and a seed from ``n``, applies the pipeline's dataflow step (if any), then
 visits the stages consumers first: each non-output stage is placed at the root, inlined (elementwise
-stages), or computed at a loop of a stage that reads it and encloses every other reader; each stage's loops are split (by factor or
+stages), or computed at a loop of a stage that reads it and encloses every other reader (sometimes
+stored further out: ``store_at``/``store_root``, a sliding window), sometimes with an axis bounded to its
+extent (``bound``/``bound_extent``); each stage's loops are split (by factor or
 nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
 ``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
 prefetches of inputs, and root stages of symbolic size get ``specialize``-d fast paths. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
@@ -156,6 +158,41 @@ def _place(s: ts.Schedule, stage: ts.Stage, rnd: random.Random, recipe: list) ->
         loop = rnd.choice(hosts[host])
         stage.compute_at(host, loop)
         recipe.append(f"s[{stage.name}].compute_at(s[{host.name}], {loop.name})")
+        _store(stage, host, loop, rnd, recipe)
+    _bound(stage, rnd, recipe)
+
+
+def _store(stage: ts.Stage, host: ts.Stage, loop, rnd: random.Random, recipe: list) -> None:
+    """Sometimes store ``stage`` (computed at ``host.loop``) further out: at a loop of ``host`` enclosing
+    ``loop`` with only serial loops in between (a sliding window), or at the root (rejected when a loop
+    around it runs in parallel)."""
+    if rnd.random() >= 0.3:
+        return
+    leaves = host.leaf_iter_vars[:host.leaf_iter_vars.index(loop) + 1]
+    serial = [v for k, v in enumerate(leaves)
+              if not any(host.iter_var_attrs.get(w) in ("parallel", "vectorized") for w in leaves[k + 1:])]
+    if rnd.random() < 0.25:
+        stage.store_root()
+        recipe.append(f"s[{stage.name}].store_root()")
+    else:
+        level = rnd.choice(serial)
+        stage.store_at(host, level)
+        recipe.append(f"s[{stage.name}].store_at(s[{host.name}], {level.name})")
+
+
+def _bound(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
+    """Sometimes bound an axis of ``stage`` to its whole (constant) extent: ``bound`` (the region every
+    realization computes) or, for a stage computed at a loop, ``bound_extent`` (a constant-size region)."""
+    axes = [(a, d) for a, d in zip(stage.op.axis, stage.op.output(0).shape) if isinstance(d, int)]
+    if stage.attach_type == "inline" or not axes or rnd.random() >= 0.15:
+        return
+    axis, extent = rnd.choice(axes)
+    if stage.attach_type == "scope" and rnd.random() < 0.5:
+        stage.bound_extent(axis, extent)
+        recipe.append(f"s[{stage.name}].bound_extent({axis.name}, {extent})")
+    else:
+        stage.bound(axis, 0, extent)
+        recipe.append(f"s[{stage.name}].bound({axis.name}, 0, {extent})")
 
 
 def draw(pipe: Pipeline, rnd: random.Random, recipe: list) -> ts.Schedule:

@@ -275,7 +275,7 @@ def test_compute_at_with_a_loop_of_another_stage():
     with pytest.raises(ts.ScheduleError, match=r"compute_at of P: 'j' is not a loop of R \(its loops are: "
                                               r"i, k\); it is a loop of Q"):
         s[P].compute_at(s[R], Q.op.axis[1])
-    with pytest.raises(ts.ScheduleError, match=r"compute_at of P at P\.i: a stage cannot be computed inside itself"):
+    with pytest.raises(ts.ScheduleError, match=r"compute_at of P at P\.i: a stage cannot be computed or stored inside itself"):
         s[P].compute_at(s[P], P.op.axis[0])
 
 
