@@ -22,7 +22,7 @@ from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var
+from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var, cast_to
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -170,7 +170,8 @@ class StatementEmitter:
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
             current = [ir.Load(b, index) for b in bufs]
-            new = body.combine_all(current, [here(s) for s in body.sources])
+            # loop variables are int64: an axis used as a value (argmax's index) keeps its declared dtype
+            new = body.combine_all(current, [cast_to(here(s), s.dtype) for s in body.sources])
             if body.where is not None:
                 cond = here(body.where)
                 new = tuple(Select(cond, v, c) for v, c in zip(new, current))
@@ -205,8 +206,9 @@ def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,
     else:
         buffers = dict(buffers)
         for sm in model.stages:
-            for k, b in enumerate(sm.buffers):
-                if b.scope is ir.BufferScope.LOCAL:
+            local = sm.buffer
+            if local is not None and local.scope is ir.BufferScope.LOCAL:
+                for k, b in enumerate(sm.buffers or [local]):
                     buffers[id(sm.op.output(k))] = ir.Buffer(b.name, b.shape, b.dtype, b.scope, list(sm.origin),
                                                              b.folds)
     emitter = StatementEmitter(model, buffers, model.param_env)

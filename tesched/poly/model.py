@@ -165,8 +165,8 @@ class StageModel:
     computed: isl.Map | None = None  # loop prefix -> region computed there (the footprint, less what
     #                                  earlier iterations sharing a hoisted buffer computed)
     buffer: Buffer | None = None
-    origin: list = field(default_factory=list)          # a local buffer's origin per dim, before folding
     buffers: list[Buffer] = field(default_factory=list)   # one per output (``buffer`` is the first)
+    origin: list = field(default_factory=list)          # a local buffer's origin per dim, before folding
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
