@@ -349,3 +349,41 @@ def test_a_stage_computed_inside_a_sliding_window_keeps_its_own_origin(rand):
         stores = [st for st in walk_stmts(alloc.body) if isinstance(st, ir.Store) and st.buffer.name == "B"]
         assert stores and all(constant_difference(st.indices[0], alloc.buffer.offsets[0]) == 0 for st in stores)
     build_and_check(s, A, by, lambda a: blur_ref(2 * a), rand, (n + 2, m + 2))
+
+
+def test_a_sliding_reduction_initializes_and_accumulates_each_row_once(rand):
+    n, m = 11, 7
+    A = ts.placeholder((n + 2, m + 3), name="A")
+    k = ts.reduce_axis((0, 4), name="k")
+    P = ts.compute((n + 2, m), lambda y, x: ts.sum(A[y, x + k], axis=k), name="P")
+    Q = ts.compute((n, m), lambda y, x: P[y, x] + P[y + 2, x], name="Q")
+    s = ts.create_schedule(Q.op)
+    s[P].store_root()
+    s[P].compute_at(s[Q], s[Q].op.axis[0])
+    func = ts.lower(s, [A, Q])
+    sm = next(sm for sm in func.model.stages if sm.name == "P")
+    assert int(sm.init.domain.count_val().to_python()) == (n + 2) * m
+    assert sm.buffer.folds == {0: 4}
+
+    def ref(a):
+        p = sum(a[:, i:i + m] for i in range(4))
+        return p[:-2] + p[2:]
+    build_and_check(s, A, Q, ref, rand, (n + 2, m + 3))
+
+
+def test_a_symbolic_height_slides_in_a_constant_circular_buffer(rand):
+    N = ts.var("N")
+    A = ts.placeholder((N + 2, 6), name="A")
+    bx = ts.compute((N + 2, 4), lambda y, x: A[y, x] + A[y, x + 2], name="bx")
+    by = ts.compute((N, 4), lambda y, x: bx[y, x] * bx[y + 2, x], name="by")
+    s = ts.create_schedule(by.op)
+    s[bx].store_root()
+    s[bx].compute_at(s[by], s[by].op.axis[0])
+    func = ts.lower(s, [A, by])
+    buf = next(sm.buffer for sm in func.model.stages if sm.name == "bx")
+    assert buf.folds == {0: 4} and buf.shape == [4, 4]
+    f = ts.build(s, [A, by])
+    for rows in (1, 2, 5, 13):
+        a = rand((rows + 2, 6))
+        b = a[:, :4] + a[:, 2:]
+        np.testing.assert_allclose(f(a), b[:-2] * b[2:], rtol=1e-5)
