@@ -144,7 +144,7 @@ def computed_points(model: PolyModel, sm: StageModel) -> int | None:
     if sm.footprint is None:
         return size
     fp = sm.footprint
-    if sm.computed is not None:     # a sliding window: the part of each box earlier iterations did not compute
+    if sm.hoisted and sm.computed is not None:   # a sliding window: what earlier iterations did not compute
         fp = sm.computed
         tdom = model.tensor_domain(sm.tensor, sm.tag)
         if not bounding_box(model, fp, tdom).is_equal(fp):
