@@ -387,3 +387,19 @@ def test_a_symbolic_height_slides_in_a_constant_circular_buffer(rand):
         a = rand((rows + 2, 6))
         b = a[:, :4] + a[:, 2:]
         np.testing.assert_allclose(f(a), b[:-2] * b[2:], rtol=1e-5)
+
+
+def test_a_window_sliding_along_both_dimensions_computes_each_point_once(rand):
+    n, m = 14, 11
+    A = ts.placeholder((n + 2, m + 2), name="A")
+    P = ts.compute((n + 2, m + 2), lambda y, x: A[y, x] * 2.0, name="P")
+    Q = ts.compute((n, m), lambda y, x: P[y, x] + P[y + 1, x + 1] + P[y + 2, x + 2] + P[y, x + 2], name="Q")
+    s = ts.create_schedule(Q.op)
+    s[P].store_root()
+    s[P].compute_at(s[Q], s[Q].op.axis[1])           # per point of Q: one new point of P (after the first)
+    func = ts.lower(s, [A, Q])
+    assert evaluations(func, "P") == (n + 2) * (m + 2)
+    buf = next(sm.buffer for sm in func.model.stages if sm.name == "P")
+    assert buf.folds == {0: 4} and buf.shape == [4, m + 2]
+    build_and_check(s, A, Q, lambda a: 2 * (a[:-2, :-2] + a[1:-1, 1:-1] + a[2:, 2:] + a[:-2, 2:]), rand,
+                    (n + 2, m + 2))
