@@ -80,7 +80,7 @@ def test_sliding_window_producer_count_at_2048_is_within_five_percent():
     assert points <= 1.05 * 2050 * 2048
 
 
-@pytest.mark.parametrize("schedule", ["strips", "tiles", "inner_x", "store_x"])
+@pytest.mark.parametrize("schedule", ["strips", "tiles", "inner_x", "store_x", "unrolled"])
 def test_store_at_levels_match_numpy(schedule, rand):
     A, bx, by = blur(19, 13)
     s = ts.create_schedule(by.op)
@@ -95,6 +95,11 @@ def test_store_at_levels_match_numpy(schedule, rand):
     elif schedule == "tiles":
         yo, xo, yi, xi = s[by].tile(y, x, 8, 5)
         s[bx].store_at(s[by], xo)
+        s[bx].compute_at(s[by], yi)
+    elif schedule == "unrolled":      # an unrolled loop between storage and computation runs in order
+        yo, yi = s[by].split(y, factor=4)
+        s[by].unroll(yi)
+        s[bx].store_at(s[by], yo)
         s[bx].compute_at(s[by], yi)
     elif schedule == "inner_x":       # storage at the root, computed per point: slides along y.inner
         s[by].split(y, factor=3)
