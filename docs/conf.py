@@ -53,6 +53,7 @@ html_theme = "furo"
 html_title = f"tesched {release}"
 html_static_path: list[str] = []
 smartquotes = False                             # keep `--quick` and quotes in prose as written
+default_role = "code"                           # `text` in tutorial comments and docstrings: code
 
 autodoc_default_options = {"members": True, "show-inheritance": False}
 autodoc_member_order = "bysource"

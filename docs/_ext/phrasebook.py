@@ -47,10 +47,11 @@ ROWS: tuple[Row, ...] = (
         "rectangular; Halide's ``RDom::where`` (a predicate on the domain) has no counterpart",
         uses=("tesched.reduce_axis",)),
     Row("reduction", "``te.sum(expr, axis=k)``, ``te.max``, ``te.min``", "``sum(expr)``, ``maximum(...)``, "
-        "``minimum(...)`` over an RDom", "``ts.sum(expr, axis=k)``, ``ts.max``, ``ts.min``",
-        uses=("tesched.sum", "tesched.max", "tesched.min")),
+        "``minimum(...)``, ``product(...)`` over an RDom", "``ts.sum(expr, axis=k)``, ``ts.max``, ``ts.min``, "
+        "``ts.prod``", "every reducer takes ``init=``", uses=("tesched.sum", "tesched.max", "tesched.min", "tesched.prod")),
     Row("user-defined reducer", "``te.comm_reducer(combine, identity)``", "an update definition",
-        None, "only sum, max and min reduce", missing=("tesched.comm_reducer",)),
+        "``ts.comm_reducer(combine, identity)``", "tuple reductions too (argmax, argmin: a compute with two "
+        "outputs); ``combine`` must be commutative and associative", uses=("tesched.comm_reducer",)),
     Row("select", "``te.if_then_else(c, a, b)``", "``select(c, a, b)``", "``ts.if_then_else(c, a, b)``",
         "``ts.all`` / ``ts.any`` combine conditions", uses=("tesched.if_then_else", "tesched.all", "tesched.any")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
@@ -102,13 +103,16 @@ ROWS: tuple[Row, ...] = (
         "``s[B].bound(x, 0, 64)``, ``s[B].bound_extent(x, 64)``",
         "the region realized along that axis; a reader or an output needing more is refused",
         uses=("tesched.Stage.bound", "tesched.Stage.bound_extent")),
-    Row("specialize", "no counterpart", "``f.specialize(w == 64)``", None,
-        "one schedule per kernel: build a second kernel for the special case", missing=("tesched.Stage.specialize",)),
-    Row("prefetch", "``s[C].prefetch(A, i, 1)``", "``f.prefetch(A, x, x, 1)``", None,
-        "left to the hardware prefetcher", missing=("tesched.Stage.prefetch",)),
-    Row("pragma", "``s[C].pragma(i, 'unroll_explicit')``", "no counterpart", None,
-        "a loop's kind comes from the primitives (``vectorize``, ``unroll``, ``parallel``)",
-        missing=("tesched.Stage.pragma",)),
+    Row("specialize", "no counterpart", "``f.specialize(w % 16 == 0)``", "``s[C].specialize(n % 16 == 0)``",
+        "the stage's loop nest is generated twice and the kernel picks one at run time; conditions on size "
+        "variables only, the stage computed at the root", uses=("tesched.Stage.specialize",)),
+    Row("prefetch", "``s[C].prefetch(A, i, 1)``", "``f.prefetch(A, x, x, 1)``", "``s[C].prefetch(A, i, 1)``",
+        "one ``__builtin_prefetch`` per cache line of the exact region the next iteration reads, never past "
+        "the loop's end", uses=("tesched.Stage.prefetch",)),
+    Row("pragma", "``s[C].pragma(i, 'unroll_explicit', False)``", "no counterpart",
+        "``s[C].pragma(i, 'unroll', 4)``, ``'ivdep'``, ``'unroll_explicit'``",
+        "only these three; ``ivdep`` is refused on a loop that carries a dependence",
+        uses=("tesched.Stage.pragma",)),
     Row("storage alignment", "``s[B].storage_align(i, 16, 4)``", "``f.align_storage(x, 16)``", None,
         "intermediate buffers are dense, row-major, without padding", missing=("tesched.Stage.storage_align",)),
     Row("read cache", "``s.cache_read(A, 'local', [C])``", "``A.in(f)``",

@@ -75,7 +75,7 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     return sm
 
 
-def _inverse(st: Stage, coord: dict[int, str], loop_name: dict[int, str], leaf_min: dict[int, str],
+def _inverse(st: Stage, axes: dict[int, str], loop_name: dict[int, str], leaf_min: dict[int, str],
              extent: dict[int, int | None]) -> tuple[dict[int, str], list[tuple[bool, str]]]:
     """Each axis as an isl expression of the loop values (``outer * factor + inner`` for a split,
     ``fused // inner_extent`` and ``fused % inner_extent`` for a fuse, as TVM recovers them), and the
@@ -83,7 +83,6 @@ def _inverse(st: Stage, coord: dict[int, str], loop_name: dict[int, str], leaf_m
     its factor, every intermediate value non-negative). Over these, the map from the axes to the loops
     is a bijection, so a domain over the loops is the preimage of the domain over the axes: a
     substitution, where the image would make isl invert nested floors."""
-    axes = set(coord)
     value = dict(loop_name)
     reduce = {id(v): v.iter_type == IterType.COMM_REDUCE for v in st.all_iter_vars}
     # a loop made by split or fuse counts from 0 (an axis loop runs over the axis' own range, which the
@@ -104,10 +103,11 @@ def _inverse(st: Stage, coord: dict[int, str], loop_name: dict[int, str], leaf_m
             conds.append((reduce[id(rel.fused)], f"{fused} >= 0"))
             value[id(rel.outer)] = f"(floor(({fused})/{iext}) + ({leaf_min[id(rel.outer)]}))"
             value[id(rel.inner)] = f"((({fused}) mod {iext}) + ({leaf_min[id(rel.inner)]}))"
-    # a reduce axis whose lower bound uses the compute's axes (reduce_axis((i, n))): those axes' loop values
-    data = {name: value[key] for key, name in coord.items() if not reduce.get(key, False)}
-    for key in [k for k in coord if reduce.get(k, False)]:
-        value[key] = re.sub(r"\bs\d+\b", lambda m: f"({data[m.group(0)]})", value[key])
+    # a reduce axis' lower bound may use the compute's axes (a triangular domain): over the loops, those
+    # coordinates are the axes' own values
+    by_name = {name: value[k] for k, name in axes.items()}
+    for k in axes:
+        value[k] = re.sub(r"\bs\d+\b", lambda m: f"({by_name[m.group(0)]})", value[k])
     return value, conds
 
 
