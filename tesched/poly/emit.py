@@ -31,18 +31,6 @@ def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:
     return isl.AstBuild.from_context(pa.domain()).expr_from_pw_aff(pa)
 
 
-def _coordinate_exprs(model: PolyModel, stmt: Statement) -> list[isl.AstExpr] | None:
-    """AST expressions of ``stmt``'s coordinates over its loop values (ids ``p0..``, ``l0..``), for a
-    statement that isl's AST generator sees in its loop space; None when its coordinates are loop values."""
-    if stmt.space is None:
-        return None
-    names = list(model.param_names.values()) + stmt.space.names
-    context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} >= 0' for n in names) or 'true'} }}")
-    build = isl.AstBuild.from_context(context)
-    return [build.expr_from_pw_aff(isl.PwAff(f"[{', '.join(names)}] -> {{ [({e})] }}"))
-            for e in stmt.space.inverse]
-
-
 def _stride(buf: ir.Buffer, dim: int) -> Expr:
     """Elements between neighbours along ``dim`` of ``buf`` (row-major)."""
     stride: Expr = Const(1, "int64")
@@ -56,7 +44,6 @@ class StatementEmitter:
         self.model, self.buffers, self.param_env = model, buffers, param_env
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
-        self.coordinate_exprs = {name: _coordinate_exprs(model, stmt) for name, stmt in model.statements.items()}
 
     def allocate(self, mark: AllocMark) -> ir.Buffer:
         assert mark.stage.buffer is not None
@@ -101,19 +88,8 @@ class StatementEmitter:
             return ir.Load(self.buffers[id(e.tensor)], indices)
         return None
 
-    def coordinates(self, stmt: Statement, values: list[Expr]) -> list[Expr]:
-        """The coordinates of the instance of ``stmt`` that isl's AST runs at these loop values."""
-        exprs = self.coordinate_exprs[stmt.name]
-        if exprs is None:
-            return values
-        assert stmt.space is not None
-        env = dict(self.param_env)
-        env.update(zip(stmt.space.names, values))
-        return [ast_expr_to_ir(e, env) for e in exprs]
-
-    def __call__(self, name: str, values: list[Expr]) -> ir.Stmt:
+    def __call__(self, name: str, coords: list[Expr]) -> ir.Stmt:
         stmt: Statement = self.model.statements[name]
-        coords = self.coordinates(stmt, values)
         sm: StageModel = stmt.stage
         buf = sm.buffer
         assert buf is not None
