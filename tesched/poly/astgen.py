@@ -132,6 +132,16 @@ def _direct(relation: isl.Map) -> isl.PwMultiAff | None:
         ctx.reset_operations()
 
 
+def _one_piece(f: isl.PwMultiAff) -> isl.PwMultiAff:
+    """``f`` without its domain when it has one piece: it holds wherever the statement runs, and the
+    domain's constraints only make isl's simplification in the AST context slow (tenfold)."""
+    if f.n_piece() != 1:
+        return f
+    pieces: list[isl.MultiAff] = []
+    f.foreach_piece(lambda _, ma: pieces.append(ma))
+    return isl.PwMultiAff.from_multi_aff(pieces[0])
+
+
 class _Coordinates:
     """isl's AST callback at each statement: a statement generated over its loop values
     (:class:`~.model.LoopSpace`) gets its coordinates as arguments, composed by isl from the loop values
@@ -149,11 +159,15 @@ class _Coordinates:
             if inverse is None:
                 return node
             executed = isl.Map.from_union_map(build.get_schedule().reverse())
-            where = _direct(executed.apply_range(isl.Map.from_multi_aff(inverse)))
+            loops = isl.PwMultiAff.from_map(executed)
+            where = None
+            if loops.n_piece() > 1 or loops.involves_locals():
+                # some loop values are floors of the iterators (loops left out): composing them with the
+                # coordinates' floors gives convoluted expressions where a direct one is often simple
+                where = _direct(executed.apply_range(isl.Map.from_multi_aff(inverse)))
             if where is None:
-                loops = isl.PwMultiAff.from_map(executed)
                 where = isl.PwMultiAff.from_multi_aff(inverse).pullback_pw_multi_aff(loops)
-            return isl.AstNode.user_from_expr(build.call_from_pw_multi_aff(where))
+            return isl.AstNode.user_from_expr(build.call_from_pw_multi_aff(_one_piece(where)))
         except Exception as err:  # isl only prints exceptions raised in callbacks
             self.error = err
             return node
