@@ -36,18 +36,6 @@ def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:
     return isl.AstBuild.from_context(pa.domain()).expr_from_pw_aff(pa)
 
 
-def _coordinate_exprs(model: PolyModel, stmt: Statement) -> list[isl.AstExpr] | None:
-    """AST expressions of ``stmt``'s coordinates over its loop values (ids ``p0..``, ``l0..``), for a
-    statement that isl's AST generator sees in its loop space; None when its coordinates are loop values."""
-    if stmt.space is None:
-        return None
-    names = list(model.param_names.values()) + stmt.space.names
-    context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} >= 0' for n in names) or 'true'} }}")
-    build = isl.AstBuild.from_context(context)
-    return [build.expr_from_pw_aff(isl.PwAff(f"[{', '.join(names)}] -> {{ [({e})] }}"))
-            for e in stmt.space.inverse]
-
-
 def _as_params(st: isl.Set) -> isl.Set:
     """``st`` with its dimensions made parameters ``__p0, __p1, ...`` (an AST build context)."""
     n = st.dim(isl.dim_type.set)
@@ -69,7 +57,6 @@ class StatementEmitter:
         self.model, self.buffers, self.param_env = model, buffers, param_env
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
-        self.coordinate_exprs = {name: _coordinate_exprs(model, stmt) for name, stmt in model.statements.items()}
         self.prefetches = {p.statement.name: p for sm in model.stages for p in sm.prefetches}
 
     def prefetch(self, plan: PrefetchPlan, coords: list[Expr]) -> ir.Stmt:
@@ -131,19 +118,8 @@ class StatementEmitter:
             return ir.Load(self.buffers[id(e.tensor)], indices)
         return None
 
-    def coordinates(self, stmt: Statement, values: list[Expr]) -> list[Expr]:
-        """The coordinates of the instance of ``stmt`` that isl's AST runs at these loop values."""
-        exprs = self.coordinate_exprs[stmt.name]
-        if exprs is None:
-            return values
-        assert stmt.space is not None
-        env = dict(self.param_env)
-        env.update(zip(stmt.space.names, values))
-        return [ast_expr_to_ir(e, env) for e in exprs]
-
-    def __call__(self, name: str, values: list[Expr]) -> ir.Stmt:
+    def __call__(self, name: str, coords: list[Expr]) -> ir.Stmt:
         stmt: Statement = self.model.statements[name]
-        coords = self.coordinates(stmt, values)
         sm: StageModel = stmt.stage
         buf = self.buffers[id(sm.tensor)]
         if stmt.kind is StatementKind.ALLOC:

@@ -64,14 +64,18 @@ class LoopSpace:
     params: str                     # isl parameter prefix of the model
     _domain: isl.Set | None = field(default=None, repr=False)
 
+    def coordinates(self, stmt: "Statement") -> isl.MultiAff:
+        """``stmt[loop values] -> stmt[coordinates]``."""
+        names = ", ".join(self.names)
+        return isl.MultiAff(f"{self.params}{{ {stmt.name}[{names}] -> {stmt.name}[{', '.join(self.inverse)}] }}")
+
     def domain(self, stmt: "Statement") -> isl.Set:
         """The loop values of the instances of ``stmt`` that run: its domain's preimage (a substitution,
         exact because the coordinates-to-loops map is a bijection under ``conds``)."""
         if self._domain is None:
-            names = ", ".join(self.names)
-            inverse = isl.MultiAff(f"{self.params}{{ {stmt.name}[{names}] -> {stmt.name}[{', '.join(self.inverse)}] }}")
-            valid = isl.Set(f"{self.params}{{ {stmt.name}[{names}] : {' and '.join(self.conds) or 'true'} }}")
-            self._domain = stmt.domain.preimage_multi_aff(inverse).intersect(valid).coalesce()
+            valid = isl.Set(f"{self.params}{{ {stmt.name}[{', '.join(self.names)}] : "
+                            f"{' and '.join(self.conds) or 'true'} }}")
+            self._domain = stmt.domain.preimage_multi_aff(self.coordinates(stmt)).intersect(valid).coalesce()
         return self._domain
 
 
