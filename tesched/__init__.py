@@ -1,7 +1,7 @@
 """tesched: a tensor-expression scheduling DSL on a polyhedral core (islpy), compiled to C through cffi.
 
 Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
-``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
+``sum``/``max``/``min``, scatters (``scatter``, ``scatter_add``), recurrences (``scan``), scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
 ``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``; ``load_module`` loads a
 kernel exported with ``Kernel.export_library`` back.
 """
@@ -52,6 +52,8 @@ from tesched.te.narrow import (
     widen,
 )
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
+from tesched.te.scan import scan
+from tesched.te.scatter import scatter, scatter_add
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.version import __version__
 from tesched.viz import save_tile_png  # registers the writer behind every to_html
@@ -72,5 +74,5 @@ __all__ = [
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
     "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var",
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",
-    "load_module", "ModuleLoadError",
+    "load_module", "ModuleLoadError", "scatter", "scatter_add", "scan",
 ]

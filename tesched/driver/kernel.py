@@ -29,6 +29,7 @@ from tesched.driver.export import export_kernel, export_kernel_c
 from tesched.driver.manifest import BuildRecord
 from tesched.driver.profile import Profile, measure_profile, read_profile
 from tesched.driver.threads import sync_thread
+from tesched.errors import BoundsError
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target, as_target
@@ -75,7 +76,7 @@ class Kernel:
         if signature is None:
             if func is None:
                 raise TypeError("Kernel needs a lowered function or a signature")
-            signature = signature_of(func, src.allocations)
+            signature = signature_of(func, src.allocations, src.checks)
         self.lowered = func
         self.signature = signature
         self.name = signature.name
@@ -102,7 +103,8 @@ class Kernel:
         self._inputs_first = all(not s.is_output for s in specs[:self._n_inputs])
         self._output_shapes = [(s.dims, s.dtype) for s in specs if s.is_output] \
             if self._inputs_first and not self._params else None
-        self._allocations = allocations or Allocations(self.name, signature.allocations, evaluate_size)
+        self._allocations = allocations or Allocations(self.name, signature.allocations, evaluate_size,
+                                                          signature.checks)
         self._through_helper = func is not None or helper_available()   # else: no compiler, calls through cffi
         function = self._ffi.addressof(module.lib, src.name) if func is not None else self._fn
         self._address = int(self._ffi.cast("uintptr_t", function))
@@ -238,8 +240,9 @@ class Kernel:
         except StepFailed as failure:
             raise self.allocation_error(failure.status, arrays) from None
 
-    def allocation_error(self, status: int, arrays: tuple = ()) -> MemoryError:
-        """The ``MemoryError`` for the kernel's nonzero return ``status``, with the sizes ``arrays`` bind."""
+    def allocation_error(self, status: int, arrays: tuple = ()) -> Exception:
+        """The error for the kernel's nonzero return ``status`` (``MemoryError`` for a failed allocation,
+        ``BoundsError`` for a data-dependent index outside its tensor), with the sizes ``arrays`` bind."""
         values: dict[int, int] = {}
         if self._params:
             try:
@@ -248,7 +251,7 @@ class Kernel:
                 values = {}
         try:
             self._allocations.raise_for(status, values)
-        except MemoryError as err:
+        except (MemoryError, BoundsError) as err:
             return err
         return MemoryError(f"{self.name}: failed with code {status}")
 
@@ -300,10 +303,10 @@ class Kernel:
         words = [address(a) for a in args] + list(values)
         program = Program([], words, [(self.address, range(len(words)), True)], keep=args)
 
-        def failed(status: int) -> MemoryError:
+        def failed(status: int) -> Exception:
             try:
                 self._allocations.raise_for(status, value_map)
-            except MemoryError as err:
+            except (MemoryError, BoundsError) as err:
                 return err
             return MemoryError(f"{self.name}: failed with code {status}")
         return _bind_run(program.runner(), program, None if result is None else

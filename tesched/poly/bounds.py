@@ -4,13 +4,17 @@ For every computed stage and every read ``T[indices]`` in its body (inlined stag
 of the stage's iteration domain under the access relation must lie inside ``T``'s box, for every value of
 the size parameters allowed by the shapes (isl: ``range(access) ⊆ box``). A read only counts where it is
 evaluated: under ``if_then_else(c, ...)``/``where=`` the affine part of ``c`` restricts it, and so does the
-left operand of ``&``/``|`` (which short-circuit in C). Reads at data-dependent (non-affine) indices, or
-under conditions that are not affine, are not judged here. A violation raises
+left operand of ``&``/``|`` (which short-circuit in C). Only the affine dimensions of a read are judged
+here (``A[I[i], j + 1]``: dimension 1); a read under a condition that is not affine is judged as if it ran
+everywhere. What cannot be proven this way (a data-dependent or non-affine index, an affine index that
+only a data-dependent condition keeps inside) is not an error: it is recorded in ``model.unproven`` and
+checked when the kernel runs (:mod:`.index_checks`). A violation raises
 :class:`~tesched.errors.BoundsError` naming the tensor, the stage, the index expression and one offending
 iteration, in Halide's words ("accessed at 14, which is beyond the max (9)").
 """
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Iterator
 
@@ -28,16 +32,45 @@ _SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
 
 
 def check_bounds(model: PolyModel) -> None:
-    """Raise BoundsError for the first read of any stage that can fall outside its tensor."""
+    """Raise BoundsError for the first read of any stage that can fall outside its tensor; record in
+    ``model.unproven`` the dimensions of reads that only the kernel can check."""
     for sm in model.stages:
         keys: dict[int, tuple] = {}
-        checked: set[tuple] = set()
-        for read, guard in _guarded_reads(sm.body, (), set()):
+        checked: dict[tuple, frozenset[int]] = {}
+        for read, guard in guarded_reads(sm):
             key = (id(read.tensor), tuple(structural_key(i, keys) for i in read.indices),
                    tuple((structural_key(c, keys), holds) for c, holds in guard))
             if key not in checked:      # an inlined chain reads the same element many times
-                checked.add(key)
-                _check_read(model, sm, read, guard)
+                checked[key] = _check_read(model, sm, read, guard)
+            if checked[key]:
+                model.unproven[id(read)] = model.unproven.get(id(read), frozenset()) | checked[key]
+
+
+def restrict_to_guard(model: PolyModel, sm: StageModel, access: isl.Map, guard: tuple) -> tuple[isl.Map, bool]:
+    """``access`` (from ``sm``'s main statement) where the affine conditions of ``guard`` hold, and whether
+    every condition was affine (else the read is taken to run wherever the others allow)."""
+    stmt = sm.main
+    exact = True
+    for cond, holds in guard:
+        text = _condition(model, sm, cond, negate=not holds)
+        if text is None:
+            exact = False   # where the read runs depends on data: judged as if everywhere, never a false alarm
+            continue
+        where = isl.Set(f"{model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] : {text} }}")
+        access = access.intersect_domain(where)
+    return access, exact
+
+
+def guarded_reads(sm: StageModel) -> Iterator[tuple[TensorRead, tuple]]:
+    """Every read of ``sm``'s body (and a scatter's element) with the conditions under which it runs."""
+    return itertools.chain(_guarded_reads(sm.body, (), set()), _target_reads(sm))
+
+
+def _target_reads(sm: StageModel) -> Iterator[tuple[TensorRead, tuple]]:
+    """A scatter's element, read and written by its update where its ``where`` holds."""
+    if sm.target is None or not isinstance(sm.body, Reduce):
+        return iter(())
+    return _guarded_reads(sm.target, () if sm.body.where is None else ((sm.body.where, True),), set())
 
 
 def _condition(model: PolyModel, sm: StageModel, cond: Expr, negate: bool = False) -> str | None:
@@ -88,23 +121,30 @@ def _guarded_reads(e: Expr, guard: tuple, seen: set) -> Iterator[tuple[TensorRea
             yield from _guarded_reads(child, guard, seen)
 
 
-def _check_read(model: PolyModel, sm: StageModel, read: TensorRead, guard: tuple) -> None:
+def _check_read(model: PolyModel, sm: StageModel, read: TensorRead, guard: tuple) -> frozenset[int]:
+    """Raise BoundsError if an affine dimension of ``read`` can fall outside; return the dimensions left
+    to the kernel (not affine, or kept inside only by a data-dependent condition)."""
     stmt = sm.main
-    try:
-        access = model.access_map(stmt, "T", read.indices)
-    except NotAffine:
-        return
-    for cond, holds in guard:
-        text = _condition(model, sm, cond, negate=not holds)
-        if text is None:
-            return          # where the read runs depends on data: not judged (never a false alarm)
-        where = isl.Set(f"{model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] : {text} }}")
-        access = access.intersect_domain(where)
+    affine = []
+    for k, index in enumerate(read.indices):
+        try:
+            model.isl_of(index, sm.coord)
+            affine.append(k)
+        except NotAffine:
+            pass
+    runtime = frozenset(range(read.tensor.ndim)) - frozenset(affine)
+    if not affine:
+        return runtime
+    access = model.access_map(stmt, "T", read.indices, loose=True).intersect_range(
+        model.tensor_domain(read.tensor, "T", runtime))
+    access, exact = restrict_to_guard(model, sm, access, guard)
     access = access.intersect_params(model.context)
     box = model.tensor_domain(read.tensor, "T")
     outside = access.subtract_range(box)
     if outside.is_empty():
-        return
+        return runtime
+    if not exact:
+        return frozenset(range(read.tensor.ndim))
     raise BoundsError(_message(model, sm, read, outside))
 
 

@@ -15,6 +15,7 @@ from tesched.arith.linear import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
+from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.te.expr import Binary, Const, Expr, Reduce, Select, Var
@@ -100,28 +101,39 @@ class StatementEmitter:
         if stmt.kind.is_call:
             return self.call(stmt, coords)
         p = sm.prefix_len
-        axes = sm.axes + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
+        scatter = sm.target is not None and stmt.kind is StatementKind.UPDATE
+        axes = ([] if scatter else sm.axes) + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
         values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
-        body = sm.body
+        body = checked_body(self.model, sm, sm.body)
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
             return ir.Store(buf, index, body.identity())
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
+            if scatter:     # the element a scatter accumulates into: its (checked) computed index
+                assert sm.target is not None
+                target = rewrite(substitute(checked_body(self.model, sm, sm.target), values), self.load)
+                assert isinstance(target, ir.Load)
+                index = target.indices
             source = rewrite(substitute(body.source, values), self.load)
             current = ir.Load(buf, index)
             value = body.combine(current, source)
+            if scatter and sm.stage.atomic_updates:
+                store = _store(buf, index, value, atomic=True)
+                if body.where is None:
+                    return store
+                return ir.IfThenElse(rewrite(substitute(body.where, values), self.load), store, None)
             if body.where is not None:
                 value = Select(rewrite(substitute(body.where, values), self.load), value, current)
             return _store(buf, index, value)
         return _store(buf, index, rewrite(substitute(body, values), self.load))
 
 
-def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
+def _store(buf: ir.Buffer, index: tuple, value: Expr, atomic: bool = False) -> ir.Stmt:
     """``buf[index] = value`` with the subexpressions ``value`` shares bound once (``let``)."""
     bindings, value = bind_shared(value)
-    return wrap_lets(bindings, ir.Store(buf, index, value))
+    return wrap_lets(bindings, ir.Store(buf, index, value, atomic))
 
 
 def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:

@@ -3,7 +3,8 @@
 Each stage's loops (after split and fuse) become isl expressions over its coordinates; a stage computed
 at a loop of another is linked to it (its *prefix* is the loops around it); then each stage gets its
 statements (``compute``, or ``init`` and ``update`` for a reduction, plus ``alloc`` for a ``compute_at``
-buffer). Domains come next (:mod:`.domains`).
+buffer; a scatter's ``init`` runs over its tensor and its ``update`` over its reduce axes only). Domains
+come next (:mod:`.domains`).
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.stage import Fuse, Split, Stage
 from tesched.te.expr import Reduce
+from tesched.te.scan import ScanOp
+from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType
 
 
@@ -24,6 +27,9 @@ def declare_stages(model: PolyModel) -> None:
             model.by_op[id(st.op)] = sm
     for sm in model.stages:
         _resolve_attach(model, sm)
+    for sm in model.stages:
+        if isinstance(sm.op, ScanOp):
+            _check_scan_group(model, sm)
     for sm in model.stages:
         _make_statements(sm)
     model.index_statements()
@@ -38,6 +44,7 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     leaf_expr: dict[int, str] = {}
     leaf_min: dict[int, str] = {}
     extent = st.extents()
+    extent.update({id(a): a.range.extent if isinstance(a.range.extent, int) else None for a in axes})
     for a in axes + raxes:
         leaf_expr[id(a)] = coord[id(a)]
         leaf_min[id(a)] = model.isl_of(a.range.min, {})
@@ -58,7 +65,11 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
                                         f"({leaf_min[id(rel.inner)]})))")
             leaf_min[id(rel.fused)] = "0"
     body = model.bodies[id(op)]
-    return StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
+    sm = StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
+    if isinstance(op, ScatterOp):
+        assert isinstance(body, Scatter)
+        sm.target = op.target(body)
+    return sm
 
 
 def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
@@ -73,6 +84,9 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
                                 "with a constant factor and unroll the inner loop")
     if st.attach_type is not AttachType.SCOPE:
         return
+    if sm.target is not None:
+        raise ScheduleError(f"compute_at of {sm.name}: a scatter writes anywhere in its tensor, so it is "
+                            "computed at the root; compute its readers at it instead")
     host, ivar = st.attach_stage, st.attach_ivar
     assert host is not None and ivar is not None, f"{sm.name} is attached without a stage and loop"
     parent = model.by_op.get(id(host.op))
@@ -83,6 +97,18 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
     sm.level = parent.stage.leaf_position(ivar)
 
 
+def _check_scan_group(model: PolyModel, scan: StageModel) -> None:
+    """The stages between a scan's state and the scan run inside its time loop (a stage at the root would
+    read steps the scan has not computed yet)."""
+    for sm in model.stages:
+        if sm is not scan and not sm.inside(scan, 0) and model.reads_of(sm, scan.tensor) \
+                and model.schedule.reads_transitively(scan.op, sm.op):
+            loop = scan.op.axis[0].name
+            raise ScheduleError(f"stage {sm.name} reads the state of scan {scan.name}, so it runs inside the "
+                                f"scan's time loop: compute it at {scan.name}.{loop} (where it starts) or "
+                                f"deeper, or inline it, not outside that loop")
+
+
 def _make_statements(sm: StageModel) -> None:
     prefix_len = sum(lv + 1 for _, lv in sm.chain())
     sm.prefix_len = prefix_len
@@ -91,7 +117,12 @@ def _make_statements(sm: StageModel) -> None:
     rcoords = [sm.coord[id(r)] for r in sm.raxes]
     own = [sm.leaf_expr[id(v)] for v in sm.leaves]
     base = f"S{sm.tag[1:]}"
-    if isinstance(sm.body, Reduce):
+    if sm.target is not None:   # a scatter: the identity over the tensor, then the updates over the reduce axes
+        sm.statements = [
+            Statement(f"{base}_init", StatementKind.INIT, sm, pcoords + scoords, pcoords + scoords, list(sm.axes)),
+            Statement(f"{base}_update", StatementKind.UPDATE, sm, pcoords + rcoords, pcoords + own, list(sm.leaves)),
+        ]
+    elif isinstance(sm.body, Reduce):
         spatial = [v for v in sm.leaves if v.iter_type != IterType.COMM_REDUCE]
         sm.statements = [
             Statement(f"{base}_init", StatementKind.INIT, sm, pcoords + scoords,

@@ -17,6 +17,7 @@ from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
 
 
@@ -101,7 +102,7 @@ class Stage:
         self.op = op
         self.origin_op = op
         self.schedule = schedule
-        axes = list(getattr(op, "axis", [])) + list(getattr(op, "reduce_axis", []))
+        axes = op.loop_axes if isinstance(op, ComputeOp) else []
         self.all_iter_vars: list[IterVar] = list(axes)
         self.leaf_iter_vars: list[IterVar] = list(axes)
         self.relations: list[Split | Fuse] = []
@@ -111,6 +112,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
         self.is_output = False
+        self.atomic_updates = False     # a scatter's updates run as atomic additions (see ``atomic``)
         self.tensorize_spec: tuple | None = None
 
     # helpers --------------------------------------------------------------------------------------
@@ -301,7 +303,13 @@ class Stage:
         if not isinstance(ivar, IterVar) or ivar not in self.all_iter_vars:
             raise ScheduleError(f"{primitive} on stage {self.name}: {getattr(ivar, 'name', ivar)!r} is not "
                                 f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
-        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE:
+        if kind is LoopKind.PARALLEL and isinstance(self.op, ScatterOp) and not self.atomic_updates:
+            raise ScheduleError(
+                f"{primitive} on stage {self.name}: loop {ivar.name} runs over the points of a scatter, and two "
+                f"of them may add into the same {self.name} element (its index is computed), so its iterations "
+                f"depend on each other; keep it serial, or make the updates atomic first "
+                f"(s[{self.name}].atomic())")
+        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE and not self.atomic_updates:
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "
@@ -405,3 +413,24 @@ class Stage:
         """Compute this stage in full, at the outermost level, before its readers."""
         self._compute_only("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.ROOT, None, None
+
+    def atomic(self) -> "Stage":
+        """Make a scatter's updates atomic additions (Halide's ``atomic()``), so that its loops may run
+        in ``parallel``: threads adding into the same element no longer race. Only ``sum`` scatters of
+        int and float32/float64 elements; a vectorized loop still may not carry the scatter.
+
+        Returns
+        -------
+        Stage
+            This stage (for chaining: ``s[hist].atomic().parallel(ry)``).
+        """
+        if not isinstance(self.op, ScatterOp):
+            raise ScheduleError(f"atomic of {self.name}: only a scatter (ts.scatter) accumulates at computed "
+                                "indices; the loops of any other stage write distinct elements")
+        body = self.op.body
+        if body.combiner != "sum" or body.dtype in ("float16", "bfloat16", "bool"):
+            raise ScheduleError(f"atomic of {self.name}: atomic updates are additions of int, float32 or "
+                                f"float64 elements; this scatter combines {body.dtype} elements with "
+                                f"{body.combiner}: keep its loops serial")
+        self.atomic_updates = True
+        return self

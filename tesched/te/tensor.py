@@ -106,6 +106,11 @@ class ComputeOp(Operation):
         self._output = Tensor(self, shape, body.dtype)
 
     @property
+    def loop_axes(self) -> list[IterVar]:
+        """The loops a schedule starts from: the axes, then the reduce axes."""
+        return list(self.axis) + list(self.reduce_axis)
+
+    @property
     def input_tensors(self) -> list["Tensor"]:
         seen: dict[int, Tensor] = {}
         for read in collect(self.body, TensorRead):
