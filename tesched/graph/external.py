@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import cffi
 import numpy as np
@@ -207,8 +207,9 @@ class ExternalLibrary:
         self._ffi, self._lib = ffi, lib
 
     def _compile(self, prototypes: list[str]) -> Path:
+        assert self.source is not None, "only a library given as source is compiled"
         try:
-            return compile_shared_library(self.source, prototypes, self.compile_flags)  # type: ignore[arg-type]
+            return compile_shared_library(self.source, prototypes, self.compile_flags)
         except CompileFailure as failure:
             for name, fn in self.functions.items():
                 if f"conflicting types for '{name}'" in failure.messages:
@@ -218,11 +219,11 @@ class ExternalLibrary:
                         f"{fn.prototype()};\ncompiler messages:\n{_relevant(failure.messages, name)}") from None
             raise BuildError(f"the external library source does not compile:\n{failure.messages}") from None
 
-    def symbol(self, name: str) -> tuple[cffi.FFI, object]:
+    def symbol(self, name: str) -> tuple[cffi.FFI, Any]:
         """The loaded FFI and C function ``name``."""
         self.function(name)
         self.load()
-        return self._ffi, getattr(self._lib, name)  # type: ignore[return-value]
+        return self._ffi, getattr(self._lib, name)
 
 
 def _relevant(messages: str, name: str) -> str:

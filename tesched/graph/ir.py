@@ -17,6 +17,7 @@ import numpy as np
 from tesched.graph.op import Op
 from tesched.graph.types import FuncType, TensorType, TupleType, Type
 from tesched.graph.visit import post_order
+from tesched.nn.pattern import Pattern
 
 _text_form: Callable[["Expr"], str] | None = None
 
@@ -53,6 +54,15 @@ class Expr:
         if not isinstance(self.checked_type, TensorType):
             raise TypeError(f"expected a tensor, got a value of type {self.checked_type}")
         return self.checked_type
+
+    def tensor_types(self) -> tuple[TensorType, ...]:
+        """The tensor types of the value: the fields of a tuple, or its own type; a ``TypeError`` for a
+        value that holds anything but tensors."""
+        types = self.checked_type.fields if isinstance(self.checked_type, TupleType) else (self.checked_type,)
+        tensors = tuple(t for t in types if isinstance(t, TensorType))
+        if len(tensors) != len(types):
+            raise TypeError(f"expected tensors, got a value of type {self.checked_type}")
+        return tensors
 
     def __str__(self) -> str:
         return _text_form(self) if _text_form is not None else repr(self)
@@ -129,7 +139,13 @@ class Call(Expr):
 
     @property
     def op_name(self) -> str:
-        return self.op.name  # type: ignore[return-value]
+        """The name of the op (or of the primitive function) called."""
+        return self.op.name
+
+    @property
+    def pattern(self) -> Pattern:
+        """How the op fuses (:class:`~tesched.nn.pattern.Pattern`); a primitive function is ``OPAQUE``."""
+        return self.op.pattern if isinstance(self.op, Op) else Pattern.OPAQUE
 
     def children(self) -> tuple[Expr, ...]:
         return self.args

@@ -33,9 +33,10 @@ def _binary_op(name: str, declare: Callable, ufunc: Callable) -> Callable[[Opera
 
 
 def _operands(name: str, lhs: Operand, rhs: Operand) -> tuple[Expr, Expr]:
-    if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+    expr = lhs if isinstance(lhs, Expr) else rhs
+    if not isinstance(expr, Expr):
         raise TypeError(f"{name}: at least one operand must be a graph expression")
-    dtype = (lhs if isinstance(lhs, Expr) else rhs).tensor_type.dtype  # type: ignore[union-attr]
+    dtype = expr.tensor_type.dtype
 
     def as_expr(v: Operand) -> Expr:
         if isinstance(v, Expr):

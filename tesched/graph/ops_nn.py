@@ -116,7 +116,8 @@ def _batch_norm_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 
 
 _BATCH_NORM = register_op("nn.batch_norm", Pattern.BROADCAST,
-                          lambda args, attrs: nn.batch_norm(*args, epsilon=attrs["epsilon"], axis=attrs["axis"]),
+                          lambda args, attrs: nn.batch_norm(args[0], args[1], args[2], args[3], args[4],
+                                                                epsilon=attrs["epsilon"], axis=attrs["axis"]),
                           _batch_norm_eval, 5)
 
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import tesched as ts
+from tesched.te.tensor import IterVar
 
 
 @dataclass
@@ -99,6 +100,7 @@ def register_tile(s: ts.Schedule, out: ts.Tensor, f_block: int, x_block: int, ro
     n, f, y, x = s[out].op.axis
     fo, fi = s[out].split(f, _block(out.shape[1], f_block))
     xo, xi = s[out].split(x, _block(out.shape[3], x_block))
+    loops: tuple[IterVar, ...]
     if rows is None:
         loops = (n, fo, y, xo, fi, xi)
     else:

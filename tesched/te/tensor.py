@@ -63,6 +63,14 @@ class IterVar(Var):
         """The variable itself (TVM code reads ``axis.var``)."""
         return self
 
+    @property
+    def constant_extent(self) -> int | None:
+        """The axis' extent when it is a constant (``None`` when it depends on a size or on another axis)."""
+        extent = self.range.extent
+        if isinstance(extent, Const):
+            return int(extent.value)
+        return extent if isinstance(extent, int) else None
+
 
 class Operation:
     """Base of the operations that define tensors."""
@@ -70,6 +78,8 @@ class Operation:
     name: str
     tag: str = ""
     _output: "Tensor"
+    axis: list["IterVar"]          # the output's loop axes (none for a placeholder)
+    reduce_axis: list["IterVar"]   # the axes of a top-level reduction (none otherwise)
 
     def output(self, index: int = 0) -> "Tensor":
         if index != 0:
@@ -91,6 +101,7 @@ class Operation:
 class PlaceholderOp(Operation):
     def __init__(self, name: str, shape: tuple, dtype: str):
         self.name = name
+        self.axis, self.reduce_axis = [], []
         self._output = Tensor(self, shape, dtype)
 
 

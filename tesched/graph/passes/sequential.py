@@ -15,7 +15,7 @@ Trace = Callable[[str, Function], None]
 def pass_name(p: Pass) -> str:
     """The name a pass is known by (its function's name; partial applications keep it)."""
     while isinstance(p, functools.partial):
-        p = p.func  # type: ignore[assignment]
+        p = p.func
     return getattr(p, "__name__", type(p).__name__)
 
 
