@@ -177,6 +177,20 @@ def _carried(band: isl.ScheduleNode, pairs: isl.UnionMap) -> bool:
     return not times.intersect(differ).is_empty()
 
 
+def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
+    """What to do when the conflict is between two points of a scatter (two may hit one element)."""
+    for name in (a, b):
+        stmt = model.statements[name]
+        sm = stmt.stage
+        if sm.target is not None and stmt.kind is StatementKind.UPDATE:
+            fix = (f"make the updates atomic (s[{sm.name}].atomic())" if kind is LoopKind.PARALLEL
+                   else "keep the loop scalar")
+            return (f"; {sm.name} is a scatter whose points may add into the same element (its index is "
+                    f"computed): keep the loop serial, {fix}, or give each iteration its own partial result "
+                    "(an index affine in the loop, summed afterwards)")
+    return ""
+
+
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
@@ -199,6 +213,7 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 raise ScheduleError(
                     f"loop {info.var.name} of stage {info.stage} is {info.kind}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "
-                    f"element (one of them writes it) in different iterations of {info.var.name}")
+                    f"element (one of them writes it) in different iterations of {info.var.name}"
+                    + _scatter_hint(model, a, b, info.kind))
     for k in range(node.n_children()):
         _check_loops(model, tree, node.child(k), conflicts)

@@ -303,13 +303,8 @@ class Stage:
         if not isinstance(ivar, IterVar) or ivar not in self.all_iter_vars:
             raise ScheduleError(f"{primitive} on stage {self.name}: {getattr(ivar, 'name', ivar)!r} is not "
                                 f"a loop of {self.name} (its loops are: {self._names(self.leaf_iter_vars)})")
-        if kind is LoopKind.PARALLEL and isinstance(self.op, ScatterOp) and not self.atomic_updates:
-            raise ScheduleError(
-                f"{primitive} on stage {self.name}: loop {ivar.name} runs over the points of a scatter, and two "
-                f"of them may add into the same {self.name} element (its index is computed), so its iterations "
-                f"depend on each other; keep it serial, or make the updates atomic first "
-                f"(s[{self.name}].atomic())")
-        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE and not self.atomic_updates:
+        # a scatter's loops are its points: the dependence check decides whether they may run in parallel
+        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE and not isinstance(self.op, ScatterOp):
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "
@@ -416,7 +411,8 @@ class Stage:
 
     def atomic(self) -> "Stage":
         """Make a scatter's updates atomic additions (Halide's ``atomic()``), so that its loops may run
-        in ``parallel``: threads adding into the same element no longer race. Only ``sum`` scatters of
+        in ``parallel`` (the dependence check refuses it otherwise, unless each iteration writes its own
+        elements): threads adding into the same element no longer race. Only ``sum`` scatters of
         int and float32/float64 elements; a vectorized loop still may not carry the scatter.
 
         Returns

@@ -17,7 +17,8 @@ from typing import Sequence
 from tesched.te import checks
 from tesched.te import dtype as dt
 from tesched.te.expr import Expr, Reduce, Var, as_expr, cast_to
-from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead, _normalize_shape
+from tesched.te.tensor import (ComputeOp, IterType, IterVar, Range, Tensor, TensorRead, _normalize_shape,
+                               integer_indices)
 from tesched.te.visit import walk
 
 REDUCERS = ("sum", "max", "min")
@@ -107,15 +108,8 @@ def scatter(shape, index: object, value: object, axis: IterVar | Sequence[IterVa
     axes = [axis] if isinstance(axis, IterVar) else list(axis)
     if not axes or any(not isinstance(a, IterVar) or a.iter_type != IterType.COMM_REDUCE for a in axes):
         raise TypeError(f"scatter {name}: axis must be a reduce axis (ts.reduce_axis) or a list of them, got {axis!r}")
-    indices = tuple(index) if isinstance(index, (tuple, list)) else (index,)
-    if len(indices) != len(dims):
-        raise IndexError(f"scatter {name}: the output has {len(dims)} dimensions, indexed with {len(indices)}")
-    index_exprs = []
-    for k, i in enumerate(indices):
-        e = as_expr(i, "int32")
-        if not dt.is_int(e.dtype) or e.dtype == "bool":
-            raise TypeError(f"scatter {name}: index {k} must be an integer expression, got {e.dtype}")
-        index_exprs.append(e)
+    index_exprs = integer_indices(tuple(index) if isinstance(index, list) else index, len(dims),
+                                  f"scatter {name}: the output", f"the output of scatter {name}")
     source = as_expr(value, dtype)
     if dtype is not None:
         source = cast_to(source, dt.normalize(dtype, f"scatter {name}"))

@@ -4,7 +4,7 @@ Case ``n`` picks a pipeline and a seed from ``n``, applies the pipeline's datafl
 visits the stages consumers first: each non-output stage is placed at the root, inlined (elementwise
 stages), or computed at a loop of a stage that reads it and encloses every other reader; each stage's loops are split (by factor or
 nparts, dividing or not), tiled, reordered and fused at random, then loops are made parallel, vectorized
-or unrolled. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
+or unrolled; a scatter stays at the root and may be made atomic (then parallel). The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
 legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 import tesched as ts
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp
 
 from .outcome import describe
@@ -99,10 +100,15 @@ def _inside_vectorized(stage: ts.Stage) -> bool:
 def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
     name, leaves = stage.name, stage.leaf_iter_vars
     extents = stage.extents()
-    if leaves[0].iter_type == "data_par" and not _inside_vectorized(stage) and rnd.random() < 0.3:
+    scatter = isinstance(stage.op, ScatterOp)
+    if scatter and rnd.random() < 0.5:     # atomic additions let a scatter's loops run in parallel
+        stage.atomic()
+        recipe.append(f"s[{name}].atomic()")
+    if (leaves[0].iter_type == "data_par" or stage.atomic_updates) and not _inside_vectorized(stage) \
+            and rnd.random() < 0.3:
         stage.parallel(leaves[0])
         recipe.append(f"s[{name}].parallel({leaves[0].name})")
-    if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs:
+    if len(leaves) > 1 and not scatter and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs:
         stage.vectorize(leaves[-1])
         recipe.append(f"s[{name}].vectorize({leaves[-1].name})")
     if rnd.random() < 0.3:
@@ -114,6 +120,8 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
 
 
 def _place(s: ts.Schedule, stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
+    if isinstance(stage.op, ScatterOp):
+        return      # a scatter writes anywhere in its tensor: it stays at the root
     inlinable = not stage.op.reduce_axis
     readers = _effective_readers(s, stage)
     hosts = {h: loops for h in s.stages if isinstance(h.op, ComputeOp) and h is not stage
