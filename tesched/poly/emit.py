@@ -119,8 +119,8 @@ class StatementEmitter:
             source = rewrite(substitute(body.source, values), self.load)
             current = ir.Load(buf, index)
             value = body.combine(current, source)
-            if scatter and sm.stage.atomic_updates:
-                store = _store(buf, index, value, atomic=True)
+            if scatter:     # ``where`` guards the whole update: its index may be meaningless elsewhere
+                store = _store(buf, index, value, atomic=sm.stage.atomic_updates)
                 if body.where is None:
                     return store
                 return ir.IfThenElse(rewrite(substitute(body.where, values), self.load), store, None)

@@ -436,6 +436,8 @@ def _data_dependent_rows() -> list[Misuse]:
                r"loop ry of stage hist is parallel.*hist is a scatter.*s\[hist\]\.atomic\(\)"),
         Misuse("vectorized scatter", histogram_vectorized, r"loop rx of stage hist is vectorized"),
         Misuse("compute_at of a scatter", histogram_compute_at, r"compute_at of hist: a scatter"),
+        Misuse("cache_write of a scatter", lambda: (t := histogram(), t[4].cache_write(t[3], "local")),
+               r"cache_write of hist: it is a scatter"),
         Misuse("atomic of a non-scatter", lambda: (c := Chain()).s[c.C].atomic(), r"atomic of C: only a scatter"),
         Misuse("atomic scatter-max",
                lambda: (r := ts.reduce_axis((0, 4), name="r"),

@@ -256,6 +256,19 @@ def gather(rnd: random.Random) -> Pipeline:
     return Pipeline("gather", [A, I], [G], reference, [_floats(rnd, m, c), _ints(rnd, n, low=0, high=m)])
 
 
+def _histogram_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
+    """Sometimes partial histograms: a split loop of the scatter rfactored (its rows then run in parallel)."""
+    hist = next(st for st in s.stages if st.name == "hist")
+    if rnd.random() < 0.5:
+        return
+    ry = hist.op.reduce_axis[0]
+    factor = rnd.randint(1, 4)
+    outer, inner = hist.split(ry, factor=factor)
+    picked = rnd.choice([outer, inner, hist.op.reduce_axis[1]])
+    s.rfactor(hist.op.output(0), picked)
+    recipe.append(f"s[hist].split(ry, factor={factor}); s.rfactor(hist, {picked.name})")
+
+
 def histogram(rnd: random.Random) -> Pipeline:
     """A weighted histogram (a scatter at data-dependent bins) read by an elementwise stage."""
     h, w, bins = rnd.randint(1, 9), rnd.randint(1, 11), rnd.randint(1, 8)
@@ -270,7 +283,8 @@ def histogram(rnd: random.Random) -> Pipeline:
         np.add.at(counts, image.ravel(), 2 * weight.ravel())
         return [counts + 1]
 
-    return Pipeline("histogram", [img, W], [out], reference, [_ints(rnd, h, w, low=0, high=bins), _floats(rnd, h, w)])
+    return Pipeline("histogram", [img, W], [out], reference, [_ints(rnd, h, w, low=0, high=bins), _floats(rnd, h, w)],
+                    _histogram_dataflow)
 
 
 PIPELINES: list[Callable[[random.Random], Pipeline]] = [

@@ -104,7 +104,8 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
     if scatter and rnd.random() < 0.5:     # atomic additions let a scatter's loops run in parallel
         stage.atomic()
         recipe.append(f"s[{name}].atomic()")
-    if (leaves[0].iter_type == "data_par" or stage.atomic_updates) and not _inside_vectorized(stage) \
+    partial = scatter and any(v.name.endswith(".v") for v in stage.op.axis)   # rfactor: rows per first loop
+    if (leaves[0].iter_type == "data_par" or stage.atomic_updates or partial) and not _inside_vectorized(stage) \
             and rnd.random() < 0.3:
         stage.parallel(leaves[0])
         recipe.append(f"s[{name}].parallel({leaves[0].name})")

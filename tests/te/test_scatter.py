@@ -201,3 +201,14 @@ def test_random_scatters_and_schedules(n, bins, seed, factor, parallel, bad):
     expected = np.zeros(bins, "float32")
     np.add.at(expected, idx, 2 * v)
     np.testing.assert_allclose(f(v, idx), expected, rtol=1e-5, atol=1e-5)
+
+
+def test_where_guards_the_index_too(rand):
+    """Points filtered out by where= may carry an index outside the output: it is never checked."""
+    I = ts.placeholder((20,), "int32", name="I")
+    r = ts.reduce_axis((0, 20), name="r")
+    H = ts.scatter_add((6,), I[r], 1, r, where=(I[r] >= 0) & (I[r] < 6), name="H")
+    f = ts.build(ts.create_schedule(H.op), [I, H], name="scatter_where")
+    idx = rand((20,), "int32", -3, 9)
+    keep = idx[(idx >= 0) & (idx < 6)]
+    np.testing.assert_array_equal(f(idx), np.bincount(keep, minlength=6))
