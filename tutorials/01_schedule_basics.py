@@ -1,4 +1,5 @@
 """Tutorial 1: schedule a matrix multiplication step by step.
+==========================================================
 
 Run it:  python tutorials/01_schedule_basics.py          (512 x 512, well under 30 s)
          python tutorials/01_schedule_basics.py --quick  (64 x 64, a smoke test; or TESCHED_QUICK=1)
@@ -9,16 +10,15 @@ tutorial prints the loop nest that ``ts.lower`` produces, checks the built kerne
 prints its speed (GFLOP/s at the median of several runs). The machine this runs on decides the numbers;
 read them as "what changed", not as a promise.
 """
-import os
 import statistics
-import sys
 import timeit
 
 import numpy as np
 
 import tesched as ts
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "64 x 64, a smoke test")).quick
 N = 64 if QUICK else 512      # matrix size
 TILE = 32                     # tile edge (32 x 32 floats = 4 KiB, fits in the L1 cache)
 K_SPLIT = 8                   # the reduction is walked in chunks of 8

@@ -1,4 +1,5 @@
 """Tutorial 2: fuse a convolution with what follows it, with compute_at and compute_inline.
+========================================================================================
 
 Run it:  python tutorials/02_fuse_conv_relu.py          (1 x 32 x 56 x 56, well under 30 s)
          python tutorials/02_fuse_conv_relu.py --quick  (1 x 4 x 8 x 8, a smoke test; or TESCHED_QUICK=1)
@@ -26,15 +27,14 @@ tesched has two ways to fuse, and this tutorial shows both:
 Every step prints the loop IR (look at where each `produce` block sits and at the `allocate` lines),
 checks the kernel against NumPy and prints its time (median of several runs).
 """
-import os
-import sys
 
 import numpy as np
 
 import tesched as ts
 from tesched.tools.demo import conv2d_reference
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "1 x 4 x 8 x 8, a smoke test")).quick
 CHANNELS, SIZE = (4, 8) if QUICK else (32, 56)   # channels in = filters out; image height = width
 ROWS = 4                                         # output rows per tile in steps 4 and 5
 REPEAT = 3 if QUICK else 10

@@ -1,4 +1,5 @@
 """Tutorial 3: fuse two consecutive convolutions by recomputing halos (overlapped tiling).
+=======================================================================================
 
 Run it:  python tutorials/03_fuse_two_convs.py          (64 x 56 x 56, about a minute)
          python tutorials/03_fuse_two_convs.py --quick  (8 x 16 x 16, a smoke test; or TESCHED_QUICK=1)
@@ -23,9 +24,7 @@ parallel region. Whether that beats the cost of the halo depends on the tile: sm
 (8x8 tiles of a 56x56 image: conv1 computes 1.47x its points), full-width bands of rows recompute
 little (bands of 28 rows: 1.04x).
 """
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,12 +33,16 @@ import numpy as np
 
 import tesched as ts
 from tesched.recipes import conv_chain
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+PARSER = tutorial_parser(__doc__, "8 x 16 x 16, a smoke test")
+PARSER.add_argument("--out", type=Path, help="directory of the page and picture of step 6 "
+                    "(default: the current directory; a temporary one with --quick)")
+ARGS = parse_tutorial_args(PARSER)
+QUICK = ARGS.quick
 CHANNELS, SIZE = (8, 16) if QUICK else (64, 56)
 REPEAT = 3 if QUICK else 20
-OUT = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else (
-    Path(tempfile.mkdtemp(prefix="tesched-tutorial-")) if QUICK else Path.cwd())
+OUT = ARGS.out or (Path(tempfile.mkdtemp(prefix="tesched-tutorial-")) if QUICK else Path.cwd())
 
 # --- 1. The pipeline: pad -> conv1 -> relu -> pad -> conv2, written with ts.compute -------------------
 chain = conv_chain.declare(CHANNELS, SIZE)

@@ -1,4 +1,5 @@
 """Tutorial 5: tensorize a matrix product with a micro-kernel, and fuse bias + relu around it.
+===========================================================================================
 
 Run it:  python tutorials/05_tensorize.py          (512 x 512 x 512, well under 30 s)
          python tutorials/05_tensorize.py --quick  (64 x 64 x 64, a smoke test; or TESCHED_QUICK=1)
@@ -29,15 +30,14 @@ Steps:
 
 Every step prints the loop IR, checks the kernel against NumPy, and steps 3 to 5 time it.
 """
-import os
-import sys
 
 import numpy as np
 
 import tesched as ts
 from tesched.intrin import dense_schedule, gemm_bias_relu_microkernel, gemm_microkernel, select_isa
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "64 x 64 x 64, a smoke test")).quick
 SIZE = 64 if QUICK else 512     # M = N = K
 SLICE = 16                      # reduction slice of step 2
 REPEAT = 3 if QUICK else 20

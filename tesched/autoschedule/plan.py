@@ -82,11 +82,13 @@ class Plan:
     stages: tuple[StagePlan, ...]
 
     def to_json(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (what tuning records store)."""
         return {"stages": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(p).items()}
                            for p in self.stages]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Plan":
+        """The plan :meth:`to_json` wrote (a malformed record raises ``ValueError``)."""
         try:
             items = data["stages"]
             return cls(tuple(StagePlan(**{**d, **{k: tuple(d.get(k, ())) for k in _TUPLES}}) for d in items))
@@ -98,9 +100,11 @@ class Plan:
         return json.dumps([p.decisions() for p in self.stages], sort_keys=True)
 
     def by_index(self) -> dict[int, StagePlan]:
+        """The stage plans keyed by stage index."""
         return {p.index: p for p in self.stages}
 
     def replace_stage(self, plan: StagePlan) -> "Plan":
+        """A copy of this plan with the stage plan of ``plan.index`` replaced by ``plan``."""
         return Plan(tuple(plan if p.index == plan.index else p for p in self.stages))
 
 

@@ -71,6 +71,7 @@ class CompiledGroup:
 
     @property
     def c_source(self) -> str:
+        """The C source of the group's kernel."""
         return self.kernel.c_source
 
 

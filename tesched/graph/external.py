@@ -93,7 +93,7 @@ class ExternalFunction:
 
     @property
     def size_names(self) -> tuple[str, ...]:
-        """The size names in the order they are passed: first appearance in the inputs, then the output."""
+        """The size names in the order they are passed (first appearance in the inputs, then the output)."""
         names: dict[str, None] = {}
         for shape in (*self.inputs, self.output):
             names.update((d, None) for d in shape if isinstance(d, str))
@@ -144,7 +144,7 @@ class ExternalFunction:
 class ExternalLibrary:
     """Declared external ``functions`` with their code: C ``source`` compiled by tesched (with extra
     ``compile_flags``), or the ``path`` of a shared library. Nothing is compiled or loaded before
-    :meth:`load`, which :func:`~.partition.partition` calls."""
+    :meth:`load`, which ``tesched.graph.partition`` calls."""
 
     def __init__(self, functions: Sequence[ExternalFunction], *, source: str | None = None,
                  path: str | Path | None = None, compile_flags: Sequence[str] = ()):
@@ -167,6 +167,7 @@ class ExternalLibrary:
 
     @property
     def description(self) -> str:
+        """Where the library comes from (its path, or its source), as messages name it."""
         return f"the shared library {self.path}" if self.path is not None else "the library source"
 
     def __repr__(self) -> str:

@@ -43,9 +43,11 @@ class Expr:
             object.__setattr__(self, name, value)
 
     def children(self) -> tuple["Expr", ...]:
+        """The sub-expressions this node reads, in order (none for a leaf)."""
         return ()
 
     def with_children(self, children: Sequence["Expr"]) -> "Expr":
+        """A copy of this node reading ``children`` instead (a leaf is returned as it is)."""
         return self
 
     @property
@@ -148,9 +150,11 @@ class Call(Expr):
         return self.op.pattern if isinstance(self.op, Op) else Pattern.OPAQUE
 
     def children(self) -> tuple[Expr, ...]:
+        """The call's arguments."""
         return self.args
 
     def with_children(self, children: Sequence[Expr]) -> "Call":
+        """The same call (operator and attributes) on the arguments ``children``."""
         return Call(self.op, children, self.attrs)
 
     def __repr__(self) -> str:
@@ -177,9 +181,11 @@ class Tuple(Expr):
         return iter(self.fields)
 
     def children(self) -> tuple[Expr, ...]:
+        """The tuple's fields."""
         return self.fields
 
     def with_children(self, children: Sequence[Expr]) -> "Tuple":
+        """A tuple of the fields ``children``."""
         return Tuple(children)
 
 
@@ -200,9 +206,11 @@ class TupleGetItem(Expr):
         self._set(tuple_value=tuple_value, index=index, checked_type=ty.fields[index])
 
     def children(self) -> tuple[Expr, ...]:
+        """The one tuple this node reads a field of."""
         return (self.tuple_value,)
 
     def with_children(self, children: Sequence[Expr]) -> "TupleGetItem":
+        """The same field index, read from the tuple ``children[0]``."""
         return TupleGetItem(children[0], self.index)
 
 
@@ -235,10 +243,12 @@ class Function(Expr):
 
     @property
     def name(self) -> str:
+        """The function's ``name`` attribute (``"fn"`` when it has none)."""
         return str(self.attrs.get("name", "fn"))
 
     @property
     def is_primitive(self) -> bool:
+        """True for a fused group made by ``fuse_ops`` (compiled to one kernel)."""
         return bool(self.attrs.get("primitive", False))
 
     def with_body(self, body: Expr, params: Sequence[Var] | None = None) -> "Function":

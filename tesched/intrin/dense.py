@@ -35,6 +35,8 @@ from tesched.schedule.schedule import Schedule, Stage
 from tesched.target import current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
+#: The inner tiles :func:`dense_schedule` can use: the micro-kernel, the micro-kernel with its epilogue
+#: fused, or tesched's own register tile.
 INNER = ("intrinsic", "fused", "codegen")
 
 _DEFAULT_TILES = {"avx512": {"float32": (8, 32), "float64": (8, 16)},

@@ -6,8 +6,8 @@ Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :
 :class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
 :class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`Broadcast`, :class:`HReduce`, :class:`VCast`, :class:`Address` and :class:`CheckedIndex` (a
-data-dependent index checked against its tensor's extent when the kernel runs).
+:class:`VLoadStrided`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast`, :class:`Address` and
+:class:`CheckedIndex` (a data-dependent index checked against its tensor's extent when the kernel runs).
 
 A statement's children are its fields that hold expressions, statements or sequences of them, except
 the variables it declares (``binds``); :mod:`.visitor` walks and rebuilds statements from that alone, so
@@ -28,7 +28,8 @@ from tesched.te.intrinsic import TensorIntrin
 class BufferScope(StrEnum):
     """Where a buffer's memory comes from: a kernel argument (``arg``), a whole intermediate tensor
     allocated once (``global``), or a ``compute_at`` region (``local``: ``shape`` is the region's box and
-    index ``i`` of the tensor lives at ``i - offsets`` in the buffer)."""
+    index ``i`` of the tensor lives at ``i - offsets`` in the buffer, or, along a dimension in ``folds``
+    (a circular buffer, from ``store_at``), at ``i`` modulo the fold)."""
 
     ARG = "arg"
     GLOBAL = "global"
@@ -39,9 +40,10 @@ class Buffer:
     """Memory for one tensor, with its :class:`BufferScope`."""
 
     def __init__(self, name: str, shape: Sequence[int | Expr], dtype: str, scope: BufferScope,
-                 offsets: Sequence[Expr] | None = None):
+                 offsets: Sequence[Expr] | None = None, folds: dict[int, int] | None = None):
         self.name, self.shape, self.dtype, self.scope = name, list(shape), dtype, scope
         self.offsets: list[Expr] = list(offsets) if offsets is not None else [Const(0, "int64")] * len(shape)
+        self.folds: dict[int, int] = dict(folds or {})     # dimension -> slices kept (index modulo it)
 
     def constant_shape(self) -> list[int] | None:
         """The shape when every extent is a constant, else None."""
@@ -99,6 +101,23 @@ class VLoad(Expr):
 
     def with_children(self, children):
         return VLoad(self.buffer, children[0], self.lanes)
+
+
+class VLoadStrided(Expr):
+    """``lanes`` elements of ``buffer`` ``stride`` elements apart, starting at flat offset ``index`` (a
+    transposed read); ``stride`` is an expression, so it may be a symbolic size."""
+
+    __slots__ = ("buffer", "index", "stride", "lanes")
+
+    def __init__(self, buffer: Buffer, index: Expr, stride: Expr, lanes: int):
+        self.buffer, self.index, self.stride, self.lanes = buffer, index, stride, lanes
+        self.dtype = vector_dtype(buffer.dtype, lanes)
+
+    def children(self):
+        return (self.index, self.stride)
+
+    def with_children(self, children):
+        return VLoadStrided(self.buffer, children[0], children[1], self.lanes)
 
 
 class Broadcast(Expr):
@@ -234,6 +253,7 @@ class For(Stmt):
     reduction: bool = False          # iterations accumulate into the same elements (a reduce loop)
     stage: str = ""                  # the stage whose loop this is
     origin: str = ""                 # the schedule primitive that made its variable (``split(i, factor=32)``)
+    pragmas: tuple[tuple[str, bool | int], ...] = ()   # C loop hints (``Stage.pragma``): name, value
 
 
 @dataclass(eq=False)
@@ -270,6 +290,13 @@ class VStore(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
+
+
+@dataclass(eq=False)
+class Prefetch(Stmt):
+    """A hint to bring the cache line holding ``address`` in for reading (``__builtin_prefetch``)."""
+
+    address: Address
 
 
 @dataclass(eq=False)
@@ -337,13 +364,16 @@ class Produce(Stmt):
 
 
 def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
-    """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted)."""
+    """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted, or
+    the index taken modulo the fold along a folded dimension)."""
     total: Expr | None = None
     stride: Expr | int = 1
     for k in reversed(range(len(indices))):
         idx = indices[k]
         off = buf.offsets[k]
-        if not (isinstance(off, Const) and off.value == 0):
+        if k in buf.folds:
+            idx = Binary("floormod", idx, Const(buf.folds[k], "int64"), "int64")
+        elif not (isinstance(off, Const) and off.value == 0):
             idx = Binary("sub", idx, off, "int64")
         if not (isinstance(stride, int) and stride == 1):
             idx = Binary("mul", idx, stride if isinstance(stride, Expr) else Const(stride, "int64"), "int64")

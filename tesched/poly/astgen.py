@@ -9,7 +9,7 @@ from its coordinates. ``ast_expr_to_ir`` converts isl AST expressions (also used
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 import islpy as isl
@@ -50,7 +50,9 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
     args = [ast_expr_to_ir(e.get_op_arg(k), env) for k in range(e.get_op_n_arg())]
     if op in _BINARY:
         name = _BINARY[op]
-        return Binary(name, args[0], args[1], "bool" if name in _COMPARE else "int64")
+        folded = _folded(name, args[0], args[1])
+        return folded if folded is not None else Binary(name, args[0], args[1],
+                                                        "bool" if name in _COMPARE else "int64")
     if op in (_OP.max, _OP.min):
         out = args[0]
         for a in args[1:]:
@@ -61,6 +63,26 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
     if op in (_OP.cond, _OP.select):
         return Select(args[0], args[1], args[2])
     raise LoweringError(f"internal: unsupported isl AST operation {op}")
+
+
+def _folded(name: str, a: Expr, b: Expr) -> Expr | None:
+    """``a name b`` when it folds: constant operands, or adding, subtracting or multiplying by 0 or 1
+    (isl prints no such terms, but the coordinates of a statement get loop values substituted, and an
+    eliminated loop's value is a constant, see :mod:`.emit`)."""
+    ca = a.value if isinstance(a, Const) else None
+    cb = b.value if isinstance(b, Const) else None
+    if ca is not None and cb is not None and name in ("add", "sub", "mul") or (
+            name in ("cdiv", "cmod") and ca is not None and ca >= 0 and cb is not None and cb > 0):
+        value = {"add": lambda: ca + cb, "sub": lambda: ca - cb, "mul": lambda: ca * cb,
+                 "cdiv": lambda: ca // cb, "cmod": lambda: ca % cb}[name]()
+        return Const(value, "int64")
+    if name == "mul" and 0 in (ca, cb):
+        return Const(0, "int64")
+    if (name in ("add", "sub") and cb == 0) or (name in ("mul", "cdiv") and cb == 1):
+        return a
+    if (name == "add" and ca == 0) or (name == "mul" and ca == 1):
+        return b
+    return None
 
 
 def pw_aff_to_ir(pa: isl.PwAff, context: isl.Set, env: Mapping[str, Expr]) -> Expr:
@@ -92,13 +114,14 @@ class LoopAst:
 
 
 def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
-    """Run isl's AST generator on ``tree`` (iterators ``L0, L1, ...`` by depth)."""
+    """Run isl's AST generator on ``tree``'s loop-space schedule (iterators ``L0, L1, ...`` by depth);
+    its statements' coordinates are loop values (:class:`~.model.LoopSpace`)."""
     build = isl.AstBuild.from_context(context)
     ids = isl.IdList.alloc(context.get_ctx(), tree.depth + 1)
     for k in range(tree.depth + 1):
         ids = ids.add(isl.Id(f"L{k}"))
     build = build.set_iterators(ids)
-    return LoopAst(build.node_from_schedule(tree.schedule))
+    return LoopAst(build.node_from_schedule(tree.loop_schedule))
 
 
 def _take_origin(stmt: ir.Stmt, targets: set[int], found: dict[int, Expr]) -> ir.Stmt:
@@ -186,8 +209,7 @@ def _strip(s: ir.Stmt, buf: ir.Buffer, parallel: bool = False) -> ir.Stmt:
                 raise LoweringError(f"internal: isl split the scope of {buf.name} across a parallel loop")
             return _strip(n.body, buf)
         if isinstance(n, ir.For) and n.kind is LoopKind.PARALLEL and any(b is buf for b in _allocated(n)):
-            return ir.For(n.var, n.begin, n.end, n.kind, _strip(n.body, buf, True), n.step, n.extent_hint,
-                          n.reduction, n.stage)
+            return replace(n, body=_strip(n.body, buf, True))
         return None
     return map_stmt(s, lambda e: e, visit)
 
@@ -282,4 +304,4 @@ class AstToIR:
         kind = loop.kind if loop is not None else LoopKind.SERIAL
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
                       loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "",
-                      loop.origin if loop else "")
+                      loop.origin if loop else "", loop.pragmas if loop else ())

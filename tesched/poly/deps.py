@@ -1,16 +1,19 @@
 """Legality of a schedule, from dependences computed with isl.
 
 Storage is modelled exactly: a whole tensor is ``T[x]``; a ``compute_at`` buffer is private to each
-iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the enclosing loop
-values). From the access relations and the schedule tree we check two things:
+iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the values of the loops
+enclosing its allocation: the ``store_at`` loop and those around it). A folded buffer is checked by
+:func:`.buffers.fold_is_safe` instead; here elements keep their tensor coordinates. From the access
+relations and the schedule tree we check two things:
 
 1. every element is written before it is read: each (writer, reader) pair on the same storage must run in
    that order (a reduction's own accumulation excepted, see 2);
-2. loops marked ``parallel`` or ``vectorized`` carry no dependence: no two accesses to the same storage,
-   one of them a write, run in different iterations of such a loop with the same outer iterations. The
-   exceptions: a vectorized innermost reduction loop accumulating into its own stage's elements (the code
-   generator gives each lane its own partial result; not for a scatter, whose lanes may hit one element),
-   and a parallel loop of a scatter whose updates are atomic additions (``s[H].atomic()``).
+2. loops marked ``parallel`` or ``vectorized``, or with the pragma ``ivdep``, carry no dependence: no two
+   accesses to the same storage, one of them a write, run in different iterations of such a loop with
+   the same outer iterations. The exceptions: a vectorized innermost reduction loop accumulating into its
+   own stage's elements (the code generator gives each lane its own partial result; an ``ivdep`` loop
+   has no exception, nor a scatter, whose lanes may hit one element), and a parallel loop of a scatter
+   whose updates are atomic additions (``s[H].atomic()``).
 
 A data-dependent index (a gather's read, a scatter's write) may touch any element along its dimension.
 
@@ -68,7 +71,7 @@ class Accesses:
 
     def storage_map(self, stmt: Statement, target: StageModel, index: list[str], where: str = "") -> isl.UnionMap:
         """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text), under ``where``."""
-        private = stmt.loops[:target.prefix_len]
+        private = stmt.loops[:target.store_len]
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
                 f"{target.tag}[{', '.join(private + index)}]{f' : {where}' if where else ''} }}")
         return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
@@ -194,11 +197,12 @@ def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
-        if isinstance(info, LoopMark) and info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
+        ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
+        if isinstance(info, LoopMark) and (info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) or ivdep):
             band = node.child(0)
             dom = band.get_domain()
             local = conflicts.intersect_domain(dom).intersect_range(dom)
-            if info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
+            if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
                 local = local.subtract(_same_stage_updates(model, scatters=False))
@@ -210,8 +214,9 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 carried = (local.intersect(prefix.apply_range(prefix.reverse()))
                            .subtract(partial.apply_range(partial.reverse())))
                 a, av, b, bv = _example(carried)
+                what = "has pragma ivdep" if ivdep else f"is {info.kind}"
                 raise ScheduleError(
-                    f"loop {info.var.name} of stage {info.stage} is {info.kind}, but its iterations depend on "
+                    f"loop {info.var.name} of stage {info.stage} {what}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "
                     f"element (one of them writes it) in different iterations of {info.var.name}"
                     + _scatter_hint(model, a, b, info.kind))

@@ -2,8 +2,9 @@
 
 ``compute`` stores the stage's expression; ``init`` stores the reduction's identity; ``update`` combines
 the stored value with the reduced expression (under the reduction's ``where``); ``alloc`` sets the origin
-of a ``compute_at`` buffer for the current iteration of the loop it lives in. Tensor reads become loads
-from the tensor's buffer (argument, whole intermediate, or local region).
+of a ``compute_at`` buffer for the current iteration of the loop it lives in; ``prefetch`` loops over the
+box a later iteration reads. Tensor reads become loads from the tensor's buffer (argument, whole
+intermediate, or local region).
 """
 from __future__ import annotations
 
@@ -14,11 +15,15 @@ import islpy as isl
 from tesched.arith.linear import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
+from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
 from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
+from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
-from tesched.te.expr import Binary, Const, Expr, Reduce, Select, Var
+from tesched.schedule.kinds import LoopKind
+from tesched.te.dtype import itemsize
+from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -30,6 +35,26 @@ def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:
         pa = pa.set_dim_id(isl.dim_type.in_, k, isl.Id(f"__p{k}"))
     pa = pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
     return isl.AstBuild.from_context(pa.domain()).expr_from_pw_aff(pa)
+
+
+def _coordinate_exprs(model: PolyModel, stmt: Statement) -> list[isl.AstExpr] | None:
+    """AST expressions of ``stmt``'s coordinates over its loop values (ids ``p0..``, ``l0..``), for a
+    statement that isl's AST generator sees in its loop space; None when its coordinates are loop values."""
+    if stmt.space is None:
+        return None
+    names = list(model.param_names.values()) + stmt.space.names
+    context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} >= 0' for n in names) or 'true'} }}")
+    build = isl.AstBuild.from_context(context)
+    return [build.expr_from_pw_aff(isl.PwAff(f"[{', '.join(names)}] -> {{ [({e})] }}"))
+            for e in stmt.space.inverse]
+
+
+def _as_params(st: isl.Set) -> isl.Set:
+    """``st`` with its dimensions made parameters ``__p0, __p1, ...`` (an AST build context)."""
+    n = st.dim(isl.dim_type.set)
+    for k in range(n):
+        st = st.set_dim_id(isl.dim_type.set, k, isl.Id(f"__p{k}"))
+    return st.move_dims(isl.dim_type.param, st.dim(isl.dim_type.param), isl.dim_type.set, 0, n).params()
 
 
 def _stride(buf: ir.Buffer, dim: int) -> Expr:
@@ -45,6 +70,26 @@ class StatementEmitter:
         self.model, self.buffers, self.param_env = model, buffers, param_env
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
+        self.coordinate_exprs = {name: _coordinate_exprs(model, stmt) for name, stmt in model.statements.items()}
+        self.prefetches = {p.statement.name: p for sm in model.stages for p in sm.prefetches}
+
+    def prefetch(self, plan: PrefetchPlan, coords: list[Expr]) -> ir.Stmt:
+        """Loops over the box ``plan`` prefetches for these loop values, one prefetch per cache line of
+        each innermost row, under the condition that the later iteration exists."""
+        env = dict(self.param_env)
+        env.update({f"__p{k}": c for k, c in enumerate(coords)})
+        buf = self.buffers[id(plan.tensor)]
+        line = max(1, CACHE_LINE_BYTES // itemsize(plan.tensor.dtype))
+        index = [ir.LoopVar(f"{plan.tensor.name}.ahead{d}") for d in range(len(plan.low))]
+        body: ir.Stmt = ir.Prefetch(ir.Address(buf, index))
+        for d in reversed(range(len(index))):
+            low = ast_expr_to_ir(_prefix_expr(plan.low[d]), env)
+            high = ast_expr_to_ir(_prefix_expr(plan.high[d]), env)
+            body = ir.For(index[d], low, simplify(Binary("add", high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
+        if plan.every.is_subset(plan.where):
+            return body
+        build = isl.AstBuild.from_context(_as_params(plan.every))
+        return ir.IfThenElse(ast_expr_to_ir(build.expr_from_set(_as_params(plan.where)), env), body)
 
     def allocate(self, mark: AllocMark) -> ir.Buffer:
         assert mark.stage.buffer is not None
@@ -65,7 +110,7 @@ class StatementEmitter:
         assert match is not None, f"{sm.name} has intrinsic calls but no match"
         values: dict[Var, Expr] = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
         if match.origins:
-            origin = self.origin(sm, coords[:sm.prefix_len])
+            origin = self.origin(sm, coords[:sm.store_len])
             values.update({var: origin[d] for var, d in match.origins.items()})
         regions = match.regions[-1:] if stmt.kind is StatementKind.CALL_RESET else match.regions
         args: list[Expr] = []
@@ -89,8 +134,19 @@ class StatementEmitter:
             return ir.Load(self.buffers[id(e.tensor)], indices)
         return None
 
-    def __call__(self, name: str, coords: list[Expr]) -> ir.Stmt:
+    def coordinates(self, stmt: Statement, values: list[Expr]) -> list[Expr]:
+        """The coordinates of the instance of ``stmt`` that isl's AST runs at these loop values."""
+        exprs = self.coordinate_exprs[stmt.name]
+        if exprs is None:
+            return values
+        assert stmt.space is not None
+        env = dict(self.param_env)
+        env.update(zip(stmt.space.names, values))
+        return [ast_expr_to_ir(e, env) for e in exprs]
+
+    def __call__(self, name: str, values: list[Expr]) -> ir.Stmt:
         stmt: Statement = self.model.statements[name]
+        coords = self.coordinates(stmt, values)
         sm: StageModel = stmt.stage
         buf = sm.buffer
         assert buf is not None
@@ -100,34 +156,45 @@ class StatementEmitter:
                            if ast is not None and isinstance(var, ir.OriginVar)])
         if stmt.kind.is_call:
             return self.call(stmt, coords)
+        if stmt.kind is StatementKind.PREFETCH:
+            return self.prefetch(self.prefetches[name], coords)
         p = sm.prefix_len
         scatter = sm.target is not None and stmt.kind is StatementKind.UPDATE
         axes = ([] if scatter else sm.axes) + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
-        values = dict(zip(axes, coords[p:]))
+        axis_values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
         body = checked_body(self.model, sm, sm.body)
+        bufs = sm.buffers or [buf]
+
+        def here(e: Expr) -> Expr:
+            return rewrite(substitute(e, axis_values), self.load)
+
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
-            return ir.Store(buf, index, body.identity())
+            return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
             if scatter:     # the element a scatter accumulates into: its (checked) computed index
                 assert sm.target is not None
-                target = rewrite(substitute(checked_body(self.model, sm, sm.target), values), self.load)
+                target = here(checked_body(self.model, sm, sm.target))
                 assert isinstance(target, ir.Load)
-                index = target.indices
-            source = rewrite(substitute(body.source, values), self.load)
-            current = ir.Load(buf, index)
-            value = body.combine(current, source)
-            if scatter:     # ``where`` guards the whole update: its index may be meaningless elsewhere
-                store = _store(buf, index, value, atomic=sm.stage.atomic_updates)
-                if body.where is None:
-                    return store
-                return ir.IfThenElse(rewrite(substitute(body.where, values), self.load), store, None)
+                store = _store(buf, target.indices, body.combine(target, here(body.source)),
+                               atomic=sm.stage.atomic_updates)
+                # ``where`` guards the whole update: its index may be meaningless elsewhere
+                return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
+            current = [ir.Load(b, index) for b in bufs]
+            new = body.combine_all(current, [here(s) for s in body.sources])
             if body.where is not None:
-                value = Select(rewrite(substitute(body.where, values), self.load), value, current)
-            return _store(buf, index, value)
-        return _store(buf, index, rewrite(substitute(body, values), self.load))
+                cond = here(body.where)
+                new = tuple(Select(cond, v, c) for v, c in zip(new, current))
+            if len(bufs) == 1:
+                return _store(buf, index, new[0])
+            # a tuple reduction: every component is combined from the old values before any is stored
+            temps = [Var(f"{sm.name}.new{k}", v.dtype) for k, v in enumerate(new)]
+            return wrap_lets(list(zip(temps, new)), ir.seq([ir.Store(b, index, t) for b, t in zip(bufs, temps)]))
+        if isinstance(body, MultiValue):
+            return ir.seq([_store(b, index, here(v)) for b, v in zip(bufs, body.values)])
+        return _store(buf, index, here(body))
 
 
 def _store(buf: ir.Buffer, index: tuple, value: Expr, atomic: bool = False) -> ir.Stmt:
@@ -142,6 +209,28 @@ def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst) -> tuple[ir.Stmt
     for sm in model.stages:
         assert sm.buffer is not None
         buffers[id(sm.tensor)] = sm.buffer
+        for k, b in enumerate(sm.buffers[1:], 1):
+            buffers[id(sm.op.output(k))] = b
     emitter = StatementEmitter(model, buffers, model.param_env)
     body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
-    return body, buffers
+    return _allocate_companions(model, body), buffers
+
+
+def _allocate_companions(model: PolyModel, body: ir.Stmt) -> ir.Stmt:
+    """The other outputs of a multi-output stage computed at a loop live where its first output does:
+    allocated with it, with its (possibly folded) origin."""
+    companions = {id(sm.buffer): sm.buffers[1:] for sm in model.stages if len(sm.buffers) > 1}
+    if not companions:
+        return body
+
+    def wrap(s: ir.Stmt) -> ir.Stmt | None:
+        if not isinstance(s, ir.Allocate) or id(s.buffer) not in companions:
+            return None
+        inner = map_stmt(s.body, None, wrap)
+        for c in reversed(companions[id(s.buffer)]):
+            if c.scope is ir.BufferScope.LOCAL:
+                c.offsets = s.buffer.offsets
+                inner = ir.Allocate(c, inner)
+        return ir.Allocate(s.buffer, inner)
+
+    return map_stmt(body, None, wrap)

@@ -33,7 +33,8 @@ from tesched.te.visit import collect, walk
 
 class StatementKind(StrEnum):
     """What an isl statement does: evaluate a stage's expression (``compute``), a reduction's ``init`` and
-    ``update``, set a ``compute_at`` buffer's origin (``alloc``), or call a tensor intrinsic."""
+    ``update``, set a ``compute_at`` buffer's origin (``alloc``), call a tensor intrinsic, or prefetch
+    what a later iteration reads (``prefetch``)."""
 
     COMPUTE = "compute"
     INIT = "init"
@@ -42,10 +43,36 @@ class StatementKind(StrEnum):
     CALL_RESET = "call_reset"
     CALL_UPDATE = "call_update"
     CALL_BODY = "call_body"
+    PREFETCH = "prefetch"
 
     @property
     def is_call(self) -> bool:
         return self in (StatementKind.CALL_RESET, StatementKind.CALL_UPDATE, StatementKind.CALL_BODY)
+
+
+@dataclass(eq=False)
+class LoopSpace:
+    """A statement described by its loop values, as TVM iterates: ``names`` (the enclosing loops' values,
+    then the statement's own loops), its coordinates as isl expressions of them (``inverse``), and the
+    constraints that make the loop values of one coordinate point unique (``conds``). isl's AST generator
+    runs on this description: a band per loop is then a plain loop value, and isl never inverts the
+    nested floors and modulos of split and fused loops (which can take it exponential time)."""
+
+    names: list[str]
+    inverse: list[str]
+    conds: list[str]
+    params: str                     # isl parameter prefix of the model
+    _domain: isl.Set | None = field(default=None, repr=False)
+
+    def domain(self, stmt: "Statement") -> isl.Set:
+        """The loop values of the instances of ``stmt`` that run: its domain's preimage (a substitution,
+        exact because the coordinates-to-loops map is a bijection under ``conds``)."""
+        if self._domain is None:
+            names = ", ".join(self.names)
+            inverse = isl.MultiAff(f"{self.params}{{ {stmt.name}[{names}] -> {stmt.name}[{', '.join(self.inverse)}] }}")
+            valid = isl.Set(f"{self.params}{{ {stmt.name}[{names}] : {' and '.join(self.conds) or 'true'} }}")
+            self._domain = stmt.domain.preimage_multi_aff(inverse).intersect(valid).coalesce()
+        return self._domain
 
 
 @dataclass(eq=False)
@@ -59,6 +86,7 @@ class Statement:
     loops: list[str]                # full loop vector (prefix coordinates, then own loops)
     loop_vars: list[IterVar]        # the leaf variable of each own loop
     _domain: isl.Set | None = field(default=None, repr=False)
+    space: LoopSpace | None = None  # over its loop values (None: ``coords`` already are loop values)
 
     @property
     def domain(self) -> isl.Set:
@@ -74,6 +102,16 @@ class Statement:
     @property
     def has_domain(self) -> bool:
         return self._domain is not None
+
+    @property
+    def loop_coords(self) -> list[str]:
+        """The statement's coordinates in the loop space (what isl's AST gives back for an instance)."""
+        return self.coords if self.space is None else self.space.names
+
+    @property
+    def loop_domain(self) -> isl.Set:
+        """The domain over :attr:`loop_coords`."""
+        return self.domain if self.space is None else self.space.domain(self)
 
 
 @dataclass
@@ -109,18 +147,30 @@ class StageModel:
     coord: dict[int, str]           # id(axis) -> isl coordinate name
     leaf_expr: dict[int, str]       # id(iter var) -> isl expression over coordinates
     leaf_extent: dict[int, int | None]
+    loop_name: dict[int, str] = field(default_factory=dict)   # id(leaf) -> isl name of its loop value
+    axis_value: dict[int, str] = field(default_factory=dict)  # id(axis) -> isl expression of loop values
+    loop_conds: list[tuple[bool, str]] = field(default_factory=list)  # (of a reduce loop, constraint)
     parent: "StageModel | None" = None
     level: int | None = None        # position of the attach loop in parent's loops
     prefix_len: int = 0
+    store_parent: "StageModel | None" = None    # where the buffer is allocated (store_at): None at the
+    store_level: int | None = None               # root; the compute_at place unless hoisted
+    store_len: int = 0              # loop prefix values the buffer depends on (<= prefix_len)
     statements: list[Statement] = field(default_factory=list)
     alloc: Statement | None = None
     footprint: isl.Map | None = None
+    storage: isl.Map | None = None  # hoisted storage (store_at outside compute_at): store prefix -> box
+    realized: isl.Set | None = None  # a root stage's bounded region (``bound``), if smaller than its tensor
+    computed: isl.Map | None = None  # loop prefix -> region computed there (the footprint, less what
+    #                                  earlier iterations sharing a hoisted buffer computed)
     buffer: Buffer | None = None
+    buffers: list[Buffer] = field(default_factory=list)   # one per output (``buffer`` is the first)
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
     absorbed_by: "StageModel | None" = None         # computed by the intrinsic call of that stage
     target: TensorRead | None = None                # a scatter's element written (and read) by its update
+    prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
 
     @property
     def emitted(self) -> list[Statement]:
@@ -158,6 +208,12 @@ class StageModel:
             if v.iter_type == IterType.COMM_REDUCE:
                 return k
         return None
+
+    @property
+    def hoisted(self) -> bool:
+        """Whether the buffer lives outside the loop the stage is computed at (``store_at``), so the
+        iterations in between share it (a sliding window)."""
+        return self.parent is not None and self.store_len < self.prefix_len
 
     def chain(self) -> list[tuple["StageModel", int]]:
         """The (stage, loop level) pairs enclosing this stage, outermost first."""
@@ -206,7 +262,8 @@ class PolyModel:
     def index_statements(self) -> None:
         """Name every statement of every stage (intrinsic calls included) in :attr:`statements`."""
         self.statements = {s.name: s for sm in self.stages
-                           for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])}
+                           for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])
+                           + [p.statement for p in sm.prefetches]}
 
     def isl_of(self, e: object, coord: dict[int, str]) -> str:
         names = dict(self.param_names)
@@ -247,7 +304,9 @@ class PolyModel:
                                 f"variables: {err}") from None
 
     def reads_of(self, reader: StageModel, tensor: Tensor) -> list[tuple[Expr, ...]]:
-        return [r.indices for r in collect(reader.body, TensorRead) if r.tensor is tensor]
+        """The indices of every read of ``tensor`` by ``reader`` (of any output of its operation: the
+        outputs of a multi-output compute are computed together, over one domain)."""
+        return [r.indices for r in collect(reader.body, TensorRead) if r.tensor.op is tensor.op]
 
     def readers(self, sm: StageModel) -> list[StageModel]:
         return [r for r in self.stages if self.reads_of(r, sm.tensor)]

@@ -6,7 +6,10 @@ splits or drops the loop), and a ``produce`` mark above the stage. A reduction's
 shares the loops before the first reduction loop and then gets its own loops, in a sequence before the
 ``update``. Stages computed at a loop go in a sequence before the rest of that loop's body, under an
 ``alloc`` mark; their ``alloc`` statement (first in the sequence) sets the buffer's origin for the
-iteration. Root stages form a sequence in dependence order.
+iteration. A stage stored outside the loop it is computed at (``store_at``) has its ``alloc`` mark and
+statement at its storage loop instead (``store_root``: around the root stage that encloses it).
+Prefetch statements (:mod:`.prefetch`) go first in the body of their loop. Root stages form a
+sequence in dependence order.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class LoopMark:
     kind: LoopKind
     extent: int | None
     origin: str = ""
+    pragmas: tuple[tuple[str, bool | int], ...] = ()    # C loop hints (``Stage.pragma``)
 
 
 @dataclass(frozen=True)
@@ -41,14 +45,50 @@ class AllocMark:
 
 
 class TreeBuilder:
-    def __init__(self, model: PolyModel):
+    """Builds the tree over the statements' coordinates (``loop_space=False``: what the analyses read)
+    or over their loop values (``loop_space=True``: what isl's AST generator gets, see
+    :class:`~.model.LoopSpace`). Both trees have the same shape and marks; ``single`` caches which loops
+    are left out (one value per iteration of the loops around them), so the second build reuses it."""
+
+    def __init__(self, model: PolyModel, loop_space: bool = False, single: dict | None = None):
         self.model = model
+        self.loop_space = loop_space
+        self.single: dict[tuple[str, int], bool] = {} if single is None else single
         self.marks: dict[str, LoopMark | ProduceMark | AllocMark] = {}
         self.depth = 0
 
+    def coords(self, stmt: Statement) -> list[str]:
+        return stmt.loop_coords if self.loop_space else stmt.coords
+
+    def value(self, stmt: Statement, pos: int) -> str:
+        """The value of loop ``pos`` at ``stmt``, over :meth:`coords`."""
+        return stmt.loop_coords[pos] if self.loop_space and stmt.space is not None else stmt.loops[pos]
+
     def build(self) -> isl.Schedule:
-        parts = [self.stage_tree(sm) for sm in self.model.stages if sm.parent is None]
-        return _sequence([p for p, _ in parts])
+        parts = []
+        for root in self.model.stages:
+            if root.parent is None:
+                stored = [p for p in self.model.stages if p.parent is not None and p.store_parent is None
+                          and p.chain()[0][0] is root and p.absorbed_by is None]
+                parts.append(self.allocate(stored, [], self.stage_tree(root)[0])[0])
+        return _sequence(parts)
+
+    def allocate(self, stored: list[StageModel], computed: list[StageModel],
+                 sched: isl.Schedule) -> tuple[isl.Schedule, list[Statement]]:
+        """``sched`` after the stages ``computed`` there, inside the buffers of the stages ``stored``
+        there (their ``alloc`` statements first), and the statements added."""
+        if not stored and not computed:
+            return sched, []
+        added = [p.alloc for p in stored if p.alloc is not None]
+        parts = [self.leaf(a) for a in added]
+        for p in computed:
+            psched, pstmts = self.stage_tree(p)
+            parts.append(psched)
+            added += pstmts
+        sched = _sequence(parts + [sched])
+        for p in reversed(stored):
+            sched = self.mark(sched, AllocMark(p))
+        return sched, added
 
     # pieces ---------------------------------------------------------------------------------------
     def mark(self, sched: isl.Schedule, info) -> isl.Schedule:
@@ -56,26 +96,37 @@ class TreeBuilder:
         self.marks[name] = info
         return sched.get_root().child(0).insert_mark(isl.Id(name)).get_schedule()
 
-    def band(self, sched: isl.Schedule, stmts: list[Statement], pos: int) -> isl.Schedule:
+    def band(self, sched: isl.Schedule, stmts: list[Statement], pos: int, separate: bool = False) -> isl.Schedule:
         self.depth = max(self.depth, pos + 1)
-        pieces = "; ".join(f"{s.name}[{', '.join(s.coords)}] -> [{s.loops[pos]}]" for s in stmts)
+        pieces = "; ".join(f"{s.name}[{', '.join(self.coords(s))}] -> [{self.value(s, pos)}]" for s in stmts)
         umap = isl.UnionMap(f"{self.model.param_prefix}{{ {pieces} }}")
         node = sched.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(umap)).get_root().child(0)
-        # atomic: one loop per band with min/max bounds, rather than a copy of the body per domain piece
-        return node.band_member_set_ast_loop_type(0, isl.ast_loop_type.atomic).get_schedule()
+        # atomic: one loop per band with min/max bounds, rather than a copy of the body per domain piece;
+        # separate for a sliding window, whose first iteration computes more than the others: one hull
+        # over both would scan every earlier slice under a guard
+        kind = isl.ast_loop_type.separate if separate else isl.ast_loop_type.atomic
+        return node.band_member_set_ast_loop_type(0, kind).get_schedule()
 
     def loop(self, sched, stmts, sm: StageModel, pos: int, var: IterVar) -> isl.Schedule:
         # the stage's own statements decide: those of stages computed inside it run at a subset of its
         # iterations, so they are single-valued when it is (and checking them cost seconds)
         own = [s for s in stmts if s.stage is sm]
-        if sm.leaf_extent.get(id(var)) == 1 or (sm.parent is not None and self.single_valued(own, pos)):
+        key = (",".join(s.name for s in own) or sm.name, pos)
+        if key not in self.single:
+            self.single[key] = sm.parent is not None and self.single_valued(own, pos)
+        if sm.leaf_extent.get(id(var)) == 1 or self.single[key]:
             # One iteration per iteration of the enclosing loops: no loop to generate. Leaving the band
             # out also avoids an isl code generator bug that drops instances of such a band when its
             # value is a modulo (a split) that depends on an enclosing fused loop.
             return sched
-        sched = self.band(sched, stmts, pos)
+        # (not when stages computed inside it would be copied into each piece: their buffers' origins
+        # are set once per allocation)
+        separate = sm.hoisted and not any(p.parent is sm for p in self.model.stages)
+        sched = self.band(sched, stmts, pos, separate)
         kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
-        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var)))
+        hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items()))
+        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var),
+                                         hints))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all
@@ -88,9 +139,8 @@ class TreeBuilder:
                 return False
         return True
 
-    @staticmethod
-    def leaf(stmt: Statement) -> isl.Schedule:
-        return isl.Schedule.from_domain(isl.UnionSet(stmt.domain))
+    def leaf(self, stmt: Statement) -> isl.Schedule:
+        return isl.Schedule.from_domain(isl.UnionSet(stmt.loop_domain if self.loop_space else stmt.domain))
 
     # stages ---------------------------------------------------------------------------------------
     def stage_tree(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
@@ -111,23 +161,17 @@ class TreeBuilder:
 
     def levels(self, sm: StageModel, lo: int, hi: int, sched: isl.Schedule,
                stmts: list[Statement]) -> tuple[isl.Schedule, list[Statement]]:
-        """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed at each of them."""
+        """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed or stored at each."""
         for t in reversed(range(lo, hi)):
-            attached = [p for p in self.model.stages if p.parent is sm and p.level == t and p.absorbed_by is None]
-            if attached:
-                parts, inner = [], []
-                for p in attached:
-                    assert p.alloc is not None
-                    parts.append(self.leaf(p.alloc))
-                    inner.append(p.alloc)
-                for p in attached:
-                    psched, pstmts = self.stage_tree(p)
-                    parts.append(psched)
-                    inner += pstmts
-                sched = _sequence(parts + [sched])
-                stmts = inner + stmts
-                for p in reversed(attached):
-                    sched = self.mark(sched, AllocMark(p))
+            live = [p for p in self.model.stages if p.parent is not None and p.absorbed_by is None]
+            computed = [p for p in live if p.parent is sm and p.level == t]
+            stored = [p for p in live if p.store_parent is sm and p.store_level == t]
+            sched, added = self.allocate(stored, computed, sched)
+            stmts = added + stmts
+            ahead = [pf.statement for pf in sm.prefetches if pf.level == t]
+            if ahead:
+                sched = _sequence([self.leaf(a) for a in ahead] + [sched])
+                stmts = ahead + stmts
             sched = self.loop(sched, stmts, sm, sm.prefix_len + t, sm.leaves[t])
         return sched, stmts
 
@@ -141,15 +185,21 @@ def _sequence(parts: list[isl.Schedule]) -> isl.Schedule:
 
 @dataclass(frozen=True)
 class ScheduleTree:
-    """An isl schedule tree with the table of its marks and its loop depth."""
+    """An isl schedule tree over the statements' coordinates (``schedule``, for the analyses), the same
+    tree over their loop values (``loop_schedule``, for the AST generator), the table of their marks and
+    their loop depth."""
 
     schedule: isl.Schedule
+    loop_schedule: isl.Schedule
     marks: dict[str, LoopMark | ProduceMark | AllocMark]
     depth: int
 
 
 def build_tree(model: PolyModel) -> ScheduleTree:
-    """The schedule tree of ``model``."""
+    """The schedule trees of ``model``."""
     builder = TreeBuilder(model)
     schedule = builder.build()
-    return ScheduleTree(schedule, builder.marks, builder.depth)
+    in_loops = TreeBuilder(model, loop_space=True, single=builder.single)
+    loop_schedule = in_loops.build()
+    assert in_loops.marks.keys() == builder.marks.keys(), "the two schedule trees differ in shape"
+    return ScheduleTree(schedule, loop_schedule, builder.marks, builder.depth)

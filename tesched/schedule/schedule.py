@@ -4,7 +4,7 @@
 a tensor's stage. A scan's state placeholder has no stage of its own: it is the scan's tensor, and the
 stages between it and the scan start computed at the scan's time loop. The dataflow primitives (``cache_read``, ``cache_write``, ``rfactor``, in
 :mod:`.dataflow`) add stages. ``s.check()`` runs the lowering's legality checks, which the lowering layer
-registers with :func:`set_legality_check` (a schedule does not depend on its lowering).
+registers with ``set_legality_check`` (a schedule does not depend on its lowering).
 """
 from __future__ import annotations
 
@@ -127,7 +127,7 @@ class Schedule:
     def check(self) -> None:
         """Run the legality checks of ``lower`` (dependences included) without generating code.
 
-        The checks live in the lowering layer, which registers them here (:func:`set_legality_check`)."""
+        The checks live in the lowering layer, which registers them here (``set_legality_check``)."""
         if _legality_check is None:
             raise RuntimeError("no legality check registered: import tesched")
         _legality_check(self)
@@ -135,7 +135,7 @@ class Schedule:
     def canonical(self, tensor: Tensor) -> Tensor:
         """The tensor a stage currently produces, for a tensor the user declared."""
         st = self.stage_of_tensor(tensor)
-        return tensor if st is None else st.op.output(0)
+        return tensor if st is None else st.op.output(tensor.value_index)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:

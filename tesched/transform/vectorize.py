@@ -1,12 +1,14 @@
 """Turn ``vectorized`` loops into explicit SIMD (GCC vector extensions).
 
 A vectorized loop whose body is a list of stores is rewritten into vector statements: contiguous loads and
-stores become vector loads/stores, values that do not change with the loop become broadcasts, arithmetic,
-min/max, comparisons and selects (without loads in their branches) become vector operations. The trip
-count is split into full-width chunks (a loop over them when there are many) and narrower tails. When the
-trip count is only known at run time (a non-dividing split), the vector code handles full tiles and the
-remainder runs the scalar loop. Anything else (calls such as ``exp``, strided or gathered accesses, inner
-loops) keeps the scalar loop, which the C code marks ``#pragma omp simd`` for gcc's vectorizer.
+stores become vector loads/stores, loads a constant stride apart (transposes) strided vector loads, values
+that do not change with the loop become broadcasts, arithmetic, min/max, comparisons and selects become
+vector operations (a select whose condition does not change with the loop picks one vector; one whose
+branches read memory is split at its condition first, see :mod:`.select_split`). The trip count is split
+into full-width chunks (a loop over them when there are many) and narrower tails. When the trip count is
+only known at run time, the vector code handles full tiles and the remainder runs the scalar loop.
+Anything else (calls such as ``exp``, gathered accesses, inner loops) keeps the scalar loop, which the C
+code marks ``#pragma omp simd`` for gcc's vectorizer.
 
 A body wrapped in ``let`` bindings (shared subexpressions, see :mod:`tesched.ir.cse`) gets vector lets
 for the bindings that change with the loop and scalar ones for the others.
@@ -17,7 +19,8 @@ dependence check proved that a vectorized loop carries no dependence other than 
 """
 from __future__ import annotations
 
-from tesched.arith.linear import coefficient, constant_difference, simplify
+from tesched.arith.linear import coefficient, constant_difference
+from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
 from tesched.ir.visitor import map_stmt
@@ -26,10 +29,12 @@ from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
+from tesched.transform.select_split import split_at_conditions
 
-_ARITH = ("add", "sub", "mul", "div", "min", "max")
+_ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 MAX_INLINE_CHUNKS = 4
+_STRIDED = ("float32", "float64", "int32", "int64")   # element types with strided loads in the runtime header
 _COMBINE = ("add", "max", "min")
 
 
@@ -116,6 +121,10 @@ class LoopVectorizer:
                 return ir.Broadcast(substitute(e, {var: base}), lanes)
             if step == 1:
                 return ir.VLoad(e.buffer, simplify(substitute(flat, {var: base})), lanes)
+            if step is not None and e.buffer.dtype in _STRIDED and e.buffer.scope is not ir.BufferScope.LOCAL:
+                # a transposed read: lanes gathered ``step`` apart (local buffers stay in the
+                # contiguous forms the register promotion understands)
+                return ir.VLoadStrided(e.buffer, simplify(substitute(flat, {var: base})), Const(step, "int64"), lanes)
             raise CannotVectorize(f"access to {e.buffer.name} is not contiguous in the loop")
         if isinstance(e, Binary) and e.op in _ARITH:
             if e.op == "div" and not dt.is_float(e.dtype):
@@ -132,6 +141,9 @@ class LoopVectorizer:
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
             b = ir.VCast(a.dtype, b) if b.dtype != a.dtype else b
             return Binary(e.op, a, b, a.dtype)
+        if isinstance(e, Select) and not self.depends(e.cond):   # one condition for all lanes: C's ?:
+            return Select(substitute(e.cond, {var: base}), self.expr(e.true_value, base, lanes),
+                          self.expr(e.false_value, base, lanes))
         if isinstance(e, Select):  # both sides are computed in every lane, so neither may touch memory
             if any(isinstance(n, ir.Load) for n in walk(e.true_value)) or \
                     any(isinstance(n, ir.Load) for n in walk(e.false_value)):
@@ -139,8 +151,12 @@ class LoopVectorizer:
             t = self.expr(e.true_value, base, lanes)
             cond = _mask_for(self.expr(e.cond, base, lanes), e.dtype)
             return Select(cond, t, self.expr(e.false_value, base, lanes))
-        if isinstance(e, Unary) and e.op == "neg":
-            return Unary("neg", self.expr(e.a, base, lanes))
+        if isinstance(e, Binary) and e.op in ("shl", "shr") and isinstance(e.b, Const) \
+                and 0 <= int(e.b.value) < dt.info(e.dtype).bits:   # other amounts: NumPy's rule, scalar
+            a = self.expr(e.a, base, lanes)
+            return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
+        if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
+            return Unary(e.op, self.expr(e.a, base, lanes))
         if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
             raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
         if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
@@ -187,9 +203,11 @@ class LoopVectorizer:
         runtime = trips is None
         if runtime:
             trips = loop.extent_hint
-        if not trips:
-            return None
         try:
+            if runtime and trips is None:
+                return self.plan_runtime(stores, width)
+            if not trips:
+                return None
             code = self.plan(stores, trips, width)
         except CannotVectorize:
             return None
@@ -243,6 +261,18 @@ class LoopVectorizer:
         whole = Binary("eq", Binary("sub", self.loop.end, self.loop.begin, "int64"), Const(trips, "int64"), "bool")
         return ir.IfThenElse(whole, code, self.loop)
 
+    def plan_runtime(self, stores: list[ir.Store], width: int) -> ir.Stmt:
+        """A trip count known at run time only: full vectors in a loop, then the scalar loop for the rest."""
+        begin, end = self.loop.begin, self.loop.end
+        chunks = simplify(Binary("floordiv", Binary("sub", end, begin, "int64"), Const(width, "int64"), "int64"))
+        chunk_var = ir.LoopVar(f"{self.var.name}.v")
+        base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+        vector = ir.For(chunk_var, Const(0, "int64"), chunks, LoopKind.SERIAL, ir.seq(self.chunk(stores, base, width)))
+        rest_begin = simplify(Binary("add", begin, Binary("mul", chunks, Const(width, "int64"), "int64"), "int64"))
+        rest = ir.For(self.var, rest_begin, end, LoopKind.SERIAL, self.loop.body, stage=self.loop.stage,
+                      origin=self.loop.origin)
+        return ir.seq([vector, rest])
+
     def plan(self, stores: list[ir.Store], trips: int, width: int) -> ir.Stmt:
         begin = self.loop.begin
         out: list[ir.Stmt] = []
@@ -278,6 +308,17 @@ def vectorize(stmt: ir.Stmt, vector_bytes: int, features: frozenset[str] = froze
 
     def visit(s: ir.Stmt) -> ir.Stmt | None:
         if isinstance(s, ir.For) and s.kind is LoopKind.VECTORIZED:
-            return vectorize_dot_product(s, vector_bytes, features) or LoopVectorizer(s, vector_bytes).run()
+            return vectorize_dot_product(s, vector_bytes, features) or LoopVectorizer(s, vector_bytes).run() \
+                or _vectorize_parts(s, vector_bytes)
         return None
     return map_stmt(stmt, lambda e: e, visit)
+
+
+def _vectorize_parts(loop: ir.For, vector_bytes: int) -> ir.Stmt | None:
+    """``loop`` split where its guarded selects' conditions change (:mod:`.select_split`), each part
+    vectorized (or left scalar when it cannot be)."""
+    split = split_at_conditions(loop)
+    if split is None:
+        return None
+    bindings, parts = split
+    return wrap_lets(bindings, ir.seq([LoopVectorizer(part, vector_bytes).run() or part for part in parts]))

@@ -162,7 +162,7 @@ def _reduction_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> Non
     if rnd.random() < 0.4:
         s.cache_read(A.op.output(0), "shared", [C.op.output(0)])
         recipe.append("s.cache_read(A, 'shared', [C])")
-    choice = rnd.choice(["none", "rfactor", "split_rfactor", "cache_write"])
+    choice = rnd.choice(["none", "rfactor", "split_rfactor", "cache_write", "split_cache_write"])
     k = C.op.reduce_axis[0]
     if choice == "rfactor":
         s.rfactor(C.op.output(0), k)
@@ -176,6 +176,12 @@ def _reduction_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> Non
     elif choice == "cache_write":
         s.cache_write(C.op.output(0), "local")
         recipe.append("s.cache_write(C, 'local')")
+    elif choice == "split_cache_write":    # the split moves to the cache (TVM's cache_write after split)
+        factor = rnd.randint(1, 5)
+        axis = rnd.choice([k, C.op.axis[0]])
+        s[C].split(axis, factor=factor)
+        s.cache_write(C.op.output(0), "local")
+        recipe.append(f"s[C].split({axis.name}, factor={factor}); s.cache_write(C, 'local')")
 
 
 def reduction_dataflow(rnd: random.Random) -> Pipeline:

@@ -66,7 +66,7 @@ def test_generate_ast_names_iterators_by_depth():
     domain = isl.UnionSet("{ S[i, j] : 0 <= i < 4 and 0 <= j < 3 }")
     schedule = isl.Schedule.from_domain(domain).insert_partial_schedule(
         isl.MultiUnionPwAff("[{ S[i, j] -> [(i)] }, { S[i, j] -> [(j)] }]"))
-    text = generate_ast(ScheduleTree(schedule, {}, 2), isl.Set("{ : }")).c_text()
+    text = generate_ast(ScheduleTree(schedule, schedule, {}, 2), isl.Set("{ : }")).c_text()
     assert "for (int L0 = 0; L0 <= 3; L0 += 1)" in text
     assert "for (int L1 = 0; L1 <= 2; L1 += 1)" in text
 

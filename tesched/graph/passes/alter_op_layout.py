@@ -15,7 +15,8 @@
 - any other ``nn.conv2d`` with one group, a window larger than 1x1, a constant ``W`` and a multiple of the
   SIMD width of output channels, which is strided or whose output rows are narrower than
   :data:`NARROW_ROW` (rows that fill SIMD vectors poorly), becomes ``nn.conv2d_weight_last(x, W')`` with
-  ``W'`` stored ``(C, KH, KW, K)``: vectorized along output channels instead of along the row.
+  ``W'`` stored ``(K / B, C, KH, KW, B)`` (blocks of output channels, each block's weights contiguous):
+  vectorized along output channels instead of along the row.
 
 Everything else is left as it is. The rewritten graph computes the same values (to float32 rounding).
 """

@@ -35,6 +35,7 @@ class Sequential:
 
     @property
     def names(self) -> list[str]:
+        """The names of the passes, in the order they run."""
         return [pass_name(p) for p in self.passes]
 
     def __call__(self, f: Function, trace: Trace | None = None) -> Function:

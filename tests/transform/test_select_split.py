@@ -1,0 +1,55 @@
+"""Vectorized loops with padding selects split into interior and border parts, each explicit SIMD."""
+import numpy as np
+import pytest
+
+import tesched as ts
+
+
+def padded(h, w, split=None, name="pad"):
+    A = ts.placeholder((h, w), name="A")
+    P = ts.compute((h + 2, w + 2), lambda i, j: ts.if_then_else(
+        (i >= 1) & (i <= h) & (j >= 1) & (j <= w), A[i - 1, j - 1], 0.0), name="P")
+    s = ts.create_schedule(P.op)
+    j = s[P].op.axis[1]
+    if split:
+        _, j = s[P].split(j, split)
+    s[P].vectorize(j)
+    return ts.build(s, [A, P], name=name)
+
+
+@pytest.mark.parametrize("h, w, split", [(6, 62, None), (5, 30, 16), (4, 33, 8), (3, 5, None), (3, 40, 7)])
+def test_padding_matches_numpy_and_is_vector_code(h, w, split):
+    f = padded(h, w, split, name=f"pad_{h}_{w}_{split}")
+    a = np.random.default_rng(0).standard_normal((h, w)).astype(np.float32)
+    np.testing.assert_array_equal(f(a), np.pad(a, 1))
+    if w >= 16:
+        assert "ts_vload_f32x" in f.c_source and "omp simd" not in f.c_source
+
+
+def test_constant_split_points_leave_no_condition_on_the_column():
+    f = padded(4, 62, name="pad_const")
+    body = f.c_source
+    assert "j_2 >= 1" not in body and "ts_vsel" not in body
+
+
+def test_condition_not_affine_in_the_loop_keeps_the_scalar_loop():
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((64,), lambda i: ts.if_then_else((i * i) % 7 < 3, A[i], 0.0), name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    f = ts.build(s, [A, B], name="not_affine")
+    a = np.arange(64, dtype=np.float32)
+    idx = np.arange(64)
+    np.testing.assert_array_equal(f(a), np.where((idx * idx) % 7 < 3, a, 0))
+    assert "omp simd" in f.c_source
+
+
+def test_condition_invariant_in_the_loop_is_one_branch_for_all_lanes():
+    A = ts.placeholder((8, 32), name="A")
+    B = ts.compute((8, 32), lambda i, j: ts.if_then_else(i < 4, A[i, j], A[7 - i, j]), name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[1])
+    f = ts.build(s, [A, B], name="invariant_select")
+    a = np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32)
+    np.testing.assert_array_equal(f(a), np.where(np.arange(8)[:, None] < 4, a, a[::-1]))
+    assert "ts_vload_f32x" in f.c_source and "omp simd" not in f.c_source
