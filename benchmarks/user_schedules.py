@@ -199,7 +199,10 @@ def build_cold(label: str, built: Built, section: Section, show_c: bool) -> tupl
     return kernel.prepare(*section.inputs, out), seconds
 
 
-def run_section(section: Section, repeat: int, show_c: str | None) -> None:
+def run_section(section: Section, repeat: int, show_c: str | None
+                ) -> tuple[dict[str, float], dict[str, float], float | None]:
+    """Build and time every kernel of ``section``, print the table and the targets, and return the
+    median rates, the build times and NumPy's median rate."""
     print(f"\n=== {section.title}: {ts.get_num_threads()} threads, {repeat} interleaved rounds ===")
     calls: dict[str, Callable[[], object]] = {}
     slow: set[str] = set()
@@ -240,6 +243,7 @@ def run_section(section: Section, repeat: int, show_c: str | None) -> None:
         build = f"{builds[label]:8.2f}" if label in builds else f"{'':8s}"
         print(f"{label:28s} {median[label]:9.2f} {q[0]:8.2f} - {q[2]:7.2f} {vs_numpy} {vs_best} {build}")
     report_targets(section, median, builds, numpy_rate, best_rate)
+    return median, builds, numpy_rate
 
 
 def report_targets(section: Section, median: dict, builds: dict, numpy_rate: float | None,

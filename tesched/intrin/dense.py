@@ -21,8 +21,8 @@ A plain product gets its tile from ``cache_write``. How the tile is computed is 
 - ``"codegen"``: tesched generates the tile: reduction outermost, rows unrolled, columns split into
   vectors, unrolled and vectorized (the register tile of TVM-style CPU schedules).
 
-Sizes must be multiples of the tile (``mr``, ``nr``, and ``kc`` of K): the tensorize matcher refuses
-partial tiles, and this function checks it first (ValueError). This module declares no computation.
+Sizes must be multiples of the tile (``mr``, ``nr``, and ``kc`` of K), checked first (ValueError): the
+tensorize matcher would run partial tiles as plain scalar loops, which this schedule does not plan for. This module declares no computation.
 """
 from __future__ import annotations
 

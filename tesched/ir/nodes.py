@@ -137,7 +137,7 @@ class Broadcast(Expr):
 
 
 class HReduce(Expr):
-    """Combine the lanes of a vector into one scalar with ``op`` (add, max or min)."""
+    """Combine the lanes of a vector into one scalar with ``op`` (add, mul, max or min)."""
 
     __slots__ = ("op", "value")
 

@@ -32,6 +32,7 @@ from tesched.poly.domains import build_domains
 from tesched.poly.emit import loop_ir
 from tesched.poly.model import PolyModel
 from tesched.poly.prefetch import plan_prefetches
+from tesched.poly.specialize import specialize
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
@@ -129,6 +130,7 @@ def _ast(st: TreeState, target: Target) -> AstState:
 
 def _loop_ir(st: AstState, target: Target) -> LoweredFunc:
     body, buffers = loop_ir(st.model, st.tree, st.ast)
+    body = specialize(st.model, st.tree, body, lambda ast: loop_ir(st.model, st.tree, ast, buffers)[0])
     args = st.request.args
     return LoweredFunc(st.request.name, tuple(buffers[id(t)] for t in args), args, tuple(st.model.params),
                        body, st.model)

@@ -65,6 +65,7 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
             offsets.append(OriginVar(f"{sm.name}.min{d}"))
             sm.offset_pwaffs.append(lo)
     sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets, folds)
+    sm.origin = list(offsets)
     _companions(model, sm)
 
 

@@ -48,20 +48,31 @@ class Accesses:
         for sm in model.stages:
             owner = sm.absorbed_by or sm
             if owner.calls:
+                reset = next((c for c in owner.calls if c.kind is StatementKind.CALL_RESET), None)
+                updating = owner.calls[-1].kind is StatementKind.CALL_UPDATE
                 for stmt in sm.statements:
-                    call = owner.calls[0] if stmt.kind is StatementKind.INIT and len(owner.calls) == 2 else owner.calls[-1]
-                    depth = owner.prefix_len + len(call.loop_vars)
-                    self.collapse[stmt.name] = self.model.loop_map(stmt, depth).set_tuple_name(
-                        isl.dim_type.out, call.name)
+                    # an init goes to the reset call, or to none (an intrinsic without reset leaves the
+                    # init to plain loops, sm.tail_init); the rest to the last call; instances of partial
+                    # tiles to none (plain loops, sm.tail_main)
+                    call = (reset if updating else owner.calls[-1]) if stmt.kind is StatementKind.INIT \
+                        else owner.calls[-1]
+                    target = call or owner.calls[-1]
+                    depth = owner.prefix_len + len(target.loop_vars)
+                    lmap = self.model.loop_map(stmt, depth)
+                    lmap = lmap.intersect_range(target.domain.reset_tuple_id()) if call is not None \
+                        else lmap.subtract(lmap)
+                    self.collapse[stmt.name] = lmap.set_tuple_name(isl.dim_type.out, target.name)
         for sm in model.stages:
             if sm.absorbed_by is None:
-                for stmt in sm.statements:
+                for stmt in sm.statements + sm.tail:
                     if sm.target is not None and stmt.kind is StatementKind.UPDATE:   # a scatter's computed index
                         self._add("writes", stmt, self.read_map(stmt, sm, sm.target))
                         continue
                     own = stmt.coords[sm.prefix_len:sm.prefix_len + len(sm.axes)]
                     self._add("writes", stmt, self.storage_map(stmt, sm, own))
-            self._reads_of(sm)
+            self._reads_of(sm, sm.main)
+            if sm.tail_main is not None:
+                self._reads_of(sm, sm.tail_main)
 
     def _add(self, which: str, stmt: Statement, rel: isl.UnionMap) -> None:
         target = self.collapse.get(stmt.name)
@@ -88,8 +99,7 @@ class Accesses:
                 bounds.append(f"0 <= any{k} < {self.model.isl_shape(read.tensor.shape[k], read.tensor)}")
         return self.storage_map(stmt, target, index, " and ".join(bounds))
 
-    def _reads_of(self, reader: StageModel) -> None:
-        stmt = reader.main
+    def _reads_of(self, reader: StageModel, stmt: Statement) -> None:
         for read in collect(reader.body, TensorRead):
             target = self.model.by_op.get(id(read.tensor.op))
             if target is None or target.absorbed_by is not None:  # an input, or internal to an intrinsic
@@ -143,6 +153,8 @@ def _same_stage_updates(model: PolyModel, scatters: bool = True, only_atomic: bo
             continue
         if sm.init is not None and sm.absorbed_by is None and (scatters or sm.target is None):
             dom = isl.UnionSet(sm.emitted[-1].domain)
+            if sm.tail_main is not None:
+                dom = dom.union(isl.UnionSet(sm.tail_main.domain))
             pairs = pairs.union(isl.UnionMap.from_domain_and_range(dom, dom))
     return pairs
 

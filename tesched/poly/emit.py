@@ -23,7 +23,7 @@ from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var
+from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var, cast_to
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -92,16 +92,14 @@ class StatementEmitter:
         return ir.IfThenElse(ast_expr_to_ir(build.expr_from_set(_as_params(plan.where)), env), body)
 
     def allocate(self, mark: AllocMark) -> ir.Buffer:
-        assert mark.stage.buffer is not None
-        return mark.stage.buffer
+        return self.buffers[id(mark.stage.tensor)]
 
     def origin(self, sm: StageModel, prefix: list[Expr]) -> list[Expr]:
         """Where the region of a computed-at stage starts, for the given enclosing loop values."""
         env = dict(self.param_env)
         env.update({f"__p{k}": c for k, c in enumerate(prefix)})
-        assert sm.buffer is not None
         return [off if ast is None else ast_expr_to_ir(ast, env)
-                for off, ast in zip(sm.buffer.offsets, self.origin_exprs[id(sm)])]
+                for off, ast in zip(self.buffers[id(sm.tensor)].offsets, self.origin_exprs[id(sm)])]
 
     def call(self, stmt: Statement, coords: list[Expr]) -> ir.Stmt:
         """The intrinsic call: for each region a pointer to its origin, then its strides."""
@@ -148,8 +146,7 @@ class StatementEmitter:
         stmt: Statement = self.model.statements[name]
         coords = self.coordinates(stmt, values)
         sm: StageModel = stmt.stage
-        buf = sm.buffer
-        assert buf is not None
+        buf = self.buffers[id(sm.tensor)]
         if stmt.kind is StatementKind.ALLOC:
             return ir.seq([ir.Assign(var, value) for var, value, ast in
                            zip(buf.offsets, self.origin(sm, coords), self.origin_exprs[id(sm)])
@@ -183,7 +180,8 @@ class StatementEmitter:
                 # ``where`` guards the whole update: its index may be meaningless elsewhere
                 return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
             current = [ir.Load(b, index) for b in bufs]
-            new = body.combine_all(current, [here(s) for s in body.sources])
+            # loop variables are int64: an axis used as a value (argmax's index) keeps its declared dtype
+            new = body.combine_all(current, [cast_to(here(s), s.dtype) for s in body.sources])
             if body.where is not None:
                 cond = here(body.where)
                 new = tuple(Select(cond, v, c) for v, c in zip(new, current))
@@ -203,23 +201,36 @@ def _store(buf: ir.Buffer, index: tuple, value: Expr, atomic: bool = False) -> i
     return wrap_lets(bindings, ir.Store(buf, index, value, atomic))
 
 
-def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:
-    """The loop IR of ``ast`` and the buffer of every tensor (by ``id``)."""
-    buffers = model.placeholder_buffers()
-    for sm in model.stages:
-        assert sm.buffer is not None
-        buffers[id(sm.tensor)] = sm.buffer
-        for k, b in enumerate(sm.buffers[1:], 1):
-            buffers[id(sm.op.output(k))] = b
+def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,
+            buffers: dict[int, ir.Buffer] | None = None) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:
+    """The loop IR of ``ast`` and the buffer of every tensor (by ``id``); pass ``buffers`` (from an
+    earlier call) to make a second nest of the same function: it shares the arguments and whole
+    intermediates, and gets its own local buffers (their origins are bound to its own loops)."""
+    if buffers is None:
+        buffers = model.placeholder_buffers()
+        for sm in model.stages:
+            assert sm.buffer is not None
+            buffers[id(sm.tensor)] = sm.buffer
+            for k, b in enumerate(sm.buffers[1:], 1):
+                buffers[id(sm.op.output(k))] = b
+    else:
+        buffers = dict(buffers)
+        for sm in model.stages:
+            local = sm.buffer
+            if local is not None and local.scope is ir.BufferScope.LOCAL:
+                for k, b in enumerate(sm.buffers or [local]):
+                    buffers[id(sm.op.output(k))] = ir.Buffer(b.name, b.shape, b.dtype, b.scope, list(sm.origin),
+                                                             b.folds)
     emitter = StatementEmitter(model, buffers, model.param_env)
     body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
-    return _allocate_companions(model, body), buffers
+    return _allocate_companions(model, body, buffers), buffers
 
 
-def _allocate_companions(model: PolyModel, body: ir.Stmt) -> ir.Stmt:
+def _allocate_companions(model: PolyModel, body: ir.Stmt, buffers: dict[int, ir.Buffer]) -> ir.Stmt:
     """The other outputs of a multi-output stage computed at a loop live where its first output does:
     allocated with it, with its (possibly folded) origin."""
-    companions = {id(sm.buffer): sm.buffers[1:] for sm in model.stages if len(sm.buffers) > 1}
+    companions = {id(buffers[id(sm.tensor)]): [buffers[id(sm.op.output(k))] for k in range(1, len(sm.buffers))]
+                  for sm in model.stages if len(sm.buffers) > 1}
     if not companions:
         return body
 

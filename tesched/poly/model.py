@@ -134,6 +134,7 @@ class TensorizeMatch:
     regions: list[Region]                       # inputs in intrinsic order, then the output
     absorbed: list["StageModel"] = field(default_factory=list)
     origins: dict = field(default_factory=dict)   # Var -> dimension: the stage's region origin there
+    partial: list[str] = field(default_factory=list)   # axes not tiled exactly: partial tiles run plain loops
 
 
 @dataclass(eq=False)
@@ -165,17 +166,25 @@ class StageModel:
     #                                  earlier iterations sharing a hoisted buffer computed)
     buffer: Buffer | None = None
     buffers: list[Buffer] = field(default_factory=list)   # one per output (``buffer`` is the first)
+    origin: list = field(default_factory=list)          # a local buffer's origin per dim, before folding
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
     absorbed_by: "StageModel | None" = None         # computed by the intrinsic call of that stage
     target: TensorRead | None = None                # a scatter's element written (and read) by its update
     prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
+    tail_init: Statement | None = None              # tensorized: the init run as plain loops (partial tiles,
+    tail_main: Statement | None = None              # or an intrinsic without reset), and the main statement
 
     @property
     def emitted(self) -> list[Statement]:
         """The statements placed in the schedule tree (intrinsic calls replace a tensorized nest)."""
         return self.calls or self.statements
+
+    @property
+    def tail(self) -> list[Statement]:
+        """The plain statements a tensorized stage runs besides its intrinsic calls."""
+        return [s for s in (self.tail_init, self.tail_main) if s is not None]
 
     @property
     def n_loops(self) -> int:
@@ -263,7 +272,7 @@ class PolyModel:
         """Name every statement of every stage (intrinsic calls included) in :attr:`statements`."""
         self.statements = {s.name: s for sm in self.stages
                            for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])
-                           + [p.statement for p in sm.prefetches]}
+                           + [p.statement for p in sm.prefetches] + sm.tail}
 
     def isl_of(self, e: object, coord: dict[int, str]) -> str:
         names = dict(self.param_names)

@@ -9,6 +9,8 @@ come next (:mod:`.domains`).
 """
 from __future__ import annotations
 
+import re
+
 from tesched.errors import ScheduleError
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
@@ -80,7 +82,23 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
         sm.target = op.target(body)
     sm.loop_name = {id(v): f"l{k}" for k, v in enumerate(st.leaf_iter_vars)}
     sm.axis_value, sm.loop_conds = _inverse(st, set(coord), sm.loop_name, leaf_min, extent)
+    _in_loop_values(sm.axis_value, {name: id(a) for a in axes + raxes if (name := coord[id(a)])})
     return sm
+
+
+def _in_loop_values(value: dict[int, str], coords: dict[str, int]) -> None:
+    """Rewrite, in place, axis values whose lower bound names another axis' coordinate (a reduce axis
+    over ``(i, n)`` starts at ``i``) with that axis' value in loop terms, so they are functions of the
+    loop values only."""
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, coords)) + r")\b") if coords else None
+    for _ in range(len(coords)):        # an axis' bound names an axis declared before it: a short chain
+        changed = False
+        for key, text in value.items():
+            new = pattern.sub(lambda m: f"({value[coords[m.group(1)]]})", text) if pattern else text
+            if new != text:
+                value[key], changed = new, True
+        if not changed:
+            return
 
 
 def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dict[int, str],

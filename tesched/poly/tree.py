@@ -144,20 +144,51 @@ class TreeBuilder:
 
     # stages ---------------------------------------------------------------------------------------
     def stage_tree(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
-        stmts = sm.emitted
-        init, main = (stmts[0] if len(stmts) == 2 else None), stmts[-1]
-        n = sm.n_loops
-        if init is None:
-            sched, placed = self.levels(sm, 0, n, self.leaf(main), [main])
+        if sm.tensorized is None:
+            sched, placed = self.nest(sm, 0, sm.init, sm.main)
         else:
-            r = sm.first_reduce
-            assert r is not None
-            isched = self.leaf(init)
-            for j in reversed(range(r, len(init.loop_vars))):
-                isched = self.loop(isched, [init], sm, sm.prefix_len + j, init.loop_vars[j])
-            usched, ustmts = self.levels(sm, r, n, self.leaf(main), [main])
-            sched, placed = self.levels(sm, 0, r, isched.sequence(usched), [init] + ustmts)
+            sched, placed = self.tensorized(sm)
         return self.mark(sched, ProduceMark(sm)), placed
+
+    def init_loops(self, sm: StageModel, init: Statement) -> isl.Schedule:
+        """An init statement (or reset call) with its own loops after the first reduction loop."""
+        r = sm.first_reduce
+        assert r is not None
+        isched = self.leaf(init)
+        for j in reversed(range(r, len(init.loop_vars))):
+            isched = self.loop(isched, [init], sm, sm.prefix_len + j, init.loop_vars[j])
+        return isched
+
+    def nest(self, sm: StageModel, lo: int, init: Statement | None,
+             main: Statement) -> tuple[isl.Schedule, list[Statement]]:
+        """The plain loops ``lo..`` of a stage: the init (if any) before the first reduction loop, then
+        the main statement inside every loop."""
+        n = len(sm.leaves)
+        if init is None:
+            return self.levels(sm, lo, n, self.leaf(main), [main])
+        r = sm.first_reduce
+        assert r is not None and r >= lo
+        usched, ustmts = self.levels(sm, r, n, self.leaf(main), [main])
+        return self.levels(sm, lo, r, self.init_loops(sm, init).sequence(usched), [init] + ustmts)
+
+    def tensorized(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
+        """Intrinsic calls in place of the loops from the tensorized one inward, for whole tiles; partial
+        tiles (and the init of an intrinsic without reset) run the stage's plain loops beside them."""
+        n, r = sm.n_loops, sm.first_reduce
+        call = sm.calls[-1]
+        below, stmts = self.leaf(call), [call]
+        if r is None or r >= n:           # the whole reduction (if any) is inside the region: one body call
+            if sm.tail_main is not None:
+                plain, pstmts = self.nest(sm, n, sm.tail_init, sm.tail_main)
+                below, stmts = below.sequence(plain), stmts + pstmts
+            return self.levels(sm, 0, n, below, stmts)
+        if sm.tail_main is not None:      # update calls; partial tiles accumulate with plain loops
+            plain, pstmts = self.levels(sm, n, len(sm.leaves), self.leaf(sm.tail_main), [sm.tail_main])
+            below, stmts = below.sequence(plain), stmts + pstmts
+        usched, ustmts = self.levels(sm, r, n, below, stmts)
+        inits = [s for s in (sm.calls[0] if len(sm.calls) == 2 else None, sm.tail_init) if s is not None]
+        isched = _sequence([self.init_loops(sm, s) for s in inits])
+        return self.levels(sm, 0, r, isched.sequence(usched), inits + ustmts)
 
     def levels(self, sm: StageModel, lo: int, hi: int, sched: isl.Schedule,
                stmts: list[Statement]) -> tuple[isl.Schedule, list[Statement]]:

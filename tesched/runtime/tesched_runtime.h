@@ -120,6 +120,11 @@ static inline void ts_free(void *p) { free(p); }
     for (int i = 1; i < N; i++) s += v[i];                                                              \
     return s;                                                                                           \
   }                                                                                                     \
+  static inline T ts_hmul_##S##x##N(ts_##S##x##N v) {                                                   \
+    T s = v[0];                                                                                         \
+    for (int i = 1; i < N; i++) s *= v[i];                                                              \
+    return s;                                                                                           \
+  }                                                                                                     \
   static inline T ts_hmax_##S##x##N(ts_##S##x##N v) {                                                   \
     T s = v[0];                                                                                         \
     for (int i = 1; i < N; i++) s = (v[i] > s || v[i] != v[i]) ? v[i] : s;                              \

@@ -20,7 +20,8 @@ from tesched.schedule.storage import AxisBound, record_bound, record_store
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.scatter import ScatterOp
-from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor
+from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor, TensorRead
+from tesched.te.visit import walk
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,6 +124,7 @@ class Stage:
         self.loop_origins: dict[IterVar, str] = {}     # loop variable -> the primitive that made it
         self.pragmas: dict[IterVar, dict[str, bool | int]] = {}   # loop -> C loop hints (``pragma``)
         self.prefetches: list[tuple[Tensor, IterVar, int]] = []    # (tensor, loop, offset), ``prefetch``
+        self.specializations: list[Expr] = []                      # conditions of ``specialize``
         self.attach_type = AttachType.ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
@@ -402,6 +404,28 @@ class Stage:
             A loop of this stage with a constant extent (split with a constant factor first).
         """
         self._annotate(var, LoopKind.UNROLLED)
+
+    @atomic
+    def specialize(self, condition: Expr) -> None:
+        """Add a fast path of this stage for when ``condition`` (on size variables, ``ts.var``) holds at
+        run time (Halide's ``Func::specialize``): the stage's loop nest is generated twice, once knowing
+        the condition, once not, and the kernel picks one when it runs. Knowing ``n % 16 == 0``, a split
+        of ``n`` by 16 has no tail: no guard, no remainder loop, whole SIMD vectors. The schedule of both
+        paths is the same. Conditions are comparisons of affine expressions of the sizes (``n % 16 == 0``,
+        ``n >= 64``) joined by ``&``, ``|`` and ``~``; with several, the first that holds picks its path.
+        The stage must be computed at the root (its loop nest is the unit that is duplicated).
+        """
+        self._compute_only("specialize")
+        if not isinstance(condition, Expr) or condition.dtype != "bool":
+            raise ScheduleError(f"specialize of {self.name}: the condition must be a comparison of size "
+                                f"variables such as n % 16 == 0, got {condition!r}")
+        loops = [v.name for v in walk(condition) if isinstance(v, IterVar)]
+        reads = [n for n in walk(condition) if isinstance(n, TensorRead)]
+        if loops or reads:
+            what = f"loop variable {loops[0]}" if loops else f"a read of {reads[0].tensor.name}"
+            raise ScheduleError(f"specialize of {self.name}: the condition uses {what}; it may only use size "
+                                "variables (ts.var), known when the kernel is called")
+        self.specializations = self.specializations + [condition]
 
     @atomic
     def prefetch(self, tensor: Tensor, var: IterVar, offset: int = 1) -> None:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import inspect
 import operator
+import traceback
 from enum import StrEnum
+from pathlib import Path
 from typing import Callable, SupportsIndex
 
 from tesched.errors import LoweringError
@@ -282,7 +284,7 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
     shape = _normalize_shape(shape, f"compute {name}")
     params = _param_names(checks.check_callable(fcompute, name), len(shape), name)
     axis = [IterVar(Range(0, ext), pname, IterType.DATA_PAR) for pname, ext in zip(params, shape)]
-    body = _body(name, fcompute(*axis))
+    body = _body(name, _evaluate(name, fcompute, axis))
     if isinstance(body, Reduce):
         inner = body.children()
     else:
@@ -297,6 +299,22 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
     checks.check_free_axes(name, axis, body, lambda e: isinstance(e, IterVar))
     op = ComputeOp(name, tag, axis, body, attrs)
     return op.output(0) if op.num_outputs == 1 else tuple(op.output(k) for k in range(op.num_outputs))  # type: ignore[return-value]  # TVM returns a tuple of the outputs of a multi-output compute
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _evaluate(name: str, fcompute: Callable[..., object], axis: list[IterVar]) -> object:
+    """``fcompute(*axis)``; a ``TypeError`` tesched raises while building the body (a bitwise operation on
+    floats, a literal that does not fit) is raised again naming the compute."""
+    try:
+        return fcompute(*axis)
+    except TypeError as err:
+        frames = traceback.extract_tb(err.__traceback__)
+        ours = bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(_PACKAGE)
+        if ours and not str(err).startswith(f"compute {name}:"):
+            raise TypeError(f"compute {name}: {err}") from err
+        raise
 
 
 def _as_body(name: str, value: object) -> Expr:

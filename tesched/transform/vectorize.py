@@ -35,12 +35,12 @@ _ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 MAX_INLINE_CHUNKS = 4
 _STRIDED = ("float32", "float64", "int32", "int64")   # element types with strided loads in the runtime header
-_COMBINE = ("add", "max", "min")
+_COMBINE = ("add", "max", "min", "mul")
 
 
 def _identity(op: str, dtype: str) -> Const:
-    if op == "add":
-        return Const(0, dtype)
+    if op in ("add", "mul"):
+        return Const(0 if op == "add" else 1, dtype)
     if dt.is_float(dtype):
         return Const(float("-inf") if op == "max" else float("inf"), dtype)
     low, high = dt.value_range(dtype)

@@ -153,6 +153,17 @@ def _cache_write_tensorized():
     return c.s.cache_write(c.B, "local")
 
 
+def _tensorize_without_update():
+    c = Chain()
+    x = ts.placeholder((8, 3), name="x")
+    r = ts.reduce_axis((0, 3), name="r")
+    y = ts.compute((8,), lambda i: ts.sum(x[i, r], axis=r), name="y")
+    ko, ki = c.s[c.C].split(c.k, factor=3)
+    c.s[c.C].reorder(ko, c.C.op.axis[0], ki)
+    c.s[c.C].tensorize(c.C.op.axis[0], ts.decl_tensor_intrin(y.op, ts.CIntrinsic("", body="sum3")))
+    return ts.lower(c.s, [c.A, c.D])
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -246,6 +257,17 @@ def _rows_placement() -> list[Misuse]:
         Misuse("prefetch of an inlined stage",
                lambda: ((c := Chain()).s[c.B].compute_inline(), c.s[c.C].prefetch(c.B, c.k, 1),
                         ts.lower(c.s, [c.A, c.D]))[2], r"prefetch of B at C.k: B is not stored whole"),
+        Misuse("specialize on a loop variable", lambda: (c := Chain()).s[c.D].specialize(c.D.op.axis[0] > 2),
+               r"specialize of D: the condition uses loop variable i"),
+        Misuse("specialize on a non-condition", lambda: (c := Chain()).s[c.D].specialize(3), r"specialize of D.*3"),
+        Misuse("specialize on a size the kernel does not have",
+               lambda: ((c := Chain()).s[c.D].specialize(ts.var("n") % 4 == 0), ts.lower(c.s, [c.A, c.D]))[1],
+               r"specialize of D:.*variable n"),
+        Misuse("specialize of a stage computed at a loop",
+               lambda: ((c := Chain()).s[c.C].specialize(ts.var("n") > 1), c.s[c.C].compute_at(c.s[c.D], c.D.op.axis[0]),
+                        ts.lower(c.s, [c.A, c.D]))[2], r"specialize of C: it is computed scope D"),
+        Misuse("tensorize a split reduction with an intrinsic without update", _tensorize_without_update,
+               r"tensorize of C at i with.*needs an update= implementation"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",
@@ -342,6 +364,77 @@ def _declaration_rows() -> list[Misuse]:
         Misuse("CIntrinsic naming no function", lambda: ts.CIntrinsic("", reset="r"), r"CIntrinsic.*body.*update"),
     ]
     return rows
+
+
+def _argmax(combine: Callable | None = None, identity: object = None) -> ts.CommReducer:
+    def best(x, y):
+        take = x[1] >= y[1]
+        return ts.select(take, x[0], y[0]), ts.select(take, x[1], y[1])
+
+    start = identity if identity is not None else (lambda t0, t1: (ts.const(-1, t0), ts.min_value(t1)))
+    return ts.comm_reducer(combine or best, start, name="argmax")
+
+
+def _reduce_into(body: Callable) -> object:
+    """compute Q over (4,) of ``body(i, k, A)`` with a fresh reduce axis k and input A (4, 4)."""
+    A = ts.placeholder((4, 4), name="A")
+    k = ts.reduce_axis((0, 4), name="k")
+    return ts.compute((4,), lambda i: body(i, k, A), name="Q")
+
+
+def _expression_rows() -> list[Misuse]:
+    """Reducers (init, comm_reducer, tuple reductions), multi-output computes and bitwise operations."""
+    I = lambda: ts.placeholder((4, 4), "int32", name="I")  # noqa: E731
+    F = lambda: ts.placeholder((4, 4), name="F")  # noqa: E731
+    return [
+        Misuse("comm_reducer whose combine returns the wrong arity",
+               lambda: _reduce_into(lambda i, k, A: _argmax(lambda x, y: x[0])((k, A[i, k]), axis=k)),
+               r"compute Q: reducer argmax: combine returns 1 value\(s\) for 2"),
+        Misuse("comm_reducer whose combine returns another dtype",
+               lambda: _reduce_into(lambda i, k, A: ts.comm_reducer(lambda x, y: (x + y).astype("int32"), 0.0)(
+                   A[i, k], axis=k)), r"compute Q: reducer reduce: combine returns int32 for component 0"),
+        Misuse("comm_reducer whose identity has the wrong arity",
+               lambda: _reduce_into(lambda i, k, A: _argmax(identity=0)((k, A[i, k]), axis=k)),
+               r"compute Q: reducer argmax: identity gives 1 values for 2"),
+        Misuse("comm_reducer with a combine that is not callable", lambda: ts.comm_reducer(3, 0, name="r"),
+               r"comm_reducer r: combine must be a function"),
+        Misuse("the components of a tuple reduction out of order",
+               lambda: _reduce_into(lambda i, k, A: _argmax()((k, A[i, k]), axis=k)[::-1]),
+               r"compute Q: a compute with several outputs returns plain"),
+        Misuse("a tuple reduction as a single body",
+               lambda: _reduce_into(lambda i, k, A: _argmax()((k, A[i, k]), axis=k)[0]),
+               r"compute Q: reducer argmax reduces 2 expressions"),
+        Misuse("a reduction and a plain value as two outputs",
+               lambda: _reduce_into(lambda i, k, A: (ts.sum(A[i, k], axis=k), A[i, 0])),
+               r"compute Q: a compute with several outputs"),
+        Misuse("init of the wrong shape",
+               lambda: _reduce_into(lambda i, k, A: ts.sum(A[i, k], axis=k, init=ts.placeholder((4, 5), name="P"))),
+               r"compute Q: init tensor P has shape \(4, 5\), the output has shape \(4,\)"),
+        Misuse("init using the reduce axis", lambda: _reduce_into(lambda i, k, A: ts.sum(A[i, k], axis=k, init=A[k, i])),
+               r"compute Q: init uses reduce axis k"),
+        Misuse("init of another dtype", lambda: _reduce_into(lambda i, k, A: ts.max(A[i, k], axis=k, init=i)),
+               r"compute Q: init 0 is int32, the reduced expression is float32"),
+        Misuse("init with two values for one reduction",
+               lambda: _reduce_into(lambda i, k, A: ts.prod(A[i, k], axis=k, init=(1.0, 2.0))),
+               r"ts.prod: init has 2 values for 1"),
+        Misuse("prod without an axis", lambda: ts.prod(F()[0, 0]), r"ts.prod needs axis"),
+        Misuse("bitwise and of floats", lambda: ts.compute((4,), lambda i: F()[i, 0] & F()[i, 1], name="Q"),
+               r"compute Q: F\[i, 0\] & F\[i, 1\]: bitwise operations need integer operands, got float32"),
+        Misuse("shift of a float", lambda: ts.compute((4,), lambda i: F()[i, 0] << 2, name="Q"),
+               r"compute Q: F\[i, 0\] << 2.*bitwise operations need integer"),
+        Misuse("bitwise not of a float", lambda: ts.compute((4,), lambda i: ~F()[i, 0], name="Q"),
+               r"compute Q: ~\(F\[i, 0\]\): bitwise not needs an integer, got float32"),
+        Misuse("bitwise_xor of a float and an int", lambda: ts.bitwise_xor(I()[0, 0], F()[0, 0]),
+               r"bitwise operations need integer operands, got int32 and float32"),
+        Misuse("bitwise_not of a condition", lambda: ts.bitwise_not(I()[0, 0] > 0), r"bitwise not needs an integer, got bool"),
+        Misuse("power of a condition", lambda: ts.power(I()[0, 0] > 0, 2), r"power.*no arithmetic on bool"),
+        Misuse("cache_write of a multi-output stage",
+               lambda: (T := ts.compute((4,), lambda i: (F()[i, 0], I()[i, 0]), name="T"),
+                        ts.create_schedule(T[0].op).cache_write(T[1], "local")), r"cache_write of T: it has 2 outputs"),
+        Misuse("output index beyond a multi-output compute",
+               lambda: ts.compute((4,), lambda i: (F()[i, 0], I()[i, 0]), name="T")[0].op.output(2),
+               r"operation T has 2 output\(s\)"),
+    ]
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -579,7 +672,7 @@ def _storage_rows() -> list[Misuse]:
 
 
 ROWS: list[Misuse] = _loop_rows() + _factor_rows() + _placeholder_rows() + _rows_placement() + \
-    _storage_rows() + _declaration_rows() + _build_rows() + _data_dependent_rows()
+    _storage_rows() + _declaration_rows() + _expression_rows() + _build_rows() + _data_dependent_rows()
 
 # rows that need a part of the compiler not yet fixed: label -> issue item
 OPEN: dict[str, str] = {

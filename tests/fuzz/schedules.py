@@ -7,8 +7,9 @@ stored further out: ``store_at``/``store_root``, a sliding window), sometimes wi
 extent (``bound``/``bound_extent``); each stage's loops are split (by factor or
 nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
 ``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
-prefetches of inputs; a scatter stays at the root and may be made atomic (then parallel). The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
-legality check is a rejection (counted and listed), not a failure.
+prefetches of inputs, and root stages of symbolic size get ``specialize``-d fast paths; a scatter stays at
+the root and may be made atomic (then parallel). The lowering time of every case is recorded. A
+``ScheduleError`` from the draw or from the legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
 
@@ -18,8 +19,10 @@ import time
 import numpy as np
 
 import tesched as ts
+from tesched.te.expr import Expr, Var
 from tesched.te.scatter import ScatterOp
-from tesched.te.tensor import ComputeOp, PlaceholderOp
+from tesched.te.tensor import ComputeOp, IterVar, PlaceholderOp
+from tesched.te.visit import walk
 
 from .outcome import describe
 from .pipelines import PIPELINES, Pipeline
@@ -126,6 +129,14 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
             hint, value = rnd.choice(hints + ([("ivdep", True)] if loop.iter_type == "data_par" else []))
             stage.pragma(loop, hint, value)
             recipe.append(f"s[{name}].pragma({loop.name}, {hint!r}, {value!r})")
+    sizes = {id(v): v for d in stage.op.output(0).shape if isinstance(d, Expr)
+             for v in walk(d) if isinstance(v, Var) and not isinstance(v, IterVar)}
+    if sizes and stage.attach_type == "root" and rnd.random() < 0.4:   # a fast path for some sizes
+        size = rnd.choice(list(sizes.values()))
+        factor, low = rnd.randint(2, 8), rnd.randint(1, 8)
+        condition = rnd.choice([size % factor == 0, size >= low, (size % factor == 0) & (size >= low)])
+        stage.specialize(condition)
+        recipe.append(f"s[{name}].specialize({condition!r})")
     inputs = [t for t in stage.op.input_tensors if isinstance(t.op, PlaceholderOp)]
     if inputs and rnd.random() < 0.2:
         tensor, loop, offset = rnd.choice(inputs), rnd.choice(leaves), rnd.randint(1, 3)

@@ -221,3 +221,33 @@ def test_reducer_misuse_names_the_stage():
     S, T = ts.compute((4,), lambda i: (A[i, 0], A[i, 1]), name="ST")
     with pytest.raises(ts.ScheduleError, match="cache_write of ST: it has 2 outputs"):
         ts.create_schedule(S.op).cache_write(T, "local")
+
+
+def test_tuple_reduction_over_a_split_axis_keeps_the_index_dtype(rand):
+    """The reduce axis as argmax's index: split loops are int64, the index component stays int32."""
+    m, n = 5, 30
+    val = ts.placeholder((m, n), name="val")
+    k = ts.reduce_axis((0, n), name="k")
+    T0, T1 = ts.compute((m,), lambda i: _argmax_reducer()((k, val[i, k]), axis=k), name="T")
+    s = ts.create_schedule(T0.op)
+    ko, ki = s[T0].split(k, factor=7)
+    s[T0].unroll(ki)
+    f = ts.build(s, [val, T0, T1], name="argmax_split")
+    v = rand((m, n))
+    i_out, v_out = f(v)
+    np.testing.assert_array_equal(i_out, np.argmax(v, axis=1))
+    np.testing.assert_array_equal(v_out, v.max(axis=1))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "uint8"])
+def test_vectorized_product_keeps_one_partial_product_per_lane(dtype, rand):
+    A = ts.placeholder((3, 64), dtype, name="A")
+    k = ts.reduce_axis((0, 64), name="k")
+    P = ts.compute((3,), lambda i: ts.prod(A[i, k], axis=k), name="P")
+    s = ts.create_schedule(P.op)
+    s[P].vectorize(k)
+    f = ts.build(s, [A, P], name=f"vector_prod_{dtype}")
+    assert "ts_hmul_" in f.c_source
+    a = rand((3, 64), dtype, 0.9, 1.1) if dtype == "float32" else rand((3, 64), dtype, 0, 9)
+    want = np.prod(a, axis=1, dtype=dtype)
+    np.testing.assert_allclose(f(a), want, rtol=1e-5 if dtype == "float32" else 0)

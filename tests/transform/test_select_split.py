@@ -53,3 +53,21 @@ def test_condition_invariant_in_the_loop_is_one_branch_for_all_lanes():
     a = np.random.default_rng(1).standard_normal((8, 32)).astype(np.float32)
     np.testing.assert_array_equal(f(a), np.where(np.arange(8)[:, None] < 4, a, a[::-1]))
     assert "ts_vload_f32x" in f.c_source and "omp simd" not in f.c_source
+
+
+def test_condition_moving_with_an_inner_loop_is_not_split():
+    """A padded 1-D convolution: the select's flip point depends on the reduction variable inside the
+    vectorized loop, so the loop cannot be split outside it (it keeps the scalar loop)."""
+    n = 40
+    A = ts.placeholder((n,), name="A")
+    w = ts.placeholder((3,), name="w")
+    r = ts.reduce_axis((0, 3), name="r")
+    B = ts.compute((n,), lambda i: ts.sum(ts.if_then_else((i + r >= 1) & (i + r <= n), A[i + r - 1], 0.0) * w[r],
+                                         axis=r), name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    f = ts.build(s, [A, w, B], name="padded_conv1d")
+    rng = np.random.default_rng(4)
+    a, k = rng.standard_normal(n).astype(np.float32), rng.standard_normal(3).astype(np.float32)
+    padded_a = np.pad(a, 1)
+    np.testing.assert_allclose(f(a, k), [padded_a[i:i + 3] @ k for i in range(n)], rtol=1e-5, atol=1e-6)
