@@ -116,4 +116,4 @@ def _message(sm: StageModel, read: TensorRead, dim: int) -> str:
     verb = "writes" if read is sm.target else "reads"     # a scatter's update writes where it reads
     return (f"{tensor.name} is accessed out of bounds by stage {sm.name}: {tensor.name}[{text}] {verb} "
             f"dimension {dim} at a data-dependent index outside [0, {tensor.shape[dim]!r}); {tensor.name} has "
-            f"shape ({shape}). Clamp the index (ts.maximum/ts.minimum) or fix the index data")
+            f"shape ({shape}). Clamp the index (ts.clamp) or fix the index data")

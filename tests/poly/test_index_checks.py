@@ -58,7 +58,7 @@ def test_a_clamped_lookup_table_needs_no_check(rand):
     """Halide's local Laplacian reads its remapping table at clamp(cast(x * 255), 0, 255)."""
     X = ts.placeholder((8, 9), name="X")
     L = ts.placeholder((256,), name="L")
-    Y = ts.compute((8, 9), lambda y, x: L[ts.minimum(ts.maximum((X[y, x] * 255.0).astype("int32"), 0), 255)], name="Y")
+    Y = ts.compute((8, 9), lambda y, x: L[ts.clamp((X[y, x] * 255.0).astype("int32"), 0, 255)], name="Y")
     s = ts.create_schedule(Y.op)
     assert "checked" not in str(ts.lower(s, [X, L, Y]))
     f = ts.build(s, [X, L, Y], name="lut_clamped")

@@ -170,3 +170,40 @@ def test_random_cumsums_and_schedules(m, n, seed, steps, factor, inline, paralle
     for t in range(steps, m):
         expected[t] = expected[t - 1] + x[t]
     np.testing.assert_allclose(f(x), expected, rtol=1e-5)
+
+
+def test_an_lstm_over_a_sequence_is_one_kernel_with_its_two_states_packed(rand):
+    """TVM's LSTM scan keeps c and h; here one state of shape (T, 2, B, H) holds both (c at 0, h at 1)."""
+    T, B, H, I = 6, 2, 8, 5
+    X = ts.placeholder((T, B, I), name="X")
+    Wx = ts.placeholder((4 * H, I), name="Wx")
+    Wh = ts.placeholder((4 * H, H), name="Wh")
+    state = ts.placeholder((T, 2, B, H), name="ch")
+    k = ts.reduce_axis((0, I), name="k")
+    xw = ts.compute((T, B, 4 * H), lambda t, b, g: ts.sum(X[t, b, k] * Wx[g, k], axis=k), name="xw")
+    kh = ts.reduce_axis((0, H), name="kh")
+    hw = ts.compute((T, B, 4 * H), lambda t, b, g: ts.sum(state[t - 1, 1, b, kh] * Wh[g, kh], axis=kh), name="hw")
+
+    def gate(t, b, j, n):
+        return xw[t, b, n * H + j] + hw[t, b, n * H + j]
+
+    c = ts.compute((T, B, H), lambda t, b, j: ts.sigmoid(gate(t, b, j, 1)) * state[t - 1, 0, b, j]
+                   + ts.sigmoid(gate(t, b, j, 0)) * ts.tanh(gate(t, b, j, 2)), name="c")
+    update = ts.compute((T, 2, B, H), lambda t, s, b, j: ts.if_then_else(
+        s == 0, c[t, b, j], ts.sigmoid(gate(t, b, j, 3)) * ts.tanh(c[t, b, j])), name="update")
+    init = ts.compute((1, 2, B, H), lambda t, s, b, j: ts.const(0.0), name="init")
+    seq = ts.scan(init, update, state, name="lstm")
+    s = ts.create_schedule(seq.op)
+    s[update].compute_inline()
+    kernel = ts.build(s, [X, Wx, Wh, seq], name="lstm_scan")
+    assert "for t in" in str(kernel.lowered)
+    x, wx, wh = rand((T, B, I)), rand((4 * H, I), low=-0.5, high=0.5), rand((4 * H, H), low=-0.5, high=0.5)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    cs, hs = np.zeros((T, B, H), "float32"), np.zeros((T, B, H), "float32")
+    for t in range(1, T):
+        g = x[t] @ wx.T + hs[t - 1] @ wh.T
+        cs[t] = sig(g[:, H:2 * H]) * cs[t - 1] + sig(g[:, :H]) * np.tanh(g[:, 2 * H:3 * H])
+        hs[t] = sig(g[:, 3 * H:]) * np.tanh(cs[t])
+    out = kernel(x, wx, wh)
+    np.testing.assert_allclose(out[:, 0], cs, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(out[:, 1], hs, rtol=1e-4, atol=1e-5)
