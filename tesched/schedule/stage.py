@@ -19,6 +19,7 @@ from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.storage import AxisBound, checked_bound
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor, TensorRead
 from tesched.te.visit import walk
 
@@ -115,7 +116,7 @@ class Stage:
         self.op = op
         self.origin_op = op
         self.schedule = schedule
-        axes = list(op.axis) + list(op.reduce_axis)
+        axes = op.loop_axes if isinstance(op, ComputeOp) else []
         self.all_iter_vars: list[IterVar] = list(axes)
         self.leaf_iter_vars: list[IterVar] = list(axes)
         self.relations: list[Relation] = []
@@ -128,6 +129,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
         self.is_output = False
+        self.atomic_updates = False     # a scatter's updates run as atomic additions (see ``atomic``)
         self.tensorize_spec: tuple | None = None
         self.store_type: AttachType | None = None     # None: stored where computed
         self.store_stage: Stage | None = None
@@ -355,7 +357,8 @@ class Stage:
                 f"{primitive} on stage {self.name}: loop {ivar.name} fuses data-parallel and reduction loops "
                 f"(a reduction loop), so consecutive iterations update the same {self.name} element; "
                 "parallelize a data-parallel loop")
-        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE:
+        # a scatter's loops are its points: the dependence check decides whether they may run in parallel
+        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE and not isinstance(self.op, ScatterOp):
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "
@@ -617,3 +620,26 @@ class Stage:
         self._compute_only("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.ROOT, None, None
         self.store_type, self.store_stage, self.store_ivar = None, None, None
+
+    # keep this method last: in the class body its name hides the all-or-nothing decorator ``atomic``
+    def atomic(self) -> "Stage":
+        """Make a scatter's updates atomic additions (Halide's ``atomic()``), so that its loops may run
+        in ``parallel`` (the dependence check refuses it otherwise, unless each iteration writes its own
+        elements): threads adding into the same element no longer race. Only ``sum`` scatters of
+        int and float32/float64 elements; a vectorized loop still may not carry the scatter.
+
+        Returns
+        -------
+        Stage
+            This stage (for chaining: ``s[hist].atomic().parallel(ry)``).
+        """
+        if not isinstance(self.op, ScatterOp):
+            raise ScheduleError(f"atomic of {self.name}: only a scatter (ts.scatter) accumulates at computed "
+                                "indices; the loops of any other stage write distinct elements")
+        body = self.op.body
+        if body.combiner != "sum" or body.dtype in ("float16", "bfloat16", "bool"):
+            raise ScheduleError(f"atomic of {self.name}: atomic updates are additions of int, float32 or "
+                                f"float64 elements; this scatter combines {body.dtype} elements with "
+                                f"{body.combiner}: keep its loops serial")
+        self.atomic_updates = True
+        return self
