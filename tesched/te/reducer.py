@@ -143,7 +143,7 @@ class CommReducer:
     def __call__(self, expr: object, axis: IterVar | Sequence[IterVar], where: object = None,
                  init: object = None) -> Expr | tuple[Expr, ...]:
         """Reduce ``expr`` (an expression, or a tuple for a tuple reduction) over ``axis``; a tuple
-        reduction returns one :class:`Reduce` per component, to be the bodies of one compute."""
+        reduction returns one ``Reduce`` per component, to be the bodies of one compute."""
         what = f"reducer {self.name}"
         values = list(expr) if isinstance(expr, (tuple, list)) else [expr]
         if not values:
