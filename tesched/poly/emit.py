@@ -24,7 +24,8 @@ from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, MultiValue, Reduce, Select, Var
+from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
+from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
