@@ -20,6 +20,8 @@ dependence check proved that a vectorized loop carries no dependence other than 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tesched.arith.linear import coefficient, constant_difference
 from tesched.arith.interval import VarRanges, bound
 from tesched.arith.simplify import simplify
@@ -327,8 +329,7 @@ class LoopVectorizer:
         base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
         vector = ir.For(chunk_var, Const(0, "int64"), chunks, LoopKind.SERIAL, ir.seq(self.chunk(stores, base, width)))
         rest_begin = simplify(Binary("add", begin, Binary("mul", chunks, Const(width, "int64"), "int64"), "int64"))
-        rest = ir.For(self.var, rest_begin, end, LoopKind.SERIAL, self.loop.body, stage=self.loop.stage,
-                      origin=self.loop.origin)
+        rest = replace(self.loop, begin=rest_begin, kind=LoopKind.SERIAL, extent_hint=None)
         return ir.seq([vector, rest])
 
     def plan(self, stores: list[ir.Store], trips: int, width: int) -> ir.Stmt:
