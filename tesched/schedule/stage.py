@@ -16,9 +16,10 @@ from typing import Callable, Concatenate, Iterable, ParamSpec, Protocol, Sequenc
 
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
-from tesched.schedule.storage import AxisBound, record_bound, record_store
+from tesched.schedule.storage import AxisBound, checked_bound
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor, TensorRead
 from tesched.te.visit import walk
 
@@ -115,7 +116,7 @@ class Stage:
         self.op = op
         self.origin_op = op
         self.schedule = schedule
-        axes = list(op.axis) + list(op.reduce_axis)
+        axes = op.loop_axes if isinstance(op, ComputeOp) else []
         self.all_iter_vars: list[IterVar] = list(axes)
         self.leaf_iter_vars: list[IterVar] = list(axes)
         self.relations: list[Relation] = []
@@ -128,6 +129,7 @@ class Stage:
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
         self.is_output = False
+        self.atomic_updates = False     # a scatter's updates run as atomic additions (see ``atomic``)
         self.tensorize_spec: tuple | None = None
         self.store_type: AttachType | None = None     # None: stored where computed
         self.store_stage: Stage | None = None
@@ -355,7 +357,8 @@ class Stage:
                 f"{primitive} on stage {self.name}: loop {ivar.name} fuses data-parallel and reduction loops "
                 f"(a reduction loop), so consecutive iterations update the same {self.name} element; "
                 "parallelize a data-parallel loop")
-        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE:
+        # a scatter's loops are its points: the dependence check decides whether they may run in parallel
+        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE and not isinstance(self.op, ScatterOp):
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "
@@ -562,13 +565,16 @@ class Stage:
         >>> s[blur_x].compute_at(s[blur_y], y)      # computed per row of blur_y...
         >>> s[blur_x].store_at(s[blur_y], yo)       # ...reusing rows within each strip yo
         """
-        record_store(self, parent, scope)
+        self._compute_only("store_at")
+        self._check_placement("store_at", parent, scope)
+        self.store_type, self.store_stage, self.store_ivar = AttachType.SCOPE, parent, scope
 
     @atomic
     def store_root(self) -> None:
         """Allocate this stage's buffer outside every loop (Halide's ``store_root``); with ``compute_at``
         the rows (slices) computed by earlier iterations are reused, see :meth:`store_at`."""
-        record_store(self, None, None)
+        self._compute_only("store_root")
+        self.store_type, self.store_stage, self.store_ivar = AttachType.ROOT, None, None
 
     @atomic
     def bound(self, axis: IterVar, min: int, extent: int) -> None:
@@ -585,14 +591,16 @@ class Stage:
         min, extent : int
             The first index realized and how many.
         """
-        record_bound(self, axis, min, extent, "bound")
+        self._compute_only("bound")
+        self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, min, extent, "bound")
 
     @atomic
     def bound_extent(self, axis: IterVar, extent: int) -> None:
         """Realize ``extent`` points of ``axis``, from where the readers' region starts (Halide's
         ``bound_extent``): a stage computed at a loop gets a constant-size region per iteration; a reader
         needing more than ``extent`` points raises ``ScheduleError``."""
-        record_bound(self, axis, None, extent, "bound_extent")
+        self._compute_only("bound_extent")
+        self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, None, extent, "bound_extent")
 
     @atomic
     def compute_inline(self) -> None:
@@ -612,3 +620,26 @@ class Stage:
         self._compute_only("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.ROOT, None, None
         self.store_type, self.store_stage, self.store_ivar = None, None, None
+
+    # keep this method last: in the class body its name hides the all-or-nothing decorator ``atomic``
+    def atomic(self) -> "Stage":
+        """Make a scatter's updates atomic additions (Halide's ``atomic()``), so that its loops may run
+        in ``parallel`` (the dependence check refuses it otherwise, unless each iteration writes its own
+        elements): threads adding into the same element no longer race. Only ``sum`` scatters of
+        int and float32/float64 elements; a vectorized loop still may not carry the scatter.
+
+        Returns
+        -------
+        Stage
+            This stage (for chaining: ``s[hist].atomic().parallel(ry)``).
+        """
+        if not isinstance(self.op, ScatterOp):
+            raise ScheduleError(f"atomic of {self.name}: only a scatter (ts.scatter) accumulates at computed "
+                                "indices; the loops of any other stage write distinct elements")
+        body = self.op.body
+        if body.combiner != "sum" or body.dtype in ("float16", "bfloat16", "bool"):
+            raise ScheduleError(f"atomic of {self.name}: atomic updates are additions of int, float32 or "
+                                f"float64 elements; this scatter combines {body.dtype} elements with "
+                                f"{body.combiner}: keep its loops serial")
+        self.atomic_updates = True
+        return self

@@ -136,8 +136,8 @@ def split_at_conditions(loop: ir.For) -> tuple[list[tuple[Var, Expr]], list[ir.F
             decided[key] = value
         body = _replace(loop.body, decided)
         part_var = ir.LoopVar(var.name)
-        parts.append(replace(loop, var=part_var, begin=begin, end=end,
-                             body=substitute_loop_var(body, var, part_var), extent_hint=None))
+        parts.append(replace(loop, var=part_var, begin=begin, end=end, body=substitute_loop_var(body, var, part_var),
+                             extent_hint=None))
     return bindings, parts
 
 

@@ -1,8 +1,6 @@
 """Buffers of stages stored outside the loop they are computed at: their extent and folding."""
 from __future__ import annotations
 
-import re
-
 import pytest
 from .helpers import model_of
 
@@ -56,8 +54,7 @@ def test_a_strip_too_short_to_fold_keeps_its_rows():
 def test_the_ir_shows_the_fold_and_the_c_indexes_modulo():
     s, args = blur_schedule()
     assert "dimension 0 folded modulo 4" in str(ts.lower(s, args))
-    source = ts.build(s, args).c_source      # C's % where the index is known non-negative
-    assert "ts_floormod" in source or re.search(r"\) % 4\)", source)
+    assert "% 4)" in ts.build(s, args).c_source        # the row index modulo the fold
 
 
 @pytest.mark.parametrize("store", ["root", "at"])
