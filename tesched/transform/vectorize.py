@@ -168,6 +168,10 @@ class LoopVectorizer:
             return Select(substitute(e.cond, {var: base}), self.expr(e.true_value, base, lanes),
                           self.expr(e.false_value, base, lanes))
         if isinstance(e, Select):  # both sides are computed in every lane: their reads are masked
+            if any(isinstance(n, ir.CheckedIndex) for n in walk(e.true_value)) or \
+                    any(isinstance(n, ir.CheckedIndex) for n in walk(e.false_value)):
+                raise CannotVectorize("an index checked at run time under a condition: only the lanes that "
+                                      "take the branch may check it")
             cond = self.expr(e.cond, base, lanes)
             zero = ir.Broadcast(Const(0, ir.split_dtype(cond.dtype)[0]), lanes)
             t = self.masked(e.true_value, base, lanes, cond)
