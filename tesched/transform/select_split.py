@@ -135,7 +135,7 @@ def split_at_conditions(loop: ir.For) -> tuple[list[tuple[Var, Expr]], list[ir.F
         body = _replace(loop.body, decided)
         part_var = ir.LoopVar(var.name)
         parts.append(ir.For(part_var, begin, end, loop.kind, substitute_loop_var(body, var, part_var),
-                            loop.step, None, loop.reduction, loop.stage, loop.origin))
+                            loop.step, None, loop.reduction, loop.stage, loop.origin, loop.pragmas))
     return bindings, parts
 
 

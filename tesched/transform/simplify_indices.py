@@ -66,7 +66,8 @@ class RangeMutator(StmtMutator):
         body = self.within(loop_range(s, self.ranges), s.body)
         if begin is s.begin and end is s.end and body is s.body:
             return s
-        return ir.For(s.var, begin, end, s.kind, body, s.step, s.extent_hint, s.reduction, s.stage, s.origin)
+        return ir.For(s.var, begin, end, s.kind, body, s.step, s.extent_hint, s.reduction, s.stage, s.origin,
+                      s.pragmas)
 
     def visit_IfThenElse(self, s: ir.IfThenElse) -> ir.Stmt:
         cond = self.mutate_expr(s.cond)
@@ -108,5 +109,5 @@ def normalize_loops(stmt: ir.Stmt) -> ir.Stmt:
         var = ir.LoopVar(s.var.name)
         body = substitute_loop_var(s.body, s.var, Binary("add", s.begin, var, "int64"))
         return ir.For(var, Const(0, "int64"), Binary("sub", s.end, s.begin, "int64"), s.kind,
-                      map_stmt(body, None, visit), s.step, s.extent_hint, s.reduction, s.stage, s.origin)
+                      map_stmt(body, None, visit), s.step, s.extent_hint, s.reduction, s.stage, s.origin, s.pragmas)
     return map_stmt(stmt, None, visit)
