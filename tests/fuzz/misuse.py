@@ -164,6 +164,16 @@ def _tensorize_without_update():
     return ts.lower(c.s, [c.A, c.D])
 
 
+def _rfactor_symbolic_nparts():
+    n = ts.var("n")
+    x = ts.placeholder((n,), name="x")
+    r = ts.reduce_axis((0, n), name="r")
+    total = ts.compute((1,), lambda i: ts.sum(x[r], axis=r), name="S")
+    s = ts.create_schedule(total.op)
+    _, inner = s[total].split(r, nparts=4)
+    return s.rfactor(total, inner)
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -268,6 +278,8 @@ def _rows_placement() -> list[Misuse]:
                         ts.lower(c.s, [c.A, c.D]))[2], r"specialize of C: it is computed scope D"),
         Misuse("tensorize a split reduction with an intrinsic without update", _tensorize_without_update,
                r"tensorize of C at i with.*needs an update= implementation"),
+        Misuse("rfactor after an nparts split of a symbolic reduction", _rfactor_symbolic_nparts,
+               r"rfactor of S: the extent of reduce loop r.outer"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",
