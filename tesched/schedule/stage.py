@@ -124,6 +124,7 @@ class Stage:
         self.pragmas: dict[IterVar, dict[str, bool | int]] = {}   # loop -> C loop hints (``pragma``)
         self.prefetches: list[tuple[Tensor, IterVar, int]] = []    # (tensor, loop, offset), ``prefetch``
         self.specializations: list[Expr] = []                      # conditions of ``specialize``
+        self.storage_aligns: dict[int, tuple[int, int]] = {}       # dimension -> (factor, offset)
         self.attach_type = AttachType.ROOT
         self.attach_stage: Stage | None = None
         self.attach_ivar: IterVar | None = None
@@ -401,6 +402,36 @@ class Stage:
             A loop of this stage with a constant extent (split with a constant factor first).
         """
         self._annotate(var, LoopKind.UNROLLED)
+
+    @atomic
+    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
+        """Pad the stride of dimension ``axis`` of this stage's buffer so that it is ``k * factor + offset``
+        for some ``k`` (TVM's ``storage_align``), the smallest such stride no less than the dense one.
+        With ``axis`` the rows of a tile whose row length is a multiple of the cache's set stride,
+        ``offset=1`` puts consecutive rows in different cache sets (no conflict misses when a column is
+        read). For a buffer tesched allocates: an intermediate or a ``compute_at`` buffer of constant shape
+        (a cache stage); a kernel argument keeps the array's layout and is refused when lowering.
+
+        Parameters
+        ----------
+        axis : IterVar
+            An axis of this stage's computation (``s[T].op.axis[d]``).
+        factor : int
+            The stride is a multiple of ``factor`` plus ``offset`` (elements).
+        offset : int
+            From 0 to ``factor - 1``.
+        """
+        self._compute_only("storage_align")
+        axes = list(getattr(self.op, "axis", []))
+        if not isinstance(axis, IterVar) or not any(a is axis for a in axes):
+            raise ScheduleError(f"storage_align of {self.name}: {getattr(axis, 'name', axis)!r} is not an axis of "
+                                f"{self.name} (its axes are: {self._names(axes)}); give s[{self.name}].op.axis[d]")
+        dim = next(d for d, a in enumerate(axes) if a is axis)
+        step = _positive_int(factor, f"storage_align factor of {self.name}.{axis.name}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < step:
+            raise ScheduleError(f"storage_align offset of {self.name}.{axis.name} must be an int from 0 to "
+                                f"{step - 1}, got {offset!r}")
+        self.storage_aligns = {**self.storage_aligns, dim: (step, offset)}
 
     @atomic
     def specialize(self, condition: Expr) -> None:
