@@ -174,6 +174,15 @@ def _rfactor_symbolic_nparts():
     return s.rfactor(total, inner)
 
 
+def _fuse_symbolic():
+    n = ts.var("n")
+    x = ts.placeholder((4, n), name="x")
+    y = ts.compute((4, n), lambda i, j: x[i, j] + 1.0, name="S")
+    s = ts.create_schedule(y.op)
+    s[y].fuse(*y.op.axis)
+    return ts.lower(s, [x, y])
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -293,6 +302,7 @@ def _rows_placement() -> list[Misuse]:
         Misuse("storage_align of an inlined stage", lambda: ((c := Chain()).s[c.B].storage_align(c.B.op.axis[0], 8, 1),
                                                              c.s[c.B].compute_inline(), ts.lower(c.s, [c.A, c.D]))[2],
                r"storage_align of B: it is inlined"),
+        Misuse("fuse of a loop of symbolic extent", _fuse_symbolic, r"fuse of S.i and j: the inner loop's extent"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",
