@@ -52,8 +52,7 @@ def transpose(aligned: bool) -> tuple[ts.Kernel, list[np.ndarray]]:
 
 def matmul(ahead: bool) -> tuple[ts.Kernel, list[np.ndarray]]:
     n = 512
-    A = ts.placeholder((n, n), name="A")
-    B = ts.placeholder((n, n), name="B")
+    A, B = (ts.placeholder((n, n), name=name) for name in "AB")
     k = ts.reduce_axis((0, n), name="k")
     C = ts.compute((n, n), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
     s = ts.create_schedule(C.op)

@@ -8,6 +8,8 @@ import pytest
 import tesched as ts
 from tesched.ir.nodes import Buffer, BufferScope
 
+from .helpers import check_transposed_pair, transposed_pair_kernel
+
 
 @pytest.mark.parametrize("shape, aligns, strides", [
     ((64, 16), {0: (32, 8)}, [40, 1]),         # rows of 16 padded to 40 = 32 + 8
@@ -47,16 +49,12 @@ def test_storage_align_of_a_cache_read_tile(rand, n, factor, offset):
 
 
 def test_storage_align_of_an_intermediate_with_a_transposed_reader(rand):
-    A = ts.placeholder((32, 32), name="A")
-    T = ts.compute((32, 32), lambda i, j: A[i, j] * 2.0, name="T")
-    U = ts.compute((32, 32), lambda i, j: T[j, i] + 1.0, name="U")
-    s = ts.create_schedule(U.op)
-    s[T].storage_align(T.op.axis[0], 32, 1)
-    s[U].vectorize(U.op.axis[1])
-    kernel = ts.build(s, [A, U], name="align_intermediate")
+    def step(s, T, U):
+        s[T].storage_align(T.op.axis[0], 32, 1)
+        s[U].vectorize(U.op.axis[1])
+    kernel = transposed_pair_kernel(32, step, "align_intermediate")
     assert "strides [33, 1]" in str(kernel.lowered)
-    a = rand((32, 32))
-    np.testing.assert_allclose(kernel(a), a.T * 2 + 1, rtol=1e-6)
+    check_transposed_pair(kernel, rand, 32)
 
 
 @pytest.mark.parametrize("mistake, message", [

@@ -352,14 +352,3 @@ def test_rfactor_of_a_symbolic_reduction(which):
     for m in (8, 13, 3, 40):
         data = np.random.default_rng(m).standard_normal((4, m)).astype(np.float32)
         np.testing.assert_allclose(kernel(data), (data.astype(np.float64) ** 2).sum(1), rtol=RTOL, atol=ATOL)
-
-
-def test_rfactor_of_a_symbolic_reduction_split_by_nparts_is_refused():
-    n = ts.var("n")
-    a = ts.placeholder((n,), name="A")
-    k = ts.reduce_axis((0, n), name="k")
-    c = ts.compute((1,), lambda i: ts.sum(a[k], axis=k), name="C")
-    s = ts.create_schedule(c.op)
-    ko, ki = s[c].split(k, nparts=2)
-    with pytest.raises(ts.ScheduleError, match="rfactor of C: the extent of reduce loop k.outer .*factor="):
-        s.rfactor(c, ki)
