@@ -23,7 +23,8 @@ from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var, cast_to
+from tesched.te.expr import Binary, Const, Expr, Select, Var, cast_to
+from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 

@@ -15,7 +15,7 @@ from tesched.errors import ScheduleError
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
-from tesched.te.expr import Reduce
+from tesched.te.reduction import Reduce
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar
