@@ -128,8 +128,11 @@ ROWS: tuple[Row, ...] = (
         "``s[C].pragma(i, 'unroll', 4)``, ``'ivdep'``, ``'unroll_explicit'``",
         "only these three; ``ivdep`` is refused on a loop that carries a dependence",
         uses=("tesched.Stage.pragma",)),
-    Row("storage alignment", "``s[B].storage_align(i, 16, 4)``", "``f.align_storage(x, 16)``", None,
-        "intermediate buffers are dense, row-major, without padding", missing=("tesched.Stage.storage_align",)),
+    Row("storage alignment", "``s[B].storage_align(i, 16, 4)``", "``f.align_storage(x, 16)``",
+        "``s[B].storage_align(s[B].op.axis[0], 16, 4)``",
+        "TVM's rule: the stride of that dimension becomes the next ``16 k + 4``; buffers tesched allocates "
+        "(intermediates, ``compute_at`` buffers of constant shape), not kernel arguments",
+        uses=("tesched.Stage.storage_align",)),
     Row("read cache", "``s.cache_read(A, 'local', [C])``", "``A.in(f)``",
         "``s.cache_read(A, 'local', [C])`` (also ``'packed'``)",
         "a copy of the region the readers need, placed with ``compute_at``", uses=("tesched.Schedule.cache_read",)),

@@ -31,7 +31,7 @@ import islpy as isl
 
 from tesched.arith.linear import linear, simplify
 from tesched.errors import TensorizeError
-from tesched.poly.model import PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
+from tesched.poly.model import LoopSpace, PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
 from tesched.te.expr import Binary, Call, Const, Expr, Unary, Var
 from tesched.te.reduction import Reduce
 from tesched.te.intrinsic import TensorIntrin
@@ -317,4 +317,6 @@ def _rest(model: PolyModel, stmt: Statement, call: Statement | None, depth: int)
     if rest.is_empty():
         return None
     name = f"{stmt.name}_tail"
-    return Statement(name, stmt.kind, stmt.stage, stmt.coords, stmt.loops, stmt.loop_vars, rest.set_tuple_name(name))
+    space = stmt.space and LoopSpace(stmt.space.names, stmt.space.inverse, stmt.space.conds, stmt.space.params)
+    return Statement(name, stmt.kind, stmt.stage, stmt.coords, stmt.loops, stmt.loop_vars, rest.set_tuple_name(name),
+                     space)
