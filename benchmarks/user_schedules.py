@@ -11,8 +11,9 @@ defining ``blur_rows()`` (Halide's blur schedules). A section is a :class:`Secti
 function returning ``(schedule, tensors)``), the inputs, the expected output, the work per call, and
 reference calls.
 
-Method: every kernel is built cold (a fresh ``TESCHED_CACHE_DIR`` unless ``--warm``), and the time to
-lower and build it is printed. Then all kernels of a section and its references run in interleaved rounds
+Method: every kernel is built cold (a fresh ``TESCHED_CACHE_DIR`` unless ``--warm``), after one tiny
+kernel that pays the process's one-time compiler probe; the time to lower each step (``ts.lower``) and
+to build it (lowering, C, gcc) is printed. Then all kernels of a section and its references run in interleaved rounds
 (each round calls each once), so a busy machine slows them alike; printed per kernel: the median rate,
 the spread (25th to 75th percentile of the rates), the ratio to NumPy and to tesched's best, each computed
 from the medians of the same run. Slow steps (the default schedule) run in the first rounds only.
@@ -185,6 +186,24 @@ def _dense(size: int, inner: str) -> Built:
 
 
 # running a section ---------------------------------------------------------------------------------
+def first_build() -> float:
+    """Seconds of the first build in this process (it also probes the compiler once): a tiny kernel, so
+    that the steps' build times are each kernel's own."""
+    start = time.perf_counter()
+    x = ts.placeholder((4,), name="x")
+    y = ts.compute((4,), lambda i: x[i] + 1.0, name="y")
+    ts.build(ts.create_schedule(y.op), [x, y], name="first")
+    return time.perf_counter() - start
+
+
+def lowering_seconds(make: Callable[[], Built]) -> float:
+    """Seconds ``ts.lower`` takes for a fresh declaration and schedule from ``make``."""
+    s, tensors = make()
+    start = time.perf_counter()
+    ts.lower(s, tensors)
+    return time.perf_counter() - start
+
+
 def build_cold(label: str, built: Built, section: Section, show_c: bool) -> tuple[Callable[[], object], float]:
     """Lower and build (timed), check against the expected output, and return a call without checks."""
     start = time.perf_counter()
@@ -207,7 +226,9 @@ def run_section(section: Section, repeat: int, show_c: str | None
     calls: dict[str, Callable[[], object]] = {}
     slow: set[str] = set()
     builds: dict[str, float] = {}
+    lowering: dict[str, float] = {}
     for step in section.steps:
+        lowering[step.label] = lowering_seconds(step.make)
         start = time.perf_counter()
         built = step.make()
         declared = time.perf_counter() - start
@@ -235,13 +256,14 @@ def run_section(section: Section, repeat: int, show_c: str | None
     numpy_rate = median.get("NumPy")
     best_rate = median[best_label] if best_label else None
     print(f"{'kernel':28s} {section.unit:>9s} {'spread (p25-p75)':>18s} {'x NumPy':>8s} {'x best':>7s} "
-          f"{'build s':>8s}")
+          f"{'lower s':>8s} {'build s':>8s}")
     for label, values in rates.items():
         q = statistics.quantiles(values, n=4) if len(values) > 1 else [values[0]] * 3
         vs_numpy = f"{median[label] / numpy_rate:8.2f}" if numpy_rate else f"{'':8s}"
         vs_best = f"{median[label] / best_rate:7.2f}" if best_rate else f"{'':7s}"
         build = f"{builds[label]:8.2f}" if label in builds else f"{'':8s}"
-        print(f"{label:28s} {median[label]:9.2f} {q[0]:8.2f} - {q[2]:7.2f} {vs_numpy} {vs_best} {build}")
+        lower = f"{lowering[label]:8.2f}" if label in lowering else f"{'':8s}"
+        print(f"{label:28s} {median[label]:9.2f} {q[0]:8.2f} - {q[2]:7.2f} {vs_numpy} {vs_best} {lower} {build}")
     report_targets(section, median, builds, numpy_rate, best_rate)
     return median, builds, numpy_rate
 
@@ -286,6 +308,8 @@ def main(args: argparse.Namespace) -> None:
     except ImportError:
         print("NumPy's BLAS: unknown (pip install threadpoolctl to show it)")
     print(f"kernel cache: {os.environ.get('TESCHED_CACHE_DIR', 'default')} ({'warm' if args.warm else 'cold'})")
+    print(f"first build in this process (probes the compiler once): {first_build():.2f} s; build s below is "
+          f"lowering + C + gcc of each kernel, lower s lowering alone")
     for name, make in sections(args.size).items():
         if args.only is None or args.only == name:
             run_section(make(), args.repeat, args.show_c)

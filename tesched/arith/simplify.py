@@ -71,24 +71,42 @@ def _positive_divisor(e: Binary) -> int | None:
         and b.value > 0 else None
 
 
-def _smaller(candidate: Expr, current: Expr) -> Expr:
-    return candidate if size(candidate) <= size(current) else current
+def _linear_node(e: Expr) -> bool:
+    """Whether ``e`` is a sum, a difference, a negation or a multiple by a constant of index type (a
+    node of a linear form)."""
+    if e.dtype not in INDEX_TYPES or not isinstance(e, (Binary, Unary)):
+        return False
+    if e.op in ("add", "sub", "neg"):
+        return True
+    return isinstance(e, Binary) and e.op == "mul" and (isinstance(e.a, Const) or isinstance(e.b, Const))
 
 
 class _Simplifier:
     def __init__(self, ranges: VarRanges):
         self.ranges = ranges
-        self.memo: dict[int, Expr] = {}
+        self.memo: dict[tuple[int, bool], Expr] = {}
+        self.sizes: dict[int, tuple[Expr, int]] = {}     # the node is kept so that its id stays its own
 
-    def run(self, e: Expr) -> Expr:
-        done = self.memo.get(id(e))
+    def size(self, e: Expr) -> int:
+        known = self.sizes.get(id(e))
+        if known is None:
+            known = self.sizes[id(e)] = (e, 1 + sum(self.size(c) for c in e.children()))
+        return known[1]
+
+    def run(self, e: Expr, in_linear: bool = False) -> Expr:
+        """``e`` simplified; inside a linear form (``in_linear``) sums are left for the form's root,
+        which collects the whole form once."""
+        done = self.memo.get((id(e), in_linear))
         if done is not None:
             return done
         kids = e.children()
-        new = tuple(self.run(c) for c in kids)
+        linear = _linear_node(e)
+        new = tuple(self.run(c, linear) for c in kids)
         node = e if all(a is b for a, b in zip(new, kids)) else e.with_children(new)
-        out = _smaller(self.rewrite(node), node)
-        self.memo[id(e)] = out
+        out = node if in_linear and linear else self.rewrite(node)
+        if out is not node and self.size(out) > self.size(node):
+            out = node
+        self.memo[(id(e), in_linear)] = out
         return out
 
     def bound(self, e: Expr):

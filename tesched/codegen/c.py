@@ -192,6 +192,13 @@ class CExpr(NodeFunctor):
         return (f"ts_vloads_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
                 f"{self.index(e.stride)})")
 
+    def visit_VLoadMasked(self, e: ir.VLoadMasked) -> str:
+        return (f"ts_vloadm_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
+                f"{self.text(e.mask)})")
+
+    def visit_Ramp(self, e: ir.Ramp) -> str:
+        return f"ts_vramp_{_vec(e.dtype)}({self.text(e.base)})"
+
     def visit_Broadcast(self, e: ir.Broadcast) -> str:
         return f"ts_vbcast_{_vec(e.dtype)}({self.text(e.value)})"
 

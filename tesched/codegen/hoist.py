@@ -32,7 +32,7 @@ def _offsets(body: ir.Stmt) -> list[tuple[ir.Buffer, Expr]]:
             for n in walk(value):
                 if isinstance(n, (ir.Load, ir.Address)):
                     found.append((n.buffer, ir.flat_index(n.buffer, n.indices)))
-                elif isinstance(n, (ir.VLoad, ir.VLoadStrided)):
+                elif isinstance(n, (ir.VLoad, ir.VLoadStrided, ir.VLoadMasked)):
                     found.append((n.buffer, n.index))
     return found
 

@@ -6,7 +6,7 @@ Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :
 :class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
 :class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`VLoadStrided`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
+:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
 
 A statement's children are its fields that hold expressions, statements or sequences of them, except
 the variables it declares (``binds``); :mod:`.visitor` walks and rebuilds statements from that alone, so
@@ -99,6 +99,39 @@ class VLoadStrided(Expr):
 
     def with_children(self, children):
         return VLoadStrided(self.buffer, children[0], children[1], self.lanes)
+
+
+class VLoadMasked(Expr):
+    """``lanes`` consecutive elements of ``buffer`` from flat offset ``index``, read only in the lanes where
+    ``mask`` (an integer vector of the elements' size, -1 or 0 per lane) is set; the others are 0."""
+
+    __slots__ = ("buffer", "index", "mask", "lanes")
+
+    def __init__(self, buffer: Buffer, index: Expr, mask: Expr, lanes: int):
+        self.buffer, self.index, self.mask, self.lanes = buffer, index, mask, lanes
+        self.dtype = vector_dtype(buffer.dtype, lanes)
+
+    def children(self):
+        return (self.index, self.mask)
+
+    def with_children(self, children):
+        return VLoadMasked(self.buffer, children[0], children[1], self.lanes)
+
+
+class Ramp(Expr):
+    """``base, base + 1, ..., base + lanes - 1``: the vector form of a loop variable used as a value."""
+
+    __slots__ = ("base", "lanes")
+
+    def __init__(self, base: Expr, lanes: int):
+        self.base, self.lanes = base, lanes
+        self.dtype = vector_dtype(base.dtype, lanes)
+
+    def children(self):
+        return (self.base,)
+
+    def with_children(self, children):
+        return Ramp(children[0], self.lanes)
 
 
 class Broadcast(Expr):

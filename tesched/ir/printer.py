@@ -68,6 +68,12 @@ class IRExprPrinter(ExprPrinter):
     def visit_VLoadStrided(self, x: ir.VLoadStrided) -> tuple[str, int]:
         return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes}, stride={self.text(x.stride)})]", 7
 
+    def visit_VLoadMasked(self, x: ir.VLoadMasked) -> tuple[str, int]:
+        return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes}), where {self.text(x.mask)}]", 7
+
+    def visit_Ramp(self, x: ir.Ramp) -> tuple[str, int]:
+        return f"ramp({self.text(x.base)}, {x.lanes})", 7
+
     def visit_Broadcast(self, x: ir.Broadcast) -> tuple[str, int]:
         return f"x{x.lanes}({self.text(x.value)})", 7
 

@@ -88,15 +88,20 @@ def _largest(size: isl.PwAff) -> int | None:
 def _folds(model: PolyModel, sm: StageModel) -> dict[int, int]:
     """The one dimension (the outermost that can be) along which a hoisted buffer is folded, with its
     fold: the smallest power of two at least the per-iteration window that isl proves safe and that is
-    smaller than the storage's extent; empty when no dimension can be folded."""
+    smaller than the storage's extent (for a symbolic extent, that smallest power of two if it is safe
+    for every size); empty when no dimension can be folded."""
     fp, storage = sm.footprint, sm.storage
     assert fp is not None and storage is not None
     for d in range(sm.tensor.ndim):
         window = _largest(fp.dim_max(d).sub(fp.dim_min(d)).add_constant_val(isl.Val(1)))
         extent = _largest(storage.dim_max(d).sub(storage.dim_min(d)).add_constant_val(isl.Val(1)))
-        if window is None or extent is None:
+        if window is None:
             continue
         fold = 1 << max(window - 1, 0).bit_length()
+        if extent is None:              # a symbolic extent: a constant-size buffer if the smallest fold is safe
+            if fold_is_safe(model, sm, d, fold):
+                return {d: fold}
+            continue
         while fold < extent:
             if fold_is_safe(model, sm, d, fold):
                 return {d: fold}
@@ -139,7 +144,7 @@ def computed_points(model: PolyModel, sm: StageModel) -> int | None:
     if sm.footprint is None:
         return size
     fp = sm.footprint
-    if sm.computed is not None:     # a sliding window: the part of each box earlier iterations did not compute
+    if sm.hoisted and sm.computed is not None:   # a sliding window: what earlier iterations did not compute
         fp = sm.computed
         tdom = model.tensor_domain(sm.tensor, sm.tag)
         if not bounding_box(model, fp, tdom).is_equal(fp):

@@ -8,6 +8,8 @@ buffer). Domains come next (:mod:`.domains`).
 """
 from __future__ import annotations
 
+import re
+
 from tesched.errors import ScheduleError
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
@@ -69,11 +71,11 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     body = model.bodies[id(op)]
     sm = StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
     sm.loop_name = {id(v): f"l{k}" for k, v in enumerate(st.leaf_iter_vars)}
-    sm.axis_value, sm.loop_conds = _inverse(st, set(coord), sm.loop_name, leaf_min, extent)
+    sm.axis_value, sm.loop_conds = _inverse(st, coord, sm.loop_name, leaf_min, extent)
     return sm
 
 
-def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dict[int, str],
+def _inverse(st: Stage, axes: dict[int, str], loop_name: dict[int, str], leaf_min: dict[int, str],
              extent: dict[int, int | None]) -> tuple[dict[int, str], list[tuple[bool, str]]]:
     """Each axis as an isl expression of the loop values (``outer * factor + inner`` for a split,
     ``fused // inner_extent`` and ``fused % inner_extent`` for a fuse, as TVM recovers them), and the
@@ -101,6 +103,11 @@ def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dic
             conds.append((reduce[id(rel.fused)], f"{fused} >= 0"))
             value[id(rel.outer)] = f"(floor(({fused})/{iext}) + ({leaf_min[id(rel.outer)]}))"
             value[id(rel.inner)] = f"((({fused}) mod {iext}) + ({leaf_min[id(rel.inner)]}))"
+    # a reduce axis' lower bound may use the compute's axes (a triangular domain): over the loops, those
+    # coordinates are the axes' own values
+    by_name = {name: value[k] for k, name in axes.items()}
+    for k in axes:
+        value[k] = re.sub(r"\bs\d+\b", lambda m: f"({by_name[m.group(0)]})", value[k])
     return value, conds
 
 

@@ -79,8 +79,8 @@ static inline void *ts_alloc_elems(size_t elem, int64_t count) {
 
 static inline void ts_free(void *p) { free(p); }
 
-/* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (and strided) loads, stores, broadcasts and
-   lane-wise selects. */
+/* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (strided, masked) loads, stores, broadcasts and
+   lane-wise selects; ramps (x, x + 1, ...) for loop variables used as values. A masked load reads only the lanes whose mask is set (the others are 0). */
 #define TS_VECTOR_TYPE(T, S, N) typedef T ts_##S##x##N __attribute__((vector_size(sizeof(T) * N)));
 #define TS_VECTOR_OPS(T, S, N, M)                                                                      \
   static inline ts_##S##x##N ts_vload_##S##x##N(const T *p) {                                           \
@@ -94,7 +94,17 @@ static inline void ts_free(void *p) { free(p); }
     for (int i = 0; i < N; i++) v[i] = p[i * stride];                                                   \
     return v;                                                                                           \
   }                                                                                                     \
+  static inline ts_##S##x##N ts_vloadm_##S##x##N(const T *p, ts_##M##x##N m) {                          \
+    ts_##S##x##N v = {0};                                                                               \
+    for (int i = 0; i < N; i++) v[i] = m[i] ? p[i] : (T)0;                                              \
+    return v;                                                                                           \
+  }                                                                                                     \
   static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return x - (ts_##S##x##N){}; }                  \
+  static inline ts_##S##x##N ts_vramp_##S##x##N(T x) {                                                  \
+    ts_##S##x##N v;                                                                                     \
+    for (int i = 0; i < N; i++) v[i] = x + (T)i;                                                        \
+    return v;                                                                                           \
+  }                                                                                                     \
   static inline ts_##S##x##N ts_vsel_##S##x##N(ts_##M##x##N m, ts_##S##x##N a, ts_##S##x##N b) {        \
     return (ts_##S##x##N)((m & (ts_##M##x##N)a) | (~m & (ts_##M##x##N)b));                              \
   }                                                                                                     \

@@ -16,7 +16,7 @@ from typing import Callable, Concatenate, Iterable, ParamSpec, Protocol, Sequenc
 
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind
-from tesched.schedule.storage import AxisBound, record_bound, record_store
+from tesched.schedule.storage import AxisBound, checked_bound
 from tesched.te.expr import Expr, as_expr
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor, TensorRead
@@ -562,13 +562,16 @@ class Stage:
         >>> s[blur_x].compute_at(s[blur_y], y)      # computed per row of blur_y...
         >>> s[blur_x].store_at(s[blur_y], yo)       # ...reusing rows within each strip yo
         """
-        record_store(self, parent, scope)
+        self._compute_only("store_at")
+        self._check_placement("store_at", parent, scope)
+        self.store_type, self.store_stage, self.store_ivar = AttachType.SCOPE, parent, scope
 
     @atomic
     def store_root(self) -> None:
         """Allocate this stage's buffer outside every loop (Halide's ``store_root``); with ``compute_at``
         the rows (slices) computed by earlier iterations are reused, see :meth:`store_at`."""
-        record_store(self, None, None)
+        self._compute_only("store_root")
+        self.store_type, self.store_stage, self.store_ivar = AttachType.ROOT, None, None
 
     @atomic
     def bound(self, axis: IterVar, min: int, extent: int) -> None:
@@ -585,14 +588,16 @@ class Stage:
         min, extent : int
             The first index realized and how many.
         """
-        record_bound(self, axis, min, extent, "bound")
+        self._compute_only("bound")
+        self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, min, extent, "bound")
 
     @atomic
     def bound_extent(self, axis: IterVar, extent: int) -> None:
         """Realize ``extent`` points of ``axis``, from where the readers' region starts (Halide's
         ``bound_extent``): a stage computed at a loop gets a constant-size region per iteration; a reader
         needing more than ``extent`` points raises ``ScheduleError``."""
-        record_bound(self, axis, None, extent, "bound_extent")
+        self._compute_only("bound_extent")
+        self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, None, extent, "bound_extent")
 
     @atomic
     def compute_inline(self) -> None:

@@ -47,12 +47,12 @@ def refine(cond: Expr, ranges: VarRanges) -> VarRanges:
     return ranges
 
 
-class _Simplify(StmtMutator):
+class RangeMutator(StmtMutator):
+    """A statement mutator that knows, at each statement, the ranges of the variables around it
+    (``self.ranges``); ``if`` statements whose condition mutates to a constant keep the branch taken."""
+
     def __init__(self, ranges: VarRanges):
         self.ranges = ranges
-
-    def mutate_expr(self, e: Expr) -> Expr:
-        return simplify(e, self.ranges)
 
     def within(self, ranges: VarRanges, s: ir.Stmt) -> ir.Stmt:
         saved, self.ranges = self.ranges, ranges
@@ -88,6 +88,11 @@ class _Simplify(StmtMutator):
         if value is s.value and body is s.body:
             return s
         return ir.LetStmt(s.var, value, body)
+
+
+class _Simplify(RangeMutator):
+    def mutate_expr(self, e: Expr) -> Expr:
+        return simplify(e, self.ranges)
 
 
 def simplify_indices(stmt: ir.Stmt, ranges: VarRanges | None = None) -> ir.Stmt:

@@ -317,7 +317,19 @@ def argmax_bits(rnd: random.Random) -> Pipeline:
                     dataflow=_argmax_dataflow)
 
 
+def packed_matmul(rnd: random.Random) -> Pipeline:
+    """TVM's array packing: ``packedB[j // bn, k, j % bn]`` (index simplification with the loops' ranges)."""
+    bn = rnd.choice([2, 3, 4, 8])
+    m, k, n = rnd.randint(2, 9), rnd.randint(2, 9), bn * rnd.randint(1, 4)
+    A, B = ts.placeholder((m, k), name="A"), ts.placeholder((k, n), name="B")
+    P = ts.compute((n // bn, k, bn), lambda x, y, z: B[y, x * bn + z], name="P")
+    r = ts.reduce_axis((0, k), name="k")
+    C = ts.compute((m, n), lambda i, j: ts.sum(A[i, r] * P[j // bn, r, j % bn], axis=r), name="C")
+    return Pipeline("packed_matmul", [A, B], [C], lambda a, b: [a @ b], [_floats(rnd, m, k), _floats(rnd, k, n)])
+
+
 PIPELINES: list[Callable[[random.Random], Pipeline]] = [
     elementwise_chain, matmul_relu, stencil_chain, conv_relu_conv, softmax_rows, symbolic_stencil,
     integer_arith, reduction_dataflow, offset_window, shared_producer, boundary_blur, triangular, argmax_bits,
+    packed_matmul,
 ]

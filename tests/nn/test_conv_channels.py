@@ -30,13 +30,15 @@ def check_weight_last(x, w, strides, padding, dilation, block=None):
     ((1, 5, 10, 10), 64, 5, 2, 2, 2),
     ((1, 8, 14, 14), 96, 1, 2, 0, 1),
     ((1, 6, 7, 7), 128, 3, 1, 1, 1),
+    ((1, 20, 7, 9), 32, 3, 1, 1, 1),      # small blocks: whole block by chunks of input channels (20 = 4 x 5)
+    ((1, 16, 9, 9), 48, 3, 2, (1, 0, 0, 1), 1),
 ])
 def test_weight_last_convolution_with_an_epilogue_matches_numpy(shape, k, window, strides, padding, dilation, rand):
     check_weight_last(rand(shape, low=-1), rand((k, shape[1], window, window), low=-1), strides, padding, dilation)
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(channels=st.integers(1, 9), size=st.integers(3, 12), blocks=st.integers(1, 3), lanes=st.sampled_from([4, 8, 16]),
+@given(channels=st.integers(1, 24), size=st.integers(3, 12), blocks=st.integers(1, 3), lanes=st.sampled_from([4, 8, 16]),
        window=st.sampled_from([1, 3]), stride=st.integers(1, 2), padding=st.integers(0, 1))
 def test_random_shapes_and_blocks_match_numpy(channels, size, blocks, lanes, window, stride, padding, rand):
     """Odd sizes, strides 1 and 2, with and without padding, blocks of any width dividing the output channels."""

@@ -57,6 +57,29 @@ def test_random_shapes_match_direct_convolution(m, channels, out_channels, tiles
     np.testing.assert_allclose(got, np.maximum(want, 0), rtol=1e-4, atol=1e-4)
 
 
+def test_epilogues_of_several_ops_and_other_shapes_keep_the_transforms_as_stages(rand):
+    """The transforms are computed per band whatever the epilogue reads (two adds, a residual); a reader
+    of another shape (here the NCHW image) gets the tiles stored whole, each transform still a stage."""
+    m, channels, size = 2, 4, 14
+    x, w = rand((1, channels, size, size), low=-1), rand((16, channels, 3, 3), low=-1)
+    bias, residual = rand((1, 16, 1, 1, 1, 1), low=-1), rand((1, 16, size // m, m, size // m, m), low=-1)
+    u = winograd.transform_weight(w, m)
+    data, weights = ts.placeholder(x.shape, name="x"), ts.placeholder(u.shape, name="u")
+    b, r = ts.placeholder(bias.shape, name="b"), ts.placeholder(residual.shape, name="r")
+    tiles = winograd.winograd_conv2d(data, weights, padding=1)
+    out = nn.relu(nn.add(nn.add(tiles, b), r))
+    image = ts.compute((1, 16, size, size), lambda n, k, y, z: tiles[n, k, y // m, y % m, z // m, z % m], name="image")
+    want = direct(x, w)
+    for result, inputs, arrays, expected in [
+            (out, [data, weights, b, r], [x, u, bias, residual],
+             np.maximum(want.reshape(residual.shape) + bias + residual, 0)),
+            (image, [data, weights], [x, u], want)]:
+        kernel = ts.build(nn.default_schedule(result), inputs + [result], name="winograd_epilogue")
+        assert all(f"produce {stage} " in str(kernel.lowered) for stage in ("winograd_rows", "winograd_input",
+                                                                           "winograd_cols", "winograd_last"))
+        np.testing.assert_allclose(kernel(*arrays), expected, rtol=1e-4, atol=1e-4)
+
+
 def test_tile_choice_needs_channels_whole_tiles_and_busy_lanes():
     with ts.Target("x86-64-avx512"):
         check_tile_choice()
@@ -65,8 +88,8 @@ def test_tile_choice_needs_channels_whole_tiles_and_busy_lanes():
 def check_tile_choice():
     assert winograd.choose_tile(64, 64, 56, 56) == 4      # 14 tiles of 4x4 per row
     assert winograd.choose_tile(64, 64, 28, 28) == 4      # 7 per row: enough
-    assert winograd.choose_tile(64, 64, 14, 14) == 2      # 4x4 tiles do not divide 14; 7 of 2x2
-    assert winograd.choose_tile(64, 64, 12, 12) is None   # 3 tiles of 4x4, 6 of 2x2: rows too short
+    assert winograd.choose_tile(64, 64, 14, 14) is None   # 4x4 tiles do not divide 14; 2x2 tiles save too little
+    assert winograd.choose_tile(64, 64, 12, 12) is None   # 3 tiles of 4x4 per row: too short
     assert winograd.choose_tile(64, 64, 7, 7) is None
     assert winograd.choose_tile(3, 64, 56, 56) is None
     assert winograd.choose_tile(64, 20, 56, 56) == 4      # blocks of 20 channels: 16 + 4 lanes, 62% busy

@@ -80,7 +80,7 @@ def test_sliding_window_producer_count_at_2048_is_within_five_percent():
     assert points <= 1.05 * 2050 * 2048
 
 
-@pytest.mark.parametrize("schedule", ["strips", "tiles", "inner_x", "store_x"])
+@pytest.mark.parametrize("schedule", ["strips", "tiles", "inner_x", "store_x", "unrolled"])
 def test_store_at_levels_match_numpy(schedule, rand):
     A, bx, by = blur(19, 13)
     s = ts.create_schedule(by.op)
@@ -95,6 +95,11 @@ def test_store_at_levels_match_numpy(schedule, rand):
     elif schedule == "tiles":
         yo, xo, yi, xi = s[by].tile(y, x, 8, 5)
         s[bx].store_at(s[by], xo)
+        s[bx].compute_at(s[by], yi)
+    elif schedule == "unrolled":      # an unrolled loop between storage and computation runs in order
+        yo, yi = s[by].split(y, factor=4)
+        s[by].unroll(yi)
+        s[bx].store_at(s[by], yo)
         s[bx].compute_at(s[by], yi)
     elif schedule == "inner_x":       # storage at the root, computed per point: slides along y.inner
         s[by].split(y, factor=3)
@@ -349,3 +354,57 @@ def test_a_stage_computed_inside_a_sliding_window_keeps_its_own_origin(rand):
         stores = [st for st in walk_stmts(alloc.body) if isinstance(st, ir.Store) and st.buffer.name == "B"]
         assert stores and all(constant_difference(st.indices[0], alloc.buffer.offsets[0]) == 0 for st in stores)
     build_and_check(s, A, by, lambda a: blur_ref(2 * a), rand, (n + 2, m + 2))
+
+
+def test_a_sliding_reduction_initializes_and_accumulates_each_row_once(rand):
+    n, m = 11, 7
+    A = ts.placeholder((n + 2, m + 3), name="A")
+    k = ts.reduce_axis((0, 4), name="k")
+    P = ts.compute((n + 2, m), lambda y, x: ts.sum(A[y, x + k], axis=k), name="P")
+    Q = ts.compute((n, m), lambda y, x: P[y, x] + P[y + 2, x], name="Q")
+    s = ts.create_schedule(Q.op)
+    s[P].store_root()
+    s[P].compute_at(s[Q], s[Q].op.axis[0])
+    func = ts.lower(s, [A, Q])
+    sm = next(sm for sm in func.model.stages if sm.name == "P")
+    assert int(sm.init.domain.count_val().to_python()) == (n + 2) * m
+    assert sm.buffer.folds == {0: 4}
+
+    def ref(a):
+        p = sum(a[:, i:i + m] for i in range(4))
+        return p[:-2] + p[2:]
+    build_and_check(s, A, Q, ref, rand, (n + 2, m + 3))
+
+
+def test_a_symbolic_height_slides_in_a_constant_circular_buffer(rand):
+    N = ts.var("N")
+    A = ts.placeholder((N + 2, 6), name="A")
+    bx = ts.compute((N + 2, 4), lambda y, x: A[y, x] + A[y, x + 2], name="bx")
+    by = ts.compute((N, 4), lambda y, x: bx[y, x] * bx[y + 2, x], name="by")
+    s = ts.create_schedule(by.op)
+    s[bx].store_root()
+    s[bx].compute_at(s[by], s[by].op.axis[0])
+    func = ts.lower(s, [A, by])
+    buf = next(sm.buffer for sm in func.model.stages if sm.name == "bx")
+    assert buf.folds == {0: 4} and buf.shape == [4, 4]
+    f = ts.build(s, [A, by])
+    for rows in (1, 2, 5, 13):
+        a = rand((rows + 2, 6))
+        b = a[:, :4] + a[:, 2:]
+        np.testing.assert_allclose(f(a), b[:-2] * b[2:], rtol=1e-5)
+
+
+def test_a_window_sliding_along_both_dimensions_computes_each_point_once(rand):
+    n, m = 14, 11
+    A = ts.placeholder((n + 2, m + 2), name="A")
+    P = ts.compute((n + 2, m + 2), lambda y, x: A[y, x] * 2.0, name="P")
+    Q = ts.compute((n, m), lambda y, x: P[y, x] + P[y + 1, x + 1] + P[y + 2, x + 2] + P[y, x + 2], name="Q")
+    s = ts.create_schedule(Q.op)
+    s[P].store_root()
+    s[P].compute_at(s[Q], s[Q].op.axis[1])           # per point of Q: one new point of P (after the first)
+    func = ts.lower(s, [A, Q])
+    assert evaluations(func, "P") == (n + 2) * (m + 2)
+    buf = next(sm.buffer for sm in func.model.stages if sm.name == "P")
+    assert buf.folds == {0: 4} and buf.shape == [4, m + 2]
+    build_and_check(s, A, Q, lambda a: 2 * (a[:-2, :-2] + a[1:-1, 1:-1] + a[2:, 2:] + a[:-2, 2:]), rand,
+                    (n + 2, m + 2))

@@ -1,6 +1,8 @@
 """Vectorized loops with padding selects split into interior and border parts, each explicit SIMD."""
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tesched as ts
 
@@ -71,3 +73,60 @@ def test_condition_moving_with_an_inner_loop_is_not_split():
     a, k = rng.standard_normal(n).astype(np.float32), rng.standard_normal(3).astype(np.float32)
     padded_a = np.pad(a, 1)
     np.testing.assert_allclose(f(a, k), [padded_a[i:i + 3] @ k for i in range(n)], rtol=1e-5, atol=1e-6)
+
+
+def test_data_dependent_condition_reads_with_masked_loads():
+    """The condition cannot be split (it reads C), and A is shorter than the loop: A's read is masked,
+    C's (always inside C) is a plain vector load; the loop variable compared as a value is a ramp."""
+    A = ts.placeholder((40,), name="A")
+    C = ts.placeholder((64,), name="C")
+    B = ts.compute((64,), lambda i: ts.if_then_else((C[i] > 0.5) & (i < 40), A[i], C[i] - 1.0), name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    f = ts.build(s, [A, C, B], name="masked_reads")
+    rng = np.random.default_rng(5)
+    a, c = rng.random(40).astype(np.float32), rng.random(64).astype(np.float32)
+    expected = np.where((c > 0.5) & (np.arange(64) < 40), np.pad(a, (0, 24)), c - 1)
+    np.testing.assert_array_equal(f(a, c), expected)
+    assert "ts_vloadm_f32x" in f.c_source and "ts_vramp_i64x" in f.c_source and "omp simd" not in f.c_source
+    assert "ts_vloadm_f32x8(&C" not in f.c_source
+
+
+def test_loop_variable_as_a_value_is_a_ramp():
+    B = ts.compute((50,), lambda i: i.astype("float32") * 0.5, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    f = ts.build(s, [B], name="iota")
+    np.testing.assert_array_equal(f(), np.arange(50, dtype=np.float32) * 0.5)
+    assert "ts_vramp_" in f.c_source
+
+
+def test_condition_mixing_outer_and_data_dependent_parts():
+    A = ts.placeholder((8, 32), name="A")
+    C = ts.placeholder((9, 32), name="C")
+    B = ts.compute((9, 32), lambda i, j: ts.if_then_else((i >= 1) & (C[i, j] > 0.5), A[i - 1, j], -1.0), name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[1])
+    f = ts.build(s, [A, C, B], name="mixed_condition")
+    rng = np.random.default_rng(6)
+    a, c = rng.random((8, 32)).astype(np.float32), rng.random((9, 32)).astype(np.float32)
+    shifted = np.concatenate([np.zeros((1, 32), np.float32), a])
+    expected = np.where((np.arange(9)[:, None] >= 1) & (c > 0.5), shifted, -1)
+    np.testing.assert_array_equal(f(a, c), expected)
+    assert "ts_vloadm_f32x" in f.c_source and "omp simd" not in f.c_source
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(1, 40), st.integers(0, 3), st.integers(0, 3), st.sampled_from([None, 4, 8, 16, 5]))
+def test_random_padding_and_splits_match_numpy(w, low, high, split):
+    A = ts.placeholder((3, w), name="A")
+    P = ts.compute((3, w + low + high), lambda i, j: ts.if_then_else(
+        (j >= low) & (j < w + low), A[i, j - low], -2.0), name="P")
+    s = ts.create_schedule(P.op)
+    j = s[P].op.axis[1]
+    if split:
+        _, j = s[P].split(j, split)
+    s[P].vectorize(j)
+    f = ts.build(s, [A, P], name=f"pad_{w}_{low}_{high}_{split}")
+    a = np.random.default_rng(w).standard_normal((3, w)).astype(np.float32)
+    np.testing.assert_array_equal(f(a), np.pad(a, ((0, 0), (low, high)), constant_values=-2))
