@@ -104,3 +104,15 @@ def test_generated_pages_hold_what_tesched_produces(site):
     assert "produce D" in lowering                           # and the loop IR the program printed
     page = (site / "phrasebook.html").read_text()
     assert all(row.concept in page for row in phrasebook.ROWS)
+
+
+def test_every_package_that_declares_a_public_api_is_documented():
+    """A package with ``__all__`` in its ``__init__.py`` is public: it needs a page and a line in
+    ``tests/public_api.py`` (or it must stop declaring ``__all__``)."""
+    from tests.public_api import PUBLIC_MODULES
+    root = Path(__file__).resolve().parent.parent
+    declared = {".".join(p.parent.relative_to(root).parts) for p in (root / "tesched").rglob("__init__.py")
+                if "\n__all__" in "\n" + p.read_text()}
+    assert declared <= set(PUBLIC_MODULES), sorted(declared - set(PUBLIC_MODULES))
+    pages = "".join(p.read_text() for p in (DOCS / "api").glob("*.rst"))
+    assert all(f"automodule:: {m}\n" in pages for m in PUBLIC_MODULES)
