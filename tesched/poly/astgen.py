@@ -50,9 +50,7 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
     args = [ast_expr_to_ir(e.get_op_arg(k), env) for k in range(e.get_op_n_arg())]
     if op in _BINARY:
         name = _BINARY[op]
-        folded = _folded(name, args[0], args[1])
-        return folded if folded is not None else Binary(name, args[0], args[1],
-                                                        "bool" if name in _COMPARE else "int64")
+        return Binary(name, args[0], args[1], "bool" if name in _COMPARE else "int64")
     if op in (_OP.max, _OP.min):
         out = args[0]
         for a in args[1:]:
@@ -63,26 +61,6 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
     if op in (_OP.cond, _OP.select):
         return Select(args[0], args[1], args[2])
     raise LoweringError(f"internal: unsupported isl AST operation {op}")
-
-
-def _folded(name: str, a: Expr, b: Expr) -> Expr | None:
-    """``a name b`` when it folds: constant operands, or adding, subtracting or multiplying by 0 or 1
-    (isl prints no such terms, but the coordinates of a statement get loop values substituted, and an
-    eliminated loop's value is a constant, see :mod:`.emit`)."""
-    ca = a.value if isinstance(a, Const) else None
-    cb = b.value if isinstance(b, Const) else None
-    if ca is not None and cb is not None and name in ("add", "sub", "mul") or (
-            name in ("cdiv", "cmod") and ca is not None and ca >= 0 and cb is not None and cb > 0):
-        value = {"add": lambda: ca + cb, "sub": lambda: ca - cb, "mul": lambda: ca * cb,
-                 "cdiv": lambda: ca // cb, "cmod": lambda: ca % cb}[name]()
-        return Const(value, "int64")
-    if name == "mul" and 0 in (ca, cb):
-        return Const(0, "int64")
-    if (name in ("add", "sub") and cb == 0) or (name in ("mul", "cdiv") and cb == 1):
-        return a
-    if (name == "add" and ca == 0) or (name == "mul" and ca == 1):
-        return b
-    return None
 
 
 def pw_aff_to_ir(pa: isl.PwAff, context: isl.Set, env: Mapping[str, Expr]) -> Expr:
@@ -114,14 +92,85 @@ class LoopAst:
 
 
 def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
-    """Run isl's AST generator on ``tree``'s loop-space schedule (iterators ``L0, L1, ...`` by depth);
-    its statements' coordinates are loop values (:class:`~.model.LoopSpace`)."""
+    """Run isl's AST generator on ``tree``'s schedule over loop values (iterators ``L0, L1, ...`` by
+    depth), and give each statement its coordinates, not its loop values (see :class:`_Coordinates`)."""
     build = isl.AstBuild.from_context(context)
     ids = isl.IdList.alloc(context.get_ctx(), tree.depth + 1)
     for k in range(tree.depth + 1):
         ids = ids.add(isl.Id(f"L{k}"))
     build = build.set_iterators(ids)
-    return LoopAst(build.node_from_schedule(tree.loop_schedule))
+    coordinates = _Coordinates(tree.coordinates)
+    build, handle = build.set_at_each_domain(coordinates)
+    node = build.node_from_schedule(tree.loop_schedule)
+    del handle
+    if coordinates.error is not None:
+        raise LoweringError(f"internal: isl AST statement: {coordinates.error}") from coordinates.error
+    return LoopAst(node)
+
+
+# isl operations allowed to find a statement's coordinates directly from the iterators (deterministic,
+# unlike a timeout; a few hundredths of a second)
+DIRECT_COORDINATES_BUDGET = 10_000
+
+
+def _direct(relation: isl.Map) -> isl.PwMultiAff | None:
+    """The coordinates as a function of the iterators, found by isl from ``iterators -> coordinates``
+    within :data:`DIRECT_COORDINATES_BUDGET`, or None. Where loops were left out (one value per iteration
+    of the loops around them) this gives the simplest expressions (``i // 15``), which composing the loop
+    values' pieces with the coordinates would not; but inverting nested floors can take isl exponential
+    time, hence the budget."""
+    ctx = relation.get_ctx()
+    previous = ctx.get_max_operations()
+    ctx.set_max_operations(DIRECT_COORDINATES_BUDGET)
+    ctx.reset_operations()
+    try:
+        return isl.PwMultiAff.from_map(relation)
+    except isl.Error:
+        return None
+    finally:
+        ctx.set_max_operations(previous)
+        ctx.reset_operations()
+
+
+def _one_piece(f: isl.PwMultiAff) -> isl.PwMultiAff:
+    """``f`` without its domain when it has one piece: it holds wherever the statement runs, and the
+    domain's constraints only make isl's simplification in the AST context slow (tenfold)."""
+    if f.n_piece() != 1:
+        return f
+    pieces: list[isl.MultiAff] = []
+    f.foreach_piece(lambda _, ma: pieces.append(ma))
+    return isl.PwMultiAff.from_multi_aff(pieces[0])
+
+
+class _Coordinates:
+    """isl's AST callback at each statement: a statement generated over its loop values
+    (:class:`~.model.LoopSpace`) gets its coordinates as arguments, composed by isl from the loop values
+    at that point (the function from the iterators to the instance) and the quasi-affine coordinates of
+    loop values, so isl writes them in terms of the iterators and simplifies them where they are used."""
+
+    def __init__(self, coordinates: Mapping[str, isl.MultiAff]):
+        self.coordinates = coordinates
+        self.error: Exception | None = None
+
+    def __call__(self, node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
+        try:
+            name = node.user_get_expr().get_op_arg(0).get_id().get_name()
+            inverse = self.coordinates.get(name)
+            if inverse is None:
+                return node
+            executed = isl.Map.from_union_map(build.get_schedule().reverse())
+            loops = isl.PwMultiAff.from_map(executed)
+            where = None
+            if loops.n_piece() > 1 or loops.involves_locals():
+                # some loop values are floors of the iterators (loops left out): composing them with the
+                # coordinates' floors gives convoluted expressions where a direct one is often simple
+                where = _direct(executed.apply_range(isl.Map.from_multi_aff(inverse)))
+            if where is None:
+                where = isl.PwMultiAff.from_multi_aff(inverse).pullback_pw_multi_aff(loops)
+            return isl.AstNode.user_from_expr(build.call_from_pw_multi_aff(_one_piece(where)))
+        except Exception as err:  # isl only prints exceptions raised in callbacks
+            self.error = err
+            return node
 
 
 def _take_origin(stmt: ir.Stmt, targets: set[int], found: dict[int, Expr]) -> ir.Stmt:

@@ -17,12 +17,14 @@ from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
 from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
+from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var, cast_to
+from tesched.te.expr import Binary, Const, Expr, Select, Var, cast_to
+from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -34,18 +36,6 @@ def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:
         pa = pa.set_dim_id(isl.dim_type.in_, k, isl.Id(f"__p{k}"))
     pa = pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
     return isl.AstBuild.from_context(pa.domain()).expr_from_pw_aff(pa)
-
-
-def _coordinate_exprs(model: PolyModel, stmt: Statement) -> list[isl.AstExpr] | None:
-    """AST expressions of ``stmt``'s coordinates over its loop values (ids ``p0..``, ``l0..``), for a
-    statement that isl's AST generator sees in its loop space; None when its coordinates are loop values."""
-    if stmt.space is None:
-        return None
-    names = list(model.param_names.values()) + stmt.space.names
-    context = isl.Set(f"[{', '.join(names)}] -> {{ : {' and '.join(f'{n} >= 0' for n in names) or 'true'} }}")
-    build = isl.AstBuild.from_context(context)
-    return [build.expr_from_pw_aff(isl.PwAff(f"[{', '.join(names)}] -> {{ [({e})] }}"))
-            for e in stmt.space.inverse]
 
 
 def _as_params(st: isl.Set) -> isl.Set:
@@ -69,7 +59,6 @@ class StatementEmitter:
         self.model, self.buffers, self.param_env = model, buffers, param_env
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
-        self.coordinate_exprs = {name: _coordinate_exprs(model, stmt) for name, stmt in model.statements.items()}
         self.prefetches = {p.statement.name: p for sm in model.stages for p in sm.prefetches}
 
     def prefetch(self, plan: PrefetchPlan, coords: list[Expr]) -> ir.Stmt:
@@ -131,19 +120,8 @@ class StatementEmitter:
             return ir.Load(self.buffers[id(e.tensor)], indices)
         return None
 
-    def coordinates(self, stmt: Statement, values: list[Expr]) -> list[Expr]:
-        """The coordinates of the instance of ``stmt`` that isl's AST runs at these loop values."""
-        exprs = self.coordinate_exprs[stmt.name]
-        if exprs is None:
-            return values
-        assert stmt.space is not None
-        env = dict(self.param_env)
-        env.update(zip(stmt.space.names, values))
-        return [ast_expr_to_ir(e, env) for e in exprs]
-
-    def __call__(self, name: str, values: list[Expr]) -> ir.Stmt:
+    def __call__(self, name: str, coords: list[Expr]) -> ir.Stmt:
         stmt: Statement = self.model.statements[name]
-        coords = self.coordinates(stmt, values)
         sm: StageModel = stmt.stage
         buf = self.buffers[id(sm.tensor)]
         if stmt.kind is StatementKind.ALLOC:
@@ -155,10 +133,11 @@ class StatementEmitter:
         if stmt.kind is StatementKind.PREFETCH:
             return self.prefetch(self.prefetches[name], coords)
         p = sm.prefix_len
-        axes = sm.axes + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
+        scatter = sm.target is not None and stmt.kind is StatementKind.UPDATE
+        axes = ([] if scatter else sm.axes) + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
         axis_values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
-        body = sm.body
+        body = checked_body(self.model, sm, sm.body)
         bufs = sm.buffers or [buf]
 
         def here(e: Expr) -> Expr:
@@ -169,6 +148,14 @@ class StatementEmitter:
             return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
+            if scatter:     # the element a scatter accumulates into: its (checked) computed index
+                assert sm.target is not None
+                target = here(checked_body(self.model, sm, sm.target))
+                assert isinstance(target, ir.Load)
+                store = _store(buf, target.indices, body.combine(target, here(body.source)),
+                               atomic=sm.stage.atomic_updates)
+                # ``where`` guards the whole update: its index may be meaningless elsewhere
+                return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
             current = [ir.Load(b, index) for b in bufs]
             # loop variables are int64: an axis used as a value (argmax's index) keeps its declared dtype
             new = body.combine_all(current, [cast_to(here(s), s.dtype) for s in body.sources])
@@ -185,10 +172,10 @@ class StatementEmitter:
         return _store(buf, index, here(body))
 
 
-def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
+def _store(buf: ir.Buffer, index: tuple, value: Expr, atomic: bool = False) -> ir.Stmt:
     """``buf[index] = value`` with the subexpressions ``value`` shares bound once (``let``)."""
     bindings, value = bind_shared(value)
-    return wrap_lets(bindings, ir.Store(buf, index, value))
+    return wrap_lets(bindings, ir.Store(buf, index, value, atomic))
 
 
 def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,

@@ -32,7 +32,8 @@ import islpy as isl
 from tesched.arith.linear import linear, simplify
 from tesched.errors import TensorizeError
 from tesched.poly.model import PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
-from tesched.te.expr import Binary, Call, Const, Expr, Reduce, Unary, Var
+from tesched.te.expr import Binary, Call, Const, Expr, Unary, Var
+from tesched.te.reduction import Reduce
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.tensor import ComputeOp, IterType, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import substitute

@@ -13,7 +13,7 @@ sequence in dependence order.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import islpy as isl
 
@@ -224,6 +224,7 @@ class ScheduleTree:
     loop_schedule: isl.Schedule
     marks: dict[str, LoopMark | ProduceMark | AllocMark]
     depth: int
+    coordinates: dict[str, isl.MultiAff] = field(default_factory=dict)  # statement -> loop values to coords
 
 
 def build_tree(model: PolyModel) -> ScheduleTree:
@@ -233,4 +234,6 @@ def build_tree(model: PolyModel) -> ScheduleTree:
     in_loops = TreeBuilder(model, loop_space=True, single=builder.single)
     loop_schedule = in_loops.build()
     assert in_loops.marks.keys() == builder.marks.keys(), "the two schedule trees differ in shape"
-    return ScheduleTree(schedule, loop_schedule, builder.marks, builder.depth)
+    coordinates = {name: stmt.space.coordinates(stmt) for name, stmt in model.statements.items()
+                   if stmt.space is not None}
+    return ScheduleTree(schedule, loop_schedule, builder.marks, builder.depth, coordinates)

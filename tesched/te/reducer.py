@@ -1,6 +1,6 @@
 """Reducers: the built-in ``sum``/``prod``/``max``/``min`` and user-defined ones (``comm_reducer``).
 
-A reducer call ``r(expr, axis=k, where=cond, init=start)`` builds a :class:`~tesched.te.expr.Reduce`.
+A reducer call ``r(expr, axis=k, where=cond, init=start)`` builds a :class:`~tesched.te.reduction.Reduce`.
 ``comm_reducer(combine, identity)`` is TVM's: ``combine(x, y)`` merges two partial results (tuples of
 expressions for a tuple reduction such as argmax) and ``identity`` gives the starting values, per dtype.
 ``init=`` (a constant, an expression of the compute's axes, or a tensor of the output's shape) replaces the
@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr, Reduce, as_expr, binary, cast_to
+from tesched.te.expr import Binary, Const, Expr, as_expr, binary, cast_to
+from tesched.te.reduction import Reduce
 from tesched.te.tensor import IterType, IterVar, Tensor, WholeTensor
 
 
