@@ -56,10 +56,14 @@ ROWS: tuple[Row, ...] = (
     Row("select", "``te.if_then_else(c, a, b)``", "``select(c, a, b)``", "``ts.if_then_else(c, a, b)``",
         "``ts.all`` / ``ts.any`` combine conditions", uses=("tesched.if_then_else", "tesched.all", "tesched.any")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
-        "an index read from a tensor lowers and builds; clamp it with ``ts.minimum``/``ts.maximum`` when it "
-        "may leave the box (as ``tesched.nn.take`` does)", uses=("tesched.minimum", "tesched.maximum", "tesched.nn.take")),
-    Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom", None,
-        "every stage is a pure function of its inputs", missing=("tesched.scan",)),
+        "an index read from a tensor is checked when the kernel runs: out of the box it raises "
+        "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),
+    Row("scatter (data-dependent store)", "no counterpart", "``f(I(r)) += v`` over an RDom",
+        "``ts.scatter(shape, index, value, axis=r)``, ``ts.scatter_add``", "sum, max or min at computed "
+        "indices, checked against the shape when the kernel runs", uses=("tesched.scatter", "tesched.scatter_add")),
+    Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom",
+        "``ts.scan(init, update, state)``", "along axis 0; ``update`` may read only earlier steps (the "
+        "dependence check refuses others)", uses=("tesched.scan",)),
     Row("boundary condition", "``te.if_then_else`` on the index (or ``topi.nn.pad``)",
         "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``mirror_interior``",
         "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``mirror_interior(A)``",
