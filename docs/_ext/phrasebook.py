@@ -23,11 +23,12 @@ class Row:
     note: str = ""
     uses: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
+    planned: bool = True            # False: not supported by design (no "yet")
 
     def tesched_text(self) -> str:
         """The tesched cell: the spelling, or *not supported*."""
         if self.tesched is None:
-            return f"*{NOT_YET}*" if self.missing else "*not supported*"
+            return f"*{NOT_YET}*" if self.missing and self.planned else "*not supported*"
         return self.tesched
 
 
@@ -70,10 +71,14 @@ ROWS: tuple[Row, ...] = (
         uses=("tesched.power", "tesched.round", "tesched.trunc", "tesched.fmod", "tesched.clamp",
               "tesched.bitwise_and", "tesched.shift_left")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
-        "an index read from a tensor lowers and builds; clamp it with ``ts.minimum``/``ts.maximum`` when it "
-        "may leave the box (as ``tesched.nn.take`` does)", uses=("tesched.minimum", "tesched.maximum", "tesched.nn.take")),
-    Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom", None,
-        "every stage is a pure function of its inputs", missing=("tesched.scan",)),
+        "an index read from a tensor is checked when the kernel runs: out of the box it raises "
+        "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),
+    Row("scatter (data-dependent store)", "no counterpart", "``f(I(r)) += v`` over an RDom",
+        "``ts.scatter(shape, index, value, axis=r)``, ``ts.scatter_add``", "sum, max or min at computed "
+        "indices, checked against the shape when the kernel runs", uses=("tesched.scatter", "tesched.scatter_add")),
+    Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom",
+        "``ts.scan(init, update, state)``", "along axis 0; ``update`` may read only earlier steps (the "
+        "dependence check refuses others)", uses=("tesched.scan",)),
     Row("boundary condition", "``te.if_then_else`` on the index (or ``topi.nn.pad``)",
         "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``mirror_interior``",
         "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``mirror_interior(A)``",
@@ -101,7 +106,7 @@ ROWS: tuple[Row, ...] = (
         "OpenMP threads; ``ts.set_num_threads`` or ``TESCHED_NUM_THREADS`` sets how many",
         uses=("tesched.Stage.parallel", "tesched.set_num_threads")),
     Row("GPU thread binding", "``s[C].bind(i, te.thread_axis('threadIdx.x'))``", "``f.gpu_threads(x)``", None,
-        "tesched generates C for CPUs only", missing=("tesched.Stage.bind",)),
+        "tesched generates C for CPUs only", missing=("tesched.Stage.bind",), planned=False),
     Row("compute at", "``s[B].compute_at(s[C], j)``", "``g.compute_at(f, x)``", "``s[B].compute_at(s[C], j)``",
         "the region of B computed per iteration is the exact (isl) footprint of C's loop body: halos included",
         uses=("tesched.Stage.compute_at",)),
