@@ -7,9 +7,8 @@ vector of output channels is one contiguous load, and the weights one block of `
 are contiguous (read in order, page after page, rather than ``B`` channels out of every ``K``: with
 ``K`` = 512, one block's weights of a 3x3 layer would otherwise span thousands of pages, more than the
 TLB holds). The product is computed as ``core[n, k / B, h, w, k % B]`` in register tiles of
-:data:`WIDTH_TILE` positions x ``B`` channels, and read back in NCHW by the epilogue, per tile.
-This module declares and schedules; choosing
-it for a layer is the graph's job (``alter_op_layout``).
+:data:`WIDTH_TILE` positions x ``B`` channels, and read back in NCHW by the epilogue. This module
+declares and schedules; choosing it for a layer is the graph's job (``alter_op_layout``).
 """
 from __future__ import annotations
 
@@ -80,7 +79,8 @@ def conv2d_weight_last(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, pad
                    lambda nn, ko, yy, xx, ki: ts.sum(window.read(nn, rc, yy, xx, ry, rx) * kernel[ko, rc, ry, rx, ki],
                                                      axis=[rc, ry, rx]),
                    name="conv2d_core", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="conv2d_weight_last")
-    return compute((n, blocks * block, *window.out_hw), lambda nn, ff, yy, xx: core[nn, ff // block, yy, xx, ff % block],
+    return compute((n, blocks * block, *window.out_hw),
+                   lambda nn, ff, yy, xx: core[nn, ff // block, yy, xx, ff % block],
                    name="conv2d", pattern=Pattern.INJECTIVE, op="transpose")
 
 
