@@ -18,7 +18,6 @@ IMPORT_START = time.perf_counter()
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
-import statistics  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
@@ -26,6 +25,7 @@ import tempfile  # noqa: E402
 import numpy as np  # noqa: E402
 
 import tesched as ts  # noqa: E402
+from tesched.driver.timing import time_calls  # noqa: E402
 
 IMPORT_SECONDS = time.perf_counter() - IMPORT_START
 
@@ -42,14 +42,7 @@ def build_tiny_kernel():
 
 def per_call_seconds(call, calls: int, rounds: int = 15) -> float:
     """Median over ``rounds`` of the mean time of one call in a batch of ``calls`` calls."""
-    call()
-    means = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        for _ in range(calls):
-            call()
-        means.append((time.perf_counter() - start) / calls)
-    return statistics.median(means)
+    return time_calls(call, repeat=rounds, number=calls).median
 
 
 def main() -> None:

@@ -1,7 +1,7 @@
 """tesched: a tensor-expression scheduling DSL on a polyhedral core (islpy), compiled to C through cffi.
 
 Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
-``sum``/``max``/``min``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
+``sum``/``prod``/``max``/``min`` and ``comm_reducer``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
 ``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``; ``load_module`` loads a
 kernel exported with ``Kernel.export_library`` back.
 """
@@ -28,20 +28,33 @@ from tesched.te.functions import (
     abs,
     all,
     any,
+    bitwise_and,
+    bitwise_not,
+    bitwise_or,
+    bitwise_xor,
     ceil,
+    clamp,
     exp,
     floor,
+    fmod,
     if_then_else,
     log,
     max,
     maximum,
     min,
     minimum,
+    power,
+    prod,
     rint,
+    round,
+    select,
+    shift_left,
+    shift_right,
     sigmoid,
     sqrt,
     sum,
     tanh,
+    trunc,
 )
 from tesched.te.narrow import (
     halving_add,
@@ -51,6 +64,7 @@ from tesched.te.narrow import (
     saturate_cast,
     widen,
 )
+from tesched.te.reducer import CommReducer, comm_reducer, max_value, min_value
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.version import __version__
@@ -72,5 +86,7 @@ __all__ = [
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
     "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var",
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",
-    "load_module", "ModuleLoadError",
+    "load_module", "ModuleLoadError", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "clamp", "fmod",
+    "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
+    "min_value", "max_value",
 ]

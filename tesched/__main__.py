@@ -1,18 +1,32 @@
-"""Command line: ``python -m tesched demo [--quick]``, ``python -m tesched show script.py [-o page.html]``,
-``python -m tesched cache info|clear|verify``.
+"""Command line of tesched: ``python -m tesched demo [--quick]``, ``python -m tesched show script.py
+[-o page.html]``, ``python -m tesched cache info|clear|verify``, ``python -m tesched --version``.
 
 Dispatches subcommands; each lives in its own module (``demo`` in :mod:`tesched.tools.demo`, ``show`` in
-:mod:`tesched.tools.show`, ``cache`` in :mod:`tesched.tools.cache`).
+:mod:`tesched.tools.show`, ``cache`` in :mod:`tesched.tools.cache`). The benchmark suite has its own
+command, ``python -m tesched.bench``.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
+from tesched.version import __version__
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tesched", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
+DESCRIPTION = "tesched: a tensor-expression scheduling DSL compiled to C. Subcommands:"
+EPILOG = """examples:
+  python -m tesched demo --quick            build, check and time small kernels (a smoke test)
+  python -m tesched show tutorials/01_schedule_basics.py -o page.html
+  python -m tesched cache info              where the kernel cache is and how big
+  python -m tesched.bench --quick           the benchmark suite against NumPy and PyTorch
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``python -m tesched`` (its ``--help`` is plain text)."""
+    parser = argparse.ArgumentParser(prog="python -m tesched", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"tesched {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     demo = commands.add_parser("demo", help="lower, build, check and time fused vs unfused conv+relu "
                                             "and a scheduled matmul")
     demo.add_argument("--quick", action="store_true", help="small sizes, few runs (a smoke test)")
@@ -24,7 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     cache = commands.add_parser("cache", help="the compiled-kernel cache: info (size, entries, age), "
                                               "verify (checksums; bad entries removed), clear")
     cache.add_argument("action", choices=["info", "verify", "clear"])
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit status."""
+    args = build_parser().parse_args(argv)
     if args.command == "demo":
         from tesched.tools.demo import FULL, QUICK, run_demo
         run_demo(QUICK if args.quick else FULL)

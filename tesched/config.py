@@ -15,6 +15,8 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+import platformdirs
+
 from tesched.errors import ConfigError
 
 
@@ -28,7 +30,8 @@ class Variable:
 
 
 VARIABLES: tuple[Variable, ...] = (
-    Variable("TESCHED_CACHE_DIR", "directory of the compiled-kernel cache", "the user cache directory + /tesched"),
+    Variable("TESCHED_CACHE_DIR", "directory of the compiled-kernel cache",
+             "the user cache directory of tesched (platformdirs: ~/.cache/tesched on Linux)"),
     Variable("TESCHED_DEBUG", "1: log every lowering pass with its output and time (logger `tesched`)", "0"),
     Variable("TESCHED_TARGET", "default target of `build` (`host`, `x86-64-avx512`, `x86-64-avx2`, "
              "`x86-64`, `c`)", "host"),
@@ -41,7 +44,10 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("TESCHED_QUICK", "1: demo and tutorials use small sizes (as `--quick`)", "0"),
     Variable("CC", "C compiler command (with its own flags) for kernels and external libraries",
              "Python's configured compiler, else `cc`"),
-    Variable("XDG_CACHE_HOME", "base of the default cache directory", "~/.cache"),
+    Variable("OMP_WAIT_POLICY", "how idle OpenMP threads wait: `active` (spin) or `passive` (sleep); read by the "
+             "OpenMP runtimes, set to `passive` by `python -m tesched.bench` when unset",
+             "the runtime's (spin for a while)"),
+    Variable("XDG_CACHE_HOME", "base of the default cache directory on Linux (read by platformdirs)", "~/.cache"),
 )
 
 
@@ -80,11 +86,7 @@ def _positive(name: str, choices: tuple[int, ...] | None = None) -> int | None:
 def settings() -> Settings:
     """The current settings (raises :class:`~tesched.errors.ConfigError` naming a malformed variable)."""
     root = os.environ.get("TESCHED_CACHE_DIR")
-    if root:
-        cache = Path(root)
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        cache = Path(base) / "tesched"
+    cache = Path(root) if root else Path(platformdirs.user_cache_dir("tesched", appauthor=False))
     compiler = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
     return Settings(
         cache_dir=cache,
@@ -96,6 +98,15 @@ def settings() -> Settings:
         quick=_flag("TESCHED_QUICK"),
         compiler=tuple(shlex.split(compiler)),
     )
+
+
+def prefer_passive_openmp() -> str:
+    """Set ``OMP_WAIT_POLICY=passive`` unless the user set it, and return the policy in force.
+
+    Called by the benchmark suite before any OpenMP runtime is loaded (they read it once, at load): with
+    tesched's, PyTorch's and OpenBLAS's thread pools in one process on few cores, a pool spinning after its
+    call takes the cores from the next library's call (a quick run measured PyTorch 10,000 times slower)."""
+    return os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 
 class _StandardError(logging.StreamHandler):

@@ -79,7 +79,7 @@ class Target:
     spec : str
         ``"host"`` (default; ``TESCHED_TARGET`` changes the default), ``"x86-64-avx512"``,
         ``"x86-64-avx2"``, ``"x86-64"`` or ``"c"``, optionally followed by ``+feature`` items
-        (keys of :data:`FEATURE_FLAGS`). ``"llvm"`` is accepted as TVM's name for the host.
+        (keys of ``tesched.target.FEATURE_FLAGS``). ``"llvm"`` is accepted as TVM's name for the host.
     threads : int, optional
         If given, every parallel loop uses exactly this many threads; otherwise the number set with
         ``ts.set_num_threads`` (or the OpenMP default) applies at run time.
@@ -134,7 +134,7 @@ class Target:
 
     @property
     def isa_features(self) -> frozenset[str]:
-        """The instruction-set features (keys of :data:`ISA_FEATURES`) that code compiled for this target
+        """The instruction-set features (keys of ``tesched.target.ISA_FEATURES``) that code compiled for this target
         may use, so that a CPU running it must have: the preset's, or for ``"host"`` all of this CPU's."""
         return frozenset(f for f in self.features if f in ISA_FEATURES)
 

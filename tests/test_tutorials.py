@@ -32,3 +32,19 @@ def test_tutorial_runs_in_quick_mode(tutorial):
     assert steps >= 5
     checks = len(re.findall(r"-> matches (NumPy|PyTorch)", done.stdout))
     assert checks >= steps - 1  # every step but the closing summary
+
+
+@pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda p: p.stem)
+def test_tutorial_command_line_has_help_and_rejects_typos(tutorial):
+    if tutorial.stem in NEEDS_TORCH and importlib.util.find_spec("torch") is None:
+        pytest.skip("PyTorch is not installed (pip install tesched[torch])")
+    path = os.pathsep.join([str(ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+    env = dict(os.environ, PYTHONPATH=path)
+    env.pop("TESCHED_QUICK", None)
+    shown = subprocess.run([sys.executable, str(tutorial), "--help"], capture_output=True, text=True, timeout=300,
+                           env=env, cwd=tutorial.parent)
+    assert shown.returncode == 0 and "--quick" in shown.stdout and "===" not in shown.stdout, shown.stdout
+    typo = subprocess.run([sys.executable, str(tutorial), "--quik"], capture_output=True, text=True, timeout=300,
+                          env=env, cwd=tutorial.parent)
+    assert typo.returncode == 2 and "unrecognized arguments: --quik" in typo.stderr
+    assert "matches" not in typo.stdout        # nothing ran

@@ -1,4 +1,5 @@
 """Tutorial 1: schedule a matrix multiplication step by step.
+==========================================================
 
 Run it:  python tutorials/01_schedule_basics.py          (512 x 512, well under 30 s)
          python tutorials/01_schedule_basics.py --quick  (64 x 64, a smoke test; or TESCHED_QUICK=1)
@@ -9,16 +10,15 @@ tutorial prints the loop nest that ``ts.lower`` produces, checks the built kerne
 prints its speed (GFLOP/s at the median of several runs). The machine this runs on decides the numbers;
 read them as "what changed", not as a promise.
 """
-import os
 import statistics
-import sys
 import timeit
 
 import numpy as np
 
 import tesched as ts
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "64 x 64, a smoke test")).quick
 N = 64 if QUICK else 512      # matrix size
 TILE = 32                     # tile edge (32 x 32 floats = 4 KiB, fits in the L1 cache)
 K_SPLIT = 8                   # the reduction is walked in chunks of 8
@@ -56,6 +56,7 @@ def show(step: str, s: ts.Schedule, args: list) -> None:
 # A schedule only records the primitives applied to it, so we can apply one, look at the result, apply
 # the next, and look again. Steps 0 to 4 grow one schedule.
 
+# %%
 # Step 0: the default schedule. One loop per axis, in declaration order: i, j, then the reduction k.
 # The reduction becomes two statements: C[i, j] = 0 (the init), then C[i, j] += ... over k. The inner
 # loop k reads B[k, j] down a column: one cache line per multiply-add.
@@ -63,6 +64,7 @@ A, B, C = declare()
 s = ts.create_schedule(C.op)
 show("0. default schedule", s, [A, B, C])
 
+# %%
 # Step 1: tile. `tile(i, j, 32, 32)` splits i into i.outer (which tile) and i.inner (which row in the tile),
 # the same for j, and orders them i.outer, j.outer, i.inner, j.inner. The work per tile is the same, but
 # a 32 x 32 block of C stays in cache while it is computed. Loop names say where they came from.
@@ -71,6 +73,7 @@ i, j = s[C].op.axis                                # Tensor.op.axis: the data-pa
 io, jo, ii, ji = s[C].tile(i, j, TILE, TILE)
 show("1. tile i, j by 32 x 32", s, [A, B, C])
 
+# %%
 # Step 2: split the reduction and reorder. `split(k, factor=8)` gives k.outer and k.inner. `reorder` puts
 # the reduction above the rows of the tile, so the innermost loop is now j.inner: it walks along a row of
 # B and a row of C (contiguous memory), with A[i, k] fixed. Reordering is legal because a sum does not
@@ -79,12 +82,14 @@ ko, ki = s[C].split(k, factor=K_SPLIT)
 s[C].reorder(io, jo, ko, ii, ki, ji)
 show("2. split k by 8; reorder to i.outer, j.outer, k.outer, i.inner, k.inner, j.inner", s, [A, B, C])
 
+# %%
 # Step 3: vectorize the innermost loop. The loop is marked `vectorized` in the IR and becomes
 # `#pragma omp simd` in C: the compiler computes 16 floats per instruction with AVX-512 (8 with AVX2).
 # Vectorize a loop whose accesses are contiguous and whose trip count is known, as j.inner here.
 s[C].vectorize(ji)
 show("3. vectorize j.inner", s, [A, B, C])
 
+# %%
 # Step 4: run the rows of tiles in parallel. `parallel(io)` becomes an OpenMP `parallel for`: each core
 # takes some values of i.outer. Only a data-parallel loop can be parallel: `parallel(k.outer)` raises
 # ScheduleError, since all its iterations add into the same C[i, j].
@@ -95,6 +100,7 @@ try:
 except ts.ScheduleError as err:
     print(f"(as expected, parallel over the reduction is refused: {err})")
 
+# %%
 # Step 5: a write cache, placed with compute_at. `cache_write(C, "local")` moves the sum into a new stage
 # C.local, and C becomes a copy of it; it must come before C's loops are split, so we start a new
 # schedule. `compute_at(s[C], jo)` computes C.local inside loop j.outer of C: per iteration, exactly the
@@ -117,6 +123,7 @@ s[CL].reorder(ko, ci, ki, cj)
 s[CL].vectorize(cj)
 show("5. write cache C.local computed at C's j.outer", s, [A, B, C])
 
+# %%
 # Step 6: a packed copy of B, placed with compute_at. `cache_read(B, "packed", [CL])` makes C.local read a
 # copy B.packed instead of B. Computed at j.outer of C, the copy holds the footprint of one tile of
 # C.local in B: every k, 32 columns. That panel is contiguous (rows of 32 floats instead of rows of N),

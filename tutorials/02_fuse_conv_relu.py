@@ -1,4 +1,5 @@
 """Tutorial 2: fuse a convolution with what follows it, with compute_at and compute_inline.
+========================================================================================
 
 Run it:  python tutorials/02_fuse_conv_relu.py          (1 x 32 x 56 x 56, well under 30 s)
          python tutorials/02_fuse_conv_relu.py --quick  (1 x 4 x 8 x 8, a smoke test; or TESCHED_QUICK=1)
@@ -26,15 +27,14 @@ tesched has two ways to fuse, and this tutorial shows both:
 Every step prints the loop IR (look at where each `produce` block sits and at the `allocate` lines),
 checks the kernel against NumPy and prints its time (median of several runs).
 """
-import os
-import sys
 
 import numpy as np
 
 import tesched as ts
 from tesched.tools.demo import conv2d_reference
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "1 x 4 x 8 x 8, a smoke test")).quick
 CHANNELS, SIZE = (4, 8) if QUICK else (32, 56)   # channels in = filters out; image height = width
 ROWS = 4                                         # output rows per tile in steps 4 and 5
 REPEAT = 3 if QUICK else 10
@@ -108,10 +108,12 @@ s[T["relu"]].reorder(r_n, tile, r_f, row, r_x)
 s[T["relu"]].parallel(tile)
 s[T["relu"]].vectorize(r_x)
 
+# %%
 # Step 1: no fusion. Four produce blocks at the root, three temporary tensors (pad, conv, affine) allocated
 # in full ("allocate conv[float32 * 1 * 32 * 56 * 56]").
 show("1. every stage at the root", s)
 
+# %%
 # Step 2: compute_inline of an elementwise stage. `affine` is conv * scale + shift, one expression per
 # element, so it can be substituted into relu: its produce block and its buffer disappear, and relu
 # reads `max(conv[...] * scale[f] + shift[f], 0)`. The conv block stays: it is a reduction, and
@@ -123,6 +125,7 @@ try:
 except ts.ScheduleError as err:
     print(f"(as expected, a reduction cannot be inlined: {err})")
 
+# %%
 # Step 3: compute_at. conv is computed inside relu's filter loop f: the `produce conv` block moves into
 # relu's loop nest, so conv and relu are one loop nest. Per iteration of f (inside a tile of ROWS rows),
 # relu reads conv at one filter and ROWS rows: that footprint is the size of conv's buffer, allocated
@@ -131,6 +134,7 @@ except ts.ScheduleError as err:
 s[T["conv"]].compute_at(s[T["relu"]], r_f)
 show("3. compute_at conv inside relu's filter loop", s)
 
+# %%
 # Step 4: compute_at with a halo. pad is computed inside relu's tile loop. The tile's conv rows read pad
 # rows y + ry for ry in 0..2: ROWS + 2 rows of every input channel, so the buffer is
 # `pad[float32 * 1 * C * (ROWS + 2) * (SIZE + 2)]`. Neighbouring tiles both compute the 2 shared rows:
@@ -138,6 +142,7 @@ show("3. compute_at conv inside relu's filter loop", s)
 s[T["pad"]].compute_at(s[T["relu"]], tile)
 show("4. also compute_at pad inside relu's tile loop (footprint with halo)", s)
 
+# %%
 # Step 5: compute_inline of pad instead (the last placement asked for a stage is the one that counts).
 # pad is elementwise, so it can be inlined too: no pad buffer at all, and conv reads
 # `select(inside, data[...], 0)`. But the select now sits in conv's innermost loop, executed 9 * C times

@@ -1,4 +1,5 @@
 """Tutorial 3: fuse two consecutive convolutions by recomputing halos (overlapped tiling).
+=======================================================================================
 
 Run it:  python tutorials/03_fuse_two_convs.py          (64 x 56 x 56, about a minute)
          python tutorials/03_fuse_two_convs.py --quick  (8 x 16 x 16, a smoke test; or TESCHED_QUICK=1)
@@ -23,9 +24,7 @@ parallel region. Whether that beats the cost of the halo depends on the tile: sm
 (8x8 tiles of a 56x56 image: conv1 computes 1.47x its points), full-width bands of rows recompute
 little (bands of 28 rows: 1.04x).
 """
-import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -34,13 +33,18 @@ import numpy as np
 
 import tesched as ts
 from tesched.recipes import conv_chain
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+PARSER = tutorial_parser(__doc__, "8 x 16 x 16, a smoke test")
+PARSER.add_argument("--out", type=Path, help="directory of the page and picture of step 6 "
+                    "(default: the current directory; a temporary one with --quick)")
+ARGS = parse_tutorial_args(PARSER)
+QUICK = ARGS.quick
 CHANNELS, SIZE = (8, 16) if QUICK else (64, 56)
 REPEAT = 3 if QUICK else 20
-OUT = Path(sys.argv[sys.argv.index("--out") + 1]) if "--out" in sys.argv else (
-    Path(tempfile.mkdtemp(prefix="tesched-tutorial-")) if QUICK else Path.cwd())
+OUT = ARGS.out or (Path(tempfile.mkdtemp(prefix="tesched-tutorial-")) if QUICK else Path.cwd())
 
+# %%
 # --- 1. The pipeline: pad -> conv1 -> relu -> pad -> conv2, written with ts.compute -------------------
 chain = conv_chain.declare(CHANNELS, SIZE)
 rng = np.random.default_rng(0)
@@ -72,11 +76,13 @@ def run(title: str, sched: ts.Schedule, show_ir: bool = False) -> float:
     return median
 
 
+# %%
 # --- 2. Nothing fused: every stage computed in full, one after the other -------------------------------
 print("\n=== Step 1: no fusion, naive loops (every stage computed in full)")
 s = ts.create_schedule(chain.conv2.op)
 naive = run("unfused, naive loops", s)
 
+# %%
 # --- 3. The schedule TVM refuses, on a small 8x8 tile -------------------------------------------------
 # conv1 is computed inside the tile loop of conv2. Reorder so the output channels are *inside* the tile:
 # otherwise conv1 would be recomputed for every output channel (the redundancy factor would show it).
@@ -94,6 +100,7 @@ print("""  Read the IR above (printed with --quick): inside the wo loop, `alloca
   max/min in the loop bounds); `produce conv1` fills it, then conv2's loops read it.
 """)
 
+# %%
 # --- 4. Fast kernels for both: the same register-tiled convolution, unfused and fused -----------------
 # Both use a cache_write tile of 8 output channels x 28 columns kept in vector registers across the
 # reduction (see tesched/schedules/conv_chain.py). Unfused computes each stage in full; fused computes
@@ -105,6 +112,8 @@ best = None
 for rows in sorted({max(1, SIZE // 8), max(1, SIZE // 4), max(1, SIZE // 2)}):
     t = run(f"fused, bands of {rows} rows", conv_chain.fused(chain, rows=rows))
     best = t if best is None else min(best, t)
+
+# %%
 # --- 5. Look at it: the page of the fused kernel, and the tile picture ----------------------------------
 # profile=True puts a timer around every produce block; kernel.profile() runs it (and the same kernel
 # without timers, in turns, to report what the timers cost). to_html writes one self-contained page: the

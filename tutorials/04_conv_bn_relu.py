@@ -1,4 +1,5 @@
 """Tutorial 4: what becomes of conv2d + bias + batch_norm + relu, fused and not fused.
+===================================================================================
 
 Run it:  python tutorials/04_conv_bn_relu.py          (1 x 64 x 56 x 56, a VGG block; under a minute)
          python tutorials/04_conv_bn_relu.py --quick  (1 x 4 x 8 x 8, a smoke test; or TESCHED_QUICK=1)
@@ -20,15 +21,14 @@ running the graph API (``tesched.graph``, Relay's names) step by step:
 
 Every step checks its results against a NumPy computation of the block.
 """
-import os
-import sys
 
 import numpy as np
 
 from tesched import graph as G
 from tesched.tools.demo import conv2d_reference
+from tesched.tools.tutorial import parse_tutorial_args, ratio_text, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "1 x 4 x 8 x 8, a smoke test")).quick
 CHANNELS, SIZE = (4, 8) if QUICK else (64, 56)
 REPEAT = 3 if QUICK else 20
 EPSILON = 1e-5
@@ -133,9 +133,9 @@ print(G.explain_fusion(G.optimize(bound, rules=rules, disabled_passes=["fuse_ops
 check("the block under the changed rules", G.build(bound, rules=rules)(data_np))
 
 print("\n=== 6. Time: fused vs unfused (median of the whole graph per call) ===")
-t_fused = fused.benchmark(data_np, repeat=REPEAT).median
-t_unfused = unfused.benchmark(data_np, repeat=REPEAT).median
+fused_timing, unfused_timing = fused.benchmark(data_np, repeat=REPEAT), unfused.benchmark(data_np, repeat=REPEAT)
+t_fused, t_unfused = fused_timing.median, unfused_timing.median
 print(f"fused   ({len(fused.kernels)} kernel):  {t_fused * 1e3:8.3f} ms")
 print(f"unfused ({len(unfused.kernels)} kernels): {t_unfused * 1e3:8.3f} ms")
-print(f"fusion speedup: {t_unfused / t_fused:.2f}x (the conv dominates; fusion saves the two extra passes over "
+print(f"fusion speedup: {ratio_text(t_unfused, t_fused, t_unfused - unfused_timing.min, t_fused - fused_timing.min)} (the conv dominates; fusion saves the two extra passes over "
       "its output)")

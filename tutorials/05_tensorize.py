@@ -1,4 +1,5 @@
 """Tutorial 5: tensorize a matrix product with a micro-kernel, and fuse bias + relu around it.
+===========================================================================================
 
 Run it:  python tutorials/05_tensorize.py          (512 x 512 x 512, well under 30 s)
          python tutorials/05_tensorize.py --quick  (64 x 64 x 64, a smoke test; or TESCHED_QUICK=1)
@@ -29,15 +30,14 @@ Steps:
 
 Every step prints the loop IR, checks the kernel against NumPy, and steps 3 to 5 time it.
 """
-import os
-import sys
 
 import numpy as np
 
 import tesched as ts
 from tesched.intrin import dense_schedule, gemm_bias_relu_microkernel, gemm_microkernel, select_isa
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "64 x 64 x 64, a smoke test")).quick
 SIZE = 64 if QUICK else 512     # M = N = K
 SLICE = 16                      # reduction slice of step 2
 REPEAT = 3 if QUICK else 20
@@ -94,6 +94,7 @@ def show(step: str, s: ts.Schedule, args: list[ts.Tensor], timed: bool = False) 
     print(message)
 
 
+# %%
 # Step 1: declare an intrinsic. The computation is a small matrix product c[4 x 16] = a[4 x kc] @ b[kc x 16]
 # over placeholders of its own; its C functions get (a, sa0, sa1, b, sb0, sb1, c, sc0, sc1). The strides
 # let one function serve any region: a tile of A has row stride SIZE, a tile of a packed copy another.
@@ -134,6 +135,7 @@ io, jo, ii, ji = s[C].tile(*C.op.axis, 4, 16)
 s[C].tensorize(ii, tile_intrinsic(SIZE))
 show("1. tensorize each 4 x 16 tile with a hand-written intrinsic (body: the whole reduction)", s, args)
 
+# %%
 # Step 2: split the reduction and keep its outer loop outside the tile. Each call now sees SLICE terms of
 # the sum, so one call cannot produce the result: tesched clears the tile once, before the reduction
 # (reset), and accumulates each slice (update). An intrinsic without reset= and update= is refused here.
@@ -146,6 +148,7 @@ s[C].reorder(io, jo, ko, ii, ji, ki)
 s[C].tensorize(ii, tile_intrinsic(SLICE))
 show(f"2. reduction split by {SLICE} outside the tile: reset once, then update per slice", s, args)
 
+# %%
 # Step 3: the intrinsic tesched ships. tesched.intrin.gemm_microkernel(mr, nr, kc) is the same kind of
 # declaration with C written with <immintrin.h>: mr x nr/16 AVX-512 accumulators (AVX2 + FMA, or plain C,
 # when the host lacks AVX-512; TESCHED_INTRIN_ISA=c forces the plain one). dense_schedule uses it in a
@@ -163,8 +166,11 @@ args = declare()
 show("3b. dense_schedule with the micro-kernel intrinsic (inner='intrinsic')",
      dense_schedule(args[-1], inner="intrinsic", parallel=False), args, timed=True)
 
-# Step 4: a fused epilogue inside one intrinsic. gemm_bias_relu_microkernel declares
+# %%
+# Step 4: a fused epilogue inside one intrinsic. gemm_bias_relu_microkernel declares::
+#
 #     c[i, j] = sum(a[i, k] * b[k, j]);  o[i, j] = max(c[i, j] + bias[j], 0)
+#
 # a two-stage computation. tesched matches it when C is computed at the loop right around the tensorized
 # loops of out (compute_at at j.outer): out's expression matches o's, its read of C matches c's stage, and
 # the call computes both. No `produce C` is left: the product never leaves registers. (Steps 4 and 5 use
@@ -174,6 +180,7 @@ args, s, C, out, ii, ji = epilogue_tiles()
 s[out].tensorize(ii, gemm_bias_relu_microkernel(8, 32, SIZE))
 show("4. gemm + bias + relu as one intrinsic call per 8 x 32 tile", s, args, timed=True)
 
+# %%
 # Step 5: the other common layout. The intrinsic covers the product tile only; C is computed at out's
 # j.outer into a small local buffer, and out's own loops (vectorized) apply bias and relu to it.
 args, s, C, out, ii, ji = epilogue_tiles()
@@ -181,6 +188,7 @@ s[C].tensorize(C.op.axis[0], gemm_microkernel(8, 32, SIZE))
 s[out].vectorize(ji)
 show("5. gemm intrinsic for the product tile, bias + relu as a fused loop", s, args, timed=True)
 
+# %%
 # Step 6: the trap. Split C's reduction and tensorize out with a fused intrinsic over one slice: every call
 # would see one slice of the sum and apply relu (and the bias) to that partial sum. But relu(x1) + relu(x2)
 # is not relu(x1 + x2): the answer would be wrong, with no error. tesched refuses it: the intrinsic's

@@ -1,4 +1,5 @@
 """Tutorial 6: hand parts of a model to your in-house C library, let tesched compile the rest.
+===========================================================================================
 
 Run it:  python tutorials/06_external_library.py          (1 x 32 x 28 x 28, a few seconds)
          python tutorials/06_external_library.py --quick  (1 x 4 x 8 x 8, a smoke test; or TESCHED_QUICK=1)
@@ -16,7 +17,7 @@ tesched it is three objects and one call:
 
 The calling convention is fixed, so the C side needs no glue code: one pointer per input (the match's
 *free inputs*, in the order the pattern meets them), then the output, then one ``int64_t`` per size name
-(in order of first appearance), all arrays C-contiguous and row-major:
+(in order of first appearance), all arrays C-contiguous and row-major::
 
     void inhouse_conv3x3_bias_relu(const float *data, const float *weight, const float *bias, float *out,
                                    int64_t N, int64_t C, int64_t H, int64_t W, int64_t K);
@@ -25,9 +26,7 @@ Steps: 1. the model and the graph passes; 2. the library on its own; 3. partitio
 compiles and fuses what is left; 5. the same library as a shared object; 6. time; 7. mistakes, caught
 before anything runs. Every step checks its results against NumPy.
 """
-import os
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
@@ -35,8 +34,9 @@ import numpy as np
 
 from tesched import graph as G
 from tesched.tools.demo import conv2d_reference
+from tesched.tools.tutorial import parse_tutorial_args, ratio_text, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "1 x 4 x 8 x 8, a smoke test")).quick
 CHANNELS, SIZE = (4, 8) if QUICK else (32, 28)
 REPEAT = 3 if QUICK else 20
 EPSILON = 1e-5
@@ -189,12 +189,12 @@ with tempfile.TemporaryDirectory() as vendor:
 print("\n=== 6. Time: in-house library vs tesched alone (median of the whole model per call) ===")
 tesched_only = G.build(optimized)
 check("tesched alone", tesched_only(data_np))
-t_library = exe.benchmark(data_np, repeat=REPEAT).median
-t_tesched = tesched_only.benchmark(data_np, repeat=REPEAT).median
+library_timing, tesched_timing = exe.benchmark(data_np, repeat=REPEAT), tesched_only.benchmark(data_np, repeat=REPEAT)
+t_library, t_tesched = library_timing.median, tesched_timing.median
 print(f"with the in-house library ({len(exe.external_calls)} external calls, {len(exe.kernels)} kernels): "
       f"{t_library * 1e3:8.3f} ms")
 print(f"tesched alone ({len(tesched_only.kernels)} kernels):{'':25s}{t_tesched * 1e3:8.3f} ms")
-print(f"ratio: {t_library / t_tesched:.2f}x. Offloading is about using code you own; whether it is faster is a\n"
+print(f"ratio: {ratio_text(t_library, t_tesched, t_library - library_timing.min, t_tesched - tesched_timing.min)}. Offloading is about using code you own; whether it is faster is a\n"
       "measurement, made like this one, on your sizes and your machine.")
 
 print("\n=== 7. Mistakes are caught before anything runs ===")

@@ -1,4 +1,5 @@
 """Tutorial 7: how to optimize GEMM on CPU, step by step (the steps of TVM's tutorial of that name).
+=================================================================================================
 
 Run it:  python tutorials/07_optimize_gemm.py          (1024 x 1024 x 1024; about a minute)
          python tutorials/07_optimize_gemm.py --quick  (64 x 64 x 64, a smoke test; or TESCHED_QUICK=1)
@@ -21,17 +22,16 @@ The figures depend on the machine and on whatever else runs on it; compare the s
 is, up to the unrolled reduction step, what ``tesched.nn.matmul``'s default schedule does; it and NumPy's
 ``@`` (OpenBLAS) are timed at the end for scale.
 """
-import os
 import statistics
-import sys
 import time
 
 import numpy as np
 
 import tesched as ts
 from tesched.tools.demo import declare_matmul
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-QUICK = "--quick" in sys.argv[1:] or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+QUICK = parse_tutorial_args(tutorial_parser(__doc__, "64 x 64 x 64, a smoke test")).quick
 N = 64 if QUICK else 1024
 TILE = 32               # blocking: 32 x 32 tiles of C
 K_SPLIT = 4             # the reduction walked in chunks of 4

@@ -1,7 +1,9 @@
 """Tutorial 8: a PyTorch model imported, optimised, fused and timed against PyTorch.
+=================================================================================
 
 Run it:  python tutorials/08_import_pytorch.py          (WeeNet on 1 x 64 x 128 x 128; about a minute)
          python tutorials/08_import_pytorch.py --quick  (1 x 64 x 16 x 16, a smoke test; or TESCHED_QUICK=1)
+
 Needs PyTorch:  pip install tesched[torch]
 
 The question this tutorial answers: take a small PyTorch network, WeeNet (a depthwise 3x3 convolution,
@@ -37,7 +39,6 @@ tutorials/08_import_pytorch.py` printed: fused 3.7 ms, unfused 8.7 ms (2.3x), Py
 On a dense convolution (ResNet's 3x3 convs) fusion matters less: the conv does 9 x 64 multiply-adds per
 output element or more, its time is compute, and the saved passes are a small part of the total.
 """
-import argparse
 import inspect
 import os
 import sys
@@ -50,18 +51,14 @@ from tesched import frontend
 from tesched import graph as G
 from tesched.tools.bench.threads import set_all_threads
 from tesched.tools.bench.timing import time_interleaved
+from tesched.tools.tutorial import parse_tutorial_args, ratio_text, tutorial_parser
 
 
-def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="Import WeeNet from PyTorch; fused vs unfused vs PyTorch.")
-    parser.add_argument("--quick", action="store_true", help="small input (1x64x16x16): a smoke test")
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved timing rounds (default 15, quick 3)")
-    parser.add_argument("--threads", type=int, default=2, help="threads for tesched and PyTorch (default 2)")
-    return parser.parse_args()
-
-
-ARGS = parse_args()
-QUICK = ARGS.quick or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+PARSER = tutorial_parser(__doc__, "1 x 64 x 16 x 16, a smoke test")
+PARSER.add_argument("--rounds", type=int, default=None, help="interleaved timing rounds (default 15, quick 3)")
+PARSER.add_argument("--threads", type=int, default=2, help="threads for tesched and PyTorch (default 2)")
+ARGS = parse_tutorial_args(PARSER)
+QUICK = ARGS.quick
 SIZE = 16 if QUICK else 128
 ROUNDS = ARGS.rounds or (3 if QUICK else 15)
 
@@ -145,9 +142,15 @@ check("the fused executable after timing", fused(x_np))
 
 
 print("\n=== 6. Does fusion help on WeeNet, and why? ===")
-fusion = times["tesched unfused"].median / times["tesched fused"].median
-versus_torch = times["PyTorch eager"].median / times["tesched fused"].median
-print(f"fused is {fusion:.2f}x faster than unfused, and {versus_torch:.1f}x faster than PyTorch eager "
+
+
+def versus_fused(label: str) -> str:
+    """How many times faster the fused executable is than ``label`` (or why that cannot be said)."""
+    other, fused_time = times[label], times["tesched fused"]
+    return ratio_text(other.median, fused_time.median, other.spread, fused_time.spread)
+
+
+print(f"fused vs unfused: {versus_fused('tesched unfused')}; fused vs PyTorch eager: {versus_fused('PyTorch eager')} "
       f"({ARGS.threads} threads, 1 x 64 x {SIZE} x {SIZE}{', quick sizes: timings are not meaningful' if QUICK else ''}).")
 print("Yes: the depthwise conv does 9 multiply-adds per output element, so moving data is its cost. Fused,\n"
       "the block reads the input once and writes the result once; unfused, the conv's output is written,\n"

@@ -1,4 +1,5 @@
 """Tutorial 9: deploy without Python. Export a kernel and a whole model as C libraries, call them from C,
+======================================================================================================
 load them back into Python on a machine without a compiler.
 
 Run it:  python tutorials/09_deploy.py                 (32 x 56 x 56 convolutions; well under a minute)
@@ -25,7 +26,6 @@ Steps: 1. the kernel; 2. export it; 3. call it from C; 4. a static archive and t
 5. load it back in a process without a compiler; 6. a whole model from C and back; 7. another target;
 8. summary. Every step checks its results against NumPy.
 """
-import argparse
 import os
 import shutil
 import subprocess
@@ -41,13 +41,12 @@ from tesched import graph as G
 from tesched.driver.manifest import check_host, read_record
 from tesched.target import host_features
 from tesched.tools.demo import DemoSizes, conv2d_reference, conv_relu_reference, declare_conv_relu, schedule_conv_relu
+from tesched.tools.tutorial import parse_tutorial_args, tutorial_parser
 
-parser = argparse.ArgumentParser(description="Export a kernel and a model as C libraries, call them from C, "
-                                             "load them back.")
-parser.add_argument("--quick", action="store_true", help="small sizes (a smoke test); also TESCHED_QUICK=1")
+parser = tutorial_parser(__doc__, "1 x 4 x 8 x 8, a smoke test")
 parser.add_argument("--out", type=Path, help="keep the files written here (default: a temporary directory)")
-options = parser.parse_args()
-QUICK = options.quick or os.environ.get("TESCHED_QUICK", "") not in ("", "0")
+options = parse_tutorial_args(parser)
+QUICK = options.quick
 CHANNELS, SIZE = (4, 8) if QUICK else (32, 56)
 CC = shutil.which("cc") or shutil.which("gcc") or "cc"
 REPEAT = 5 if QUICK else 50
@@ -160,7 +159,7 @@ loader = textwrap.dedent(f"""\
         print("TypeError:", err)
     """)
 done = subprocess.run([sys.executable, "-c", loader], env=env, capture_output=True, text=True,
-                      cwd=Path(__file__).resolve().parent.parent)
+                      cwd=Path(ts.__file__).resolve().parent.parent)   # beside the tesched imported here
 print(done.stdout, done.stderr, sep="", end="")
 done.check_returncode()
 check("ts.load_module in a fresh process", np.load(work / "relu_loaded.npy"))

@@ -164,7 +164,8 @@ def _summary(p: StagePlan, plan: Plan) -> str:
         return "inlined"
     parts = []
     if p.placement == "at":
-        host = plan.by_index()[p.host].stage  # type: ignore[index]
+        assert p.host is not None, "a stage computed at another names it"
+        host = plan.by_index()[p.host].stage
         parts.append(f"computed at {'the innermost tile loop' if p.level < 0 else f'outer loop {p.level}'} of {host}")
     else:
         parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))

@@ -12,7 +12,7 @@ import warnings
 from typing import Sequence
 
 from tesched.autoschedule.auto import Explanation, auto_schedule, record
-from tesched.autoschedule.database import TuningDatabase
+from tesched.autoschedule.database import TuningDatabase, seconds_or_inf
 from tesched.autoschedule.machine import resolve
 from tesched.autoschedule.pipeline import scheduled_by_user
 from tesched.autoschedule.plan import apply_plan
@@ -65,5 +65,5 @@ def apply_tuned(sch: Schedule, db: str | os.PathLike, target: Target | str | Non
         auto_schedule(sch, target)
         return False
     apply_plan(sch, best.plan)
-    record(sch, Explanation(best.plan, machine, 0.0, [], f"tuned record of {db} ({best.seconds * 1e3:.3f} ms)"))  # type: ignore[operator]
+    record(sch, Explanation(best.plan, machine, 0.0, [], f"tuned record of {db} ({seconds_or_inf(best) * 1e3:.3f} ms)"))
     return True

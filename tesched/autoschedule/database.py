@@ -17,7 +17,8 @@ import time
 import warnings
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+import math
+from typing import Any, Protocol
 
 from tesched.autoschedule.plan import Plan
 from tesched.version import __version__
@@ -119,7 +120,19 @@ class TuningDatabase:
             key = min(confirmed, key=lambda k: median_seconds(confirmed[k]))
             return replace(confirmed[key][0], seconds=median_seconds(confirmed[key]))
         done = [r for r in self.lookup(workload, target).values() if r.seconds is not None]
-        return min(done, key=lambda r: r.seconds) if done else None  # type: ignore[arg-type, return-value]
+        return min(done, key=seconds_or_inf) if done else None
+
+
+class Timed(Protocol):
+    """A measurement that may have failed (``seconds`` is then ``None``)."""
+
+    @property
+    def seconds(self) -> float | None: ...
+
+
+def seconds_or_inf(item: Timed) -> float:
+    """Sort key of measurements: the seconds measured, failures last."""
+    return math.inf if item.seconds is None else item.seconds
 
 
 def median_seconds(records: list[TuningRecord]) -> float:

@@ -127,7 +127,8 @@ def _place(state: _State) -> None:
         else:
             why = "a reduction: computed into a buffer"
         hosts = {k2 if state.plans[k2].placement == "root" else state.plans[k2].host for k2 in readers}
-        scalar_host = len(hosts) == 1 and not pipe[next(iter(hosts))].op.axis  # type: ignore[index]
+        only_host = next(iter(hosts))
+        scalar_host = len(hosts) == 1 and only_host is not None and not pipe[only_host].op.axis
         if k in state.forced_root or len(hosts) != 1 or scalar_host:
             reason = ("stored whole: computed at a tile its halo would recompute too much" if k in state.forced_root
                       else "stored whole: its reader is a single value, with no loop to compute it in"
@@ -225,7 +226,7 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
     lanes = machine.lanes(anchor.itemsize)
     strided = [r for r in anchor_reads if ndim and r.strides[vector_axis] not in (0, 1)]
     last_reduce = len(anchor.op.axis) + len(anchor.op.reduce_axis) - 1
-    reduce_extent: int = anchor.op.reduce_axis[-1].dom.extent  # type: ignore[union-attr, assignment]
+    reduce_extent = anchor.op.reduce_axis[-1].constant_extent or 1    # constant: else the stage is opaque
     rf_lanes = max((w for w in (4, 8, 16, 32, 64) if w <= lanes and reduce_extent % w == 0
                     and reduce_extent >= (2 * w if w == lanes else w)), default=0)
     if (not ndim or extents[vector_axis] < lanes or strided) and rf_lanes and all(

@@ -48,6 +48,7 @@ class Machine:
         return max(1, self.vector_bytes // itemsize)
 
     def describe(self) -> str:
+        """One line for people: SIMD width, registers, threads and cache sizes."""
         return (f"{self.vector_bytes * 8}-bit SIMD, {self.registers} vector registers, {self.threads} threads, "
                 f"L1 {self.l1_bytes >> 10} KiB, L2 {self.l2_bytes >> 10} KiB, L3 {self.l3_bytes >> 20} MiB")
 

@@ -44,7 +44,10 @@ class StageInfo:
 
     @property
     def op(self) -> ComputeOp:
-        return self.stage.op  # type: ignore[return-value]
+        """The stage's operation (a compute: inputs have no plan)."""
+        op = self.stage.op
+        assert isinstance(op, ComputeOp), f"{op.name} is an input"
+        return op
 
     @property
     def is_output(self) -> bool:
@@ -107,7 +110,7 @@ def _opaque_reason(stage: Stage) -> str:
     except NotModelable as err:
         return str(err)
     for r in op.reduce_axis:
-        if not isinstance(r.dom.extent, int):  # type: ignore[union-attr]
+        if r.constant_extent is None:
             return f"reduce axis {r.name} has a symbolic extent"
     return ""
 
@@ -126,12 +129,13 @@ class Pipeline:
                 if info.why_opaque:
                     info.kind = "opaque"
                 else:
-                    op: ComputeOp = st.op  # type: ignore[assignment]
+                    op = st.op
+                    assert isinstance(op, ComputeOp)
                     info.kind = "reduction" if op.reduce_axis else "pointwise"
                     info.ops = operation_count(op.body)
                     info.guarded_load = _has_guarded_load(op.body)
                     info.points = _product(constant_shape(op.output(0)))
-                    info.reduce_extent = _product([r.dom.extent for r in op.reduce_axis])  # type: ignore[union-attr]
+                    info.reduce_extent = _product([r.constant_extent or 0 for r in op.reduce_axis])
             info.itemsize = _itemsize(st.op.output(0).dtype)
             self.stages.append(info)
         for st in schedule.stages:

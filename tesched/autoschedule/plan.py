@@ -82,11 +82,13 @@ class Plan:
     stages: tuple[StagePlan, ...]
 
     def to_json(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (what tuning records store)."""
         return {"stages": [{k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(p).items()}
                            for p in self.stages]}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Plan":
+        """The plan :meth:`to_json` wrote (a malformed record raises ``ValueError``)."""
         try:
             items = data["stages"]
             return cls(tuple(StagePlan(**{**d, **{k: tuple(d.get(k, ())) for k in _TUPLES}}) for d in items))
@@ -98,9 +100,11 @@ class Plan:
         return json.dumps([p.decisions() for p in self.stages], sort_keys=True)
 
     def by_index(self) -> dict[int, StagePlan]:
+        """The stage plans keyed by stage index."""
         return {p.index: p for p in self.stages}
 
     def replace_stage(self, plan: StagePlan) -> "Plan":
+        """A copy of this plan with the stage plan of ``plan.index`` replaced by ``plan``."""
         return Plan(tuple(plan if p.index == plan.index else p for p in self.stages))
 
 
@@ -135,7 +139,8 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
         if p.pack:
             reader = anchors.get(p.index, stages[p.index])
             host = p.index if p.placement == "root" else p.host
-            packs.setdefault(host, []).extend(  # type: ignore[arg-type]
+            assert host is not None, "a stage computed at another names it"
+            packs.setdefault(host, []).extend(
                 sch[sch.cache_read(stages[k].op.output(0), "local", [reader])] for k in p.pack)
     for p in plan.stages:
         if p.placement == "inline":
@@ -153,7 +158,7 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
         for copy in copies:
             level = next(q.pack_level for q in plan.stages if q.pack and (q.index == host_index or q.host == host_index))
             _attach(copy, stages[host_index], loops[host_index], plans[host_index], level)
-            copy.vectorize(copy.op.axis[-1])  # type: ignore[attr-defined]
+            copy.vectorize(copy.op.axis[-1])
     for p in plan.stages:
         if p.placement == "at":
             host_plan = plans.get(p.host) if p.host is not None else None
@@ -169,20 +174,28 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
 def _rfactor(sch: Schedule, st: Stage, p: StagePlan) -> Stage:
     """Split the innermost reduce axis into ``p.rfactor`` lanes reduced in a partial stage (computed at
     each tile of ``st`` once ``st`` is arranged), its lanes vectorized and its ``unroll_axis`` unrolled."""
-    last = st.op.reduce_axis[-1]  # type: ignore[attr-defined]
+    last = st.op.reduce_axis[-1]
     _, lane = st.split(last, p.rfactor)
-    partial = sch[sch.rfactor(st.op.output(0), lane, factor_axis=len(st.op.axis))]  # type: ignore[attr-defined]
-    axes = list(partial.op.axis)  # type: ignore[attr-defined]
-    partial.reorder(*axes[:-1], *partial.op.reduce_axis, axes[-1])  # type: ignore[attr-defined]
+    partial = sch[sch.rfactor(st.op.output(0), lane, factor_axis=len(st.op.axis))]
+    axes = list(partial.op.axis)
+    partial.reorder(*axes[:-1], *partial.op.reduce_axis, axes[-1])
     partial.vectorize(axes[-1])
     if p.unroll_axis is not None and 0 <= p.unroll_axis < len(axes) - 1:
         partial.unroll(axes[p.unroll_axis])
     return partial
 
 
+def _constant_extent(axis: IterVar, p: StagePlan) -> int:
+    extent = axis.constant_extent
+    if extent is None:
+        raise ValueError(f"stage {p.stage}: axis {axis.name} has extent {axis.range.extent}; a plan tiles "
+                         "constant extents only")
+    return extent
+
+
 def _arrange_host(st: Stage, p: StagePlan) -> _HostLoops:
-    axes = list(st.op.axis)  # type: ignore[attr-defined]
-    extents = [int(a.dom.extent) for a in axes]
+    axes = list(st.op.axis)
+    extents = [_constant_extent(a, p) for a in axes]
     tile = list(p.tile) or extents
     band = list(p.band) or extents
     if len(tile) != len(axes) or len(band) != len(axes):
@@ -243,8 +256,8 @@ def _attach(st: Stage, host: Stage, loops: _HostLoops, host_plan: StagePlan, lev
 def _arrange_computed(st: Stage, p: StagePlan) -> None:
     """Loops of a stage computed at a tile (or an anchor): reduce loops outside when ``reduce_outer``, an
     unrolled axis, the innermost axis vectorized."""
-    axes = list(st.op.axis)  # type: ignore[attr-defined]
-    reduce_axes = list(getattr(st.op, "reduce_axis", []))
+    axes = list(st.op.axis)
+    reduce_axes = list(st.op.reduce_axis)
     unrolled = axes[p.unroll_axis] if p.unroll_axis is not None and 0 <= p.unroll_axis < len(axes) - 1 else None
     if reduce_axes and p.reduce_outer and not p.rfactor:
         spatial = [a for a in axes[:-1] if a is not unrolled]

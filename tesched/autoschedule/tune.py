@@ -28,7 +28,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from tesched.autoschedule.auto import Explanation, as_outputs, auto_schedule, explanation_of, record
-from tesched.autoschedule.database import TuningDatabase, TuningRecord, median_seconds
+from tesched.autoschedule.database import TuningDatabase, TuningRecord, median_seconds, seconds_or_inf
 from tesched.autoschedule.machine import host_machine
 from tesched.autoschedule.measure import MeasureTask, measure, random_inputs, result, submit
 from tesched.autoschedule.mutate import mutate, tile_neighbours
@@ -176,7 +176,7 @@ def tune(outputs: Any, args: Sequence[Tensor], trials: int = 64, timeout: float 
 
 def _finalists(history: list[Trial], first: Plan) -> list[Plan]:
     """The :data:`FINALISTS` fastest distinct plans, and the analytical plan if it ran."""
-    ranked = sorted((t for t in history if t.seconds is not None), key=lambda t: t.seconds)  # type: ignore[arg-type, return-value]
+    ranked = sorted((t for t in history if t.seconds is not None), key=seconds_or_inf)
     plans = [t.plan for t in ranked[:FINALISTS]]
     if any(t.plan.key() == first.key() and t.seconds is not None for t in history) and \
             first.key() not in {p.key() for p in plans}:
@@ -214,7 +214,7 @@ def _propose(sch: Schedule, queue: list[Plan], tried: dict[str, Trial], history:
 
     while queue:
         take(queue.pop(0))
-    ranked = sorted((t for t in history if t.seconds is not None), key=lambda t: t.seconds)  # type: ignore[arg-type, return-value]
+    ranked = sorted((t for t in history if t.seconds is not None), key=seconds_or_inf)
     if ranked:
         for plan in tile_neighbours(sch, ranked[0].plan)[: max(1, count // 2)]:
             take(plan)
@@ -236,8 +236,8 @@ def _best(ops: list, args: list[Tensor], history: list[Trial], first: Explanatio
     if timed:
         seconds, plan = min(timed, key=lambda item: item[0])
     else:
-        best = min(done, key=lambda t: t.seconds)  # type: ignore[arg-type, return-value]
-        seconds, plan = best.seconds, best.plan  # type: ignore[assignment]
+        best = min(done, key=seconds_or_inf)
+        seconds, plan = seconds_or_inf(best), best.plan
     sch = create_schedule(ops)
     apply_plan(sch, plan)
     kernel = build(sch, args, name="tuned")

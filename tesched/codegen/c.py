@@ -4,7 +4,8 @@ One function per lowered program: ``int name(T* restrict arg, ..., int64_t size.
 ``k`` when the ``k``-th heap allocation (``CSource.allocations[k - 1]``) failed: the caller raises
 ``MemoryError`` naming the buffer, never a crash. Sizes are multiplied with overflow checks. Loops carry their
 kind as pragmas: ``parallel`` -> ``#pragma omp parallel for``, ``vectorized`` -> ``#pragma omp simd``,
-``unrolled`` -> ``#pragma GCC unroll``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
+``unrolled`` -> ``#pragma GCC unroll``; loop hints (``Stage.pragma``) -> ``#pragma GCC ivdep`` /
+``#pragma GCC unroll N``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
 row-major, minus a local buffer's origin. Local buffers of constant size up to :data:`STACK_LIMIT` bytes
 live on the stack (aligned), larger ones on the heap. Profiling timers (``build(..., profile=True)``)
 become clock reads around their block, static counters and a function that reads them
@@ -20,6 +21,9 @@ from typing import Sequence
 
 import numpy as np
 
+from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
+from tesched.arith.simplify import simplify
+from tesched.codegen.hoist import Bases, loop_bases, with_bases
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import walk_stmts
@@ -29,14 +33,17 @@ from tesched.target import Target, current_target
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.intrinsic import TensorIntrin
-from tesched.te.visit import NodeFunctor
+from tesched.te.visit import NodeFunctor, structural_key
+from tesched.transform.simplify_indices import loop_range, refine
 
 STACK_LIMIT = 128 * 1024
 
 _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%"}
+             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%", "bitand": "&",
+             "bitor": "|", "bitxor": "^"}
+_VECTOR_BINARY = {"and": "&", "or": "|", "div": "/", "shl": "<<", "shr": ">>"}
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "abs": "fabs", "rint": "rint"}
+             "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod"}
 
 
 @dataclass
@@ -145,6 +152,8 @@ class CExpr(NodeFunctor):
 
     def __init__(self, names: NameTable):
         self.names = names
+        self.ranges = VarRanges()     # of the loops around the statement being written
+        self.bases: tuple[Bases, set[int]] = ({}, set())   # offsets named before the innermost loop
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
@@ -152,9 +161,15 @@ class CExpr(NodeFunctor):
     def text(self, e: Expr) -> str:
         return self.visit(e)
 
+    def index(self, e: Expr) -> str:
+        """C text of an element offset, simplified under the ranges of the enclosing loops (and written
+        with the variable of its loop-invariant part when the innermost loop named one)."""
+        e = simplify(e, self.ranges)
+        return self.text(with_bases(e, *self.bases) if self.bases[0] else e)
+
     def element(self, buf: ir.Buffer, indices: Sequence[Expr]) -> str:
         """``buf[flat index of indices]`` in C."""
-        return f"{self.name(buf, buf.name)}[{self.text(ir.flat_index(buf, indices))}]"
+        return f"{self.name(buf, buf.name)}[{self.index(ir.flat_index(buf, indices))}]"
 
     def visit_Const(self, e: Const) -> str:
         return c_const(e)
@@ -171,7 +186,18 @@ class CExpr(NodeFunctor):
         return "&" + self.element(e.buffer, e.indices)
 
     def visit_VLoad(self, e: ir.VLoad) -> str:
-        return f"ts_vload_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.text(e.index)}])"
+        return f"ts_vload_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}])"
+
+    def visit_VLoadStrided(self, e: ir.VLoadStrided) -> str:
+        return (f"ts_vloads_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
+                f"{self.index(e.stride)})")
+
+    def visit_VLoadMasked(self, e: ir.VLoadMasked) -> str:
+        return (f"ts_vloadm_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
+                f"{self.text(e.mask)})")
+
+    def visit_Ramp(self, e: ir.Ramp) -> str:
+        return f"ts_vramp_{_vec(e.dtype)}({self.text(e.base)})"
 
     def visit_Broadcast(self, e: ir.Broadcast) -> str:
         return f"ts_vbcast_{_vec(e.dtype)}({self.text(e.value)})"
@@ -193,6 +219,8 @@ class CExpr(NodeFunctor):
             return f"(-{self.text(e.a)})"   # vector lanes wrap in their own type
         if e.op == "neg":
             return _wrapped(e.dtype, f"(-{_wide_operand(e.dtype, self.text(e.a))})")
+        if e.op == "bitnot" and ir.split_dtype(e.dtype)[1] == 1:
+            return _wrapped(e.dtype, f"(~{self.text(e.a)})")
         return f"(~{self.text(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.text(e.a)})"
 
     def visit_Cast(self, e: Cast) -> str:
@@ -205,7 +233,7 @@ class CExpr(NodeFunctor):
 
     def visit_Select(self, e: Select) -> str:
         cond, yes, no = self.text(e.cond), self.text(e.true_value), self.text(e.false_value)
-        if ir.split_dtype(e.dtype)[1] > 1:
+        if ir.split_dtype(e.dtype)[1] > 1 and ir.split_dtype(e.cond.dtype)[1] > 1:
             return f"ts_vsel_{_vec(e.dtype)}({cond}, {yes}, {no})"
         return f"({cond} ? {yes} : {no})"
 
@@ -217,17 +245,22 @@ class CExpr(NodeFunctor):
                 return f"ts_v{e.op}_{_vec(operand)}({a}, {b})"
             if e.op in ("floordiv", "floormod"):
                 return vector_floor_division(e.op, a, e.b)
-            sym = {"and": "&", "or": "|", "div": "/"}.get(e.op) or _C_BINARY[e.op]
+            sym = _VECTOR_BINARY.get(e.op) or _C_BINARY[e.op]
             return f"({a} {sym} {b})"
         if e.op in ("add", "sub", "mul") and dt.wraps(operand):
             return _wrapped(operand, f"({_wide_operand(operand, a)} {_C_BINARY[e.op]} {b})")
         if e.op in _C_BINARY:
             return f"({a} {_C_BINARY[e.op]} {b})"
+        if e.op in ("shl", "shr"):   # NumPy's shifts: an amount outside [0, bits) is defined
+            return f"(({c_type(operand)})ts_{e.op}({a}, {b}, {dt.info(operand).bits}))"
         if e.op == "div":
             return f"({a} / {b})"
         if e.op in ("min", "max"):
             return f"ts_{e.op}_{_suffix(e.dtype if e.dtype != 'bool' else operand)}({a}, {b})"
         single = dt.info(operand).value_c_type == "float"
+        if e.op in ("floordiv", "floormod") and operand in INDEX_TYPES and isinstance(e.b, Const) \
+                and e.b.value > 0 and bound(e.a, self.ranges)[0] >= 0:   # C's / and % floor non-negatives
+            return f"({a} {'/' if e.op == 'floordiv' else '%'} {b})"
         if e.op == "floordiv":
             if dt.is_float(operand):
                 return f"{'floorf' if single else 'floor'}({a} / {b})"
@@ -247,6 +280,8 @@ class CExpr(NodeFunctor):
             return f"ts_sigmoid_{_suffix(e.dtype)}({args})"
         if e.name == "abs" and not dt.is_float(e.dtype):
             return f"ts_abs_{_suffix(e.dtype)}({args})"
+        if e.name == "fmod" and not dt.is_float(e.dtype):
+            return _wrapped(e.dtype, f"(({c_type(e.dtype)})ts_fmod({args}))")
         single = dt.info(e.dtype).value_c_type == "float"
         return f"{_FLOAT_FN[e.name]}{'f' if single else ''}({args})"
 
@@ -263,6 +298,7 @@ class CodeGen(NodeFunctor):
         self.intrinsics: list[TensorIntrin] = []
         self.allocations: list[ir.Buffer] = []
         self.status = self.names.fresh("status")
+        self.declared: list[Var] = []
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
@@ -276,10 +312,14 @@ class CodeGen(NodeFunctor):
     def emit(self, line: str, extra: int = 0) -> None:
         self.lines.append("  " * (self.indent + extra) + line)
 
-    def nested(self, s: ir.Stmt) -> None:
+    def nested(self, s: ir.Stmt, ranges: VarRanges | None = None) -> None:
+        """Write ``s`` one level deeper, under ``ranges`` (the enclosing loops') if given."""
+        saved = self.exprs.ranges
+        self.exprs.ranges = ranges or saved
         self.indent += 1
         self.visit(s)
         self.indent -= 1
+        self.exprs.ranges = saved
 
     # statements -----------------------------------------------------------------------------------
     def visit_Block(self, s: ir.Block) -> None:
@@ -288,7 +328,7 @@ class CodeGen(NodeFunctor):
 
     def visit_IfThenElse(self, s: ir.IfThenElse) -> None:
         self.emit(f"if ({self.expr(s.cond)}) {{")
-        self.nested(s.then_case)
+        self.nested(s.then_case, refine(s.cond, self.exprs.ranges))
         if s.else_case is not None:
             self.emit("} else {")
             self.nested(s.else_case)
@@ -303,13 +343,16 @@ class CodeGen(NodeFunctor):
         self.emit(f"{self.exprs.element(s.buffer, s.indices)} = {value};")
 
     def visit_VStore(self, s: ir.VStore) -> None:
-        target = f"&{self.name(s.buffer, s.buffer.name)}[{self.expr(s.index)}]"
+        target = f"&{self.name(s.buffer, s.buffer.name)}[{self.exprs.index(s.index)}]"
         base, lanes = ir.split_dtype(s.value.dtype)
         if isinstance(s.value, ir.VLoad) and dt.computed_in_float32(base):   # a copy keeps the bits
-            source = f"&{self.name(s.value.buffer, s.value.buffer.name)}[{self.expr(s.value.index)}]"
+            source = f"&{self.name(s.value.buffer, s.value.buffer.name)}[{self.exprs.index(s.value.index)}]"
             self.emit(f"ts_vstore_u16x{lanes}({target}, ts_vload_u16x{lanes}({source}));")
             return
         self.emit(f"ts_vstore_{_mem_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
+
+    def visit_Prefetch(self, s: ir.Prefetch) -> None:
+        self.emit(f"__builtin_prefetch({self.expr(s.address)}, 0, 3);")
 
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:
         if all(i is not s.intrin for i in self.intrinsics):
@@ -335,7 +378,10 @@ class CodeGen(NodeFunctor):
         self.emit("{")
         ctype = "int64_t" if isinstance(s.var, ir.LoopVar) else c_type(s.var.dtype)
         self.emit(f"const {ctype} {self.name(s.var, s.var.name)} = {self.expr(s.value)};", 1)
-        self.nested(s.body)
+        ranges = self.exprs.ranges
+        if s.value.dtype in INDEX_TYPES:
+            ranges = ranges.where(s.var, *bound(s.value, ranges))
+        self.nested(s.body, ranges)
         self.emit("}")
 
     def visit_Timer(self, s: ir.Timer) -> None:
@@ -355,17 +401,29 @@ class CodeGen(NodeFunctor):
         self.visit(s.body)
 
     def visit_For(self, s: ir.For) -> None:
+        ranges = loop_range(s, self.exprs.ranges)
+        bases, changing = loop_bases(s, ranges) if s.kind is not LoopKind.PARALLEL else ([], set())
+        self.declared.extend(var for var, _ in bases)     # alive while named (names are keyed by identity)
+        for var, value in bases:
+            self.emit(f"const int64_t {self.name(var, var.name)} = {self.exprs.index(value)};")
         if s.kind is LoopKind.PARALLEL:
             threads = f" num_threads({self.target.threads})" if self.target.threads else ""
             self.emit(f"#pragma omp parallel for schedule(static){threads}")
         elif s.kind is LoopKind.VECTORIZED and not s.reduction:  # a reduction left scalar stays sequential
             self.emit("#pragma omp simd")
-        elif s.kind is LoopKind.UNROLLED and s.extent_hint:
+        elif s.kind is LoopKind.UNROLLED and s.extent_hint and not any(k == "unroll" for k, _ in s.pragmas):
             self.emit(f"#pragma GCC unroll {min(s.extent_hint, 64)}")
+        for hint, setting in s.pragmas:     # whitelisted by Stage.pragma: only a flag or an int reaches C
+            if hint == "ivdep":
+                self.emit("#pragma GCC ivdep")
+            elif hint == "unroll":
+                self.emit(f"#pragma GCC unroll {int(setting)}")
         v = self.name(s.var, s.var.name)
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
         self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{")
-        self.nested(s.body)
+        saved, self.exprs.bases = self.exprs.bases, ({structural_key(value): var for var, value in bases}, changing)
+        self.nested(s.body, ranges)
+        self.exprs.bases = saved
         self.emit("}")
 
     def visit_Allocate(self, s: ir.Allocate) -> None:

@@ -61,7 +61,7 @@ def set_num_threads(n: int) -> None:
     Parameters
     ----------
     n : int
-        A number of threads between 1 and :func:`max_threads`.
+        A number of threads between 1 and ``tesched.driver.threads.max_threads()`` (4 per core, at least 64).
 
     Example
     -------

@@ -20,7 +20,7 @@ from tesched.graph.ir import Call, Constant, Expr
 
 def _pair(values: Sequence[int] | int, default: Sequence[int] | None = None) -> tuple[int, int]:
     """An ATen ``int[2]`` argument (one value means both) as a pair; empty means ``default``."""
-    items: list[int] = list(values) if isinstance(values, (list, tuple)) else [int(values)]  # type: ignore[arg-type]
+    items = [int(v) for v in values] if isinstance(values, Sequence) else [int(values)]
     if not items and default is not None:
         items = list(default)
     return (int(items[0]), int(items[-1]))

@@ -21,7 +21,7 @@ the match is taken. This module finds matches; replacing them is :mod:`.partitio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence, TypeGuard
 
 from tesched.graph.ir import Call, Constant, Expr
 from tesched.graph.op import Op, get_op
@@ -71,7 +71,7 @@ class OpStep:
     free_args: tuple[ArgPattern, ...] | None = None
     attrs: Mapping[str, Any] = field(default_factory=dict)
 
-    def matches_call(self, node: Expr) -> bool:
+    def matches_call(self, node: Expr) -> TypeGuard[Call]:
         """Whether ``node`` calls this step's op with the required attributes."""
         if not (isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == self.name):
             return False
@@ -161,7 +161,7 @@ class ChainPattern:
         step = self.steps[k]
         if id(node) in taken or not step.matches_call(node):
             return None
-        args = node.args  # type: ignore[attr-defined]
+        args = node.args
         if k == 0:
             return ([node], [], [args]) if step.matches_free_args(args) else None
         for pos in range(len(args)) if step.name in COMMUTATIVE else range(min(1, len(args))):

@@ -25,7 +25,8 @@ import numpy as np
 
 from tesched.driver.arrays import as_array, like, torch_module
 from tesched.driver.call import ArgSpec, Program, StepFailed, address
-from tesched.driver.kernel import BenchmarkResult, Kernel, time_calls
+from tesched.driver.kernel import Kernel
+from tesched.driver.timing import BenchmarkResult, time_calls
 from tesched.driver.threads import sync_thread
 from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.export import export_graph, export_graph_c
@@ -64,10 +65,13 @@ class CompiledGroup:
 
     @property
     def lowered(self) -> LoweredFunc:
+        """The group's loop IR (a group is always built here, never loaded, so it has one)."""
+        assert self.kernel.lowered is not None
         return self.kernel.lowered
 
     @property
     def c_source(self) -> str:
+        """The C source of the group's kernel."""
         return self.kernel.c_source
 
 
@@ -127,14 +131,14 @@ class Executable:
     # planning -------------------------------------------------------------------------------------
     def _plan(self, node: Call, args: list[Any]) -> Any:
         """The value of a call of a primitive function: a view of its argument, or a new step's outputs."""
-        fn: Function = node.op  # type: ignore[assignment]
+        fn = node.op
+        assert isinstance(fn, Function), "a call of a fused group"
         if is_view(fn):
             return _Value(node.tensor_type, "view", target=args[0].root)
         inputs = tuple(a.root for a in args)
         for v in inputs:
             v.last_use = len(self._steps)
-        types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
-        outputs = tuple(_Value(t, "step", len(self._steps)) for t in types)  # type: ignore[arg-type]
+        outputs = tuple(_Value(t, "step", len(self._steps)) for t in node.tensor_types())
         self._steps.append(self._compile_group(fn, inputs, outputs))
         return outputs if isinstance(node.checked_type, TupleType) else outputs[0]
 
@@ -173,7 +177,8 @@ class Executable:
         base = -address(self._arena) % ALIGNMENT + address(self._arena)
         fixed = [0] * len(ordered)
         for v in constants.values():
-            fixed[v.slot] = address(v.data)  # type: ignore[arg-type]
+            assert v.data is not None, "a constant has its array"
+            fixed[v.slot] = address(v.data)
         for v, offset in zip(intermediates.values(), self.memory_plan.offsets):
             fixed[v.slot] = base + offset
         self._fixed = fixed
@@ -186,7 +191,7 @@ class Executable:
             ins = [step.inputs[k] for k in step.order] if step.order is not None else list(step.inputs)
             self._c_steps.append((step.address, [v.slot for v in ins] + [v.slot for v in step.outputs] + literal_slots,
                                   step.kernel is not None))
-        self._keep = [self._arena] + [v.data for v in constants.values()]
+        self._keep: list[Any] = [self._arena, *(v.data for v in constants.values())]
         specs = [ArgSpec(np.dtype(v.type.dtype), v.type.shape, writable, v.slot)
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
         self._program = Program(specs, self._fixed, self._c_steps, exclusive=True, keep=self._keep)

@@ -181,8 +181,8 @@ def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
     offsets, size = scratch_offsets(program.buffers)
     out += ["  int code = TESCHED_OK, status = 0;"]
     if program.buffers:
-        names = ", ".join(b.name for b in program.buffers)
-        message = f"{prefix}: cannot allocate {size} bytes for its intermediate tensors ({names})"
+        buffer_names = ", ".join(b.name for b in program.buffers)
+        message = f"{prefix}: cannot allocate {size} bytes for its intermediate tensors ({buffer_names})"
         out += [f"  unsigned char *scratch = (unsigned char *)ts_alloc_elems(1, {size});",
                 "  if (scratch == NULL) " + _fail("TESCHED_ERROR_ALLOCATION", message)]
     for step in program.steps:

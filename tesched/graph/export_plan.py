@@ -26,6 +26,7 @@ from tesched.driver.compiler import reserved_identifiers
 from tesched.driver.kernel import Kernel
 from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.external_compile import translation_unit
+from tesched.graph.external_op import ExternalOp
 from tesched.graph.ir import Call, Constant, Function
 from tesched.graph.types import TensorType, TupleType
 from tesched.lower.pipeline import lower_for_target
@@ -43,16 +44,21 @@ _SIDE_HEADER = struct.Struct("<8sQQ32s8x")    # magic, payload bytes, checksum, 
 class Group(Protocol):
     """A compiled fused group, as an executable lists it."""
 
-    function: Function
-    kernel: Kernel
+    @property
+    def function(self) -> Function: ...
+    @property
+    def kernel(self) -> Kernel: ...
 
 
 class Built(Protocol):
     """What an export reads from an executable: its fused function, its groups, its external calls."""
 
-    function: Function
-    kernels: Sequence[Group]
-    external_calls: Sequence[Any]
+    @property
+    def function(self) -> Function: ...
+    @property
+    def kernels(self) -> Sequence[Group]: ...
+    @property
+    def external_calls(self) -> Sequence[Any]: ...
 
 
 @dataclass(frozen=True)
@@ -158,12 +164,12 @@ class _Kernels:
         return self.generated[id(kernel)]
 
     def call(self, node: Call, args: list[Any]) -> Any:
-        group: Function = node.op  # type: ignore[assignment]
+        group = node.op
+        assert isinstance(group, Function), "a call of a fused group"
         if any(not isinstance(a, Value) for a in args):
             raise TypeError(f"export of a graph: group {group.name} takes a tuple argument")
-        types = node.checked_type.fields if isinstance(node.checked_type, TupleType) else (node.checked_type,)
-        outputs = tuple(Value("buffer", len(self.out.buffers) + k, t, group.name)  # type: ignore[arg-type]
-                        for k, t in enumerate(types))
+        outputs = tuple(Value("buffer", len(self.out.buffers) + k, t, group.name)
+                        for k, t in enumerate(node.tensor_types()))
         if id(group) in self.external_of:
             call = self.external_of[id(group)]
             self.external(group)
@@ -182,7 +188,9 @@ class _Kernels:
 
     def external(self, group: Function) -> None:
         """Add the source of the external library ``group`` calls (once) and its functions' prototypes."""
-        library = group.body.op.library  # type: ignore[attr-defined]
+        body = group.body
+        assert isinstance(body, Call) and isinstance(body.op, ExternalOp), "an external group calls one op"
+        library = body.op.library
         if id(library) in self.libraries:
             return
         if library.source is None or library.compile_flags:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import cffi
 import numpy as np
@@ -93,7 +93,7 @@ class ExternalFunction:
 
     @property
     def size_names(self) -> tuple[str, ...]:
-        """The size names in the order they are passed: first appearance in the inputs, then the output."""
+        """The size names in the order they are passed (first appearance in the inputs, then the output)."""
         names: dict[str, None] = {}
         for shape in (*self.inputs, self.output):
             names.update((d, None) for d in shape if isinstance(d, str))
@@ -144,7 +144,7 @@ class ExternalFunction:
 class ExternalLibrary:
     """Declared external ``functions`` with their code: C ``source`` compiled by tesched (with extra
     ``compile_flags``), or the ``path`` of a shared library. Nothing is compiled or loaded before
-    :meth:`load`, which :func:`~.partition.partition` calls."""
+    :meth:`load`, which ``tesched.graph.partition`` calls."""
 
     def __init__(self, functions: Sequence[ExternalFunction], *, source: str | None = None,
                  path: str | Path | None = None, compile_flags: Sequence[str] = ()):
@@ -167,6 +167,7 @@ class ExternalLibrary:
 
     @property
     def description(self) -> str:
+        """Where the library comes from (its path, or its source), as messages name it."""
         return f"the shared library {self.path}" if self.path is not None else "the library source"
 
     def __repr__(self) -> str:
@@ -207,8 +208,9 @@ class ExternalLibrary:
         self._ffi, self._lib = ffi, lib
 
     def _compile(self, prototypes: list[str]) -> Path:
+        assert self.source is not None, "only a library given as source is compiled"
         try:
-            return compile_shared_library(self.source, prototypes, self.compile_flags)  # type: ignore[arg-type]
+            return compile_shared_library(self.source, prototypes, self.compile_flags)
         except CompileFailure as failure:
             for name, fn in self.functions.items():
                 if f"conflicting types for '{name}'" in failure.messages:
@@ -218,11 +220,11 @@ class ExternalLibrary:
                         f"{fn.prototype()};\ncompiler messages:\n{_relevant(failure.messages, name)}") from None
             raise BuildError(f"the external library source does not compile:\n{failure.messages}") from None
 
-    def symbol(self, name: str) -> tuple[cffi.FFI, object]:
+    def symbol(self, name: str) -> tuple[cffi.FFI, Any]:
         """The loaded FFI and C function ``name``."""
         self.function(name)
         self.load()
-        return self._ffi, getattr(self._lib, name)  # type: ignore[return-value]
+        return self._ffi, getattr(self._lib, name)
 
 
 def _relevant(messages: str, name: str) -> str:

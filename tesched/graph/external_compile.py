@@ -54,9 +54,9 @@ def compile_shared_library(source: str, prototypes: Sequence[str], extra_flags: 
     flags = [*machine.flags, "-fPIC", "-shared"]
     link = [*extra_flags, *LINK_FLAGS, "-lm"]   # after the source, so that -l options resolve its symbols
     key = hashlib.sha256("\0".join([text, " ".join(flags + link), compiler_id(machine.compiler)]).encode()).hexdigest()
-    target = cache_dir() / f"libtesched_external_{key[:24]}.so"
-    if target.exists():
-        return target
+    library = cache_dir() / f"libtesched_external_{key[:24]}.so"
+    if library.exists():
+        return library
     tmp = Path(tempfile.mkdtemp(prefix="build-external-", dir=cache_dir()))
     try:
         (tmp / "library.c").write_text(text)
@@ -64,7 +64,7 @@ def compile_shared_library(source: str, prototypes: Sequence[str], extra_flags: 
         done = subprocess.run(command, cwd=tmp, capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
         if done.returncode != 0:
             raise CompileFailure(done.stderr.strip() or done.stdout.strip() or f"{command[0]} failed")
-        os.replace(tmp / "library.so", target)
+        os.replace(tmp / "library.so", library)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return library

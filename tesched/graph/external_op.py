@@ -76,7 +76,8 @@ def compile_external_group(fn: Function) -> ExternalCall | None:
         raise ExternalFunctionError(f"{fn.name}: the fusion rules put {external[0].op_name} in one group with other "
                                     f"ops ({names}); an external call must be a group of its own, so do not let "
                                     "opaque ops fuse")
-    op: ExternalOp = body.op  # type: ignore[assignment]
+    op = body.op
+    assert isinstance(op, ExternalOp), "the group's one call is external"
     positions = tuple(next(k for k, p in enumerate(fn.params) if p is a) for a in body.args)
     kernel = ExternalKernel(op.library, op.function, [a.tensor_type for a in body.args], body.tensor_type)
     return ExternalCall(op.name, fn, kernel, positions)

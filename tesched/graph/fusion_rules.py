@@ -89,6 +89,7 @@ class FusionRules:
                    shared_values="separate")
 
     def allows(self, producer: Pattern, consumer: Pattern) -> bool:
+        """True when an op of pattern ``consumer`` may be fused after one of pattern ``producer``."""
         return consumer in self.may_follow[producer]
 
     def allow(self, producer: Pattern | str, consumers: Iterable[Pattern | str] | Pattern | str) -> "FusionRules":

@@ -17,6 +17,7 @@ import numpy as np
 from tesched.graph.op import Op
 from tesched.graph.types import FuncType, TensorType, TupleType, Type
 from tesched.graph.visit import post_order
+from tesched.nn.pattern import Pattern
 
 _text_form: Callable[["Expr"], str] | None = None
 
@@ -42,9 +43,11 @@ class Expr:
             object.__setattr__(self, name, value)
 
     def children(self) -> tuple["Expr", ...]:
+        """The sub-expressions this node reads, in order (none for a leaf)."""
         return ()
 
     def with_children(self, children: Sequence["Expr"]) -> "Expr":
+        """A copy of this node reading ``children`` instead (a leaf is returned as it is)."""
         return self
 
     @property
@@ -53,6 +56,15 @@ class Expr:
         if not isinstance(self.checked_type, TensorType):
             raise TypeError(f"expected a tensor, got a value of type {self.checked_type}")
         return self.checked_type
+
+    def tensor_types(self) -> tuple[TensorType, ...]:
+        """The tensor types of the value: the fields of a tuple, or its own type; a ``TypeError`` for a
+        value that holds anything but tensors."""
+        types = self.checked_type.fields if isinstance(self.checked_type, TupleType) else (self.checked_type,)
+        tensors = tuple(t for t in types if isinstance(t, TensorType))
+        if len(tensors) != len(types):
+            raise TypeError(f"expected tensors, got a value of type {self.checked_type}")
+        return tensors
 
     def __str__(self) -> str:
         return _text_form(self) if _text_form is not None else repr(self)
@@ -129,12 +141,20 @@ class Call(Expr):
 
     @property
     def op_name(self) -> str:
-        return self.op.name  # type: ignore[return-value]
+        """The name of the op (or of the primitive function) called."""
+        return self.op.name
+
+    @property
+    def pattern(self) -> Pattern:
+        """How the op fuses (:class:`~tesched.nn.pattern.Pattern`); a primitive function is ``OPAQUE``."""
+        return self.op.pattern if isinstance(self.op, Op) else Pattern.OPAQUE
 
     def children(self) -> tuple[Expr, ...]:
+        """The call's arguments."""
         return self.args
 
     def with_children(self, children: Sequence[Expr]) -> "Call":
+        """The same call (operator and attributes) on the arguments ``children``."""
         return Call(self.op, children, self.attrs)
 
     def __repr__(self) -> str:
@@ -161,9 +181,11 @@ class Tuple(Expr):
         return iter(self.fields)
 
     def children(self) -> tuple[Expr, ...]:
+        """The tuple's fields."""
         return self.fields
 
     def with_children(self, children: Sequence[Expr]) -> "Tuple":
+        """A tuple of the fields ``children``."""
         return Tuple(children)
 
 
@@ -184,9 +206,11 @@ class TupleGetItem(Expr):
         self._set(tuple_value=tuple_value, index=index, checked_type=ty.fields[index])
 
     def children(self) -> tuple[Expr, ...]:
+        """The one tuple this node reads a field of."""
         return (self.tuple_value,)
 
     def with_children(self, children: Sequence[Expr]) -> "TupleGetItem":
+        """The same field index, read from the tuple ``children[0]``."""
         return TupleGetItem(children[0], self.index)
 
 
@@ -219,10 +243,12 @@ class Function(Expr):
 
     @property
     def name(self) -> str:
+        """The function's ``name`` attribute (``"fn"`` when it has none)."""
         return str(self.attrs.get("name", "fn"))
 
     @property
     def is_primitive(self) -> bool:
+        """True for a fused group made by ``fuse_ops`` (compiled to one kernel)."""
         return bool(self.attrs.get("primitive", False))
 
     def with_body(self, body: Expr, params: Sequence[Var] | None = None) -> "Function":

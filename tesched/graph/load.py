@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from tesched.driver.call import ArgSpec, Program, StepFailed, describable, helper_available
-from tesched.driver.kernel import BenchmarkResult, time_calls
+from tesched.driver.timing import BenchmarkResult, time_calls
 from tesched.driver.load import ExportedLibrary, checked_record, open_library
 from tesched.errors import ModuleLoadError
 from tesched.graph.ir import Var

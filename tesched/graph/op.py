@@ -37,10 +37,11 @@ class Op:
         """The result type of this op on arguments of ``arg_types``; raises on a mismatch."""
         if self.arity is not None and len(arg_types) != self.arity:
             raise TypeError(f"{self.name} takes {self.arity} arguments, got {len(arg_types)}")
+        inputs = []
         for k, t in enumerate(arg_types):
             if not isinstance(t, TensorType):
                 raise TypeError(f"{self.name}: argument {k} must be a tensor, got {t}")
-        inputs = [ts.placeholder(t.shape, t.dtype, name=f"arg{k}") for k, t in enumerate(arg_types)]
+            inputs.append(ts.placeholder(t.shape, t.dtype, name=f"arg{k}"))
         try:
             out = self.declare(inputs, attrs)
         except (ValueError, TypeError) as err:

@@ -33,9 +33,10 @@ def _binary_op(name: str, declare: Callable, ufunc: Callable) -> Callable[[Opera
 
 
 def _operands(name: str, lhs: Operand, rhs: Operand) -> tuple[Expr, Expr]:
-    if not isinstance(lhs, Expr) and not isinstance(rhs, Expr):
+    expr = lhs if isinstance(lhs, Expr) else rhs
+    if not isinstance(expr, Expr):
         raise TypeError(f"{name}: at least one operand must be a graph expression")
-    dtype = (lhs if isinstance(lhs, Expr) else rhs).tensor_type.dtype  # type: ignore[union-attr]
+    dtype = expr.tensor_type.dtype
 
     def as_expr(v: Operand) -> Expr:
         if isinstance(v, Expr):
@@ -74,7 +75,7 @@ sqrt = _unary_op("sqrt", nn.sqrt, np.sqrt, "Square root.")
 rsqrt = _unary_op("rsqrt", nn.rsqrt, lambda x: 1 / np.sqrt(x), "``1 / sqrt(x)``.")
 log = _unary_op("log", nn.log, np.log, "Natural logarithm.")
 abs = _unary_op("abs", nn.abs, np.abs, "Absolute value.")  # noqa: A001 - Relay's name
-negative = _unary_op("negative", nn.negative, np.negative, "``-x``.")
+negative = _unary_op("negative", nn.negative, np.negative, "Elementwise negation, ``-x``.")
 
 _CLIP = register_op("clip", Pattern.ELEMWISE, lambda args, attrs: nn.clip(args[0], attrs["a_min"], attrs["a_max"]),
                     lambda args, attrs: np.clip(args[0], attrs["a_min"], attrs["a_max"]), 1)

@@ -1,5 +1,6 @@
 """Neural-network graph ops and their builders: ``nn.conv2d`` (with ``depthwise_conv2d`` as ``groups``
-equal to the channels; ``nn.conv2d_weight_last`` is the same with weights stored output channels last),
+equal to the channels; ``nn.conv2d_weight_last`` is the same with weights stored in blocks of output channels, output channels
+last),
 ``nn.dense`` (with an optional bias as ``nn.bias_add``), ``nn.matmul``, ``nn.batch_norm`` (inference),
 ``nn.layer_norm``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
 ``nn.softmax``. Attribute names follow Relay (``strides``, ``padding``, ``dilation``, ``groups``,
@@ -72,12 +73,12 @@ _CONV2D_WEIGHT_LAST = register_op(
     "nn.conv2d_weight_last", Pattern.OUT_ELEMWISE_FUSABLE,
     lambda args, attrs: conv_channels.conv2d_weight_last(args[0], args[1], attrs["strides"], attrs["padding"],
                                                          attrs["dilation"]),
-    lambda args, attrs: _conv2d_eval([args[0], args[1].transpose(3, 0, 1, 2)], {**attrs, "groups": 1}), 2)
+    lambda args, attrs: _conv2d_eval([args[0], conv_channels.weight_oihw(args[1])], {**attrs, "groups": 1}), 2)
 
 
 def conv2d_weight_last(data: Expr, weight: Expr, strides: IntOrPair = 1, padding: IntOrPair = 0,
                        dilation: IntOrPair = 1) -> Call:
-    """``nn.conv2d`` (one group) with its weight stored ``(C, KH, KW, K)``, vectorized along output
+    """``nn.conv2d`` (one group) with its weight stored ``(K / B, C, KH, KW, B)``, vectorized along output
     channels (see :mod:`tesched.nn.conv_channels`); ``alter_op_layout`` chooses it."""
     attrs = {"strides": pair(strides, "nn.conv2d_weight_last strides"),
              "padding": padding4(padding, "nn.conv2d_weight_last padding"),
@@ -116,7 +117,8 @@ def _batch_norm_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
 
 
 _BATCH_NORM = register_op("nn.batch_norm", Pattern.BROADCAST,
-                          lambda args, attrs: nn.batch_norm(*args, epsilon=attrs["epsilon"], axis=attrs["axis"]),
+                          lambda args, attrs: nn.batch_norm(args[0], args[1], args[2], args[3], args[4],
+                                                                epsilon=attrs["epsilon"], axis=attrs["axis"]),
                           _batch_norm_eval, 5)
 
 

@@ -17,17 +17,16 @@ from tesched.nn.shape import padding4
 
 
 def _evaluate(args: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarray:
-    data, transformed, _, a = args
-    return winograd.reference(data, transformed, a.shape[1], attrs["padding"]).astype(data.dtype)
+    data, transformed = args
+    return winograd.reference(data, transformed, transformed.shape[0] - 2, attrs["padding"]).astype(data.dtype)
 
 
 _WINOGRAD = register_op("nn.winograd_conv2d", Pattern.OUT_ELEMWISE_FUSABLE,
-                        lambda args, attrs: winograd.winograd_conv2d(*args, padding=attrs["padding"]), _evaluate, 4)
+                        lambda args, attrs: winograd.winograd_conv2d(args[0], args[1], padding=attrs["padding"]), _evaluate, 2)
 
 
 def winograd_conv2d(data: Expr, weight: np.ndarray, m: int, padding: int | Sequence[int] = 1) -> Call:
     """The convolution of ``data`` by OIHW 3x3 ``weight`` (a NumPy array, transformed here) with tiles of
     ``m`` x ``m``, as a ``(N, K, H/m, m, W/m, m)`` tensor."""
-    bt, a = winograd.transform_inputs(m, str(weight.dtype))
-    return Call(_WINOGRAD, [data, Constant(winograd.transform_weight(weight, m)), Constant(bt), Constant(a)],
+    return Call(_WINOGRAD, [data, Constant(winograd.transform_weight(weight, m))],
                 {"padding": padding4(padding, "nn.winograd_conv2d padding")})

@@ -66,7 +66,7 @@ def _replaced_function(match: Match) -> Function:
     for call, pos in zip(match.calls[1:], match.chain_positions):
         free = params[taken:taken + len(call.args) - 1]
         taken += len(free)
-        value = Call(call.op, free[:pos] + [value] + free[pos:], call.attrs)
+        value = Call(call.op, [*free[:pos], value, *free[pos:]], call.attrs)
     return Function(params, value)
 
 
@@ -74,11 +74,13 @@ def _free_inputs(root: Call, match: Match) -> list[Expr]:
     """The free inputs of ``root``, a rebuilt copy of ``match``'s root (same structure, new arguments)."""
     chain = [root]
     for pos in reversed(match.chain_positions):
-        chain.append(chain[-1].args[pos])  # type: ignore[attr-defined]
+        inner = chain[-1].args[pos]
+        assert isinstance(inner, Call), "a matched chain links calls"
+        chain.append(inner)
     chain.reverse()
-    free = list(chain[0].args)  # type: ignore[attr-defined]
+    free = list(chain[0].args)
     for call, pos in zip(chain[1:], match.chain_positions):
-        free += call.args[:pos] + call.args[pos + 1:]  # type: ignore[attr-defined]
+        free += call.args[:pos] + call.args[pos + 1:]
     return free
 
 
@@ -108,6 +110,7 @@ def partition(graph: Function, patterns: PatternTable, library: ExternalLibrary)
         if id(original) not in replacements:
             return None
         match, op = replacements[id(original)]
-        return Call(op, _free_inputs(node, match))  # type: ignore[arg-type]
+        assert isinstance(node, Call), "a match's root is a call"
+        return Call(op, _free_inputs(node, match))
 
     return graph.with_body(rewrite(graph.body, replace))

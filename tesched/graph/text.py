@@ -38,7 +38,7 @@ class _Printer:
     def constant(self, c: Constant) -> str:
         if c.data.ndim == 0:
             value = c.data.item()
-            suffix = {"float32": "f", "float64": "f64", "int64": "i64"}.get(c.checked_type.dtype, "")
+            suffix = {"float32": "f", "float64": "f64", "int64": "i64"}.get(c.tensor_type.dtype, "")
             return f"{value:g}{suffix}" if isinstance(value, float) else f"{value}{suffix}"
         if id(c) not in self.constants:
             self.constants[id(c)] = len(self.constant_list)

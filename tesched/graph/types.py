@@ -27,6 +27,7 @@ class TensorType:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (``len(shape)``)."""
         return len(self.shape)
 
     def __str__(self) -> str:

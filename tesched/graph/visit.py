@@ -6,12 +6,17 @@ Traversals are iterative, so deep graphs do not hit Python's recursion limit.
 """
 from __future__ import annotations
 
-from typing import Callable, Protocol, Sequence
+from typing import Callable, Protocol, Self, Sequence, TypeVar
 
 
 class Node(Protocol):
+    """A graph node: its children, and a copy of it with other children."""
+
     def children(self) -> tuple: ...
-    def with_children(self, children: Sequence) -> "Node": ...
+    def with_children(self, children: Sequence) -> Self: ...
+
+
+N = TypeVar("N", bound=Node)
 
 
 def post_order(root: Node) -> list:
@@ -34,10 +39,11 @@ def post_order(root: Node) -> list:
     return order
 
 
-def rewrite(root: Node, fn: Callable[[Node, Node], Node | None]) -> Node:
+def rewrite(root: N, fn: Callable[[N, N], N | None]) -> N:
     """Rebuild ``root`` bottom-up. ``fn(node, original)`` sees each node with its children already
     rewritten (``original`` is the node before rewriting) and may return a replacement."""
-    memo: dict[int, Node] = {}
+    memo: dict[int, N] = {}
+    node: N
     for node in post_order(root):
         kids = node.children()
         new_kids = tuple(memo[id(k)] for k in kids)

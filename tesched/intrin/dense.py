@@ -21,8 +21,8 @@ A plain product gets its tile from ``cache_write``. How the tile is computed is 
 - ``"codegen"``: tesched generates the tile: reduction outermost, rows unrolled, columns split into
   vectors, unrolled and vectorized (the register tile of TVM-style CPU schedules).
 
-Sizes must be multiples of the tile (``mr``, ``nr``, and ``kc`` of K): the tensorize matcher refuses
-partial tiles, and this function checks it first (ValueError). This module declares no computation.
+Sizes must be multiples of the tile (``mr``, ``nr``, and ``kc`` of K), checked first (ValueError): the
+tensorize matcher would run partial tiles as plain scalar loops, which this schedule does not plan for. This module declares no computation.
 """
 from __future__ import annotations
 
@@ -35,6 +35,8 @@ from tesched.schedule.schedule import Schedule, Stage
 from tesched.target import current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
+#: The inner tiles :func:`dense_schedule` can use: the micro-kernel, the micro-kernel with its epilogue
+#: fused, or tesched's own register tile.
 INNER = ("intrinsic", "fused", "codegen")
 
 _DEFAULT_TILES = {"avx512": {"float32": (8, 32), "float64": (8, 16)},
@@ -52,7 +54,7 @@ def _product_of(out: Tensor) -> Tensor:
     """The matrix product ``out`` is, or is an elementwise function of."""
     if isinstance(out.op, ComputeOp) and out.op.reduce_axis:
         return out
-    products = []
+    products: list[Tensor] = []
     stack, seen = [out], set()
     while stack:
         t = stack.pop()
@@ -76,7 +78,7 @@ def _operands(product: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def _check_tile(product: Tensor, mr: int, nr: int, kc: int) -> None:
-    (m, n), k = product.shape, product.op.reduce_axis[0].dom.extent
+    (m, n), k = product.shape, product.op.reduce_axis[0].range.extent
     for label, size, factor in (("rows", m, mr), ("columns", n, nr), ("reduction steps", k, kc)):
         if not isinstance(factor, int) or isinstance(factor, bool) or factor < 1:
             raise ValueError(f"dense_schedule: the tile's {label} must be a positive int, got {factor!r}")
@@ -96,7 +98,10 @@ def dense_schedule(out: Tensor, *, tile: tuple[int, int] | None = None, kc: int 
     product = _product_of(out)
     _, b = _operands(product)
     mr, nr = tile or default_tile(isa, product.dtype)
-    k_extent = product.op.reduce_axis[0].dom.extent
+    k_extent = product.op.reduce_axis[0].constant_extent
+    if k_extent is None:
+        raise ValueError(f"dense_schedule: {product.name} needs constant sizes, its reduction steps are "
+                         f"{product.op.reduce_axis[0].range.extent}")
     kc = kc or k_extent
     _check_tile(product, mr, nr, kc)
     if inner == "fused" and (product is out or kc != k_extent):

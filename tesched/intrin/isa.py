@@ -10,6 +10,7 @@ from __future__ import annotations
 from tesched.config import settings
 from tesched.target import current_target
 
+#: The instruction sets of the micro-kernels, widest first (``TESCHED_INTRIN_ISA`` picks one).
 ISAS = ("avx512", "avx2", "c")
 """Instruction sets of the micro-kernel, widest first."""
 

@@ -6,7 +6,7 @@ Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :
 :class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
 :class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
+:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
 
 A statement's children are its fields that hold expressions, statements or sequences of them, except
 the variables it declares (``binds``); :mod:`.visitor` walks and rebuilds statements from that alone, so
@@ -27,7 +27,8 @@ from tesched.te.intrinsic import TensorIntrin
 class BufferScope(StrEnum):
     """Where a buffer's memory comes from: a kernel argument (``arg``), a whole intermediate tensor
     allocated once (``global``), or a ``compute_at`` region (``local``: ``shape`` is the region's box and
-    index ``i`` of the tensor lives at ``i - offsets`` in the buffer)."""
+    index ``i`` of the tensor lives at ``i - offsets`` in the buffer, or, along a dimension in ``folds``
+    (a circular buffer, from ``store_at``), at ``i`` modulo the fold)."""
 
     ARG = "arg"
     GLOBAL = "global"
@@ -38,9 +39,10 @@ class Buffer:
     """Memory for one tensor, with its :class:`BufferScope`."""
 
     def __init__(self, name: str, shape: Sequence[int | Expr], dtype: str, scope: BufferScope,
-                 offsets: Sequence[Expr] | None = None):
+                 offsets: Sequence[Expr] | None = None, folds: dict[int, int] | None = None):
         self.name, self.shape, self.dtype, self.scope = name, list(shape), dtype, scope
         self.offsets: list[Expr] = list(offsets) if offsets is not None else [Const(0, "int64")] * len(shape)
+        self.folds: dict[int, int] = dict(folds or {})     # dimension -> slices kept (index modulo it)
 
     def constant_shape(self) -> list[int] | None:
         """The shape when every extent is a constant, else None."""
@@ -82,6 +84,56 @@ class VLoad(Expr):
         return VLoad(self.buffer, children[0], self.lanes)
 
 
+class VLoadStrided(Expr):
+    """``lanes`` elements of ``buffer`` ``stride`` elements apart, starting at flat offset ``index`` (a
+    transposed read); ``stride`` is an expression, so it may be a symbolic size."""
+
+    __slots__ = ("buffer", "index", "stride", "lanes")
+
+    def __init__(self, buffer: Buffer, index: Expr, stride: Expr, lanes: int):
+        self.buffer, self.index, self.stride, self.lanes = buffer, index, stride, lanes
+        self.dtype = vector_dtype(buffer.dtype, lanes)
+
+    def children(self):
+        return (self.index, self.stride)
+
+    def with_children(self, children):
+        return VLoadStrided(self.buffer, children[0], children[1], self.lanes)
+
+
+class VLoadMasked(Expr):
+    """``lanes`` consecutive elements of ``buffer`` from flat offset ``index``, read only in the lanes where
+    ``mask`` (an integer vector of the elements' size, -1 or 0 per lane) is set; the others are 0."""
+
+    __slots__ = ("buffer", "index", "mask", "lanes")
+
+    def __init__(self, buffer: Buffer, index: Expr, mask: Expr, lanes: int):
+        self.buffer, self.index, self.mask, self.lanes = buffer, index, mask, lanes
+        self.dtype = vector_dtype(buffer.dtype, lanes)
+
+    def children(self):
+        return (self.index, self.mask)
+
+    def with_children(self, children):
+        return VLoadMasked(self.buffer, children[0], children[1], self.lanes)
+
+
+class Ramp(Expr):
+    """``base, base + 1, ..., base + lanes - 1``: the vector form of a loop variable used as a value."""
+
+    __slots__ = ("base", "lanes")
+
+    def __init__(self, base: Expr, lanes: int):
+        self.base, self.lanes = base, lanes
+        self.dtype = vector_dtype(base.dtype, lanes)
+
+    def children(self):
+        return (self.base,)
+
+    def with_children(self, children):
+        return Ramp(children[0], self.lanes)
+
+
 class Broadcast(Expr):
     """A scalar repeated in every lane."""
 
@@ -99,7 +151,7 @@ class Broadcast(Expr):
 
 
 class HReduce(Expr):
-    """Combine the lanes of a vector into one scalar with ``op`` (add, max or min)."""
+    """Combine the lanes of a vector into one scalar with ``op`` (add, mul, max or min)."""
 
     __slots__ = ("op", "value")
 
@@ -215,6 +267,7 @@ class For(Stmt):
     reduction: bool = False          # iterations accumulate into the same elements (a reduce loop)
     stage: str = ""                  # the stage whose loop this is
     origin: str = ""                 # the schedule primitive that made its variable (``split(i, factor=32)``)
+    pragmas: tuple[tuple[str, bool | int], ...] = ()   # C loop hints (``Stage.pragma``): name, value
 
 
 @dataclass(eq=False)
@@ -249,6 +302,13 @@ class VStore(Stmt):
     buffer: Buffer
     index: Expr
     value: Expr
+
+
+@dataclass(eq=False)
+class Prefetch(Stmt):
+    """A hint to bring the cache line holding ``address`` in for reading (``__builtin_prefetch``)."""
+
+    address: Address
 
 
 @dataclass(eq=False)
@@ -316,13 +376,16 @@ class Produce(Stmt):
 
 
 def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
-    """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted)."""
+    """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted, or
+    the index taken modulo the fold along a folded dimension)."""
     total: Expr | None = None
     stride: Expr | int = 1
     for k in reversed(range(len(indices))):
         idx = indices[k]
         off = buf.offsets[k]
-        if not (isinstance(off, Const) and off.value == 0):
+        if k in buf.folds:
+            idx = Binary("floormod", idx, Const(buf.folds[k], "int64"), "int64")
+        elif not (isinstance(off, Const) and off.value == 0):
             idx = Binary("sub", idx, off, "int64")
         if not (isinstance(stride, int) and stride == 1):
             idx = Binary("mul", idx, stride if isinstance(stride, Expr) else Const(stride, "int64"), "int64")

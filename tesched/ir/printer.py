@@ -65,6 +65,15 @@ class IRExprPrinter(ExprPrinter):
     def visit_VLoad(self, x: ir.VLoad) -> tuple[str, int]:
         return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes})]", 7
 
+    def visit_VLoadStrided(self, x: ir.VLoadStrided) -> tuple[str, int]:
+        return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes}, stride={self.text(x.stride)})]", 7
+
+    def visit_VLoadMasked(self, x: ir.VLoadMasked) -> tuple[str, int]:
+        return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes}), where {self.text(x.mask)}]", 7
+
+    def visit_Ramp(self, x: ir.Ramp) -> tuple[str, int]:
+        return f"ramp({self.text(x.base)}, {x.lanes})", 7
+
     def visit_Broadcast(self, x: ir.Broadcast) -> tuple[str, int]:
         return f"x{x.lanes}({self.text(x.value)})", 7
 
@@ -117,8 +126,9 @@ class IRPrinter(NodeFunctor):
     def visit_For(self, s: ir.For) -> str:
         kind = "" if s.kind is LoopKind.SERIAL else f"{s.kind} "
         step = "" if s.step == 1 else f" step {s.step}"
+        hints = "".join(f" pragma({k}={v})" for k, v in s.pragmas)
         head = (f"{self._pad()}{kind}for {self.name_of(s.var)} in [{self.expr(s.begin)}, {self.expr(s.end)})"
-                f"{step} {{\n")
+                f"{step}{hints} {{\n")
         return head + self._nested(s.body) + f"{self._pad()}}}\n"
 
     def visit_IfThenElse(self, s: ir.IfThenElse) -> str:
@@ -141,10 +151,14 @@ class IRPrinter(NodeFunctor):
         head = f"{self._pad()}allocate {self.buffer(b)}[{b.dtype} * {dims}]"
         if b.scope is ir.BufferScope.LOCAL:
             head += f"  // region of {self.buffer(b)} starting at [{', '.join(self.expr(o) for o in b.offsets)}]"
+            head += "".join(f", dimension {d} folded modulo {f}" for d, f in sorted(b.folds.items()))
         return head + "\n" + self.visit(s.body)
 
     def visit_Assign(self, s: ir.Assign) -> str:
         return f"{self._pad()}{self.name_of(s.var)} = {self.expr(s.value)}\n"
+
+    def visit_Prefetch(self, s: ir.Prefetch) -> str:
+        return f"{self._pad()}prefetch {self.expr(s.address)[1:]}\n"
 
     def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> str:
         return f"{self._pad()}call {s.function}({', '.join(self.expr(a) for a in s.args)})\n"

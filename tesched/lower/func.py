@@ -49,7 +49,7 @@ class LoweredFunc:
 
     @cached_property
     def redundancy(self) -> dict[str, float]:
-        """Per stage computed inside another: points computed / its size (1.0 = no recompute)."""
+        """For each stage computed inside another, the points computed divided by its size (1.0 means no recompute)."""
         return redundancy(self.model)
 
     def __str__(self) -> str:

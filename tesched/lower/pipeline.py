@@ -31,6 +31,8 @@ from tesched.poly.deps import check_legality
 from tesched.poly.domains import build_domains
 from tesched.poly.emit import loop_ir
 from tesched.poly.model import PolyModel
+from tesched.poly.prefetch import plan_prefetches
+from tesched.poly.specialize import specialize
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
@@ -38,6 +40,7 @@ from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.registers import promote
+from tesched.transform.simplify_indices import normalize_loops, simplify_indices
 from tesched.transform.unroll import unroll
 from tesched.transform.vectorize import vectorize
 
@@ -127,6 +130,7 @@ def _ast(st: TreeState, target: Target) -> AstState:
 
 def _loop_ir(st: AstState, target: Target) -> LoweredFunc:
     body, buffers = loop_ir(st.model, st.tree, st.ast)
+    body = specialize(st.model, st.tree, body, lambda ast: loop_ir(st.model, st.tree, ast, buffers)[0])
     args = st.request.args
     return LoweredFunc(st.request.name, tuple(buffers[id(t)] for t in args), args, tuple(st.model.params),
                        body, st.model)
@@ -141,8 +145,9 @@ def _allocate_intermediates(func: LoweredFunc, target: Target) -> LoweredFunc:
     """Whole intermediate tensors computed at the root are allocated around the function body."""
     body = func.body
     for sm in reversed(func.model.stages):
-        if sm.buffer is not None and sm.buffer.scope is ir.BufferScope.GLOBAL:
-            body = ir.Allocate(sm.buffer, body)
+        for buf in reversed(sm.buffers):
+            if buf.scope is ir.BufferScope.GLOBAL:
+                body = ir.Allocate(buf, body)
     return replace(func, body=body)
 
 
@@ -160,13 +165,17 @@ PASSES: tuple[Pass, ...] = (
     Pass("bounds check", _model_phase(check_bounds)),
     Pass("buffers", _model_phase(allocate_buffers)),
     Pass("tensorize matching", _model_phase(match_tensorize)),
+    Pass("prefetch regions", _model_phase(plan_prefetches)),
     Pass("isl schedule tree", _schedule_tree),
     Pass("dependence check", _dependences),
     Pass("isl AST generation", _ast),
     Pass("AST to loop IR", _loop_ir),
     Pass("loop nesting check", _loop_nesting),
     Pass("allocate intermediates", _allocate_intermediates),
+    Pass("simplify index arithmetic", _on_body(lambda body, target: simplify_indices(body))),
     Pass("unroll", _on_body(lambda body, target: unroll(body)), Phase.BUILD),
+    Pass("loops from 0, indices simplified", _on_body(lambda body, target: simplify_indices(normalize_loops(body))),
+         Phase.BUILD),
     Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes, target.features)),
          Phase.BUILD),
     Pass("promote registers", _on_body(lambda body, target: promote(body)), Phase.BUILD),
@@ -244,7 +253,8 @@ def lower_for_target(func: LoweredFunc, target: Target, debug: bool | None = Non
 
 def check_schedule(sch: Schedule) -> None:
     """The passes of :func:`lower` up to the dependence check, on a schedule's outputs and inputs."""
-    args = tuple(st.op.output(0) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output)
+    args = tuple(st.op.output(k) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output
+                 for k in range(st.op.num_outputs))
     run_passes(Request(sch, args, "check"), passes_until("dependence check"), current_target(), False)
 
 

@@ -31,14 +31,15 @@ CHANNEL_TILE = 8
 
 
 class ConvWindow:
-    """What convolutions share: checks of NCHW ``data`` and a 4-D ``kernel`` whose last two axes are the
-    window (``KH, KW``) when ``window_axes`` is ``(2, 3)``, the padded input, and its read at a window
-    position."""
+    """What convolutions share: checks of NCHW ``data`` and a ``kernel`` of ``kernel_ndim`` axes (OIHW by
+    default) whose axes ``window_axes`` are the window (``KH, KW``), the padded input, and its read at a
+    window position."""
 
     def __init__(self, op: str, data: Tensor, kernel: Tensor, strides: IntOrPair, padding: IntOrPair,
-                 dilation: IntOrPair, window_axes: tuple[int, int] = (2, 3)):
-        if data.ndim != 4 or kernel.ndim != 4:
-            raise ValueError(f"{op}: data must be NCHW and kernel OIHW (4-D), got {data.shape} and {kernel.shape}")
+                 dilation: IntOrPair, window_axes: tuple[int, int] = (2, 3), kernel_ndim: int = 4):
+        if data.ndim != 4 or kernel.ndim != kernel_ndim:
+            layout = "OIHW (4-D)" if kernel_ndim == 4 else f"{kernel_ndim}-D"
+            raise ValueError(f"{op}: data must be NCHW and kernel {layout}, got {data.shape} and {kernel.shape}")
         if data.dtype != kernel.dtype:
             raise TypeError(f"{op}: data is {data.dtype} but kernel is {kernel.dtype}")
         self.strides = pair(strides, f"{op} strides")

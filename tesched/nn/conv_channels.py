@@ -2,10 +2,13 @@
 row does poorly: strided convolutions (their input rows are read with gaps) and narrow outputs (a row of
 14 or 7 positions fills a fraction of a SIMD vector).
 
-The weights are stored ``(C, KH, KW, K)`` (:func:`weight_last`), once, at graph build time, so that a
-vector of output channels is one contiguous load. The product is computed as ``core[n, h, w, k]``
-(output channels innermost) in register tiles of :data:`WIDTH_TILE` positions x :data:`CHANNEL_BLOCK`
-channels, and read back in NCHW by the epilogue, per tile. This module declares and schedules; choosing
+The weights are stored ``(K / B, C, KH, KW, B)`` (:func:`weight_last`), once, at graph build time: a
+vector of output channels is one contiguous load, and the weights one block of ``B`` output channels reads
+are contiguous (read in order, page after page, rather than ``B`` channels out of every ``K``: with
+``K`` = 512, one block's weights of a 3x3 layer would otherwise span thousands of pages, more than the
+TLB holds). The product is computed as ``core[n, k / B, h, w, k % B]`` in register tiles of
+:data:`WIDTH_TILE` positions x ``B`` channels, and read back in NCHW by the epilogue, per tile.
+This module declares and schedules; choosing
 it for a layer is the graph's job (``alter_op_layout``).
 """
 from __future__ import annotations
@@ -18,8 +21,8 @@ import tesched as ts
 from tesched.nn.conv import ConvWindow
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import PARALLEL_MIN_WORK, largest_divisor, parallel_outer, reduction_work, register_schedule
-from tesched.schedule.schedule import Schedule
-from tesched.te.tensor import Tensor
+from tesched.schedule.schedule import Schedule, Stage
+from tesched.te.tensor import IterVar, Tensor
 
 IntOrPair = int | Sequence[int]
 
@@ -29,57 +32,89 @@ CHANNEL_BLOCK = 64
 WIDTH_TILE = 7
 """Output positions of a register tile along a row (7 x 4 vector accumulators)."""
 
+PARALLEL_BLOCKS = 4
+"""With fewer blocks of output channels than this, threads share chunks of output rows instead."""
 
-def weight_last(weight: np.ndarray) -> np.ndarray:
-    """OIHW weights as ``(C, KH, KW, K)``, C-contiguous (output channels innermost)."""
-    return np.ascontiguousarray(weight.transpose(1, 2, 3, 0))
+ROW_CHUNKS = 4
+"""Chunks of output rows (at least: each of whole rows) when threads share rows."""
+
+INPUT_CHUNK = 8
+"""Input channels whose weights a chunked reduction applies to every output row before the next chunk."""
+
+CHUNKED_BLOCK_BYTES = 64 * 1024
+"""A block of output channels whose whole output is at most this large (float32) is accumulated over
+chunks of :data:`INPUT_CHUNK` input channels, each chunk's weights used for every row while they are in
+the L1 cache, instead of row by row over all the weights (a 512-channel 3x3 layer: 1.2 MB per block)."""
+
+
+def weight_last(weight: np.ndarray, block: int | None = None) -> np.ndarray:
+    """OIHW weights as ``(K / block, C, KH, KW, block)``, C-contiguous: output channels innermost, in blocks
+    of ``block`` (:data:`CHANNEL_BLOCK` or the largest divisor of ``K`` below it by default), so that the
+    weights one block of output channels reads are contiguous."""
+    k = weight.shape[0]
+    block = block or largest_divisor(k, CHANNEL_BLOCK)
+    if k % block:
+        raise ValueError(f"weight_last: block {block} does not divide the {k} output channels")
+    blocked = weight.reshape(k // block, block, *weight.shape[1:])
+    return np.ascontiguousarray(blocked.transpose(0, 2, 3, 4, 1))
+
+
+def weight_oihw(blocked: np.ndarray) -> np.ndarray:
+    """The OIHW weights that :func:`weight_last` stored as ``blocked``."""
+    blocks, c, kh, kw, block = blocked.shape
+    return blocked.transpose(0, 4, 1, 2, 3).reshape(blocks * block, c, kh, kw)
 
 
 def conv2d_weight_last(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, padding: IntOrPair = 0,
                        dilation: IntOrPair = 1) -> Tensor:
-    """NCHW convolution (one group) by weights stored ``(C, KH, KW, K)``: the same values as
-    :func:`tesched.nn.conv2d` with ``kernel.transpose(3, 0, 1, 2)``."""
-    window = ConvWindow("conv2d_weight_last", data, kernel, strides, padding, dilation, window_axes=(1, 2))
-    n, c, _, _ = data.shape
-    cin, kh, kw, k = kernel.shape
-    if cin != c:
-        raise ValueError(f"conv2d_weight_last: kernel {kernel.shape} must be (C, KH, KW, K) for data {data.shape}")
+    """NCHW convolution (one group) by weights stored ``(K / B, C, KH, KW, B)`` (:func:`weight_last`): the same
+    values as :func:`tesched.nn.conv2d` with the OIHW weights they were made from."""
+    window = ConvWindow("conv2d_weight_last", data, kernel, strides, padding, dilation, kernel_ndim=5)
+    if kernel.shape[1] != data.shape[1]:
+        raise ValueError(f"conv2d_weight_last: kernel {kernel.shape} must be (K / B, C, KH, KW, B) for data "
+                         f"{data.shape}")
+    n = data.shape[0]
+    blocks, c, kh, kw, block = kernel.shape
     rc, ry, rx = ts.reduce_axis((0, c), "rc"), ts.reduce_axis((0, kh), "ry"), ts.reduce_axis((0, kw), "rx")
-    core = compute((n, *window.out_hw, k),
-                   lambda nn, yy, xx, ff: ts.sum(window.read(nn, rc, yy, xx, ry, rx) * kernel[rc, ry, rx, ff],
-                                                 axis=[rc, ry, rx]),
+    core = compute((n, blocks, *window.out_hw, block),
+                   lambda nn, ko, yy, xx, ki: ts.sum(window.read(nn, rc, yy, xx, ry, rx) * kernel[ko, rc, ry, rx, ki],
+                                                     axis=[rc, ry, rx]),
                    name="conv2d_core", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="conv2d_weight_last")
-    return compute((n, k, *window.out_hw), lambda nn, ff, yy, xx: core[nn, yy, xx, ff], name="conv2d",
-                   pattern=Pattern.INJECTIVE, op="transpose")
+    return compute((n, blocks * block, *window.out_hw), lambda nn, ff, yy, xx: core[nn, ff // block, yy, xx, ff % block],
+                   name="conv2d", pattern=Pattern.INJECTIVE, op="transpose")
 
 
 @register_schedule("conv2d_weight_last")
 def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None:
-    """Per image, block of output channels (in parallel) and output row, and per tile of the row: the register
+    """Per image, block of output channels (in parallel; or, with fewer than :data:`PARALLEL_BLOCKS` blocks,
+    per chunk of output rows in parallel, then per block) and output row, and per tile of the row: the register
     tile (a write cache) computed with the reductions outside, positions unrolled and channels vectorized,
     stored once to a small buffer, then the epilogue over the tile in NCHW (unrolled: it reads the buffer
-    across channels); the padded input is computed once, at the root."""
+    across channels); the padded input is computed once, at the root. A block whose output is small
+    (:data:`CHUNKED_BLOCK_BYTES`) is computed whole before its epilogue, by chunks of input channels
+    (:func:`_chunked_reduction`)."""
     hstage, cstage = s[host], s[core]
     n, k, h, w = hstage.op.axis
-    ko, ki = hstage.split(k, largest_divisor(int(host.shape[1]), CHANNEL_BLOCK))
+    ko, ki = hstage.split(k, int(core.shape[4]))
     wo, wi = hstage.split(w, largest_divisor(int(host.shape[3]), WIDTH_TILE))
-    hstage.reorder(n, ko, h, wo, ki, wi)
     work = reduction_work(core)
+    blocks = int(core.shape[1])
+    if blocks >= PARALLEL_BLOCKS or int(host.shape[2]) < ROW_CHUNKS:
+        hstage.reorder(n, ko, h, wo, ki, wi)
+        outer = ko
+    else:   # too few blocks to share among threads: chunks of rows outside the blocks
+        outer, h = hstage.split(h, -(-int(host.shape[2]) // ROW_CHUNKS))
+        hstage.reorder(n, outer, ko, h, wo, ki, wi)
     if work >= PARALLEL_MIN_WORK:
-        hstage.parallel(ko)   # not fused with n and h: fused indices divide, and the tile must keep constant offsets
+        hstage.parallel(outer)   # not fused with n: fused indices divide, and the tile must keep constant offsets
     hstage.unroll(ki)
     hstage.unroll(wi)
-    tile = s.cache_write(core, "local")
-    cstage.compute_at(hstage, wo)
-    cn, cy, cx, cf = cstage.op.axis
-    cstage.unroll(cx)
-    cstage.vectorize(cf)
-    tstage = s[tile]
-    tstage.compute_at(cstage, cy)
-    tn, ty, tx, tf = tstage.op.axis
-    tstage.reorder(tn, ty, *tstage.op.reduce_axis, tx, tf)
-    tstage.unroll(tx)
-    tstage.vectorize(tf)
+    channels = int(core.op.reduce_axis[0].dom.extent)
+    block_bytes = int(core.shape[2]) * int(core.shape[3]) * int(core.shape[4]) * 4
+    if block_bytes <= CHUNKED_BLOCK_BYTES and channels >= 2 * INPUT_CHUNK:
+        _chunked_reduction(s, core, hstage, ko, int(host.shape[3]))
+    else:
+        _row_tiles(s, core, hstage, wo)
     padded = [t for t in core.op.input_tensors if op_of(t) == "pad"]
     if padded:
         pstage = s[padded[0]]
@@ -87,3 +122,37 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
         pn, pc, _, pw = pstage.op.axis
         parallel_outer(pstage, [pn, pc], work)
         pstage.vectorize(pw)
+
+
+def _row_tiles(s: Schedule, core: Tensor, hstage: Stage, loop: IterVar) -> None:
+    """``core`` computed per tile of a row (inside ``loop`` of the host) through a register tile (a write
+    cache) accumulated over every input channel and window offset, positions unrolled, channels
+    vectorized."""
+    cstage = s[core]
+    tile = s.cache_write(core, "local")
+    cstage.compute_at(hstage, loop)
+    cn, cko, cy, cx, cf = cstage.op.axis
+    cstage.unroll(cx)
+    cstage.vectorize(cf)
+    tstage = s[tile]
+    tstage.compute_at(cstage, cy)
+    tn, tko, ty, tx, tf = tstage.op.axis
+    tstage.reorder(tn, tko, ty, *tstage.op.reduce_axis, tx, tf)
+    tstage.unroll(tx)
+    tstage.vectorize(tf)
+
+
+def _chunked_reduction(s: Schedule, core: Tensor, hstage: Stage, loop: IterVar, width: int) -> None:
+    """``core``'s whole block computed inside ``loop`` of the host: per chunk of :data:`INPUT_CHUNK` input
+    channels, every row, and per tile of :data:`WIDTH_TILE` positions of the row the chunk's window
+    offsets, positions unrolled and channels vectorized (the tile's sums stay in registers over the
+    chunk)."""
+    cstage = s[core]
+    cstage.compute_at(hstage, loop)
+    cn, cko, cy, cx, cf = cstage.op.axis
+    rc, ry, rx = cstage.op.reduce_axis
+    rco, rci = cstage.split(rc, largest_divisor(int(rc.dom.extent), INPUT_CHUNK))
+    cxo, cxi = cstage.split(cx, largest_divisor(width, WIDTH_TILE))
+    cstage.reorder(cn, cko, rco, cy, cxo, rci, ry, rx, cxi, cf)
+    cstage.unroll(cxi)
+    cstage.vectorize(cf)

@@ -4,7 +4,7 @@
 
 Each returns one stage tagged ``elemwise`` (unary) or ``broadcast`` (binary), as TVM classifies them;
 their default schedule is :func:`tesched.nn.schedule.schedule_injective`. Shapes are static ints. In
-float32, ``tanh``, ``sigmoid`` and ``erf`` are arithmetic (:func:`rational_tanh`, :func:`rational_erf`), so
+float32, ``tanh``, ``sigmoid`` and ``erf`` are arithmetic (``rational_tanh``, ``rational_erf``), so
 their loops become SIMD code.
 """
 from __future__ import annotations
@@ -30,14 +30,14 @@ def relu(x: Tensor) -> Tensor:
 
 
 def sigmoid(x: Tensor) -> Tensor:
-    """``1 / (1 + exp(-x))``; for float32 ``0.5 + 0.5 * tanh(x / 2)`` with :func:`rational_tanh`
+    """``1 / (1 + exp(-x))``; for float32 ``0.5 + 0.5 * tanh(x / 2)`` with ``rational_tanh``
     (absolute error below 3e-7), which vectorizes."""
     return _unary(x, lambda v: 0.5 + 0.5 * rational_tanh(0.5 * v) if v.dtype == "float32" else ts.sigmoid(v),
                   "sigmoid")
 
 
 def tanh(x: Tensor) -> Tensor:
-    """Hyperbolic tangent; for float32 :func:`rational_tanh` (relative error below 4e-7), which vectorizes."""
+    """Hyperbolic tangent; for float32 ``rational_tanh`` (relative error below 4e-7), which vectorizes."""
     return _unary(x, lambda v: rational_tanh(v) if v.dtype == "float32" else ts.tanh(v), "tanh")
 
 
@@ -78,14 +78,14 @@ ERF_DENOMINATOR = (1.0, 0.5032570079932396, 0.1115687821547311, 0.01362982462850
 def rational_erf(v: Expr) -> Expr:
     """``erf(v)`` as ``v * P(v^2) / Q(v^2)`` on ``v`` clamped to +-ERF_CLAMP (where float32 ``erf`` is 1):
     a rational function fitted by weighted least squares on ``[0, 4]``, absolute and relative error below
-    5e-7 in float32 arithmetic, and SIMD code in a vectorized loop like :func:`rational_tanh`."""
+    5e-7 in float32 arithmetic, and SIMD code in a vectorized loop like ``rational_tanh``."""
     clamped = ts.minimum(ERF_CLAMP, ts.maximum(-ERF_CLAMP, v))
     square = clamped * clamped
     return clamped * _horner(ERF_NUMERATOR, square) / _horner(ERF_DENOMINATOR, square)
 
 
 def erf(x: Tensor) -> Tensor:
-    """The error function (float32 only: :func:`rational_erf`, which the exact GELU is built on)."""
+    """The error function (float32 only: ``rational_erf``, which the exact GELU is built on)."""
     if x.dtype != "float32":
         raise TypeError(f"erf: only float32 is supported, got {x.dtype}")
     return _unary(x, rational_erf, "erf")
@@ -112,7 +112,7 @@ def abs(x: Tensor) -> Tensor:  # noqa: A001 - NumPy's name
 
 
 def negative(x: Tensor) -> Tensor:
-    """``-x``."""
+    """Elementwise negation, ``-x``."""
     return _unary(x, lambda v: -v, "negative")
 
 

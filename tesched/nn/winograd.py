@@ -3,25 +3,27 @@ computes with their own schedules.
 
 The output is cut into tiles of m x m; each tile is ``A^T [(G g G^T) * (B^T d B)] A`` for its input tile
 ``d`` ((m + 2) x (m + 2)) and filter ``g``, summed over input channels. The filter transform ``U = G g
-G^T`` is done once, with NumPy, by :func:`transform_weight` (at graph build time for constant weights);
-the rest are stages of one kernel:
+G^T`` is done once, with NumPy, by :func:`transform_weight` (at graph build time for constant weights),
+stored ``U[xi, nu, c, k]``; the rest are stages of one kernel:
 
 - ``winograd_split``: the padded input with each row split into its ``m`` phases,
   ``S[n, c, y, r, q] = pad(data)[n, c, y, m*q + r]``, so that later stages read whole rows;
 - ``winograd_rows``: ``T1[n, c, ty, xi, r, q] = sum_a BT[xi, a] * S[n, c, m*ty + a, r, q]``;
-- ``winograd_input``: ``V[n, xi, nu, c, ty, tx] = sum_b BT[nu, b] * T1[n, c, ty, xi, b % m, tx + b // m]``
-  (written as two sums over the phases, so no index divides);
-- ``winograd_gemm``: ``M[n, xi, nu, k, ty, tx] = sum_c U[xi, nu, k, c] * V[n, xi, nu, c, ty, tx]`` (one
-  matrix product per point of the transformed tile: the bulk of the work);
-- ``winograd_cols``: ``T2[n, k, ty, i, nu, tx] = sum_xi AT[i, xi] * M[n, xi, nu, k, ty, tx]``;
-- ``winograd_conv2d``: ``Y[n, k, ty, i, tx, j] = sum_nu AT[j, nu] * T2[n, k, ty, i, nu, tx]``.
+- ``winograd_input``: ``V[n, xi, nu, c, ty, tx] = sum_b BT[nu, b] * T1[n, c, ty, xi, b % m, tx + b // m]``;
+- ``winograd_gemm``: ``M[n, xi, nu, ty, tx, k] = sum_c V[n, xi, nu, c, ty, tx] * U[xi, nu, c, k]`` (one
+  matrix product per point of the transformed tile: the bulk of the work, vectorized along output
+  channels ``k``);
+- ``winograd_cols``: ``T2[n, ty, i, nu, tx, k] = sum_xi AT[i, xi] * M[n, xi, nu, ty, tx, k]``;
+- ``winograd_last``: ``Z[n, ty, i, tx, j, k] = sum_nu AT[j, nu] * T2[n, ty, i, nu, tx, k]``;
+- ``winograd_conv2d``: ``Y[n, k, ty, i, tx, j] = Z[n, ty, i, tx, j, k]``.
 
-``Y`` has shape ``(N, K, H/m, m, W/m, m)``: in row-major order that is exactly the NCHW output, so a
-reshape to ``(N, K, H, W)`` is free (the graph treats it as a view), and no index needs a division. The
-transform matrices are kernel inputs (:func:`transform_inputs`). F(4x4, 3x3) does 4x fewer
-multiplications than direct convolution in the products, F(2x2, 3x3) 2.25x fewer; both round
-differently from direct convolution, by a few float32 ulps times the transforms' magnitudes
-(:func:`max_error` measures it).
+The transforms' sums are written out with their constant coefficients, nonzero terms only (``BT`` and
+``AT`` are mostly zeros and ones), as a choice among the rows of the matrix that the schedule resolves by
+unrolling the loop over the row. ``Y`` has shape ``(N, K, H/m, m, W/m, m)``: in row-major order that is
+exactly the NCHW output, so a reshape to ``(N, K, H, W)`` is free (the graph treats it as a view).
+F(4x4, 3x3) does 4x fewer multiplications than direct convolution in the products, F(2x2, 3x3) 2.25x
+fewer; both round differently from direct convolution, by a few float32 ulps times the transforms'
+magnitudes (:func:`max_error` measures it).
 """
 from __future__ import annotations
 
@@ -31,14 +33,19 @@ import numpy as np
 
 import tesched as ts
 from tesched.nn.pattern import Pattern, compute, op_of
-from tesched.nn.schedule import largest_divisor, register_schedule, schedule_reduction
+from tesched.nn.schedule import largest_divisor, register_schedule, schedule_injective, schedule_reduction
 from tesched.nn.shape import padding4
 from tesched.schedule.schedule import Schedule
 from tesched.target import current_target
+from tesched.te.expr import Expr
 from tesched.te.tensor import IterVar, Tensor
 
 TILES = (4, 2)
 """Output tile sizes supported, preferred first."""
+
+CHOSEN_TILES = (4,)
+"""Tile sizes :func:`choose_tile` picks: F(2x2, 3x3) saves 2.25x of the multiplications, and its transforms
+cost more than that saves (a 256-channel 14x14 layer: 3.0 ms of processor time against 2.2 ms direct)."""
 
 MIN_CHANNELS = 16
 """Below this many input or output channels the transforms cost more than the products save."""
@@ -74,7 +81,8 @@ def matrices(m: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def transform_weight(weight: np.ndarray, m: int) -> np.ndarray:
-    """``U[xi, nu, k, c] = (G w[k, c] G^T)[xi, nu]`` in the weight's dtype, computed in float64.
+    """``U[xi, nu, c, k] = (G w[k, c] G^T)[xi, nu]`` in the weight's dtype, computed in float64 (output
+    channels innermost: the products load vectors of them).
 
     Parameters
     ----------
@@ -86,28 +94,18 @@ def transform_weight(weight: np.ndarray, m: int) -> np.ndarray:
     Returns
     -------
     numpy.ndarray
-        ``(m+2, m+2, K, C)``, C-contiguous.
+        ``(m+2, m+2, C, K)``, C-contiguous.
     """
     if weight.ndim != 4 or weight.shape[2:] != (3, 3):
         raise ValueError(f"winograd: weights must be (K, C, 3, 3), got {weight.shape}")
     _, g, _ = matrices(m)
-    u = np.einsum("xa,kcab,yb->xykc", g, weight.astype(np.float64), g)
+    u = np.einsum("xa,kcab,yb->xyck", g, weight.astype(np.float64), g)
     return np.ascontiguousarray(u.astype(weight.dtype))
 
 
-def transform_inputs(m: int, dtype: str = "float32") -> tuple[np.ndarray, np.ndarray]:
-    """The transform matrices the kernel takes as inputs, in ``dtype``: ``BT`` with ``m - 2`` zero columns
-    appended (``(m+2) x 2m``, so the input transform reads two whole phases of a row) and ``A``
-    (``(m+2) x m``, the output transform's rows contiguous along the tile)."""
-    at, _, bt = matrices(m)
-    wide = np.zeros((m + 2, 2 * m))
-    wide[:, :m + 2] = bt
-    return wide.astype(dtype), np.ascontiguousarray(at.T).astype(dtype)
-
-
 MIN_LANE_USE = 0.5
-"""The products' register tiles span the tiles of a band; below this fraction of SIMD lanes doing useful
-work (a band of 14 tiles takes vectors of 8, 4 and 2 lanes) direct convolution is faster."""
+"""The products are vectorized along blocks of output channels; below this fraction of SIMD lanes doing
+useful work (24 channels take vectors of 16 and 8 lanes) direct convolution is faster."""
 
 
 def lane_use(columns: int, lanes: int) -> float:
@@ -123,33 +121,58 @@ def lane_use(columns: int, lanes: int) -> float:
 
 def choose_tile(channels: int, out_channels: int, out_height: int, out_width: int) -> int | None:
     """The tile size for a 3x3 stride-1 convolution of this shape, or ``None`` when direct convolution is
-    better: both channel counts at least :data:`MIN_CHANNELS`, and the largest tile of :data:`TILES` that
-    divides both output sides (so tiles cover the output exactly) and whose bands keep at least
-    :data:`MIN_LANE_USE` of the SIMD lanes of the products busy."""
+    better: both channel counts at least :data:`MIN_CHANNELS`, blocks of output channels that keep at least
+    :data:`MIN_LANE_USE` of the SIMD lanes of the products busy, and the largest tile of
+    :data:`CHOSEN_TILES` that divides both output sides (so tiles cover the output exactly) into rows of
+    at least :data:`MIN_TILE_COLUMNS` tiles."""
     if min(channels, out_channels) < MIN_CHANNELS:
         return None
     lanes = current_target().vector_bytes // 4
-    for m in TILES:
-        if out_height % m or out_width % m:
-            continue
-        rows, columns = out_height // m, out_width // m
-        if lane_use(band_rows(rows, columns) * columns, lanes) >= MIN_LANE_USE:
+    if lane_use(largest_divisor(out_channels, CHANNEL_BLOCK), lanes) < MIN_LANE_USE:
+        return None
+    for m in CHOSEN_TILES:
+        if out_height % m == 0 and out_width % m == 0 and out_width // m >= MIN_TILE_COLUMNS:
             return m
     return None
 
 
-def winograd_conv2d(data: Tensor, transformed: Tensor, bt: Tensor, a: Tensor, padding: int | tuple = 1) -> Tensor:
-    """The 3x3 stride-1 convolution of NCHW ``data`` by weights already transformed (:func:`transform_weight`),
-    as a ``(N, K, H/m, m, W/m, m)`` tensor (the NCHW output, tile by tile; see the module doc). ``bt`` and
-    ``a`` are :func:`transform_inputs`."""
-    if data.ndim != 4 or transformed.ndim != 4 or bt.ndim != 2 or a.ndim != 2:
-        raise ValueError("winograd_conv2d: data must be NCHW, the weights (a, a, K, C), BT (a, 2m) and A (a, m)")
-    alpha, m = int(a.shape[0]), int(a.shape[1])
+def _combination(coefficients: np.ndarray, term) -> Expr:
+    """``sum_a coefficients[a] * term(a)`` over the nonzero coefficients, with constant coefficients (a
+    coefficient of 1 or -1 adds or subtracts)."""
+    total = None
+    for index, value in enumerate(coefficients):
+        if value == 0:
+            continue
+        read = term(index)
+        part = read if abs(value) == 1 else read * float(abs(value))
+        total = (part if value > 0 else -part) if total is None else (total + part if value > 0 else total - part)
+    assert total is not None, "a transform matrix row is all zeros"
+    return total
+
+
+def _by_row(index, matrix: np.ndarray, term) -> Expr:
+    """The row ``index`` (a loop variable) of ``matrix`` applied by :func:`_combination`: a choice among
+    the rows, which folds to one row's terms once the loop over ``index`` is unrolled."""
+    expr = _combination(matrix[-1], term)
+    for row in range(len(matrix) - 2, -1, -1):
+        expr = ts.if_then_else(index == row, _combination(matrix[row], term), expr)
+    return expr
+
+
+def winograd_conv2d(data: Tensor, transformed: Tensor, padding: int | tuple = 1) -> Tensor:
+    """The 3x3 stride-1 convolution of NCHW ``data`` by weights already transformed (:func:`transform_weight`,
+    ``(m+2, m+2, C, K)``: the tile size ``m`` is read from them), as a ``(N, K, H/m, m, W/m, m)`` tensor
+    (the NCHW output, tile by tile; see the module doc)."""
+    if data.ndim != 4 or transformed.ndim != 4:
+        raise ValueError("winograd_conv2d: data must be NCHW and the weights (m+2, m+2, C, K)")
+    alpha = int(transformed.shape[0])
+    m = alpha - 2
+    at, _, bt = matrices(m)
     n, c, height, width = (int(d) for d in data.shape)
-    k = int(transformed.shape[2])
-    if transformed.shape != (alpha, alpha, k, c) or alpha != m + 2 or tuple(bt.shape) != (alpha, 2 * m):
-        raise ValueError(f"winograd_conv2d: weights {transformed.shape}, BT {bt.shape} and A {a.shape} do not "
-                         f"match data {data.shape} and tile size {m}")
+    k = int(transformed.shape[3])
+    if transformed.shape != (alpha, alpha, c, k):
+        raise ValueError(f"winograd_conv2d: weights {transformed.shape} do not match data {data.shape} "
+                         f"(expected ({alpha}, {alpha}, {c}, K))")
     top, left, bottom, right = padding4(padding)
     out_h, out_w = height + top + bottom - 2, width + left + right - 2
     if out_h % m or out_w % m or out_h < 1 or out_w < 1:
@@ -163,27 +186,25 @@ def winograd_conv2d(data: Tensor, transformed: Tensor, bt: Tensor, a: Tensor, pa
 
     split = compute((n, c, out_h + 2, m, tw + 1), phase, name="winograd_split", pattern=Pattern.INJECTIVE,
                     op="winograd_split")
-    ra = ts.reduce_axis((0, alpha), "a")
     rows = compute((n, c, th, alpha, m, tw + 1),
-                   lambda b, ci, ty, xi, r, q: ts.sum(bt[xi, ra] * split[b, ci, ty * m + ra, r, q], axis=ra),
-                   name="winograd_rows", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="winograd_rows")
-    rr = ts.reduce_axis((0, m), "r")
+                   lambda b, ci, ty, xi, r, q: _by_row(xi, bt, lambda a: split[b, ci, ty * m + a, r, q]),
+                   name="winograd_rows", pattern=Pattern.INJECTIVE, op="winograd_rows")
     tiles = compute((n, alpha, alpha, c, th, tw),
-                    lambda b, xi, nu, ci, ty, tx: ts.sum(bt[nu, rr] * rows[b, ci, ty, xi, rr, tx]
-                                                         + bt[nu, rr + m] * rows[b, ci, ty, xi, rr, tx + 1], axis=rr),
-                    name="winograd_input", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="winograd_input")
+                    lambda b, xi, nu, ci, ty, tx: _by_row(nu, bt, lambda col: rows[b, ci, ty, xi, col % m,
+                                                                                     tx + col // m]),
+                    name="winograd_input", pattern=Pattern.INJECTIVE, op="winograd_input")
     rc = ts.reduce_axis((0, c), "c")
-    product = compute((n, alpha, alpha, k, th, tw),
-                      lambda b, xi, nu, ko, ty, tx: ts.sum(transformed[xi, nu, ko, rc] * tiles[b, xi, nu, rc, ty, tx],
+    product = compute((n, alpha, alpha, th, tw, k),
+                      lambda b, xi, nu, ty, tx, ko: ts.sum(tiles[b, xi, nu, rc, ty, tx] * transformed[xi, nu, rc, ko],
                                                            axis=rc),
                       name="winograd_gemm", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="winograd_gemm")
-    rx = ts.reduce_axis((0, alpha), "xi")
-    cols = compute((n, k, th, m, alpha, tw),
-                   lambda b, ko, ty, i, nu, tx: ts.sum(a[rx, i] * product[b, rx, nu, ko, ty, tx], axis=rx),
-                   name="winograd_cols", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="winograd_cols")
-    rn = ts.reduce_axis((0, alpha), "nu")
-    return compute((n, k, th, m, tw, m),
-                   lambda b, ko, ty, i, tx, j: ts.sum(a[rn, j] * cols[b, ko, ty, i, rn, tx], axis=rn),
+    cols = compute((n, th, m, alpha, tw, k),
+                   lambda b, ty, i, nu, tx, ko: _by_row(i, at, lambda xi: product[b, xi, nu, ty, tx, ko]),
+                   name="winograd_cols", pattern=Pattern.INJECTIVE, op="winograd_cols")
+    last = compute((n, th, m, tw, m, k),
+                   lambda b, ty, i, tx, j, ko: _by_row(j, at, lambda nu: cols[b, ty, i, nu, tx, ko]),
+                   name="winograd_last", pattern=Pattern.INJECTIVE, op="winograd_last")
+    return compute((n, k, th, m, tw, m), lambda b, ko, ty, i, tx, j: last[b, ty, i, tx, j, ko],
                    name="winograd_conv2d", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="winograd_conv2d")
 
 
@@ -199,7 +220,7 @@ def reference(data: np.ndarray, transformed: np.ndarray, m: int, padding: tuple[
     alpha = m + 2
     windows = np.lib.stride_tricks.sliding_window_view(x, (alpha, alpha), axis=(2, 3))[:, :, ::m, ::m][:, :, :th, :tw]
     v = np.einsum("xa,nctsab,yb->nxycts", bt, windows, bt)
-    product = np.einsum("xykc,nxycts->nxykts", transformed.astype(dtype), v)
+    product = np.einsum("xyck,nxycts->nxykts", transformed.astype(dtype), v)
     return np.einsum("ix,nxykts,jy->nktisj", at, product, at)
 
 
@@ -220,93 +241,117 @@ def max_error(weight: np.ndarray, data: np.ndarray, m: int, padding: int = 1) ->
 # schedule ----------------------------------------------------------------------------------------------
 
 BAND_COLUMNS = 32
-"""Tiles a band of tile rows holds at most: the columns of the products' register tiles."""
-GEMM_ROWS = 8
-"""Output channels of a register tile of the products."""
+"""Tiles a band of tile rows holds at most (the band's transformed tiles stay in the L2 cache)."""
+MIN_BANDS = 8
+"""Bands a layer is cut into at least, when its tile rows allow: enough to keep threads evenly busy."""
+CHANNEL_BLOCK = 64
+"""Output channels of a register tile of the products (four AVX-512 vectors of float32)."""
+TILE_GROUP = 7
+"""Tiles of a register tile of the products (7 x 4 vector accumulators)."""
+MIN_TILE_COLUMNS = 7
+"""Tiles a row of tiles holds at least: the transforms before the products are vectorized along it."""
 
 
 def band_rows(tile_rows: int, tile_columns: int) -> int:
-    """Tile rows per band: the divisor of ``tile_rows`` whose band holds the most tiles, at most
-    :data:`BAND_COLUMNS` (one row when even that is too many)."""
-    fits = [d for d in range(1, tile_rows + 1) if tile_rows % d == 0 and d * tile_columns <= BAND_COLUMNS]
+    """Tile rows per band: the largest divisor of ``tile_rows`` whose band holds at most
+    :data:`BAND_COLUMNS` tiles and that leaves at least :data:`MIN_BANDS` bands (one row when none does)."""
+    fits = [d for d in range(1, tile_rows + 1) if tile_rows % d == 0 and d * tile_columns <= BAND_COLUMNS
+            and tile_rows // d >= MIN_BANDS]
     return max(fits) if fits else 1
 
 
-def _producer(t: Tensor, op: str) -> Tensor:
-    return next(i for i in t.op.input_tensors if op_of(i) == op)
+EPILOGUE_CHANNELS = 16
+"""Output channels whose values the epilogue moves back into NCHW order in one unrolled step."""
 
 
-def _row_stage(s: Schedule, t: Tensor, host_stage, loop: IterVar, row_axes: int = 1) -> None:
-    """``t`` stored inside ``loop`` of ``host_stage``; each of its rows (its last ``row_axes`` axes, fused
-    and vectorized) accumulated in registers (a write cache) over the reductions, then stored once."""
-    local = s.cache_write(t, "local")
+def _pipeline(host: Tensor) -> dict[str, Tensor]:
+    """The tensors ``host`` reads, directly or not, by op name."""
+    found: dict[str, Tensor] = {}
+    seen: set[int] = set()
+    frontier = [host]
+    while frontier:
+        for t in frontier.pop().op.input_tensors:
+            if id(t.op) not in seen:
+                seen.add(id(t.op))
+                found.setdefault(op_of(t) or "", t)
+                frontier.append(t)
+    return found
+
+
+def _place(s: Schedule, t: Tensor, host_stage, loop: IterVar, order: tuple[int, ...], unrolled: int) -> None:
+    """``t`` computed inside ``loop`` of ``host_stage``, its loops in ``order`` (axis numbers), the axis
+    ``unrolled`` unrolled (it selects a row of a transform matrix) and the last one vectorized."""
     stage = s[t]
     stage.compute_at(host_stage, loop)
     axes = list(stage.op.axis)
-    stage.vectorize(stage.fuse(*axes[-row_axes:]) if row_axes > 1 else axes[-1])
-    lstage = s[local]
-    lstage.compute_at(stage, axes[-row_axes - 1])
-    laxes = list(lstage.op.axis)
-    lstage.reorder(*laxes[:-row_axes], *lstage.op.reduce_axis, *laxes[-row_axes:])
-    for r in lstage.op.reduce_axis:
-        lstage.unroll(r)
-    lstage.vectorize(lstage.fuse(*laxes[-row_axes:]) if row_axes > 1 else laxes[-1])
+    stage.reorder(*(axes[a] for a in order))
+    stage.unroll(axes[unrolled])
+    stage.vectorize(axes[order[-1]])
 
 
-@register_schedule("winograd_conv2d", producers=("winograd_rows", "winograd_input", "winograd_gemm", "winograd_cols"))
-def schedule_winograd(s: Schedule, out: Tensor, host: Tensor) -> None:
-    """Bands of tile rows in parallel. Per band: the padded input rows it reads, split into phases,
-    their row transform, the tile transform, and the products (register tiles of :data:`GEMM_ROWS`
-    output channels x the band's tiles, input channels outside); then per output channel the column
-    transform of its products, and per output row the last transform into the row's tiles (vectorized
-    along a tile), finished by the epilogue (``host``), vectorized along the row, contiguous in NCHW."""
-    if host.shape != out.shape:
-        schedule_reduction(s, out, host)
+@register_schedule("winograd_gemm")
+def schedule_winograd(s: Schedule, product: Tensor, host: Tensor) -> None:
+    """Bands of tile rows in parallel. Per band: the padded input rows it reads, split into phases, their
+    row transform and the tile transform (vectorized along a row of tiles); then per block of
+    :data:`CHANNEL_BLOCK` output channels the products (register tiles of :data:`TILE_GROUP` tiles x the
+    block, vectorized along output channels, input channels outside), the column and the last transforms
+    (vectorized along output channels), and the epilogue (``host``), which reads the block back into NCHW
+    order (unrolled over :data:`EPILOGUE_CHANNELS` channels and a tile's columns). The transforms'
+    constant coefficients are chosen by unrolled loops, so only their nonzero terms are computed."""
+    found = _pipeline(host)
+    if found.get("winograd_gemm") is None or found["winograd_gemm"].op is not product.op:
+        schedule_reduction(s, product, host)
         return
-    cols = _producer(out, "winograd_cols")
-    product = _producer(cols, "winograd_gemm")
-    tiles = _producer(product, "winograd_input")
-    rows = _producer(tiles, "winograd_rows")
-    split = _producer(rows, "winograd_split")
+    n, th, m, tw, _, k = (int(d) for d in found["winograd_last"].shape)
+    if tuple(int(d) for d in host.shape) != (n, k, th, m, tw, m):
+        out = found["winograd_conv2d"]   # read in another shape: stored whole, its own host
+        s[out].compute_root()
+        _schedule_bands(s, out, found)
+        schedule_injective(s, host)
+        return
+    _schedule_bands(s, host, found)
+
+
+def _schedule_bands(s: Schedule, host: Tensor, found: dict[str, Tensor]) -> None:
+    """The schedule of :func:`schedule_winograd` for a ``host`` of the output's shape."""
+    _, th, m, tw, _, k = (int(d) for d in found["winograd_last"].shape)
+    product = found["winograd_gemm"]
     hstage = s[host]
     b, ko, ty, i, tx, j = hstage.op.axis
-    tyo, tyi = hstage.split(ty, band_rows(int(host.shape[2]), int(host.shape[4])))
-    hstage.reorder(b, tyo, ko, tyi, i, tx, j)
+    tyo, tyi = hstage.split(ty, band_rows(th, tw))
+    block = largest_divisor(k, CHANNEL_BLOCK)
+    koo, koi = hstage.split(ko, block)
+    kc, kv = hstage.split(koi, largest_divisor(block, EPILOGUE_CHANNELS))
+    hstage.reorder(b, tyo, koo, tyi, i, tx, kc, kv, j)
     band = hstage.fuse(b, tyo)
     hstage.parallel(band)
-    hstage.vectorize(hstage.fuse(tx, j))
-    ostage = s[out]
-    ostage.compute_at(hstage, i)
-    ob, oko, oty, oi, otx, oj = ostage.op.axis
-    (rn,) = ostage.op.reduce_axis
-    ostage.reorder(ob, oko, oty, oi, otx, rn, oj)
-    ostage.unroll(rn)
-    ostage.vectorize(oj)
-    _row_stage(s, cols, hstage, ko)
-    _schedule_products(s, product, hstage, band)
-    _row_stage(s, tiles, hstage, band)
-    _row_stage(s, rows, hstage, band, row_axes=2)
-    sstage = s[split]
+    hstage.unroll(kv)
+    hstage.unroll(j)
+    _place(s, found["winograd_last"], hstage, koo, (0, 1, 2, 3, 4, 5), unrolled=4)             # (n, ty, i, tx, j, k)
+    _place(s, found["winograd_cols"], hstage, koo, (0, 1, 3, 4, 2, 5), unrolled=2)   # (n, ty, i, nu, tx, k)
+    _schedule_products(s, product, hstage, koo)
+    _place(s, found["winograd_input"], hstage, band, (0, 3, 4, 1, 2, 5), unrolled=2)  # (n, xi, nu, c, ty, tx)
+    _place(s, found["winograd_rows"], hstage, band, (0, 1, 2, 4, 3, 5), unrolled=3)   # (n, c, ty, xi, r, q)
+    sstage = s[found["winograd_split"]]
     sstage.compute_at(hstage, band)
     sstage.vectorize(sstage.op.axis[-1])
 
 
-def _schedule_products(s: Schedule, product: Tensor, hstage, band: IterVar) -> None:
-    """The band's products, one per point of the transformed tile: register tiles of GEMM_ROWS output
-    channels x the band's tiles (tile rows and columns fused), accumulated over the input channels."""
+def _schedule_products(s: Schedule, product: Tensor, hstage, loop: IterVar) -> None:
+    """The products of a block of output channels, for every point of the transformed tile: register
+    tiles of TILE_GROUP tiles x the block's channels (vectorized), accumulated over the input channels."""
     local = s.cache_write(product, "local")
     pstage = s[product]
-    pstage.compute_at(hstage, band)
-    pb, pxi, pnu, pko, pty, ptx = pstage.op.axis
-    kt, kin = pstage.split(pko, largest_divisor(int(product.shape[3]), GEMM_ROWS))
-    pstage.reorder(pb, pxi, pnu, kt, kin, pty, ptx)
-    pstage.vectorize(pstage.fuse(pty, ptx))
+    pstage.compute_at(hstage, loop)
+    pb, pxi, pnu, pty, ptx, pko = pstage.op.axis
+    txo, txi = pstage.split(ptx, largest_divisor(int(product.shape[4]), TILE_GROUP))
+    pstage.reorder(pb, pxi, pnu, pty, txo, txi, pko)
+    pstage.unroll(txi)
+    pstage.vectorize(pko)
     lstage = s[local]
-    lstage.compute_at(pstage, kt)
-    lb, lxi, lnu, lko, lty, ltx = lstage.op.axis
+    lstage.compute_at(pstage, txo)
+    lb, lxi, lnu, lty, ltx, lko = lstage.op.axis
     (rc,) = lstage.op.reduce_axis
-    co, ci = lstage.split(rc, largest_divisor(int(rc.dom.extent), 4))
-    lstage.reorder(lb, lxi, lnu, co, ci, lko, lty, ltx)
-    lstage.unroll(ci)
-    lstage.unroll(lko)
-    lstage.vectorize(lstage.fuse(lty, ltx))
+    lstage.reorder(lb, lxi, lnu, lty, rc, ltx, lko)
+    lstage.unroll(ltx)
+    lstage.vectorize(lko)

@@ -1,8 +1,8 @@
 """Translate index expressions into isl's textual syntax.
 
 Affine expressions (sums of variables times constants, plus floor division and modulo by positive
-constants, ``min`` and ``max``) become isl syntax over caller-chosen names; anything else raises
-:class:`NotAffine`. Names are never user text: callers map variables to generated isl names.
+constants, ``min`` and ``max``) become isl syntax over caller-chosen names, and conditions built of their
+comparisons with ``and``/``or``/``not``; anything else raises :class:`NotAffine`. Names are never user text: callers map variables to generated isl names.
 """
 from __future__ import annotations
 
@@ -61,3 +61,21 @@ def to_isl(e: object, names: Mapping[int, str]) -> str:
         if e.op in ("min", "max"):
             return f"{e.op}({to_isl(e.a, names)}, {to_isl(e.b, names)})"
     raise NotAffine(f"{type(e).__name__} is not affine")
+
+
+_COMPARE = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def condition_to_isl(e: object, names: Mapping[int, str]) -> str:
+    """isl syntax for a condition: comparisons of affine expressions joined by ``and``/``or``/``not``."""
+    if not isinstance(e, Expr) or e.dtype != "bool":
+        raise NotAffine(f"{e!r} is not a condition")
+    if isinstance(e, Const):
+        return "true" if e.value else "false"
+    if isinstance(e, Binary) and e.op in _COMPARE:
+        return f"({to_isl(e.a, names)} {_COMPARE[e.op]} {to_isl(e.b, names)})"
+    if isinstance(e, Binary) and e.op in ("and", "or"):
+        return f"({condition_to_isl(e.a, names)} {e.op} {condition_to_isl(e.b, names)})"
+    if isinstance(e, Unary) and e.op == "not":
+        return f"(not {condition_to_isl(e.a, names)})"
+    raise NotAffine(f"{type(e).__name__} is not a comparison of affine expressions")

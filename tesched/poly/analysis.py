@@ -141,7 +141,7 @@ def _domain_text(op: ComputeOp) -> tuple[str, str]:
     """(``S[a0, ...]``, constraints) of ``op``'s iteration domain."""
     conds = []
     for k, v in enumerate(_axes(op)):
-        lo, ext = v.dom.min, v.dom.extent  # type: ignore[union-attr]
+        lo, ext = v.range.min, v.range.extent
         if not isinstance(lo, int) or not isinstance(ext, int):
             raise NotModelable(f"stage {op.name}: axis {v.name} has a symbolic range")
         conds.append(f"{lo} <= a{k} < {lo + ext}")
@@ -177,7 +177,7 @@ def _tiled_instances(host: ComputeOp, tile: Sequence[int], reduce_tile: Sequence
         raise ValueError(f"reduce_tile of {host.name}: {len(reduce_tile)} sizes for {len(host.reduce_axis)} axes")
     space, conds = _domain_text(host)
     ts_ = [f"t{k}" for k in range(len(sizes))]
-    links = [f"t{k} = floor((a{k} - {axes[k].dom.min})/{int(size)})"  # type: ignore[union-attr]
+    links = [f"t{k} = floor((a{k} - {axes[k].range.min})/{int(size)})"
              for k, size in enumerate(sizes)]
     if any(int(s) < 1 for s in sizes):
         raise ValueError(f"tile of {host.name}: sizes must be positive, got {list(sizes)}")

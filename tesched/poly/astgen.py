@@ -9,7 +9,7 @@ from its coordinates. ``ast_expr_to_ir`` converts isl AST expressions (also used
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Mapping
 
 import islpy as isl
@@ -258,8 +258,7 @@ def _strip(s: ir.Stmt, buf: ir.Buffer, parallel: bool = False) -> ir.Stmt:
                 raise LoweringError(f"internal: isl split the scope of {buf.name} across a parallel loop")
             return _strip(n.body, buf)
         if isinstance(n, ir.For) and n.kind is LoopKind.PARALLEL and any(b is buf for b in _allocated(n)):
-            return ir.For(n.var, n.begin, n.end, n.kind, _strip(n.body, buf, True), n.step, n.extent_hint,
-                          n.reduction, n.stage)
+            return replace(n, body=_strip(n.body, buf, True))
         return None
     return map_stmt(s, lambda e: e, visit)
 
@@ -354,4 +353,4 @@ class AstToIR:
         kind = loop.kind if loop is not None else LoopKind.SERIAL
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
                       loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "",
-                      loop.origin if loop else "")
+                      loop.origin if loop else "", loop.pragmas if loop else ())

@@ -7,7 +7,8 @@ evaluated: under ``if_then_else(c, ...)``/``where=`` the affine part of ``c`` re
 left operand of ``&``/``|`` (which short-circuit in C). Reads at data-dependent (non-affine) indices, or
 under conditions that are not affine, are not judged here. A violation raises
 :class:`~tesched.errors.BoundsError` naming the tensor, the stage, the index expression and one offending
-iteration, in Halide's words ("accessed at 14, which is beyond the max (9)").
+iteration, in Halide's words ("accessed at 14, which is beyond the max (9)"). A read of a stage computed
+at the root with a ``bound``, outside the bounded region, raises ``ScheduleError`` the same way.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import islpy as isl
 
 from tesched.errors import BoundsError
 from tesched.poly.affine import NotAffine
+from tesched.poly.domains import bound_exceeded
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te.expr import Binary, Expr, Reduce, Select, Unary
 from tesched.te.tensor import Tensor, TensorRead
@@ -103,9 +105,14 @@ def _check_read(model: PolyModel, sm: StageModel, read: TensorRead, guard: tuple
     access = access.intersect_params(model.context)
     box = model.tensor_domain(read.tensor, "T")
     outside = access.subtract_range(box)
-    if outside.is_empty():
-        return
-    raise BoundsError(_message(model, sm, read, outside))
+    if not outside.is_empty():
+        raise BoundsError(_message(model, sm, read, outside))
+    producer = model.by_op.get(id(read.tensor.op))
+    if producer is not None and producer.realized is not None:
+        beyond = access.subtract_range(producer.realized.set_tuple_name("T"))
+        if not beyond.is_empty():
+            text = ", ".join(repr(i) for i in read.indices)
+            bound_exceeded(model, producer, beyond, f"{sm.name} (reading {read.tensor.name}[{text}])")
 
 
 def _value(text: str, params: dict[str, int]) -> int:

@@ -3,7 +3,11 @@
 A root stage's buffer is its whole tensor (a kernel argument or a global intermediate). A stage computed
 at a loop gets a local buffer whose shape is the footprint's box (the largest extent over all iterations
 of that loop) and whose origin is the footprint's per-iteration minimum: a constant where it is one, else
-an origin variable that the ``alloc`` statement sets per iteration.
+an origin variable that the ``alloc`` statement sets per iteration. A stage stored outside the loop it
+is computed at (``store_at``) gets the box of the union of the regions of the iterations sharing the
+buffer; along a dimension where each iteration's region slides within a bounded window, the buffer is
+*folded*: it keeps a power of two of slices no smaller than the window, index taken modulo that, when isl
+proves that no slice is overwritten while a later read still needs it (:func:`fold_is_safe`).
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import islpy as isl
 from tesched.ir.nodes import Buffer, BufferScope, OriginVar
 from tesched.poly.analysis import points_by_constant_pieces
 from tesched.poly.astgen import pw_aff_to_ir
+from tesched.poly.domains import bounding_box
 from tesched.poly.model import PolyModel, StageModel, piece_constants
 from tesched.te.expr import Const, Expr
 
@@ -27,9 +32,11 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
     if sm.parent is None:
         scope = BufferScope.ARG if any(t is tensor for t in model.arg_tensors) else BufferScope.GLOBAL
         sm.buffer = Buffer(sm.name, list(tensor.shape), tensor.dtype, scope)
+        _companions(model, sm)
         return
-    fp = sm.footprint
+    fp = sm.storage if sm.hoisted else sm.footprint
     assert fp is not None, f"{sm.name} is computed at a loop but has no footprint"
+    folds = _folds(model, sm) if sm.hoisted else {}
     shape: list[int | Expr] = []
     offsets: list[Expr] = []
     for d in range(tensor.ndim):
@@ -42,13 +49,88 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
         else:
             shape.append(pw_aff_to_ir(biggest, model.context, model.param_env))
         origin = piece_constants(lo)
-        if origin is not None and len(set(origin)) == 1:
+        if d in folds:
+            shape[-1] = folds[d]
+            offsets.append(Const(0, "int64"))
+            sm.offset_pwaffs.append(None)
+        elif origin is not None and len(set(origin)) == 1:
             offsets.append(Const(origin[0], "int64"))
             sm.offset_pwaffs.append(None)
         else:
             offsets.append(OriginVar(f"{sm.name}.min{d}"))
             sm.offset_pwaffs.append(lo)
-    sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets)
+    sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets, folds)
+    sm.origin = list(offsets)
+    _companions(model, sm)
+
+
+def _companions(model: PolyModel, sm: StageModel) -> None:
+    """One buffer per output of the stage: the outputs of a multi-output compute have one shape and one
+    region, so the others copy the first buffer's shape and share its origin (``buffers``)."""
+    first = sm.buffer
+    assert first is not None
+    sm.buffers = [first]
+    for t in [sm.op.output(k) for k in range(1, sm.op.num_outputs)]:
+        scope = first.scope
+        if scope is not BufferScope.LOCAL:
+            scope = BufferScope.ARG if any(a is t for a in model.arg_tensors) else BufferScope.GLOBAL
+        buf = Buffer(f"{sm.name}.v{t.value_index}", list(first.shape), t.dtype, scope)
+        buf.offsets = first.offsets
+        sm.buffers.append(buf)
+
+
+def _largest(size: isl.PwAff) -> int | None:
+    """The largest value of a piecewise constant-bounded extent, or None if it is not constant."""
+    constants = piece_constants(size.as_map().range().dim_max(0))
+    return None if constants is None else max(constants)
+
+
+def _folds(model: PolyModel, sm: StageModel) -> dict[int, int]:
+    """The one dimension (the outermost that can be) along which a hoisted buffer is folded, with its
+    fold: the smallest power of two at least the per-iteration window that isl proves safe and that is
+    smaller than the storage's extent (for a symbolic extent, that smallest power of two if it is safe
+    for every size); empty when no dimension can be folded."""
+    fp, storage = sm.footprint, sm.storage
+    assert fp is not None and storage is not None
+    for d in range(sm.tensor.ndim):
+        window = _largest(fp.dim_max(d).sub(fp.dim_min(d)).add_constant_val(isl.Val(1)))
+        extent = _largest(storage.dim_max(d).sub(storage.dim_min(d)).add_constant_val(isl.Val(1)))
+        if window is None:
+            continue
+        fold = 1 << max(window - 1, 0).bit_length()
+        if extent is None:              # a symbolic extent: a constant-size buffer if the smallest fold is safe
+            if fold_is_safe(model, sm, d, fold):
+                return {d: fold}
+            continue
+        while fold < extent:
+            if fold_is_safe(model, sm, d, fold):
+                return {d: fold}
+            fold *= 2
+    return {}
+
+
+def fold_is_safe(model: PolyModel, sm: StageModel, dim: int, fold: int) -> bool:
+    """Whether indexing ``sm``'s hoisted buffer modulo ``fold`` along ``dim`` keeps every value until its
+    last read: no element ``e'`` sharing a slot with a live element ``e`` is computed in an iteration
+    where ``e`` is live (computed in that or an earlier iteration, read in that or a later one; iterations
+    of the loops between the storage and the computation, within one buffer)."""
+    fp, new = sm.footprint, sm.computed
+    assert fp is not None and new is not None
+    space = fp.domain().get_space()
+    before, after = isl.Map.lex_le(space), isl.Map.lex_ge(space)
+    for d in range(sm.store_len):
+        before = before.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+        after = after.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+    live = fp.reverse().apply_range(after).intersect(new.reverse().apply_range(before))
+    rank = sm.tensor.ndim
+    xs, ys = [f"x{k}" for k in range(rank)], [f"y{k}" for k in range(rank)]
+    same = " and ".join([f"y{k} = x{k}" for k in range(rank) if k != dim]
+                        + [f"exists (q : y{dim} = x{dim} + {fold} * q)", f"y{dim} != x{dim}"])
+    tag = fp.get_tuple_name(isl.dim_type.out)
+    slot = isl.Map(f"{model.param_prefix}{{ {tag}[{', '.join(xs)}] -> {tag}[{', '.join(ys)}] : {same} }}")
+    clash = slot.apply_range(new.reverse())
+    return clash.intersect(live).is_empty()
+
 
 
 def computed_points(model: PolyModel, sm: StageModel) -> int | None:
@@ -62,6 +144,11 @@ def computed_points(model: PolyModel, sm: StageModel) -> int | None:
     if sm.footprint is None:
         return size
     fp = sm.footprint
+    if sm.hoisted and sm.computed is not None:   # a sliding window: what earlier iterations did not compute
+        fp = sm.computed
+        tdom = model.tensor_domain(sm.tensor, sm.tag)
+        if not bounding_box(model, fp, tdom).is_equal(fp):
+            return int(fp.wrap().count_val().to_python())
     sizes = [fp.dim_max(d).sub(fp.dim_min(d)).add_constant_val(isl.Val(1)) for d in range(sm.tensor.ndim)]
     total = points_by_constant_pieces(fp, sizes)
     if total is None:

@@ -1,15 +1,18 @@
 """Legality of a schedule, from dependences computed with isl.
 
 Storage is modelled exactly: a whole tensor is ``T[x]``; a ``compute_at`` buffer is private to each
-iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the enclosing loop
-values). From the access relations and the schedule tree we check two things:
+iteration of the loop it is allocated in, so its storage is ``T[p..., x]`` (``p`` the values of the loops
+enclosing its allocation: the ``store_at`` loop and those around it). A folded buffer is checked by
+:func:`.buffers.fold_is_safe` instead; here elements keep their tensor coordinates. From the access
+relations and the schedule tree we check two things:
 
 1. every element is written before it is read: each (writer, reader) pair on the same storage must run in
    that order (a reduction's own accumulation excepted, see 2);
-2. loops marked ``parallel`` or ``vectorized`` carry no dependence: no two accesses to the same storage,
-   one of them a write, run in different iterations of such a loop with the same outer iterations. The
-   one exception is a vectorized innermost reduction loop accumulating into its own stage's elements:
-   the code generator gives each lane its own partial result.
+2. loops marked ``parallel`` or ``vectorized``, or with the pragma ``ivdep``, carry no dependence: no two
+   accesses to the same storage, one of them a write, run in different iterations of such a loop with
+   the same outer iterations. The one exception is a vectorized innermost reduction loop accumulating
+   into its own stage's elements: the code generator gives each lane its own partial result (an
+   ``ivdep`` loop has no exception).
 
 A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
 instances involved. This module reads the model and the tree; it changes neither.
@@ -42,17 +45,28 @@ class Accesses:
         for sm in model.stages:
             owner = sm.absorbed_by or sm
             if owner.calls:
+                reset = next((c for c in owner.calls if c.kind is StatementKind.CALL_RESET), None)
+                updating = owner.calls[-1].kind is StatementKind.CALL_UPDATE
                 for stmt in sm.statements:
-                    call = owner.calls[0] if stmt.kind is StatementKind.INIT and len(owner.calls) == 2 else owner.calls[-1]
-                    depth = owner.prefix_len + len(call.loop_vars)
-                    self.collapse[stmt.name] = self.model.loop_map(stmt, depth).set_tuple_name(
-                        isl.dim_type.out, call.name)
+                    # an init goes to the reset call, or to none (an intrinsic without reset leaves the
+                    # init to plain loops, sm.tail_init); the rest to the last call; instances of partial
+                    # tiles to none (plain loops, sm.tail_main)
+                    call = (reset if updating else owner.calls[-1]) if stmt.kind is StatementKind.INIT \
+                        else owner.calls[-1]
+                    target = call or owner.calls[-1]
+                    depth = owner.prefix_len + len(target.loop_vars)
+                    lmap = self.model.loop_map(stmt, depth)
+                    lmap = lmap.intersect_range(target.domain.reset_tuple_id()) if call is not None \
+                        else lmap.subtract(lmap)
+                    self.collapse[stmt.name] = lmap.set_tuple_name(isl.dim_type.out, target.name)
         for sm in model.stages:
             if sm.absorbed_by is None:
-                for stmt in sm.statements:
+                for stmt in sm.statements + sm.tail:
                     own = stmt.coords[sm.prefix_len:sm.prefix_len + len(sm.axes)]
                     self._add("writes", stmt, self.storage_map(stmt, sm, own))
-            self._reads_of(sm)
+            self._reads_of(sm, sm.main)
+            if sm.tail_main is not None:
+                self._reads_of(sm, sm.tail_main)
 
     def _add(self, which: str, stmt: Statement, rel: isl.UnionMap) -> None:
         target = self.collapse.get(stmt.name)
@@ -62,13 +76,12 @@ class Accesses:
 
     def storage_map(self, stmt: Statement, target: StageModel, index: list[str]) -> isl.UnionMap:
         """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text)."""
-        private = stmt.loops[:target.prefix_len]
+        private = stmt.loops[:target.store_len]
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
                 f"{target.tag}[{', '.join(private + index)}] }}")
         return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
 
-    def _reads_of(self, reader: StageModel) -> None:
-        stmt = reader.main
+    def _reads_of(self, reader: StageModel, stmt: Statement) -> None:
         coord = reader.coord
         for read in collect(reader.body, TensorRead):
             target = self.model.by_op.get(id(read.tensor.op))
@@ -88,7 +101,7 @@ class Accesses:
             self._add("reads", stmt, self.storage_map(stmt, reader, own))
 
     def _all_storage(self, stmt: Statement, target: StageModel) -> isl.Set:
-        private = stmt.loops[:target.prefix_len]
+        private = stmt.loops[:target.store_len]
         n = target.tensor.ndim
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
                 f"{target.tag}[{', '.join(private + [f'x{k}' for k in range(n)])}] }}")
@@ -131,6 +144,8 @@ def _same_stage_updates(model: PolyModel) -> isl.UnionMap:
     for sm in model.stages:
         if sm.init is not None and sm.absorbed_by is None:
             dom = isl.UnionSet(sm.emitted[-1].domain)
+            if sm.tail_main is not None:
+                dom = dom.union(isl.UnionSet(sm.tail_main.domain))
             pairs = pairs.union(isl.UnionMap.from_domain_and_range(dom, dom))
     return pairs
 
@@ -171,11 +186,12 @@ def _carried(band: isl.ScheduleNode, pairs: isl.UnionMap) -> bool:
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
-        if isinstance(info, LoopMark) and info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
+        ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
+        if isinstance(info, LoopMark) and (info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) or ivdep):
             band = node.child(0)
             dom = band.get_domain()
             local = conflicts.intersect_domain(dom).intersect_range(dom)
-            if info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
+            if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
                 local = local.subtract(_same_stage_updates(model))
@@ -185,8 +201,9 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 carried = (local.intersect(prefix.apply_range(prefix.reverse()))
                            .subtract(partial.apply_range(partial.reverse())))
                 a, av, b, bv = _example(carried)
+                what = "has pragma ivdep" if ivdep else f"is {info.kind}"
                 raise ScheduleError(
-                    f"loop {info.var.name} of stage {info.stage} is {info.kind}, but its iterations depend on "
+                    f"loop {info.var.name} of stage {info.stage} {what}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "
                     f"element (one of them writes it) in different iterations of {info.var.name}")
     for k in range(node.n_children()):

@@ -5,7 +5,15 @@ another runs, per iteration of the loops around it, over its *footprint*: ``pref
 read elements``, computed with isl from the readers' loop maps and access relations (readers first), so
 clipped borders and overlapping halos come out exact and overlapping tiles recompute their halo
 (Halide's overlapped tiling). The footprint is widened to its per-iteration bounding box (Halide's choice:
-the producer computes a rectangle). Buffers come next (:mod:`.buffers`).
+the producer computes a rectangle), or along an axis with a ``bound``, to the bound.
+
+A stage stored outside the loop it is computed at (``store_at``/``store_root``) shares its buffer between
+the iterations of the loops in between, which run in order: each iteration computes only its box minus
+what earlier iterations of the same buffer computed (isl set difference: a sliding window), and the
+buffer covers the union of the boxes (:attr:`~.model.StageModel.storage`). A stage computed at the root
+with a ``bound`` computes only the bounded part of its tensor (:attr:`~.model.StageModel.realized`), and
+its readers must stay inside it (checked with the other reads, :mod:`.bounds`).
+Buffers come next (:mod:`.buffers`).
 """
 from __future__ import annotations
 
@@ -14,6 +22,7 @@ import islpy as isl
 from tesched.errors import ScheduleError
 from tesched.poly.affine import NotAffine
 from tesched.poly.model import PolyModel, StageModel, StatementKind
+from tesched.schedule.storage import AxisBound
 
 
 def build_domains(model: PolyModel) -> None:
@@ -37,10 +46,18 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
         rdom = isl.Set(f"{model.param_prefix}{{ [{rc}] }}")
         bounds = " and ".join(conds)
     if sm.parent is None:
-        spatial = tdom
+        spatial = tdom.intersect(_bounded(model, sm, tdom))
+        if sm.stage.bounds:
+            sm.realized = spatial
     else:
         footprint = sm.footprint = _footprint(model, sm, tdom)
-        spatial = footprint.wrap().flatten()
+        computed = footprint
+        if sm.hoisted:
+            sm.storage = bounding_box(model, footprint.project_out(isl.dim_type.in_, sm.store_len,
+                                                           sm.prefix_len - sm.store_len), tdom)
+            computed = _slide(footprint, sm.store_len)
+        sm.computed = computed
+        spatial = computed.wrap().flatten()
         assert sm.alloc is not None, f"{sm.name} is computed at a loop but has no alloc statement"
         sm.alloc.domain = _every_iteration(model, sm).set_tuple_name(sm.alloc.name)
     for stmt in sm.statements:
@@ -55,13 +72,24 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
 
 
 def _every_iteration(model: PolyModel, sm: StageModel) -> isl.Set:
-    """Every iteration of the loops around a computed-at stage (where its parent runs), not only those
-    whose footprint is non-empty. Its ``alloc`` statement runs at each of them, so isl's AST generator
-    cannot peel the producer's iterations out of the loop it is computed at (the buffer's scope would be
-    split from the consumer's, see :func:`.astgen._rejoin_nested`)."""
-    parent = sm.parent
-    assert parent is not None
-    return model.loop_map(parent.main, sm.prefix_len).range()
+    """Every iteration of the loops around a computed-at stage's buffer (where its storage level runs),
+    not only those whose footprint is non-empty. Its ``alloc`` statement runs at each of them, so isl's
+    AST generator cannot peel the producer's iterations out of the loop it is stored at (the buffer's
+    scope would be split from the consumer's, see :func:`.astgen._rejoin_nested`)."""
+    host = sm.store_parent
+    if host is None:
+        return isl.Set(f"{model.param_prefix}{{ [] }}")
+    return model.loop_map(host.main, sm.store_len).range()
+
+
+def _slide(footprint: isl.Map, store_len: int) -> isl.Map:
+    """The part of each iteration's region that no earlier iteration sharing its buffer (same values of
+    the first ``store_len`` loops, earlier values of the others) has computed."""
+    earlier = isl.Map.lex_gt(footprint.domain().get_space())
+    for d in range(store_len):
+        earlier = earlier.equate(isl.dim_type.in_, d, isl.dim_type.out, d)
+    done = earlier.intersect_domain(footprint.domain()).intersect_range(footprint.domain()).apply_range(footprint)
+    return footprint.subtract(done).coalesce()
 
 
 def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
@@ -86,22 +114,69 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
             part = lmap.apply_range(acc)
             fp = part if fp is None else fp.union(part)
     assert fp is not None
-    return _box(model, fp.intersect_range(tdom).coalesce(), tdom)
+    fp = fp.intersect_range(tdom).coalesce()
+    box = bounding_box(model, fp, tdom, {d: sm.stage.bounds.get(a) for d, a in enumerate(sm.axes)},
+                       model.loop_map(parent.main, depth).range())
+    if sm.stage.bounds and not fp.is_subset(box):
+        bound_exceeded(model, sm, fp.subtract(box))
+    return box
 
 
-def _box(model: PolyModel, fp: isl.Map, tdom: isl.Set) -> isl.Map:
+def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int, AxisBound | None] | None = None,
+                 iterations: isl.Set | None = None) -> isl.Map:
     """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
-    rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway."""
+    rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway. Along
+    a dimension in ``bounds`` the box is the bound (from the footprint's minimum for ``bound_extent``).
+    ``iterations``, every iteration of the loops, replaces the footprint's domain when it is the same set
+    (the projection of the footprint carries existential variables that slow every later step)."""
+    domain = fp.domain()
+    if iterations is not None and iterations.is_subset(domain):
+        domain = iterations
     n = fp.dim(isl.dim_type.out)
     coords = ", ".join(f"x{k}" for k in range(n))
     box = isl.Map.universe(isl.Space.map_from_domain_and_range(fp.domain().get_space(), tdom.get_space()))
     for d in range(n):
-        for bound, op in ((fp.dim_min(d), ">="), (fp.dim_max(d), "<=")):
-            rel = isl.Map(f"{model.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} v }}")
+        fixed = (bounds or {}).get(d)
+        if fixed is not None and fixed.min is not None:
+            box = box.intersect_range(isl.Set(f"{model.param_prefix}{{ {tdom.get_tuple_name()}[{coords}] : "
+                                              f"{fixed.min} <= x{d} < {fixed.min + fixed.extent} }}"))
+            continue
+        last = (fp.dim_max(d), "v") if fixed is None else (fp.dim_min(d), f"v + {fixed.extent - 1}")
+        for bound, op, value in ((fp.dim_min(d), ">=", "v"), (last[0], "<=", last[1])):
+            rel = isl.Map(f"{model.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} {value} }}")
             part = isl.Map.from_pw_aff(bound).apply_range(rel)
             box = box.intersect(part)
-    box = box.intersect_domain(fp.domain()).intersect_range(tdom).coalesce()
+    box = box.intersect_domain(domain).intersect_range(tdom).coalesce()
     return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
+
+
+def _bounded(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Set:
+    """The part of a root stage's tensor its ``bound``s let it compute (the whole tensor without one)."""
+    conds = []
+    for d, axis in enumerate(sm.axes):
+        fixed = sm.stage.bounds.get(axis)
+        if fixed is not None:
+            low = fixed.min if fixed.min is not None else model.isl_of(axis.dom.min if axis.dom else 0, {})
+            conds.append(f"({low}) <= s{d} < ({low}) + {fixed.extent}")
+    text = " and ".join(conds) or "true"
+    coords = ", ".join(f"s{k}" for k in range(len(sm.axes)))
+    region = isl.Set(f"{model.param_prefix}{{ {tdom.get_tuple_name()}[{coords}] : {text} }}")
+    if sm.stage.is_output and not tdom.is_subset(region):
+        bound_exceeded(model, sm, tdom.subtract(region), "the kernel's output")
+    return region
+
+
+def bound_exceeded(model: PolyModel, sm: StageModel, outside: isl.Set | isl.Map, who: str = "") -> None:
+    """Raise the ScheduleError of a region of ``sm`` requested (by ``who``) beyond its bounds, naming one
+    element of ``outside``."""
+    point = (outside.range() if isinstance(outside, isl.Map) else outside).sample_point()
+    element = [int(point.get_coordinate_val(isl.dim_type.set, k).to_python()) for k in range(len(sm.axes))]
+    bounds = "; ".join(f"{a.name}: {sm.stage.bounds[a].describe()}" for a in sm.axes if a in sm.stage.bounds)
+    if not who:
+        assert sm.parent is not None and sm.level is not None
+        who = f"the loop {sm.parent.name}.{sm.parent.leaves[sm.level].name} it is computed at"
+    raise ScheduleError(f"bound of {sm.name} ({bounds}): {who} requests {sm.name}"
+                        f"[{', '.join(map(str, element))}], which is outside the bounded region")
 
 
 def _attach_message(sm: StageModel, outside: list[StageModel], readers: list[StageModel]) -> str:

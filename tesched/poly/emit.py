@@ -2,8 +2,9 @@
 
 ``compute`` stores the stage's expression; ``init`` stores the reduction's identity; ``update`` combines
 the stored value with the reduced expression (under the reduction's ``where``); ``alloc`` sets the origin
-of a ``compute_at`` buffer for the current iteration of the loop it lives in. Tensor reads become loads
-from the tensor's buffer (argument, whole intermediate, or local region).
+of a ``compute_at`` buffer for the current iteration of the loop it lives in; ``prefetch`` loops over the
+box a later iteration reads. Tensor reads become loads from the tensor's buffer (argument, whole
+intermediate, or local region).
 """
 from __future__ import annotations
 
@@ -14,10 +15,14 @@ import islpy as isl
 from tesched.arith.linear import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
+from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
+from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
-from tesched.te.expr import Binary, Const, Expr, Reduce, Select, Var
+from tesched.schedule.kinds import LoopKind
+from tesched.te.dtype import itemsize
+from tesched.te.expr import Binary, Const, Expr, MultiValue, Reduce, Select, Var, cast_to
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -29,6 +34,14 @@ def _prefix_expr(pa: isl.PwAff) -> isl.AstExpr:
         pa = pa.set_dim_id(isl.dim_type.in_, k, isl.Id(f"__p{k}"))
     pa = pa.move_dims(isl.dim_type.param, pa.dim(isl.dim_type.param), isl.dim_type.in_, 0, n)
     return isl.AstBuild.from_context(pa.domain()).expr_from_pw_aff(pa)
+
+
+def _as_params(st: isl.Set) -> isl.Set:
+    """``st`` with its dimensions made parameters ``__p0, __p1, ...`` (an AST build context)."""
+    n = st.dim(isl.dim_type.set)
+    for k in range(n):
+        st = st.set_dim_id(isl.dim_type.set, k, isl.Id(f"__p{k}"))
+    return st.move_dims(isl.dim_type.param, st.dim(isl.dim_type.param), isl.dim_type.set, 0, n).params()
 
 
 def _stride(buf: ir.Buffer, dim: int) -> Expr:
@@ -44,18 +57,35 @@ class StatementEmitter:
         self.model, self.buffers, self.param_env = model, buffers, param_env
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
+        self.prefetches = {p.statement.name: p for sm in model.stages for p in sm.prefetches}
+
+    def prefetch(self, plan: PrefetchPlan, coords: list[Expr]) -> ir.Stmt:
+        """Loops over the box ``plan`` prefetches for these loop values, one prefetch per cache line of
+        each innermost row, under the condition that the later iteration exists."""
+        env = dict(self.param_env)
+        env.update({f"__p{k}": c for k, c in enumerate(coords)})
+        buf = self.buffers[id(plan.tensor)]
+        line = max(1, CACHE_LINE_BYTES // itemsize(plan.tensor.dtype))
+        index = [ir.LoopVar(f"{plan.tensor.name}.ahead{d}") for d in range(len(plan.low))]
+        body: ir.Stmt = ir.Prefetch(ir.Address(buf, index))
+        for d in reversed(range(len(index))):
+            low = ast_expr_to_ir(_prefix_expr(plan.low[d]), env)
+            high = ast_expr_to_ir(_prefix_expr(plan.high[d]), env)
+            body = ir.For(index[d], low, simplify(Binary("add", high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
+        if plan.every.is_subset(plan.where):
+            return body
+        build = isl.AstBuild.from_context(_as_params(plan.every))
+        return ir.IfThenElse(ast_expr_to_ir(build.expr_from_set(_as_params(plan.where)), env), body)
 
     def allocate(self, mark: AllocMark) -> ir.Buffer:
-        assert mark.stage.buffer is not None
-        return mark.stage.buffer
+        return self.buffers[id(mark.stage.tensor)]
 
     def origin(self, sm: StageModel, prefix: list[Expr]) -> list[Expr]:
         """Where the region of a computed-at stage starts, for the given enclosing loop values."""
         env = dict(self.param_env)
         env.update({f"__p{k}": c for k, c in enumerate(prefix)})
-        assert sm.buffer is not None
         return [off if ast is None else ast_expr_to_ir(ast, env)
-                for off, ast in zip(sm.buffer.offsets, self.origin_exprs[id(sm)])]
+                for off, ast in zip(self.buffers[id(sm.tensor)].offsets, self.origin_exprs[id(sm)])]
 
     def call(self, stmt: Statement, coords: list[Expr]) -> ir.Stmt:
         """The intrinsic call: for each region a pointer to its origin, then its strides."""
@@ -64,7 +94,7 @@ class StatementEmitter:
         assert match is not None, f"{sm.name} has intrinsic calls but no match"
         values: dict[Var, Expr] = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
         if match.origins:
-            origin = self.origin(sm, coords[:sm.prefix_len])
+            origin = self.origin(sm, coords[:sm.store_len])
             values.update({var: origin[d] for var, d in match.origins.items()})
         regions = match.regions[-1:] if stmt.kind is StatementKind.CALL_RESET else match.regions
         args: list[Expr] = []
@@ -91,31 +121,44 @@ class StatementEmitter:
     def __call__(self, name: str, coords: list[Expr]) -> ir.Stmt:
         stmt: Statement = self.model.statements[name]
         sm: StageModel = stmt.stage
-        buf = sm.buffer
-        assert buf is not None
+        buf = self.buffers[id(sm.tensor)]
         if stmt.kind is StatementKind.ALLOC:
             return ir.seq([ir.Assign(var, value) for var, value, ast in
                            zip(buf.offsets, self.origin(sm, coords), self.origin_exprs[id(sm)])
                            if ast is not None and isinstance(var, ir.OriginVar)])
         if stmt.kind.is_call:
             return self.call(stmt, coords)
+        if stmt.kind is StatementKind.PREFETCH:
+            return self.prefetch(self.prefetches[name], coords)
         p = sm.prefix_len
         axes = sm.axes + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
-        values = dict(zip(axes, coords[p:]))
+        axis_values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
         body = sm.body
+        bufs = sm.buffers or [buf]
+
+        def here(e: Expr) -> Expr:
+            return rewrite(substitute(e, axis_values), self.load)
+
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
-            return ir.Store(buf, index, body.identity())
+            return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
-            source = rewrite(substitute(body.source, values), self.load)
-            current = ir.Load(buf, index)
-            value = body.combine(current, source)
+            current = [ir.Load(b, index) for b in bufs]
+            # loop variables are int64: an axis used as a value (argmax's index) keeps its declared dtype
+            new = body.combine_all(current, [cast_to(here(s), s.dtype) for s in body.sources])
             if body.where is not None:
-                value = Select(rewrite(substitute(body.where, values), self.load), value, current)
-            return _store(buf, index, value)
-        return _store(buf, index, rewrite(substitute(body, values), self.load))
+                cond = here(body.where)
+                new = tuple(Select(cond, v, c) for v, c in zip(new, current))
+            if len(bufs) == 1:
+                return _store(buf, index, new[0])
+            # a tuple reduction: every component is combined from the old values before any is stored
+            temps = [Var(f"{sm.name}.new{k}", v.dtype) for k, v in enumerate(new)]
+            return wrap_lets(list(zip(temps, new)), ir.seq([ir.Store(b, index, t) for b, t in zip(bufs, temps)]))
+        if isinstance(body, MultiValue):
+            return ir.seq([_store(b, index, here(v)) for b, v in zip(bufs, body.values)])
+        return _store(buf, index, here(body))
 
 
 def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
@@ -124,12 +167,47 @@ def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
     return wrap_lets(bindings, ir.Store(buf, index, value))
 
 
-def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:
-    """The loop IR of ``ast`` and the buffer of every tensor (by ``id``)."""
-    buffers = model.placeholder_buffers()
-    for sm in model.stages:
-        assert sm.buffer is not None
-        buffers[id(sm.tensor)] = sm.buffer
+def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,
+            buffers: dict[int, ir.Buffer] | None = None) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:
+    """The loop IR of ``ast`` and the buffer of every tensor (by ``id``); pass ``buffers`` (from an
+    earlier call) to make a second nest of the same function: it shares the arguments and whole
+    intermediates, and gets its own local buffers (their origins are bound to its own loops)."""
+    if buffers is None:
+        buffers = model.placeholder_buffers()
+        for sm in model.stages:
+            assert sm.buffer is not None
+            buffers[id(sm.tensor)] = sm.buffer
+            for k, b in enumerate(sm.buffers[1:], 1):
+                buffers[id(sm.op.output(k))] = b
+    else:
+        buffers = dict(buffers)
+        for sm in model.stages:
+            local = sm.buffer
+            if local is not None and local.scope is ir.BufferScope.LOCAL:
+                for k, b in enumerate(sm.buffers or [local]):
+                    buffers[id(sm.op.output(k))] = ir.Buffer(b.name, b.shape, b.dtype, b.scope, list(sm.origin),
+                                                             b.folds)
     emitter = StatementEmitter(model, buffers, model.param_env)
     body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
-    return body, buffers
+    return _allocate_companions(model, body, buffers), buffers
+
+
+def _allocate_companions(model: PolyModel, body: ir.Stmt, buffers: dict[int, ir.Buffer]) -> ir.Stmt:
+    """The other outputs of a multi-output stage computed at a loop live where its first output does:
+    allocated with it, with its (possibly folded) origin."""
+    companions = {id(buffers[id(sm.tensor)]): [buffers[id(sm.op.output(k))] for k in range(1, len(sm.buffers))]
+                  for sm in model.stages if len(sm.buffers) > 1}
+    if not companions:
+        return body
+
+    def wrap(s: ir.Stmt) -> ir.Stmt | None:
+        if not isinstance(s, ir.Allocate) or id(s.buffer) not in companions:
+            return None
+        inner = map_stmt(s.body, None, wrap)
+        for c in reversed(companions[id(s.buffer)]):
+            if c.scope is ir.BufferScope.LOCAL:
+                c.offsets = s.buffer.offsets
+                inner = ir.Allocate(c, inner)
+        return ir.Allocate(s.buffer, inner)
+
+    return map_stmt(body, None, wrap)

@@ -33,7 +33,8 @@ from tesched.te.visit import collect, walk
 
 class StatementKind(StrEnum):
     """What an isl statement does: evaluate a stage's expression (``compute``), a reduction's ``init`` and
-    ``update``, set a ``compute_at`` buffer's origin (``alloc``), or call a tensor intrinsic."""
+    ``update``, set a ``compute_at`` buffer's origin (``alloc``), call a tensor intrinsic, or prefetch
+    what a later iteration reads (``prefetch``)."""
 
     COMPUTE = "compute"
     INIT = "init"
@@ -42,6 +43,7 @@ class StatementKind(StrEnum):
     CALL_RESET = "call_reset"
     CALL_UPDATE = "call_update"
     CALL_BODY = "call_body"
+    PREFETCH = "prefetch"
 
     @property
     def is_call(self) -> bool:
@@ -136,6 +138,7 @@ class TensorizeMatch:
     regions: list[Region]                       # inputs in intrinsic order, then the output
     absorbed: list["StageModel"] = field(default_factory=list)
     origins: dict = field(default_factory=dict)   # Var -> dimension: the stage's region origin there
+    partial: list[str] = field(default_factory=list)   # axes not tiled exactly: partial tiles run plain loops
 
 
 @dataclass(eq=False)
@@ -155,19 +158,36 @@ class StageModel:
     parent: "StageModel | None" = None
     level: int | None = None        # position of the attach loop in parent's loops
     prefix_len: int = 0
+    store_parent: "StageModel | None" = None    # where the buffer is allocated (store_at): None at the
+    store_level: int | None = None               # root; the compute_at place unless hoisted
+    store_len: int = 0              # loop prefix values the buffer depends on (<= prefix_len)
     statements: list[Statement] = field(default_factory=list)
     alloc: Statement | None = None
     footprint: isl.Map | None = None
+    storage: isl.Map | None = None  # hoisted storage (store_at outside compute_at): store prefix -> box
+    realized: isl.Set | None = None  # a root stage's bounded region (``bound``), if smaller than its tensor
+    computed: isl.Map | None = None  # loop prefix -> region computed there (the footprint, less what
+    #                                  earlier iterations sharing a hoisted buffer computed)
     buffer: Buffer | None = None
+    buffers: list[Buffer] = field(default_factory=list)   # one per output (``buffer`` is the first)
+    origin: list = field(default_factory=list)          # a local buffer's origin per dim, before folding
     offset_pwaffs: list = field(default_factory=list)   # per dim: isl.PwAff of the prefix, or None
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
     absorbed_by: "StageModel | None" = None         # computed by the intrinsic call of that stage
+    prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
+    tail_init: Statement | None = None              # tensorized: the init run as plain loops (partial tiles,
+    tail_main: Statement | None = None              # or an intrinsic without reset), and the main statement
 
     @property
     def emitted(self) -> list[Statement]:
         """The statements placed in the schedule tree (intrinsic calls replace a tensorized nest)."""
         return self.calls or self.statements
+
+    @property
+    def tail(self) -> list[Statement]:
+        """The plain statements a tensorized stage runs besides its intrinsic calls."""
+        return [s for s in (self.tail_init, self.tail_main) if s is not None]
 
     @property
     def n_loops(self) -> int:
@@ -200,6 +220,12 @@ class StageModel:
             if v.iter_type == IterType.COMM_REDUCE:
                 return k
         return None
+
+    @property
+    def hoisted(self) -> bool:
+        """Whether the buffer lives outside the loop the stage is computed at (``store_at``), so the
+        iterations in between share it (a sliding window)."""
+        return self.parent is not None and self.store_len < self.prefix_len
 
     def chain(self) -> list[tuple["StageModel", int]]:
         """The (stage, loop level) pairs enclosing this stage, outermost first."""
@@ -246,7 +272,8 @@ class PolyModel:
     def index_statements(self) -> None:
         """Name every statement of every stage (intrinsic calls included) in :attr:`statements`."""
         self.statements = {s.name: s for sm in self.stages
-                           for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])}
+                           for s in sm.statements + sm.calls + ([sm.alloc] if sm.alloc is not None else [])
+                           + [p.statement for p in sm.prefetches] + sm.tail}
 
     def isl_of(self, e: object, coord: dict[int, str]) -> str:
         names = dict(self.param_names)
@@ -285,7 +312,9 @@ class PolyModel:
                                 f"variables: {err}") from None
 
     def reads_of(self, reader: StageModel, tensor: Tensor) -> list[tuple[Expr, ...]]:
-        return [r.indices for r in collect(reader.body, TensorRead) if r.tensor is tensor]
+        """The indices of every read of ``tensor`` by ``reader`` (of any output of its operation: the
+        outputs of a multi-output compute are computed together, over one domain)."""
+        return [r.indices for r in collect(reader.body, TensorRead) if r.tensor.op is tensor.op]
 
     def readers(self, sm: StageModel) -> list[StageModel]:
         return [r for r in self.stages if self.reads_of(r, sm.tensor)]

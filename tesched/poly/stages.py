@@ -1,16 +1,19 @@
 """Model phase 1: a :class:`~.model.StageModel` per computed stage, its attachment and its statements.
 
 Each stage's loops (after split and fuse) become isl expressions over its coordinates; a stage computed
-at a loop of another is linked to it (its *prefix* is the loops around it); then each stage gets its
+at a loop of another is linked to it (its *prefix* is the loops around it), and to the loop its buffer
+lives in (``store_at``: its *storage prefix*, the first loops of the prefix); then each stage gets its
 statements (``compute``, or ``init`` and ``update`` for a reduction, plus ``alloc`` for a ``compute_at``
 buffer). Domains come next (:mod:`.domains`).
 """
 from __future__ import annotations
 
+import re
+
 from tesched.errors import ScheduleError
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
-from tesched.schedule.stage import Fuse, Split, Stage
+from tesched.schedule.stage import Fuse, Singleton, Split, Stage
 from tesched.te.expr import Reduce
 from tesched.te.tensor import ComputeOp, IterType, IterVar
 
@@ -18,12 +21,18 @@ from tesched.te.tensor import ComputeOp, IterType, IterVar
 def declare_stages(model: PolyModel) -> None:
     """Add a stage model (with its statements) for every stage that is neither an input nor inlined."""
     for st in model.schedule.stages:
+        if st.store_type is not None and st.attach_type is not AttachType.SCOPE:
+            raise ScheduleError(f"{_store_call(st)} of {st.name}: {st.name} is {_placement(st)}, so its storage "
+                                "follows it; store_at and store_root need compute_at at a loop inside the "
+                                "storage level")
         if isinstance(st.op, ComputeOp) and st.attach_type is not AttachType.INLINE:
             sm = _stage_model(model, st, len(model.stages))
             model.stages.append(sm)
             model.by_op[id(st.op)] = sm
     for sm in model.stages:
         _resolve_attach(model, sm)
+    for sm in model.stages:
+        _resolve_store(model, sm)
     for sm in model.stages:
         _make_statements(sm, model.param_prefix)
     model.index_statements()
@@ -40,7 +49,7 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     extent = st.extents()
     for a in axes + raxes:
         leaf_expr[id(a)] = coord[id(a)]
-        leaf_min[id(a)] = model.isl_of(a.range.min, {})
+        leaf_min[id(a)] = model.isl_of(a.range.min, coord)   # a reduce bound may use the axes
     for rel in st.relations:
         if isinstance(rel, Split):
             base = f"({leaf_expr[id(rel.parent)]} - ({leaf_min[id(rel.parent)]}))"
@@ -57,14 +66,16 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
                                         f" * {iext} + ({leaf_expr[id(rel.inner)]} - "
                                         f"({leaf_min[id(rel.inner)]})))")
             leaf_min[id(rel.fused)] = "0"
+        elif isinstance(rel, Singleton):    # fuse() of no axes: one iteration
+            leaf_expr[id(rel.iter_var)] = leaf_min[id(rel.iter_var)] = "0"
     body = model.bodies[id(op)]
     sm = StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
     sm.loop_name = {id(v): f"l{k}" for k, v in enumerate(st.leaf_iter_vars)}
-    sm.axis_value, sm.loop_conds = _inverse(st, set(coord), sm.loop_name, leaf_min, extent)
+    sm.axis_value, sm.loop_conds = _inverse(st, coord, sm.loop_name, leaf_min, extent)
     return sm
 
 
-def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dict[int, str],
+def _inverse(st: Stage, axes: dict[int, str], loop_name: dict[int, str], leaf_min: dict[int, str],
              extent: dict[int, int | None]) -> tuple[dict[int, str], list[tuple[bool, str]]]:
     """Each axis as an isl expression of the loop values (``outer * factor + inner`` for a split,
     ``fused // inner_extent`` and ``fused % inner_extent`` for a fuse, as TVM recovers them), and the
@@ -86,22 +97,33 @@ def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dic
             inner = value[id(rel.inner)]
             conds.append((reduce[id(rel.inner)], f"{inner} < {factor}"))
             value[id(rel.parent)] = f"(({value[id(rel.outer)]}) * {factor} + {inner} + ({leaf_min[id(rel.parent)]}))"
-        else:
+        elif isinstance(rel, Fuse):     # (a Singleton defines no axis; its loop is bounded to 0 above)
             iext = extent[id(rel.inner)]
             fused = value[id(rel.fused)]
             conds.append((reduce[id(rel.fused)], f"{fused} >= 0"))
             value[id(rel.outer)] = f"(floor(({fused})/{iext}) + ({leaf_min[id(rel.outer)]}))"
             value[id(rel.inner)] = f"((({fused}) mod {iext}) + ({leaf_min[id(rel.inner)]}))"
+    # a reduce axis' lower bound may use the compute's axes (a triangular domain): over the loops, those
+    # coordinates are the axes' own values
+    by_name = {name: value[k] for k, name in axes.items()}
+    for k in axes:
+        value[k] = re.sub(r"\bs\d+\b", lambda m: f"({by_name[m.group(0)]})", value[k])
     return value, conds
 
 
 def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
     st = sm.stage
-    for v, kind in st.iter_var_attrs.items():
+    marked: list[tuple[IterVar, str]] = list(st.iter_var_attrs.items())
+    marked += [(v, "with pragma " + ", ".join(hints)) for v, hints in st.pragmas.items()]
+    for v, kind in marked:
         if v not in st.leaf_iter_vars:
             raise ScheduleError(f"stage {sm.name}: loop {v.name} is marked {kind} but was later split or "
                                 f"fused; mark one of its current loops "
                                 f"({', '.join(x.name for x in st.leaf_iter_vars)})")
+        hints = [h for h in st.pragmas.get(v, {}) if h != "unroll_explicit"]
+        if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) and hints:
+            raise ScheduleError(f"pragma {hints[0]!r} on stage {sm.name}, loop {v.name}: the loop is {kind}, "
+                                "and gcc takes no loop hint on an OpenMP loop; drop one of the two")
         if kind is LoopKind.UNROLLED and sm.leaf_extent[id(v)] is None:
             raise ScheduleError(f"unroll of {sm.name}.{v.name}: its extent is not a constant; split it "
                                 "with a constant factor and unroll the inner loop")
@@ -117,6 +139,52 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
     sm.level = parent.stage.leaf_position(ivar)
 
 
+def _store_call(st: Stage) -> str:
+    return "store_root" if st.store_type is AttachType.ROOT else "store_at"
+
+
+def _placement(st: Stage) -> str:
+    return "inlined" if st.attach_type is AttachType.INLINE else "computed at the root"
+
+
+def _resolve_store(model: PolyModel, sm: StageModel) -> None:
+    """Where ``sm``'s buffer lives: the ``compute_at`` loop by default, else the ``store_at`` loop (which
+    must enclose it) or the root; the loops between the two must run in order (a sliding window)."""
+    st = sm.stage
+    if sm.parent is None:
+        return
+    if st.store_type is None:
+        sm.store_parent, sm.store_level, sm.store_len = sm.parent, sm.level, sum(lv + 1 for _, lv in sm.chain())
+        return
+    if st.store_type is AttachType.SCOPE:
+        assert st.store_stage is not None and st.store_ivar is not None
+        host = model.by_op.get(id(st.store_stage.op))
+        level = None if host is None else host.stage.leaf_position(st.store_ivar)
+        if host is None or level is None or not sm.inside(host, level):
+            legal = [f"{s.name}.{v.name}" for s, lv in sm.chain() for v in s.leaves[:lv + 1]]
+            assert st.attach_stage is not None and st.attach_ivar is not None
+            raise ScheduleError(f"store_at of {sm.name} at {st.store_stage.name}.{st.store_ivar.name}: "
+                                f"{sm.name} is computed at {st.attach_stage.name}.{st.attach_ivar.name}, which "
+                                "that loop does not enclose; storage must be at or outside the compute_at "
+                                f"loop: {', '.join(legal)} (or store_root)")
+        sm.store_parent, sm.store_level = host, level
+    loops = [(s, t) for s, lv in sm.chain() for t in range(lv + 1)]     # the prefix, outermost first
+    host = sm.store_parent
+    sm.store_len = 0 if host is None else next(k for k, (s, t) in enumerate(loops)
+                                               if s is host and t == sm.store_level) + 1
+    where = "the root" if host is None else f"{host.name}.{host.leaves[sm.store_level or 0].name}"
+    inner, level = loops[-1]
+    for s, t in loops[sm.store_len:]:
+        kind = s.stage.iter_var_attrs.get(s.leaves[t])
+        if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
+            raise ScheduleError(
+                f"{_store_call(st)} of {sm.name}: loop {s.leaves[t].name} of stage {s.name} is {kind}, but "
+                f"it runs between the storage of {sm.name} (at {where}) and its computation (at "
+                f"{inner.name}.{inner.leaves[level].name}); its iterations reuse values earlier ones "
+                "computed (a sliding window), so it must run in order: make it serial, or store "
+                f"{sm.name} at {s.name}.{s.leaves[t].name} or inside it")
+
+
 def _make_statements(sm: StageModel, params: str) -> None:
     prefix_len = sum(lv + 1 for _, lv in sm.chain())
     sm.prefix_len = prefix_len
@@ -127,8 +195,12 @@ def _make_statements(sm: StageModel, params: str) -> None:
     base = f"S{sm.tag[1:]}"
     values = [sm.axis_value[id(a)] for a in sm.axes + sm.raxes]
 
-    def in_loops(loop_vars: list[IterVar], with_reduce: bool) -> LoopSpace:
-        """The statement over its loop values."""
+    def in_loops(loop_vars: list[IterVar], with_reduce: bool) -> LoopSpace | None:
+        """The statement over its loop values; ``None`` (over its coordinates) for the ``init`` of a
+        reduction whose loops fuse data-parallel with reduction values (its own loops do not give its
+        coordinates: it runs before that loop)."""
+        if not with_reduce and any(sm.stage.mixes_reduction(v) for v in sm.leaves):
+            return None
         return LoopSpace(pcoords + [sm.loop_name[id(v)] for v in loop_vars],
                          pcoords + values[:len(sm.axes) + (len(sm.raxes) if with_reduce else 0)],
                          [c for red, c in sm.loop_conds if with_reduce or not red], params)
@@ -145,6 +217,7 @@ def _make_statements(sm: StageModel, params: str) -> None:
         sm.statements = [Statement(base, StatementKind.COMPUTE, sm, pcoords + scoords, pcoords + own,
                                    list(sm.leaves), space=in_loops(sm.leaves, False))]
     if sm.parent is not None:
-        sm.alloc = Statement(f"{base}_alloc", StatementKind.ALLOC, sm, pcoords, list(pcoords), [])
+        stored = pcoords[:sm.store_len]      # the buffer's origin depends on the storage level's loops
+        sm.alloc = Statement(f"{base}_alloc", StatementKind.ALLOC, sm, stored, list(stored), [])
 
 

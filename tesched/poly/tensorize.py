@@ -4,7 +4,9 @@
 computed inside them) be replaced by one call. The match is structural, as in TVM:
 
 - the loops from ``axis`` inward map, in order, onto the intrinsic's axes (data-parallel then reduction
-  loops), with equal extents and no partial tiles;
+  loops), with equal extents; where a split does not divide its axis, the whole tiles call the intrinsic
+  and the partial ones run the stage's plain loops (found exactly with isl: the outer loop values whose
+  tile holds every point of the intrinsic's box);
 - T's expression (after inlining) equals the intrinsic's expression node by node, tensor reads included;
   a read of a stage computed inside the region, or at the loop right around it, matches a stage of the
   intrinsic, recursively; the call then computes that stage too (this is how a gemm+bias+relu intrinsic
@@ -17,12 +19,15 @@ then for its output: a pointer to the element at the region's origin, followed b
 (in elements) per dimension of that intrinsic tensor, outermost first. ``reset`` receives the output only.
 
 Reductions follow TVM's three-part protocol: when reduction loops of T remain outside the region, the
-output region is cleared with ``reset`` once and ``update`` accumulates each partial product; otherwise
-``body`` computes the whole result (or ``reset`` then ``update`` when no ``body`` is given). An intrinsic
+output region is cleared with ``reset`` once and ``update`` accumulates each partial product (an intrinsic
+with no ``reset`` leaves the clearing to the reduction's own init loop, as plain code); otherwise ``body``
+computes the whole result (or ``reset`` then ``update`` when no ``body`` is given). An intrinsic
 whose result is not the reduction itself (a fused epilogue such as bias+relu) is only valid on a whole
 reduction: applying it per partial sum would be wrong, so that case is refused.
 """
 from __future__ import annotations
+
+import islpy as isl
 
 from tesched.arith.linear import linear, simplify
 from tesched.errors import TensorizeError
@@ -54,6 +59,7 @@ class _Matcher:
         self.bound: dict[int, Region] = {}            # id(intrinsic input) -> region
         self.absorbed: list = []
         self.origins: dict[Var, int] = {}            # region origin of a computed-at stage, per axis
+        self.partial: list[str] = []                 # axes whose loops leave partial tiles (run as plain loops)
         self.loc = f"tensorize of {sm.name} at {sm.leaves[position].name} with {intrin.name}"
 
     def fail(self, what: str, detail: str) -> TensorizeError:
@@ -90,9 +96,8 @@ class _Matcher:
                 covered = 1
                 for v in leaves:
                     covered *= extents[id(v)] or 0
-                if covered != extents[id(root)]:
-                    raise self.fail("extent", f"the loops of axis {root.name} do not tile it exactly "
-                                    f"(extent {extents[id(root)]}, tiles cover {covered}); pick a dividing factor")
+                if covered != extents[id(root)]:    # partial tiles: plain loops (see _place_calls)
+                    self.partial.append(root.name)
         op = self.intrin.op
         spatial = [v for v in region if v.iter_type != IterType.COMM_REDUCE]
         reduce = [v for v in region if v.iter_type == IterType.COMM_REDUCE]
@@ -222,9 +227,9 @@ class _Matcher:
                     raise TensorizeError(f"{self.loc}: reduction loops {[v.name for v in outer_reduce]} stay "
                                          "outside the region, so the intrinsic would apply its epilogue to "
                                          "every partial sum; tensorize a loop outside the whole reduction")
-                if self.intrin.impl.reset is None or self.intrin.impl.update is None:
+                if self.intrin.impl.update is None:
                     raise TensorizeError(f"{self.loc}: reduction loops stay outside the region, so the "
-                                         "intrinsic needs reset= and update= implementations")
+                                         "intrinsic needs an update= implementation")
                 kind = "update"
         elif self.intrin.reduces_in_pipeline and not self.absorbed:
             raise self.fail("expression", f"{self.sm.name} is not a reduction, the intrinsic reduces")
@@ -233,8 +238,13 @@ class _Matcher:
         if strays:
             raise TensorizeError(f"{self.loc}: stages {strays} are computed inside the tensorized loops but the "
                                  "intrinsic does not compute them")
+        if self.partial and self.absorbed:
+            raise TensorizeError(f"{self.loc}: the loops do not tile {', '.join(self.partial)} exactly, and the "
+                                 "partial tiles run as plain loops, which an intrinsic that also computes "
+                                 f"{', '.join(s.name for s in self.absorbed)} cannot do; pick dividing factors")
         regions = [self.bound[id(t)] for t in self.intrin.inputs] + [out]
-        return TensorizeMatch(self.intrin, self.position, kind, regions, list(self.absorbed), dict(self.origins))
+        return TensorizeMatch(self.intrin, self.position, kind, regions, list(self.absorbed), dict(self.origins),
+                              list(self.partial))
 
 
 def match_tensorize(model: PolyModel) -> None:
@@ -261,7 +271,47 @@ def _place_calls(model: PolyModel, sm: StageModel) -> None:
         spatial = [v for v in outer if v.iter_type != IterType.COMM_REDUCE]
         rcoords = pcoords + [f"l{k}" for k in range(len(spatial))]
         sm.calls.insert(0, Statement(f"{base}_reset", StatementKind.CALL_RESET, sm, rcoords, list(rcoords), spatial))
+    if match.kind == "update" and match.intrin.impl.reset is None:
+        sm.calls = sm.calls[1:]      # no reset: the output tile is cleared by the reduction's own init loops
     for call in sm.calls:
         source = sm.init if call.kind is StatementKind.CALL_RESET else sm.main
         assert source is not None, f"{sm.name} resets but has no init statement"
-        call.domain = model.loop_map(source, len(call.coords)).range().set_tuple_name(call.name)
+        call.domain = _full_tiles(model, sm, source, call).set_tuple_name(call.name)
+    reset = next((c for c in sm.calls if c.kind is StatementKind.CALL_RESET), None)
+    if sm.init is not None:
+        if match.kind == "body":
+            sm.tail_init = _rest(model, sm.init, sm.calls[-1], len(sm.calls[-1].coords))
+        else:
+            sm.tail_init = _rest(model, sm.init, reset, len(reset.coords) if reset is not None else 0)
+    sm.tail_main = _rest(model, sm.main, sm.calls[-1], len(sm.calls[-1].coords))
+
+
+def _full_tiles(model: PolyModel, sm: StageModel, source: Statement, call: Statement) -> isl.Set:
+    """The values of the loops outside the region for which ``source`` runs every point of the
+    intrinsic's box (whole tiles); the other tiles run as plain loops."""
+    depth = len(call.coords)
+    outer = model.loop_map(source, depth).range()
+    inner = source.loop_vars[depth - sm.prefix_len:]
+    if not inner or sm.tensorized is None or not sm.tensorized.partial:
+        return outer
+    every = model.loop_map(source, depth + len(inner)).range()
+    extents = sm.stage.extents()
+    conds = []
+    for k, v in enumerate(inner):
+        low = model.isl_of(0 if v.dom is None else v.dom.min, {})
+        conds.append(f"{low} <= x{k} < {low} + {extents[id(v)]}")
+    box = isl.Set(f"{model.param_prefix}{{ [{', '.join(f'x{k}' for k in range(len(inner)))}] : "
+                  f"{' and '.join(conds)} }}")
+    gaps = outer.flat_product(box).subtract(every).project_out(isl.dim_type.set, depth, len(inner))
+    return outer.subtract(gaps).coalesce()
+
+
+def _rest(model: PolyModel, stmt: Statement, call: Statement | None, depth: int) -> Statement | None:
+    """A copy of ``stmt`` (as plain loops) over its instances that ``call`` does not run, or None."""
+    covered = (model.loop_map(stmt, depth).intersect_range(call.domain.reset_tuple_id()).domain()
+               if call is not None else stmt.domain.subtract(stmt.domain))
+    rest = stmt.domain.subtract(covered.set_tuple_name(stmt.name))
+    if rest.is_empty():
+        return None
+    name = f"{stmt.name}_tail"
+    return Statement(name, stmt.kind, stmt.stage, stmt.coords, stmt.loops, stmt.loop_vars, rest.set_tuple_name(name))

@@ -6,7 +6,10 @@ splits or drops the loop), and a ``produce`` mark above the stage. A reduction's
 shares the loops before the first reduction loop and then gets its own loops, in a sequence before the
 ``update``. Stages computed at a loop go in a sequence before the rest of that loop's body, under an
 ``alloc`` mark; their ``alloc`` statement (first in the sequence) sets the buffer's origin for the
-iteration. Root stages form a sequence in dependence order.
+iteration. A stage stored outside the loop it is computed at (``store_at``) has its ``alloc`` mark and
+statement at its storage loop instead (``store_root``: around the root stage that encloses it).
+Prefetch statements (:mod:`.prefetch`) go first in the body of their loop. Root stages form a
+sequence in dependence order.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class LoopMark:
     kind: LoopKind
     extent: int | None
     origin: str = ""
+    pragmas: tuple[tuple[str, bool | int], ...] = ()    # C loop hints (``Stage.pragma``)
 
 
 @dataclass(frozen=True)
@@ -58,11 +62,33 @@ class TreeBuilder:
 
     def value(self, stmt: Statement, pos: int) -> str:
         """The value of loop ``pos`` at ``stmt``, over :meth:`coords`."""
-        return stmt.loop_coords[pos] if self.loop_space else stmt.loops[pos]
+        return stmt.loop_coords[pos] if self.loop_space and stmt.space is not None else stmt.loops[pos]
 
     def build(self) -> isl.Schedule:
-        parts = [self.stage_tree(sm) for sm in self.model.stages if sm.parent is None]
-        return _sequence([p for p, _ in parts])
+        parts = []
+        for root in self.model.stages:
+            if root.parent is None:
+                stored = [p for p in self.model.stages if p.parent is not None and p.store_parent is None
+                          and p.chain()[0][0] is root and p.absorbed_by is None]
+                parts.append(self.allocate(stored, [], self.stage_tree(root)[0])[0])
+        return _sequence(parts)
+
+    def allocate(self, stored: list[StageModel], computed: list[StageModel],
+                 sched: isl.Schedule) -> tuple[isl.Schedule, list[Statement]]:
+        """``sched`` after the stages ``computed`` there, inside the buffers of the stages ``stored``
+        there (their ``alloc`` statements first), and the statements added."""
+        if not stored and not computed:
+            return sched, []
+        added = [p.alloc for p in stored if p.alloc is not None]
+        parts = [self.leaf(a) for a in added]
+        for p in computed:
+            psched, pstmts = self.stage_tree(p)
+            parts.append(psched)
+            added += pstmts
+        sched = _sequence(parts + [sched])
+        for p in reversed(stored):
+            sched = self.mark(sched, AllocMark(p))
+        return sched, added
 
     # pieces ---------------------------------------------------------------------------------------
     def mark(self, sched: isl.Schedule, info) -> isl.Schedule:
@@ -70,13 +96,16 @@ class TreeBuilder:
         self.marks[name] = info
         return sched.get_root().child(0).insert_mark(isl.Id(name)).get_schedule()
 
-    def band(self, sched: isl.Schedule, stmts: list[Statement], pos: int) -> isl.Schedule:
+    def band(self, sched: isl.Schedule, stmts: list[Statement], pos: int, separate: bool = False) -> isl.Schedule:
         self.depth = max(self.depth, pos + 1)
         pieces = "; ".join(f"{s.name}[{', '.join(self.coords(s))}] -> [{self.value(s, pos)}]" for s in stmts)
         umap = isl.UnionMap(f"{self.model.param_prefix}{{ {pieces} }}")
         node = sched.insert_partial_schedule(isl.MultiUnionPwAff.from_union_map(umap)).get_root().child(0)
-        # atomic: one loop per band with min/max bounds, rather than a copy of the body per domain piece
-        return node.band_member_set_ast_loop_type(0, isl.ast_loop_type.atomic).get_schedule()
+        # atomic: one loop per band with min/max bounds, rather than a copy of the body per domain piece;
+        # separate for a sliding window, whose first iteration computes more than the others: one hull
+        # over both would scan every earlier slice under a guard
+        kind = isl.ast_loop_type.separate if separate else isl.ast_loop_type.atomic
+        return node.band_member_set_ast_loop_type(0, kind).get_schedule()
 
     def loop(self, sched, stmts, sm: StageModel, pos: int, var: IterVar) -> isl.Schedule:
         # the stage's own statements decide: those of stages computed inside it run at a subset of its
@@ -90,9 +119,14 @@ class TreeBuilder:
             # out also avoids an isl code generator bug that drops instances of such a band when its
             # value is a modulo (a split) that depends on an enclosing fused loop.
             return sched
-        sched = self.band(sched, stmts, pos)
+        # (not when stages computed inside it would be copied into each piece: their buffers' origins
+        # are set once per allocation)
+        separate = sm.hoisted and not any(p.parent is sm for p in self.model.stages)
+        sched = self.band(sched, stmts, pos, separate)
         kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
-        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var)))
+        hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items()))
+        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var),
+                                         hints))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all
@@ -110,40 +144,65 @@ class TreeBuilder:
 
     # stages ---------------------------------------------------------------------------------------
     def stage_tree(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
-        stmts = sm.emitted
-        init, main = (stmts[0] if len(stmts) == 2 else None), stmts[-1]
-        n = sm.n_loops
-        if init is None:
-            sched, placed = self.levels(sm, 0, n, self.leaf(main), [main])
+        if sm.tensorized is None:
+            sched, placed = self.nest(sm, 0, sm.init, sm.main)
         else:
-            r = sm.first_reduce
-            assert r is not None
-            isched = self.leaf(init)
-            for j in reversed(range(r, len(init.loop_vars))):
-                isched = self.loop(isched, [init], sm, sm.prefix_len + j, init.loop_vars[j])
-            usched, ustmts = self.levels(sm, r, n, self.leaf(main), [main])
-            sched, placed = self.levels(sm, 0, r, isched.sequence(usched), [init] + ustmts)
+            sched, placed = self.tensorized(sm)
         return self.mark(sched, ProduceMark(sm)), placed
+
+    def init_loops(self, sm: StageModel, init: Statement) -> isl.Schedule:
+        """An init statement (or reset call) with its own loops after the first reduction loop."""
+        r = sm.first_reduce
+        assert r is not None
+        isched = self.leaf(init)
+        for j in reversed(range(r, len(init.loop_vars))):
+            isched = self.loop(isched, [init], sm, sm.prefix_len + j, init.loop_vars[j])
+        return isched
+
+    def nest(self, sm: StageModel, lo: int, init: Statement | None,
+             main: Statement) -> tuple[isl.Schedule, list[Statement]]:
+        """The plain loops ``lo..`` of a stage: the init (if any) before the first reduction loop, then
+        the main statement inside every loop."""
+        n = len(sm.leaves)
+        if init is None:
+            return self.levels(sm, lo, n, self.leaf(main), [main])
+        r = sm.first_reduce
+        assert r is not None and r >= lo
+        usched, ustmts = self.levels(sm, r, n, self.leaf(main), [main])
+        return self.levels(sm, lo, r, self.init_loops(sm, init).sequence(usched), [init] + ustmts)
+
+    def tensorized(self, sm: StageModel) -> tuple[isl.Schedule, list[Statement]]:
+        """Intrinsic calls in place of the loops from the tensorized one inward, for whole tiles; partial
+        tiles (and the init of an intrinsic without reset) run the stage's plain loops beside them."""
+        n, r = sm.n_loops, sm.first_reduce
+        call = sm.calls[-1]
+        below, stmts = self.leaf(call), [call]
+        if r is None or r >= n:           # the whole reduction (if any) is inside the region: one body call
+            if sm.tail_main is not None:
+                plain, pstmts = self.nest(sm, n, sm.tail_init, sm.tail_main)
+                below, stmts = below.sequence(plain), stmts + pstmts
+            return self.levels(sm, 0, n, below, stmts)
+        if sm.tail_main is not None:      # update calls; partial tiles accumulate with plain loops
+            plain, pstmts = self.levels(sm, n, len(sm.leaves), self.leaf(sm.tail_main), [sm.tail_main])
+            below, stmts = below.sequence(plain), stmts + pstmts
+        usched, ustmts = self.levels(sm, r, n, below, stmts)
+        inits = [s for s in (sm.calls[0] if len(sm.calls) == 2 else None, sm.tail_init) if s is not None]
+        isched = _sequence([self.init_loops(sm, s) for s in inits])
+        return self.levels(sm, 0, r, isched.sequence(usched), inits + ustmts)
 
     def levels(self, sm: StageModel, lo: int, hi: int, sched: isl.Schedule,
                stmts: list[Statement]) -> tuple[isl.Schedule, list[Statement]]:
-        """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed at each of them."""
+        """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed or stored at each."""
         for t in reversed(range(lo, hi)):
-            attached = [p for p in self.model.stages if p.parent is sm and p.level == t and p.absorbed_by is None]
-            if attached:
-                parts, inner = [], []
-                for p in attached:
-                    assert p.alloc is not None
-                    parts.append(self.leaf(p.alloc))
-                    inner.append(p.alloc)
-                for p in attached:
-                    psched, pstmts = self.stage_tree(p)
-                    parts.append(psched)
-                    inner += pstmts
-                sched = _sequence(parts + [sched])
-                stmts = inner + stmts
-                for p in reversed(attached):
-                    sched = self.mark(sched, AllocMark(p))
+            live = [p for p in self.model.stages if p.parent is not None and p.absorbed_by is None]
+            computed = [p for p in live if p.parent is sm and p.level == t]
+            stored = [p for p in live if p.store_parent is sm and p.store_level == t]
+            sched, added = self.allocate(stored, computed, sched)
+            stmts = added + stmts
+            ahead = [pf.statement for pf in sm.prefetches if pf.level == t]
+            if ahead:
+                sched = _sequence([self.leaf(a) for a in ahead] + [sched])
+                stmts = ahead + stmts
             sched = self.loop(sched, stmts, sm, sm.prefix_len + t, sm.leaves[t])
         return sched, stmts
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import tesched as ts
+from tesched.te.tensor import IterVar
 
 
 @dataclass
@@ -37,16 +38,19 @@ class ConvChain:
 
     @property
     def args(self) -> list[ts.Tensor]:
+        """The kernel arguments in call order (``x, w1, w2`` and the output ``conv2``)."""
         return [self.x, self.w1, self.w2, self.conv2]
 
     @property
     def flops(self) -> int:
+        """Floating-point operations of both convolutions (a multiply-add counts two)."""
         n, c, h, w = self.x.shape
         f1, f2 = self.w1.shape[0], self.w2.shape[0]
         return 2 * 9 * h * w * (c * f1 + f1 * f2) * n
 
 
 def pad(x: ts.Tensor, p: int, name: str) -> ts.Tensor:
+    """``x`` (NCHW) with ``p`` rows and columns of zeros on every side, as a stage called ``name``."""
     n, c, h, w = x.shape
     return ts.compute((n, c, h + 2 * p, w + 2 * p), lambda b, ci, y, z: ts.if_then_else(
         ts.all(y >= p, y < h + p, z >= p, z < w + p), x[b, ci, y - p, z - p], 0.0), name=name)
@@ -63,6 +67,8 @@ def conv3x3(x: ts.Tensor, w: ts.Tensor, name: str) -> ts.Tensor:
 
 
 def declare(channels: int = 64, size: int = 56, batch: int = 1) -> ConvChain:
+    """The pipeline ``pad1 -> conv1 -> relu -> pad2 -> conv2`` on a ``batch x channels x size x size`` input,
+    with ``channels`` filters in each convolution."""
     x = ts.placeholder((batch, channels, size, size), name="x")
     w1 = ts.placeholder((channels, channels, 3, 3), name="w1")
     w2 = ts.placeholder((channels, channels, 3, 3), name="w2")
@@ -99,6 +105,7 @@ def register_tile(s: ts.Schedule, out: ts.Tensor, f_block: int, x_block: int, ro
     n, f, y, x = s[out].op.axis
     fo, fi = s[out].split(f, _block(out.shape[1], f_block))
     xo, xi = s[out].split(x, _block(out.shape[3], x_block))
+    loops: tuple[IterVar, ...]
     if rows is None:
         loops = (n, fo, y, xo, fi, xi)
     else:
@@ -116,6 +123,8 @@ def register_tile(s: ts.Schedule, out: ts.Tensor, f_block: int, x_block: int, ro
 
 
 def unfused(chain: ConvChain, f_block: int = 8, x_block: int = 56) -> ts.Schedule:
+    """Every stage computed in full, each convolution register-tiled (``f_block`` filters x ``x_block``
+    columns) and parallel over filter blocks; the relu inlined."""
     s = ts.create_schedule(chain.conv2.op)
     s[chain.relu].compute_inline()
     for conv in (chain.conv1, chain.conv2):
@@ -128,6 +137,8 @@ def unfused(chain: ConvChain, f_block: int = 8, x_block: int = 56) -> ts.Schedul
 
 
 def fused(chain: ConvChain, rows: int = 28, f_block: int = 8, x_block: int = 56) -> ts.Schedule:
+    """conv2 in parallel bands of ``rows`` output rows, with pad1, conv1 and pad2 computed per band (their
+    halo rows recomputed by neighbouring bands); the same register tiles as :func:`unfused`."""
     s = ts.create_schedule(chain.conv2.op)
     s[chain.relu].compute_inline()
     register_tile(s, chain.conv1, f_block, x_block)

@@ -29,6 +29,21 @@ static inline int64_t ts_floormod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+/* Integer fmod (C's truncated remainder, NumPy's fmod): a zero divisor gives 0, as does -1 (no trap). */
+static inline int64_t ts_fmod(int64_t a, int64_t b) {
+  return (b == 0 || b == -1) ? 0 : a % b;
+}
+
+/* Shifts with NumPy's semantics for any amount: a << b is 0 and a >> b is 0 or -1 (the sign) when b is
+ * negative or at least the operand's width; a left shift never overflows a signed type (done unsigned). */
+static inline int64_t ts_shl(int64_t a, int64_t b, int bits) {
+  return ((uint64_t)b < (uint64_t)bits) ? (int64_t)((uint64_t)a << b) : 0;
+}
+
+static inline int64_t ts_shr(int64_t a, int64_t b, int bits) {
+  return ((uint64_t)b < (uint64_t)bits) ? (a >> b) : (a < 0 ? -1 : 0);
+}
+
 /* min/max propagate NaN as NumPy's minimum/maximum do: a NaN operand gives NaN (a != a only for NaN;
  * for integers it is always false and compiles away). */
 #define TS_MINMAX(T, S)                                                                  \
@@ -64,7 +79,8 @@ static inline void *ts_alloc_elems(size_t elem, int64_t count) {
 
 static inline void ts_free(void *p) { free(p); }
 
-/* SIMD: GCC vector types ts_<type>x<lanes>, unaligned loads/stores, broadcasts and lane-wise selects. */
+/* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (strided, masked) loads, stores, broadcasts and
+   lane-wise selects; ramps (x, x + 1, ...) for loop variables used as values. A masked load reads only the lanes whose mask is set (the others are 0). */
 #define TS_VECTOR_TYPE(T, S, N) typedef T ts_##S##x##N __attribute__((vector_size(sizeof(T) * N)));
 #define TS_VECTOR_OPS(T, S, N, M)                                                                      \
   static inline ts_##S##x##N ts_vload_##S##x##N(const T *p) {                                           \
@@ -73,7 +89,22 @@ static inline void ts_free(void *p) { free(p); }
     return v;                                                                                           \
   }                                                                                                     \
   static inline void ts_vstore_##S##x##N(T *p, ts_##S##x##N v) { memcpy(p, &v, sizeof v); }            \
+  static inline ts_##S##x##N ts_vloads_##S##x##N(const T *p, int64_t stride) {                          \
+    ts_##S##x##N v;                                                                                     \
+    for (int i = 0; i < N; i++) v[i] = p[i * stride];                                                   \
+    return v;                                                                                           \
+  }                                                                                                     \
+  static inline ts_##S##x##N ts_vloadm_##S##x##N(const T *p, ts_##M##x##N m) {                          \
+    ts_##S##x##N v = {0};                                                                               \
+    for (int i = 0; i < N; i++) v[i] = m[i] ? p[i] : (T)0;                                              \
+    return v;                                                                                           \
+  }                                                                                                     \
   static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return x - (ts_##S##x##N){}; }                  \
+  static inline ts_##S##x##N ts_vramp_##S##x##N(T x) {                                                  \
+    ts_##S##x##N v;                                                                                     \
+    for (int i = 0; i < N; i++) v[i] = x + (T)i;                                                        \
+    return v;                                                                                           \
+  }                                                                                                     \
   static inline ts_##S##x##N ts_vsel_##S##x##N(ts_##M##x##N m, ts_##S##x##N a, ts_##S##x##N b) {        \
     return (ts_##S##x##N)((m & (ts_##M##x##N)a) | (~m & (ts_##M##x##N)b));                              \
   }                                                                                                     \
@@ -86,6 +117,11 @@ static inline void ts_free(void *p) { free(p); }
   static inline T ts_hadd_##S##x##N(ts_##S##x##N v) {                                                   \
     T s = v[0];                                                                                         \
     for (int i = 1; i < N; i++) s += v[i];                                                              \
+    return s;                                                                                           \
+  }                                                                                                     \
+  static inline T ts_hmul_##S##x##N(ts_##S##x##N v) {                                                   \
+    T s = v[0];                                                                                         \
+    for (int i = 1; i < N; i++) s *= v[i];                                                              \
     return s;                                                                                           \
   }                                                                                                     \
   static inline T ts_hmax_##S##x##N(ts_##S##x##N v) {                                                   \

@@ -5,7 +5,10 @@ Each adds a stage and gives the affected stage a new operation, with TVM's seman
 - ``cache_read(T, scope, readers)``: a copy ``T.scope[i] = T[i]`` that the given readers read instead of T
   (array packing when the copy is computed at a loop of the reader).
 - ``cache_write(T, scope)``: T's computation moves to ``T.scope`` (fresh axes); T becomes the copy
-  ``T[i] = T.scope[i]`` and keeps the axes users already hold (a write cache / register tile).
+  ``T[i] = T.scope[i]`` and keeps the axes users already hold (a write cache / register tile). Loops of T
+  already split, fused, reordered or annotated move with the computation, as in TVM: ``T.scope`` gets
+  those loops (the loop variables users hold now name its loops) and T starts again from its bare axes,
+  keeping its placement.
 - ``rfactor(T, axis)``: for a reduction whose reduce loops were split, the reduce loop ``axis`` becomes a
   data-parallel axis of a new stage ``T.rf`` that reduces over the remaining reduce loops; T then reduces
   ``T.rf`` over that axis. This lets the partial reductions run in parallel or vectorized.
@@ -18,9 +21,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from tesched.errors import ScheduleError
-from tesched.schedule.kinds import AttachType
-from tesched.schedule.stage import Stage, StageGraph
-from tesched.te.expr import Binary, Expr, Reduce, Select, Var, as_expr
+from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
+from tesched.te.expr import Binary, Expr, MultiValue, Reduce, Select, Var, as_expr
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -29,20 +31,22 @@ def _new_axes(axes: Sequence[IterVar]) -> list[IterVar]:
     return [IterVar(Range(a.range.min, a.range.extent), a.name, a.iter_type) for a in axes]
 
 
-def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor) -> Expr:
+def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor, value_index: int = 0) -> Expr:
     def swap(e: Expr) -> Expr | None:
-        if isinstance(e, TensorRead) and sch.stage_of_tensor(e.tensor) is source:
+        if isinstance(e, TensorRead) and sch.stage_of_tensor(e.tensor) is source and e.tensor.value_index == value_index:
             return TensorRead(replacement, tuple(rewrite(i, swap) for i in e.indices))
         return None
     return rewrite(body, swap)
 
 
-def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_where: Expr | None = None) -> Reduce:
-    source = substitute(body.source, mapping)
+def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_where: Expr | None = None,
+                    keep_init: bool = True) -> Reduce:
+    sources = tuple(substitute(s, mapping) for s in body.sources)
     where = None if body.where is None else substitute(body.where, mapping)
     if extra_where is not None:
         where = extra_where if where is None else Binary("and", where, extra_where, "bool")
-    return Reduce(body.combiner, source, axes, where)
+    inits = None if body.inits is None or not keep_init else [substitute(i, mapping) for i in body.inits]
+    return Reduce(body.combiner, sources, axes, where, inits, body.reducer)
 
 
 def _computation(stage: Stage, primitive: str) -> ComputeOp:
@@ -51,15 +55,37 @@ def _computation(stage: Stage, primitive: str) -> ComputeOp:
     return stage.op
 
 
-def _require_unscheduled(stage: Stage, primitive: str) -> None:
-    done = [f"loop {v.name} was split or fused" for v in stage.all_iter_vars
-            if v not in stage.leaf_iter_vars and v.dom is not None]
-    done += [f"loop {v.name} is {kind}" for v, kind in stage.iter_var_attrs.items()]
-    if stage.attach_type is not AttachType.ROOT:
-        done.append(f"it is {stage.attach_type} at {getattr(stage.attach_stage, 'name', '')}".rstrip(" at"))
-    if done:
-        raise ScheduleError(f"{primitive} of {stage.name}: apply it before scheduling {stage.name} "
-                            f"({'; '.join(done)})")
+def _move_loops(stage: Stage, cache: Stage, mapping: dict[IterVar, IterVar], sch: StageGraph) -> None:
+    """Give ``cache`` the loops ``stage`` has (its splits, fuses, order and loop kinds, re-applied to the
+    cache's own axes through ``mapping``) and give ``stage`` back its bare axes, as TVM's ``cache_write``
+    does. The loop variables users hold (``i.outer``...) now name loops of the cache; stages computed at
+    a loop of ``stage`` are computed at the same loop of the cache, which now does the reading."""
+    def m(v: IterVar) -> IterVar:
+        return mapping.get(v, v)
+
+    relations: list[Relation] = []
+    for rel in stage.relations:
+        if isinstance(rel, Split):
+            relations.append(Split(m(rel.parent), rel.outer, rel.inner, rel.factor, rel.nparts))
+        elif isinstance(rel, Fuse):
+            relations.append(Fuse(m(rel.outer), m(rel.inner), rel.fused))
+        else:
+            relations.append(rel)
+    cache.relations = relations
+    cache.leaf_iter_vars = [m(v) for v in stage.leaf_iter_vars]
+    cache.all_iter_vars = [m(v) for v in stage.all_iter_vars]
+    cache.iter_var_attrs = {m(v): kind for v, kind in stage.iter_var_attrs.items()}
+    cache.loop_origins = {m(v): origin for v, origin in stage.loop_origins.items()}
+    cache.pragmas = {m(v): hints for v, hints in stage.pragmas.items()}
+    cache.prefetches = [(t, m(v), off) for t, v, off in stage.prefetches]
+    for other in sch.stages:
+        if other.attach_stage is stage and other.attach_ivar is not None \
+                and any(other.attach_ivar is v for v in cache.all_iter_vars + list(mapping)):
+            other.attach_stage, other.attach_ivar = cache, m(other.attach_ivar)
+    axes = list(stage.op.axis) if isinstance(stage.op, ComputeOp) else []
+    stage.all_iter_vars, stage.leaf_iter_vars = list(axes), list(axes)
+    stage.relations, stage.iter_var_attrs, stage.loop_origins, stage.pragmas = [], {}, {}, {}
+    stage.prefetches = []
 
 
 def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -> Tensor:
@@ -71,14 +97,15 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
     for r in reader_stages:
         if source not in sch.producers(r):
             raise ScheduleError(f"cache_read of {source.name}: {r.name} does not read it")
-    t = source.op.output(0)
+    t = source.op.output(tensor.value_index if tensor.value_index < source.op.num_outputs else 0)
     axes = [IterVar(Range(0, ext), f"ax{k}", IterType.DATA_PAR) for k, ext in enumerate(t.shape)]
     cache_op = ComputeOp(f"{t.name}.{scope}", "cache_read", axes, TensorRead(t, tuple(axes)), None)
     cache = cache_op.output(0)
     for r in reader_stages:
         op = r.op
         assert isinstance(op, ComputeOp)  # it reads a tensor
-        r.replace_op(ComputeOp(op.name, op.tag, op.axis, _with_reads_of(op.body, sch, source, cache), op.attrs))
+        r.replace_op(ComputeOp(op.name, op.tag, op.axis, _with_reads_of(op.body, sch, source, cache, t.value_index),
+                               op.attrs))
     sch.insert_stage(cache_op, after=source)
     return cache
 
@@ -94,14 +121,19 @@ def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
     stage = sch[tensor]
     op = _computation(stage, "cache_write")
     _check_scope(scope, "cache_write", stage.name)
-    _require_unscheduled(stage, "cache_write")
+    if op.num_outputs > 1:
+        raise ScheduleError(f"cache_write of {stage.name}: it has {op.num_outputs} outputs; cache_write takes "
+                            "a stage with one output")
+    if stage.tensorize_spec is not None:
+        raise ScheduleError(f"cache_write of {stage.name}: it is tensorized at loop {stage.tensorize_spec[0].name}; "
+                            "apply cache_write first and tensorize the cache stage")
     axes, raxes = _new_axes(op.axis), _new_axes(op.reduce_axis)
     mapping = dict(zip(op.axis + op.reduce_axis, axes + raxes))
     body = _rebuild_reduce(op.body, mapping, raxes) if isinstance(op.body, Reduce) else substitute(op.body, mapping)
     cache_op = ComputeOp(f"{op.name}.{scope}", op.tag, axes, body, op.attrs)
     stage.replace_op(ComputeOp(op.name, op.tag, op.axis, TensorRead(cache_op.output(0), tuple(op.axis)), op.attrs))
-    stage.all_iter_vars, stage.leaf_iter_vars = list(op.axis), list(op.axis)
-    sch.insert_stage(cache_op, before=stage)
+    cache = sch.insert_stage(cache_op, before=stage)
+    _move_loops(stage, cache, mapping, sch)
     return cache_op.output(0)
 
 
@@ -117,6 +149,10 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     if axis not in stage.leaf_iter_vars or axis.iter_type != IterType.COMM_REDUCE:
         raise ScheduleError(f"rfactor of {stage.name}: {getattr(axis, 'name', axis)!r} is not one of its current "
                             f"reduction loops ({', '.join(v.name for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE)})")
+    mixed = [v.name for v in stage.leaf_iter_vars if stage.mixes_reduction(v)]
+    if mixed:
+        raise ScheduleError(f"rfactor of {stage.name}: loop {mixed[0]} fuses data-parallel and reduction loops; "
+                            "rfactor needs reduction loops that only reduce")
     if isinstance(factor_axis, bool) or not isinstance(factor_axis, int) or not 0 <= factor_axis <= len(op.axis):
         raise ScheduleError(f"rfactor of {stage.name}: factor_axis must be an int in [0, {len(op.axis)}], got "
                             f"{factor_axis!r}")
@@ -149,22 +185,26 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
             cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)
             bounds = cond if bounds is None else Binary("and", bounds, cond, "bool")
     rf_axes = new_axes[:factor_axis] + [spatial] + new_axes[factor_axis:]
-    partial = _rebuild_reduce(op.body, mapping, kept, bounds)
+    partial = _rebuild_reduce(op.body, mapping, kept, bounds, keep_init=False)   # init: once, in the final stage
     rf_body: Expr = partial
     if not kept:  # every reduce loop became data parallel: no reduction left in T.rf
-        rf_body = partial.source if partial.where is None else Select(partial.where, partial.source,
-                                                                       partial.identity())
+        values = [s if partial.where is None else Select(partial.where, s, start)
+                  for s, start in zip(partial.sources, partial.identities())]
+        rf_body = values[0] if len(values) == 1 else MultiValue(values)
     rf_op = ComputeOp(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
     rf = rf_op.output(0)
     kr = IterVar(Range(0, size[id(axis)]), f"{axis.name}.v", IterType.COMM_REDUCE)
     index = tuple(list(op.axis[:factor_axis]) + [kr] + list(op.axis[factor_axis:]))
-    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, Reduce(op.body.combiner, TensorRead(rf, index), [kr], None),
-                               op.attrs))
+    reads = tuple(TensorRead(rf_op.output(k), index) for k in range(rf_op.num_outputs))
+    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, Reduce(op.body.combiner, reads, [kr], None, op.body.inits,
+                                                                op.body.reducer), op.attrs))
     reduce_vars = {id(v) for v in stage.all_iter_vars if v.iter_type == IterType.COMM_REDUCE}
     stage.relations = [rel for rel in stage.relations
                        if not any(id(v) in reduce_vars for v in vars(rel).values() if isinstance(v, IterVar))]
     stage.leaf_iter_vars = [v for v in stage.leaf_iter_vars if id(v) not in reduce_vars] + [kr]
     stage.all_iter_vars = [v for v in stage.all_iter_vars if id(v) not in reduce_vars] + [kr]
     stage.iter_var_attrs = {v: k for v, k in stage.iter_var_attrs.items() if id(v) not in reduce_vars}
+    stage.pragmas = {v: k for v, k in stage.pragmas.items() if id(v) not in reduce_vars}
+    stage.prefetches = [p for p in stage.prefetches if id(p[1]) not in reduce_vars]
     sch.insert_stage(rf_op, before=stage)
     return rf

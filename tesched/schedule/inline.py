@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import StageGraph
-from tesched.te.expr import Expr
+from tesched.te.expr import Expr, MultiValue
 from tesched.te.tensor import ComputeOp, TensorRead
 from tesched.te.visit import rewrite, structural_key, substitute
 
@@ -28,11 +28,14 @@ def inline_bodies(sch: StageGraph) -> dict[int, Expr]:
         if isinstance(e, TensorRead):
             tensor = sch.canonical(e.tensor)
             indices = [rewrite(i, expand) for i in e.indices]
-            key = (id(tensor.op), tuple(structural_key(i, keys) for i in indices))
+            key = (id(tensor.op), tensor.value_index, tuple(structural_key(i, keys) for i in indices))
             if key not in shared:
                 if id(tensor.op) in inlined:
                     assert isinstance(tensor.op, ComputeOp)
-                    shared[key] = substitute(bodies[id(tensor.op)], dict(zip(tensor.op.axis, indices)))
+                    value = bodies[id(tensor.op)]
+                    if isinstance(value, MultiValue):   # one output of a multi-output compute
+                        value = value.values[tensor.value_index]
+                    shared[key] = substitute(value, dict(zip(tensor.op.axis, indices)))
                 else:
                     shared[key] = TensorRead(tensor, tuple(indices))
             return shared[key]

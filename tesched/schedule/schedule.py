@@ -3,7 +3,7 @@
 ``create_schedule(outputs)`` makes one :class:`~.stage.Stage` per operation (inputs first); ``s[T]`` finds
 a tensor's stage. The dataflow primitives (``cache_read``, ``cache_write``, ``rfactor``, in
 :mod:`.dataflow`) add stages. ``s.check()`` runs the lowering's legality checks, which the lowering layer
-registers with :func:`set_legality_check` (a schedule does not depend on its lowering).
+registers with ``set_legality_check`` (a schedule does not depend on its lowering).
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ class Schedule:
     def check(self) -> None:
         """Run the legality checks of ``lower`` (dependences included) without generating code.
 
-        The checks live in the lowering layer, which registers them here (:func:`set_legality_check`)."""
+        The checks live in the lowering layer, which registers them here (``set_legality_check``)."""
         if _legality_check is None:
             raise RuntimeError("no legality check registered: import tesched")
         _legality_check(self)
@@ -119,7 +119,7 @@ class Schedule:
     def canonical(self, tensor: Tensor) -> Tensor:
         """The tensor a stage currently produces, for a tensor the user declared."""
         st = self.stage_of_tensor(tensor)
-        return tensor if st is None else st.op.output(0)
+        return tensor if st is None else st.op.output(tensor.value_index)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:

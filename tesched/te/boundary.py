@@ -40,18 +40,22 @@ class BoundedTensor:
 
     @property
     def name(self) -> str:
+        """The name of the bounded tensor."""
         return self.tensor.name
 
     @property
     def shape(self) -> tuple:
+        """The shape of the bounded tensor (reads may fall outside it)."""
         return self.tensor.shape
 
     @property
     def dtype(self) -> str:
+        """The element type of the bounded tensor."""
         return self.tensor.dtype
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions of the bounded tensor."""
         return self.tensor.ndim
 
     def __getitem__(self, indices) -> Expr:

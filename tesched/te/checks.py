@@ -74,15 +74,32 @@ def check_free_axes(name: str, axes: Sequence[Var], body: Expr, is_axis: Callabl
     allowed = own | {id(a) for a in reduce_axes}
     for e in walk(body):
         if is_axis(e) and id(e) not in allowed:
+            axis = getattr(e, "name", "?")
             if getattr(e, "iter_type", None) == "comm_reduce":
-                raise ValueError(f"compute {name}: reduce axis {e.name} is used outside a reduction over it; "  # type: ignore[attr-defined]
-                                 f"write ts.sum(..., axis={e.name}) (or max/min) as the whole body")  # type: ignore[attr-defined]
-            raise ValueError(f"compute {name}: axis {e.name} is not an axis of {name} (it belongs to another "  # type: ignore[attr-defined]
+                raise ValueError(f"compute {name}: reduce axis {axis} is used outside a reduction over it; "
+                                 f"write ts.sum(..., axis={axis}) (or max/min) as the whole body")
+            raise ValueError(f"compute {name}: axis {axis} is not an axis of {name} (it belongs to another "
                              "compute); use the arguments of fcompute")
     for r in reduce_axes:
         dom = getattr(r, "dom", None)
         for bound in (dom.min, dom.extent) if dom is not None else ():
             for e in walk(bound) if isinstance(bound, Expr) else ():
                 if is_axis(e) and id(e) not in own:
-                    raise ValueError(f"compute {name}: the bounds of reduce axis {r.name} use {e.name}, which "  # type: ignore[attr-defined]
+                    raise ValueError(f"compute {name}: the bounds of reduce axis {r.name} use "
+                                     f"{getattr(e, 'name', '?')}, which "
                                      f"is not an axis of {name}; use its own axes or sizes")
+
+
+def check_reduction(name: str, body: Reduce) -> None:
+    """A reduction fits its stage: its combination and identity have the sources' arity and dtypes, and
+    every ``init`` has its component's dtype. A ``TypeError`` names the stage."""
+    try:
+        dtypes = tuple(s.dtype for s in body.sources)
+        body.identities()
+        body.combine_all([Var(f"x{k}", d) for k, d in enumerate(dtypes)], [Var(f"y{k}", d) for k, d in enumerate(dtypes)])
+        for k, (start, d) in enumerate(zip(body.inits or (), dtypes)):
+            if start.dtype != d:
+                raise TypeError(f"init {k} is {start.dtype}, the reduced expression is {d}; cast it with "
+                                f".astype('{d}')")
+    except TypeError as err:
+        raise TypeError(f"compute {name}: {err}") from None

@@ -105,6 +105,7 @@ DTYPES: dict[str, DType] = {d.name: d for d in (
 
 FLOAT_TYPES = tuple(n for n, d in DTYPES.items() if d.kind == "float")
 INT_TYPES = tuple(n for n, d in DTYPES.items() if d.kind in ("int", "uint"))
+#: Every dtype name tesched knows (``ts.dtypes``).
 ALL_TYPES = tuple(DTYPES)
 
 C_TYPES = {n: d.c_type for n, d in DTYPES.items()}

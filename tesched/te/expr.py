@@ -10,7 +10,7 @@ This module does not know tensors' schedules, loops or C; see :mod:`tesched.te.t
 from __future__ import annotations
 
 import math
-from typing import Callable, Sequence
+from typing import Callable, Protocol, Sequence
 
 import numpy as np
 
@@ -62,11 +62,19 @@ class Expr:
     def __ge__(self, other): return binary("ge", self, other)
     def __eq__(self, other): return binary("eq", self, other)
     def __ne__(self, other): return binary("ne", self, other)
-    def __and__(self, other): return binary("and", self, other)
-    def __rand__(self, other): return binary("and", other, self)
-    def __or__(self, other): return binary("or", self, other)
-    def __ror__(self, other): return binary("or", other, self)
-    def __invert__(self): return Unary("not", self)
+    def __and__(self, other): return logical_or_bitwise("and", self, other)
+    def __rand__(self, other): return logical_or_bitwise("and", other, self)
+    def __or__(self, other): return logical_or_bitwise("or", self, other)
+    def __ror__(self, other): return logical_or_bitwise("or", other, self)
+    def __xor__(self, other): return logical_or_bitwise("xor", self, other)
+    def __rxor__(self, other): return logical_or_bitwise("xor", other, self)
+    def __invert__(self): return Unary("not" if self.dtype == "bool" else "bitnot", self)
+    def __lshift__(self, other): return binary("shl", self, other)
+    def __rlshift__(self, other): return binary("shl", other, self)
+    def __rshift__(self, other): return binary("shr", self, other)
+    def __rrshift__(self, other): return binary("shr", other, self)
+    def __pow__(self, other): return power(self, other)
+    def __rpow__(self, other): return power(other, self)
 
     __hash__ = object.__hash__
 
@@ -130,6 +138,9 @@ class Var(Expr):
 ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max")
 COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
 LOGIC_OPS = ("and", "or")
+BITWISE_OPS = ("bitand", "bitor", "bitxor", "shl", "shr")
+"""Integer-only operations: ``&``, ``|``, ``^`` of integers and the shifts ``<<``, ``>>`` (NumPy's semantics:
+a shift by a negative amount or by the width or more gives 0, or -1 for ``>>`` of a negative value)."""
 
 
 class Binary(Expr):
@@ -148,7 +159,7 @@ class Binary(Expr):
 
 
 class Unary(Expr):
-    """``-a`` (op ``neg``) or logical not (op ``not``)."""
+    """``-a`` (op ``neg``), logical not (op ``not``) or bitwise not of an integer (op ``bitnot``)."""
 
     __slots__ = ("op", "a")
 
@@ -156,6 +167,10 @@ class Unary(Expr):
         a = as_expr(a)
         if op == "not":
             a = _as_bool(a)
+        elif op == "bitnot":   # (vector dtypes of the loop IR are not in the table: already checked)
+            if a.dtype == "bool" or (a.dtype in dt.DTYPES and dt.is_float(a.dtype)):
+                raise TypeError(f"~({a!r}): bitwise not needs an integer, got {a.dtype}; for logic compare "
+                                "first (~(x > 0))")
         elif a.dtype == "bool":
             raise TypeError(f"-({a!r}): no arithmetic on bool: cast with .astype('int32') first")
         self.op, self.a = op, a
@@ -212,37 +227,113 @@ class Select(Expr):
         return Select(*children)
 
 
-class Reduce(Expr):
-    """A commutative reduction (``sum``, ``max``, ``min``) of ``source`` over ``axis``.
+class Reducer(Protocol):
+    """What a :class:`Reduce` asks of a user-defined reducer (``ts.comm_reducer``,
+    :mod:`tesched.te.reducer`): its identity and its combination, for the sources' dtypes."""
 
-    Only allowed at the top of a ``compute`` body, as in TVM. ``where`` restricts the reduced points.
+    name: str
+
+    def identity_values(self, dtypes: tuple[str, ...]) -> tuple[Expr, ...]: ...
+
+    def combine_values(self, acc: Sequence[Expr], value: Sequence[Expr]) -> tuple[Expr, ...]: ...
+
+
+_BUILTIN_OPS = {"sum": "add", "prod": "mul", "max": "max", "min": "min"}
+
+
+class Reduce(Expr):
+    """A commutative reduction of ``source`` over ``axis``: a built-in ``combiner`` (``sum``, ``prod``,
+    ``max``, ``min``) or a user-defined ``reducer`` (``ts.comm_reducer``, whose name is ``combiner``).
+
+    Only allowed at the top of a ``compute`` body, as in TVM. ``where`` restricts the reduced points;
+    ``init`` (TVM's ``init``) replaces the identity as the starting value. A tuple reduction (argmax) has
+    several ``sources`` (and ``inits``); the node stands for component ``value_index`` of the result, and
+    a compute returning all components has one output per component.
     """
 
-    __slots__ = ("combiner", "source", "axis", "where")
+    __slots__ = ("combiner", "sources", "axis", "where", "inits", "reducer", "value_index")
 
-    def __init__(self, combiner: str, source: Expr, axis: Sequence["Var"], where: Expr | None):
-        self.combiner, self.source, self.axis, self.where = combiner, source, tuple(axis), where
-        self.dtype = source.dtype
+    def __init__(self, combiner: str, source: Expr | Sequence[Expr], axis: Sequence["Var"], where: Expr | None,
+                 init: Expr | Sequence[Expr] | None = None, reducer: Reducer | None = None, value_index: int = 0):
+        self.combiner, self.axis, self.where = combiner, tuple(axis), where
+        self.sources: tuple[Expr, ...] = tuple(source) if not isinstance(source, Expr) else (source,)
+        self.inits: tuple[Expr, ...] | None = (None if init is None else
+                                               tuple(init) if not isinstance(init, Expr) else (init,))
+        self.reducer, self.value_index = reducer, value_index
+        self.dtype = self.sources[value_index].dtype
+
+    @property
+    def source(self) -> Expr:
+        """The reduced expression of this component."""
+        return self.sources[self.value_index]
+
+    @property
+    def init(self) -> Expr | None:
+        """The starting value of this component given by ``init=``, or None (the identity)."""
+        return None if self.inits is None else self.inits[self.value_index]
 
     def children(self):
-        return (self.source,) if self.where is None else (self.source, self.where)
+        return (self.sources + (() if self.where is None else (self.where,))
+                + (() if self.inits is None else self.inits))
 
     def with_children(self, children):
-        where = children[1] if len(children) > 1 else None
-        return Reduce(self.combiner, children[0], self.axis, where)
+        n = len(self.sources)
+        where = children[n] if self.where is not None else None
+        rest = tuple(children[n + (self.where is not None):])
+        return Reduce(self.combiner, tuple(children[:n]), self.axis, where, rest if self.inits is not None else None,
+                      self.reducer, self.value_index)
 
-    def identity(self) -> Const:
-        if self.combiner == "sum":
-            return Const(0, self.dtype)
+    def component(self, index: int) -> "Reduce":
+        """The same reduction standing for component ``index``."""
+        return Reduce(self.combiner, self.sources, self.axis, self.where, self.inits, self.reducer, index)
+
+    def identities(self) -> tuple[Expr, ...]:
+        """The identity of every component."""
+        if self.reducer is not None:
+            return tuple(self.reducer.identity_values(tuple(s.dtype for s in self.sources)))
+        if self.combiner in ("sum", "prod"):
+            return (Const(0 if self.combiner == "sum" else 1, self.dtype),)
         if dt.is_float(self.dtype):
-            return Const(-math.inf if self.combiner == "max" else math.inf, self.dtype)
+            return (Const(-math.inf if self.combiner == "max" else math.inf, self.dtype),)
         low, high = dt.value_range(self.dtype)
-        return Const(low if self.combiner == "max" else high, self.dtype)
+        return (Const(low if self.combiner == "max" else high, self.dtype),)
+
+    def identity(self) -> Expr:
+        """The identity of this component."""
+        return self.identities()[self.value_index]
+
+    def starts(self) -> tuple[Expr, ...]:
+        """The starting value of every component: ``init`` where given, else the identity."""
+        return self.inits if self.inits is not None else self.identities()
+
+    def combine_all(self, acc: Sequence[Expr], value: Sequence[Expr]) -> tuple[Expr, ...]:
+        """Every component of ``acc`` combined with ``value`` (tuples of the components)."""
+        if self.reducer is not None:
+            return tuple(self.reducer.combine_values(acc, value))
+        return (Binary(_BUILTIN_OPS[self.combiner], acc[0], value[0], self.dtype),)
 
     def combine(self, acc: Expr, value: Expr) -> Expr:
-        if self.combiner == "sum":
-            return Binary("add", acc, value, self.dtype)
-        return Binary(self.combiner, acc, value, self.dtype)
+        """A single-component accumulator combined with one more value."""
+        return self.combine_all((acc,), (value,))[0]
+
+
+class MultiValue(Expr):
+    """The bodies of a compute with several outputs (``lambda i: (a, b)``), one value per output.
+
+    It is the body of the operation, never part of an expression; analyses that walk a stage's reads see
+    every output's reads through its children."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: Sequence[Expr]):
+        self.values = tuple(values)
+        self.dtype = self.values[0].dtype
+
+    def children(self):
+        return self.values
+
+    def with_children(self, children):
+        return MultiValue(children)
 
 
 # construction helpers -----------------------------------------------------------------------------
@@ -265,7 +356,8 @@ def _as_bool(e: Expr) -> Expr:
 
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%", "lt": "<",
-            "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|"}
+            "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "and": "&", "or": "|", "bitand": "&",
+            "bitor": "|", "bitxor": "^", "shl": "<<", "shr": ">>"}
 
 
 def _text(op: str, a: object, b: object) -> str:
@@ -292,6 +384,9 @@ def binary(op: str, a: object, b: object) -> Expr:
         if op == "floordiv" and dt.is_float(operand):
             raise TypeError(f"// is integer floor division, and the operands are {a.dtype} and {b.dtype}: "
                             "use ts.floor(a / b)")
+        if op in BITWISE_OPS and (not dt.is_int(operand) or operand == "bool"):
+            raise TypeError(f"bitwise operations need integer operands, got {a.dtype} and {b.dtype}; for logic "
+                            "on conditions compare first ((x > 0) & (y > 0)), for bits of a float cast it")
     except TypeError as err:
         raise TypeError(f"{_text(op, a, b)}: {err}") from None
     a, b = cast_to(a, operand), cast_to(b, operand)
@@ -299,6 +394,39 @@ def binary(op: str, a: object, b: object) -> Expr:
     if folded is not None:
         return folded
     return Binary(op, a, b, "bool" if op in COMPARE_OPS else operand)
+
+
+def logical_or_bitwise(op: str, a: object, b: object) -> Expr:
+    """``&``, ``|`` or ``^`` (``op`` is ``and``, ``or`` or ``xor``): bitwise on two integers, logical when
+    an operand is a condition (``bool``); a floating operand is a ``TypeError``."""
+    dtypes = [x.dtype if isinstance(x, Expr) else None for x in (a, b)]
+    logical = "bool" in dtypes or any(isinstance(x, (bool, np.bool_)) for x in (a, b))
+    if logical and not any(d is not None and dt.is_float(d) for d in dtypes):
+        if op != "xor":
+            return binary(op, a, b)
+        return binary("ne", _as_bool(as_expr(a)), _as_bool(as_expr(b)))
+    return binary("bit" + op, a, b)
+
+
+def power(base: object, exponent: object) -> Expr:
+    """``base ** exponent`` (C's ``pow``), computed in the operands' floating type (integers in float32,
+    as Halide's ``pow``)."""
+    if not isinstance(base, Expr) and not isinstance(exponent, Expr):
+        raise TypeError("ts.power needs at least one tesched expression")
+
+    def floating(x: object) -> object:
+        if isinstance(x, Expr) and not dt.is_float(x.dtype):
+            if x.dtype == "bool":
+                raise TypeError(f"power({base!r}, {exponent!r}): no arithmetic on bool")
+            return Cast("float32", x)
+        return x
+
+    a, b = floating(base), floating(exponent)
+    a = as_expr(a, b.dtype if isinstance(b, Expr) else None)
+    b = as_expr(b, a.dtype)
+    dtype = dt.promote(a.dtype, b.dtype)
+    dtype = dtype if dt.is_float(dtype) else "float32"
+    return Call("pow", (cast_to(a, dtype), cast_to(b, dtype)), dtype)
 
 
 def _number(value: object) -> int | float | bool:

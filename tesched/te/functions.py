@@ -1,20 +1,23 @@
 """Named scalar functions and reducers users call in ``compute`` bodies.
 
-``exp log sqrt tanh sigmoid abs floor ceil rint`` (floating; ``rint`` rounds to nearest even, as NumPy), ``maximum minimum`` (any type),
-``if_then_else``, ``all``/``any`` of conditions, and the reducers ``sum max min`` (TVM names; ``max``
-and ``min`` called on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
+``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod`` (floating; ``rint``/``round``
+round to nearest even, as NumPy), ``maximum minimum clamp`` (any type), the integer functions
+``bitwise_and/or/xor/not`` and ``shift_left/right``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
+conditions, and the reducers ``sum prod max min`` (TVM names, :mod:`.reducer`; ``max`` and ``min`` called
+on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
 ``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
 expressions; the code generator decides how each function is spelled in C.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Call, Expr, Reduce, Select, as_expr, binary, cast_to
-from tesched.te.tensor import IterType, IterVar
+from tesched.te.expr import Call, Expr, Select, Unary, as_expr, binary, cast_to
+from tesched.te.expr import power as _power
+from tesched.te.reducer import builtin
 
-FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint")
+FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc", "pow", "fmod")
 
 
 def _unary_float(name: str, x: object) -> Expr:
@@ -24,12 +27,18 @@ def _unary_float(name: str, x: object) -> Expr:
     return Call(name, (e,), e.dtype)
 
 
+def _publish(function: Callable[..., Expr], name: str, doc: str) -> Callable[..., Expr]:
+    """``function`` named ``name`` (as ``ts.<name>``) with docstring ``doc``."""
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = doc
+    return function
+
+
 def _float_function(name: str, what: str, example: str) -> Callable[[object], Expr]:
     def function(x: object) -> Expr:
         return _unary_float(name, x)
 
-    function.__name__ = function.__qualname__ = name
-    function.__doc__ = f"""{what}, elementwise (integers are computed in float32).
+    return _publish(function, name, f"""{what}, elementwise (integers are computed in float32).
 
     Parameters
     ----------
@@ -44,8 +53,7 @@ def _float_function(name: str, what: str, example: str) -> Callable[[object], Ex
     Example
     -------
     >>> B = ts.compute(A.shape, lambda i: {example}, name="B")
-    """
-    return function
+    """)
 
 
 exp = _float_function("exp", "``e`` raised to ``x``", "ts.exp(A[i])")
@@ -57,6 +65,114 @@ floor = _float_function("floor", "The largest integer value not above ``x`` (as 
 ceil = _float_function("ceil", "The smallest integer value not below ``x`` (as a float)", "ts.ceil(A[i] * 4.0)")
 rint = _float_function("rint", "``x`` rounded to the nearest integer, ties to even (NumPy's ``rint``; as a float)",
                        "ts.rint(A[i] * 10.0)")
+trunc = _float_function("trunc", "``x`` rounded toward zero (as a float)", "ts.trunc(A[i] * 4.0)")
+
+
+def round(x: object) -> Expr:  # noqa: A001 - TVM's name
+    """``x`` rounded to the nearest integer, ties to even, as a float: TVM's and Halide's ``round`` and
+    NumPy's ``round``/``rint`` (the same expression as :func:`rint`).
+
+    Parameters
+    ----------
+    x : Expr or number
+        The argument (integers are computed in float32).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.round(A[i] * 10.0), name="B")
+    """
+    return rint(x)
+
+
+def power(x: object, y: object) -> Expr:
+    """``x`` raised to ``y`` (C's ``pow``, NumPy's ``power`` on floats); ``x ** y`` is the same.
+
+    Parameters
+    ----------
+    x, y : Expr or number
+        At least one of them a tesched expression. The result has their floating type; integer operands
+        are computed in float32 (as Halide's ``pow``).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.power(A[i], 2.5), name="B")
+    """
+    return _power(x, y)
+
+
+def fmod(x: object, y: object) -> Expr:
+    """The remainder of ``x / y`` truncated toward zero, with the sign of ``x`` (C's and NumPy's ``fmod``;
+    ``%`` is the floor modulo instead).
+
+    Parameters
+    ----------
+    x, y : Expr or number
+        At least one of them a tesched expression; types are promoted as for ``+``. On integers a zero
+        divisor gives 0, as NumPy's ``fmod``.
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.fmod(A[i], 0.75), name="B")
+    """
+    probe = binary("max", x, y)
+    if probe.dtype == "bool":
+        raise TypeError(f"fmod({x!r}, {y!r}): no arithmetic on bool")
+    a, b = (cast_to(as_expr(v, probe.dtype), probe.dtype) for v in (x, y))
+    return Call("fmod", (a, b), probe.dtype)
+
+
+def clamp(x: object, low: object, high: object) -> Expr:
+    """``x`` limited to ``[low, high]``: ``minimum(maximum(x, low), high)`` (Halide's ``clamp``; NaN
+    propagates as in :func:`maximum`).
+
+    Parameters
+    ----------
+    x, low, high : Expr or number
+        Promoted as for ``+``.
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.clamp(A[i], 0.0, 6.0), name="relu6")
+    """
+    return minimum(maximum(x, low), high)
+
+
+def _bitwise(op: str, tvm_name: str, symbol: str) -> Callable[[object, object], Expr]:
+    def function(x: object, y: object) -> Expr:
+        return binary(op, x, y)
+
+    return _publish(function, tvm_name, f"""``x {symbol} y`` on integers (TVM's ``{tvm_name}``); a float operand is a ``TypeError``.
+
+    Parameters
+    ----------
+    x, y : Expr or int
+        At least one of them a tesched expression; types are promoted as for ``+``.
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.{tvm_name}(A[i], 3), name="B")
+    """)
+
+
+bitwise_and = _bitwise("bitand", "bitwise_and", "&")
+bitwise_or = _bitwise("bitor", "bitwise_or", "|")
+bitwise_xor = _bitwise("bitxor", "bitwise_xor", "^")
+shift_left = _bitwise("shl", "shift_left", "<<")
+shift_right = _bitwise("shr", "shift_right", ">>")
+
+
+def bitwise_not(x: object) -> Expr:
+    """``~x`` on an integer (TVM's ``bitwise_not``); a float or bool argument is a ``TypeError``.
+
+    Parameters
+    ----------
+    x : Expr or int
+        The argument.
+    """
+    e = as_expr(x)
+    if e.dtype == "bool":
+        raise TypeError(f"bitwise_not({e!r}): bitwise not needs an integer, got bool (use ~ for logical not)")
+    return Unary("bitnot", e)
 
 
 def abs(x: object) -> Expr:  # noqa: A001 - TVM's name
@@ -100,7 +216,8 @@ def minimum(a: object, b: object) -> Expr:
 
 
 def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
-    """``then_value`` where ``cond`` holds, else ``else_value``; only the chosen side is evaluated."""
+    """``then_value`` where ``cond`` holds, else ``else_value``; only the chosen side is evaluated
+    (``ts.select`` is the same function, TVM's ``Select``/Halide's ``select``)."""
     c = as_expr(cond)
     if c.dtype != "bool":
         c = binary("ne", c, 0)
@@ -110,6 +227,9 @@ def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
     t = cast_to(as_expr(then_value, probe.dtype), probe.dtype)
     f = cast_to(as_expr(else_value, probe.dtype), probe.dtype)
     return Select(c, t, f)
+
+
+select = if_then_else
 
 
 def all(*conds: object) -> Expr:  # noqa: A001 - TVM's name
@@ -144,38 +264,7 @@ def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
     return out if out.dtype == "bool" else binary("ne", out, 0)
 
 
-def _reducer(combiner: str):
-    def reduce(expr: object, axis: IterVar | Sequence[IterVar] | None = None,
-               where: object = None) -> Expr:
-        is_reduce_axis = isinstance(axis, IterVar) and axis.iter_type == IterType.COMM_REDUCE
-        if not is_reduce_axis and not isinstance(axis, (list, tuple)):
-            if axis is None or combiner == "sum":
-                raise TypeError(f"ts.{combiner} needs axis=<reduce_axis or list of them>")
-            return binary(combiner, expr, axis)  # elementwise max/min of two values
-        candidates: list[object] = list(axis) if isinstance(axis, (list, tuple)) else [axis]
-        if not candidates:
-            raise ValueError(f"ts.{combiner}: empty axis list")
-        axes: list[IterVar] = []
-        for a in candidates:
-            if not isinstance(a, IterVar) or a.iter_type != IterType.COMM_REDUCE:
-                raise TypeError(f"ts.{combiner}: axis {a!r} is not a reduce_axis")
-            axes.append(a)
-        source = as_expr(expr)
-        if source.dtype == "bool":
-            source = cast_to(source, "int32")
-        cond = None
-        if where is not None:
-            cond = as_expr(where)
-            if cond.dtype != "bool":
-                cond = Binary("ne", cond, as_expr(0, cond.dtype), "bool")
-        return Reduce(combiner, source, axes, cond)
-
-    reduce.__name__ = combiner
-    reduce.__doc__ = (f"Reduce ``expr`` with {combiner} over ``axis`` (a reduce_axis or a list), "
-                      "optionally only where ``where`` holds.")
-    return reduce
-
-
-sum = _reducer("sum")  # noqa: A001 - TVM's name
-max = _reducer("max")  # noqa: A001 - TVM's name
-min = _reducer("min")  # noqa: A001 - TVM's name
+sum = builtin("sum")  # noqa: A001 - TVM's name
+prod = builtin("prod")
+max = builtin("max")  # noqa: A001 - TVM's name
+min = builtin("min")  # noqa: A001 - TVM's name

@@ -6,13 +6,14 @@ nodes and to tell apart loops that share a user's axis name.
 """
 from __future__ import annotations
 
-from tesched.te.expr import Binary, Call, Cast, Const, Expr, Reduce, Select, Unary, Var, set_formatter
+from tesched.te.expr import Binary, Call, Cast, Const, Expr, MultiValue, Reduce, Select, Unary, Var, set_formatter
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import NodeFunctor
 
 _INFIX = {"add": ("+", 4), "sub": ("-", 4), "mul": ("*", 5), "div": ("/", 5), "floordiv": ("//", 5),
           "floormod": ("%", 5), "cdiv": ("//", 5), "cmod": ("%", 5), "lt": ("<", 3), "le": ("<=", 3), "gt": (">", 3), "ge": (">=", 3),
-          "eq": ("==", 3), "ne": ("!=", 3), "and": ("&&", 2), "or": ("||", 1)}
+          "eq": ("==", 3), "ne": ("!=", 3), "and": ("&&", 2), "or": ("||", 1),
+          "bitand": ("&", 2), "bitor": ("|", 2), "bitxor": ("^", 2), "shl": ("<<", 3), "shr": (">>", 3)}
 
 
 def const_str(c: Const) -> str:
@@ -59,7 +60,7 @@ class ExprPrinter(NodeFunctor):
         a, pa = self.visit(x.a)
         if pa < 6:
             a = f"({a})"
-        return ("-" if x.op == "neg" else "!") + a, 6
+        return {"neg": "-", "bitnot": "~"}.get(x.op, "!") + a, 6
 
     def visit_Call(self, x: Call) -> tuple[str, int]:
         return f"{x.name}({', '.join(self.text(a) for a in x.args)})", 7
@@ -73,7 +74,17 @@ class ExprPrinter(NodeFunctor):
     def visit_Reduce(self, x: Reduce) -> tuple[str, int]:
         axes = ", ".join(self.name_of(a) for a in x.axis)
         where = "" if x.where is None else f", where={self.text(x.where)}"
-        return f"{x.combiner}({self.text(x.source)}, axis=[{axes}]{where})", 7
+        init = "" if x.inits is None else f", init={self.values(x.inits)}"
+        component = f"[{x.value_index}]" if len(x.sources) > 1 else ""
+        return f"{x.combiner}({self.values(x.sources)}, axis=[{axes}]{where}{init}){component}", 7
+
+    def values(self, values: tuple[Expr, ...]) -> str:
+        """One expression's text, or a tuple's ``(a, b)``."""
+        texts = [self.text(v) for v in values]
+        return texts[0] if len(texts) == 1 else f"({', '.join(texts)})"
+
+    def visit_MultiValue(self, x: MultiValue) -> tuple[str, int]:
+        return f"({', '.join(self.text(v) for v in x.values)})", 7
 
     def visit_TensorRead(self, x: TensorRead) -> tuple[str, int]:
         return f"{self.buffer_name(x.tensor)}[{', '.join(self.text(i) for i in x.indices)}]", 7

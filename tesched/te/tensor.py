@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import inspect
 import operator
+import traceback
 from enum import StrEnum
+from pathlib import Path
 from typing import Callable, SupportsIndex
 
 from tesched.errors import LoweringError
 from tesched.te import checks
 from tesched.te import dtype as dt
-from tesched.te.expr import Const, Expr, Reduce, Var, as_expr
-from tesched.te.visit import collect, contains
+from tesched.te.expr import Const, Expr, MultiValue, Reduce, Var, as_expr
+from tesched.te.visit import collect, contains, rewrite, walk
 
 
 class Range:
@@ -63,6 +65,14 @@ class IterVar(Var):
         """The variable itself (TVM code reads ``axis.var``)."""
         return self
 
+    @property
+    def constant_extent(self) -> int | None:
+        """The axis' extent when it is a constant (``None`` when it depends on a size or on another axis)."""
+        extent = self.range.extent
+        if isinstance(extent, Const):
+            return int(extent.value)
+        return extent if isinstance(extent, int) else None
+
 
 class Operation:
     """Base of the operations that define tensors."""
@@ -70,6 +80,8 @@ class Operation:
     name: str
     tag: str = ""
     _output: "Tensor"
+    axis: list["IterVar"]          # the output's loop axes (none for a placeholder)
+    reduce_axis: list["IterVar"]   # the axes of a top-level reduction (none otherwise)
 
     def output(self, index: int = 0) -> "Tensor":
         if index != 0:
@@ -91,19 +103,46 @@ class Operation:
 class PlaceholderOp(Operation):
     def __init__(self, name: str, shape: tuple, dtype: str):
         self.name = name
+        self.axis, self.reduce_axis = [], []
         self._output = Tensor(self, shape, dtype)
 
 
+def output_bodies(body: Expr) -> list[Expr]:
+    """The value of each output of an operation whose body is ``body``: the values of a
+    :class:`MultiValue`, every component of a tuple reduction, else ``body`` alone."""
+    if isinstance(body, MultiValue):
+        return list(body.values)
+    if isinstance(body, Reduce) and len(body.sources) > 1:
+        return [body.component(k) for k in range(len(body.sources))]
+    return [body]
+
+
 class ComputeOp(Operation):
-    """``name[axis...] = body``; ``reduce_axis`` lists the axes of a top-level reduction."""
+    """``name[axis...] = body``; ``reduce_axis`` lists the axes of a top-level reduction.
+
+    A compute with several outputs (TVM's multi-output compute) has a :class:`MultiValue` body, or a
+    tuple reduction (the body is its component 0); ``bodies`` holds each output's value."""
 
     def __init__(self, name: str, tag: str, axis: list[IterVar], body: Expr, attrs: dict | None):
+        if isinstance(body, Reduce) and body.value_index != 0:
+            body = body.component(0)
         self.name, self.tag, self.axis, self.body = name, tag, axis, body
         self.attrs = dict(attrs or {})
         self.reduce_axis: list[IterVar] = ([a for a in body.axis if isinstance(a, IterVar)]
                                            if isinstance(body, Reduce) else [])
         shape = tuple(_shape_value(iv.range.extent) for iv in axis)
-        self._output = Tensor(self, shape, body.dtype)
+        self.bodies = output_bodies(body)
+        self._outputs = [Tensor(self, shape, b.dtype, k) for k, b in enumerate(self.bodies)]
+        self._output = self._outputs[0]
+
+    def output(self, index: int = 0) -> "Tensor":
+        if not 0 <= index < len(self._outputs):
+            raise IndexError(f"operation {self.name} has {len(self._outputs)} output(s), not {index + 1}")
+        return self._outputs[index]
+
+    @property
+    def num_outputs(self) -> int:
+        return len(self._outputs)
 
     @property
     def input_tensors(self) -> list["Tensor"]:
@@ -116,9 +155,9 @@ class ComputeOp(Operation):
 class Tensor:
     """The output of an operation; index it to read an element: ``A[i, j]``."""
 
-    def __init__(self, op: Operation, shape: tuple, dtype: str):
+    def __init__(self, op: Operation, shape: tuple, dtype: str, value_index: int = 0):
         self.op, self.shape, self.dtype = op, tuple(shape), dtype
-        self.value_index = 0
+        self.value_index = value_index
 
     @property
     def name(self) -> str:
@@ -163,6 +202,16 @@ class TensorRead(Expr):
 
     def with_children(self, children):
         return TensorRead(self.tensor, tuple(children))
+
+
+class WholeTensor(Expr):
+    """A tensor given whole where the compute reads it at its own axes (``init=I``); ``compute`` replaces
+    it by ``I[axes...]`` after checking the shapes match."""
+
+    __slots__ = ("tensor",)
+
+    def __init__(self, tensor: Tensor):
+        self.tensor, self.dtype = tensor, tensor.dtype
 
 
 def _shape_value(value: object, what: str = "tensor") -> int | Expr:
@@ -216,18 +265,17 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
             attrs: dict | None = None) -> Tensor:
     """``out[i...] = fcompute(i...)``; the body may be a reduction (``ts.sum`` ...) at its top level.
 
+    When ``fcompute`` returns a tuple (plain expressions, or every component of a tuple reduction such as
+    argmax), the compute has one output per element and returns them as a tuple (TVM's multi-output
+    compute); they are one stage, ``s[T0]`` and ``s[T1]`` alike.
+
     Axis names come from the parameter names of ``fcompute`` (``lambda i, j: ...`` gives axes i, j).
     """
     checks.check_name(name, "compute")
     shape = _normalize_shape(shape, f"compute {name}")
     params = _param_names(checks.check_callable(fcompute, name), len(shape), name)
     axis = [IterVar(Range(0, ext), pname, IterType.DATA_PAR) for pname, ext in zip(params, shape)]
-    value = fcompute(*axis)
-    try:
-        body = as_expr(value)
-    except TypeError:
-        raise TypeError(f"compute {name}: fcompute must return an expression, got {type(value).__name__} "
-                        f"{value!r}") from None
+    body = _body(name, _evaluate(name, fcompute, axis))
     if isinstance(body, Reduce):
         inner = body.children()
     else:
@@ -236,8 +284,85 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
         if contains(e, Reduce):
             raise ValueError(f"compute {name}: a reduction must be the whole body (as in TVM), "
                              "not part of a larger expression; compute it as its own stage")
+    if isinstance(body, Reduce):
+        body = _resolve_init(name, body, axis, shape)
+        checks.check_reduction(name, body)
     checks.check_free_axes(name, axis, body, lambda e: isinstance(e, IterVar))
-    return ComputeOp(name, tag, axis, body, attrs).output(0)
+    op = ComputeOp(name, tag, axis, body, attrs)
+    return op.output(0) if op.num_outputs == 1 else tuple(op.output(k) for k in range(op.num_outputs))  # type: ignore[return-value]  # TVM returns a tuple of the outputs of a multi-output compute
+
+
+_PACKAGE = Path(__file__).resolve().parents[1]
+
+
+def _evaluate(name: str, fcompute: Callable[..., object], axis: list[IterVar]) -> object:
+    """``fcompute(*axis)``; a ``TypeError`` tesched raises while building the body (a bitwise operation on
+    floats, a literal that does not fit) is raised again naming the compute."""
+    try:
+        return fcompute(*axis)
+    except TypeError as err:
+        frames = traceback.extract_tb(err.__traceback__)
+        ours = bool(frames) and Path(frames[-1].filename).resolve().is_relative_to(_PACKAGE)
+        if ours and not str(err).startswith(f"compute {name}:"):
+            raise TypeError(f"compute {name}: {err}") from err
+        raise
+
+
+def _as_body(name: str, value: object) -> Expr:
+    try:
+        return as_expr(value)
+    except TypeError:
+        raise TypeError(f"compute {name}: fcompute must return an expression (or a tuple of them), got "
+                        f"{type(value).__name__} {value!r}") from None
+
+
+def _body(name: str, value: object) -> Expr:
+    """The body of compute ``name`` from what ``fcompute`` returned: an expression, a tuple of plain
+    expressions (one output each), or every component of one tuple reduction, in order."""
+    if not isinstance(value, (tuple, list)):
+        body = _as_body(name, value)
+        if isinstance(body, Reduce) and len(body.sources) > 1:
+            raise ValueError(f"compute {name}: reducer {body.combiner} reduces {len(body.sources)} expressions; "
+                             "return all its components (T0, T1 = ts.compute(..., lambda i: r((a, b), axis=k)))")
+        return body
+    if not value:
+        raise ValueError(f"compute {name}: fcompute returned an empty tuple")
+    parts = [_as_body(name, v) for v in value]
+    if not any(isinstance(p, Reduce) for p in parts):
+        return parts[0] if len(parts) == 1 else MultiValue(parts)
+    first = parts[0]
+    if not (isinstance(first, Reduce) and len(first.sources) == len(parts) and all(
+            isinstance(p, Reduce) and p.sources == first.sources and p.value_index == k for k, p in enumerate(parts))):
+        raise ValueError(f"compute {name}: a compute with several outputs returns plain expressions, or all the "
+                         "components of one tuple reduction in order (argmax((idx, val), axis=k)); not a mix")
+    return first
+
+
+def _same_shape(a: tuple, b: tuple) -> bool:
+    return len(a) == len(b) and all(x is y or (isinstance(x, int) and isinstance(y, int) and x == y) for x, y in zip(a, b))
+
+
+def _resolve_init(name: str, body: Reduce, axis: list[IterVar], shape: tuple) -> Reduce:
+    """``init=`` tensors read at the compute's axes (their shape must be the output's); an init that uses a
+    reduce axis is refused (it is one starting value per output point)."""
+    if body.inits is None:
+        return body
+    inits = []
+    for start in body.inits:
+        if isinstance(start, WholeTensor):
+            t = start.tensor
+            if not _same_shape(t.shape, shape):
+                raise ValueError(f"compute {name}: init tensor {t.name} has shape {t.shape}, the output has shape "
+                                 f"{shape}; give a tensor of the output's shape or an expression of the axes")
+            start = TensorRead(t, tuple(axis))
+        start = rewrite(start, lambda e: TensorRead(e.tensor, tuple(axis)) if isinstance(e, WholeTensor) else None)
+        for e in walk(start):
+            if any(e is r for r in body.axis):
+                raise ValueError(f"compute {name}: init uses reduce axis {getattr(e, 'name', e)}; it is the "
+                                 "starting value of "
+                                 "each output point, an expression of the compute's own axes")
+        inits.append(start)
+    return Reduce(body.combiner, body.sources, body.axis, body.where, inits, body.reducer, body.value_index)
 
 
 def _param_names(fcompute: Callable, ndim: int, name: str) -> list[str]:

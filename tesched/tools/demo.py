@@ -13,12 +13,15 @@ convolution as ``sum`` over ``rc, ry, rx``) followed by ``relu``, and builds thr
 Part (b) builds a 512x512 matmul with register tiles (write cache, unroll, vectorize) computed in
 parallel and compares it with NumPy's ``@``.
 
-Every kernel is checked with ``np.testing.assert_allclose`` before it is timed; times are medians (and
-minima) measured when it runs. It uses tesched as a user would, and holds no numbers of its own.
+Every kernel is checked with ``np.testing.assert_allclose`` before it is timed; times are medians with
+their spread (the interquartile range) measured when it runs, and every row of the table is explained
+under it (:func:`explain`), including why a variant loses. When the spreads show that other processes
+took the cores, it says so. It uses tesched as a user would, and holds no numbers of its own.
 """
 from __future__ import annotations
 
 import statistics
+import textwrap
 import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
@@ -27,6 +30,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.driver.kernel import Kernel
+from tesched.tools.bench.timing import BUSY_SPREAD, warm_up
 
 CONV_VARIANTS = ("unfused", "fused, pad inlined", "fused, pad at tile")
 ROW_TILE = 14
@@ -63,14 +67,20 @@ class ConvRelu(NamedTuple):
 
 @dataclass(frozen=True)
 class Timing:
-    """One row of the demo's table: median and fastest of the timed runs, in seconds; ``baseline``
-    names the row this one is compared to."""
+    """One row of the demo's table: median, spread (interquartile range) and fastest of the timed runs,
+    in seconds; ``baseline`` names the row this one is compared to."""
 
     label: str
     median: float
+    spread: float
     best: float
     flops: float
     baseline: str
+
+    @property
+    def variant(self) -> str:
+        """What follows the last comma of the label (``"fused, pad at tile"`` gives ``"pad at tile"``)."""
+        return self.label.rsplit(", ", 1)[1]
 
 
 def declare_conv_relu(sizes: DemoSizes) -> ConvRelu:
@@ -158,15 +168,20 @@ def schedule_matmul(c: ts.Tensor) -> ts.Schedule:
     return s
 
 
-def time_call(call: Callable[[], object], repeat: int) -> tuple[float, float]:
-    """Median and minimum wall time of ``call()`` over ``repeat`` runs, after one warm-up run."""
-    call()
+def time_call(call: Callable[[], object], repeat: int) -> tuple[float, float, float]:
+    """Median, spread (interquartile range; 0 for fewer than two runs) and minimum wall time of ``call()``
+    over ``repeat`` runs, after warming it up (:func:`~tesched.tools.bench.timing.warm_up`)."""
+    warm_up(call)
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
         call()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), min(times)
+    spread = 0.0
+    if len(times) >= 2:
+        low, _, high = statistics.quantiles(times, n=4)
+        spread = high - low
+    return statistics.median(times), spread, min(times)
 
 
 def build_conv_relu(sizes: DemoSizes, variant: str) -> Kernel:
@@ -215,18 +230,60 @@ def run_matmul(sizes: DemoSizes, rng: np.random.Generator) -> list[Timing]:
 
 
 def format_table(rows: list[Timing]) -> str:
-    """Median and minimum time, GFLOP/s at the median, and the speed-up over each row's baseline
-    (baseline median / row median)."""
+    """Median time with its spread (interquartile range), GFLOP/s at the median, and the speed-up over
+    each row's baseline (baseline median / row median)."""
     by_label = {row.label: row for row in rows}
     width = max(len(row.label) for row in rows)
-    lines = [f"{'kernel':<{width}}  {'median ms':>9}  {'min ms':>8}  {'GFLOP/s':>7}  speed-up (medians)",
-             "-" * (width + 58)]
+    lines = [f"{'kernel':<{width}}  {'median ms':>9}  {'spread ms':>9}  {'GFLOP/s':>7}  speed-up (medians)",
+             "-" * (width + 60)]
     for row in rows:
         base = by_label[row.baseline]
-        lines.append(f"{row.label:<{width}}  {row.median * 1e3:9.3f}  {row.best * 1e3:8.3f}  "
-                     f"{row.flops / row.median / 1e9:7.1f}  {base.median / row.median:6.2f}x vs "
-                     f"{base.label.rsplit(', ', 1)[1]}")
+        lines.append(f"{row.label:<{width}}  {row.median * 1e3:9.3f}  {row.spread * 1e3:9.3f}  "
+                     f"{row.flops / row.median / 1e9:7.1f}  {base.median / row.median:6.2f}x vs {base.variant}")
     return "\n".join(lines)
+
+
+def explain(row: Timing, baseline: Timing) -> str:
+    """Why ``row`` takes the time it does, compared with its ``baseline`` (one sentence or two)."""
+    slower = row.median > baseline.median
+    variant = row.variant
+    if row.label.startswith("conv"):
+        if variant == "NumPy":
+            return ("NumPy's reference: sliding windows of the padded input contracted with np.tensordot, then "
+                    "np.maximum; the windows are copied before the product and the result is transposed, so it "
+                    "is a correctness reference, not a fast convolution.")
+        if variant == "unfused":
+            return ("the baseline: pad, conv and relu each computed in full, one after the other; the two "
+                    "intermediate tensors (pad and conv, each the size of the image) are written to memory and "
+                    "read back, while each stage's inner loop is vectorized along the row.")
+        if variant == "pad inlined":
+            why = ("pad's if_then_else is substituted into the convolution's innermost loop, so its select (a "
+                   "bounds test and a conditional read) runs 9 times per output element and input channel (once "
+                   "per tap of the 3x3 window) instead of once per padded element, and the conditional read keeps "
+                   "that loop from explicit SIMD (it is left to the C compiler as a scalar loop)")
+            return (f"loses against unfused: {why}." if slower else
+                    f"faster than unfused here even though {why}: the saved pad tensor outweighs it on this machine.")
+        if variant == "pad at tile":
+            return ("fused: for each tile of rows, pad computes its rows plus the 3x3 halo into a small buffer "
+                    "(one select per padded element), conv reads that buffer with vectorized loads, and relu "
+                    "reads conv while it is still in cache; no full-size intermediate tensor is written.")
+    if variant == "NumPy":
+        return "np.matmul calls the BLAS library NumPy was built with (OpenBLAS: hand-written assembly kernels)."
+    return ("8 x 32 tiles of C accumulated in vector registers across the whole reduction (cache_write, "
+            f"unroll, vectorize), tile rows spread over the cores; {'slower than' if slower else 'ahead of'} "
+            "the BLAS library here, which also packs A and B into cache-sized panels.")
+
+
+def busy_note(rows: list[Timing]) -> str | None:
+    """A warning naming the rows whose spread exceeds :data:`~tesched.tools.bench.timing.BUSY_SPREAD` of
+    their median (other processes took the cores), or None."""
+    noisy = [row.variant if row.label.startswith("conv") else row.label for row in rows
+             if row.spread > BUSY_SPREAD * row.median]
+    if not noisy:
+        return None
+    return (f"WARNING: the machine was busy while timing ({', '.join(noisy)}: spread above {BUSY_SPREAD:.0%} of "
+            "the median); the ratios above are not reliable. Run again when it is quiet "
+            "(OMP_WAIT_POLICY=passive helps when it cannot be).")
 
 
 def run_demo(sizes: DemoSizes = FULL, out: Callable[[str], None] = print, seed: int = 0) -> list[Timing]:
@@ -235,7 +292,15 @@ def run_demo(sizes: DemoSizes = FULL, out: Callable[[str], None] = print, seed: 
     out("Fused conv3x3+relu: pad computed per row tile of relu, conv per filter of the tile (compute_at)\n")
     rows = run_conv_relu(sizes, rng, show_ir=out)
     rows += run_matmul(sizes, rng)
-    out("All kernels match NumPy (assert_allclose). Times: median and minimum of "
-        f"{sizes.repeat} runs on this machine.\n")
+    out("All kernels match NumPy (assert_allclose). Times: median of "
+        f"{sizes.repeat} runs on this machine, and their spread (interquartile range).\n")
     out(format_table(rows))
+    by_label = {row.label: row for row in rows}
+    out("\nWhy each row takes its time:")
+    for row in rows:
+        out(textwrap.fill(f"- {row.label}: {explain(row, by_label[row.baseline])}", width=110,
+                          subsequent_indent="  "))
+    note = busy_note(rows)
+    if note:
+        out("\n" + textwrap.fill(note, width=110))
     return rows

@@ -108,7 +108,8 @@ def _call_name(m: _Match, features: frozenset[str]) -> str:
 
 
 def _chunk(m: _Match, loop: ir.For, base: Expr, lanes: int, name: str) -> ir.Stmt:
-    inner: ir.For = loop.body  # type: ignore[assignment]
+    inner = loop.body
+    assert isinstance(inner, ir.For), "a matched pattern is two perfectly nested loops"
     at = {loop.var: base, inner.var: inner.begin}
     if lanes == 1:
         return substitute_loop(inner, loop.var, base)
@@ -122,7 +123,8 @@ def _chunk(m: _Match, loop: ir.For, base: Expr, lanes: int, name: str) -> ir.Stm
 
 def substitute_loop(inner: ir.For, var: ir.LoopVar, value: Expr) -> ir.Stmt:
     """``inner`` with ``var`` replaced by ``value`` (one lane of the pattern, computed as written)."""
-    store: ir.Store = inner.body  # type: ignore[assignment]
+    store = inner.body
+    assert isinstance(store, ir.Store), "a matched pattern's body is one store"
     body = ir.Store(store.buffer, tuple(substitute(i, {var: value}) for i in store.indices),
                     substitute(store.value, {var: value}))
     return ir.For(inner.var, inner.begin, inner.end, LoopKind.SERIAL, body, reduction=True, stage=inner.stage)

@@ -8,6 +8,8 @@ of their own scope are left in memory (threads would share them).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tesched.arith.linear import constant_difference, constant_value, simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt
@@ -58,7 +60,7 @@ def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
     def visit(s: ir.Stmt):
         if isinstance(s, ir.For) and s.kind in (LoopKind.SERIAL, LoopKind.UNROLLED):
             inner = _unroll_addressing_loops(s.body, buf)
-            loop = ir.For(s.var, s.begin, s.end, s.kind, inner, s.step, s.extent_hint, s.reduction, s.stage)
+            loop = replace(s, body=inner)
             if any(_slot(a, buf) is None and any(n is s.var for n in _index_vars(a, buf))
                    for a in _accesses(inner, buf)):
                 trips = constant_difference(loop.end, loop.begin)

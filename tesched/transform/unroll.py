@@ -2,8 +2,8 @@
 
 The body is copied once per iteration with the loop variable replaced by ``begin + k``, and index
 arithmetic is folded, so that later passes see constant offsets (what makes register tiles possible).
-Loops whose trip count is only known at run time (a split that does not divide) keep a
-``#pragma GCC unroll`` in C instead.
+Loops whose trip count is only known at run time (a split that does not divide), and loops at or inside
+a loop with the pragma ``unroll_explicit=False``, keep a ``#pragma GCC unroll`` in C instead.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def substitute_loop_var(stmt: ir.Stmt, var: Var, value: Expr) -> ir.Stmt:
         if isinstance(s, ir.Allocate) and any(_mentions(o, var) for o in s.buffer.offsets):
             old = s.buffer
             new = ir.Buffer(old.name, old.shape, old.dtype, old.scope,
-                            [substitute(o, {var: value}) for o in old.offsets])
+                            [substitute(o, {var: value}) for o in old.offsets], old.folds)
             return ir.Allocate(new, substitute_loop_var(rebind_buffer(s.body, old, new), var, value))
         return None
     return map_stmt(stmt, lambda e: substitute(e, {var: value}), on_stmt)
@@ -47,7 +47,11 @@ def _mentions(e: Expr, var: Var) -> bool:
 
 
 def unroll(stmt: ir.Stmt) -> ir.Stmt:
+    """``stmt`` with its constant-trip ``unrolled`` loops copied out, except at or inside a loop with
+    the pragma ``unroll_explicit=False`` (those stay loops; C asks gcc to unroll them)."""
     def visit(s: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(s, ir.For) and ("unroll_explicit", False) in s.pragmas:
+            return s
         if isinstance(s, ir.For) and s.kind is LoopKind.UNROLLED:
             copies = unroll_copies(s)
             if copies is not None:

@@ -1,12 +1,15 @@
 """Turn ``vectorized`` loops into explicit SIMD (GCC vector extensions).
 
 A vectorized loop whose body is a list of stores is rewritten into vector statements: contiguous loads and
-stores become vector loads/stores, values that do not change with the loop become broadcasts, arithmetic,
-min/max, comparisons and selects (without loads in their branches) become vector operations. The trip
-count is split into full-width chunks (a loop over them when there are many) and narrower tails. When the
-trip count is only known at run time (a non-dividing split), the vector code handles full tiles and the
-remainder runs the scalar loop. Anything else (calls such as ``exp``, strided or gathered accesses, inner
-loops) keeps the scalar loop, which the C code marks ``#pragma omp simd`` for gcc's vectorizer.
+stores become vector loads/stores, loads a constant stride apart (transposes) strided vector loads, values
+that do not change with the loop become broadcasts, arithmetic, min/max, comparisons and selects become
+vector operations (a select whose condition does not change with the loop picks one vector; one whose
+branches read memory is split at its condition first, see :mod:`.select_split`, and where that is not
+possible its branches read with masked loads and are blended). The trip count is split
+into full-width chunks (a loop over them when there are many) and narrower tails. When the trip count is
+only known at run time, the vector code handles full tiles and the remainder runs the scalar loop.
+Anything else (calls such as ``exp``, gathered accesses, inner loops) keeps the scalar loop, which the C
+code marks ``#pragma omp simd`` for gcc's vectorizer.
 
 A body wrapped in ``let`` bindings (shared subexpressions, see :mod:`tesched.ir.cse`) gets vector lets
 for the bindings that change with the loop and scalar ones for the others.
@@ -17,25 +20,29 @@ dependence check proved that a vectorized loop carries no dependence other than 
 """
 from __future__ import annotations
 
-from tesched.arith.linear import coefficient, constant_difference, simplify
+from tesched.arith.linear import coefficient, constant_difference
+from tesched.arith.interval import VarRanges, bound
+from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
-from tesched.ir.visitor import map_stmt
 from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
+from tesched.transform.select_split import split_at_conditions
+from tesched.transform.simplify_indices import RangeMutator, loop_range
 
-_ARITH = ("add", "sub", "mul", "div", "min", "max")
+_ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 MAX_INLINE_CHUNKS = 4
-_COMBINE = ("add", "max", "min")
+_STRIDED = ("float32", "float64", "int32", "int64")   # element types with strided and masked loads in the header
+_COMBINE = ("add", "max", "min", "mul")
 
 
 def _identity(op: str, dtype: str) -> Const:
-    if op == "add":
-        return Const(0, dtype)
+    if op in ("add", "mul"):
+        return Const(0 if op == "add" else 1, dtype)
     if dt.is_float(dtype):
         return Const(float("-inf") if op == "max" else float("inf"), dtype)
     low, high = dt.value_range(dtype)
@@ -63,6 +70,16 @@ def _mask_for(mask: Expr, scalar: str) -> Expr:
     base, lanes = ir.split_dtype(mask.dtype)
     wanted = _mask_dtype(scalar, lanes)
     return mask if mask.dtype == wanted else ir.VCast(wanted, mask)
+
+
+def _common_type(a: Expr, b: Expr) -> tuple[Expr, Expr]:
+    """Integer vectors of different element types (an int64 loop ramp and an int32 bound) both as the
+    wider type; anything else unchanged."""
+    (ta, lanes), (tb, _) = ir.split_dtype(a.dtype), ir.split_dtype(b.dtype)
+    if ta == tb or dt.is_float(ta) or dt.is_float(tb) or "bool" in (ta, tb):
+        return a, b
+    wide = ir.vector_dtype(ta if dt.itemsize(ta) >= dt.itemsize(tb) else tb, lanes)
+    return (a if a.dtype == wide else ir.VCast(wide, a)), (b if b.dtype == wide else ir.VCast(wide, b))
 
 
 def value_bytes(e: Expr, var: Var) -> int:
@@ -94,10 +111,12 @@ def _unwrap_lets(stmts: list) -> tuple[list[tuple[Var, Expr]], list]:
 
 
 class LoopVectorizer:
-    def __init__(self, loop: ir.For, vector_bytes: int):
+    def __init__(self, loop: ir.For, vector_bytes: int, ranges: VarRanges | None = None):
         self.loop, self.var, self.vector_bytes = loop, loop.var, vector_bytes
+        self.ranges = ranges or VarRanges()     # of the loops around, and of this loop's variable
         self.lets: list[tuple[Var, Expr]] = []
         self.vector_of: dict[int, ir.RegisterVar] = {}      # let variable -> its vector counterpart in this chunk
+        self.mask: Expr | None = None     # the lanes a select's branch may read (inside that branch)
 
     def depends(self, e: Expr) -> bool:
         """Whether ``e`` changes with the loop (directly or through a vector ``let``)."""
@@ -107,45 +126,100 @@ class LoopVectorizer:
         var = self.var
         if id(e) in self.vector_of:
             return self.vector_of[id(e)]
+        if e is var:
+            return ir.Ramp(base, lanes)
+        if not self.depends(e) and e.dtype == "bool":     # a condition the same in every lane: a mask
+            cond = substitute(e, {var: base})
+            return ir.Broadcast(Select(cond, Const(-1, "int32"), Const(0, "int32")), lanes)
         if not self.depends(e):
             return ir.Broadcast(substitute(e, {var: base}), lanes)
         if isinstance(e, ir.Load):
             flat = ir.flat_index(e.buffer, e.indices)
             step = coefficient(flat, var)
+            if self.mask is not None:
+                return self.masked_load(e, base, simplify(substitute(flat, {var: base})), step, lanes)
             if step == 0:
                 return ir.Broadcast(substitute(e, {var: base}), lanes)
             if step == 1:
                 return ir.VLoad(e.buffer, simplify(substitute(flat, {var: base})), lanes)
+            if step is not None and e.buffer.dtype in _STRIDED and e.buffer.scope is not ir.BufferScope.LOCAL:
+                # a transposed read: lanes gathered ``step`` apart (local buffers stay in the
+                # contiguous forms the register promotion understands)
+                return ir.VLoadStrided(e.buffer, simplify(substitute(flat, {var: base})), Const(step, "int64"), lanes)
             raise CannotVectorize(f"access to {e.buffer.name} is not contiguous in the loop")
         if isinstance(e, Binary) and e.op in _ARITH:
             if e.op == "div" and not dt.is_float(e.dtype):
                 raise CannotVectorize("integer division")
-            a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
+            a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
             return Binary(e.op, a, b, a.dtype)
         if isinstance(e, Binary) and e.op in ("floordiv", "floormod") and _floor_division_vectorizes(e):
             a = self.expr(e.a, base, lanes)
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
-            a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
-            return Binary(e.op, a, b, _mask_dtype(e.a.dtype, lanes))
+            a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
+            return Binary(e.op, a, b, _mask_dtype(ir.split_dtype(a.dtype)[0], lanes))
         if isinstance(e, Binary) and e.op in ("and", "or"):
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
             b = ir.VCast(a.dtype, b) if b.dtype != a.dtype else b
             return Binary(e.op, a, b, a.dtype)
-        if isinstance(e, Select):  # both sides are computed in every lane, so neither may touch memory
-            if any(isinstance(n, ir.Load) for n in walk(e.true_value)) or \
-                    any(isinstance(n, ir.Load) for n in walk(e.false_value)):
-                raise CannotVectorize("a select whose branches read memory (lanes would read out of bounds)")
-            t = self.expr(e.true_value, base, lanes)
-            cond = _mask_for(self.expr(e.cond, base, lanes), e.dtype)
-            return Select(cond, t, self.expr(e.false_value, base, lanes))
-        if isinstance(e, Unary) and e.op == "neg":
-            return Unary("neg", self.expr(e.a, base, lanes))
+        if isinstance(e, Select) and not self.depends(e.cond):   # one condition for all lanes: C's ?:
+            return Select(substitute(e.cond, {var: base}), self.expr(e.true_value, base, lanes),
+                          self.expr(e.false_value, base, lanes))
+        if isinstance(e, Select):  # both sides are computed in every lane: their reads are masked
+            cond = self.expr(e.cond, base, lanes)
+            zero = ir.Broadcast(Const(0, ir.split_dtype(cond.dtype)[0]), lanes)
+            t = self.masked(e.true_value, base, lanes, cond)
+            f = self.masked(e.false_value, base, lanes, Binary("eq", cond, zero, cond.dtype))
+            return Select(_mask_for(cond, e.dtype), t, f)
+        if isinstance(e, Binary) and e.op in ("shl", "shr") and isinstance(e.b, Const) \
+                and 0 <= int(e.b.value) < dt.info(e.dtype).bits:   # other amounts: NumPy's rule, scalar
+            a = self.expr(e.a, base, lanes)
+            return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
+        if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
+            return Unary(e.op, self.expr(e.a, base, lanes))
         if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
             raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
         if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
             return ir.VCast(ir.vector_dtype(e.dtype, lanes), self.expr(e.value, base, lanes))
         raise CannotVectorize(f"{type(e).__name__} {getattr(e, 'op', getattr(e, 'name', ''))} has no vector form")
+
+    def masked(self, e: Expr, base: Expr, lanes: int, mask: Expr) -> Expr:
+        """The vector form of ``e`` reading memory only in the lanes of ``mask`` (and of enclosing masks)."""
+        if not any(isinstance(n, ir.Load) for n in walk(e)):
+            return self.expr(e, base, lanes)
+        outer = self.mask
+        if outer is not None:
+            mask = Binary("and", outer, mask if mask.dtype == outer.dtype else ir.VCast(outer.dtype, mask), outer.dtype)
+        self.mask = mask
+        try:
+            return self.expr(e, base, lanes)
+        finally:
+            self.mask = outer
+
+    def in_bounds(self, e: ir.Load) -> bool:
+        """Whether ``e`` reads inside its tensor at every point of the loops around (and of this loop)."""
+        for index, size, offset in zip(e.indices, e.buffer.shape, e.buffer.offsets):
+            if not isinstance(size, int) or not (isinstance(offset, Const) and offset.value == 0):
+                return False
+            low, high = bound(index, self.ranges)
+            if low < 0 or high >= size:
+                return False
+        return True
+
+    def masked_load(self, e: ir.Load, base: Expr, index: Expr, step: int | None, lanes: int) -> Expr:
+        """A read under a mask: contiguous lanes of an argument or a whole tensor (local buffers stay in
+        the forms the register promotion understands)."""
+        if self.in_bounds(e):     # every lane's read is inside the tensor: no need to mask it
+            self.mask, mask = None, self.mask
+            try:
+                return self.expr(e, base, lanes)
+            finally:
+                self.mask = mask
+        if step != 1 or e.buffer.scope is ir.BufferScope.LOCAL or e.buffer.dtype not in _STRIDED:
+            raise CannotVectorize(f"a read of {e.buffer.name} under a select's condition that is not a "
+                                  f"contiguous read of an argument")
+        assert self.mask is not None
+        return ir.VLoadMasked(e.buffer, index, _mask_for(self.mask, e.buffer.dtype), lanes)
 
     def store(self, s: ir.Store, base: Expr, lanes: int) -> ir.Stmt:
         flat = ir.flat_index(s.buffer, s.indices)
@@ -187,9 +261,11 @@ class LoopVectorizer:
         runtime = trips is None
         if runtime:
             trips = loop.extent_hint
-        if not trips:
-            return None
         try:
+            if runtime and trips is None:
+                return self.plan_runtime(stores, width)
+            if not trips:
+                return None
             code = self.plan(stores, trips, width)
         except CannotVectorize:
             return None
@@ -243,6 +319,18 @@ class LoopVectorizer:
         whole = Binary("eq", Binary("sub", self.loop.end, self.loop.begin, "int64"), Const(trips, "int64"), "bool")
         return ir.IfThenElse(whole, code, self.loop)
 
+    def plan_runtime(self, stores: list[ir.Store], width: int) -> ir.Stmt:
+        """A trip count known at run time only: full vectors in a loop, then the scalar loop for the rest."""
+        begin, end = self.loop.begin, self.loop.end
+        chunks = simplify(Binary("floordiv", Binary("sub", end, begin, "int64"), Const(width, "int64"), "int64"))
+        chunk_var = ir.LoopVar(f"{self.var.name}.v")
+        base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+        vector = ir.For(chunk_var, Const(0, "int64"), chunks, LoopKind.SERIAL, ir.seq(self.chunk(stores, base, width)))
+        rest_begin = simplify(Binary("add", begin, Binary("mul", chunks, Const(width, "int64"), "int64"), "int64"))
+        rest = ir.For(self.var, rest_begin, end, LoopKind.SERIAL, self.loop.body, stage=self.loop.stage,
+                      origin=self.loop.origin)
+        return ir.seq([vector, rest])
+
     def plan(self, stores: list[ir.Store], trips: int, width: int) -> ir.Stmt:
         begin = self.loop.begin
         out: list[ir.Stmt] = []
@@ -275,9 +363,30 @@ def vectorize(stmt: ir.Stmt, vector_bytes: int, features: frozenset[str] = froze
     SIMD (``vector_bytes`` 0, portable C) keeps every loop scalar."""
     if vector_bytes <= 0:
         return stmt
+    return _Vectorize(vector_bytes, features).visit(stmt)
 
-    def visit(s: ir.Stmt) -> ir.Stmt | None:
-        if isinstance(s, ir.For) and s.kind is LoopKind.VECTORIZED:
-            return vectorize_dot_product(s, vector_bytes, features) or LoopVectorizer(s, vector_bytes).run()
+
+class _Vectorize(RangeMutator):
+    def __init__(self, vector_bytes: int, features: frozenset[str]):
+        super().__init__(VarRanges())
+        self.vector_bytes, self.features = vector_bytes, features
+
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        if s.kind is LoopKind.VECTORIZED:
+            ranges = loop_range(s, self.ranges)
+            done = vectorize_dot_product(s, self.vector_bytes, self.features) \
+                or _vectorize_parts(s, self.vector_bytes, ranges) or LoopVectorizer(s, self.vector_bytes, ranges).run()
+            if done is not None:
+                return done
+        return super().visit_For(s)
+
+
+def _vectorize_parts(loop: ir.For, vector_bytes: int, ranges: VarRanges) -> ir.Stmt | None:
+    """``loop`` split where its guarded selects' conditions change (:mod:`.select_split`), each part
+    vectorized (or left scalar when it cannot be)."""
+    split = split_at_conditions(loop)
+    if split is None:
         return None
-    return map_stmt(stmt, lambda e: e, visit)
+    bindings, parts = split
+    return wrap_lets(bindings, ir.seq([LoopVectorizer(part, vector_bytes, loop_range(part, ranges)).run() or part
+                                      for part in parts]))

@@ -49,12 +49,7 @@ def write_kernel_page(obj: LoweredFunc | Kernel, path: str | Path, title: str | 
     -------
     >>> ts.build(s, [A, B, C], profile=True).to_html("matmul.html")  # doctest: +SKIP
     """
-    if isinstance(obj, Kernel):
-        func, kernel = obj.lowered, obj
-    elif isinstance(obj, LoweredFunc):
-        func, kernel = obj, None
-    else:
-        raise TypeError(f"to_html: expected a lowered function or a kernel, got {type(obj).__name__}")
+    func, kernel = _lowered(obj, "to_html"), obj if isinstance(obj, Kernel) else None
     name = title if title is not None else func.name
     header = f"<header><h1>tesched: {text(name)}</h1><div class=\"meta\">loop IR, C, tiles and halos</div></header>"
     return write(path, page(name, header + kernel_section(func, kernel)))
@@ -100,7 +95,17 @@ def save_tile_png(func: LoweredFunc | Kernel, path: str | Path, stage: str | Non
         ``path``.
     """
     from tesched.viz.png import save_png  # matplotlib is an optional extra
-    return save_png(func.lowered if isinstance(func, Kernel) else func, path, stage, dpi)
+    return save_png(_lowered(func, "save_png"), path, stage, dpi)
+
+
+def _lowered(obj: object, caller: str) -> LoweredFunc:
+    """The loop IR of a kernel or lowered function, or a ``TypeError`` naming ``caller``."""
+    func = obj.lowered if isinstance(obj, Kernel) else obj
+    if not isinstance(func, LoweredFunc):
+        what = "a kernel loaded from an exported library (it has no loop IR)" if isinstance(obj, Kernel) \
+            else type(obj).__name__
+        raise TypeError(f"{caller}: expected a lowered function or a kernel, got {what}")
+    return func
 
 
 set_page_writer("kernel", write_kernel_page)

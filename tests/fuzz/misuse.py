@@ -68,6 +68,8 @@ LOOP_PRIMITIVES: dict[str, Callable[[Chain, object], object]] = {
     "parallel": lambda c, ax: c.s[c.D].parallel(ax),
     "unroll": lambda c, ax: c.s[c.D].unroll(ax),
     "compute_at": lambda c, ax: c.s[c.C].compute_at(c.s[c.D], ax),
+    "pragma": lambda c, ax: c.s[c.D].pragma(ax, "ivdep"),
+    "prefetch": lambda c, ax: c.s[c.D].prefetch(c.C, ax, 1),
 }
 
 
@@ -122,6 +124,10 @@ PLACEHOLDER_PRIMITIVES: dict[str, Callable[[Chain], object]] = {
     "compute_at": lambda c: c.s[c.A].compute_at(c.s[c.B], c.B.op.axis[0]),
     "compute_inline": lambda c: c.s[c.A].compute_inline(),
     "compute_root": lambda c: c.s[c.A].compute_root(),
+    "store_at": lambda c: c.s[c.A].store_at(c.s[c.B], c.B.op.axis[0]),
+    "store_root": lambda c: c.s[c.A].store_root(),
+    "bound": lambda c: c.s[c.A].bound(c.B.op.axis[0], 0, 2),
+    "bound_extent": lambda c: c.s[c.A].bound_extent(c.B.op.axis[0], 2),
     "cache_write": lambda c: c.s.cache_write(c.A, "local"),
     "rfactor": lambda c: c.s.rfactor(c.A, c.k),
     "create_schedule": lambda c: ts.create_schedule(c.A.op),
@@ -135,6 +141,29 @@ def _placeholder_rows() -> list[Misuse]:
 
 # ---------------------------------------------------------------------------------------------------
 # placement and dataflow
+def _copy_intrinsic(n: int) -> ts.TensorIntrin:
+    x = ts.placeholder((n,), name="x")
+    y = ts.compute((n,), lambda i: x[i] * 2.0, name="y")
+    return ts.decl_tensor_intrin(y.op, ts.CIntrinsic("", body="copy_twice"))
+
+
+def _cache_write_tensorized():
+    c = Chain()
+    c.s[c.B].tensorize(c.B.op.axis[1], _copy_intrinsic(6))
+    return c.s.cache_write(c.B, "local")
+
+
+def _tensorize_without_update():
+    c = Chain()
+    x = ts.placeholder((8, 3), name="x")
+    r = ts.reduce_axis((0, 3), name="r")
+    y = ts.compute((8,), lambda i: ts.sum(x[i, r], axis=r), name="y")
+    ko, ki = c.s[c.C].split(c.k, factor=3)
+    c.s[c.C].reorder(ko, c.C.op.axis[0], ki)
+    c.s[c.C].tensorize(c.C.op.axis[0], ts.decl_tensor_intrin(y.op, ts.CIntrinsic("", body="sum3")))
+    return ts.lower(c.s, [c.A, c.D])
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -190,13 +219,55 @@ def _rows_placement() -> list[Misuse]:
                r"vectorize on stage D: loop i is already parallel"),
         Misuse("fuse of non-adjacent loops", lambda: (c := Chain()).s[c.B].fuse(*reversed(c.B.op.axis)),
                r"fuse on stage B.*not consecutive"),
-        Misuse("fuse of a reduce and a data loop", lambda: (c := Chain()).s[c.C].fuse(c.C.op.axis[0], c.k),
-               r"fuse on stage C.*reduction and data-parallel"),
-        Misuse("fuse of no loops", lambda: (c := Chain()).s[c.C].fuse(), r"fuse on stage C: no axes"),
+        Misuse("vectorize of a loop fusing a data and a reduce loop",
+               lambda: (c := Chain()).s[c.C].vectorize(c.s[c.C].fuse(c.C.op.axis[0], c.k)),
+               r"vectorize on stage C.*i.k.fused.*data-parallel and reduction"),
+        Misuse("parallel of a loop fusing a data and a reduce loop",
+               lambda: (c := Chain()).s[c.C].parallel(c.s[c.C].fuse(c.C.op.axis[0], c.k)),
+               r"parallel on stage C.*i.k.fused.*reduction"),
+        Misuse("rfactor with a loop fusing a data and a reduce loop",
+               lambda: ((c := Chain()).s[c.C].fuse(c.C.op.axis[0], c.k), c.s.rfactor(c.C, c.s[c.C].leaf_iter_vars[0])),
+               r"rfactor of C.*i.k.fused.*data-parallel and reduction"),
+        Misuse("fuse of no loops on a placeholder", lambda: (c := Chain()).s[c.A].fuse(), r"fuse.*A.*placeholder"),
         Misuse("reorder with a repeated loop", lambda: (c := Chain()).s[c.B].reorder(c.B.op.axis[0], c.B.op.axis[0]),
                r"reorder on stage B.*twice"),
         Misuse("parallel loop inside a vectorized loop", parallel_in_vectorized, r"P.*parallel.*vectoriz"),
         Misuse("compute_at with another reader outside the loop", other_reader_outside, r"B.*D.*outside"),
+        Misuse("pragma that is not a loop hint", lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "omp critical"),
+               r"pragma on stage D, loop i: unknown pragma 'omp critical'"),
+        Misuse("pragma with C text as its value",
+               lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "unroll", "4)\n"),
+               r"pragma on stage D, loop i: 'unroll' needs a count"),
+        Misuse("pragma unroll_and_jam", lambda: (c := Chain()).s[c.D].pragma(c.D.op.axis[0], "unroll_and_jam", 2),
+               r"pragma on stage D, loop i: gcc has no unroll-and-jam"),
+        Misuse("pragma ivdep on a reduce loop", lambda: ((c := Chain()).s[c.C].pragma(c.k, "ivdep"),
+                                                          ts.lower(c.s, [c.A, c.D]))[1],
+               r"loop k of stage C has pragma ivdep"),
+        Misuse("pragma ivdep on a parallel loop",
+               lambda: ((c := Chain()).s[c.D].pragma(c.D.op.axis[0], "ivdep"), c.s[c.D].parallel(c.D.op.axis[0]),
+                        ts.lower(c.s, [c.A, c.D]))[2],
+               r"pragma 'ivdep' on stage D, loop i: the loop is parallel"),
+        Misuse("prefetch of a tensor the stage does not read",
+               lambda: ((c := Chain()).s[c.D].prefetch(c.A, c.D.op.axis[0], 1), ts.lower(c.s, [c.A, c.D]))[1],
+               r"prefetch of A at D.i: D does not read A"),
+        Misuse("prefetch with a zero offset", lambda: (c := Chain()).s[c.D].prefetch(c.C, c.D.op.axis[0], 0),
+               r"prefetch offset of D.i"),
+        Misuse("prefetch of a non-tensor", lambda: (c := Chain()).s[c.D].prefetch("C", c.D.op.axis[0], 1),
+               r"prefetch on stage D.*tensor.*str"),
+        Misuse("prefetch of an inlined stage",
+               lambda: ((c := Chain()).s[c.B].compute_inline(), c.s[c.C].prefetch(c.B, c.k, 1),
+                        ts.lower(c.s, [c.A, c.D]))[2], r"prefetch of B at C.k: B is not stored whole"),
+        Misuse("specialize on a loop variable", lambda: (c := Chain()).s[c.D].specialize(c.D.op.axis[0] > 2),
+               r"specialize of D: the condition uses loop variable i"),
+        Misuse("specialize on a non-condition", lambda: (c := Chain()).s[c.D].specialize(3), r"specialize of D.*3"),
+        Misuse("specialize on a size the kernel does not have",
+               lambda: ((c := Chain()).s[c.D].specialize(ts.var("n") % 4 == 0), ts.lower(c.s, [c.A, c.D]))[1],
+               r"specialize of D:.*variable n"),
+        Misuse("specialize of a stage computed at a loop",
+               lambda: ((c := Chain()).s[c.C].specialize(ts.var("n") > 1), c.s[c.C].compute_at(c.s[c.D], c.D.op.axis[0]),
+                        ts.lower(c.s, [c.A, c.D]))[2], r"specialize of C: it is computed scope D"),
+        Misuse("tensorize a split reduction with an intrinsic without update", _tensorize_without_update,
+               r"tensorize of C at i with.*needs an update= implementation"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",
@@ -205,9 +276,7 @@ def _rows_placement() -> list[Misuse]:
                r"cache_read of A: scope"),
         Misuse("cache_write with a bad scope", lambda: (c := Chain()).s.cache_write(c.B, ""),
                r"cache_write of B: scope"),
-        Misuse("cache_write after split", lambda: ((c := Chain()).s[c.B].split(c.B.op.axis[0], factor=2),
-                                                   c.s.cache_write(c.B, "local")),
-               r"cache_write of B.*split"),
+        Misuse("cache_write of a tensorized stage", _cache_write_tensorized, r"cache_write of B.*tensorized"),
         Misuse("rfactor of an elementwise stage", lambda: (c := Chain()).s.rfactor(c.B, c.B.op.axis[0]),
                r"rfactor of B.*not a reduction"),
         Misuse("rfactor over a data loop", lambda: (c := Chain()).s.rfactor(c.C, c.C.op.axis[0]),
@@ -297,6 +366,77 @@ def _declaration_rows() -> list[Misuse]:
     return rows
 
 
+def _argmax(combine: Callable | None = None, identity: object = None) -> ts.CommReducer:
+    def best(x, y):
+        take = x[1] >= y[1]
+        return ts.select(take, x[0], y[0]), ts.select(take, x[1], y[1])
+
+    start = identity if identity is not None else (lambda t0, t1: (ts.const(-1, t0), ts.min_value(t1)))
+    return ts.comm_reducer(combine or best, start, name="argmax")
+
+
+def _reduce_into(body: Callable) -> object:
+    """compute Q over (4,) of ``body(i, k, A)`` with a fresh reduce axis k and input A (4, 4)."""
+    A = ts.placeholder((4, 4), name="A")
+    k = ts.reduce_axis((0, 4), name="k")
+    return ts.compute((4,), lambda i: body(i, k, A), name="Q")
+
+
+def _expression_rows() -> list[Misuse]:
+    """Reducers (init, comm_reducer, tuple reductions), multi-output computes and bitwise operations."""
+    I = lambda: ts.placeholder((4, 4), "int32", name="I")  # noqa: E731
+    F = lambda: ts.placeholder((4, 4), name="F")  # noqa: E731
+    return [
+        Misuse("comm_reducer whose combine returns the wrong arity",
+               lambda: _reduce_into(lambda i, k, A: _argmax(lambda x, y: x[0])((k, A[i, k]), axis=k)),
+               r"compute Q: reducer argmax: combine returns 1 value\(s\) for 2"),
+        Misuse("comm_reducer whose combine returns another dtype",
+               lambda: _reduce_into(lambda i, k, A: ts.comm_reducer(lambda x, y: (x + y).astype("int32"), 0.0)(
+                   A[i, k], axis=k)), r"compute Q: reducer reduce: combine returns int32 for component 0"),
+        Misuse("comm_reducer whose identity has the wrong arity",
+               lambda: _reduce_into(lambda i, k, A: _argmax(identity=0)((k, A[i, k]), axis=k)),
+               r"compute Q: reducer argmax: identity gives 1 values for 2"),
+        Misuse("comm_reducer with a combine that is not callable", lambda: ts.comm_reducer(3, 0, name="r"),
+               r"comm_reducer r: combine must be a function"),
+        Misuse("the components of a tuple reduction out of order",
+               lambda: _reduce_into(lambda i, k, A: _argmax()((k, A[i, k]), axis=k)[::-1]),
+               r"compute Q: a compute with several outputs returns plain"),
+        Misuse("a tuple reduction as a single body",
+               lambda: _reduce_into(lambda i, k, A: _argmax()((k, A[i, k]), axis=k)[0]),
+               r"compute Q: reducer argmax reduces 2 expressions"),
+        Misuse("a reduction and a plain value as two outputs",
+               lambda: _reduce_into(lambda i, k, A: (ts.sum(A[i, k], axis=k), A[i, 0])),
+               r"compute Q: a compute with several outputs"),
+        Misuse("init of the wrong shape",
+               lambda: _reduce_into(lambda i, k, A: ts.sum(A[i, k], axis=k, init=ts.placeholder((4, 5), name="P"))),
+               r"compute Q: init tensor P has shape \(4, 5\), the output has shape \(4,\)"),
+        Misuse("init using the reduce axis", lambda: _reduce_into(lambda i, k, A: ts.sum(A[i, k], axis=k, init=A[k, i])),
+               r"compute Q: init uses reduce axis k"),
+        Misuse("init of another dtype", lambda: _reduce_into(lambda i, k, A: ts.max(A[i, k], axis=k, init=i)),
+               r"compute Q: init 0 is int32, the reduced expression is float32"),
+        Misuse("init with two values for one reduction",
+               lambda: _reduce_into(lambda i, k, A: ts.prod(A[i, k], axis=k, init=(1.0, 2.0))),
+               r"ts.prod: init has 2 values for 1"),
+        Misuse("prod without an axis", lambda: ts.prod(F()[0, 0]), r"ts.prod needs axis"),
+        Misuse("bitwise and of floats", lambda: ts.compute((4,), lambda i: F()[i, 0] & F()[i, 1], name="Q"),
+               r"compute Q: F\[i, 0\] & F\[i, 1\]: bitwise operations need integer operands, got float32"),
+        Misuse("shift of a float", lambda: ts.compute((4,), lambda i: F()[i, 0] << 2, name="Q"),
+               r"compute Q: F\[i, 0\] << 2.*bitwise operations need integer"),
+        Misuse("bitwise not of a float", lambda: ts.compute((4,), lambda i: ~F()[i, 0], name="Q"),
+               r"compute Q: ~\(F\[i, 0\]\): bitwise not needs an integer, got float32"),
+        Misuse("bitwise_xor of a float and an int", lambda: ts.bitwise_xor(I()[0, 0], F()[0, 0]),
+               r"bitwise operations need integer operands, got int32 and float32"),
+        Misuse("bitwise_not of a condition", lambda: ts.bitwise_not(I()[0, 0] > 0), r"bitwise not needs an integer, got bool"),
+        Misuse("power of a condition", lambda: ts.power(I()[0, 0] > 0, 2), r"power.*no arithmetic on bool"),
+        Misuse("cache_write of a multi-output stage",
+               lambda: (T := ts.compute((4,), lambda i: (F()[i, 0], I()[i, 0]), name="T"),
+                        ts.create_schedule(T[0].op).cache_write(T[1], "local")), r"cache_write of T: it has 2 outputs"),
+        Misuse("output index beyond a multi-output compute",
+               lambda: ts.compute((4,), lambda i: (F()[i, 0], I()[i, 0]), name="T")[0].op.output(2),
+               r"operation T has 2 output\(s\)"),
+    ]
+
+
 # ---------------------------------------------------------------------------------------------------
 # lowering, building and calling
 def _build_rows() -> list[Misuse]:
@@ -371,8 +511,67 @@ def _readonly(size: int) -> np.ndarray:
     return out
 
 
+# ---------------------------------------------------------------------------------------------------
+# storage placement (store_at, store_root) and realized regions (bound, bound_extent)
+def _sliding(parallel: bool = False, store_inside: bool = False, inline: bool = False):
+    """B stored at the root (or at D's loop), computed at C's loop i (itself at D.i): lowered."""
+    c = Chain()
+    c.s[c.C].compute_at(c.s[c.D], c.D.op.axis[0])
+    if inline:
+        c.s[c.B].compute_root()
+    else:
+        c.s[c.B].compute_at(c.s[c.C], c.k if store_inside else c.C.op.axis[0])
+    if store_inside:
+        c.s[c.B].store_at(c.s[c.C], c.C.op.axis[0])
+        c.s[c.B].compute_at(c.s[c.D], c.D.op.axis[0])
+    else:
+        c.s[c.B].store_root()
+    if parallel:
+        c.s[c.D].parallel(c.D.op.axis[0])
+    return ts.lower(c.s, [c.A, c.D])
+
+
+def _bounded(extent: int, reader_needs_more: bool):
+    c = Chain()
+    if reader_needs_more:
+        c.s[c.B].bound(c.B.op.axis[1], 0, extent)
+    else:
+        c.s[c.B].compute_at(c.s[c.C], c.C.op.axis[0])
+        c.s[c.B].bound_extent(c.B.op.axis[1], extent)
+    return ts.lower(c.s, [c.A, c.D])
+
+
+def _storage_rows() -> list[Misuse]:
+    return [
+        Misuse("store_root across a parallel loop", lambda: _sliding(parallel=True),
+               r"store_root of B: loop i of stage D is parallel.*in order"),
+        Misuse("store_at inside the compute_at loop", lambda: _sliding(store_inside=True),
+               r"store_at of B at C\.i: B is computed at D\.i.*at or outside"),
+        Misuse("store_root of a stage computed at the root", lambda: _sliding(inline=True),
+               r"store_root of B: B is computed at the root.*compute_at"),
+        Misuse("store_at of an output", lambda: (c := Chain()).s[c.D].store_at(c.s[c.C], c.C.op.axis[0]),
+               r"store_at of D.*output"),
+        Misuse("store_at a stage that does not read it",
+               lambda: (c := Chain()).s[c.C].store_at(c.s[c.B], c.B.op.axis[0]), r"store_at of C.*B does not read C"),
+        Misuse("store_at a loop of another stage",
+               lambda: (c := Chain()).s[c.B].store_at(c.s[c.C], c.D.op.axis[0]), r"store_at of B.*loop of D"),
+        Misuse("bound beyond the tensor", lambda: (c := Chain()).s[c.B].bound(c.B.op.axis[0], 4, 5),
+               r"bound of B\.i.*\[4, 9\) exceeds.*\[0, 8\)"),
+        Misuse("bound of a reduce axis", lambda: (c := Chain()).s[c.C].bound(c.k, 0, 2),
+               r"bound on stage C: 'k'.*reduction"),
+        Misuse("bound_extent of zero", lambda: (c := Chain()).s[c.B].bound_extent(c.B.op.axis[0], 0),
+               r"bound_extent of B\.i.*positive"),
+        Misuse("bound of an output smaller than it", lambda: (c := Chain()).s[c.D].bound(c.D.op.axis[0], 0, 4),
+               r"bound of D\.i: D is an output.*exceeds the bound \[0, 4\)"),
+        Misuse("bound smaller than a reader needs", lambda: _bounded(3, True),
+               r"bound of B \(j: \[0, 3\)\): C \(reading B\[i, k\]\) requests B\[\d+, [3-5]\]"),
+        Misuse("bound_extent smaller than the footprint", lambda: _bounded(4, False),
+               r"bound of B \(j: extent 4\): the loop C\.i it is computed at requests"),
+    ]
+
+
 ROWS: list[Misuse] = _loop_rows() + _factor_rows() + _placeholder_rows() + _rows_placement() + \
-    _declaration_rows() + _build_rows()
+    _storage_rows() + _declaration_rows() + _expression_rows() + _build_rows()
 
 # rows that need a part of the compiler not yet fixed: label -> issue item
 OPEN: dict[str, str] = {

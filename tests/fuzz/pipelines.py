@@ -162,7 +162,7 @@ def _reduction_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> Non
     if rnd.random() < 0.4:
         s.cache_read(A.op.output(0), "shared", [C.op.output(0)])
         recipe.append("s.cache_read(A, 'shared', [C])")
-    choice = rnd.choice(["none", "rfactor", "split_rfactor", "cache_write"])
+    choice = rnd.choice(["none", "rfactor", "split_rfactor", "cache_write", "split_cache_write"])
     k = C.op.reduce_axis[0]
     if choice == "rfactor":
         s.rfactor(C.op.output(0), k)
@@ -176,6 +176,12 @@ def _reduction_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> Non
     elif choice == "cache_write":
         s.cache_write(C.op.output(0), "local")
         recipe.append("s.cache_write(C, 'local')")
+    elif choice == "split_cache_write":    # the split moves to the cache (TVM's cache_write after split)
+        factor = rnd.randint(1, 5)
+        axis = rnd.choice([k, C.op.axis[0]])
+        s[C].split(axis, factor=factor)
+        s.cache_write(C.op.output(0), "local")
+        recipe.append(f"s[C].split({axis.name}, factor={factor}); s.cache_write(C, 'local')")
 
 
 def reduction_dataflow(rnd: random.Random) -> Pipeline:
@@ -242,7 +248,88 @@ def boundary_blur(rnd: random.Random) -> Pipeline:
     return Pipeline(f"boundary_blur_{kind}", [A], [By], reference, [_floats(rnd, h, w)])
 
 
+def triangular(rnd: random.Random) -> Pipeline:
+    """Reduce bounds that use the compute's axis: a cumulative sum (``reduce_axis((0, i + 1))``), a
+    lower-triangular matrix-vector product with ``init=``, and a suffix maximum (``reduce_axis((i, n))``)."""
+    n = rnd.randint(2, 13)
+    A = ts.placeholder((n,), name="A")
+    L = ts.placeholder((n, n), name="L")
+
+    def cumsum(i):
+        k = ts.reduce_axis((0, i + 1), name="k")
+        return ts.sum(A[k], axis=k)
+
+    def trmv(i):
+        j = ts.reduce_axis((0, i + 1), name="j")
+        return ts.sum(L[i, j] * A[j], axis=j, init=A[i])
+
+    def suffix_max(i):
+        q = ts.reduce_axis((i, n), name="q")
+        return ts.max(A[q], axis=q)
+
+    C = ts.compute((n,), cumsum, name="C")
+    Y = ts.compute((n,), trmv, name="Y")
+    M = ts.compute((n,), suffix_max, name="M")
+    O = ts.compute((n,), lambda i: C[i] * 0.5 + Y[i] - M[i], name="O")
+
+    def reference(a, lower):
+        return [np.cumsum(a) * 0.5 + (a + np.tril(lower) @ a) - np.maximum.accumulate(a[::-1])[::-1]]
+
+    return Pipeline("triangular", [A, L], [O], reference, [_floats(rnd, n), _floats(rnd, n, n)])
+
+
+def _argmax_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
+    """Sometimes an rfactor of the tuple reduction over a split of its reduce loop."""
+    T = next(st for st in s.stages if st.name == "T")
+    k = T.op.reduce_axis[0]
+    extent = int(k.dom.extent)
+    if rnd.random() < 0.5 and extent >= 2:
+        factor = rnd.randint(1, extent)
+        ko, ki = T.split(k, factor=factor)
+        picked = rnd.choice([ko, ki])
+        s.rfactor(T.op.output(0), picked)
+        recipe.append(f"ko, ki = s[T].split(k, factor={factor}); s.rfactor(T, {picked.name})")
+
+
+def argmax_bits(rnd: random.Random) -> Pipeline:
+    """A tuple reduction (argmax with ``comm_reducer``, two outputs of one stage) and a multi-output
+    compute of integer bit operations, read by one consumer."""
+    m, n = rnd.randint(2, 8), rnd.randint(2, 16)
+    V = ts.placeholder((m, n), name="V")
+    X = ts.placeholder((m, n), "int32", name="X")
+
+    def combine(x, y):
+        take = x[1] >= y[1]
+        return ts.select(take, x[0], y[0]), ts.select(take, x[1], y[1])
+
+    argmax = ts.comm_reducer(combine, lambda t0, t1: (ts.const(-1, t0), ts.min_value(t1)), name="argmax")
+    k = ts.reduce_axis((0, n), name="k")
+    T0, T1 = ts.compute((m,), lambda i: argmax((k, V[i, k]), axis=k), name="T")
+    B0, B1 = ts.compute((m, n), lambda i, j: ((X[i, j] & 12) ^ (X[i, j] >> 1), ~X[i, j] << 2), name="B")
+    O = ts.compute((m, n), lambda i, j: (B0[i, j] | B1[i, j]).astype("float32") + T1[i] * T0[i].astype("float32"),
+                   name="O")
+
+    def reference(v, x):
+        bits = ((x & 12) ^ (x >> 1)) | (~x << 2)
+        return [bits.astype("float32") + (v.max(axis=1) * np.argmax(v, axis=1))[:, None]]
+
+    return Pipeline("argmax_bits", [V, X], [O], reference, [_floats(rnd, m, n), _ints(rnd, m, n, low=-1000, high=1000)],
+                    dataflow=_argmax_dataflow)
+
+
+def packed_matmul(rnd: random.Random) -> Pipeline:
+    """TVM's array packing: ``packedB[j // bn, k, j % bn]`` (index simplification with the loops' ranges)."""
+    bn = rnd.choice([2, 3, 4, 8])
+    m, k, n = rnd.randint(2, 9), rnd.randint(2, 9), bn * rnd.randint(1, 4)
+    A, B = ts.placeholder((m, k), name="A"), ts.placeholder((k, n), name="B")
+    P = ts.compute((n // bn, k, bn), lambda x, y, z: B[y, x * bn + z], name="P")
+    r = ts.reduce_axis((0, k), name="k")
+    C = ts.compute((m, n), lambda i, j: ts.sum(A[i, r] * P[j // bn, r, j % bn], axis=r), name="C")
+    return Pipeline("packed_matmul", [A, B], [C], lambda a, b: [a @ b], [_floats(rnd, m, k), _floats(rnd, k, n)])
+
+
 PIPELINES: list[Callable[[random.Random], Pipeline]] = [
     elementwise_chain, matmul_relu, stencil_chain, conv_relu_conv, softmax_rows, symbolic_stencil,
-    integer_arith, reduction_dataflow, offset_window, shared_producer, boundary_blur,
+    integer_arith, reduction_dataflow, offset_window, shared_producer, boundary_blur, triangular, argmax_bits,
+    packed_matmul,
 ]

@@ -2,9 +2,12 @@
 
 Case ``n`` picks a pipeline and a seed from ``n``, applies the pipeline's dataflow step (if any), then
 visits the stages consumers first: each non-output stage is placed at the root, inlined (elementwise
-stages), or computed at a loop of a stage that reads it and encloses every other reader; each stage's loops are split (by factor or
-nparts, dividing or not), tiled, reordered and fused at random, then loops are made parallel, vectorized
-or unrolled. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
+stages), or computed at a loop of a stage that reads it and encloses every other reader (sometimes
+stored further out: ``store_at``/``store_root``, a sliding window), sometimes with an axis bounded to its
+extent (``bound``/``bound_extent``); each stage's loops are split (by factor or
+nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
+``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
+prefetches of inputs, and root stages of symbolic size get ``specialize``-d fast paths. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
 legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
@@ -15,7 +18,9 @@ import time
 import numpy as np
 
 import tesched as ts
-from tesched.te.tensor import ComputeOp
+from tesched.te.expr import Expr, Var
+from tesched.te.tensor import ComputeOp, IterVar, PlaceholderOp
+from tesched.te.visit import walk
 
 from .outcome import describe
 from .pipelines import PIPELINES, Pipeline
@@ -76,12 +81,15 @@ def _transform_loops(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
         recipe.append(f"s[{name}].reorder({', '.join(v.name for v in order)})")
     leaves = stage.leaf_iter_vars
     extents = stage.extents()
-    pairs = [k for k in range(len(leaves) - 1) if leaves[k].iter_type == leaves[k + 1].iter_type
-             and extents.get(id(leaves[k + 1])) is not None]
+    # data-parallel and reduction loops may be fused together (the fused loop reduces)
+    pairs = [k for k in range(len(leaves) - 1) if extents.get(id(leaves[k + 1])) is not None]
     if pairs and rnd.random() < 0.3:
         k = rnd.choice(pairs)
         recipe.append(f"s[{name}].fuse({leaves[k].name}, {leaves[k + 1].name})")
         stage.fuse(leaves[k], leaves[k + 1])
+    if rnd.random() < 0.1:              # fuse() of no axes: an outermost loop of one iteration
+        stage.fuse()
+        recipe.append(f"s[{name}].fuse()")
 
 
 def _inside_vectorized(stage: ts.Stage) -> bool:
@@ -102,9 +110,30 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
     if leaves[0].iter_type == "data_par" and not _inside_vectorized(stage) and rnd.random() < 0.3:
         stage.parallel(leaves[0])
         recipe.append(f"s[{name}].parallel({leaves[0].name})")
-    if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs:
+    if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs \
+            and not stage.mixes_reduction(leaves[-1]):
         stage.vectorize(leaves[-1])
         recipe.append(f"s[{name}].vectorize({leaves[-1].name})")
+    if rnd.random() < 0.2:      # C loop hints: ivdep is checked by the dependence analysis
+        loop = rnd.choice(leaves)
+        if loop not in stage.iter_var_attrs:
+            hints = [("unroll", rnd.randint(1, 8)), ("unroll_explicit", False)]
+            hint, value = rnd.choice(hints + ([("ivdep", True)] if loop.iter_type == "data_par" else []))
+            stage.pragma(loop, hint, value)
+            recipe.append(f"s[{name}].pragma({loop.name}, {hint!r}, {value!r})")
+    sizes = {id(v): v for d in stage.op.output(0).shape if isinstance(d, Expr)
+             for v in walk(d) if isinstance(v, Var) and not isinstance(v, IterVar)}
+    if sizes and stage.attach_type == "root" and rnd.random() < 0.4:   # a fast path for some sizes
+        size = rnd.choice(list(sizes.values()))
+        factor, low = rnd.randint(2, 8), rnd.randint(1, 8)
+        condition = rnd.choice([size % factor == 0, size >= low, (size % factor == 0) & (size >= low)])
+        stage.specialize(condition)
+        recipe.append(f"s[{name}].specialize({condition!r})")
+    inputs = [t for t in stage.op.input_tensors if isinstance(t.op, PlaceholderOp)]
+    if inputs and rnd.random() < 0.2:
+        tensor, loop, offset = rnd.choice(inputs), rnd.choice(leaves), rnd.randint(1, 3)
+        stage.prefetch(tensor, loop, offset)
+        recipe.append(f"s[{name}].prefetch({tensor.name}, {loop.name}, {offset})")
     if rnd.random() < 0.3:
         loop = rnd.choice(leaves)
         ext = extents.get(id(loop))
@@ -129,6 +158,41 @@ def _place(s: ts.Schedule, stage: ts.Stage, rnd: random.Random, recipe: list) ->
         loop = rnd.choice(hosts[host])
         stage.compute_at(host, loop)
         recipe.append(f"s[{stage.name}].compute_at(s[{host.name}], {loop.name})")
+        _store(stage, host, loop, rnd, recipe)
+    _bound(stage, rnd, recipe)
+
+
+def _store(stage: ts.Stage, host: ts.Stage, loop, rnd: random.Random, recipe: list) -> None:
+    """Sometimes store ``stage`` (computed at ``host.loop``) further out: at a loop of ``host`` enclosing
+    ``loop`` with only serial loops in between (a sliding window), or at the root (rejected when a loop
+    around it runs in parallel)."""
+    if rnd.random() >= 0.3:
+        return
+    leaves = host.leaf_iter_vars[:host.leaf_iter_vars.index(loop) + 1]
+    serial = [v for k, v in enumerate(leaves)
+              if not any(host.iter_var_attrs.get(w) in ("parallel", "vectorized") for w in leaves[k + 1:])]
+    if rnd.random() < 0.25:
+        stage.store_root()
+        recipe.append(f"s[{stage.name}].store_root()")
+    else:
+        level = rnd.choice(serial)
+        stage.store_at(host, level)
+        recipe.append(f"s[{stage.name}].store_at(s[{host.name}], {level.name})")
+
+
+def _bound(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
+    """Sometimes bound an axis of ``stage`` to its whole (constant) extent: ``bound`` (the region every
+    realization computes) or, for a stage computed at a loop, ``bound_extent`` (a constant-size region)."""
+    axes = [(a, d) for a, d in zip(stage.op.axis, stage.op.output(0).shape) if isinstance(d, int)]
+    if stage.attach_type == "inline" or not axes or rnd.random() >= 0.15:
+        return
+    axis, extent = rnd.choice(axes)
+    if stage.attach_type == "scope" and rnd.random() < 0.5:
+        stage.bound_extent(axis, extent)
+        recipe.append(f"s[{stage.name}].bound_extent({axis.name}, {extent})")
+    else:
+        stage.bound(axis, 0, extent)
+        recipe.append(f"s[{stage.name}].bound({axis.name}, 0, {extent})")
 
 
 def draw(pipe: Pipeline, rnd: random.Random, recipe: list) -> ts.Schedule:

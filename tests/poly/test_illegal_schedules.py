@@ -125,8 +125,8 @@ def compute_at_non_affine_reader():
 
 def compute_at_reader_moved_by_cache_write():
     s, (x, p, q, r) = chain_schedule()
-    s[q].compute_at(s[r], s[r].op.axis[0])
     s.cache_write(r, "local")     # R's body now runs in R.local, at the root, outside R's loop
+    s[q].compute_at(s[r], s[r].op.axis[0])
     ts.lower(s, [x, r])
 
 
@@ -155,11 +155,12 @@ def rfactor_data_parallel_axis():
     s.rfactor(c, s[c].op.axis[1])
 
 
-def cache_write_after_split():
+def vectorize_after_cache_write_of_a_moved_loop():
     _, _, c = matmul()
     s = ts.create_schedule(c.op)
-    s[c].split(s[c].op.axis[0], factor=4)
-    s.cache_write(c, "local")
+    _, inner = s[c].split(s[c].op.axis[0], factor=4)
+    s.cache_write(c, "local")     # the split loops now belong to C.local
+    s[c].vectorize(inner)
 
 
 def annotated_then_split():
@@ -201,7 +202,7 @@ def fuse_reduce_with_data_parallel():
     _, _, c = matmul()
     s = ts.create_schedule(c.op)
     i, j = s[c].op.axis
-    s[c].fuse(j, s[c].op.reduce_axis[0])
+    s[c].vectorize(s[c].fuse(j, s[c].op.reduce_axis[0]))
 
 
 def split_already_split():
@@ -314,12 +315,12 @@ CASES = [
     Illegal(inline_output, "C", re.escape("compute_inline")),
     Illegal(argument_not_stored_in_full, "Q", word("R")),
     Illegal(rfactor_data_parallel_axis, "C", re.escape("'j'")),
-    Illegal(cache_write_after_split, "C", word("i")),
+    Illegal(vectorize_after_cache_write_of_a_moved_loop, "C", r"i\.inner' is not a loop of C .*it is a loop of C\.local"),
     Illegal(annotated_then_split, "C", re.escape("loop j is marked vectorized")),
     Illegal(unroll_symbolic_extent, "Y", word("Y.i")),
     Illegal(nparts_of_symbolic_extent, "Y", word("Y.i")),
     Illegal(fuse_non_adjacent, "Y", word("a, c")),
-    Illegal(fuse_reduce_with_data_parallel, "C", word("j, k")),
+    Illegal(fuse_reduce_with_data_parallel, "C", word("j.k.fused")),
     Illegal(split_already_split, "C", word("axis i")),
     Illegal(split_by_zero, "C", word("C.i")),
     Illegal(vectorize_parallel_loop, "C", re.escape("loop i is already parallel")),

@@ -57,13 +57,13 @@ static void mm_bias_relu(const float *a, int64_t sa0, int64_t sa1, const float *
 """
 
 
-def gemv_intrin(body_only: bool = False):
+def gemv_intrin(body_only: bool = False, reset: bool = True):
     a = ts.placeholder((16,), name="a")
     b = ts.placeholder((16, 16), name="b")
     k = ts.reduce_axis((0, 16), name="k")
     c = ts.compute((16,), lambda i: ts.sum(a[k] * b[i, k], axis=k), name="c")
     impl = ts.CIntrinsic(source=GEMV_SRC, body="gemv16") if body_only else \
-        ts.CIntrinsic(source=GEMV_SRC, body="gemv16", reset="gemv16_zero", update="gemv16_acc")
+        ts.CIntrinsic(source=GEMV_SRC, body="gemv16", reset="gemv16_zero" if reset else None, update="gemv16_acc")
     return ts.decl_tensor_intrin(c.op, impl, name="gemv16")
 
 
@@ -247,7 +247,6 @@ def mismatch_cases():
     cases = {}
     cases["extent of the spatial loop"] = (lambda: split_gemv(fy=8), "extent")
     cases["extent of the reduction loop"] = (lambda: split_gemv(fk=8), "extent")
-    cases["partial tiles"] = (lambda: split_gemv(l=60), "extent")
     cases["operation"] = (lambda: split_gemv(body=lambda A, B, x, y, k: A[x, k] + B[y, k]), "expression")
     cases["operand order"] = (lambda: split_gemv(body=lambda A, B, x, y, k: B[y, k] * A[x, k]), "index map")
     cases["transposed access"] = (lambda: split_gemv(body=lambda A, B, x, y, k: A[x, k] * B[k, y]), "index map")
@@ -288,7 +287,7 @@ def test_reset_update_required_for_split_reduction():
     A, B, C = matmul_bt()
     s, yi = gemv_split(C)
     s[C].tensorize(yi, gemv_intrin(body_only=True))
-    with pytest.raises(ts.TensorizeError, match="reset"):
+    with pytest.raises(ts.TensorizeError, match="needs an update= implementation"):
         ts.lower(s, [A, B, C])
 
 
@@ -299,3 +298,66 @@ def test_intrinsic_declaration_checks_identifiers():
         ts.CIntrinsic(source="", reset="r")
     with pytest.raises(TypeError):
         ts.decl_tensor_intrin(ts.placeholder((4,), name="p"), ts.CIntrinsic(source="", body="f"))
+
+
+# partial tiles run the plain loops; an intrinsic without reset leaves the clearing to plain loops ---------
+def _plain_and_calls(text: str) -> tuple[int, int]:
+    calls = sum(line.strip().startswith("call ") for line in text.splitlines())
+    plain = sum(" C[" in line and "= " in line and not line.strip().startswith("call") for line in text.splitlines())
+    return calls, plain
+
+
+@pytest.mark.parametrize("m, l", [(60, 64), (64, 70), (60, 70), (20, 18)])
+def test_update_intrinsic_with_partial_tiles(m, l):
+    """y (and/or k) not divisible by 16: whole tiles call reset/update, the rest runs the plain loops."""
+    A, B, C = matmul_bt(m=m, l=l)
+    s, yi = gemv_split(C)
+    s[C].tensorize(yi, gemv_intrin())
+    text = str(ts.lower(s, [A, B, C]))
+    calls, plain = _plain_and_calls(text)
+    assert plain >= 1 and "call gemv16_zero(" in text and "call gemv16_acc(" in text, text
+    f = ts.build(s, [A, B, C])
+    a, b = data(32, l), data(m, l)
+    np.testing.assert_allclose(f(a, b), a.astype(np.float64) @ b.T, rtol=1e-4, atol=1e-4)
+
+
+def test_body_intrinsic_with_partial_tiles():
+    A, B, C = matmul_bt(m=40, l=16)
+    s = ts.create_schedule(C.op)
+    yo, yi = s[C].split(C.op.axis[1], factor=16)
+    s[C].tensorize(yi, gemv_intrin())
+    text = str(ts.lower(s, [A, B, C]))
+    assert "call gemv16(" in text and "C[x, y.inner + 32] = 0.0f" in text, text    # two whole tiles, then 8
+    f = ts.build(s, [A, B, C])
+    a, b = data(32, 16), data(40, 16)
+    np.testing.assert_allclose(f(a, b), a @ b.T, rtol=1e-4)
+
+
+@pytest.mark.parametrize("m, l", [(64, 64), (60, 70)])
+def test_intrinsic_with_body_and_update_but_no_reset(m, l):
+    """TVM accepts an intrinsic without reset: the output tile is cleared by the reduction's own init
+    loop, then every partial product is accumulated by update."""
+    A, B, C = matmul_bt(m=m, l=l)
+    s, yi = gemv_split(C)
+    s[C].tensorize(yi, gemv_intrin(reset=False))
+    text = str(ts.lower(s, [A, B, C]))
+    assert "gemv16_zero" not in text and "call gemv16_acc(" in text, text
+    assert "= 0.0f" in text.split("for kk.outer")[0], text       # cleared before the reduction loops
+    f = ts.build(s, [A, B, C])
+    a, b = data(32, l), data(m, l)
+    np.testing.assert_allclose(f(a, b), a.astype(np.float64) @ b.T, rtol=1e-4, atol=1e-4)
+
+
+def test_partial_tiles_of_an_intrinsic_computing_two_stages_are_refused():
+    A = ts.placeholder((30, 32), name="A")
+    B = ts.placeholder((32, 48), name="B")
+    bias = ts.placeholder((48,), name="bias")
+    k = ts.reduce_axis((0, 32), name="k")
+    C = ts.compute((30, 48), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    O = ts.compute((30, 48), lambda i, j: ts.maximum(C[i, j] + bias[j], 0.0), name="O")
+    s = ts.create_schedule(O.op)
+    io, jo, ii, ji = s[O].tile(O.op.axis[0], O.op.axis[1], 4, 16)
+    s[C].compute_at(s[O], jo)
+    s[O].tensorize(ii, micro_intrin(fused=True))
+    with pytest.raises(ts.TensorizeError, match="do not tile i exactly.*partial tiles.*also computes C"):
+        ts.lower(s, [A, B, bias, O])

@@ -260,3 +260,46 @@ def test_cache_write_cache_read_and_rfactor_compose():
     data_a, data_b = matmul_inputs(m, n, k)
     expected = (data_a.astype(np.float64) @ data_b).sum(axis=1)
     np.testing.assert_allclose(kernel(data_a, data_b), expected, rtol=RTOL, atol=1e-3)
+
+
+@pytest.mark.parametrize("m, n, k", [(16, 16, 16), (13, 11, 7)])
+def test_cache_write_after_split_moves_the_loops_to_the_cache(m, n, k):
+    """TVM accepts cache_write on a stage already split: the cache computes with those loops, the
+    original stage starts again from its axes (the user's loop variables now name loops of the cache)."""
+    a, b, c = declare_matmul(m, n, k)
+    s = ts.create_schedule(c.op)
+    i, j = c.op.axis
+    io, jo, ii, ji = s[c].tile(i, j, 4, 8)
+    ko, ki = s[c].split(c.op.reduce_axis[0], factor=3)
+    s[c].reorder(io, jo, ko, ii, ki, ji)
+    s[c].parallel(io)
+    c_local = s.cache_write(c, "local")
+    cache = s[c_local]
+    assert [v.name for v in cache.leaf_iter_vars] == ["i.outer", "j.outer", "k.outer", "i.inner", "k.inner",
+                                                      "j.inner"]
+    assert cache.leaf_iter_vars[0] is io and cache.iter_var_attrs[io] == "parallel"
+    assert s[c].leaf_iter_vars == list(c.op.axis) and not s[c].relations
+    cache.vectorize(ji)                     # the handles held before cache_write schedule the cache
+    with pytest.raises(ts.ScheduleError, match="not a loop of C"):
+        s[c].vectorize(ji)
+    s[c].vectorize(s[c].op.axis[1])
+    kernel = ts.build(s, [a, b, c], name="cache_write_after_split")
+    text = str(kernel.lowered)
+    assert text.index("produce C.local") < text.index("parallel for i.outer") < text.index("produce C {"), text
+    check_matmul(kernel, m, n, k)
+
+
+def test_cache_write_after_split_keeps_producers_at_the_moved_loops():
+    x = ts.placeholder((9, 14), name="x")
+    squared = ts.compute((9, 14), lambda i, j: x[i, j] * x[i, j], name="squared")
+    blurred = ts.compute((9, 12), lambda i, j: squared[i, j] + squared[i, j + 2], name="blurred")
+    s = ts.create_schedule(blurred.op)
+    io, ii = s[blurred].split(blurred.op.axis[0], factor=4)
+    s[squared].compute_at(s[blurred], io)
+    cache = s.cache_write(blurred, "local")
+    assert s[squared].attach_stage is s[cache] and s[squared].attach_ivar is io
+    s[cache].compute_at(s[blurred], s[blurred].op.axis[0])
+    kernel = ts.build(s, [x, blurred], name="write_after_split_producer")
+    data = np.random.default_rng(3).standard_normal((9, 14)).astype(np.float32)
+    sq = data.astype(np.float64) ** 2
+    np.testing.assert_allclose(kernel(data), sq[:, :12] + sq[:, 2:], rtol=RTOL, atol=ATOL)

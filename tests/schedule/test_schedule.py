@@ -237,11 +237,13 @@ def test_fuse_of_non_adjacent_axes():
         s[Q].fuse(j, io)
 
 
-def test_fuse_of_reduction_and_spatial_axes():
+def test_fuse_of_reduction_and_spatial_axes_is_a_reduction_loop():
     A, P, Q, R = pipeline()
     s = ts.create_schedule(R.op)
-    with pytest.raises(ts.ScheduleError, match=r"fuse on stage R: cannot fuse reduction and data-parallel axes \(i, k\)"):
-        s[R].fuse(R.op.axis[0], R.op.reduce_axis[0])
+    fused = s[R].fuse(R.op.axis[0], R.op.reduce_axis[0])
+    assert fused.name == "i.k.fused" and fused.iter_type == "comm_reduce"
+    with pytest.raises(ts.ScheduleError, match=r"parallel on stage R: loop i.k.fused fuses data-parallel and"):
+        s[R].parallel(fused)
 
 
 def test_reorder_with_a_repeated_axis():
@@ -273,7 +275,7 @@ def test_compute_at_with_a_loop_of_another_stage():
     with pytest.raises(ts.ScheduleError, match=r"compute_at of P: 'j' is not a loop of R \(its loops are: "
                                               r"i, k\); it is a loop of Q"):
         s[P].compute_at(s[R], Q.op.axis[1])
-    with pytest.raises(ts.ScheduleError, match=r"compute_at of P at P\.i: a stage cannot be computed inside itself"):
+    with pytest.raises(ts.ScheduleError, match=r"compute_at of P at P\.i: a stage cannot be computed or stored inside itself"):
         s[P].compute_at(s[P], P.op.axis[0])
 
 

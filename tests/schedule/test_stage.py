@@ -1,6 +1,8 @@
 """Tests of tesched.schedule.stage beyond recording: a failed primitive leaves the stage unchanged, and
 reduce domains that do not start at 0 (Halide RDoms such as ``reduce_axis((5, 10))``) survive every
 primitive, each checked against NumPy."""
+import re
+
 import numpy as np
 import pytest
 
@@ -146,3 +148,133 @@ def test_dataflow_misuse_names_the_stage(misuse, match):
 def test_create_schedule_arguments(outputs, error, match):
     with pytest.raises(error, match=match):
         ts.create_schedule(outputs)
+
+
+# fuse() of no axes, and fuse of data-parallel with reduction loops (TVM accepts both) ----------------
+def test_fuse_of_no_axes_adds_an_outermost_loop_of_one_iteration(rand):
+    A = ts.placeholder((6, 7), name="A")
+    B = ts.compute((6, 7), lambda i, j: A[i, j] * 2.0, name="B")
+    D = ts.compute((6,), lambda i: B[i, 0] + B[i, 6], name="D")
+    s = ts.create_schedule(D.op)
+    one = s[D].fuse()
+    assert s[D].leaf_iter_vars[0] is one and s[D].extents()[id(one)] == 1
+    s[B].compute_at(s[D], one)       # inside D's produce, around all of its loops
+    kernel = ts.build(s, [A, D], name="fuse_nothing")
+    text = str(kernel.lowered)
+    assert text.index("produce D") < text.index("allocate B[float32 * 6 * 7]") < text.index("produce B"), text
+    a = rand((6, 7))
+    np.testing.assert_allclose(kernel(a), 2 * a[:, 0] + 2 * a[:, 6], rtol=1e-6)
+
+
+@pytest.mark.parametrize("order, factor", [("ik", None), ("ik", 4), ("ki", 3)])
+def test_fuse_of_a_data_loop_with_a_reduce_loop(rand, order, factor):
+    A = ts.placeholder((6, 7), name="A")
+    k = ts.reduce_axis((0, 7), name="k")
+    C = ts.compute((6,), lambda i: ts.sum(A[i, k] * A[i, k], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    i = C.op.axis[0]
+    if order == "ki":
+        s[C].reorder(k, i)
+    fused = s[C].fuse(*((i, k) if order == "ik" else (k, i)))
+    assert fused.iter_type == "comm_reduce" and s[C].mixes_reduction(fused)
+    if factor:
+        outer, inner = s[C].split(fused, factor=factor)
+        s[C].unroll(inner)
+    with pytest.raises(ts.ScheduleError, match="parallel on stage C.*reduction"):
+        s[C].parallel(s[C].leaf_iter_vars[0])
+    with pytest.raises(ts.ScheduleError, match="vectorize on stage C.*fuses data-parallel and reduction"):
+        s[C].vectorize(s[C].leaf_iter_vars[-1])
+    with pytest.raises(ts.ScheduleError, match="rfactor of C.*fuses data-parallel and reduction"):
+        s.rfactor(C, s[C].leaf_iter_vars[-1])
+    kernel = ts.build(s, [A, C], name=f"fuse_mixed_{order}")
+    a = rand((6, 7))
+    np.testing.assert_allclose(kernel(a), (a.astype(np.float64) ** 2).sum(1), rtol=1e-5)
+
+
+def test_fuse_of_two_reduce_loops_stays_a_reduction_that_rfactor_accepts(rand):
+    A = ts.placeholder((5, 4, 6), name="A")
+    k, r = ts.reduce_axis((0, 4), name="k"), ts.reduce_axis((0, 6), name="r")
+    C = ts.compute((5,), lambda i: ts.sum(A[i, k, r], axis=[k, r]), name="C")
+    s = ts.create_schedule(C.op)
+    kr = s[C].fuse(k, r)
+    assert not s[C].mixes_reduction(kr)
+    ko, ki = s[C].split(kr, factor=8)
+    rf = s.rfactor(C, ki)
+    s[rf].vectorize(s[rf].op.axis[0])
+    kernel = ts.build(s, [A, C], name="fuse_reduce_rfactor")
+    a = rand((5, 4, 6))
+    np.testing.assert_allclose(kernel(a), a.astype(np.float64).sum((1, 2)), rtol=1e-5)
+
+
+# pragma: whitelisted C loop hints -----------------------------------------------------------------
+def _scaled():
+    A = ts.placeholder((16, 24), name="A")
+    B = ts.compute((16, 24), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    return A, B, ts.create_schedule(B.op)
+
+
+def _loop_pragmas(source: str) -> list[str]:
+    return [line.strip() for line in source.splitlines() if "#pragma GCC" in line]
+
+
+def test_pragma_ivdep_and_unroll_reach_c_as_gcc_loop_pragmas(rand):
+    A, B, s = _scaled()
+    i, j = B.op.axis
+    s[B].pragma(i, "ivdep")
+    s[B].pragma(j, "unroll", 4)
+    kernel = ts.build(s, [A, B], name="pragma_hints")
+    assert _loop_pragmas(kernel.c_source) == ["#pragma GCC ivdep", "#pragma GCC unroll 4"]
+    assert "for i in [0, 16) pragma(ivdep=True)" in str(kernel.lowered)
+    a = rand((16, 24))
+    np.testing.assert_allclose(kernel(a), a * 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("explicit", [True, False])
+def test_pragma_unroll_explicit_false_leaves_unrolling_to_gcc(rand, explicit):
+    A, B, s = _scaled()
+    i, j = B.op.axis
+    jo, ji = s[B].split(j, factor=8)
+    s[B].unroll(ji)
+    s[B].pragma(jo, "unroll_explicit", explicit)
+    kernel = ts.build(s, [A, B], name=f"pragma_unroll_explicit_{explicit}")
+    loops = kernel.c_source.count("for (int64_t")
+    if explicit:    # the body of j.inner was copied: two loops, no unroll pragma
+        assert loops == 2 and not _loop_pragmas(kernel.c_source)
+    else:
+        assert loops == 3 and _loop_pragmas(kernel.c_source) == ["#pragma GCC unroll 8"]
+    a = rand((16, 24))
+    np.testing.assert_allclose(kernel(a), a * 2 + 1, rtol=1e-6)
+
+
+def test_pragma_ivdep_on_a_loop_carrying_a_dependence_is_refused():
+    A = ts.placeholder((6, 7), name="A")
+    k = ts.reduce_axis((0, 7), name="k")
+    C = ts.compute((6,), lambda i: ts.sum(A[i, k], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    s[C].pragma(k, "ivdep")
+    with pytest.raises(ts.ScheduleError, match="loop k of stage C has pragma ivdep, but its iterations depend"):
+        ts.lower(s, [A, C])
+
+
+@pytest.mark.parametrize("name, value, message", [
+    ("unroll_and_jam", 2, "no unroll-and-jam loop pragma; write it as a schedule"),
+    ("omp critical", None, "unknown pragma 'omp critical'"),
+    ('ivdep"\n#include <stdio.h>', None, "unknown pragma"),
+    ("ivdep", False, "'ivdep' takes True"),
+    ("unroll", "4; system()", "'unroll' needs a count"),
+    ("unroll", 0, "'unroll' needs a count"),
+    ("unroll_explicit", 1, "'unroll_explicit' takes a bool"),
+])
+def test_pragma_refuses_what_is_not_whitelisted(name, value, message):
+    A, B, s = _scaled()
+    with pytest.raises(ts.ScheduleError, match=f"pragma on stage B, loop i: .*{re.escape(message)}"):
+        s[B].pragma(B.op.axis[0], name, value)
+    assert not s[B].pragmas
+
+
+def test_pragma_on_an_openmp_loop_is_refused():
+    A, B, s = _scaled()
+    s[B].pragma(B.op.axis[0], "ivdep")
+    s[B].parallel(B.op.axis[0])
+    with pytest.raises(ts.ScheduleError, match="pragma 'ivdep' on stage B, loop i: the loop is parallel"):
+        ts.lower(s, [A, B])

@@ -129,3 +129,67 @@ def test_int64_constants_beyond_int32(rand):
     f = ts.build(ts.create_schedule(B.op), [A, B], name="int64_const")
     a = rand(8, "int64", -1000, 1000)
     np.testing.assert_array_equal(f(a), a + big - 2**33)
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"])
+def test_bitwise_operators_and_shifts_match_numpy(dtype, rand):
+    """``& | ^ ~`` of integers are bitwise; shifts follow NumPy for every amount, the width and beyond
+    included (amounts up to 70 and negative ones)."""
+    n = 48
+    A = ts.placeholder((n,), dtype, name="A")
+    B = ts.placeholder((n,), dtype, name="B")
+    S = ts.placeholder((n,), "int32", name="S")
+    outs = [ts.compute((n,), lambda i: A[i] & B[i], name="band"),
+            ts.compute((n,), lambda i: A[i] | B[i], name="bor"),
+            ts.compute((n,), lambda i: A[i] ^ B[i], name="bxor"),
+            ts.compute((n,), lambda i: ~A[i], name="bnot"),
+            ts.compute((n,), lambda i: A[i] << S[i].astype(dtype), name="shl"),
+            ts.compute((n,), lambda i: A[i] >> S[i].astype(dtype), name="shr"),
+            ts.compute((n,), lambda i: (A[i] << 3) ^ (B[i] >> 2), name="const_shift")]
+    assert all(t.dtype == dtype for t in outs)
+    f = ts.build(ts.create_schedule([t.op for t in outs]), [A, B, S] + outs, name=f"bits_{dtype}")
+    low, high = (0, np.iinfo(dtype).max) if np.dtype(dtype).kind == "u" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    a, b = rand(n, dtype, max(low, -2**40), min(high, 2**40)), rand(n, dtype, max(low, -2**40), min(high, 2**40))
+    bits = np.dtype(dtype).itemsize * 8
+    s = np.arange(n, dtype="int32") % (bits + 6) - (1 if np.dtype(dtype).kind == "i" else 0)
+    s = np.maximum(s, 0) if np.dtype(dtype).kind == "u" else s
+    got = f(a, b, s)
+    sh = s.astype(dtype)
+    want = [a & b, a | b, a ^ b, ~a, np.left_shift(a, sh), np.right_shift(a, sh),
+            np.left_shift(a, dtype_cast(3, dtype)) ^ np.right_shift(b, dtype_cast(2, dtype))]
+    for g, w, t in zip(got, want, outs):
+        np.testing.assert_array_equal(g, w, err_msg=t.name)
+
+
+def dtype_cast(value: int, dtype: str) -> np.ndarray:
+    return np.array(value, dtype=dtype)
+
+
+def test_bitwise_operators_vectorize(rand):
+    A = ts.placeholder((64,), "uint8", name="A")
+    B = ts.placeholder((64,), "uint8", name="B")
+    C = ts.compute((64,), lambda i: ((A[i] & B[i]) | (~A[i] >> 1)) ^ (B[i] << 2), name="C")
+    s = ts.create_schedule(C.op)
+    _, inner = s[C].split(C.op.axis[0], factor=32)
+    s[C].vectorize(inner)
+    f = ts.build(s, [A, B, C], name="bits_vector")
+    assert "ts_vload_u8x" in f.c_source and "<<" in f.c_source
+    a, b = rand(64, "uint8", 0, 255), rand(64, "uint8", 0, 255)
+    np.testing.assert_array_equal(f(a, b), ((a & b) | (~a >> 1)) ^ (b << 2))
+
+
+def test_bitwise_operators_on_conditions_are_logic_and_on_floats_are_refused():
+    A = ts.placeholder((4,), name="A")
+    I = ts.placeholder((4,), "int32", name="I")
+    assert (A[0] > 0).__xor__(A[1] > 0).dtype == "bool"
+    assert ((A[0] > 0) & (I[0] > 1)).dtype == "bool"
+    assert (I[0] & 6).dtype == "int32"
+    with pytest.raises(TypeError, match="bitwise operations need integer operands, got float32 and float32"):
+        A[0] & A[1]
+    with pytest.raises(TypeError, match=r"A\[0\] << 2.*need integer operands"):
+        A[0] << 2
+    with pytest.raises(TypeError, match="bitwise not needs an integer, got float32"):
+        ~A[0]
+    with pytest.raises(TypeError, match="got bool"):
+        ts.bitwise_not(A[0] > 0)
+    assert repr(ts.bitwise_xor(I[0], ts.shift_left(I[1], 2))) == "I[0] ^ I[1] << 2"

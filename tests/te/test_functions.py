@@ -236,3 +236,49 @@ def test_nan_propagates_as_in_numpy(kind):
         want = npfun[0](a2, 0) + npfun[1](a2, axis=1, keepdims=True)
         np.testing.assert_array_equal(np.isnan(f(a2)), np.isnan(want))
         np.testing.assert_allclose(f(a2), want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("dtype, rtol", [("float32", 2e-6), ("float64", 1e-13), ("float16", 1e-3)])
+def test_power_round_trunc_fmod_clamp(dtype, rtol, rand):
+    n = 64
+    A = ts.placeholder((n,), dtype, name="A")
+    B = ts.placeholder((n,), dtype, name="B")
+    outs = {
+        "power": (lambda i: ts.power(A[i], B[i]), lambda a, b: np.power(a, b)),
+        "pow_operator": (lambda i: A[i] ** 2.0 + 2.0 ** B[i], lambda a, b: a ** 2 + 2 ** b),
+        "round": (lambda i: ts.round(A[i] * 4.0 - 2.0), lambda a, b: np.round(a * 4 - 2)),
+        "trunc": (lambda i: ts.trunc(A[i] * 4.0 - 2.0), lambda a, b: np.trunc(a * 4 - 2)),
+        "fmod": (lambda i: ts.fmod(A[i] * 4.0 - 2.0, B[i]), lambda a, b: np.fmod(a * 4 - 2, b)),
+        "clamp": (lambda i: ts.clamp(A[i], 0.5, B[i] + 1.0), lambda a, b: np.minimum(np.maximum(a, 0.5), b + 1)),
+        "select": (lambda i: ts.select(A[i] > B[i], A[i], B[i] * 2.0), lambda a, b: np.where(a > b, a, b * 2)),
+    }
+    tensors = [ts.compute((n,), fn, name=name) for name, (fn, _) in outs.items()]
+    assert all(t.dtype == dtype for t in tensors)
+    f = ts.build(ts.create_schedule([t.op for t in tensors]), [A, B] + tensors, name=f"more_math_{dtype}")
+    a = rand(n, dtype, 0.05, 3.0)
+    a[:8] = np.array([0.125, 0.375, 0.625, 0.875, 1.125, 0.0, 1.0, 0.5], dtype=dtype)   # ties of round
+    b = rand(n, dtype, 0.25, 2.0)
+    for got, (name, (_, ref)) in zip(f(a, b), outs.items()):
+        want = ref(a.astype("float64"), b.astype("float64"))
+        if dtype != "float16" and name in ("round", "trunc", "fmod", "clamp", "select"):   # exact in the type
+            want = ref(a, b)
+        np.testing.assert_allclose(got, want.astype(dtype), rtol=rtol, atol=1e-6, err_msg=name)
+
+
+def test_integer_fmod_power_and_clamp(rand):
+    I = ts.placeholder((40,), "int16", name="I")
+    J = ts.placeholder((40,), "int16", name="J")
+    F = ts.compute((40,), lambda i: ts.fmod(I[i], J[i]), name="F")
+    P = ts.compute((40,), lambda i: ts.power(I[i], 2), name="P")
+    C = ts.compute((40,), lambda i: ts.clamp(I[i], -100, 100), name="C")
+    assert (F.dtype, P.dtype, C.dtype) == ("int16", "float32", "int16")
+    f = ts.build(ts.create_schedule([F.op, P.op, C.op]), [I, J, F, P, C], name="int_fmod")
+    i, j = rand(40, "int16", -3000, 3000), rand(40, "int16", -20, 20)
+    j[:3] = [0, -1, 1]
+    i[3] = -32768
+    j[3] = -1
+    got_f, got_p, got_c = f(i, j)
+    with np.errstate(divide="ignore"):
+        np.testing.assert_array_equal(got_f, np.where(j == 0, 0, np.fmod(i, np.where(j == 0, 1, j))))
+    np.testing.assert_allclose(got_p, i.astype("float32") ** 2, rtol=1e-6)
+    np.testing.assert_array_equal(got_c, np.clip(i, -100, 100))

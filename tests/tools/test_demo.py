@@ -71,12 +71,33 @@ def test_matmul_with_non_dividing_tiles_matches_numpy():
 
 
 def test_format_table_ratio_is_baseline_over_row():
-    rows = [demo.Timing("a, base", median=2.0, best=1.0, flops=4e9, baseline="a, base"),
-            demo.Timing("a, fast", median=0.5, best=0.25, flops=4e9, baseline="a, base")]
+    rows = [demo.Timing("a, base", median=2.0, spread=0.1, best=1.0, flops=4e9, baseline="a, base"),
+            demo.Timing("a, fast", median=0.5, spread=0.02, best=0.25, flops=4e9, baseline="a, base")]
     lines = demo.format_table(rows).splitlines()
     assert lines[2].split()[-3:] == ["1.00x", "vs", "base"]
     assert lines[3].split()[-3:] == ["4.00x", "vs", "base"]
     assert "8.0" in lines[3]  # GFLOP/s at the median: 4e9 / 0.5 s
+    assert "20.000" in lines[3]  # the spread, in ms
+
+
+def _row(variant: str, median: float, spread: float = 0.0) -> demo.Timing:
+    return demo.Timing(f"conv3x3+relu 1x4x8x8, {variant}", median, spread, median, 1e6,
+                       "conv3x3+relu 1x4x8x8, unfused")
+
+
+def test_every_row_is_explained_and_the_inlined_padding_says_why_it_loses():
+    unfused = _row("unfused", 1.0)
+    inlined = demo.explain(_row("pad inlined", 5.0), unfused)
+    assert inlined.startswith("loses") and "9 times per output" in inlined and "SIMD" in inlined
+    assert demo.explain(_row("pad inlined", 0.5), unfused).startswith("faster than unfused")
+    for variant in ("NumPy", "unfused", "pad at tile"):
+        assert len(demo.explain(_row(variant, 1.0), unfused)) > 40
+
+
+def test_a_busy_machine_is_reported():
+    assert demo.busy_note([_row("unfused", 1.0, 0.1)]) is None
+    note = demo.busy_note([_row("unfused", 1.0, 0.1), _row("pad at tile", 1.0, 0.9)])
+    assert note is not None and "busy" in note and "pad at tile" in note and "unfused" not in note
 
 
 def test_demo_command_prints_fused_ir_and_table(capsys):
@@ -86,6 +107,8 @@ def test_demo_command_prints_fused_ir_and_table(capsys):
     for variant in demo.CONV_VARIANTS:
         assert f", {variant} " in printed
     assert f"matmul {SIZES.n}x{SIZES.n}, tesched" in printed
+    explained = printed.split("Why each row takes its time:")[1]
+    assert explained.count("\n- ") == len(demo.CONV_VARIANTS) + 3   # every row of the table
 
 
 def test_command_without_subcommand_exits_with_usage(capsys):

@@ -51,15 +51,26 @@ def test_odd_trip_counts_use_narrower_vectors():
     np.testing.assert_allclose(f(a), np.maximum(a * 2 + 1, 0), rtol=1e-6)
 
 
-def test_strided_access_falls_back_to_gcc():
+def test_strided_access_is_strided_vector_loads():
     A = ts.placeholder((64,), name="A")
     B = ts.compute((32,), lambda i: A[2 * i] + 1.0, name="B")
     s = ts.create_schedule(B.op)
     s[B].vectorize(B.op.axis[0])
     f = ts.build(s, [A, B], name="simd_strided")
-    assert "ts_vload_" not in f.c_source and "#pragma omp simd" in f.c_source
+    assert "ts_vloads_f32x" in f.c_source and "#pragma omp simd" not in f.c_source
     a = np.arange(64, dtype=np.float32)
     np.testing.assert_allclose(f(a), a[::2] + 1)
+
+
+def test_gathered_access_falls_back_to_gcc():
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((32,), lambda i: A[(i * i) % 64] + 1.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[0])
+    f = ts.build(s, [A, B], name="simd_gathered")
+    assert "ts_vload" not in f.c_source and "#pragma omp simd" in f.c_source
+    a = np.arange(64, dtype=np.float32)
+    np.testing.assert_allclose(f(a), a[(np.arange(32) ** 2) % 64] + 1)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "int32", "int64"])
@@ -218,3 +229,15 @@ def test_tails_use_vector_types_the_runtime_defines(target, n, rand):
     assert "f32x2" not in f.c_source
     a = rand((3, n))
     np.testing.assert_allclose(f(a), a * 3.0 + 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize("rows, cols", [(64, 64), (37, 21)])
+def test_transpose_reads_strided_vectors(rows, cols):
+    A = ts.placeholder((cols, rows), name="A")
+    T = ts.compute((rows, cols), lambda i, j: A[j, i] * 2.0, name="T")
+    s = ts.create_schedule(T.op)
+    s[T].vectorize(T.op.axis[1])
+    f = ts.build(s, [A, T], name=f"transpose_{rows}_{cols}")
+    a = np.random.default_rng(3).standard_normal((cols, rows)).astype(np.float32)
+    np.testing.assert_array_equal(f(a), a.T * 2)
+    assert "ts_vloads_f32x" in f.c_source and "omp simd" not in f.c_source

@@ -20,6 +20,7 @@ from tesched.graph.passes.fuse_ops import FusionReport, UnfusedEdge, explain_fus
 from tesched.graph.passes.sequential import Sequential, pass_name, print_trace
 from tesched.graph.passes.simplify_inference import simplify_inference
 
+#: The passes ``tesched.graph.build`` runs, in order (``disabled_passes=`` leaves some out).
 DEFAULT_PASSES = ("simplify_inference", "fold_scale_axis", "fold_constant", "combine_constant_adds",
                   "combine_parallel_dense", "alter_op_layout", "fuse_ops")
 

@@ -15,7 +15,8 @@
 - any other ``nn.conv2d`` with one group, a window larger than 1x1, a constant ``W`` and a multiple of the
   SIMD width of output channels, which is strided or whose output rows are narrower than
   :data:`NARROW_ROW` (rows that fill SIMD vectors poorly), becomes ``nn.conv2d_weight_last(x, W')`` with
-  ``W'`` stored ``(C, KH, KW, K)``: vectorized along output channels instead of along the row.
+  ``W'`` stored ``(K / B, C, KH, KW, B)`` (blocks of output channels, each block's weights contiguous):
+  vectorized along output channels instead of along the row.
 
 Everything else is left as it is. The rewritten graph computes the same values (to float32 rounding).
 """
@@ -91,22 +92,21 @@ class _Views:
         self.inner[id(out)] = tiles
         return out
 
-    def pushed(self, node: Call, original: Call) -> Expr | None:
+    def pushed(self, node: Call, original: Expr) -> Expr | None:
         """``node`` computed on the tile layout and viewed as NCHW, when its data operand is such a view
         read only by it and its other operands can follow: elementwise ops, NumPy-broadcast arithmetic
         (constants are put on the tile layout, tensors of the output's shape reshaped), and ops along
         the channel axis (``nn.bias_add``, ``nn.batch_norm``), whose per-channel operands stay as they are."""
-        views = [id(a) in self.inner and self.counts.get(id(o), 0) == 1 for a, o in zip(node.args, original.args)]
+        views = [id(a) in self.inner and self.counts.get(id(o), 0) == 1 for a, o in zip(node.args, original.children())]
         if not any(views):
             return None
         name, ndim = node.op_name, node.tensor_type.ndim
+        args: list[Expr] | None = None
         if name in _CHANNEL_OPS and views[0] and normalize_axis(node.attrs["axis"], ndim, name) == 1:
             args = [self.inner[id(node.args[0])], *node.args[1:]]
-        elif name in _BROADCAST_ARITHMETIC or (node.op.pattern == Pattern.ELEMWISE and len(node.args) == 1):  # type: ignore[union-attr]
+        elif name in _BROADCAST_ARITHMETIC or (node.pattern == Pattern.ELEMWISE and len(node.args) == 1):
             args = self._tiled_operands(node)
-            if args is None:
-                return None
-        else:
+        if args is None:
             return None
         return self.view(Call(node.op, args, node.attrs), node.tensor_type.shape)
 
@@ -151,6 +151,6 @@ def alter_op_layout(f: Function, rules: FusionRules | None = None) -> Function:
         if node.op_name == "nn.conv2d":
             tiles = _conv_as_winograd(node) if use_winograd else None
             return _conv_weight_last(node) if tiles is None else views.view(tiles, node.tensor_type.shape)
-        return views.pushed(node, original)  # type: ignore[arg-type]
+        return views.pushed(node, original)
 
     return f.with_body(rewrite(f.body, alter))

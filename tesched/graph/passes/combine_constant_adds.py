@@ -23,8 +23,9 @@ def constant_add_parts(node: Expr) -> tuple[Expr, np.ndarray] | None:
         return node.args[0], node.args[1].data.reshape(shape)
     if node.op_name == "add":
         for side in (0, 1):
-            if isinstance(node.args[1 - side], Constant) and not isinstance(node.args[side], Constant):
-                return node.args[side], node.args[1 - side].data  # type: ignore[attr-defined]
+            other = node.args[1 - side]
+            if isinstance(other, Constant) and not isinstance(node.args[side], Constant):
+                return node.args[side], other.data
     return None
 
 

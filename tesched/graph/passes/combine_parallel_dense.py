@@ -9,6 +9,8 @@ call). The result is the same to float32 rounding: each output column is the sam
 """
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import numpy as np
 
 from tesched.graph.ir import Call, Constant, Expr, Function
@@ -17,9 +19,16 @@ from tesched.graph.ops_transform import strided_slice
 from tesched.graph.visit import post_order, rewrite
 
 
-def _is_constant_dense(node: Expr) -> bool:
+def _is_constant_dense(node: Expr) -> TypeGuard[Call]:
     return isinstance(node, Call) and not isinstance(node.op, Function) and node.op_name == "nn.dense" \
         and isinstance(node.args[1], Constant)
+
+
+def _weight(call: Call) -> np.ndarray:
+    """The constant weight of a dense call that :func:`_is_constant_dense` accepted."""
+    weight = call.args[1]
+    assert isinstance(weight, Constant)
+    return weight.data
 
 
 def combine_parallel_dense(f: Function) -> Function:
@@ -27,21 +36,21 @@ def combine_parallel_dense(f: Function) -> Function:
     siblings: dict[int, list[Call]] = {}
     for node in post_order(f.body):
         if _is_constant_dense(node):
-            siblings.setdefault(id(node.args[0]), []).append(node)  # type: ignore[union-attr]
+            siblings.setdefault(id(node.args[0]), []).append(node)
     member_of = {id(c): key for key, calls in siblings.items() if len(calls) > 1 for c in calls}
     if not member_of:
         return f
-    combined: dict[int, Call] = {}
+    combined: dict[int, Expr] = {}
 
     def replace(node: Expr, original: Expr) -> Expr | None:
         key = member_of.get(id(original))
-        if key is None:
+        if key is None or not isinstance(node, Call):
             return None
         calls = siblings[key]
         if key not in combined:
-            weights = np.concatenate([c.args[1].data for c in calls], axis=0)  # type: ignore[attr-defined]
-            combined[key] = dense(node.args[0], Constant(weights))  # type: ignore[attr-defined, assignment]
-        start = sum(c.tensor_type.shape[1] for c in calls[:calls.index(original)])  # type: ignore[arg-type]
+            combined[key] = dense(node.args[0], Constant(np.concatenate([_weight(c) for c in calls], axis=0)))
+        position = [id(c) for c in calls].index(id(original))
+        start = sum(int(c.tensor_type.shape[1]) for c in calls[:position])
         rows, columns = original.tensor_type.shape
         return strided_slice(combined[key], [0, start], [rows, start + columns])
 

@@ -49,14 +49,14 @@ class _Folder:
             return Call(new.op, [new.args[0], fold(multiply(weight, rows))], new.attrs)
         if new.op_name == "nn.bias_add" and isinstance(new.args[1], Constant) and \
                 normalize_axis(new.attrs["axis"], new.tensor_type.ndim, "nn.bias_add") == CHANNEL_AXIS:
-            inner = self.scaled(new.args[0], old.args[0], factors, scale)  # type: ignore[attr-defined]
+            inner = self.scaled(new.args[0], old.children()[0], factors, scale)
             return None if inner is None else bias_add(inner, fold(multiply(new.args[1], Constant(factors.astype(dtype)))),
                                                        new.attrs["axis"])
         if new.op_name == "add":
             for side in (0, 1):
                 other = new.args[1 - side]
                 if isinstance(other, Constant) and new.args[side].checked_type == new.checked_type:
-                    inner = self.scaled(new.args[side], old.args[side], factors, scale)  # type: ignore[attr-defined]
+                    inner = self.scaled(new.args[side], old.children()[side], factors, scale)
                     if inner is not None:
                         return add(inner, fold(multiply(other, scale)))
         return None
@@ -69,7 +69,7 @@ class _Folder:
             if isinstance(scale, Constant):
                 factors = channel_scale(scale, node.args[side].tensor_type)
                 if factors is not None:
-                    out = self.scaled(node.args[side], original.args[side], factors, scale)  # type: ignore[attr-defined]
+                    out = self.scaled(node.args[side], original.children()[side], factors, scale)
                     if out is not None:
                         return out
         return None

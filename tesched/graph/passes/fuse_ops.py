@@ -42,7 +42,8 @@ def _primitive(group: Group, outputs: list[Call], name: str) -> tuple[Function, 
 
 
 def _group_names(groups: list[Group]) -> list[str]:
-    names, seen = [], {}
+    names: list[str] = []
+    seen: dict[str, int] = {}
     for g in groups:
         base = "fused_" + "_".join(c.op_name.replace(".", "_") for c in g.ordered())
         count = seen.get(base, 0)

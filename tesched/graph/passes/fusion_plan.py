@@ -22,6 +22,7 @@ A recomputed copy is never an output. This module plans; :mod:`.fuse_ops` rewrit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from tesched.graph.annotation import STOP_FUSION
 from tesched.graph.fusion_rules import FusionRules
@@ -89,14 +90,14 @@ class Group:
     def __init__(self, call: Call, position: int):
         self.members: dict[int, tuple[int, Call]] = {id(call): (position, call)}
         self.copies: set[int] = set()
-        self.pattern = call.op.pattern  # type: ignore[union-attr]
+        self.pattern = call.pattern
 
     def ordered(self) -> list[Call]:
         return [call for _, call in sorted(self.members.values(), key=lambda m: m[0])]
 
     @property
     def anchor(self) -> Call:
-        return max(self.members.values(), key=lambda m: (m[1].op.pattern, -m[0]))[1]  # type: ignore[union-attr]
+        return max(self.members.values(), key=lambda m: (m[1].pattern, -m[0]))[1]
 
     def originals(self) -> set[int]:
         return set(self.members) - self.copies
@@ -135,7 +136,7 @@ class Planner:
             src = source(arg)
             if is_op_call(src):
                 stopped = src is not arg or found.get(id(src), (src, False))[1]
-                found[id(src)] = (src, stopped)  # type: ignore[assignment]
+                found[id(src)] = (src, stopped)
         return list(found.values())
 
     # queries ----------------------------------------------------------------------------------------
@@ -147,6 +148,7 @@ class Planner:
         found = set()
         for k in group_ids | copies:
             call = self.node(k)
+            assert isinstance(call, Call), "group members are calls"
             for arg in call.args:
                 src = id(source(arg))
                 if src not in group_ids and src not in copies:
@@ -181,16 +183,16 @@ class Planner:
 
     def cheap(self, group: Group) -> bool:
         return len(group.members) <= self.rules.recompute_max_ops and \
-            all(c.op.pattern in _CHEAP for _, c in group.members.values())  # type: ignore[union-attr]
+            all(c.pattern in _CHEAP for _, c in group.members.values())
 
     def horizontal(self, gp: Group, gc: Group, consumer: Call) -> bool:
         """Anchors side by side: both groups hold matrix products (:data:`SIDE_BY_SIDE_ANCHORS`), they meet
         in an elementwise op, and no anchor of the consumer's group depends on the producer's."""
-        anchors = {k for k, (_, c) in gc.members.items() if c.op.pattern == Pattern.OUT_ELEMWISE_FUSABLE}
-        every = [c for g in (gp, gc) for _, c in g.members.values() if c.op.pattern == Pattern.OUT_ELEMWISE_FUSABLE]
+        anchors = {k for k, (_, c) in gc.members.items() if c.pattern == Pattern.OUT_ELEMWISE_FUSABLE}
+        every = [c for g in (gp, gc) for _, c in g.members.values() if c.pattern == Pattern.OUT_ELEMWISE_FUSABLE]
         return (self.rules.combine_anchors and gp.pattern == gc.pattern == Pattern.OUT_ELEMWISE_FUSABLE
                 and all(c.op_name in SIDE_BY_SIDE_ANCHORS for c in every)
-                and consumer.op.pattern <= Pattern.BROADCAST  # type: ignore[union-attr]
+                and consumer.pattern <= Pattern.BROADCAST
                 and not self.reaches(gp.originals(), anchors))
 
     # planning -------------------------------------------------------------------------------------
@@ -302,5 +304,5 @@ def _article(word: object) -> str:
     return "an" if str(word)[0] in "aeiou" else "a"
 
 
-def is_op_call(node: Expr) -> bool:
+def is_op_call(node: Expr) -> TypeGuard[Call]:
     return isinstance(node, Call) and not isinstance(node.op, Function) and node.op is not STOP_FUSION

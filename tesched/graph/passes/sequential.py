@@ -15,7 +15,7 @@ Trace = Callable[[str, Function], None]
 def pass_name(p: Pass) -> str:
     """The name a pass is known by (its function's name; partial applications keep it)."""
     while isinstance(p, functools.partial):
-        p = p.func  # type: ignore[assignment]
+        p = p.func
     return getattr(p, "__name__", type(p).__name__)
 
 
@@ -35,6 +35,7 @@ class Sequential:
 
     @property
     def names(self) -> list[str]:
+        """The names of the passes, in the order they run."""
         return [pass_name(p) for p in self.passes]
 
     def __call__(self, f: Function, trace: Trace | None = None) -> Function:

@@ -17,10 +17,11 @@ from tesched.nn.shape import normalize_axis
 def _expand(node: Expr, original: Expr) -> Expr | None:
     if not (isinstance(node, Call) and node.op is get_op("nn.batch_norm")):
         return None
-    if not all(isinstance(a, Constant) for a in node.args[1:]):
+    statistics = [a for a in node.args[1:] if isinstance(a, Constant)]
+    if len(statistics) != len(node.args) - 1:
         return None
     x = node.args[0]
-    gamma, beta, mean, var = (a.data.astype(np.float64) for a in node.args[1:])  # type: ignore[attr-defined]
+    gamma, beta, mean, var = (a.data.astype(np.float64) for a in statistics)
     ty = x.tensor_type
     shape = bias_channel_shape(ty.ndim, normalize_axis(node.attrs["axis"], ty.ndim, "nn.batch_norm"))
     scale = gamma / np.sqrt(var + node.attrs["epsilon"])

@@ -3,8 +3,9 @@
 Each workload (``workloads.WORKLOADS``) is prepared as a :class:`~.workloads.Case`: its variants
 (tesched fused, tesched unfused, NumPy, and PyTorch eager when torch is importable), a float64 NumPy
 reference every variant is checked against before it is timed, and its flop count. tesched variants are
-prepared calls (``Kernel.prepare``, ``Executable.prepare``: arguments checked once, as in a loop of
-calls); the call-overhead row also times the ordinary checked call. Variants of a
+plain calls (``f(*inputs)``: arguments checked at every call), and tesched fused is also timed through its
+prepared call beside it (``Kernel.prepare``, ``Executable.prepare``: arguments checked once, as in a loop
+of calls). Variants of a
 workload are timed interleaved, round after round, so a burst of load from other processes hits all of
 them alike (:mod:`.timing`); the report gives median and minimum microseconds, GFLOP/s, and the speed-up
 of tesched fused over each other variant (:mod:`.report`). The machine's peak FMA throughput

@@ -60,7 +60,8 @@ def _cell(gates: int, hidden: int, torch: ModuleType | None) -> Case:
     graph_fused = G.build(f, params=params)
     unfused = G.build(f, params=params, disabled_passes=["fuse_ops"])
 
-    variants = {"fused": kernel.prepare(*arrays), "unfused": unfused.prepare(*states),
+    variants = {"fused": lambda: kernel(*arrays), "fused prepared": kernel.prepare(*arrays),
+                "unfused": lambda: unfused(*states),
                 "numpy": lambda: numpy_cell(gates, *([x, h, None] if gates == 1 else states), w_ih, w_hh, b),
                 "graph fused": graph_fused.prepare(*states)}
     if torch is not None:

@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from typing import Sequence
 
+from tesched.config import prefer_passive_openmp
 from tesched.tools.bench.catalog import workloads
 from tesched.tools.bench.graph_cases import GRAPH_CASES
 from tesched.tools.bench.graph_suite import format_graph_table, graph_json, run_graph_suite
 from tesched.tools.bench.report import format_table, plot, write_json
 from tesched.tools.bench.suite import run_suite
+from tesched.tools.bench.threads import BENCH_EXTRA, optional_module
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -33,6 +35,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-build", action="store_true", help="skip the build-time measurement")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out even when installed")
     args = parser.parse_args(argv)
+    if args.plot and optional_module("matplotlib") is None:
+        parser.error(f"--plot needs matplotlib, which is not installed ({BENCH_EXTRA}); nothing was run")
+    if args.plot and args.graph:
+        parser.error("--plot draws the suite's chart; the --graph suite has none")
     if args.threads is not None and args.threads < 1:
         parser.error("--threads must be at least 1")
     if args.repeat is not None and args.repeat < 1:
@@ -40,9 +46,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def missing_dependencies(args: argparse.Namespace) -> list[str]:
+    """What the run will leave out for want of an optional package, said before it starts (not after)."""
+    notes = []
+    if not args.no_torch and optional_module("torch") is None:
+        notes.append(f"PyTorch is not installed: its columns are left out ({BENCH_EXTRA}, or --no-torch)")
+    if optional_module("threadpoolctl") is None:
+        notes.append(f"threadpoolctl is not installed: NumPy's BLAS keeps its own thread count, so NumPy may use "
+                     f"more threads than the others ({BENCH_EXTRA})")
+    return notes
+
+
 def main(argv: Sequence[str] | None = None) -> None:
+    """Run the suite the command line ``argv`` asks for and print its table."""
     args = parse_args(argv)
+    wait_policy = prefer_passive_openmp()    # before torch or a kernel loads an OpenMP runtime
+    print(f"note: OMP_WAIT_POLICY={wait_policy}", file=sys.stderr, flush=True)
     progress = lambda message: print(f"... {message}", file=sys.stderr, flush=True)  # noqa: E731
+    for note in missing_dependencies(args):
+        print(f"note: {note}", file=sys.stderr, flush=True)
     if args.graph:
         graph_result = run_graph_suite(threads=args.threads, repeat=args.repeat or (3 if args.quick else 30),
                                        quick=args.quick, only=args.only, use_torch=not args.no_torch, progress=progress)
@@ -58,6 +80,5 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.json:
         write_json(result, args.json)
         print(f"\nJSON written to {args.json}")
-    if args.plot:
-        print(f"\nbar chart written to {args.plot}" if plot(result, args.plot)
-              else "\n--plot: matplotlib is not installed, no chart drawn")
+    if args.plot and plot(result, args.plot):
+        print(f"\nbar chart written to {args.plot}")

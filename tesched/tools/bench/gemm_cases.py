@@ -1,9 +1,9 @@
 """GEMM (``nn.matmul`` with its default schedule, 1024^3) and the cost of calling a tiny kernel.
 
 GEMM has nothing to fuse, so it has no unfused variant. The call-overhead row runs ``C = A + B`` on four
-float32 elements: the pre-checked call of :meth:`tesched.kernel.Kernel.prepare` (``fused`` column, like
-every other tesched variant of the suite) and the ordinary call that checks its arguments every time
-(extra ``checked call`` variant), next to ``np.add`` and ``torch.add`` with ``out=``.
+float32 elements: the ordinary call ``kernel(a, b, c)`` that checks its arguments every time (``fused``
+column, as a user writes it) and the pre-checked call of ``Kernel.prepare`` beside it (``fused prepared``),
+next to ``np.add`` and ``torch.add`` with ``out=``.
 """
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ def gemm(quick: bool, torch: ModuleType | None) -> Case:
     kernel = ts.build(nn.default_schedule(c_t), [a_t, b_t, c_t], name="gemm")
     a, b = random_arrays(6, (n, n), (n, n), scale=1.0)
     c_np = np.empty((n, n), np.float32)
-    variants = {"fused": kernel.prepare(a, b), "numpy": lambda: np.matmul(a, b, out=c_np)}
+    variants = {"fused": lambda: kernel(a, b), "fused prepared": kernel.prepare(a, b),
+                "numpy": lambda: np.matmul(a, b, out=c_np)}
     if torch is not None:
         ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.empty(n, n)
         variants["torch"] = lambda: torch.mm(ta, tb, out=tc)
@@ -39,16 +40,16 @@ def call_overhead(quick: bool, torch: ModuleType | None) -> Case:
     a, b = random_arrays(7, (size,), (size,))
     c = np.empty(size, np.float32)
 
-    def checked() -> np.ndarray:
+    def plain() -> np.ndarray:
         kernel(a, b, c)
         return c
 
-    variants = {"fused": kernel.prepare(a, b), "numpy": lambda: np.add(a, b, out=c), "checked call": checked}
+    variants = {"fused": plain, "fused prepared": kernel.prepare(a, b), "numpy": lambda: np.add(a, b, out=c)}
     if torch is not None:
         ta, tb, tc = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(c)
         variants["torch"] = lambda: torch.add(ta, tb, out=tc)
     return Case("call overhead: 4-element add", 0.0, [a.astype(np.float64) + b], variants, kernels={"fused": 1},
-                rtol=1e-6, atol=0.0, note="fused column: a prepared call; checked call: kernel(a, b, c)")
+                rtol=1e-6, atol=0.0, note="fused: kernel(a, b, c), the output given; fused prepared: kernel.prepare(a, b)")
 
 
 GEMM_WORKLOADS = [Workload("gemm", gemm), Workload("overhead", call_overhead)]

@@ -12,8 +12,8 @@ from typing import Callable
 
 from tesched.tools.bench.graph_cases import GRAPH_CASES, GraphCase, call_overheads
 from tesched.tools.bench.suite import _load
-from tesched.tools.bench.threads import optional_module, set_all_threads
-from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, time_interleaved
+from tesched.tools.bench.threads import describe_thread_pools, optional_module, set_all_threads
+from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, busy_warning, time_interleaved
 
 LABELS = ("graph", "graph prepared", "hand", "numpy", "torch")
 
@@ -115,6 +115,7 @@ def format_graph_table(result: GraphSuiteResult) -> str:
     lines = [f"tesched.graph against the hand kernels | threads {result.threads} | {result.repeat} interleaved "
              f"rounds | PyTorch {env['torch'] or 'not installed'}",
              f"load average at start {env.get('load_average_start')}, at end {env.get('load_average_end')}",
+             describe_thread_pools(env["threads_set"].get("pools", [])),
              "times: microseconds per call, median (min); graph: plain exe(*inputs); vs X: X median / graph median", ""]
     width = max([len(r.name) for r in result.rows] + [8])
     header = f"{'workload':<{width}}  {'kernels':>7}  " + "  ".join(f"{v + ' us':>21}" for v in LABELS) + \
@@ -142,7 +143,10 @@ def format_graph_table(result: GraphSuiteResult) -> str:
     notes = [f"  {row.name}: {row.note}" for row in result.rows if row.note]
     if notes:
         lines += ["", "notes:"] + notes
-    return "\n".join(lines)
+    groups = {row.name: row.timings for row in result.rows}
+    groups.update({f"call overhead {o.name}": {"plain": o.plain, "prepared": o.prepared} for o in result.overheads})
+    warning = busy_warning(groups, (env.get("load_average_start"), env.get("load_average_end")))
+    return "\n".join(lines + ([""] + warning if warning else []))
 
 
 def graph_json(result: GraphSuiteResult) -> dict:

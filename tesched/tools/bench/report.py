@@ -14,7 +14,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 from tesched.tools.bench.suite import Row, SuiteResult
-from tesched.tools.bench.threads import optional_module
+from tesched.tools.bench.threads import describe_thread_pools, optional_module
+from tesched.tools.bench.timing import busy_warning
 from tesched.tools.bench.workloads import VARIANTS
 
 COMPARED = ("unfused", "numpy", "torch")
@@ -58,6 +59,7 @@ def format_table(result: SuiteResult) -> str:
     lines = [f"tesched {env['tesched']} | {env['cpu']}, {env['cores']} cores | threads {result.threads} | "
              f"{result.repeat} interleaved rounds | NumPy {env['numpy']} | PyTorch {env['torch'] or 'not installed'}",
              f"load average at start {env.get('load_average_start')}, at end {env.get('load_average_end')}",
+             describe_thread_pools(env.get("threads_set", {}).get("pools", [])),
              "times: microseconds per call, median (min); speed-up: other median / fused median (>1: tesched faster)",
              ""]
     width = max([len(r.name) for r in result.rows] + [8])
@@ -94,6 +96,10 @@ def format_table(result: SuiteResult) -> str:
         lines += ["", "build time, ms (empty kernel cache): cold / cached same process / cached new process"]
         lines += [f"  {b.kernel:<10} {b.cold * 1e3:8.1f} / {b.cached_same_process * 1e3:6.1f} / "
                   f"{b.cached_new_process * 1e3:6.1f}" for b in result.build_times]
+    warning = busy_warning({row.name: row.timings for row in result.rows},
+                           (env.get("load_average_start"), env.get("load_average_end")))
+    if warning:
+        lines += [""] + warning
     return "\n".join(lines)
 
 

@@ -1,17 +1,21 @@
 """One thread count for every library the suite compares: tesched's OpenMP loops, PyTorch's intra-op
-pool, and NumPy's BLAS (OpenBLAS, found among the loaded libraries and set through its own
-``*_set_num_threads`` function, since NumPy has no API for it). Also the optional imports.
+pool, and NumPy's BLAS (through ``threadpoolctl``, which finds the BLAS and OpenMP runtimes loaded in the
+process and sets their thread counts). Also the optional imports, and the report of which thread pools
+the process has loaded (library, version, threads), printed by the suite and the benchmarks.
+
+``threadpoolctl`` is in the ``bench`` extra (``pip install tesched[bench]``); without it NumPy's BLAS
+keeps its own thread count, and the suite says so before it starts.
 """
 from __future__ import annotations
 
-import ctypes
 import importlib
 from types import ModuleType
+from typing import Any
 
 import tesched as ts
 
-_BLAS_SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
-                 "openblas_set_num_threads")
+BENCH_EXTRA = "pip install tesched[bench]"
+_limits: list[Any] = []          # the active threadpool_limits (kept so that the limits stay applied)
 
 
 def optional_module(name: str) -> ModuleType | None:
@@ -22,28 +26,33 @@ def optional_module(name: str) -> ModuleType | None:
         return None
 
 
-def _loaded_blas_paths() -> list[str]:
-    try:
-        with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line.lower() and "/" in line}
-    except OSError:
-        return []
-    return sorted(paths)
-
-
 def set_blas_threads(n: int) -> bool:
-    """Set the thread count of the OpenBLAS NumPy uses; False when it cannot be found."""
-    for path in _loaded_blas_paths():
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for name in _BLAS_SETTERS:
-            setter = getattr(lib, name, None)
-            if setter is not None:
-                setter(ctypes.c_int(n))
-                return True
-    return False
+    """Use ``n`` threads in the BLAS library NumPy loaded; False when threadpoolctl is not installed or
+    finds no BLAS."""
+    threadpoolctl = optional_module("threadpoolctl")
+    if threadpoolctl is None:
+        return False
+    limits = threadpoolctl.threadpool_limits(limits=n, user_api="blas")
+    _limits[:] = [limits]
+    return any(info.get("user_api") == "blas" for info in threadpoolctl.threadpool_info())
+
+
+def thread_pools() -> list[dict[str, object]]:
+    """The BLAS and OpenMP libraries loaded in this process, with their version and thread count (empty
+    without threadpoolctl)."""
+    threadpoolctl = optional_module("threadpoolctl")
+    if threadpoolctl is None:
+        return []
+    return [{key: info.get(key) for key in ("user_api", "internal_api", "version", "num_threads", "filepath")}
+            for info in threadpoolctl.threadpool_info()]
+
+
+def describe_thread_pools(pools: list[dict[str, object]]) -> str:
+    """One line per loaded thread pool (``blas openblas 0.3.27: 2 threads``), or why there is none."""
+    if not pools:
+        return f"thread pools: unknown (threadpoolctl is not installed: {BENCH_EXTRA})"
+    return "\n".join(f"thread pool: {p['user_api']} {p['internal_api']} {p['version']}: {p['num_threads']} threads"
+                     for p in pools)
 
 
 def set_all_threads(n: int, torch: ModuleType | None) -> dict[str, object]:
@@ -53,4 +62,5 @@ def set_all_threads(n: int, torch: ModuleType | None) -> dict[str, object]:
     if torch is not None:
         torch.set_num_threads(n)
         done["torch"] = torch.get_num_threads()
+    done["pools"] = thread_pools()
     return done

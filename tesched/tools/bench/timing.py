@@ -11,6 +11,11 @@ threads of the library that ran before keep spinning for a while after their cal
 0.1 s), and with two cores a spinning thread takes half of the machine from the next variant (a 2-thread
 GEMM measured 9.6 ms right after a NumPy matmul, 5.4 ms after a 0.2 s pause). Per variant the result is the median and the minimum, over rounds, of
 the seconds per call, and their spread (the interquartile range). This module knows nothing of workloads.
+
+Before the first round every variant is warmed up (:func:`warm_up`): called until its first-call costs
+(PyTorch's and OpenBLAS's initialisation, a thread pool starting, pages touched for the first time) are
+paid, so that they do not land in a timed block (a quick run once reported 71833x against PyTorch from one
+such call). :func:`busy` says which timings vary too much for their ratios to be trusted.
 """
 from __future__ import annotations
 
@@ -22,6 +27,9 @@ from typing import Callable, Mapping
 BLOCK_SECONDS = 2e-3
 SETTLE_SECONDS = 0.2
 MAX_CALLS_PER_BLOCK = 10_000
+WARMUP_MIN_CALLS = 3
+WARMUP_MAX_SECONDS = 2.0
+BUSY_SPREAD = 0.25         # an interquartile range above this fraction of the median: the machine was busy
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,40 @@ class Timing:
     calls: int
     spread: float = 0.0
     cpu_median: float = 0.0
+
+
+def warm_up(call: Callable[[], object], max_seconds: float = WARMUP_MAX_SECONDS) -> int:
+    """Call ``call`` until its cost has settled: at least :data:`WARMUP_MIN_CALLS` calls, and until the
+    last two calls each took less than twice the fastest one (or ``max_seconds`` passed). Returns the
+    number of calls made."""
+    times: list[float] = []
+    deadline = time.perf_counter() + max_seconds
+    while True:
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+        settled = len(times) >= WARMUP_MIN_CALLS and max(times[-2:]) < 2 * min(times)
+        if settled or time.perf_counter() > deadline:
+            return len(times)
+
+
+def busy(timings: Mapping[str, Timing]) -> list[str]:
+    """The labels whose spread exceeds :data:`BUSY_SPREAD` of their median (only timings of at least four
+    rounds say so): other processes took the cores while they ran."""
+    return [label for label, t in timings.items() if t.rounds >= 4 and t.spread > BUSY_SPREAD * t.median]
+
+
+def busy_warning(groups: Mapping[str, Mapping[str, Timing]], load: object = None) -> list[str]:
+    """Lines warning that the machine was busy when any timing of ``groups`` (name -> label -> timing)
+    varies too much (:func:`busy`); empty when none does. ``load`` (the load averages) is quoted."""
+    noisy = [f"{name}, {label}" for name, timings in groups.items() for label in busy(timings)]
+    if not noisy:
+        return []
+    shown = "; ".join(noisy[:6]) + (f"; and {len(noisy) - 6} more" if len(noisy) > 6 else "")
+    return [f"WARNING: the machine was busy: {len(noisy)} measurement(s) vary by more than {BUSY_SPREAD:.0%} of "
+            f"their median (interquartile range){f', load average {load}' if load else ''}: {shown}.",
+            "Their ratios are not reliable; rerun when the machine is quiet (OMP_WAIT_POLICY=passive helps "
+            "when it cannot be)."]
 
 
 def calls_per_block(call: Callable[[], object]) -> int:
@@ -61,6 +103,8 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
     """Time each variant over ``rounds`` rounds; in every round each variant runs one block in turn."""
     if rounds < 1:
         raise ValueError(f"rounds must be at least 1, got {rounds}")
+    for call in variants.values():
+        warm_up(call)
     calls = {label: calls_per_block(call) for label, call in variants.items()}
     samples: dict[str, list[float]] = {label: [] for label in variants}
     cpu: dict[str, list[float]] = {label: [] for label in variants}

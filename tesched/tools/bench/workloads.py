@@ -15,8 +15,10 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-VARIANTS = ("fused", "unfused", "numpy", "torch")
-"""tesched fused, tesched unfused (one kernel per op), NumPy, PyTorch eager."""
+VARIANTS = ("fused", "fused prepared", "unfused", "numpy", "torch")
+"""tesched fused called plainly (``f(*inputs)``, arguments checked at every call), the same through its
+prepared call (``f.prepare(*inputs)``: checked once, as in a loop of calls), tesched unfused (one kernel per
+op, called plainly), NumPy, PyTorch eager."""
 
 
 @dataclass

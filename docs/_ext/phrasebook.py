@@ -1,0 +1,151 @@
+"""The phrasebook: TVM ``te`` and Halide concepts, one row each, with tesched's spelling.
+
+Each :class:`Row` names the tesched objects its spelling uses (``uses``, which must exist) or, for a
+concept tesched lacks, the names it would have (``missing``, which must not exist yet):
+``tests/test_docs.py`` resolves both, so a row cannot claim a name that is not there, and a row saying
+"not supported yet" fails the test the day the feature lands, asking for the row to be rewritten.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NOT_YET = "not supported yet"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One concept: how TVM and Halide spell it, how tesched does (None: not supported), and why."""
+
+    concept: str
+    tvm: str
+    halide: str
+    tesched: str | None
+    note: str = ""
+    uses: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+    def tesched_text(self) -> str:
+        """The tesched cell: the spelling, or *not supported*."""
+        if self.tesched is None:
+            return f"*{NOT_YET}*" if self.missing else "*not supported*"
+        return self.tesched
+
+
+ROWS: tuple[Row, ...] = (
+    # declaring the computation
+    Row("input tensor", "``te.placeholder((n, m), name='A')``", "``ImageParam(Float(32), 2)``",
+        "``ts.placeholder((n, m), name='A', dtype='float32')``", "shapes are ints or ``ts.var`` symbols",
+        uses=("tesched.placeholder",)),
+    Row("symbolic size / scalar parameter", "``te.var('n')``", "``Param<int>``", "``ts.var('n')``",
+        "a symbolic extent becomes a kernel parameter; a built kernel reads it from the arrays' shapes",
+        uses=("tesched.var",)),
+    Row("computed tensor", "``te.compute(shape, lambda i, j: ...)``", "``Func f; f(x, y) = ...``",
+        "``ts.compute(shape, lambda i, j: ..., name='B')``",
+        "pure definitions only: Halide's update definitions (``f(x) += ...``) are written as a new stage",
+        uses=("tesched.compute",)),
+    Row("reduction domain", "``te.reduce_axis((0, n))``", "``RDom r(0, n)``", "``ts.reduce_axis((0, n), name='k')``",
+        "rectangular; Halide's ``RDom::where`` (a predicate on the domain) has no counterpart",
+        uses=("tesched.reduce_axis",)),
+    Row("reduction", "``te.sum(expr, axis=k)``, ``te.max``, ``te.min``", "``sum(expr)``, ``maximum(...)``, "
+        "``minimum(...)``, ``product(...)`` over an RDom", "``ts.sum(expr, axis=k)``, ``ts.max``, ``ts.min``, "
+        "``ts.prod``", "every reducer takes ``init=``", uses=("tesched.sum", "tesched.max", "tesched.min", "tesched.prod")),
+    Row("user-defined reducer", "``te.comm_reducer(combine, identity)``", "an update definition",
+        "``ts.comm_reducer(combine, identity)``", "tuple reductions too (argmax, argmin: a compute with two "
+        "outputs); ``combine`` must be commutative and associative", uses=("tesched.comm_reducer",)),
+    Row("select", "``te.if_then_else(c, a, b)``", "``select(c, a, b)``", "``ts.if_then_else(c, a, b)``",
+        "``ts.all`` / ``ts.any`` combine conditions", uses=("tesched.if_then_else", "tesched.all", "tesched.any")),
+    Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
+        "an index read from a tensor lowers and builds; clamp it with ``ts.minimum``/``ts.maximum`` when it "
+        "may leave the box (as ``tesched.nn.take`` does)", uses=("tesched.minimum", "tesched.maximum", "tesched.nn.take")),
+    Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom", None,
+        "every stage is a pure function of its inputs", missing=("tesched.scan",)),
+    Row("boundary condition", "``te.if_then_else`` on the index (or ``topi.nn.pad``)",
+        "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``mirror_interior``",
+        "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``mirror_interior(A)``",
+        "reads are clamped into the box, so ``compute_at`` footprints stay exact",
+        uses=("tesched.boundary.constant_exterior", "tesched.boundary.repeat_edge",
+              "tesched.boundary.mirror_interior")),
+    # scheduling
+    Row("schedule", "``te.create_schedule(C.op)``", "the Func's own schedule", "``s = ts.create_schedule(C.op)``",
+        uses=("tesched.create_schedule",)),
+    Row("split", "``s[C].split(i, factor=8)`` or ``nparts=``", "``f.split(x, xo, xi, 8)``",
+        "``s[C].split(i, factor=8)`` or ``nparts=``",
+        "a factor that does not divide the extent leaves a guarded tail (Halide's ``GuardWithIf``)",
+        uses=("tesched.Stage.split",)),
+    Row("tile", "``s[C].tile(i, j, 8, 8)``", "``f.tile(x, y, xo, yo, xi, yi, 8, 8)``", "``s[C].tile(i, j, 8, 8)``",
+        uses=("tesched.Stage.tile",)),
+    Row("reorder", "``s[C].reorder(j, i)``", "``f.reorder(y, x)`` (innermost first)", "``s[C].reorder(j, i)``",
+        "outermost first, as in TVM", uses=("tesched.Stage.reorder",)),
+    Row("fuse", "``s[C].fuse(i, j)``", "``f.fuse(x, y, xy)``", "``s[C].fuse(i, j)``", uses=("tesched.Stage.fuse",)),
+    Row("vectorize", "``s[C].vectorize(j)``", "``f.vectorize(x, 8)``", "``s[C].vectorize(j)``",
+        "explicit SIMD for the target's vector width; split first to choose the lane count",
+        uses=("tesched.Stage.vectorize",)),
+    Row("unroll", "``s[C].unroll(j)``", "``f.unroll(x, 4)``", "``s[C].unroll(j)``", "split first to choose the count",
+        uses=("tesched.Stage.unroll",)),
+    Row("parallel", "``s[C].parallel(i)``", "``f.parallel(y)``", "``s[C].parallel(i)``",
+        "OpenMP threads; ``ts.set_num_threads`` or ``TESCHED_NUM_THREADS`` sets how many",
+        uses=("tesched.Stage.parallel", "tesched.set_num_threads")),
+    Row("GPU thread binding", "``s[C].bind(i, te.thread_axis('threadIdx.x'))``", "``f.gpu_threads(x)``", None,
+        "tesched generates C for CPUs only", missing=("tesched.Stage.bind",)),
+    Row("compute at", "``s[B].compute_at(s[C], j)``", "``g.compute_at(f, x)``", "``s[B].compute_at(s[C], j)``",
+        "the region of B computed per iteration is the exact (isl) footprint of C's loop body: halos included",
+        uses=("tesched.Stage.compute_at",)),
+    Row("inline", "``s[B].compute_inline()``", "the default (``g.compute_inline()``)", "``s[B].compute_inline()``",
+        "not for reductions (use ``compute_at``)", uses=("tesched.Stage.compute_inline",)),
+    Row("compute at root", "``s[B].compute_root()``", "``g.compute_root()``", "``s[B].compute_root()``",
+        "the default in tesched and TVM", uses=("tesched.Stage.compute_root",)),
+    Row("store at (storage hoisted above compute)", "no counterpart", "``g.store_at(f, y).compute_at(f, x)``",
+        "``s[B].store_at(s[C], i)`` (or ``store_root()``) with ``s[B].compute_at(s[C], j)``",
+        "a sliding window: each iteration between the two computes only what earlier ones did not (isl set "
+        "difference), so those loops must be serial; the buffer is folded modulo a power of two where isl "
+        "proves the window bounded", uses=("tesched.Stage.store_at", "tesched.Stage.store_root")),
+    Row("bound an extent", "no counterpart", "``f.bound(x, 0, 64)``, ``f.bound_extent(x, 64)``",
+        "``s[B].bound(x, 0, 64)``, ``s[B].bound_extent(x, 64)``",
+        "the region realized along that axis; a reader or an output needing more is refused",
+        uses=("tesched.Stage.bound", "tesched.Stage.bound_extent")),
+    Row("specialize", "no counterpart", "``f.specialize(w % 16 == 0)``", "``s[C].specialize(n % 16 == 0)``",
+        "the stage's loop nest is generated twice and the kernel picks one at run time; conditions on size "
+        "variables only, the stage computed at the root", uses=("tesched.Stage.specialize",)),
+    Row("prefetch", "``s[C].prefetch(A, i, 1)``", "``f.prefetch(A, x, x, 1)``", "``s[C].prefetch(A, i, 1)``",
+        "one ``__builtin_prefetch`` per cache line of the exact region the next iteration reads, never past "
+        "the loop's end", uses=("tesched.Stage.prefetch",)),
+    Row("pragma", "``s[C].pragma(i, 'unroll_explicit', False)``", "no counterpart",
+        "``s[C].pragma(i, 'unroll', 4)``, ``'ivdep'``, ``'unroll_explicit'``",
+        "only these three; ``ivdep`` is refused on a loop that carries a dependence",
+        uses=("tesched.Stage.pragma",)),
+    Row("storage alignment", "``s[B].storage_align(i, 16, 4)``", "``f.align_storage(x, 16)``", None,
+        "intermediate buffers are dense, row-major, without padding", missing=("tesched.Stage.storage_align",)),
+    Row("read cache", "``s.cache_read(A, 'local', [C])``", "``A.in(f)``",
+        "``s.cache_read(A, 'local', [C])`` (also ``'packed'``)",
+        "a copy of the region the readers need, placed with ``compute_at``", uses=("tesched.Schedule.cache_read",)),
+    Row("write cache", "``s.cache_write(C, 'local')``", "an update-free intermediate Func",
+        "``s.cache_write(C, 'local')``", "accumulate a tile in a local buffer (registers after unrolling)",
+        uses=("tesched.Schedule.cache_write",)),
+    Row("rfactor", "``s.rfactor(C, ko)``", "``f.update().rfactor(r.x, u)``", "``s.rfactor(C, ko)``",
+        "parallelize a reduction over partial results", uses=("tesched.Schedule.rfactor",)),
+    Row("tensorize", "``s[C].tensorize(ii, te.decl_tensor_intrin(...))``", "no counterpart (``extern`` stages)",
+        "``s[C].tensorize(ii, ts.decl_tensor_intrin(op, ts.CIntrinsic(...)))``",
+        "the intrinsic is C source; ``tesched.intrin`` has GEMM micro-kernels",
+        uses=("tesched.Stage.tensorize", "tesched.decl_tensor_intrin", "tesched.CIntrinsic")),
+    # compiling and running
+    Row("lower", "``tvm.lower(s, [A, B, C])``", "``f.print_loop_nest()``", "``print(ts.lower(s, [A, B, C]))``",
+        "``TESCHED_DEBUG=1`` logs every pass", uses=("tesched.lower",)),
+    Row("build and call", "``tvm.build(s, args)``; ``f(a, b, c)`` on ``tvm.nd`` arrays",
+        "``f.realize({n, m})`` / ``compile_jit``", "``k = ts.build(s, args)``; ``k(a, b, c)`` on NumPy arrays",
+        "outputs may be omitted: they are allocated and returned", uses=("tesched.build",)),
+    Row("ahead-of-time library", "``lib.export_library('f.so')``; ``tvm.runtime.load_module``",
+        "``compile_to_static_library``", "``k.export_library('f.so')``; ``ts.load_module('f.so')``",
+        "a C header beside it; callable from C", uses=("tesched.driver.kernel.Kernel.export_library",
+                                                        "tesched.load_module")),
+    Row("automatic scheduling", "``auto_scheduler`` / ``meta_schedule``", "``Adams2019``, ``Mullapudi2016``",
+        "``ts.auto_schedule(outs)`` (analytical), ``ts.tune(...)`` (measured search)",
+        "``ts.explain_schedule`` says why each decision was made",
+        uses=("tesched.auto_schedule", "tesched.tune", "tesched.explain_schedule")),
+    Row("operator library", "``topi``", "no counterpart", "``tesched.nn``", "operators with default schedules",
+        uses=("tesched.nn.conv2d", "tesched.nn.dense")),
+    Row("graph IR and fusion", "Relay (``relay.build``)", "no counterpart", "``tesched.graph`` (``G.build``)",
+        "Relay's op names and fusion passes", uses=("tesched.graph.build",)),
+    Row("frontend", "``relay.frontend.from_pytorch``", "no counterpart (C++ generators)",
+        "``tesched.frontend.from_torch(model, inputs)``", "through ``torch.export``; ONNX and TensorFlow: not supported",
+        uses=("tesched.frontend.from_torch",)),
+)

@@ -1,0 +1,112 @@
+"""Simplify every expression of a loop nest knowing the range of each loop variable.
+
+Walks the nest keeping the range of every enclosing loop variable (``[begin, end - 1]``, bounded over
+the ranges of the loops outside it: the bounds isl generated), narrowed inside ``if`` branches whose
+condition compares a loop variable with something bounded (the guard of a split that does not divide),
+and of every ``let`` variable (the bounds of its value). Each expression is rewritten by
+:func:`tesched.arith.simplify.simplify`: a packed layout's ``B[n // 32, k, n % 32]`` with
+``n = 32*n.outer + n.inner`` reads ``B[n.outer, k, n.inner]``, and ``if`` statements whose condition
+is decided disappear. The same ranges serve the C generator (:func:`loop_range`, :func:`refine`).
+
+:func:`normalize_loops` (run before code generation) makes every loop start at 0: ``for n in
+[32*n.outer, 32*n.outer + 32)`` becomes ``for n in [0, 32)`` with ``32*n.outer + n`` in its body, so
+that the offset of a tile (``n - 32*n.outer``) and the division of a packed layout (``n // 32``)
+cancel exactly, which interval bounds alone cannot see.
+"""
+from __future__ import annotations
+
+from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
+from tesched.arith.simplify import simplify
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import StmtMutator, map_stmt
+from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.transform.unroll import substitute_loop_var
+
+
+def loop_range(loop: ir.For, ranges: VarRanges) -> VarRanges:
+    """``ranges`` with ``loop``'s variable in ``[begin, end - 1]`` (bounded over the outer loops)."""
+    low = bound(simplify(loop.begin, ranges), ranges)[0]
+    high = bound(simplify(loop.end, ranges), ranges)[1] - 1
+    return ranges.where(loop.var, low, high)
+
+
+def refine(cond: Expr, ranges: VarRanges) -> VarRanges:
+    """``ranges`` narrowed by a condition known to hold: conjunctions of ``v < e``, ``v <= e``, ``v > e``,
+    ``v >= e`` (either side) with ``v`` a variable of ``ranges`` and ``e`` bounded."""
+    if isinstance(cond, Binary) and cond.op == "and":
+        return refine(cond.b, refine(cond.a, ranges))
+    if not (isinstance(cond, Binary) and cond.op in ("lt", "le", "gt", "ge") and cond.a.dtype in INDEX_TYPES):
+        return ranges
+    flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+    for var, other, op in ((cond.a, cond.b, cond.op), (cond.b, cond.a, flipped[cond.op])):
+        if isinstance(var, Var) and var in ranges:
+            low, high = bound(other, ranges)
+            if op in ("lt", "le"):
+                return ranges.where(var, -float("inf"), high - (op == "lt"))
+            return ranges.where(var, low + (op == "gt"), float("inf"))
+    return ranges
+
+
+class RangeMutator(StmtMutator):
+    """A statement mutator that knows, at each statement, the ranges of the variables around it
+    (``self.ranges``); ``if`` statements whose condition mutates to a constant keep the branch taken."""
+
+    def __init__(self, ranges: VarRanges):
+        self.ranges = ranges
+
+    def within(self, ranges: VarRanges, s: ir.Stmt) -> ir.Stmt:
+        saved, self.ranges = self.ranges, ranges
+        try:
+            return self.visit(s)
+        finally:
+            self.ranges = saved
+
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        begin, end = self.mutate_expr(s.begin), self.mutate_expr(s.end)
+        body = self.within(loop_range(s, self.ranges), s.body)
+        if begin is s.begin and end is s.end and body is s.body:
+            return s
+        return ir.For(s.var, begin, end, s.kind, body, s.step, s.extent_hint, s.reduction, s.stage, s.origin)
+
+    def visit_IfThenElse(self, s: ir.IfThenElse) -> ir.Stmt:
+        cond = self.mutate_expr(s.cond)
+        if isinstance(cond, Const):
+            taken = s.then_case if cond.value else s.else_case
+            return self.visit(taken) if taken is not None else ir.Block([])
+        then_case = self.within(refine(cond, self.ranges), s.then_case)
+        else_case = self.visit(s.else_case) if s.else_case is not None else None
+        if cond is s.cond and then_case is s.then_case and else_case is s.else_case:
+            return s
+        return ir.IfThenElse(cond, then_case, else_case)
+
+    def visit_LetStmt(self, s: ir.LetStmt) -> ir.Stmt:
+        value = self.mutate_expr(s.value)
+        ranges = self.ranges
+        if value.dtype in INDEX_TYPES:
+            ranges = ranges.where(s.var, *bound(value, ranges))
+        body = self.within(ranges, s.body)
+        if value is s.value and body is s.body:
+            return s
+        return ir.LetStmt(s.var, value, body)
+
+
+class _Simplify(RangeMutator):
+    def mutate_expr(self, e: Expr) -> Expr:
+        return simplify(e, self.ranges)
+
+
+def simplify_indices(stmt: ir.Stmt, ranges: VarRanges | None = None) -> ir.Stmt:
+    """``stmt`` with every expression simplified under the ranges of the loops around it."""
+    return _Simplify(ranges or VarRanges()).visit(stmt)
+
+
+def normalize_loops(stmt: ir.Stmt) -> ir.Stmt:
+    """``stmt`` with every unit-step loop whose start is not a constant rewritten to start at 0."""
+    def visit(s: ir.Stmt) -> ir.Stmt | None:
+        if not (isinstance(s, ir.For) and s.step == 1 and not isinstance(s.begin, Const)):
+            return None
+        var = ir.LoopVar(s.var.name)
+        body = substitute_loop_var(s.body, s.var, Binary("add", s.begin, var, "int64"))
+        return ir.For(var, Const(0, "int64"), Binary("sub", s.end, s.begin, "int64"), s.kind,
+                      map_stmt(body, None, visit), s.step, s.extent_hint, s.reduction, s.stage, s.origin)
+    return map_stmt(stmt, None, visit)
