@@ -1,7 +1,8 @@
 """tesched: a tensor-expression scheduling DSL on a polyhedral core (islpy), compiled to C through cffi.
 
 Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_axis``, ``var``, reducers
-``sum``/``prod``/``max``/``min`` and ``comm_reducer``, scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
+``sum``/``prod``/``max``/``min`` and ``comm_reducer``, scatters (``scatter``, ``scatter_add``),
+recurrences (``scan``), scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
 ``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``; ``load_module`` loads a
 kernel exported with ``Kernel.export_library`` back.
 """
@@ -66,6 +67,8 @@ from tesched.te.narrow import (
 )
 from tesched.te.reducer import CommReducer, comm_reducer, max_value, min_value
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
+from tesched.te.scan import scan
+from tesched.te.scatter import scatter, scatter_add
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.version import __version__
 from tesched.viz import save_tile_png  # registers the writer behind every to_html
@@ -89,4 +92,5 @@ __all__ = [
     "load_module", "ModuleLoadError", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "clamp", "fmod",
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
     "min_value", "max_value",
+    "scatter", "scatter_add", "scan",
 ]

@@ -14,6 +14,7 @@ from tesched.poly.analysis import NotModelable, constant_shape, reads
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.expr import Call, Expr, Reduce, Select
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.visit import collect, walk
 
@@ -98,6 +99,8 @@ def _opaque_reason(stage: Stage) -> str:
     op = stage.op
     if not isinstance(op, ComputeOp):
         return f"{type(op).__name__} is not a compute the cost model knows"
+    if isinstance(op, ScatterOp):
+        return "it is a scatter (its loops are the points it scatters; its writes go anywhere in its tensor)"
     user = scheduled_by_user(stage)
     if user:
         return user

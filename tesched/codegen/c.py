@@ -2,7 +2,9 @@
 
 One function per lowered program: ``int name(T* restrict arg, ..., int64_t size...)``, returning 0, or
 ``k`` when the ``k``-th heap allocation (``CSource.allocations[k - 1]``) failed: the caller raises
-``MemoryError`` naming the buffer, never a crash. Sizes are multiplied with overflow checks. Loops carry their
+``MemoryError`` naming the buffer, never a crash; or ``-k`` when the ``k``-th checked index
+(``CSource.checks[k - 1]``, a data-dependent index outside its tensor) was out of range: the caller raises
+``BoundsError`` with its message. Sizes are multiplied with overflow checks. Loops carry their
 kind as pragmas: ``parallel`` -> ``#pragma omp parallel for``, ``vectorized`` -> ``#pragma omp simd``,
 ``unrolled`` -> ``#pragma GCC unroll``; loop hints (``Stage.pragma``) -> ``#pragma GCC ivdep`` /
 ``#pragma GCC unroll N``. Index arithmetic is ``int64_t``; tensor coordinates are flattened
@@ -56,6 +58,7 @@ class CSource:
     declaration: str
     profile: str = ""       # the C function reading the profile counters (``build(..., profile=True)``)
     allocations: tuple[ir.Buffer, ...] = ()
+    checks: tuple[str, ...] = ()    # the message of each checked index (the function returns -k for the k-th)
 
 
 def _suffix(dtype: str) -> str:
@@ -150,8 +153,10 @@ def saturating_narrow(e: ir.VCast) -> Expr | None:
 class CExpr(NodeFunctor):
     """C text of an expression (int64 index arithmetic, GCC vector helpers of the runtime header)."""
 
-    def __init__(self, names: NameTable):
+    def __init__(self, names: NameTable, status: str = ""):
         self.names = names
+        self.status = status            # the kernel's status variable (checked indices write it)
+        self.checks: list[str] = []     # messages of checked indices, by -code - 1
         self.ranges = VarRanges()     # of the loops around the statement being written
         self.bases: tuple[Bases, set[int]] = ({}, set())   # offsets named before the innermost loop
 
@@ -160,6 +165,15 @@ class CExpr(NodeFunctor):
 
     def text(self, e: Expr) -> str:
         return self.visit(e)
+
+    def visit_CheckedIndex(self, e: ir.CheckedIndex) -> str:
+        if not self.status:
+            raise TypeError("a checked index outside a kernel body")
+        if e.message not in self.checks:
+            self.checks.append(e.message)
+        code = -1 - self.checks.index(e.message)
+        extent = str(e.extent) if isinstance(e.extent, int) else f"(int64_t)({self.text(e.extent)})"
+        return f"ts_check_index((int64_t)({self.text(e.value)}), {extent}, &{self.status}, {code})"
 
     def index(self, e: Expr) -> str:
         """C text of an element offset, simplified under the ranges of the enclosing loops (and written
@@ -292,12 +306,12 @@ class CodeGen(NodeFunctor):
     def __init__(self, func: LoweredFunc, reserved: frozenset[str], target: Target):
         self.func, self.target = func, target
         self.names = NameTable(tuple(reserved))
-        self.exprs = CExpr(self.names)
         self.lines: list[str] = []
         self.indent = 1
         self.intrinsics: list[TensorIntrin] = []
         self.allocations: list[ir.Buffer] = []
         self.status = self.names.fresh("status")
+        self.exprs = CExpr(self.names, self.status)
         self.declared: list[Var] = []
 
     def name(self, obj: object, hint: str) -> str:
@@ -335,6 +349,11 @@ class CodeGen(NodeFunctor):
         self.emit("}")
 
     def visit_Store(self, s: ir.Store) -> None:
+        if s.atomic:
+            assert isinstance(s.value, Binary) and s.value.op == "add", "an atomic store is an addition"
+            self.emit("#pragma omp atomic")
+            self.emit(f"{self.exprs.element(s.buffer, s.indices)} += {self.expr(s.value.b)};")
+            return
         value = self.expr(s.value)
         if isinstance(s.value, ir.Load) and s.value.buffer.dtype == s.buffer.dtype:   # a copy keeps the bits
             value = self.exprs.element(s.value.buffer, s.value.indices)
@@ -482,7 +501,7 @@ class CodeGen(NodeFunctor):
         body = [f"  int {self.status} = 0;"] + self.lines + [f"  return {self.status};"]
         source = "\n".join(['#include "tesched_runtime.h"', ""] + sources + ["",
                             f"int {fname}({', '.join(params) or 'void'}) {{"] + body + ["}", ""])
-        return CSource(fname, source, declaration, profile, tuple(self.allocations))
+        return CSource(fname, source, declaration, profile, tuple(self.allocations), tuple(self.exprs.checks))
 
 
 def _profile_counters(reader: str, slots: int) -> str:

@@ -79,7 +79,7 @@ def kernel_entry(sig: Signature, prefix: str, kernel: CSource, manifest_json: st
     doc += ["", "Arrays are C-contiguous (row-major); an output must not overlap another argument.",
             f"Returns TESCHED_OK (0), or an error code and {prefix}_last_error() says what went wrong:",
             *error_lines(["TESCHED_ERROR_ARGUMENT", "TESCHED_ERROR_SIZE", "TESCHED_ERROR_ALLOCATION",
-                          "TESCHED_ERROR_CPU"]),
+                          "TESCHED_ERROR_CPU"] + (["TESCHED_ERROR_INDEX"] if sig.checks else [])),
             "Parallel loops run on OpenMP threads (OMP_NUM_THREADS); several threads may call it at once.",
             "Link with the shared library, or with the static one and -fopenmp -lm."]
     head = header(prefix, doc, [f"{prototype(prefix, sig, names)};"])
@@ -197,3 +197,6 @@ class _EntryBody:
             else:
                 values, message = [], f"{_user(self.sig.name)}: cannot allocate buffer {_user(buf.name)} ({buf.dtype})"
             self.emit(f"if (status == {k + 1}) " + self.fail("TESCHED_ERROR_ALLOCATION", message, *values))
+        for k, message in enumerate(self.sig.checks):
+            self.emit(f"if (status == {-k - 1}) " + self.fail("TESCHED_ERROR_INDEX",
+                                                              f"{_user(self.sig.name)}: {_user(message)}"))

@@ -25,6 +25,7 @@ ERROR_CODES: dict[str, int] = {
     "TESCHED_ERROR_ALLOCATION": 3,    # a buffer could not be allocated
     "TESCHED_ERROR_CPU": 4,           # the CPU lacks an instruction-set feature the code was compiled for
     "TESCHED_ERROR_CONSTANTS": 5,     # a graph's constants file is missing, unreadable or not its own
+    "TESCHED_ERROR_INDEX": 6,         # a data-dependent index fell outside the tensor it reads
 }
 
 ERROR_MEANINGS: dict[str, str] = {
@@ -33,6 +34,7 @@ ERROR_MEANINGS: dict[str, str] = {
     "TESCHED_ERROR_ALLOCATION": "a buffer could not be allocated",
     "TESCHED_ERROR_CPU": "this CPU lacks an instruction-set feature the code was compiled for",
     "TESCHED_ERROR_CONSTANTS": "the constants file is missing, unreadable or belongs to another library",
+    "TESCHED_ERROR_INDEX": "a data-dependent index fell outside the tensor it reads",
 }
 
 _CODES_BLOCK = "\n".join(

@@ -57,12 +57,16 @@ class Signature:
         The symbolic sizes, passed (as ``int64_t``) after the buffers.
     allocations : tuple of Buffer
         The heap buffers: the C function returns ``k`` when the ``k``-th cannot be allocated.
+    checks : tuple of str
+        The messages of its checked (data-dependent) indices: it returns ``-k`` when the ``k``-th was
+        outside its tensor.
     """
 
     name: str
     args: tuple[Argument, ...]
     params: tuple[Var, ...]
     allocations: tuple[Buffer, ...] = ()
+    checks: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The signature as JSON-compatible data (see :meth:`from_json`)."""
@@ -74,6 +78,7 @@ class Signature:
             "params": [p.name for p in self.params],
             "allocations": [{"name": b.name, "dtype": b.dtype, "shape": [_dim_to_json(d, index) for d in b.shape]}
                             for b in self.allocations],
+            "checks": list(self.checks),
         }
 
     @classmethod
@@ -97,13 +102,15 @@ class Signature:
                                   bool(a["output"])) for a in data["args"])
             allocations = tuple(Buffer(str(b["name"]), [_dim_from_json(d, params) for d in b["shape"]], str(b["dtype"]),
                                        BufferScope.GLOBAL) for b in data["allocations"])
-            return cls(str(data["name"]), args, params, allocations)
+            checks = tuple(str(c) for c in data.get("checks", ()))
+            return cls(str(data["name"]), args, params, allocations, checks)
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"a kernel signature record is malformed ({type(err).__name__}: {err})") from None
 
 
-def signature_of(func: LoweredFunc, allocations: Sequence[Buffer] = ()) -> Signature:
-    """The signature of lowered function ``func``, with the heap buffers its C code allocates.
+def signature_of(func: LoweredFunc, allocations: Sequence[Buffer] = (), checks: Sequence[str] = ()) -> Signature:
+    """The signature of lowered function ``func``, with the heap buffers its C code allocates and the
+    messages of its checked indices.
 
     Parameters
     ----------
@@ -111,6 +118,8 @@ def signature_of(func: LoweredFunc, allocations: Sequence[Buffer] = ()) -> Signa
         The lowered function (its arguments, their tensors and its size parameters).
     allocations : sequence of Buffer
         The heap buffers of its generated C, in the order of their error codes.
+    checks : sequence of str
+        The messages of its checked indices, in the order of their (negative) error codes.
 
     Returns
     -------
@@ -118,7 +127,7 @@ def signature_of(func: LoweredFunc, allocations: Sequence[Buffer] = ()) -> Signa
     """
     args = tuple(Argument(buf.name, buf.dtype, tuple(buf.shape), isinstance(tensor.op, ComputeOp))
                  for buf, tensor in zip(func.args, func.arg_tensors))
-    return Signature(func.name, args, tuple(func.params), tuple(allocations))
+    return Signature(func.name, args, tuple(func.params), tuple(allocations), tuple(checks))
 
 
 def _dim_to_json(d: Dim, params: dict[int, int]) -> Any:

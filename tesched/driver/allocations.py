@@ -2,7 +2,9 @@
 
 A generated kernel returns ``k`` when its ``k``-th heap allocation failed (see :mod:`tesched.codegen.c`).
 :class:`Allocations` turns that code into a ``MemoryError`` that names the buffer, its shape and its byte
-count, and refuses before the call sizes whose byte count does not fit in int64. It does not allocate.
+count, and refuses before the call sizes whose byte count does not fit in int64. A kernel returns ``-k``
+when its ``k``-th checked (data-dependent) index was outside its tensor: that becomes the
+:class:`~tesched.errors.BoundsError` whose message the lowering wrote. It does not allocate.
 """
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from tesched.errors import BoundsError
 from tesched.ir.nodes import Buffer
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Const, Expr, Var
@@ -21,8 +24,9 @@ class Allocations:
     """The heap buffers of one kernel, in the order of its error codes."""
 
     def __init__(self, kernel: str, buffers: Sequence[Buffer],
-                 evaluate: Callable[[Expr, dict[int, int]], int]):
+                 evaluate: Callable[[Expr, dict[int, int]], int], checks: Sequence[str] = ()):
         self.kernel, self.buffers, self.evaluate = kernel, tuple(buffers), evaluate
+        self.checks = tuple(checks)
 
     def _shape(self, buf: Buffer, values: dict[int, int]) -> tuple[int, ...] | None:
         try:
@@ -49,7 +53,10 @@ class Allocations:
                     raise MemoryError(self._message(buf, values))
 
     def raise_for(self, status: int, values: dict[int, int]) -> None:
-        """Raise the ``MemoryError`` for a kernel's nonzero return code."""
+        """Raise the ``MemoryError`` (or, for a negative code, the ``BoundsError``) for a kernel's nonzero
+        return code."""
+        if -len(self.checks) <= status < 0:
+            raise BoundsError(f"{self.kernel}: {self.checks[-status - 1]}")
         if 1 <= status <= len(self.buffers):
             raise MemoryError(self._message(self.buffers[status - 1], values))
         raise MemoryError(f"{self.kernel}: an allocation failed (code {status})")

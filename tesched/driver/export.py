@@ -48,7 +48,7 @@ def kernel_sources(func: LoweredFunc, target: Target, name: str | None = None) -
     public = {prefix, f"{prefix}_last_error", f"{prefix}_build_info"}
     finished = lower_for_target(func, target)
     kernel = generate_c(replace(finished, name=f"{prefix}_kernel"), reserved_identifiers(target) | public, target)
-    sig = signature_of(func, kernel.allocations)
+    sig = signature_of(func, kernel.allocations, kernel.checks)
     compiler = compiler_id(target.compiler)
     digest = content_hash([kernel.source, repr(sig.to_json()), " ".join(target.flags), " ".join(ENTRY_FLAGS),
                            compiler, runtime_text()])

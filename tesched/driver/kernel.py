@@ -27,6 +27,7 @@ from tesched.driver.manifest import BuildRecord
 from tesched.driver.profile import Profile, measure_profile, read_profile
 from tesched.driver.threads import sync_thread
 from tesched.driver.timing import BenchmarkResult, time_calls
+from tesched.errors import BoundsError
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target, as_target
@@ -52,7 +53,7 @@ class Kernel:
         if signature is None:
             if func is None:
                 raise TypeError("Kernel needs a lowered function or a signature")
-            signature = signature_of(func, src.allocations)
+            signature = signature_of(func, src.allocations, src.checks)
         self.lowered = func
         self.signature = signature
         self.name = signature.name
@@ -60,7 +61,8 @@ class Kernel:
         self._ffi = module.ffi
         self._fn = getattr(module.lib, src.name)
         self._profile_reader = getattr(module.lib, src.profile) if src.profile else None
-        self._allocations = allocations or Allocations(self.name, signature.allocations, evaluate_size)
+        self._allocations = allocations or Allocations(self.name, signature.allocations, evaluate_size,
+                                                          signature.checks)
         self._args = KernelArguments(self.name, signature, self._allocations)
         self._specs = self._args.specs
         self._through_helper = func is not None or helper_available()   # else: no compiler, calls through cffi
@@ -85,8 +87,9 @@ class Kernel:
         except StepFailed as failure:
             raise self.allocation_error(failure.status, arrays) from None
 
-    def allocation_error(self, status: int, arrays: tuple = ()) -> MemoryError:
-        """The ``MemoryError`` for the kernel's nonzero return ``status``, with the sizes ``arrays`` bind."""
+    def allocation_error(self, status: int, arrays: tuple = ()) -> Exception:
+        """The error for the kernel's nonzero return ``status`` (``MemoryError`` for a failed allocation,
+        ``BoundsError`` for a data-dependent index outside its tensor), with the sizes ``arrays`` bind."""
         values: dict[int, int] = {}
         if self._args.params:
             try:
@@ -95,7 +98,7 @@ class Kernel:
                 values = {}
         try:
             self._allocations.raise_for(status, values)
-        except MemoryError as err:
+        except (MemoryError, BoundsError) as err:
             return err
         return MemoryError(f"{self.name}: failed with code {status}")
 
@@ -147,10 +150,10 @@ class Kernel:
         words = [address(a) for a in args] + list(values)
         program = Program([], words, [(self.address, range(len(words)), True)], keep=args)
 
-        def failed(status: int) -> MemoryError:
+        def failed(status: int) -> Exception:
             try:
                 self._allocations.raise_for(status, value_map)
-            except MemoryError as err:
+            except (MemoryError, BoundsError) as err:
                 return err
             return MemoryError(f"{self.name}: failed with code {status}")
         return _bind_run(program.runner(), program, None if result is None else

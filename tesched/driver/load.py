@@ -24,7 +24,7 @@ from tesched.codegen.signature import Signature
 from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.kernel import Kernel
 from tesched.driver.manifest import BuildRecord, check_host, read_record
-from tesched.errors import ModuleLoadError
+from tesched.errors import BoundsError, ModuleLoadError
 
 STATUS_ERRORS: dict[int, type[Exception]] = {
     ERROR_CODES["TESCHED_ERROR_ARGUMENT"]: ValueError,
@@ -32,6 +32,7 @@ STATUS_ERRORS: dict[int, type[Exception]] = {
     ERROR_CODES["TESCHED_ERROR_ALLOCATION"]: MemoryError,
     ERROR_CODES["TESCHED_ERROR_CPU"]: ModuleLoadError,
     ERROR_CODES["TESCHED_ERROR_CONSTANTS"]: ModuleLoadError,
+    ERROR_CODES["TESCHED_ERROR_INDEX"]: BoundsError,
 }
 
 

@@ -6,7 +6,9 @@ Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :
 :class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
 :class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast` and :class:`Address`.
+:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast`,
+:class:`Address` and :class:`CheckedIndex` (a data-dependent index checked against its tensor's extent when
+the kernel runs).
 
 A statement's children are its fields that hold expressions, statements or sequences of them, except
 the variables it declares (``binds``); :mod:`.visitor` walks and rebuilds statements from that alone, so
@@ -66,6 +68,24 @@ class Load(Expr):
 
     def with_children(self, children):
         return Load(self.buffer, children)
+
+
+class CheckedIndex(Expr):
+    """An index the lowering could not prove inside ``[0, extent)`` (it depends on data, or is not affine):
+    the kernel compares it with ``extent`` when it runs; outside, it records ``message`` as its failure
+    (the caller raises :class:`~tesched.errors.BoundsError` with it) and reads index 0 instead."""
+
+    __slots__ = ("value", "extent", "message")
+
+    def __init__(self, value: Expr, extent: int | Expr, message: str):
+        self.value, self.extent, self.message = value, extent, message
+        self.dtype = value.dtype
+
+    def children(self):
+        return (self.value,)
+
+    def with_children(self, children):
+        return CheckedIndex(children[0], self.extent, self.message)
 
 
 class VLoad(Expr):
@@ -288,11 +308,13 @@ class Block(Stmt):
 
 @dataclass(eq=False)
 class Store(Stmt):
-    """``buffer[indices] = value`` (tensor coordinates)."""
+    """``buffer[indices] = value`` (tensor coordinates). ``atomic``: ``value`` is ``buffer[indices] + x``,
+    done as one atomic addition (a scatter whose updates run on several threads)."""
 
     buffer: Buffer
     indices: tuple
     value: Expr
+    atomic: bool = False
 
 
 @dataclass(eq=False)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tesched.ir import nodes as ir
 from tesched.schedule.kinds import LoopKind
-from tesched.te.expr import Expr, Var
+from tesched.te.expr import Binary, Expr, Var
 from tesched.te.expr import set_formatter as set_expr_formatter
 from tesched.te.printer import ExprPrinter
 from tesched.te.visit import NodeFunctor
@@ -61,6 +61,10 @@ class IRExprPrinter(ExprPrinter):
 
     def visit_Load(self, x: ir.Load) -> tuple[str, int]:
         return f"{self.buffer_name(x.buffer)}[{', '.join(self.text(i) for i in x.indices)}]", 7
+
+    def visit_CheckedIndex(self, x: ir.CheckedIndex) -> tuple[str, int]:
+        extent = x.extent if isinstance(x.extent, int) else self.text(x.extent)
+        return f"checked({self.text(x.value)}, {extent})", 7
 
     def visit_VLoad(self, x: ir.VLoad) -> tuple[str, int]:
         return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes})]", 7
@@ -139,6 +143,8 @@ class IRPrinter(NodeFunctor):
 
     def visit_Store(self, s: ir.Store) -> str:
         idx = ", ".join(self.expr(i) for i in s.indices)
+        if s.atomic and isinstance(s.value, Binary):
+            return f"{self._pad()}atomic {self.buffer(s.buffer)}[{idx}] += {self.expr(s.value.b)}\n"
         return f"{self._pad()}{self.buffer(s.buffer)}[{idx}] = {self.expr(s.value)}\n"
 
     def visit_VStore(self, s: ir.VStore) -> str:

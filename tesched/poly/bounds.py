@@ -4,8 +4,11 @@ For every computed stage and every read ``T[indices]`` in its body (inlined stag
 of the stage's iteration domain under the access relation must lie inside ``T``'s box, for every value of
 the size parameters allowed by the shapes (isl: ``range(access) ⊆ box``). A read only counts where it is
 evaluated: under ``if_then_else(c, ...)``/``where=`` the affine part of ``c`` restricts it, and so does the
-left operand of ``&``/``|`` (which short-circuit in C). Reads at data-dependent (non-affine) indices, or
-under conditions that are not affine, are not judged here. A violation raises
+left operand of ``&``/``|`` (which short-circuit in C). Only the affine dimensions of a read are judged
+here (``A[I[i], j + 1]``: dimension 1); a read under a condition that is not affine is judged as if it ran
+everywhere. What cannot be proven this way (a data-dependent or non-affine index, an affine index that
+only a data-dependent condition keeps inside) is not an error: it is recorded in ``model.unproven`` and
+checked when the kernel runs (:mod:`.index_checks`). A violation raises
 :class:`~tesched.errors.BoundsError` naming the tensor, the stage, the index expression and one offending
 iteration, in Halide's words ("accessed at 14, which is beyond the max (9)"). A read of a stage computed
 at the root with a ``bound``, outside the bounded region, raises ``ScheduleError`` the same way.
@@ -13,106 +16,63 @@ at the root with a ``bound``, outside the bounded region, raises ``ScheduleError
 from __future__ import annotations
 
 import re
-from typing import Iterator
-
 import islpy as isl
 
 from tesched.errors import BoundsError
 from tesched.poly.affine import NotAffine
 from tesched.poly.domains import bound_exceeded
+from tesched.poly.guards import guarded_reads, restrict_to_guard
 from tesched.poly.model import PolyModel, StageModel
-from tesched.te.expr import Binary, Expr, Reduce, Select, Unary
 from tesched.te.tensor import Tensor, TensorRead
 from tesched.te.visit import structural_key
 
-_NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
-_SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
-
 
 def check_bounds(model: PolyModel) -> None:
-    """Raise BoundsError for the first read of any stage that can fall outside its tensor."""
+    """Raise BoundsError for the first read of any stage that can fall outside its tensor; record in
+    ``model.unproven`` the dimensions of reads that only the kernel can check."""
     for sm in model.stages:
         keys: dict[int, tuple] = {}
-        checked: set[tuple] = set()
-        for read, guard in _guarded_reads(sm.body, (), set()):
+        checked: dict[tuple, frozenset[int]] = {}
+        for read, guard in guarded_reads(sm):
             key = (id(read.tensor), tuple(structural_key(i, keys) for i in read.indices),
                    tuple((structural_key(c, keys), holds) for c, holds in guard))
             if key not in checked:      # an inlined chain reads the same element many times
-                checked.add(key)
-                _check_read(model, sm, read, guard)
+                checked[key] = _check_read(model, sm, read, guard)
+            if checked[key]:
+                model.unproven[id(read)] = model.unproven.get(id(read), frozenset()) | checked[key]
 
 
-def _condition(model: PolyModel, sm: StageModel, cond: Expr, negate: bool = False) -> str | None:
-    """isl text of an affine condition (or of its negation), or None if any part of it is not affine."""
-    try:
-        if isinstance(cond, Unary) and cond.op == "not":
-            return _condition(model, sm, cond.a, not negate)
-        if isinstance(cond, Binary) and cond.op in ("and", "or"):
-            a, b = _condition(model, sm, cond.a, negate), _condition(model, sm, cond.b, negate)
-            if a is None or b is None:
-                return None
-            joiner = "and" if (cond.op == "and") != negate else "or"
-            return f"(({a}) {joiner} ({b}))"
-        if isinstance(cond, Binary) and cond.op in _NEGATE:
-            op = _NEGATE[cond.op] if negate else cond.op
-            a, b = model.isl_of(cond.a, sm.coord), model.isl_of(cond.b, sm.coord)
-            return f"({a} < {b} or {a} > {b})" if op == "ne" else f"{a} {_SYMBOL[op]} {b}"
-    except NotAffine:
-        return None
-    return None
-
-
-def _guarded_reads(e: Expr, guard: tuple, seen: set) -> Iterator[tuple[TensorRead, tuple]]:
-    """Every tensor read of ``e`` with the conditions (expressions, polarity) under which it runs; a
-    subexpression shared in the DAG is visited once per guard."""
-    visit = (id(e), tuple((id(c), holds) for c, holds in guard))
-    if visit in seen:
-        return
-    seen.add(visit)
-    if isinstance(e, TensorRead):
-        yield e, guard
-        for idx in e.indices:
-            yield from _guarded_reads(idx, guard, seen)
-    elif isinstance(e, Select):
-        yield from _guarded_reads(e.cond, guard, seen)
-        yield from _guarded_reads(e.true_value, guard + ((e.cond, True),), seen)
-        yield from _guarded_reads(e.false_value, guard + ((e.cond, False),), seen)
-    elif isinstance(e, Reduce):
-        inner = guard if e.where is None else guard + ((e.where, True),)
-        if e.where is not None:
-            yield from _guarded_reads(e.where, guard, seen)
-        yield from _guarded_reads(e.source, inner, seen)
-    elif isinstance(e, Binary) and e.op in ("and", "or"):
-        yield from _guarded_reads(e.a, guard, seen)
-        yield from _guarded_reads(e.b, guard + ((e.a, e.op == "and"),), seen)
-    else:
-        for child in e.children():
-            yield from _guarded_reads(child, guard, seen)
-
-
-def _check_read(model: PolyModel, sm: StageModel, read: TensorRead, guard: tuple) -> None:
+def _check_read(model: PolyModel, sm: StageModel, read: TensorRead, guard: tuple) -> frozenset[int]:
+    """Raise BoundsError if an affine dimension of ``read`` can fall outside; return the dimensions left
+    to the kernel (not affine, or kept inside only by a data-dependent condition)."""
     stmt = sm.main
-    try:
-        access = model.access_map(stmt, "T", read.indices)
-    except NotAffine:
-        return
-    for cond, holds in guard:
-        text = _condition(model, sm, cond, negate=not holds)
-        if text is None:
-            return          # where the read runs depends on data: not judged (never a false alarm)
-        where = isl.Set(f"{model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] : {text} }}")
-        access = access.intersect_domain(where)
+    affine = []
+    for k, index in enumerate(read.indices):
+        try:
+            model.isl_of(index, sm.coord)
+            affine.append(k)
+        except NotAffine:
+            pass
+    runtime = frozenset(range(read.tensor.ndim)) - frozenset(affine)
+    if not affine:
+        return runtime
+    access = model.access_map(stmt, "T", read.indices, loose=True).intersect_range(
+        model.tensor_domain(read.tensor, "T", runtime))
+    access, exact = restrict_to_guard(model, sm, access, guard)
     access = access.intersect_params(model.context)
     box = model.tensor_domain(read.tensor, "T")
     outside = access.subtract_range(box)
     if not outside.is_empty():
+        if not exact:
+            return frozenset(range(read.tensor.ndim))
         raise BoundsError(_message(model, sm, read, outside))
     producer = model.by_op.get(id(read.tensor.op))
-    if producer is not None and producer.realized is not None:
+    if producer is not None and producer.realized is not None and not runtime and exact:
         beyond = access.subtract_range(producer.realized.set_tuple_name("T"))
         if not beyond.is_empty():
             text = ", ".join(repr(i) for i in read.indices)
             bound_exceeded(model, producer, beyond, f"{sm.name} (reading {read.tensor.name}[{text}])")
+    return runtime
 
 
 def _value(text: str, params: dict[str, int]) -> int:

@@ -36,6 +36,11 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
         return
     fp = sm.storage if sm.hoisted else sm.footprint
     assert fp is not None, f"{sm.name} is computed at a loop but has no footprint"
+    if fp.is_empty():   # never needed (a scan's update when the initial steps are all of them)
+        sm.offset_pwaffs = [None] * tensor.ndim
+        sm.buffer = Buffer(sm.name, [1] * tensor.ndim, tensor.dtype, BufferScope.LOCAL,
+                           [Const(0, "int64")] * tensor.ndim)
+        return
     folds = _folds(model, sm) if sm.hoisted else {}
     shape: list[int | Expr] = []
     offsets: list[Expr] = []

@@ -10,9 +10,12 @@ relations and the schedule tree we check two things:
    that order (a reduction's own accumulation excepted, see 2);
 2. loops marked ``parallel`` or ``vectorized``, or with the pragma ``ivdep``, carry no dependence: no two
    accesses to the same storage, one of them a write, run in different iterations of such a loop with
-   the same outer iterations. The one exception is a vectorized innermost reduction loop accumulating
-   into its own stage's elements: the code generator gives each lane its own partial result (an
-   ``ivdep`` loop has no exception).
+   the same outer iterations. The exceptions: a vectorized innermost reduction loop accumulating into its
+   own stage's elements (the code generator gives each lane its own partial result; an ``ivdep`` loop
+   has no exception, nor a scatter, whose lanes may hit one element), and a parallel loop of a scatter
+   whose updates are atomic additions (``s[H].atomic()``).
+
+A data-dependent index (a gather's read, a scatter's write) may touch any element along its dimension.
 
 A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
 instances involved. This module reads the model and the tree; it changes neither.
@@ -62,6 +65,9 @@ class Accesses:
         for sm in model.stages:
             if sm.absorbed_by is None:
                 for stmt in sm.statements + sm.tail:
+                    if sm.target is not None and stmt.kind is StatementKind.UPDATE:   # a scatter's computed index
+                        self._add("writes", stmt, self.read_map(stmt, sm, sm.target))
+                        continue
                     own = stmt.coords[sm.prefix_len:sm.prefix_len + len(sm.axes)]
                     self._add("writes", stmt, self.storage_map(stmt, sm, own))
             self._reads_of(sm, sm.main)
@@ -74,38 +80,36 @@ class Accesses:
             rel = isl.UnionMap(target).reverse().apply_range(rel)
         setattr(self, which, getattr(self, which).union(rel))
 
-    def storage_map(self, stmt: Statement, target: StageModel, index: list[str]) -> isl.UnionMap:
-        """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text)."""
+    def storage_map(self, stmt: Statement, target: StageModel, index: list[str], where: str = "") -> isl.UnionMap:
+        """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text), under ``where``."""
         private = stmt.loops[:target.store_len]
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
-                f"{target.tag}[{', '.join(private + index)}] }}")
+                f"{target.tag}[{', '.join(private + index)}]{f' : {where}' if where else ''} }}")
         return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
 
+    def read_map(self, stmt: Statement, target: StageModel, read: TensorRead) -> isl.UnionMap:
+        """``stmt -> storage of target`` at ``read``'s indices; along a data-dependent index, any element
+        of the dimension."""
+        index, bounds = [], []
+        for k, i in enumerate(read.indices):
+            try:
+                index.append(self.model.isl_of(i, stmt.stage.coord))
+            except NotAffine:
+                index.append(f"any{k}")
+                bounds.append(f"0 <= any{k} < {self.model.isl_shape(read.tensor.shape[k], read.tensor)}")
+        return self.storage_map(stmt, target, index, " and ".join(bounds))
+
     def _reads_of(self, reader: StageModel, stmt: Statement) -> None:
-        coord = reader.coord
         for read in collect(reader.body, TensorRead):
             target = self.model.by_op.get(id(read.tensor.op))
             if target is None or target.absorbed_by is not None:  # an input, or internal to an intrinsic
                 continue
-            try:
-                index = [self.model.isl_of(i, coord) for i in read.indices]
-            except NotAffine:
-                index = None
-            if index is None:   # non-affine read: it may touch any element
-                rel = isl.Map.from_domain_and_range(stmt.domain, self._all_storage(stmt, target))
-                self._add("reads", stmt, isl.UnionMap(rel))
-            else:
-                self._add("reads", stmt, self.storage_map(stmt, target, index))
-        if reader.init is not None and reader.absorbed_by is None:  # the update reads what it accumulates into
+            self._add("reads", stmt, self.read_map(stmt, target, read))
+        if reader.target is not None:       # a scatter's update reads the element it accumulates into
+            self._add("reads", stmt, self.read_map(stmt, reader, reader.target))
+        elif reader.init is not None and reader.absorbed_by is None:  # the update reads what it accumulates into
             own = stmt.coords[reader.prefix_len:reader.prefix_len + len(reader.axes)]
             self._add("reads", stmt, self.storage_map(stmt, reader, own))
-
-    def _all_storage(self, stmt: Statement, target: StageModel) -> isl.Set:
-        private = stmt.loops[:target.store_len]
-        n = target.tensor.ndim
-        text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
-                f"{target.tag}[{', '.join(private + [f'x{k}' for k in range(n)])}] }}")
-        return isl.Map(text).intersect_domain(stmt.domain).range()
 
 
 def describe(model: PolyModel, name: str, values: list[int]) -> str:
@@ -139,10 +143,15 @@ def _example(pairs: isl.UnionMap) -> tuple[str, list[int], str, list[int]]:
     return found[0]
 
 
-def _same_stage_updates(model: PolyModel) -> isl.UnionMap:
+def _same_stage_updates(model: PolyModel, scatters: bool = True, only_atomic: bool = False) -> isl.UnionMap:
+    """Pairs of update instances of one reduction (whose order does not matter); without ``scatters``,
+    not those of a scatter (whose lanes would write one element at once); with ``only_atomic``, only those
+    of scatters whose updates are atomic (threads may run them at once)."""
     pairs = isl.UnionMap.empty(model.context.get_space())
     for sm in model.stages:
-        if sm.init is not None and sm.absorbed_by is None:
+        if only_atomic and not (sm.target is not None and sm.stage.atomic_updates):
+            continue
+        if sm.init is not None and sm.absorbed_by is None and (scatters or sm.target is None):
             dom = isl.UnionSet(sm.emitted[-1].domain)
             if sm.tail_main is not None:
                 dom = dom.union(isl.UnionSet(sm.tail_main.domain))
@@ -183,6 +192,20 @@ def _carried(band: isl.ScheduleNode, pairs: isl.UnionMap) -> bool:
     return not times.intersect(differ).is_empty()
 
 
+def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
+    """What to do when the conflict is between two points of a scatter (two may hit one element)."""
+    for name in (a, b):
+        stmt = model.statements[name]
+        sm = stmt.stage
+        if sm.target is not None and stmt.kind is StatementKind.UPDATE:
+            fix = (f"make the updates atomic (s[{sm.name}].atomic())" if kind is LoopKind.PARALLEL
+                   else "keep the loop scalar")
+            return (f"; {sm.name} is a scatter whose points may add into the same element (its index is "
+                    f"computed): keep the loop serial, {fix}, or give each iteration its own partial result "
+                    "(an index affine in the loop, summed afterwards)")
+    return ""
+
+
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
@@ -194,7 +217,9 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
             if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
-                local = local.subtract(_same_stage_updates(model))
+                local = local.subtract(_same_stage_updates(model, scatters=False))
+            if info.kind is LoopKind.PARALLEL:      # atomic additions of a scatter may run at once
+                local = local.subtract(_same_stage_updates(model, only_atomic=True))
             if _carried(band, local):
                 prefix = band.get_prefix_schedule_union_map()
                 partial = band.band_get_partial_schedule_union_map()
@@ -205,6 +230,7 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 raise ScheduleError(
                     f"loop {info.var.name} of stage {info.stage} {what}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "
-                    f"element (one of them writes it) in different iterations of {info.var.name}")
+                    f"element (one of them writes it) in different iterations of {info.var.name}"
+                    + _scatter_hint(model, a, b, info.kind))
     for k in range(node.n_children()):
         _check_loops(model, tree, node.child(k), conflicts)

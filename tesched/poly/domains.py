@@ -4,8 +4,10 @@ A root stage's statements run over the tensor's box (and the reduce axes). A sta
 another runs, per iteration of the loops around it, over its *footprint*: ``prefix -> reader instances ->
 read elements``, computed with isl from the readers' loop maps and access relations (readers first), so
 clipped borders and overlapping halos come out exact and overlapping tiles recompute their halo
-(Halide's overlapped tiling). The footprint is widened to its per-iteration bounding box (Halide's choice:
-the producer computes a rectangle), or along an axis with a ``bound``, to the bound.
+(Halide's overlapped tiling); a read under an affine condition counts only where it holds, and along a
+dimension read at a data-dependent index the footprint is the whole dimension. The footprint is widened
+to its per-iteration bounding box (Halide's choice: the producer computes a rectangle), or along an axis
+with a ``bound``, to the bound.
 
 A stage stored outside the loop it is computed at (``store_at``/``store_root``) shares its buffer between
 the iterations of the loops in between, which run in order: each iteration computes only its box minus
@@ -20,7 +22,7 @@ from __future__ import annotations
 import islpy as isl
 
 from tesched.errors import ScheduleError
-from tesched.poly.affine import NotAffine
+from tesched.poly.guards import guarded_reads, restrict_to_guard
 from tesched.poly.model import PolyModel, StageModel, StatementKind
 from tesched.schedule.storage import AxisBound
 
@@ -63,7 +65,7 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
     for stmt in sm.statements:
         if stmt.kind is StatementKind.UPDATE:
             assert rdom is not None, f"{sm.name} updates without reduce axes"
-            dom = spatial.flat_product(rdom)
+            dom = rdom if sm.target is not None else spatial.flat_product(rdom)   # a scatter: its points only
             cut = isl.Set(f"{model.param_prefix}{{ [{', '.join(stmt.coords)}] : {bounds} }}")
             dom = dom.intersect(cut.set_tuple_id(dom.get_tuple_id()) if dom.has_tuple_id() else cut)
         else:
@@ -104,13 +106,13 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
     for reader in readers:
         stmt = reader.main
         lmap = model.loop_map(stmt, depth).reverse()
-        for indices in model.reads_of(reader, sm.tensor):
-            try:
-                acc = model.access_map(stmt, sm.tag, indices)
-            except NotAffine as err:
-                raise ScheduleError(f"compute_at of {sm.name}: {reader.name} reads it at non-affine "
-                                    f"indices ({err}), so the region each iteration needs cannot be "
-                                    "computed; use compute_root") from None
+        for read, guard in guarded_reads(reader):
+            if read.tensor is not sm.tensor:
+                continue
+            # a data-dependent (non-affine) index may read anywhere along its dimension: the whole
+            # dimension is the footprint there (the range is cut to the tensor's box below); a read under
+            # an affine condition (if_then_else(t >= 1, P[t - 1], ...)) needs only where it holds
+            acc, _ = restrict_to_guard(model, reader, model.access_map(stmt, sm.tag, read.indices, loose=True), guard)
             part = lmap.apply_range(acc)
             fp = part if fp is None else fp.union(part)
     assert fp is not None

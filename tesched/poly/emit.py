@@ -17,6 +17,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
 from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
+from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
@@ -131,10 +132,11 @@ class StatementEmitter:
         if stmt.kind is StatementKind.PREFETCH:
             return self.prefetch(self.prefetches[name], coords)
         p = sm.prefix_len
-        axes = sm.axes + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
+        scatter = sm.target is not None and stmt.kind is StatementKind.UPDATE
+        axes = ([] if scatter else sm.axes) + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
         axis_values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
-        body = sm.body
+        body = checked_body(self.model, sm, sm.body)
         bufs = sm.buffers or [buf]
 
         def here(e: Expr) -> Expr:
@@ -145,6 +147,14 @@ class StatementEmitter:
             return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
+            if scatter:     # the element a scatter accumulates into: its (checked) computed index
+                assert sm.target is not None
+                target = here(checked_body(self.model, sm, sm.target))
+                assert isinstance(target, ir.Load)
+                store = _store(buf, target.indices, body.combine(target, here(body.source)),
+                               atomic=sm.stage.atomic_updates)
+                # ``where`` guards the whole update: its index may be meaningless elsewhere
+                return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
             current = [ir.Load(b, index) for b in bufs]
             # loop variables are int64: an axis used as a value (argmax's index) keeps its declared dtype
             new = body.combine_all(current, [cast_to(here(s), s.dtype) for s in body.sources])
@@ -161,10 +171,10 @@ class StatementEmitter:
         return _store(buf, index, here(body))
 
 
-def _store(buf: ir.Buffer, index: tuple, value: Expr) -> ir.Stmt:
+def _store(buf: ir.Buffer, index: tuple, value: Expr, atomic: bool = False) -> ir.Stmt:
     """``buf[index] = value`` with the subexpressions ``value`` shares bound once (``let``)."""
     bindings, value = bind_shared(value)
-    return wrap_lets(bindings, ir.Store(buf, index, value))
+    return wrap_lets(bindings, ir.Store(buf, index, value, atomic))
 
 
 def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,

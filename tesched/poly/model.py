@@ -175,6 +175,7 @@ class StageModel:
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
     absorbed_by: "StageModel | None" = None         # computed by the intrinsic call of that stage
+    target: TensorRead | None = None                # a scatter's element written (and read) by its update
     prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
     tail_init: Statement | None = None              # tensorized: the init run as plain loops (partial tiles,
     tail_main: Statement | None = None              # or an intrinsic without reset), and the main statement
@@ -263,6 +264,8 @@ class PolyModel:
         self.stages: list[StageModel] = []
         self.by_op: dict[int, StageModel] = {}
         self.statements: dict[str, Statement] = {}
+        # id(read) -> dimensions the bounds check could not prove (checked when the kernel runs)
+        self.unproven: dict[int, frozenset[int]] = {}
 
     @property
     def param_env(self) -> dict[str, Expr]:
@@ -299,9 +302,11 @@ class PolyModel:
                     scan(rv.range.extent)
         return list(found.values())
 
-    def tensor_domain(self, tensor: Tensor, tag: str) -> isl.Set:
+    def tensor_domain(self, tensor: Tensor, tag: str, dims: frozenset[int] | None = None) -> isl.Set:
+        """``tag[s...]`` over the tensor's box (only along ``dims`` when given: free along the others)."""
         coords = [f"s{k}" for k in range(tensor.ndim)]
-        conds = [f"0 <= {c} < {self.isl_shape(d, tensor)}" for c, d in zip(coords, tensor.shape)]
+        conds = [f"0 <= {c} < {self.isl_shape(d, tensor)}" for k, (c, d) in enumerate(zip(coords, tensor.shape))
+                 if dims is None or k in dims]
         return isl.Set(f"{self.param_prefix}{{ {tag}[{', '.join(coords)}] : {' and '.join(conds) or 'true'} }}")
 
     def isl_shape(self, dim: object, tensor: Tensor) -> str:
@@ -325,12 +330,22 @@ class PolyModel:
                 f"[{', '.join(stmt.loops[:upto])}] }}")
         return isl.Map(text).intersect_domain(stmt.domain)
 
-    def access_map(self, stmt: Statement, target_tag: str, indices: tuple) -> isl.Map:
-        """``stmt[coords] -> target[indices]``; raises NotAffine for non-affine indices."""
+    def access_map(self, stmt: Statement, target_tag: str, indices: tuple, loose: bool = False) -> isl.Map:
+        """``stmt[coords] -> target[indices]``; raises NotAffine for non-affine indices, unless ``loose``:
+        then a non-affine index may be any value (intersect the range with the tensor's box to get the
+        whole dimension, the footprint of a data-dependent index)."""
         coord = stmt.stage.coord
-        idx = [self.isl_of(i, coord) for i in indices]
+        idx = [self._index_text(i, coord, k if loose else None) for k, i in enumerate(indices)]
         text = f"{self.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> {target_tag}[{', '.join(idx)}] }}"
         return isl.Map(text).intersect_domain(stmt.domain)
+
+    def _index_text(self, index: object, coord: dict[int, str], free: int | None) -> str:
+        try:
+            return self.isl_of(index, coord)
+        except NotAffine:
+            if free is None:
+                raise
+            return f"any{free}"
 
     def placeholder_buffers(self) -> dict[int, Buffer]:
         out: dict[int, Buffer] = {}

@@ -4,7 +4,8 @@ Each stage's loops (after split and fuse) become isl expressions over its coordi
 at a loop of another is linked to it (its *prefix* is the loops around it), and to the loop its buffer
 lives in (``store_at``: its *storage prefix*, the first loops of the prefix); then each stage gets its
 statements (``compute``, or ``init`` and ``update`` for a reduction, plus ``alloc`` for a ``compute_at``
-buffer). Domains come next (:mod:`.domains`).
+buffer; a scatter's ``init`` runs over its tensor and its ``update`` over its reduce axes only). Domains
+come next (:mod:`.domains`).
 """
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, Stat
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
 from tesched.te.expr import Reduce
+from tesched.te.scan import ScanOp
+from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar
 
 
@@ -34,6 +37,9 @@ def declare_stages(model: PolyModel) -> None:
     for sm in model.stages:
         _resolve_store(model, sm)
     for sm in model.stages:
+        if isinstance(sm.op, ScanOp):
+            _check_scan_group(model, sm)
+    for sm in model.stages:
         _make_statements(sm, model.param_prefix)
     model.index_statements()
 
@@ -47,6 +53,7 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     leaf_expr: dict[int, str] = {}
     leaf_min: dict[int, str] = {}
     extent = st.extents()
+    extent.update({id(a): a.range.extent if isinstance(a.range.extent, int) else None for a in axes})
     for a in axes + raxes:
         leaf_expr[id(a)] = coord[id(a)]
         leaf_min[id(a)] = model.isl_of(a.range.min, coord)   # a reduce bound may use the axes
@@ -70,12 +77,31 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
             leaf_expr[id(rel.iter_var)] = leaf_min[id(rel.iter_var)] = "0"
     body = model.bodies[id(op)]
     sm = StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
+    if isinstance(op, ScatterOp):
+        assert isinstance(body, Scatter)
+        sm.target = op.target(body)
     sm.loop_name = {id(v): f"l{k}" for k, v in enumerate(st.leaf_iter_vars)}
-    sm.axis_value, sm.loop_conds = _inverse(st, coord, sm.loop_name, leaf_min, extent)
+    sm.axis_value, sm.loop_conds = _inverse(st, set(coord), sm.loop_name, leaf_min, extent)
+    _in_loop_values(sm.axis_value, {name: id(a) for a in axes + raxes if (name := coord[id(a)])})
     return sm
 
 
-def _inverse(st: Stage, axes: dict[int, str], loop_name: dict[int, str], leaf_min: dict[int, str],
+def _in_loop_values(value: dict[int, str], coords: dict[str, int]) -> None:
+    """Rewrite, in place, axis values whose lower bound names another axis' coordinate (a reduce axis
+    over ``(i, n)`` starts at ``i``) with that axis' value in loop terms, so they are functions of the
+    loop values only."""
+    pattern = re.compile(r"\b(" + "|".join(map(re.escape, coords)) + r")\b") if coords else None
+    for _ in range(len(coords)):        # an axis' bound names an axis declared before it: a short chain
+        changed = False
+        for key, text in value.items():
+            new = pattern.sub(lambda m: f"({value[coords[m.group(1)]]})", text) if pattern else text
+            if new != text:
+                value[key], changed = new, True
+        if not changed:
+            return
+
+
+def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dict[int, str],
              extent: dict[int, int | None]) -> tuple[dict[int, str], list[tuple[bool, str]]]:
     """Each axis as an isl expression of the loop values (``outer * factor + inner`` for a split,
     ``fused // inner_extent`` and ``fused % inner_extent`` for a fuse, as TVM recovers them), and the
@@ -103,11 +129,6 @@ def _inverse(st: Stage, axes: dict[int, str], loop_name: dict[int, str], leaf_mi
             conds.append((reduce[id(rel.fused)], f"{fused} >= 0"))
             value[id(rel.outer)] = f"(floor(({fused})/{iext}) + ({leaf_min[id(rel.outer)]}))"
             value[id(rel.inner)] = f"((({fused}) mod {iext}) + ({leaf_min[id(rel.inner)]}))"
-    # a reduce axis' lower bound may use the compute's axes (a triangular domain): over the loops, those
-    # coordinates are the axes' own values
-    by_name = {name: value[k] for k, name in axes.items()}
-    for k in axes:
-        value[k] = re.sub(r"\bs\d+\b", lambda m: f"({by_name[m.group(0)]})", value[k])
     return value, conds
 
 
@@ -129,6 +150,9 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
                                 "with a constant factor and unroll the inner loop")
     if st.attach_type is not AttachType.SCOPE:
         return
+    if sm.target is not None:
+        raise ScheduleError(f"compute_at of {sm.name}: a scatter writes anywhere in its tensor, so it is "
+                            "computed at the root; compute its readers at it instead")
     host, ivar = st.attach_stage, st.attach_ivar
     assert host is not None and ivar is not None, f"{sm.name} is attached without a stage and loop"
     parent = model.by_op.get(id(host.op))
@@ -137,6 +161,18 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
                             "loops to compute inside; compute it at a stage that has loops")
     sm.parent = parent
     sm.level = parent.stage.leaf_position(ivar)
+
+
+def _check_scan_group(model: PolyModel, scan: StageModel) -> None:
+    """The stages between a scan's state and the scan run inside its time loop (a stage at the root would
+    read steps the scan has not computed yet)."""
+    for sm in model.stages:
+        if sm is not scan and not sm.inside(scan, 0) and model.reads_of(sm, scan.tensor) \
+                and model.schedule.reads_transitively(scan.op, sm.op):
+            loop = scan.op.axis[0].name
+            raise ScheduleError(f"stage {sm.name} reads the state of scan {scan.name}, so it runs inside the "
+                                f"scan's time loop: compute it at {scan.name}.{loop} (where it starts) or "
+                                f"deeper, or inline it, not outside that loop")
 
 
 def _store_call(st: Stage) -> str:
@@ -193,6 +229,15 @@ def _make_statements(sm: StageModel, params: str) -> None:
     rcoords = [sm.coord[id(r)] for r in sm.raxes]
     own = [sm.leaf_expr[id(v)] for v in sm.leaves]
     base = f"S{sm.tag[1:]}"
+    if sm.target is not None:   # a scatter: the identity over the tensor, then the updates over its points
+        space = LoopSpace(pcoords + [sm.loop_name[id(v)] for v in sm.leaves],
+                          pcoords + [sm.axis_value[id(r)] for r in sm.raxes], [c for _, c in sm.loop_conds], params)
+        sm.statements = [
+            Statement(f"{base}_init", StatementKind.INIT, sm, pcoords + scoords, pcoords + scoords, list(sm.axes)),
+            Statement(f"{base}_update", StatementKind.UPDATE, sm, pcoords + rcoords, pcoords + own, list(sm.leaves),
+                      space=space),
+        ]
+        return
     values = [sm.axis_value[id(a)] for a in sm.axes + sm.raxes]
 
     def in_loops(loop_vars: list[IterVar], with_reduce: bool) -> LoopSpace | None:

@@ -29,6 +29,17 @@ static inline int64_t ts_floormod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 
+/* A data-dependent index checked against its extent: outside [0, extent) it records the failure's code in
+ * the kernel's status (any thread may, hence atomic) and reads element 0 instead, so no access leaves the
+ * buffer; the caller raises the error the code names once the kernel returns. */
+static inline int64_t ts_check_index(int64_t i, int64_t extent, int *status, int code) {
+  if (__builtin_expect(i < 0 || i >= extent, 0)) {
+    __atomic_store_n(status, code, __ATOMIC_RELAXED);
+    return 0;
+  }
+  return i;
+}
+
 /* Integer fmod (C's truncated remainder, NumPy's fmod): a zero divisor gives 0, as does -1 (no trap). */
 static inline int64_t ts_fmod(int64_t a, int64_t b) {
   return (b == 0 || b == -1) ? 0 : a % b;

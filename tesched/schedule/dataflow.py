@@ -11,7 +11,9 @@ Each adds a stage and gives the affected stage a new operation, with TVM's seman
   keeping its placement.
 - ``rfactor(T, axis)``: for a reduction whose reduce loops were split, the reduce loop ``axis`` becomes a
   data-parallel axis of a new stage ``T.rf`` that reduces over the remaining reduce loops; T then reduces
-  ``T.rf`` over that axis. This lets the partial reductions run in parallel or vectorized.
+  ``T.rf`` over that axis. This lets the partial reductions run in parallel or vectorized. Of a scatter
+  (``ts.scatter``), ``T.rf`` is a scatter of partial results, one per iteration of ``axis`` (which indexes
+  them), so its loop ``axis`` may run in parallel without atomics; T becomes their reduction.
 
 Operations users declared are never modified: a stage points to its new operation, and the schedule maps
 both the old and the new operation to the stage.
@@ -23,6 +25,8 @@ from typing import Sequence
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
 from tesched.te.expr import Binary, Expr, MultiValue, Reduce, Select, Var, as_expr
+from tesched.te.scan import ScanOp
+from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
 from tesched.te.visit import rewrite, substitute
 
@@ -120,6 +124,10 @@ def _check_scope(scope: object, primitive: str, name: str) -> str:
 def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
     stage = sch[tensor]
     op = _computation(stage, "cache_write")
+    if isinstance(op, (ScatterOp, ScanOp)):
+        kind = "scatter" if isinstance(op, ScatterOp) else "scan"
+        raise ScheduleError(f"cache_write of {stage.name}: it is a {kind}, whose computation cannot move to "
+                            "another stage; cache its readers' reads instead (cache_read)")
     _check_scope(scope, "cache_write", stage.name)
     if op.num_outputs > 1:
         raise ScheduleError(f"cache_write of {stage.name}: it has {op.num_outputs} outputs; cache_write takes "
@@ -161,7 +169,10 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     if any(extent[id(v)] is None for v in reduce_leaves + [axis]):
         raise ScheduleError(f"rfactor of {stage.name}: its reduce loops need constant extents")
     size = {id(v): int(extent[id(v)] or 0) for v in reduce_leaves}
-    spatial = IterVar(Range(0, size[id(axis)]), axis.name, IterType.DATA_PAR)
+    scatter = isinstance(op, ScatterOp)
+    # a scatter's factor loop stays one of its points (its loops are its points) but indexes the partial
+    # results, so the dependence check lets it run in parallel
+    spatial = IterVar(Range(0, size[id(axis)]), axis.name, IterType.COMM_REDUCE if scatter else IterType.DATA_PAR)
     others = [v for v in reduce_leaves if v is not axis]
     # a leaf that is an axis the user declared keeps its lower bound (reduce_axis((5, 10)) stays 5..9);
     # leaves made by split or fuse start at 0 and root_values adds their parent's lower bound
@@ -187,11 +198,18 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     rf_axes = new_axes[:factor_axis] + [spatial] + new_axes[factor_axis:]
     partial = _rebuild_reduce(op.body, mapping, kept, bounds, keep_init=False)   # init: once, in the final stage
     rf_body: Expr = partial
-    if not kept:  # every reduce loop became data parallel: no reduction left in T.rf
+    if scatter:
+        assert isinstance(op.body, Scatter)
+        at = [substitute(i, mapping) for i in op.body.index]
+        rf_body = Scatter(partial.combiner, partial.source, [spatial] + kept, partial.where,
+                          at[:factor_axis] + [spatial] + at[factor_axis:])
+        rf_axes = new_axes[:factor_axis] + [IterVar(Range(0, size[id(axis)]), f"{axis.name}.v", IterType.DATA_PAR)] \
+            + new_axes[factor_axis:]
+    elif not kept:  # every reduce loop became data parallel: no reduction left in T.rf
         values = [s if partial.where is None else Select(partial.where, s, start)
                   for s, start in zip(partial.sources, partial.identities())]
         rf_body = values[0] if len(values) == 1 else MultiValue(values)
-    rf_op = ComputeOp(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
+    rf_op = (ScatterOp if scatter else ComputeOp)(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
     rf = rf_op.output(0)
     kr = IterVar(Range(0, size[id(axis)]), f"{axis.name}.v", IterType.COMM_REDUCE)
     index = tuple(list(op.axis[:factor_axis]) + [kr] + list(op.axis[factor_axis:]))
@@ -201,8 +219,11 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     reduce_vars = {id(v) for v in stage.all_iter_vars if v.iter_type == IterType.COMM_REDUCE}
     stage.relations = [rel for rel in stage.relations
                        if not any(id(v) in reduce_vars for v in vars(rel).values() if isinstance(v, IterVar))]
-    stage.leaf_iter_vars = [v for v in stage.leaf_iter_vars if id(v) not in reduce_vars] + [kr]
-    stage.all_iter_vars = [v for v in stage.all_iter_vars if id(v) not in reduce_vars] + [kr]
+    spatial_leaves = list(op.axis) if scatter else [v for v in stage.leaf_iter_vars if id(v) not in reduce_vars]
+    stage.leaf_iter_vars = spatial_leaves + [kr]     # a scatter becomes the reduction of its partial results
+    stage.all_iter_vars = (list(op.axis) if scatter else
+                           [v for v in stage.all_iter_vars if id(v) not in reduce_vars]) + [kr]
+    stage.atomic_updates = False
     stage.iter_var_attrs = {v: k for v, k in stage.iter_var_attrs.items() if id(v) not in reduce_vars}
     stage.pragmas = {v: k for v, k in stage.pragmas.items() if id(v) not in reduce_vars}
     stage.prefetches = [p for p in stage.prefetches if id(p[1]) not in reduce_vars]

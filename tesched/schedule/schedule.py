@@ -1,7 +1,8 @@
 """A schedule: the stages of every operation the outputs depend on, in dependence order.
 
 ``create_schedule(outputs)`` makes one :class:`~.stage.Stage` per operation (inputs first); ``s[T]`` finds
-a tensor's stage. The dataflow primitives (``cache_read``, ``cache_write``, ``rfactor``, in
+a tensor's stage. A scan's state placeholder has no stage of its own: it is the scan's tensor, and the
+stages between it and the scan start computed at the scan's time loop. The dataflow primitives (``cache_read``, ``cache_write``, ``rfactor``, in
 :mod:`.dataflow`) add stages. ``s.check()`` runs the lowering's legality checks, which the lowering layer
 registers with ``set_legality_check`` (a schedule does not depend on its lowering).
 """
@@ -12,6 +13,7 @@ from typing import Callable, Sequence
 from tesched.errors import ScheduleError
 from tesched.schedule.dataflow import cache_read, cache_write, rfactor
 from tesched.schedule.stage import Fuse, Split, Stage, as_op
+from tesched.te.scan import ScanOp
 from tesched.te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 
 __all__ = ["Fuse", "Schedule", "Split", "Stage", "create_schedule", "set_legality_check"]
@@ -43,10 +45,24 @@ class Schedule:
 
         for op in self.outputs:
             visit(op)
-        self.stages = [Stage(op, self) for op in order]
+        scans = [op for op in order if isinstance(op, ScanOp)]
+        states = {id(op.state.op) for op in scans}
+        self.stages = [Stage(op, self) for op in order if id(op) not in states]
         self.stage_map = {id(st.op): st for st in self.stages}
         for op in self.outputs:
             self.stage_map[id(op)].is_output = True
+        for scan in scans:
+            self._place_scan(scan)
+
+    def _place_scan(self, scan: ScanOp) -> None:
+        """A scan's state is its own tensor (reads of the placeholder read the scan's stage), and the
+        stages between the state and the scan run inside the scan's time loop (TVM's scan group)."""
+        stage = self.stage_map[id(scan)]
+        self.stage_map[id(scan.state.op)] = stage
+        for st in self.stages:
+            if st is not stage and isinstance(st.op, ComputeOp) and self.reads_transitively(st.op, scan) \
+                    and self.reads_transitively(scan, st.op):
+                st.compute_at(stage, scan.scan_axis)
 
     def __getitem__(self, key: "Operation | Tensor | Stage") -> Stage:
         if isinstance(key, Stage) and key.schedule is self:

@@ -145,6 +145,11 @@ class ComputeOp(Operation):
         return len(self._outputs)
 
     @property
+    def loop_axes(self) -> list[IterVar]:
+        """The loops a schedule starts from: the axes, then the reduce axes."""
+        return list(self.axis) + list(self.reduce_axis)
+
+    @property
     def input_tensors(self) -> list["Tensor"]:
         seen: dict[int, Tensor] = {}
         for read in collect(self.body, TensorRead):
@@ -170,23 +175,27 @@ class Tensor:
         return len(self.shape)
 
     def __getitem__(self, indices) -> "TensorRead":
-        if not isinstance(indices, tuple):
-            indices = (indices,)
-        if len(indices) != len(self.shape):
-            raise IndexError(f"tensor {self.name} has {len(self.shape)} dimensions, "
-                             f"indexed with {len(indices)}")
-        exprs = []
-        for k, idx in enumerate(indices):
-            e = as_expr(idx, "int32")
-            if not dt.is_int(e.dtype) or e.dtype == "bool":
-                raise TypeError(f"index {k} of {self.name} must be an integer expression, got {e.dtype}")
-            exprs.append(e)
-        return TensorRead(self, tuple(exprs))
+        return TensorRead(self, integer_indices(indices, self.ndim, f"tensor {self.name}", self.name))
 
     def __repr__(self) -> str:
         return f"Tensor(name={self.name!r}, shape={self.shape!r}, dtype={self.dtype!r})"
 
     __hash__ = object.__hash__
+
+
+def integer_indices(indices: object, ndim: int, owner: str, of: str) -> tuple[Expr, ...]:
+    """``indices`` (one index or a tuple) as ``ndim`` integer expressions; IndexError or TypeError naming
+    ``owner`` (``"tensor A"``: "tensor A has 2 dimensions") or ``of`` ("index 0 of A") otherwise."""
+    items = indices if isinstance(indices, tuple) else (indices,)
+    if len(items) != ndim:
+        raise IndexError(f"{owner} has {ndim} dimensions, indexed with {len(items)}")
+    exprs = []
+    for k, idx in enumerate(items):
+        e = as_expr(idx, "int32")
+        if not dt.is_int(e.dtype) or e.dtype == "bool":
+            raise TypeError(f"index {k} of {of} must be an integer expression, got {e.dtype}")
+        exprs.append(e)
+    return tuple(exprs)
 
 
 class TensorRead(Expr):

@@ -12,6 +12,8 @@ This module only splits; :mod:`.vectorize` vectorizes each part.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tesched.arith.linear import coefficient, constant_difference, linear, rebuild
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
@@ -134,8 +136,8 @@ def split_at_conditions(loop: ir.For) -> tuple[list[tuple[Var, Expr]], list[ir.F
             decided[key] = value
         body = _replace(loop.body, decided)
         part_var = ir.LoopVar(var.name)
-        parts.append(ir.For(part_var, begin, end, loop.kind, substitute_loop_var(body, var, part_var),
-                            loop.step, None, loop.reduction, loop.stage, loop.origin))
+        parts.append(replace(loop, var=part_var, begin=begin, end=end, body=substitute_loop_var(body, var, part_var),
+                             extent_hint=None))
     return bindings, parts
 
 

@@ -15,6 +15,8 @@ cancel exactly, which interval bounds alone cannot see.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
@@ -66,7 +68,7 @@ class RangeMutator(StmtMutator):
         body = self.within(loop_range(s, self.ranges), s.body)
         if begin is s.begin and end is s.end and body is s.body:
             return s
-        return ir.For(s.var, begin, end, s.kind, body, s.step, s.extent_hint, s.reduction, s.stage, s.origin)
+        return replace(s, begin=begin, end=end, body=body)
 
     def visit_IfThenElse(self, s: ir.IfThenElse) -> ir.Stmt:
         cond = self.mutate_expr(s.cond)
@@ -107,6 +109,6 @@ def normalize_loops(stmt: ir.Stmt) -> ir.Stmt:
             return None
         var = ir.LoopVar(s.var.name)
         body = substitute_loop_var(s.body, s.var, Binary("add", s.begin, var, "int64"))
-        return ir.For(var, Const(0, "int64"), Binary("sub", s.end, s.begin, "int64"), s.kind,
-                      map_stmt(body, None, visit), s.step, s.extent_hint, s.reduction, s.stage, s.origin)
+        return replace(s, var=var, begin=Const(0, "int64"), end=Binary("sub", s.end, s.begin, "int64"),
+                       body=map_stmt(body, None, visit))
     return map_stmt(stmt, None, visit)

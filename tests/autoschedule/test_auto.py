@@ -177,3 +177,27 @@ def test_random_pipelines_stay_correct(pipeline):
     a = data(*[int(d) for d in A.shape])
     got = ts.build(s, [A, out])(a)
     np.testing.assert_allclose(got, ref(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
+
+
+def test_scatters_are_kept_gathers_and_scans_are_scheduled(rand):
+    img = ts.placeholder((12, 9), "int32", name="img")
+    ry, rx = ts.reduce_axis((0, 12), name="ry"), ts.reduce_axis((0, 9), name="rx")
+    hist = ts.scatter_add((8,), img[ry, rx], 1.0, [ry, rx], name="hist")
+    A = ts.placeholder((8,), name="A")
+    P = ts.compute((8,), lambda i: A[i] * 2.0, name="P")
+    out = ts.compute((8,), lambda i: hist[i] + P[(i * 3) % 8], name="out")
+    s = ts.auto_schedule(out)
+    assert "hist: kept as scheduled\n    - kept as scheduled: it is a scatter" in ts.explain_schedule(s)
+    image, a = rand((12, 9), "int32", 0, 7), rand((8,))
+    expected = np.bincount(image.ravel(), minlength=8) + 2 * a[(np.arange(8) * 3) % 8]
+    np.testing.assert_allclose(ts.build(s, [img, A, out])(image, a), expected, rtol=1e-6)
+    X = ts.placeholder((6, 5), name="X")
+    state = ts.placeholder((6, 5), name="state")
+    init = ts.compute((1, 5), lambda t, i: X[t, i], name="init")
+    update = ts.compute((6, 5), lambda t, i: state[t - 1, i] * 0.5 + X[t, i], name="update")
+    res = ts.scan(init, update, state, name="ema")
+    x = rand((6, 5))
+    expected = x.copy()
+    for t in range(1, 6):
+        expected[t] = expected[t - 1] * 0.5 + x[t]
+    np.testing.assert_allclose(ts.build(ts.auto_schedule(res), [X, res])(x), expected, rtol=1e-5)

@@ -159,3 +159,18 @@ def test_files_that_are_not_exported_kernels_are_refused(tmp_path):
 def test_a_loaded_kernel_cannot_be_exported_again(exported, tmp_path):
     with pytest.raises(TypeError, match="loaded from an exported library"):
         ts.load_module(exported[1]).export_library(tmp_path / "again.so")
+
+
+def test_a_loaded_gather_raises_bounds_error_with_the_message_of_the_built_one(tmp_path):
+    A = ts.placeholder((10,), name="A")
+    I = ts.placeholder((4,), "int32", name="I")
+    G = ts.compute((4,), lambda i: A[I[i]] + 1.0, name="G")
+    f = ts.build(ts.create_schedule(G.op), [A, I, G], name="gather_export")
+    g = ts.load_module(f.export_library(tmp_path / "gather_export.so"))
+    a, good, bad = np.arange(10, dtype=np.float32), np.array([9, 0, 3, 3], np.int32), np.array([9, 10, 3, 3], np.int32)
+    np.testing.assert_array_equal(g(a, good), a[good] + 1)
+    for kernel in (f, g):
+        with pytest.raises(ts.BoundsError, match=r"gather_export: A is accessed out of bounds by stage G: A\[I\[i\]\] "
+                                                 r"reads dimension 0 at a data-dependent index outside \[0, 10\)"):
+            kernel(a, bad)
+    assert "TESCHED_ERROR_INDEX" in (tmp_path / "gather_export.h").read_text()

@@ -505,6 +505,107 @@ def _build_rows() -> list[Misuse]:
     return rows
 
 
+# ---------------------------------------------------------------------------------------------------
+# data-dependent indexing: gathers, scatters, scans
+def _data_dependent_rows() -> list[Misuse]:
+    def gather_call(bad: int):
+        A = ts.placeholder((10,), name="A")
+        I = ts.placeholder((4,), "int32", name="I")
+        G = ts.compute((4,), lambda i: A[I[i]] * 2.0, name="G")
+        f = ts.build(ts.create_schedule(G.op), [A, I, G], name="gather_misuse")
+        return f(np.zeros(10, np.float32), np.array([0, 1, bad, 2], np.int32))
+
+    def histogram():
+        img = ts.placeholder((4, 5), "int32", name="img")
+        ry, rx = ts.reduce_axis((0, 4), name="ry"), ts.reduce_axis((0, 5), name="rx")
+        hist = ts.scatter_add((8,), img[ry, rx], 1, [ry, rx], name="hist")
+        return img, ry, rx, hist, ts.create_schedule(hist.op)
+
+    def histogram_call():
+        img, _, _, hist, s = histogram()
+        image = np.zeros((4, 5), np.int32)
+        image[2, 3] = 8
+        return ts.build(s, [img, hist], name="hist_misuse")(image)
+
+    def histogram_vectorized():
+        img, _, rx, hist, s = histogram()
+        s[hist].vectorize(rx)
+        return ts.lower(s, [img, hist])
+
+    def histogram_compute_at():
+        img, _, _, hist, _ = histogram()
+        C = ts.compute((8,), lambda i: hist[i] * 2, name="C")
+        s = ts.create_schedule(C.op)
+        s[hist].compute_at(s[C], C.op.axis[0])
+        return ts.lower(s, [img, C])
+
+    def cumsum(update_reads_now: bool = False):
+        X = ts.placeholder((6, 3), name="X")
+        state = ts.placeholder((6, 3), name="state")
+        init = ts.compute((1, 3), lambda t, i: X[t, i], name="init")
+        update = ts.compute((6, 3), lambda t, i: state[t - (0 if update_reads_now else 1), i] + X[t, i], name="update")
+        res = ts.scan(init, update, state, name="cumsum")
+        return X, init, update, res, ts.create_schedule(res.op)
+
+    def scan_parallel_time():
+        X, _, _, res, s = cumsum()
+        s[res].parallel(res.op.axis[0])
+        return ts.lower(s, [X, res])
+
+    def scan_update_at_root():
+        X, _, update, res, s = cumsum()
+        s[update].compute_root()
+        return ts.lower(s, [X, res])
+
+    def scan_reads_now():
+        X, _, _, res, s = cumsum(update_reads_now=True)
+        return ts.lower(s, [X, res])
+
+    return [
+        Misuse("gather at an index past the end", lambda: gather_call(10),
+               r"A is accessed out of bounds by stage G: A\[I\[i\]\] reads dimension 0 .*outside \[0, 10\)"),
+        Misuse("gather at a negative index", lambda: gather_call(-1), r"A\[I\[i\]\].*outside \[0, 10\)"),
+        Misuse("gather with an affine dimension out of bounds",
+               lambda: (A := ts.placeholder((10, 3), name="A"), I := ts.placeholder((4,), "int32", name="I"),
+                        G := ts.compute((4, 3), lambda i, j: A[I[i], j + 1], name="G"),
+                        ts.lower(ts.create_schedule(G.op), [A, I, G])),
+               r"A\[I\[i\], j \+ 1\] at i = \d, j = 2 reads dimension 1 at 3"),
+        Misuse("scatter into a bin past the end", histogram_call, r"hist\[img\[ry, rx\]\] writes dimension 0"),
+        Misuse("parallel scatter without atomics",
+               lambda: (t := histogram(), t[4][t[3]].parallel(t[1]), ts.lower(t[4], [t[0], t[3]])),
+               r"loop ry of stage hist is parallel.*hist is a scatter.*s\[hist\]\.atomic\(\)"),
+        Misuse("vectorized scatter", histogram_vectorized, r"loop rx of stage hist is vectorized"),
+        Misuse("compute_at of a scatter", histogram_compute_at, r"compute_at of hist: a scatter"),
+        Misuse("cache_write of a scatter", lambda: (t := histogram(), t[4].cache_write(t[3], "local")),
+               r"cache_write of hist: it is a scatter"),
+        Misuse("atomic of a non-scatter", lambda: (c := Chain()).s[c.C].atomic(), r"atomic of C: only a scatter"),
+        Misuse("atomic scatter-max",
+               lambda: (r := ts.reduce_axis((0, 4), name="r"),
+                        H := ts.scatter((3,), r % 3, r.astype("float32"), r, reducer="max", name="H"),
+                        ts.create_schedule(H.op)[H].atomic()), r"atomic of H: atomic updates are additions"),
+        Misuse("scatter with too many indices",
+               lambda: (r := ts.reduce_axis((0, 4), name="r"), ts.scatter((3,), (r, r), 1, r, name="H")),
+               r"scatter H: the output has 1 dimensions, indexed with 2"),
+        Misuse("scatter over a data axis",
+               lambda: ts.scatter((3,), 0, 1, ts.compute((3,), lambda i: i).op.axis[0], name="H"),
+               r"scatter H: axis must be a reduce axis"),
+        Misuse("scatter with an unknown reducer",
+               lambda: (r := ts.reduce_axis((0, 4), name="r"), ts.scatter((3,), r % 3, 1, r, reducer="mean", name="H")),
+               r"scatter: reducer must be one of sum, max, min"),
+        Misuse("scan with a parallel time loop", scan_parallel_time, r"loop t of stage cumsum is parallel"),
+        Misuse("scan update computed at the root", scan_update_at_root,
+               r"stage update reads the state of scan cumsum.*compute it at cumsum\.t"),
+        Misuse("scan update reading the current step", scan_reads_now, r"update.*would read a value before cumsum"),
+        Misuse("scan of a computed state",
+               lambda: (t := cumsum(), ts.scan(t[1], t[2], t[2]))[1], r"state_placeholder must be a ts.placeholder"),
+        Misuse("scan whose update ignores the state",
+               lambda: (X := ts.placeholder((6, 3), name="X"), st := ts.placeholder((6, 3), name="st"),
+                        ts.scan(ts.compute((1, 3), lambda t, i: X[t, i], name="init"),
+                                ts.compute((6, 3), lambda t, i: X[t, i], name="update"), st, name="S")),
+               r"scan S: update does not read the state st"),
+    ]
+
+
 def _readonly(size: int) -> np.ndarray:
     out = np.zeros(size, np.float32)
     out.flags.writeable = False
@@ -571,7 +672,7 @@ def _storage_rows() -> list[Misuse]:
 
 
 ROWS: list[Misuse] = _loop_rows() + _factor_rows() + _placeholder_rows() + _rows_placement() + \
-    _storage_rows() + _declaration_rows() + _expression_rows() + _build_rows()
+    _storage_rows() + _declaration_rows() + _expression_rows() + _build_rows() + _data_dependent_rows()
 
 # rows that need a part of the compiler not yet fixed: label -> issue item
 OPEN: dict[str, str] = {

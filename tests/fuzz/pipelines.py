@@ -248,6 +248,51 @@ def boundary_blur(rnd: random.Random) -> Pipeline:
     return Pipeline(f"boundary_blur_{kind}", [A], [By], reference, [_floats(rnd, h, w)])
 
 
+def gather(rnd: random.Random) -> Pipeline:
+    """Reads at data-dependent indices of an input and of a computed stage (any schedule level)."""
+    m, n, c = rnd.randint(1, 12), rnd.randint(1, 14), rnd.randint(1, 4)
+    A = ts.placeholder((m, c), name="A")
+    I = ts.placeholder((n,), "int32", name="I")
+    P = ts.compute((m, c), lambda i, j: A[i, j] * 2.0 + 1.0, name="P")
+    G = ts.compute((n, c), lambda i, j: P[I[i], j] - A[I[i], c - 1 - j], name="G")
+
+    def reference(a, idx):
+        return [(a * 2 + 1)[idx] - a[idx][:, ::-1]]
+
+    return Pipeline("gather", [A, I], [G], reference, [_floats(rnd, m, c), _ints(rnd, n, low=0, high=m)])
+
+
+def _histogram_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
+    """Sometimes partial histograms: a split loop of the scatter rfactored (its rows then run in parallel)."""
+    hist = next(st for st in s.stages if st.name == "hist")
+    if rnd.random() < 0.5:
+        return
+    ry = hist.op.reduce_axis[0]
+    factor = rnd.randint(1, 4)
+    outer, inner = hist.split(ry, factor=factor)
+    picked = rnd.choice([outer, inner, hist.op.reduce_axis[1]])
+    s.rfactor(hist.op.output(0), picked)
+    recipe.append(f"s[hist].split(ry, factor={factor}); s.rfactor(hist, {picked.name})")
+
+
+def histogram(rnd: random.Random) -> Pipeline:
+    """A weighted histogram (a scatter at data-dependent bins) read by an elementwise stage."""
+    h, w, bins = rnd.randint(1, 9), rnd.randint(1, 11), rnd.randint(1, 8)
+    img = ts.placeholder((h, w), "int32", name="img")
+    W = ts.placeholder((h, w), name="W")
+    ry, rx = ts.reduce_axis((0, h), name="ry"), ts.reduce_axis((0, w), name="rx")
+    hist = ts.scatter_add((bins,), img[ry, rx], W[ry, rx] * 2.0, [ry, rx], name="hist")
+    out = ts.compute((bins,), lambda i: hist[i] + 1.0, name="out")
+
+    def reference(image, weight):
+        counts = np.zeros(bins, "float32")
+        np.add.at(counts, image.ravel(), 2 * weight.ravel())
+        return [counts + 1]
+
+    return Pipeline("histogram", [img, W], [out], reference, [_ints(rnd, h, w, low=0, high=bins), _floats(rnd, h, w)],
+                    _histogram_dataflow)
+
+
 def triangular(rnd: random.Random) -> Pipeline:
     """Reduce bounds that use the compute's axis: a cumulative sum (``reduce_axis((0, i + 1))``), a
     lower-triangular matrix-vector product with ``init=``, and a suffix maximum (``reduce_axis((i, n))``)."""
@@ -331,5 +376,5 @@ def packed_matmul(rnd: random.Random) -> Pipeline:
 PIPELINES: list[Callable[[random.Random], Pipeline]] = [
     elementwise_chain, matmul_relu, stencil_chain, conv_relu_conv, softmax_rows, symbolic_stencil,
     integer_arith, reduction_dataflow, offset_window, shared_producer, boundary_blur, triangular, argmax_bits,
-    packed_matmul,
+    packed_matmul, gather, histogram,
 ]

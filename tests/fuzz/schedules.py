@@ -7,8 +7,9 @@ stored further out: ``store_at``/``store_root``, a sliding window), sometimes wi
 extent (``bound``/``bound_extent``); each stage's loops are split (by factor or
 nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
 ``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
-prefetches of inputs, and root stages of symbolic size get ``specialize``-d fast paths. The lowering time of every case is recorded. A ``ScheduleError`` from the draw or from the
-legality check is a rejection (counted and listed), not a failure.
+prefetches of inputs, and root stages of symbolic size get ``specialize``-d fast paths; a scatter stays at
+the root and may be made atomic (then parallel). The lowering time of every case is recorded. A
+``ScheduleError`` from the draw or from the legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.te.expr import Expr, Var
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterVar, PlaceholderOp
 from tesched.te.visit import walk
 
@@ -107,10 +109,16 @@ def _inside_vectorized(stage: ts.Stage) -> bool:
 def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
     name, leaves = stage.name, stage.leaf_iter_vars
     extents = stage.extents()
-    if leaves[0].iter_type == "data_par" and not _inside_vectorized(stage) and rnd.random() < 0.3:
+    scatter = isinstance(stage.op, ScatterOp)
+    if scatter and rnd.random() < 0.5:     # atomic additions let a scatter's loops run in parallel
+        stage.atomic()
+        recipe.append(f"s[{name}].atomic()")
+    partial = scatter and any(v.name.endswith(".v") for v in stage.op.axis)   # rfactor: rows per first loop
+    if (leaves[0].iter_type == "data_par" or stage.atomic_updates or partial) and not _inside_vectorized(stage) \
+            and rnd.random() < 0.3:
         stage.parallel(leaves[0])
         recipe.append(f"s[{name}].parallel({leaves[0].name})")
-    if len(leaves) > 1 and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs \
+    if len(leaves) > 1 and not scatter and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs \
             and not stage.mixes_reduction(leaves[-1]):
         stage.vectorize(leaves[-1])
         recipe.append(f"s[{name}].vectorize({leaves[-1].name})")
@@ -143,6 +151,8 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
 
 
 def _place(s: ts.Schedule, stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
+    if isinstance(stage.op, ScatterOp):
+        return      # a scatter writes anywhere in its tensor: it stays at the root
     inlinable = not stage.op.reduce_axis
     readers = _effective_readers(s, stage)
     hosts = {h: loops for h in s.stages if isinstance(h.op, ComputeOp) and h is not stage

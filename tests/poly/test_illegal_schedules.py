@@ -114,15 +114,6 @@ def compute_at_inlined_stage():
     ts.lower(s, [x, r])
 
 
-def compute_at_non_affine_reader():
-    x = ts.placeholder((8,), name="x")
-    p = ts.compute((8,), lambda i: x[i] + 1.0, name="P")
-    q = ts.compute((8,), lambda i: p[(i * i) % 8], name="Q")
-    s = ts.create_schedule(q.op)
-    s[p].compute_at(s[q], s[q].op.axis[0])
-    ts.lower(s, [x, q])
-
-
 def compute_at_reader_moved_by_cache_write():
     s, (x, p, q, r) = chain_schedule()
     s.cache_write(r, "local")     # R's body now runs in R.local, at the root, outside R's loop
@@ -309,7 +300,6 @@ CASES = [
     Illegal(compute_at_output, "Q", word("R.i")),
     Illegal(compute_at_loop_of_another_stage, "Q", re.escape("'i'")),
     Illegal(compute_at_inlined_stage, "P", word("Q")),
-    Illegal(compute_at_non_affine_reader, "P", word("Q")),
     Illegal(compute_at_reader_moved_by_cache_write, "Q", word("R.i")),
     Illegal(inline_reduction, "C", word("k")),
     Illegal(inline_output, "C", re.escape("compute_inline")),

@@ -262,6 +262,33 @@ def test_cache_write_cache_read_and_rfactor_compose():
     np.testing.assert_allclose(kernel(data_a, data_b), expected, rtol=RTOL, atol=1e-3)
 
 
+@pytest.mark.parametrize("factor_axis", [0, 1])
+def test_rfactor_of_a_scatter_gives_parallel_partial_histograms(rand, factor_axis):
+    img = ts.placeholder((12, 10), "int32", name="img")
+    ry, rx = ts.reduce_axis((0, 12), name="ry"), ts.reduce_axis((0, 10), name="rx")
+    hist = ts.scatter_add((16,), img[ry, rx], 1, [ry, rx], where=img[ry, rx] > 0, name="hist")
+    s = ts.create_schedule(hist.op)
+    yo, _ = s[hist].split(ry, nparts=4)
+    rf = s.rfactor(hist, yo, factor_axis=factor_axis)
+    assert rf.shape == ((4, 16) if factor_axis == 0 else (16, 4))
+    s[rf].parallel(s[rf].leaf_iter_vars[0])
+    s[hist].vectorize(hist.op.axis[0])
+    text = str(ts.lower(s, [img, hist]))
+    assert "parallel for ry.outer" in text and "atomic" not in text
+    f = ts.build(s, [img, hist], name=f"hist_rfactor_{factor_axis}")
+    a = rand((12, 10), "int32", 0, 15)
+    expected = np.bincount(a.ravel(), minlength=16)
+    expected[0] = 0
+    np.testing.assert_array_equal(f(a), expected)
+
+
+def test_cache_write_of_a_scatter_or_a_scan_is_refused():
+    r = ts.reduce_axis((0, 8), name="r")
+    H = ts.scatter_add((4,), r % 4, 1, r, name="H")
+    with pytest.raises(ts.ScheduleError, match="cache_write of H: it is a scatter"):
+        ts.create_schedule(H.op).cache_write(H, "local")
+
+
 @pytest.mark.parametrize("m, n, k", [(16, 16, 16), (13, 11, 7)])
 def test_cache_write_after_split_moves_the_loops_to_the_cache(m, n, k):
     """TVM accepts cache_write on a stage already split: the cache computes with those loops, the

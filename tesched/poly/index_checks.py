@@ -1,0 +1,119 @@
+"""Which indices the kernel checks when it runs: those the lowering could not prove inside their tensor.
+
+The bounds check (:mod:`.bounds`) proves the affine dimensions of every read with isl. A dimension read at
+a data-dependent index (``A[I[i]]``, a lookup table at a computed value), at a non-affine one, or kept
+inside only by a data-dependent condition, is left in ``model.unproven``. Before such a read becomes a
+load, :func:`checked_body` tries once more with interval arithmetic (``clamp(x, 0, 255)``, a ``uint8``
+value, ``x % 16``, an axis's range all bound an index without isl), and wraps what remains unproven in an
+:class:`~tesched.ir.nodes.CheckedIndex`: the kernel compares it with the extent and, outside, reports the
+read (tensor, stage, index, dimension, shape), which the caller raises as
+:class:`~tesched.errors.BoundsError`. This module changes no loop and knows nothing of C.
+"""
+from __future__ import annotations
+
+from tesched.ir.nodes import CheckedIndex
+from tesched.poly.model import PolyModel, StageModel
+from tesched.te import dtype as dt
+from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
+from tesched.te.tensor import IterVar, TensorRead
+from tesched.te.visit import rewrite
+
+Interval = tuple[int, int]
+
+
+def index_range(e: Expr) -> Interval | None:
+    """Lowest and highest value ``e`` can take (integer expressions), or None when unknown.
+
+    Parameters
+    ----------
+    e : Expr
+        An integer expression (constants, axes with constant ranges, tensor reads, casts, ``+ - *``,
+        ``min``/``max``, ``//``/``%`` by a positive constant, ``if_then_else``).
+
+    Returns
+    -------
+    tuple of int, or None
+    """
+    if not dt.is_int(e.dtype) or e.dtype == "bool":
+        return None
+    if isinstance(e, Const):
+        return int(e.value), int(e.value)
+    if isinstance(e, IterVar) and e.dom is not None and isinstance(e.dom.min, int) \
+            and isinstance(e.dom.extent, int):
+        return e.dom.min, e.dom.min + e.dom.extent - 1
+    if isinstance(e, TensorRead):
+        return _dtype_range(e.dtype)
+    if isinstance(e, Var):
+        return None
+    if isinstance(e, Cast):
+        inner = index_range(e.value) if dt.is_int(e.value.dtype) else None
+        low, high = _dtype_range(e.dtype)
+        return inner if inner is not None and low <= inner[0] and inner[1] <= high else (low, high)
+    if isinstance(e, Select):
+        a, b = index_range(e.true_value), index_range(e.false_value)
+        return None if a is None or b is None else (min(a[0], b[0]), max(a[1], b[1]))
+    if isinstance(e, Binary):
+        return _binary_range(e)
+    return None
+
+
+def _dtype_range(dtype: str) -> Interval:
+    low, high = dt.value_range(dtype)
+    return int(low), int(high)
+
+
+def _binary_range(e: Binary) -> Interval | None:
+    b = index_range(e.b)
+    if e.op in ("floordiv", "floormod") and b is not None and b[0] == b[1] and b[0] > 0:
+        if e.op == "floormod":
+            return 0, b[0] - 1
+        a = index_range(e.a)
+        return None if a is None else (a[0] // b[0], a[1] // b[0])
+    a = index_range(e.a)
+    if a is None or b is None:
+        return None
+    if e.op == "add":
+        out = (a[0] + b[0], a[1] + b[1])
+    elif e.op == "sub":
+        out = (a[0] - b[1], a[1] - b[0])
+    elif e.op == "mul":
+        products = [x * y for x in a for y in b]
+        out = (min(products), max(products))
+    elif e.op == "min":
+        out = (min(a[0], b[0]), min(a[1], b[1]))
+    elif e.op == "max":
+        out = (max(a[0], b[0]), max(a[1], b[1]))
+    else:
+        return None
+    low, high = dt.value_range(e.dtype)
+    return out if low <= out[0] and out[1] <= high else None   # C wraps: the interval would lie
+
+
+def checked_body(model: PolyModel, sm: StageModel, body: Expr) -> Expr:
+    """``body`` with every unproven index of its reads wrapped in a :class:`CheckedIndex`."""
+    def visit(e: Expr) -> Expr | None:
+        if not isinstance(e, TensorRead):
+            return None
+        dims = model.unproven.get(id(e), frozenset())
+        indices = []
+        for k, index in enumerate(e.indices):
+            index = rewrite(index, visit)
+            extent = e.tensor.shape[k]
+            span = index_range(index)
+            proven = span is not None and isinstance(extent, int) and 0 <= span[0] and span[1] < extent
+            if k in dims and not proven:
+                index = CheckedIndex(index, extent, _message(sm, e, k))
+            indices.append(index)
+        return TensorRead(e.tensor, tuple(indices))
+
+    return rewrite(body, visit) if model.unproven else body
+
+
+def _message(sm: StageModel, read: TensorRead, dim: int) -> str:
+    tensor = read.tensor
+    text = ", ".join(repr(i) for i in read.indices)
+    shape = ", ".join(repr(d) for d in tensor.shape) + ("," if tensor.ndim == 1 else "")
+    verb = "writes" if read is sm.target else "reads"     # a scatter's update writes where it reads
+    return (f"{tensor.name} is accessed out of bounds by stage {sm.name}: {tensor.name}[{text}] {verb} "
+            f"dimension {dim} at a data-dependent index outside [0, {tensor.shape[dim]!r}); {tensor.name} has "
+            f"shape ({shape}). Clamp the index (ts.clamp) or fix the index data")

@@ -1,0 +1,138 @@
+"""Where a stage is computed and stored: ``compute_at``, ``compute_inline``, ``compute_root``,
+``store_at``, ``store_root``, ``bound`` and ``bound_extent``.
+
+Each checks its arguments (the parent is a stage of the same schedule that reads this one, the loop is
+one of its loops, no cycle) and records the placement; the region computed per iteration comes from the
+polyhedral footprint when lowering (:mod:`tesched.poly`).
+"""
+from __future__ import annotations
+
+from tesched.errors import ScheduleError
+from tesched.schedule.kinds import AttachType
+from tesched.schedule.stage_base import StageBase, atomic
+from tesched.schedule.storage import checked_bound
+from tesched.te.tensor import ComputeOp, IterVar
+
+
+class Placement(StageBase):
+    """The placement primitives of a stage."""
+
+    # placement ------------------------------------------------------------------------------------
+    def _check_placement(self, primitive: str, parent: StageBase, scope: object) -> None:
+        """Check that loop ``scope`` of ``parent`` can hold this stage (``compute_at``/``store_at``)."""
+        if not isinstance(parent, StageBase) or parent.schedule is not self.schedule:
+            raise ScheduleError(f"{primitive} of {self.name}: the parent must be a stage of the same "
+                                "schedule, e.g. s[consumer]")
+        where = f"{parent.name}.{getattr(scope, 'name', scope)}"
+        if parent is self:
+            raise ScheduleError(f"{primitive} of {self.name} at {where}: a stage cannot be computed or "
+                                "stored inside itself")
+        if self.is_output:
+            raise ScheduleError(f"{primitive} of {self.name} at {where}: it is an output of the schedule; "
+                                "outputs are computed and stored at the root")
+        if not isinstance(scope, IterVar) or scope not in parent.all_iter_vars:
+            owner = next((st.name for st in self.schedule.stages if isinstance(scope, IterVar)
+                          and any(v is scope for v in st.all_iter_vars)), None)
+            belongs = f"; it is a loop of {owner}" if owner else ""
+            raise ScheduleError(f"{primitive} of {self.name}: {getattr(scope, 'name', scope)!r} is not a "
+                                f"loop of {parent.name} (its loops are: "
+                                f"{parent._names(parent.leaf_iter_vars)}){belongs}")
+        if not self.schedule.reads_transitively(parent.op, self.op):
+            readers = [st.name for st in self.schedule.stages if self in self.schedule.producers(st)]
+            raise ScheduleError(f"{primitive} of {self.name} at {parent.name}.{scope.name}: {parent.name} "
+                                f"does not read {self.name}, so no loop of {parent.name} is a legal "
+                                f"place; stages that read it: {', '.join(readers) or 'none'}")
+        enclosing: StageBase | None = parent
+        while enclosing is not None and enclosing.attach_type is AttachType.SCOPE:
+            if enclosing.attach_stage is self:
+                raise ScheduleError(f"{primitive} of {self.name} at {parent.name}.{scope.name}: "
+                                    f"{parent.name} is itself computed inside {self.name} (a cycle)")
+            enclosing = enclosing.attach_stage
+
+    @atomic
+    def compute_at(self, parent: StageBase, scope: IterVar) -> None:
+        """Compute this stage inside loop ``scope`` of ``parent``: per iteration of that loop, exactly
+        the region the loop's body reads (its polyhedral footprint), into a buffer local to it (or to
+        the loop given to :meth:`store_at`)."""
+        self._compute_only("compute_at")
+        self._check_placement("compute_at", parent, scope)
+        self.attach_type, self.attach_stage, self.attach_ivar = AttachType.SCOPE, parent, scope
+
+    @atomic
+    def store_at(self, parent: StageBase, scope: IterVar) -> None:
+        """Allocate this stage's buffer inside loop ``scope`` of ``parent``, at or outside the loop it is
+        computed at (Halide's ``store_at``).
+
+        The iterations of the loops between the storage level and the ``compute_at`` level share the
+        buffer: each computes only the part of its region that earlier iterations have not computed (a
+        sliding window), so those loops must run in order (not ``parallel`` or ``vectorize``). Where the
+        region slides along a dimension within a bounded window, the buffer keeps only a power-of-two
+        number of slices along it (a circular buffer, indexed modulo its size).
+
+        Parameters
+        ----------
+        parent : Stage
+            The stage whose loop holds the buffer (the ``compute_at`` stage or one enclosing it).
+        scope : IterVar
+            A loop of ``parent`` enclosing the ``compute_at`` loop (or that loop itself).
+
+        Example
+        -------
+        >>> s[blur_x].compute_at(s[blur_y], y)      # computed per row of blur_y...
+        >>> s[blur_x].store_at(s[blur_y], yo)       # ...reusing rows within each strip yo
+        """
+        self._compute_only("store_at")
+        self._check_placement("store_at", parent, scope)
+        self.store_type, self.store_stage, self.store_ivar = AttachType.SCOPE, parent, scope
+
+    @atomic
+    def store_root(self) -> None:
+        """Allocate this stage's buffer outside every loop (Halide's ``store_root``); with ``compute_at``
+        the rows (slices) computed by earlier iterations are reused, see :meth:`store_at`."""
+        self._compute_only("store_root")
+        self.store_type, self.store_stage, self.store_ivar = AttachType.ROOT, None, None
+
+    @atomic
+    def bound(self, axis: IterVar, min: int, extent: int) -> None:
+        """Realize exactly ``[min, min + extent)`` of ``axis`` (Halide's ``bound``).
+
+        A stage computed at the root computes only that part of its tensor; a stage computed at a loop
+        computes that range of ``axis`` at every iteration. A reader needing more of it, or an output
+        whose whole dimension is not that range, raises ``ScheduleError``.
+
+        Parameters
+        ----------
+        axis : IterVar
+            One of the stage's own axes (``s[T].op.axis[k]``), not a reduce axis or a split loop.
+        min, extent : int
+            The first index realized and how many.
+        """
+        self._compute_only("bound")
+        self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, min, extent, "bound")
+
+    @atomic
+    def bound_extent(self, axis: IterVar, extent: int) -> None:
+        """Realize ``extent`` points of ``axis``, from where the readers' region starts (Halide's
+        ``bound_extent``): a stage computed at a loop gets a constant-size region per iteration; a reader
+        needing more than ``extent`` points raises ``ScheduleError``."""
+        self._compute_only("bound_extent")
+        self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, None, extent, "bound_extent")
+
+    @atomic
+    def compute_inline(self) -> None:
+        """Substitute this stage's expression into every reader; it gets no loops or buffer."""
+        self._compute_only("compute_inline")
+        if self.is_output:
+            raise ScheduleError(f"compute_inline of {self.name}: it is an output of the schedule")
+        if isinstance(self.op, ComputeOp) and self.op.reduce_axis:
+            raise ScheduleError(f"compute_inline of {self.name}: it is a reduction (over "
+                                f"{self._names(self.op.reduce_axis)}); only elementwise stages can be "
+                                "inlined, use compute_at instead")
+        self.attach_type, self.attach_stage, self.attach_ivar = AttachType.INLINE, None, None
+
+    @atomic
+    def compute_root(self) -> None:
+        """Compute (and store) this stage in full, at the outermost level, before its readers."""
+        self._compute_only("compute_root")
+        self.attach_type, self.attach_stage, self.attach_ivar = AttachType.ROOT, None, None
+        self.store_type, self.store_stage, self.store_ivar = None, None, None
