@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from tesched.poly.analysis import NotModelable, constant_shape, reads
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
-from tesched.te.expr import Call, Expr, Reduce, Select
+from tesched.te.expr import Call, Expr, Select
+from tesched.te.reduction import Reduce
 from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.visit import collect, walk

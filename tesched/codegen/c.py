@@ -458,6 +458,8 @@ class CodeGen(NodeFunctor):
         sizes = b.constant_shape()
         if sizes is not None:
             count = int(np.prod(sizes, dtype=np.int64))
+            if b.aligns:   # padded strides (storage_align): more elements than the shape's product
+                count = b.strides()[0] * sizes[0]
             on_stack = count * dt.itemsize(b.dtype) <= STACK_LIMIT
         if on_stack:
             self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", 1)
@@ -465,7 +467,7 @@ class CodeGen(NodeFunctor):
         else:
             self.allocations.append(b)
             size = "1"
-            for d in b.shape:
+            for d in ([count] if b.aligns and count is not None else b.shape):
                 size = f"ts_mul_checked({size}, {self.dim(d)})"
             self.emit(f"{ctype} *restrict {name} = ({ctype} *)ts_alloc_elems(sizeof({ctype}), {size});", 1)
             self.emit(f"if ({name} == NULL) {{", 1)

@@ -41,10 +41,34 @@ class Buffer:
     """Memory for one tensor, with its :class:`BufferScope`."""
 
     def __init__(self, name: str, shape: Sequence[int | Expr], dtype: str, scope: BufferScope,
-                 offsets: Sequence[Expr] | None = None, folds: dict[int, int] | None = None):
+                 offsets: Sequence[Expr] | None = None, folds: dict[int, int] | None = None,
+                 aligns: dict[int, tuple[int, int]] | None = None):
         self.name, self.shape, self.dtype, self.scope = name, list(shape), dtype, scope
         self.offsets: list[Expr] = list(offsets) if offsets is not None else [Const(0, "int64")] * len(shape)
         self.folds: dict[int, int] = dict(folds or {})     # dimension -> slices kept (index modulo it)
+        self.aligns: dict[int, tuple[int, int]] = dict(aligns or {})  # dimension -> (factor, offset) of its stride
+
+    def strides(self) -> list[int]:
+        """Elements between neighbours along each dimension of a buffer with constant shape: row-major,
+        except that the stride of an aligned dimension (``storage_align``) is raised to the next value
+        congruent to its offset modulo its factor (TVM's rule)."""
+        sizes = self.constant_shape()
+        assert sizes is not None, f"strides of {self.name}: its shape is not constant"
+        out, stride = [1] * len(sizes), 1
+        for d in reversed(range(len(sizes))):
+            if d in self.aligns:
+                factor, offset = self.aligns[d]
+                stride += (offset - stride) % factor
+            out[d] = stride
+            stride *= sizes[d]
+        return out
+
+    def element_count(self) -> int | None:
+        """Elements to allocate (padding of aligned strides included), or None for a symbolic shape."""
+        sizes = self.constant_shape()
+        if sizes is None:
+            return None
+        return self.strides()[0] * sizes[0] if sizes else 1
 
     def constant_shape(self) -> list[int] | None:
         """The shape when every extent is a constant, else None."""
@@ -399,10 +423,13 @@ class Produce(Stmt):
 
 def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
     """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted, or
-    the index taken modulo the fold along a folded dimension)."""
+    the index taken modulo the fold along a folded dimension; aligned strides from ``storage_align``)."""
     total: Expr | None = None
     stride: Expr | int = 1
+    aligned = buf.strides() if buf.aligns else None
     for k in reversed(range(len(indices))):
+        if aligned is not None:
+            stride = aligned[k]
         idx = indices[k]
         off = buf.offsets[k]
         if k in buf.folds:

@@ -158,6 +158,8 @@ class IRPrinter(NodeFunctor):
         if b.scope is ir.BufferScope.LOCAL:
             head += f"  // region of {self.buffer(b)} starting at [{', '.join(self.expr(o) for o in b.offsets)}]"
             head += "".join(f", dimension {d} folded modulo {f}" for d, f in sorted(b.folds.items()))
+        if b.aligns:
+            head += f"  // strides {b.strides()} (storage_align)"
         return head + "\n" + self.visit(s.body)
 
     def visit_Assign(self, s: ir.Assign) -> str:

@@ -23,7 +23,8 @@ from typing import Collection, Mapping, Sequence
 import islpy as isl
 
 from tesched.poly.affine import NotAffine, to_isl
-from tesched.te.expr import Expr, Reduce
+from tesched.te.expr import Expr
+from tesched.te.reduction import Reduce
 from tesched.te.tensor import ComputeOp, IterVar, Operation, Tensor, TensorRead
 from tesched.te.visit import collect, rewrite, substitute
 

@@ -7,24 +7,45 @@ an origin variable that the ``alloc`` statement sets per iteration. A stage stor
 is computed at (``store_at``) gets the box of the union of the regions of the iterations sharing the
 buffer; along a dimension where each iteration's region slides within a bounded window, the buffer is
 *folded*: it keeps a power of two of slices no smaller than the window, index taken modulo that, when isl
-proves that no slice is overwritten while a later read still needs it (:func:`fold_is_safe`).
+proves that no slice is overwritten while a later read still needs it (:func:`fold_is_safe`). A stage's
+``storage_align`` requests pad the strides of its buffer (intermediates and ``compute_at`` buffers only).
 """
 from __future__ import annotations
 
 import islpy as isl
 
+from tesched.errors import ScheduleError
 from tesched.ir.nodes import Buffer, BufferScope, OriginVar
 from tesched.poly.analysis import points_by_constant_pieces
 from tesched.poly.astgen import pw_aff_to_ir
 from tesched.poly.domains import bounding_box
 from tesched.poly.model import PolyModel, StageModel, piece_constants
+from tesched.schedule.kinds import AttachType
 from tesched.te.expr import Const, Expr
 
 
 def allocate_buffers(model: PolyModel) -> None:
     """Give every stage of ``model`` its buffer."""
+    for st in model.schedule.stages:
+        if st.storage_aligns and st.attach_type is AttachType.INLINE:
+            raise ScheduleError(f"storage_align of {st.name}: it is inlined, so it has no buffer to align")
     for sm in model.stages:
         _make_buffer(model, sm)
+
+
+def _align(sm: StageModel) -> None:
+    """Apply the stage's ``storage_align`` requests to its buffer."""
+    buf = sm.buffer
+    aligns = sm.stage.storage_aligns
+    if not aligns or buf is None:
+        return
+    if buf.scope is BufferScope.ARG:
+        raise ScheduleError(f"storage_align of {sm.name}: it is a kernel argument, whose layout is the array's; "
+                            "align a cache stage (cache_read, cache_write) or an intermediate")
+    if buf.constant_shape() is None:
+        raise ScheduleError(f"storage_align of {sm.name}: its buffer has symbolic extents ({buf.shape}); align "
+                            "a buffer of constant shape (a stage computed at a tile loop)")
+    buf.aligns = dict(aligns)
 
 
 def _make_buffer(model: PolyModel, sm: StageModel) -> None:
@@ -32,6 +53,7 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
     if sm.parent is None:
         scope = BufferScope.ARG if any(t is tensor for t in model.arg_tensors) else BufferScope.GLOBAL
         sm.buffer = Buffer(sm.name, list(tensor.shape), tensor.dtype, scope)
+        _align(sm)
         _companions(model, sm)
         return
     fp = sm.storage if sm.hoisted else sm.footprint
@@ -66,12 +88,13 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
             sm.offset_pwaffs.append(lo)
     sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets, folds)
     sm.origin = list(offsets)
+    _align(sm)
     _companions(model, sm)
 
 
 def _companions(model: PolyModel, sm: StageModel) -> None:
     """One buffer per output of the stage: the outputs of a multi-output compute have one shape and one
-    region, so the others copy the first buffer's shape and share its origin (``buffers``)."""
+    region, so the others copy the first buffer's shape and fold and share its origin (``buffers``)."""
     first = sm.buffer
     assert first is not None
     sm.buffers = [first]
@@ -79,7 +102,8 @@ def _companions(model: PolyModel, sm: StageModel) -> None:
         scope = first.scope
         if scope is not BufferScope.LOCAL:
             scope = BufferScope.ARG if any(a is t for a in model.arg_tensors) else BufferScope.GLOBAL
-        buf = Buffer(f"{sm.name}.v{t.value_index}", list(first.shape), t.dtype, scope)
+        buf = Buffer(f"{sm.name}.v{t.value_index}", list(first.shape), t.dtype, scope, folds=first.folds,
+                     aligns=first.aligns if scope is not BufferScope.ARG else None)
         buf.offsets = first.offsets
         sm.buffers.append(buf)
 

@@ -16,7 +16,8 @@ import islpy as isl
 
 from tesched.poly.affine import NotAffine
 from tesched.poly.model import PolyModel, StageModel
-from tesched.te.expr import Binary, Expr, Reduce, Select, Unary
+from tesched.te.expr import Binary, Expr, Select, Unary
+from tesched.te.reduction import Reduce
 from tesched.te.tensor import TensorRead
 
 _NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}

@@ -15,7 +15,7 @@ from tesched.errors import ScheduleError
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
-from tesched.te.expr import Reduce
+from tesched.te.reduction import Reduce
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar
@@ -68,7 +68,9 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
             iext = extent[id(rel.inner)]
             if iext is None:
                 raise ScheduleError(f"fuse of {st.name}.{rel.outer.name} and {rel.inner.name}: the inner "
-                                    "loop's extent must be a constant")
+                                    "loop's extent must be a constant (the fused loop's value, outer * extent + "
+                                    "inner, is then affine, as isl needs); fuse loops of constant extent, e.g. "
+                                    "split the symbolic loop by a constant factor and fuse its inner part")
             leaf_expr[id(rel.fused)] = (f"(({leaf_expr[id(rel.outer)]} - ({leaf_min[id(rel.outer)]}))"
                                         f" * {iext} + ({leaf_expr[id(rel.inner)]} - "
                                         f"({leaf_min[id(rel.inner)]})))")

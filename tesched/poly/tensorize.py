@@ -31,8 +31,9 @@ import islpy as isl
 
 from tesched.arith.linear import linear, simplify
 from tesched.errors import TensorizeError
-from tesched.poly.model import PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
-from tesched.te.expr import Binary, Call, Const, Expr, Reduce, Unary, Var
+from tesched.poly.model import LoopSpace, PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
+from tesched.te.expr import Binary, Call, Const, Expr, Unary, Var
+from tesched.te.reduction import Reduce
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.tensor import ComputeOp, IterType, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import substitute
@@ -45,7 +46,9 @@ def _node_key(e: Expr) -> tuple:
     if isinstance(e, Call):
         return (Call, e.name)
     if isinstance(e, Reduce):
-        return (Reduce, e.combiner, e.where is None)
+        # a user-defined reducer matches only itself (its name may be a built-in's), with the same init
+        return (Reduce, e.combiner, id(e.reducer) if e.reducer is not None else None, e.where is None,
+                e.inits is None, len(e.sources), e.value_index)
     if isinstance(e, Const):
         return (Const, e.value)
     return (type(e),)
@@ -314,4 +317,6 @@ def _rest(model: PolyModel, stmt: Statement, call: Statement | None, depth: int)
     if rest.is_empty():
         return None
     name = f"{stmt.name}_tail"
-    return Statement(name, stmt.kind, stmt.stage, stmt.coords, stmt.loops, stmt.loop_vars, rest.set_tuple_name(name))
+    space = stmt.space and LoopSpace(stmt.space.names, stmt.space.inverse, stmt.space.conds, stmt.space.params)
+    return Statement(name, stmt.kind, stmt.stage, stmt.coords, stmt.loops, stmt.loop_vars, rest.set_tuple_name(name),
+                     space)

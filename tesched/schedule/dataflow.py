@@ -24,7 +24,8 @@ from typing import Sequence
 
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
-from tesched.te.expr import Binary, Expr, MultiValue, Reduce, Select, Var, as_expr
+from tesched.te.expr import Binary, Expr, Select, Var, as_expr
+from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
@@ -149,6 +150,30 @@ def _lower(v: IterVar) -> int | Expr:
     return 0 if v.dom is None else v.dom.min
 
 
+def _extent_exprs(stage: Stage) -> dict[int, int | Expr | None]:
+    """Trip count of every loop variable by ``id``, as an int or an expression of the sizes (a split of a
+    symbolic extent ``n`` by ``f`` has ``(n + f - 1) // f`` outer iterations); None where it is not an
+    affine expression (a fused symbolic loop, an ``nparts`` split of a symbolic size)."""
+    out: dict[int, int | Expr | None] = {id(v): v.dom.extent for v in stage.all_iter_vars if v.dom is not None}
+    for rel in stage.relations:
+        if isinstance(rel, Split):
+            parent = out[id(rel.parent)]
+            factor = rel.factor if rel.factor is not None else (
+                -(-parent // rel.parts) if isinstance(parent, int) else None)
+            if parent is None or factor is None:
+                out[id(rel.outer)] = out[id(rel.inner)] = None
+            elif isinstance(parent, int):
+                out[id(rel.outer)], out[id(rel.inner)] = -(-parent // factor), min(factor, parent)
+            else:
+                out[id(rel.outer)], out[id(rel.inner)] = (parent + (factor - 1)) // factor, factor
+        elif isinstance(rel, Fuse):
+            o, i = out[id(rel.outer)], out[id(rel.inner)]
+            out[id(rel.fused)] = o * i if isinstance(o, int) and isinstance(i, int) else None
+        else:
+            out[id(rel.iter_var)] = 1
+    return out
+
+
 def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
     stage = sch[tensor]
     op = _computation(stage, "rfactor")
@@ -165,10 +190,16 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
         raise ScheduleError(f"rfactor of {stage.name}: factor_axis must be an int in [0, {len(op.axis)}], got "
                             f"{factor_axis!r}")
     reduce_leaves = [v for v in stage.leaf_iter_vars if v.iter_type == IterType.COMM_REDUCE]
-    extent = stage.extents()
-    if any(extent[id(v)] is None for v in reduce_leaves + [axis]):
-        raise ScheduleError(f"rfactor of {stage.name}: its reduce loops need constant extents")
-    size = {id(v): int(extent[id(v)] or 0) for v in reduce_leaves}
+    extent = _extent_exprs(stage)
+    unknown = [v.name for v in reduce_leaves if extent[id(v)] is None]
+    if unknown:
+        raise ScheduleError(f"rfactor of {stage.name}: the extent of reduce loop {unknown[0]} is not an expression "
+                            "of the sizes (a fuse or an nparts split of a symbolic size); split with factor=")
+    size: dict[int, int | Expr] = {}
+    for v in reduce_leaves:
+        ext = extent[id(v)]
+        assert ext is not None      # refused above
+        size[id(v)] = ext
     scatter = isinstance(op, ScatterOp)
     # a scatter's factor loop stays one of its points (its loops are its points) but indexes the partial
     # results, so the dependence check lets it run in parallel
@@ -186,12 +217,14 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     bounds = None
     for r in op.reduce_axis:
         mapping[r] = value[id(r)]
-        covered = 1
+        covered: int | Expr = 1
         derived = set(map(id, stage.descendants(r)))
         for v in reduce_leaves:
             if id(v) in derived:
-                covered *= size[id(v)]
-        if covered != extent[id(r)]:  # a split that does not divide: guard the padding points
+                covered = covered * size[id(v)]
+        exact = [v for v in reduce_leaves if id(v) in derived] == [r] or (
+            isinstance(covered, int) and covered == extent[id(r)])
+        if not exact:  # a split that does not divide (or may not, for a symbolic size): guard the padding
             lo, ext = r.range.min, r.range.extent
             cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)
             bounds = cond if bounds is None else Binary("and", bounds, cond, "bool")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import StageGraph
-from tesched.te.expr import Expr, MultiValue
+from tesched.te.expr import Expr
+from tesched.te.reduction import MultiValue
 from tesched.te.tensor import ComputeOp, TensorRead
 from tesched.te.visit import rewrite, structural_key, substitute
 

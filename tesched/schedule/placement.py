@@ -1,5 +1,5 @@
 """Where a stage is computed and stored: ``compute_at``, ``compute_inline``, ``compute_root``,
-``store_at``, ``store_root``, ``bound`` and ``bound_extent``.
+``store_at``, ``store_root``, ``bound``, ``bound_extent``, and the layout of its buffer (``storage_align``).
 
 Each checks its arguments (the parent is a stage of the same schedule that reads this one, the loop is
 one of its loops, no cycle) and records the placement; the region computed per iteration comes from the
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType
-from tesched.schedule.stage_base import StageBase, atomic
+from tesched.schedule.stage_base import StageBase, atomic, positive_int
 from tesched.schedule.storage import checked_bound
 from tesched.te.tensor import ComputeOp, IterVar
 
@@ -136,3 +136,33 @@ class Placement(StageBase):
         self._compute_only("compute_root")
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.ROOT, None, None
         self.store_type, self.store_stage, self.store_ivar = None, None, None
+
+    @atomic
+    def storage_align(self, axis: IterVar, factor: int, offset: int) -> None:
+        """Pad the stride of dimension ``axis`` of this stage's buffer so that it is ``k * factor + offset``
+        for some ``k`` (TVM's ``storage_align``), the smallest such stride no less than the dense one.
+        With ``axis`` the rows of a tile whose row length is a multiple of the cache's set stride,
+        ``offset=1`` puts consecutive rows in different cache sets (no conflict misses when a column is
+        read). For a buffer tesched allocates: an intermediate or a ``compute_at`` buffer of constant shape
+        (a cache stage); a kernel argument keeps the array's layout and is refused when lowering.
+
+        Parameters
+        ----------
+        axis : IterVar
+            An axis of this stage's computation (``s[T].op.axis[d]``).
+        factor : int
+            The stride is a multiple of ``factor`` plus ``offset`` (elements).
+        offset : int
+            From 0 to ``factor - 1``.
+        """
+        self._compute_only("storage_align")
+        axes = list(getattr(self.op, "axis", []))
+        if not isinstance(axis, IterVar) or not any(a is axis for a in axes):
+            raise ScheduleError(f"storage_align of {self.name}: {getattr(axis, 'name', axis)!r} is not an axis of "
+                                f"{self.name} (its axes are: {self._names(axes)}); give s[{self.name}].op.axis[d]")
+        dim = next(d for d, a in enumerate(axes) if a is axis)
+        step = positive_int(factor, f"storage_align factor of {self.name}.{axis.name}")
+        if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset < step:
+            raise ScheduleError(f"storage_align offset of {self.name}.{axis.name} must be an int from 0 to "
+                                f"{step - 1}, got {offset!r}")
+        self.storage_aligns = {**self.storage_aligns, dim: (step, offset)}

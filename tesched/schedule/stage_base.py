@@ -120,6 +120,7 @@ class StageBase:
         self.pragmas: dict[IterVar, dict[str, bool | int]] = {}   # loop -> C loop hints (``pragma``)
         self.prefetches: list[tuple[Tensor, IterVar, int]] = []    # (tensor, loop, offset), ``prefetch``
         self.specializations: list[Expr] = []                      # conditions of ``specialize``
+        self.storage_aligns: dict[int, tuple[int, int]] = {}       # dimension -> (factor, offset)
         self.attach_type = AttachType.ROOT
         self.attach_stage: StageBase | None = None
         self.attach_ivar: IterVar | None = None

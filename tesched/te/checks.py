@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Const, Expr, Reduce, Var
+from tesched.te.expr import Const, Expr, Var
+from tesched.te.reduction import Reduce
 from tesched.te.visit import walk
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tesched.te.expr import Reduce
+from tesched.te.reduction import Reduce
 from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import walk
 

@@ -6,7 +6,8 @@ nodes and to tell apart loops that share a user's axis name.
 """
 from __future__ import annotations
 
-from tesched.te.expr import Binary, Call, Cast, Const, Expr, MultiValue, Reduce, Select, Unary, Var, set_formatter
+from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var, set_formatter
+from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import NodeFunctor
 

@@ -16,7 +16,8 @@ from typing import Sequence
 
 from tesched.te import checks
 from tesched.te import dtype as dt
-from tesched.te.expr import Expr, Reduce, Var, as_expr, cast_to
+from tesched.te.expr import Expr, Var, as_expr, cast_to
+from tesched.te.reduction import Reduce
 from tesched.te.tensor import (ComputeOp, IterType, IterVar, Range, Tensor, TensorRead, _normalize_shape,
                                integer_indices)
 from tesched.te.visit import walk

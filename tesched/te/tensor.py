@@ -17,7 +17,8 @@ from typing import Callable, SupportsIndex
 from tesched.errors import LoweringError
 from tesched.te import checks
 from tesched.te import dtype as dt
-from tesched.te.expr import Const, Expr, MultiValue, Reduce, Var, as_expr
+from tesched.te.expr import Const, Expr, Var, as_expr
+from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.visit import collect, contains, rewrite, walk
 
 

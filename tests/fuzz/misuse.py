@@ -164,6 +164,25 @@ def _tensorize_without_update():
     return ts.lower(c.s, [c.A, c.D])
 
 
+def _rfactor_symbolic_nparts():
+    n = ts.var("n")
+    x = ts.placeholder((n,), name="x")
+    r = ts.reduce_axis((0, n), name="r")
+    total = ts.compute((1,), lambda i: ts.sum(x[r], axis=r), name="S")
+    s = ts.create_schedule(total.op)
+    _, inner = s[total].split(r, nparts=4)
+    return s.rfactor(total, inner)
+
+
+def _fuse_symbolic():
+    n = ts.var("n")
+    x = ts.placeholder((4, n), name="x")
+    y = ts.compute((4, n), lambda i, j: x[i, j] + 1.0, name="S")
+    s = ts.create_schedule(y.op)
+    s[y].fuse(*y.op.axis)
+    return ts.lower(s, [x, y])
+
+
 def _rows_placement() -> list[Misuse]:
     def compute_at_not_reader():
         c = Chain()
@@ -268,6 +287,22 @@ def _rows_placement() -> list[Misuse]:
                         ts.lower(c.s, [c.A, c.D]))[2], r"specialize of C: it is computed scope D"),
         Misuse("tensorize a split reduction with an intrinsic without update", _tensorize_without_update,
                r"tensorize of C at i with.*needs an update= implementation"),
+        Misuse("rfactor after an nparts split of a symbolic reduction", _rfactor_symbolic_nparts,
+               r"rfactor of S: the extent of reduce loop r.outer"),
+        Misuse("storage_align of an output", lambda: ((c := Chain()).s[c.D].storage_align(c.D.op.axis[0], 8, 1),
+                                                       ts.lower(c.s, [c.A, c.D]))[1],
+               r"storage_align of D: it is a kernel argument"),
+        Misuse("storage_align on a loop made by split",
+               lambda: (c := Chain()).s[c.B].storage_align(c.s[c.B].split(c.B.op.axis[0], factor=2)[0], 8, 1),
+               r"storage_align of B: 'i.outer' is not an axis of B"),
+        Misuse("storage_align on an axis of another stage",
+               lambda: (c := Chain()).s[c.B].storage_align(c.D.op.axis[0], 8, 1), r"storage_align of B: 'i' is not an axis"),
+        Misuse("storage_align with an offset past the factor",
+               lambda: (c := Chain()).s[c.B].storage_align(c.B.op.axis[0], 8, 8), r"storage_align offset of B.i"),
+        Misuse("storage_align of an inlined stage", lambda: ((c := Chain()).s[c.B].storage_align(c.B.op.axis[0], 8, 1),
+                                                             c.s[c.B].compute_inline(), ts.lower(c.s, [c.A, c.D]))[2],
+               r"storage_align of B: it is inlined"),
+        Misuse("fuse of a loop of symbolic extent", _fuse_symbolic, r"fuse of S.i and j: the inner loop's extent"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",

@@ -7,9 +7,10 @@ stored further out: ``store_at``/``store_root``, a sliding window), sometimes wi
 extent (``bound``/``bound_extent``); each stage's loops are split (by factor or
 nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
 ``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
-prefetches of inputs, and root stages of symbolic size get ``specialize``-d fast paths; a scatter stays at
-the root and may be made atomic (then parallel). The lowering time of every case is recorded. A
-``ScheduleError`` from the draw or from the legality check is a rejection (counted and listed), not a failure.
+prefetches of inputs, buffers get ``storage_align``-ed strides, and root stages of symbolic size get
+``specialize``-d fast paths; a scatter stays at the root and may be made atomic (then parallel). The lowering
+time of every case is recorded. A ``ScheduleError`` from the draw or from the legality check is a rejection
+(counted and listed), not a failure.
 """
 from __future__ import annotations
 
@@ -137,6 +138,13 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
         condition = rnd.choice([size % factor == 0, size >= low, (size % factor == 0) & (size >= low)])
         stage.specialize(condition)
         recipe.append(f"s[{name}].specialize({condition!r})")
+    if not stage.is_output and rnd.random() < 0.2:        # pad the buffer's row stride (TVM's storage_align)
+        axes = stage.op.axis
+        if len(axes) >= 2:
+            factor = rnd.choice([4, 8, 16])
+            offset = rnd.randrange(factor)
+            stage.storage_align(axes[-2], factor, offset)
+            recipe.append(f"s[{name}].storage_align({axes[-2].name}, {factor}, {offset})")
     inputs = [t for t in stage.op.input_tensors if isinstance(t.op, PlaceholderOp)]
     if inputs and rnd.random() < 0.2:
         tensor, loop, offset = rnd.choice(inputs), rnd.choice(leaves), rnd.randint(1, 3)

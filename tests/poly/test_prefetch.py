@@ -7,6 +7,8 @@ import pytest
 
 import tesched as ts
 
+from .helpers import check_transposed_pair, transposed_pair_kernel
+
 
 def _matmul(n: int | ts.Var, m: int | ts.Var):
     A = ts.placeholder((n, m), name="A")
@@ -50,15 +52,9 @@ def test_prefetch_of_a_tile_of_a_stencil_with_symbolic_sizes(rand):
 
 
 def test_prefetch_of_a_stage_computed_at_the_root(rand):
-    A = ts.placeholder((16, 16), name="A")
-    T = ts.compute((16, 16), lambda i, j: A[j, i] * 2.0, name="T")
-    U = ts.compute((16, 16), lambda i, j: T[i, j] + 1.0, name="U")
-    s = ts.create_schedule(U.op)
-    s[U].prefetch(T, U.op.axis[0], 3)
-    kernel = ts.build(s, [A, U], name="prefetch_intermediate")
+    kernel = transposed_pair_kernel(16, lambda s, T, U: s[U].prefetch(T, U.op.axis[0], 3), "prefetch_intermediate")
     assert "prefetch T[" in str(kernel.lowered)
-    a = rand((16, 16))
-    np.testing.assert_allclose(kernel(a), a.T * 2 + 1, rtol=1e-6)
+    check_transposed_pair(kernel, rand, 16)
 
 
 @pytest.mark.parametrize("mistake, message", [

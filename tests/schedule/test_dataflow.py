@@ -330,3 +330,25 @@ def test_cache_write_after_split_keeps_producers_at_the_moved_loops():
     data = np.random.default_rng(3).standard_normal((9, 14)).astype(np.float32)
     sq = data.astype(np.float64) ** 2
     np.testing.assert_allclose(kernel(data), sq[:, :12] + sq[:, 2:], rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("which", ["inner", "outer"])
+def test_rfactor_of_a_symbolic_reduction(which):
+    """rfactor with symbolic extents: a reduction over n split by 8; the partial stage has 8 or
+    (n + 7) // 8 rows and guards the padding of the last slice."""
+    n = ts.var("n")
+    a = ts.placeholder((4, n), name="A")
+    k = ts.reduce_axis((0, n), name="k")
+    c = ts.compute((4,), lambda i: ts.sum(a[i, k] * a[i, k], axis=k), name="C")
+    s = ts.create_schedule(c.op)
+    ko, ki = s[c].split(k, factor=8)
+    rf = s.rfactor(c, ki if which == "inner" else ko)
+    if which == "inner":
+        s[rf].vectorize(s[rf].op.axis[0])
+        assert rf.shape[0] == 8
+    else:
+        s[c].parallel(c.op.axis[0])
+    kernel = ts.build(s, [a, c], name=f"rfactor_symbolic_{which}")
+    for m in (8, 13, 3, 40):
+        data = np.random.default_rng(m).standard_normal((4, m)).astype(np.float32)
+        np.testing.assert_allclose(kernel(data), (data.astype(np.float64) ** 2).sum(1), rtol=RTOL, atol=ATOL)
