@@ -65,7 +65,7 @@ from tesched.te.narrow import (
     saturate_cast,
     widen,
 )
-from tesched.te.reducer import CommReducer, comm_reducer, max_value, min_value
+from tesched.te.reducer import CommReducer, argmax, argmin, comm_reducer, max_value, min_value
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.scan import scan
 from tesched.te.scatter import scatter, scatter_add
@@ -91,6 +91,6 @@ __all__ = [
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",
     "load_module", "ModuleLoadError", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "clamp", "fmod",
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
-    "min_value", "max_value",
+    "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan",
 ]

@@ -23,11 +23,12 @@ class Row:
     note: str = ""
     uses: tuple[str, ...] = ()
     missing: tuple[str, ...] = ()
+    planned: bool = True            # False: not supported by design (no "yet")
 
     def tesched_text(self) -> str:
         """The tesched cell: the spelling, or *not supported*."""
         if self.tesched is None:
-            return f"*{NOT_YET}*" if self.missing else "*not supported*"
+            return f"*{NOT_YET}*" if self.missing and self.planned else "*not supported*"
         return self.tesched
 
 
@@ -44,7 +45,8 @@ ROWS: tuple[Row, ...] = (
         "pure definitions only: Halide's update definitions (``f(x) += ...``) are written as a new stage",
         uses=("tesched.compute",)),
     Row("reduction domain", "``te.reduce_axis((0, n))``", "``RDom r(0, n)``", "``ts.reduce_axis((0, n), name='k')``",
-        "rectangular; Halide's ``RDom::where`` (a predicate on the domain) has no counterpart",
+        "bounds may use the compute's own axes (``reduce_axis((0, i + 1))``: a triangular domain, exact in isl); "
+        "``where=`` on the reducer plays Halide's ``RDom::where``",
         uses=("tesched.reduce_axis",)),
     Row("reduction", "``te.sum(expr, axis=k)``, ``te.max``, ``te.min``", "``sum(expr)``, ``maximum(...)``, "
         "``minimum(...)``, ``product(...)`` over an RDom", "``ts.sum(expr, axis=k)``, ``ts.max``, ``ts.min``, "
@@ -52,13 +54,31 @@ ROWS: tuple[Row, ...] = (
     Row("user-defined reducer", "``te.comm_reducer(combine, identity)``", "an update definition",
         "``ts.comm_reducer(combine, identity)``", "tuple reductions too (argmax, argmin: a compute with two "
         "outputs); ``combine`` must be commutative and associative", uses=("tesched.comm_reducer",)),
-    Row("select", "``te.if_then_else(c, a, b)``", "``select(c, a, b)``", "``ts.if_then_else(c, a, b)``",
-        "``ts.all`` / ``ts.any`` combine conditions", uses=("tesched.if_then_else", "tesched.all", "tesched.any")),
+    Row("argmax / argmin", "``topi.argmax`` or a ``comm_reducer``", "inline ``argmax(r, expr)``",
+        "``I, V = ts.compute((m,), lambda i: ts.argmax(A[i, k], axis=k))``",
+        "index and value are two outputs of one stage; ties and NaN as ``np.argmax`` under every schedule",
+        uses=("tesched.argmax", "tesched.argmin")),
+    Row("multi-output compute", "``te.compute(shape, lambda i: (a, b))``", "a ``Tuple`` ``Func``",
+        "``A, B = ts.compute(shape, lambda i: (a, b))``", "one stage: ``s[A] is s[B]``; either output may be "
+        "a build argument", uses=("tesched.compute",)),
+    Row("select", "``te.if_then_else(c, a, b)``", "``select(c, a, b)``", "``ts.select(c, a, b)`` (= ``ts.if_then_else``)",
+        "only the chosen side is evaluated; ``ts.all`` / ``ts.any`` combine conditions",
+        uses=("tesched.select", "tesched.if_then_else", "tesched.all", "tesched.any")),
+    Row("math and bit functions", "``te.power``, ``te.round``, ``te.trunc``, ``te.fmod``, ``bitwise_and`` ...",
+        "``pow``, ``round``, ``trunc``, ``clamp``, ``&``, ``<<`` ...",
+        "``ts.power`` (``**``), ``ts.round``, ``ts.trunc``, ``ts.fmod``, ``ts.clamp``, ``&``, ``|``, ``^``, "
+        "``~``, ``<<``, ``>>`` and ``ts.bitwise_and`` ...", "bit operations on integers only (NumPy's shifts)",
+        uses=("tesched.power", "tesched.round", "tesched.trunc", "tesched.fmod", "tesched.clamp",
+              "tesched.bitwise_and", "tesched.shift_left")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
-        "an index read from a tensor lowers and builds; clamp it with ``ts.minimum``/``ts.maximum`` when it "
-        "may leave the box (as ``tesched.nn.take`` does)", uses=("tesched.minimum", "tesched.maximum", "tesched.nn.take")),
-    Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom", None,
-        "every stage is a pure function of its inputs", missing=("tesched.scan",)),
+        "an index read from a tensor is checked when the kernel runs: out of the box it raises "
+        "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),
+    Row("scatter (data-dependent store)", "no counterpart", "``f(I(r)) += v`` over an RDom",
+        "``ts.scatter(shape, index, value, axis=r)``, ``ts.scatter_add``", "sum, max or min at computed "
+        "indices, checked against the shape when the kernel runs", uses=("tesched.scatter", "tesched.scatter_add")),
+    Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom",
+        "``ts.scan(init, update, state)``", "along axis 0; ``update`` may read only earlier steps (the "
+        "dependence check refuses others)", uses=("tesched.scan",)),
     Row("boundary condition", "``te.if_then_else`` on the index (or ``topi.nn.pad``)",
         "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``mirror_interior``",
         "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``mirror_interior(A)``",
@@ -86,7 +106,7 @@ ROWS: tuple[Row, ...] = (
         "OpenMP threads; ``ts.set_num_threads`` or ``TESCHED_NUM_THREADS`` sets how many",
         uses=("tesched.Stage.parallel", "tesched.set_num_threads")),
     Row("GPU thread binding", "``s[C].bind(i, te.thread_axis('threadIdx.x'))``", "``f.gpu_threads(x)``", None,
-        "tesched generates C for CPUs only", missing=("tesched.Stage.bind",)),
+        "tesched generates C for CPUs only", missing=("tesched.Stage.bind",), planned=False),
     Row("compute at", "``s[B].compute_at(s[C], j)``", "``g.compute_at(f, x)``", "``s[B].compute_at(s[C], j)``",
         "the region of B computed per iteration is the exact (isl) footprint of C's loop body: halos included",
         uses=("tesched.Stage.compute_at",)),

@@ -16,16 +16,14 @@ nothing of isl or cffi.
 """
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 
 from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
-from tesched.arith.simplify import simplify
-from tesched.codegen.hoist import Bases, loop_bases, with_bases
+from tesched.codegen.c_expr import CExpr, c_type, memory_vector_type
+from tesched.codegen.hoist import loop_bases
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import walk_stmts
@@ -33,19 +31,12 @@ from tesched.lower.func import LoweredFunc
 from tesched.schedule.kinds import LoopKind
 from tesched.target import Target, current_target
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.expr import Binary, Expr, Var
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.visit import NodeFunctor, structural_key
 from tesched.transform.simplify_indices import loop_range, refine
 
 STACK_LIMIT = 128 * 1024
-
-_C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
-             "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%", "bitand": "&",
-             "bitor": "|", "bitxor": "^"}
-_VECTOR_BINARY = {"and": "&", "or": "|", "div": "/", "shl": "<<", "shr": ">>"}
-_FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod"}
 
 
 @dataclass
@@ -59,245 +50,6 @@ class CSource:
     profile: str = ""       # the C function reading the profile counters (``build(..., profile=True)``)
     allocations: tuple[ir.Buffer, ...] = ()
     checks: tuple[str, ...] = ()    # the message of each checked index (the function returns -k for the k-th)
-
-
-def _suffix(dtype: str) -> str:
-    """The runtime header's name of the C type values of scalar ``dtype`` have (``f32`` for float16)."""
-    return "f32" if dt.computed_in_float32(dtype) else dt.info(dtype).suffix
-
-
-def c_type(dtype: str) -> str:
-    """The C type of a value of ``dtype`` (scalar or vector) inside an expression or a register."""
-    base, lanes = ir.split_dtype(dtype)
-    return dt.info(base).value_c_type if lanes == 1 else f"ts_{_suffix(base)}x{lanes}"
-
-
-def _vec(dtype: str) -> str:
-    """The ``f32x16`` part of a vector helper's name (the type values are computed in)."""
-    base, lanes = ir.split_dtype(dtype)
-    return f"{_suffix(base)}x{lanes}"
-
-
-def _mem_vec(dtype: str) -> str:
-    """The ``f16x16`` part of a vector load's or store's name (the type elements have in memory)."""
-    base, lanes = ir.split_dtype(dtype)
-    return f"{dt.info(base).suffix}x{lanes}"
-
-
-def _wrapped(dtype: str, text: str) -> str:
-    """C text of an integer result brought back into ``dtype``'s range (C computes narrow types in int)."""
-    return f"(({dt.C_TYPES[dtype]})({text}))" if dt.wraps(dtype) else text
-
-
-def _wide_operand(dtype: str, text: str) -> str:
-    """An operand of narrow integer arithmetic widened so that C computes without overflow (uint16 *
-    uint16 would overflow ``int``)."""
-    if not dt.wraps(dtype):
-        return text
-    return f"(uint32_t)({text})" if dt.is_unsigned(dtype) else f"(int32_t)({text})"
-
-
-def c_const(c: Const) -> str:
-    v = c.value
-    if c.dtype == "bool":
-        return "1" if v else "0"
-    if dt.is_float(c.dtype):
-        if math.isnan(v):
-            return "NAN"
-        if math.isinf(v):
-            return "INFINITY" if v > 0 else "(-INFINITY)"
-        single = dt.info(c.dtype).value_c_type == "float"
-        text = repr(float(np.float32(v))) if single else repr(float(v))
-        if "e" not in text and "." not in text:
-            text += ".0"
-        return f"{text}f" if single else text
-    if c.dtype == "int64" and not -(2**31) < v < 2**31:
-        return f"INT64_C({v})"
-    if c.dtype == "uint32":
-        return f"{v}u"
-    return str(v) if v != -(2**31) else "(-2147483647 - 1)"
-
-
-def vector_floor_division(op: str, a: str, divisor: Expr) -> str:
-    """C text of vector ``a // c`` or ``a % c`` for a broadcast positive constant ``c`` (the vectorizer
-    only makes these when ``c`` is a power of two, where a shift and a mask floor any integer, or the
-    operands are unsigned, where C's division is the floor)."""
-    c = int(divisor.value.value) if isinstance(divisor, ir.Broadcast) and isinstance(divisor.value, Const) else 0
-    if c <= 0:
-        raise TypeError(f"vector {op} needs a positive constant divisor")
-    if c & (c - 1) == 0:
-        return f"({a} >> {c.bit_length() - 1})" if op == "floordiv" else f"({a} & {c - 1})"
-    return f"({a} {'/' if op == 'floordiv' else '%'} {c})"
-
-
-SATURATING_SOURCES = ("int16", "int32")
-"""Signed lanes whose clamp-and-narrow (``saturate_cast``) the runtime header packs with saturation."""
-
-
-def saturating_narrow(e: ir.VCast) -> Expr | None:
-    """The operand ``x`` when ``e`` is ``cast(min(max(x, low), high))`` to a narrower integer type whose range
-    is exactly ``[low, high]`` (what ``saturate_cast`` builds) from int16 or int32 lanes, else None."""
-    target = ir.split_dtype(e.dtype)[0]
-    inner = e.value
-    if not (isinstance(inner, Binary) and inner.op == "min" and isinstance(inner.a, Binary) and inner.a.op == "max"):
-        return None
-    source = ir.split_dtype(inner.dtype)[0]
-    if source not in SATURATING_SOURCES or dt.is_float(target) or target == "bool" \
-            or dt.itemsize(target) >= dt.itemsize(source):
-        return None
-    bounds = [b.value.value if isinstance(b, ir.Broadcast) and isinstance(b.value, Const) else None
-              for b in (inner.a.b, inner.b)]
-    return inner.a.a if tuple(bounds) == dt.value_range(target) else None
-
-
-class CExpr(NodeFunctor):
-    """C text of an expression (int64 index arithmetic, GCC vector helpers of the runtime header)."""
-
-    def __init__(self, names: NameTable, status: str = ""):
-        self.names = names
-        self.status = status            # the kernel's status variable (checked indices write it)
-        self.checks: list[str] = []     # messages of checked indices, by -code - 1
-        self.ranges = VarRanges()     # of the loops around the statement being written
-        self.bases: tuple[Bases, set[int]] = ({}, set())   # offsets named before the innermost loop
-
-    def name(self, obj: object, hint: str) -> str:
-        return self.names.get(obj, hint)
-
-    def text(self, e: Expr) -> str:
-        return self.visit(e)
-
-    def visit_CheckedIndex(self, e: ir.CheckedIndex) -> str:
-        if not self.status:
-            raise TypeError("a checked index outside a kernel body")
-        if e.message not in self.checks:
-            self.checks.append(e.message)
-        code = -1 - self.checks.index(e.message)
-        extent = str(e.extent) if isinstance(e.extent, int) else f"(int64_t)({self.text(e.extent)})"
-        return f"ts_check_index((int64_t)({self.text(e.value)}), {extent}, &{self.status}, {code})"
-
-    def index(self, e: Expr) -> str:
-        """C text of an element offset, simplified under the ranges of the enclosing loops (and written
-        with the variable of its loop-invariant part when the innermost loop named one)."""
-        e = simplify(e, self.ranges)
-        return self.text(with_bases(e, *self.bases) if self.bases[0] else e)
-
-    def element(self, buf: ir.Buffer, indices: Sequence[Expr]) -> str:
-        """``buf[flat index of indices]`` in C."""
-        return f"{self.name(buf, buf.name)}[{self.index(ir.flat_index(buf, indices))}]"
-
-    def visit_Const(self, e: Const) -> str:
-        return c_const(e)
-
-    def visit_Var(self, e: Var) -> str:
-        return self.name(e, e.name)
-
-    def visit_Load(self, e: ir.Load) -> str:
-        if dt.computed_in_float32(e.buffer.dtype):
-            return f"ts_load_{dt.info(e.buffer.dtype).suffix}({self.element(e.buffer, e.indices)})"
-        return self.element(e.buffer, e.indices)
-
-    def visit_Address(self, e: ir.Address) -> str:
-        return "&" + self.element(e.buffer, e.indices)
-
-    def visit_VLoad(self, e: ir.VLoad) -> str:
-        return f"ts_vload_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}])"
-
-    def visit_VLoadStrided(self, e: ir.VLoadStrided) -> str:
-        return (f"ts_vloads_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
-                f"{self.index(e.stride)})")
-
-    def visit_VLoadMasked(self, e: ir.VLoadMasked) -> str:
-        return (f"ts_vloadm_{_mem_vec(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
-                f"{self.text(e.mask)})")
-
-    def visit_Ramp(self, e: ir.Ramp) -> str:
-        return f"ts_vramp_{_vec(e.dtype)}({self.text(e.base)})"
-
-    def visit_Broadcast(self, e: ir.Broadcast) -> str:
-        return f"ts_vbcast_{_vec(e.dtype)}({self.text(e.value)})"
-
-    def visit_HReduce(self, e: ir.HReduce) -> str:
-        return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.text(e.value)})"
-
-    def visit_VCast(self, e: ir.VCast) -> str:
-        clamped = saturating_narrow(e)
-        if clamped is not None:
-            return f"ts_vsat_{_vec(clamped.dtype)}_{dt.info(ir.split_dtype(e.dtype)[0]).suffix}({self.text(clamped)})"
-        text = f"__builtin_convertvector({self.text(e.value)}, {c_type(e.dtype)})"
-        if dt.computed_in_float32(ir.split_dtype(e.dtype)[0]):
-            return f"ts_vround_{_mem_vec(e.dtype)}({text})"
-        return text
-
-    def visit_Unary(self, e: Unary) -> str:
-        if e.op == "neg" and ir.split_dtype(e.dtype)[1] > 1:
-            return f"(-{self.text(e.a)})"   # vector lanes wrap in their own type
-        if e.op == "neg":
-            return _wrapped(e.dtype, f"(-{_wide_operand(e.dtype, self.text(e.a))})")
-        if e.op == "bitnot" and ir.split_dtype(e.dtype)[1] == 1:
-            return _wrapped(e.dtype, f"(~{self.text(e.a)})")
-        return f"(~{self.text(e.a)})" if ir.split_dtype(e.dtype)[1] > 1 else f"(!{self.text(e.a)})"
-
-    def visit_Cast(self, e: Cast) -> str:
-        if e.dtype == "bool":
-            return f"({self.text(e.value)} != 0)"
-        if dt.computed_in_float32(e.dtype):
-            source = "_f64" if e.value.dtype == "float64" and e.dtype == "float16" else ""   # NumPy: one rounding
-            return f"ts_round_{dt.info(e.dtype).suffix}{source}({self.text(e.value)})"
-        return f"(({c_type(e.dtype)})({self.text(e.value)}))"
-
-    def visit_Select(self, e: Select) -> str:
-        cond, yes, no = self.text(e.cond), self.text(e.true_value), self.text(e.false_value)
-        if ir.split_dtype(e.dtype)[1] > 1 and ir.split_dtype(e.cond.dtype)[1] > 1:
-            return f"ts_vsel_{_vec(e.dtype)}({cond}, {yes}, {no})"
-        return f"({cond} ? {yes} : {no})"
-
-    def visit_Binary(self, e: Binary) -> str:
-        a, b = self.text(e.a), self.text(e.b)
-        operand = e.a.dtype
-        if ir.split_dtype(operand)[1] > 1:
-            if e.op in ("min", "max"):
-                return f"ts_v{e.op}_{_vec(operand)}({a}, {b})"
-            if e.op in ("floordiv", "floormod"):
-                return vector_floor_division(e.op, a, e.b)
-            sym = _VECTOR_BINARY.get(e.op) or _C_BINARY[e.op]
-            return f"({a} {sym} {b})"
-        if e.op in ("add", "sub", "mul") and dt.wraps(operand):
-            return _wrapped(operand, f"({_wide_operand(operand, a)} {_C_BINARY[e.op]} {b})")
-        if e.op in _C_BINARY:
-            return f"({a} {_C_BINARY[e.op]} {b})"
-        if e.op in ("shl", "shr"):   # NumPy's shifts: an amount outside [0, bits) is defined
-            return f"(({c_type(operand)})ts_{e.op}({a}, {b}, {dt.info(operand).bits}))"
-        if e.op == "div":
-            return f"({a} / {b})"
-        if e.op in ("min", "max"):
-            return f"ts_{e.op}_{_suffix(e.dtype if e.dtype != 'bool' else operand)}({a}, {b})"
-        single = dt.info(operand).value_c_type == "float"
-        if e.op in ("floordiv", "floormod") and operand in INDEX_TYPES and isinstance(e.b, Const) \
-                and e.b.value > 0 and bound(e.a, self.ranges)[0] >= 0:   # C's / and % floor non-negatives
-            return f"({a} {'/' if e.op == 'floordiv' else '%'} {b})"
-        if e.op == "floordiv":
-            if dt.is_float(operand):
-                return f"{'floorf' if single else 'floor'}({a} / {b})"
-            return _wrapped(operand, f"ts_floordiv({a}, {b})")
-        if e.op == "floormod":
-            if dt.is_float(operand):
-                fl = "floorf" if single else "floor"
-                return f"({a} - {fl}({a} / {b}) * {b})"
-            return _wrapped(operand, f"ts_floormod({a}, {b})")
-        raise TypeError(f"unknown binary operation {e.op}")
-
-    def visit_Call(self, e: Call) -> str:
-        args = ", ".join(self.text(a) for a in e.args)
-        if ir.split_dtype(e.dtype)[1] > 1:   # a vector helper of the runtime header (dot products)
-            return f"ts_{e.name}_{_vec(e.dtype)}({args})"
-        if e.name == "sigmoid":
-            return f"ts_sigmoid_{_suffix(e.dtype)}({args})"
-        if e.name == "abs" and not dt.is_float(e.dtype):
-            return f"ts_abs_{_suffix(e.dtype)}({args})"
-        if e.name == "fmod" and not dt.is_float(e.dtype):
-            return _wrapped(e.dtype, f"(({c_type(e.dtype)})ts_fmod({args}))")
-        single = dt.info(e.dtype).value_c_type == "float"
-        return f"{_FLOAT_FN[e.name]}{'f' if single else ''}({args})"
 
 
 class CodeGen(NodeFunctor):
@@ -368,7 +120,7 @@ class CodeGen(NodeFunctor):
             source = f"&{self.name(s.value.buffer, s.value.buffer.name)}[{self.exprs.index(s.value.index)}]"
             self.emit(f"ts_vstore_u16x{lanes}({target}, ts_vload_u16x{lanes}({source}));")
             return
-        self.emit(f"ts_vstore_{_mem_vec(s.value.dtype)}({target}, {self.expr(s.value)});")
+        self.emit(f"ts_vstore_{memory_vector_type(s.value.dtype)}({target}, {self.expr(s.value)});")
 
     def visit_Prefetch(self, s: ir.Prefetch) -> None:
         self.emit(f"__builtin_prefetch({self.expr(s.address)}, 0, 3);")
@@ -390,7 +142,7 @@ class CodeGen(NodeFunctor):
         base, lanes = ir.split_dtype(s.var.dtype)
         if dt.computed_in_float32(base):   # a register holds what memory would: the value rounded
             value = f"ts_round_{dt.info(base).suffix}({value})" if lanes == 1 else \
-                f"ts_vround_{_mem_vec(s.var.dtype)}({value})"
+                f"ts_vround_{memory_vector_type(s.var.dtype)}({value})"
         self.emit(f"{self.name(s.var, s.var.name)} = {value};")
 
     def visit_LetStmt(self, s: ir.LetStmt) -> None:

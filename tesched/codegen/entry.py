@@ -15,7 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
-from tesched.codegen.c import CExpr, CSource
+from tesched.codegen.c import CSource
+from tesched.codegen.c_expr import CExpr
 from tesched.codegen.export_text import c_string, entry_prelude, error_lines, header, public_names
 from tesched.codegen.names import NameTable
 from tesched.codegen.signature import Dim, Signature

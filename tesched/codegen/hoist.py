@@ -6,7 +6,8 @@ buffers that use it) so that the C generator writes ``const int64_t A_off = 3276
 loop and ``A[A_off + 1024*m]`` inside it, the way such loops are written by hand (gcc's
 strength reduction gives the same machine code; this is for the reader of the C). Offsets are taken
 after :func:`~tesched.arith.simplify.simplify`; constants stay in the accesses, so unrolled copies
-share one base. This module writes no C.
+share one base. Reads of memory and indices checked at run time (which may sit under a condition) are
+never moved. This module writes no C.
 """
 from __future__ import annotations
 
@@ -66,8 +67,8 @@ def split_invariant(offset: Expr, changing: set[int]) -> tuple[Expr | None, Expr
     moving: dict[tuple, int] = {}
     for key, coeff in terms.items():
         atom = atoms[key]
-        invariant = all(not (isinstance(n, Var) and id(n) in changing) and not isinstance(n, (ir.Load, ir.VLoad))
-                        for n in walk(atom))
+        invariant = all(not (isinstance(n, Var) and id(n) in changing)
+                        and not isinstance(n, (ir.Load, ir.VLoad, ir.CheckedIndex)) for n in walk(atom))
         (fixed if invariant else moving)[key] = coeff
     if not fixed or (len(fixed) == 1 and next(iter(fixed.values())) == 1):
         return None, offset

@@ -1,6 +1,6 @@
 """Neural-network graph ops and their builders: ``nn.conv2d`` (with ``depthwise_conv2d`` as ``groups``
-equal to the channels; ``nn.conv2d_weight_last`` is the same with weights stored in blocks of output channels, output channels
-last),
+equal to the channels; ``nn.conv2d_weight_last`` is the same with weights stored in blocks of output
+channels, output channels last),
 ``nn.dense`` (with an optional bias as ``nn.bias_add``), ``nn.matmul``, ``nn.batch_norm`` (inference),
 ``nn.layer_norm``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
 ``nn.softmax``. Attribute names follow Relay (``strides``, ``padding``, ``dilation``, ``groups``,

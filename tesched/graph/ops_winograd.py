@@ -22,7 +22,8 @@ def _evaluate(args: Sequence[np.ndarray], attrs: Mapping[str, Any]) -> np.ndarra
 
 
 _WINOGRAD = register_op("nn.winograd_conv2d", Pattern.OUT_ELEMWISE_FUSABLE,
-                        lambda args, attrs: winograd.winograd_conv2d(args[0], args[1], padding=attrs["padding"]), _evaluate, 2)
+                        lambda args, attrs: winograd.winograd_conv2d(args[0], args[1], padding=attrs["padding"]),
+                        _evaluate, 2)
 
 
 def winograd_conv2d(data: Expr, weight: np.ndarray, m: int, padding: int | Sequence[int] = 1) -> Call:

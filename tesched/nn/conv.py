@@ -12,6 +12,7 @@ from typing import Sequence
 import tesched as ts
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import (
+    element_count,
     largest_divisor,
     parallel_outer,
     reduction_work,
@@ -169,11 +170,18 @@ def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
     hstage.vectorize(w)
     padded = _pad_stage(conv)
     if padded is not None:
-        pstage = s[padded]
-        pstage.compute_root()
-        pn, pc, _, pw = pstage.op.axis
-        parallel_outer(pstage, [pn, pc], work)
-        pstage.vectorize(pw)
+        pad_at_root(s, padded)
+
+
+def pad_at_root(s: Schedule, padded: Tensor) -> None:
+    """The padded input computed once, whole, before the convolution: its rows vectorized, its planes in
+    parallel only when it has at least :data:`~tesched.nn.schedule.PARALLEL_MIN_WORK` elements (a parallel
+    region costs more than copying a small input, and much more when other processes hold the cores)."""
+    pstage = s[padded]
+    pstage.compute_root()
+    pn, pc, _, pw = pstage.op.axis
+    parallel_outer(pstage, [pn, pc], element_count(padded))
+    pstage.vectorize(pw)
 
 
 @register_schedule("depthwise_conv2d")

@@ -7,9 +7,8 @@ vector of output channels is one contiguous load, and the weights one block of `
 are contiguous (read in order, page after page, rather than ``B`` channels out of every ``K``: with
 ``K`` = 512, one block's weights of a 3x3 layer would otherwise span thousands of pages, more than the
 TLB holds). The product is computed as ``core[n, k / B, h, w, k % B]`` in register tiles of
-:data:`WIDTH_TILE` positions x ``B`` channels, and read back in NCHW by the epilogue, per tile.
-This module declares and schedules; choosing
-it for a layer is the graph's job (``alter_op_layout``).
+:data:`WIDTH_TILE` positions x ``B`` channels, and read back in NCHW by the epilogue. This module
+declares and schedules; choosing it for a layer is the graph's job (``alter_op_layout``).
 """
 from __future__ import annotations
 
@@ -18,9 +17,9 @@ from typing import Sequence
 import numpy as np
 
 import tesched as ts
-from tesched.nn.conv import ConvWindow
+from tesched.nn.conv import ConvWindow, pad_at_root
 from tesched.nn.pattern import Pattern, compute, op_of
-from tesched.nn.schedule import PARALLEL_MIN_WORK, largest_divisor, parallel_outer, reduction_work, register_schedule
+from tesched.nn.schedule import PARALLEL_MIN_WORK, largest_divisor, reduction_work, register_schedule
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.tensor import IterVar, Tensor
 
@@ -80,7 +79,8 @@ def conv2d_weight_last(data: Tensor, kernel: Tensor, strides: IntOrPair = 1, pad
                    lambda nn, ko, yy, xx, ki: ts.sum(window.read(nn, rc, yy, xx, ry, rx) * kernel[ko, rc, ry, rx, ki],
                                                      axis=[rc, ry, rx]),
                    name="conv2d_core", pattern=Pattern.OUT_ELEMWISE_FUSABLE, op="conv2d_weight_last")
-    return compute((n, blocks * block, *window.out_hw), lambda nn, ff, yy, xx: core[nn, ff // block, yy, xx, ff % block],
+    return compute((n, blocks * block, *window.out_hw),
+                   lambda nn, ff, yy, xx: core[nn, ff // block, yy, xx, ff % block],
                    name="conv2d", pattern=Pattern.INJECTIVE, op="transpose")
 
 
@@ -93,7 +93,7 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
     across channels); the padded input is computed once, at the root. A block whose output is small
     (:data:`CHUNKED_BLOCK_BYTES`) is computed whole before its epilogue, by chunks of input channels
     (:func:`_chunked_reduction`)."""
-    hstage, cstage = s[host], s[core]
+    hstage = s[host]
     n, k, h, w = hstage.op.axis
     ko, ki = hstage.split(k, int(core.shape[4]))
     wo, wi = hstage.split(w, largest_divisor(int(host.shape[3]), WIDTH_TILE))
@@ -117,11 +117,7 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
         _row_tiles(s, core, hstage, wo)
     padded = [t for t in core.op.input_tensors if op_of(t) == "pad"]
     if padded:
-        pstage = s[padded[0]]
-        pstage.compute_root()
-        pn, pc, _, pw = pstage.op.axis
-        parallel_outer(pstage, [pn, pc], work)
-        pstage.vectorize(pw)
+        pad_at_root(s, padded[0])
 
 
 def _row_tiles(s: Schedule, core: Tensor, hstage: Stage, loop: IterVar) -> None:

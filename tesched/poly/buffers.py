@@ -94,8 +94,7 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
 
 def _companions(model: PolyModel, sm: StageModel) -> None:
     """One buffer per output of the stage: the outputs of a multi-output compute have one shape and one
-    region, so the others copy the first buffer's shape, folds and strides and share its origin
-    (``buffers``)."""
+    region, so the others copy the first buffer's shape and fold and share its origin (``buffers``)."""
     first = sm.buffer
     assert first is not None
     sm.buffers = [first]
@@ -103,9 +102,8 @@ def _companions(model: PolyModel, sm: StageModel) -> None:
         scope = first.scope
         if scope is not BufferScope.LOCAL:
             scope = BufferScope.ARG if any(a is t for a in model.arg_tensors) else BufferScope.GLOBAL
-        local = scope is BufferScope.LOCAL
-        buf = Buffer(f"{sm.name}.v{t.value_index}", list(first.shape), t.dtype, scope,
-                     folds=first.folds if local else None, aligns=first.aligns if scope is not BufferScope.ARG else None)
+        buf = Buffer(f"{sm.name}.v{t.value_index}", list(first.shape), t.dtype, scope, folds=first.folds,
+                     aligns=first.aligns if scope is not BufferScope.ARG else None)
         buf.offsets = first.offsets
         sm.buffers.append(buf)
 

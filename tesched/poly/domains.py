@@ -107,7 +107,7 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
         stmt = reader.main
         lmap = model.loop_map(stmt, depth).reverse()
         for read, guard in guarded_reads(reader):
-            if read.tensor is not sm.tensor:
+            if read.tensor.op is not sm.op:     # any output of a multi-output stage
                 continue
             # a data-dependent (non-affine) index may read anywhere along its dimension: the whole
             # dimension is the footprint there (the range is cut to the tensor's box below); a read under

@@ -23,7 +23,8 @@ from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Binary, Const, Expr, Select, Var, cast_to
+from tesched.te import dtype as dt
+from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
 from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
@@ -159,8 +160,7 @@ class StatementEmitter:
                 # ``where`` guards the whole update: its index may be meaningless elsewhere
                 return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
             current = [ir.Load(b, index) for b in bufs]
-            # loop variables are int64: an axis used as a value (argmax's index) keeps its declared dtype
-            new = body.combine_all(current, [cast_to(here(s), s.dtype) for s in body.sources])
+            new = body.combine_all(current, [_as_declared(s, here(s)) for s in body.sources])
             if body.where is not None:
                 cond = here(body.where)
                 new = tuple(Select(cond, v, c) for v, c in zip(new, current))
@@ -172,6 +172,24 @@ class StatementEmitter:
         if isinstance(body, MultiValue):
             return ir.seq([_store(b, index, here(v)) for b, v in zip(bufs, body.values)])
         return _store(buf, index, here(body))
+
+
+def _as_declared(declared: Expr, value: Expr) -> Expr:
+    """``value`` (``declared`` at the loop's coordinates) in ``declared``'s dtype: loop variables are int64,
+    so an axis reduced as a value (argmax's index) is converted back explicitly (vector lanes included)."""
+    def axis_value(e: Expr) -> bool:
+        stack = [e]
+        while stack:
+            n = stack.pop()
+            if isinstance(n, Var) and not isinstance(n, Const):
+                return True
+            if not isinstance(n, TensorRead):     # indices of a read are not the value
+                stack.extend(n.children())
+        return False
+
+    if dt.is_int(declared.dtype) and axis_value(declared):
+        return Cast(declared.dtype, value)
+    return value
 
 
 def _store(buf: ir.Buffer, index: tuple, value: Expr, atomic: bool = False) -> ir.Stmt:
@@ -219,7 +237,7 @@ def _allocate_companions(model: PolyModel, body: ir.Stmt, buffers: dict[int, ir.
         inner = map_stmt(s.body, None, wrap)
         for c in reversed(companions[id(s.buffer)]):
             if c.scope is ir.BufferScope.LOCAL:
-                c.offsets = s.buffer.offsets
+                c.offsets, c.folds = s.buffer.offsets, dict(s.buffer.folds)
                 inner = ir.Allocate(c, inner)
         return ir.Allocate(s.buffer, inner)
 

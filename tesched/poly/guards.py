@@ -26,13 +26,15 @@ _SYMBOL = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "="}
 
 def restrict_to_guard(model: PolyModel, sm: StageModel, access: isl.Map, guard: tuple) -> tuple[isl.Map, bool]:
     """``access`` (from ``sm``'s main statement) where the affine conditions of ``guard`` hold, and whether
-    every condition was affine (else the read is taken to run wherever the others allow)."""
+    every condition was affine. A condition with data-dependent parts restricts the access by what it
+    implies (``(i >= 1) & (C[i] > 0)`` implies ``i >= 1``); the read is then taken to run wherever that
+    allows (inexact: never a false alarm)."""
     stmt = sm.main
     exact = True
     for cond, holds in guard:
-        text = _condition(model, sm, cond, negate=not holds)
+        text, whole = _condition(model, sm, cond, negate=not holds)
+        exact = exact and whole
         if text is None:
-            exact = False   # where the read runs depends on data: judged as if everywhere, never a false alarm
             continue
         where = isl.Set(f"{model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] : {text} }}")
         access = access.intersect_domain(where)
@@ -51,24 +53,30 @@ def _target_reads(sm: StageModel) -> Iterator[tuple[TensorRead, tuple]]:
     return _guarded_reads(sm.target, () if sm.body.where is None else ((sm.body.where, True),), set())
 
 
-def _condition(model: PolyModel, sm: StageModel, cond: Expr, negate: bool = False) -> str | None:
-    """isl text of an affine condition (or of its negation), or None if any part of it is not affine."""
+def _condition(model: PolyModel, sm: StageModel, cond: Expr, negate: bool = False) -> tuple[str | None, bool]:
+    """isl text of a condition implied by ``cond`` (or by its negation), None when nothing affine is
+    implied, and whether the text is exactly the condition (every part of it affine). Negations are
+    pushed to the comparisons, so what is dropped is always a conjunct: the text stays implied."""
     try:
         if isinstance(cond, Unary) and cond.op == "not":
             return _condition(model, sm, cond.a, not negate)
         if isinstance(cond, Binary) and cond.op in ("and", "or"):
-            a, b = _condition(model, sm, cond.a, negate), _condition(model, sm, cond.b, negate)
-            if a is None or b is None:
-                return None
-            joiner = "and" if (cond.op == "and") != negate else "or"
-            return f"(({a}) {joiner} ({b}))"
+            (a, exact_a), (b, exact_b) = _condition(model, sm, cond.a, negate), _condition(model, sm, cond.b, negate)
+            exact = exact_a and exact_b
+            if (cond.op == "and") != negate:            # a conjunction: each affine side is implied
+                if a is None or b is None:
+                    return (a if b is None else b), False
+                return f"(({a}) and ({b}))", exact
+            if a is None or b is None:                  # a disjunction implies nothing from one side
+                return None, False
+            return f"(({a}) or ({b}))", exact
         if isinstance(cond, Binary) and cond.op in _NEGATE:
             op = _NEGATE[cond.op] if negate else cond.op
             a, b = model.isl_of(cond.a, sm.coord), model.isl_of(cond.b, sm.coord)
-            return f"({a} < {b} or {a} > {b})" if op == "ne" else f"{a} {_SYMBOL[op]} {b}"
+            return (f"({a} < {b} or {a} > {b})" if op == "ne" else f"{a} {_SYMBOL[op]} {b}"), True
     except NotAffine:
-        return None
-    return None
+        return None, False
+    return None, False
 
 
 def _guarded_reads(e: Expr, guard: tuple, seen: set) -> Iterator[tuple[TensorRead, tuple]]:

@@ -63,11 +63,14 @@ class LoopSpace:
     conds: list[str]
     params: str                     # isl parameter prefix of the model
     _domain: isl.Set | None = field(default=None, repr=False)
+    _coordinates: isl.MultiAff | None = field(default=None, repr=False)
 
     def coordinates(self, stmt: "Statement") -> isl.MultiAff:
         """``stmt[loop values] -> stmt[coordinates]``."""
-        names = ", ".join(self.names)
-        return isl.MultiAff(f"{self.params}{{ {stmt.name}[{names}] -> {stmt.name}[{', '.join(self.inverse)}] }}")
+        if self._coordinates is None:
+            self._coordinates = isl.MultiAff(f"{self.params}{{ {stmt.name}[{', '.join(self.names)}] -> "
+                                             f"{stmt.name}[{', '.join(self.inverse)}] }}")
+        return self._coordinates
 
     def domain(self, stmt: "Statement") -> isl.Set:
         """The loop values of the instances of ``stmt`` that run: its domain's preimage (a substitution,

@@ -46,7 +46,9 @@ def _node_key(e: Expr) -> tuple:
     if isinstance(e, Call):
         return (Call, e.name)
     if isinstance(e, Reduce):
-        return (Reduce, e.combiner, e.where is None)
+        # a user-defined reducer matches only itself (its name may be a built-in's), with the same init
+        return (Reduce, e.combiner, id(e.reducer) if e.reducer is not None else None, e.where is None,
+                e.inits is None, len(e.sources), e.value_index)
     if isinstance(e, Const):
         return (Const, e.value)
     return (type(e),)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr, as_expr, binary, cast_to
+from tesched.te.expr import Binary, Const, Expr, Select, as_expr, binary, cast_to
 from tesched.te.reduction import Reduce
 from tesched.te.tensor import IterType, IterVar, Tensor, WholeTensor
 
@@ -144,7 +144,7 @@ class CommReducer:
     def __call__(self, expr: object, axis: IterVar | Sequence[IterVar], where: object = None,
                  init: object = None) -> Expr | tuple[Expr, ...]:
         """Reduce ``expr`` (an expression, or a tuple for a tuple reduction) over ``axis``; a tuple
-        reduction returns one :class:`Reduce` per component, to be the bodies of one compute."""
+        reduction returns one ``Reduce`` per component, to be the bodies of one compute."""
         what = f"reducer {self.name}"
         values = list(expr) if isinstance(expr, (tuple, list)) else [expr]
         if not values:
@@ -163,8 +163,10 @@ def comm_reducer(fcombine: Callable, fidentity: object, name: str = "reduce") ->
     ----------
     fcombine : callable
         ``fcombine(x, y)``: two partial results merged; for a tuple reduction ``x`` and ``y`` are tuples
-        and the result is a tuple of the same length. It must be commutative and associative (the schedule
-        may reorder, split and vectorize the reduction).
+        and the result is a tuple of the same length. It must be commutative and associative (``rfactor``
+        and vectorized lanes merge partial results in another order): an argmax that breaks ties toward
+        the smaller index, as below, gives NumPy's answer under every schedule; one that keeps ``x`` on a
+        tie (TVM's test) does only when the reduction runs in order.
     fidentity : callable or value(s)
         ``fidentity(*dtypes)`` returning the identity (a tuple for a tuple reduction), or the value(s).
     name : str
@@ -173,13 +175,77 @@ def comm_reducer(fcombine: Callable, fidentity: object, name: str = "reduce") ->
     Example
     -------
     >>> def combine(x, y):
-    ...     take = x[1] >= y[1]
+    ...     take = (x[1] > y[1]) | ((x[1] == y[1]) & (x[0] < y[0]))
     ...     return ts.select(take, x[0], y[0]), ts.select(take, x[1], y[1])
-    >>> argmax = ts.comm_reducer(combine, lambda t0, t1: (ts.const(-1, t0), ts.min_value(t1)), "argmax")
+    >>> argmax = ts.comm_reducer(combine, lambda t0, t1: (ts.max_value(t0), ts.min_value(t1)), "argmax")
     >>> k = ts.reduce_axis((0, n), name="k")
     >>> I, V = ts.compute((m,), lambda i: argmax((idx[i, k], val[i, k]), axis=k), name="T")
     """
     return CommReducer(fcombine, fidentity, name)
+
+
+def _arg_reducer(name: str, better: Callable[[Expr, Expr], Expr], worst: Callable[[str], Const]) -> CommReducer:
+    def combine(x: tuple[Expr, Expr], y: tuple[Expr, Expr]) -> tuple[Expr, Expr]:
+        x_nan, y_nan = x[1] != x[1], y[1] != y[1]      # NaN wins, as in NumPy (always false for integers)
+        tie = (x[1] == y[1]) | (x_nan & y_nan)
+        take = (x_nan & (y[1] == y[1])) | better(x[1], y[1]) | (tie & (x[0] < y[0]))
+        return Select(take, x[0], y[0]), Select(take, x[1], y[1])
+
+    return CommReducer(combine, lambda t0, t1: (max_value(t0), worst(t1)), name)
+
+
+_ARGMAX = _arg_reducer("argmax", lambda a, b: a > b, lambda t: min_value(t))
+_ARGMIN = _arg_reducer("argmin", lambda a, b: a < b, lambda t: max_value(t))
+
+
+def _arg(reducer: CommReducer, expr: object, axis: IterVar | Sequence[IterVar], where: object) -> tuple[Expr, ...]:
+    axes = _axes(f"ts.{reducer.name}", axis)
+    if len(axes) != 1:
+        raise ValueError(f"ts.{reducer.name}: reduces over one reduce axis (its index is the first output), "
+                         f"got {len(axes)}")
+    out = reducer((axes[0], expr), axes, where)
+    assert isinstance(out, tuple)
+    return out
+
+
+def argmax(expr: object, axis: IterVar | Sequence[IterVar], where: object = None) -> tuple[Expr, ...]:
+    """The index along ``axis`` of the largest ``expr`` and that value: a tuple reduction (Halide's inline
+    ``argmax``), whose two components are the two outputs of one compute.
+
+    Ties go to the smaller index and NaN counts as the largest value, as ``np.argmax``; the combination is
+    commutative, so every schedule (``rfactor``, vectorized lanes) gives the same answer.
+
+    Parameters
+    ----------
+    expr : Expr
+        The value compared.
+    axis : IterVar
+        One reduce axis; the index is its value (int32).
+    where : Expr, optional
+        Only these points take part.
+
+    Example
+    -------
+    >>> k = ts.reduce_axis((0, n), name="k")
+    >>> index, value = ts.compute((m,), lambda i: ts.argmax(A[i, k], axis=k), name="best")
+    """
+    return _arg(_ARGMAX, expr, axis, where)
+
+
+def argmin(expr: object, axis: IterVar | Sequence[IterVar], where: object = None) -> tuple[Expr, ...]:
+    """The index along ``axis`` of the smallest ``expr`` and that value (see :func:`argmax`; NaN counts as
+    the smallest, as ``np.argmin``).
+
+    Parameters
+    ----------
+    expr : Expr
+        The value compared.
+    axis : IterVar
+        One reduce axis.
+    where : Expr, optional
+        Only these points take part.
+    """
+    return _arg(_ARGMIN, expr, axis, where)
 
 
 def min_value(dtype: str) -> Const:

@@ -15,7 +15,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt
 from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
-from tesched.te.expr import Expr
+from tesched.te.expr import Expr, Var
 from tesched.te.visit import rewrite, walk
 from tesched.transform.unroll import unroll_copies
 
@@ -77,7 +77,7 @@ def _index_vars(access, buf: ir.Buffer):
     if isinstance(access, ir.Address):
         return []
     index = access.index if isinstance(access, (ir.VLoad, ir.VStore)) else ir.flat_index(buf, access.indices)
-    return [n for n in walk(index) if isinstance(n, ir.Var)]
+    return [n for n in walk(index) if isinstance(n, Var)]
 
 
 def _in_parallel_loop(stmt: ir.Stmt, buf: ir.Buffer) -> bool:

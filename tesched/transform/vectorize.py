@@ -20,6 +20,8 @@ dependence check proved that a vectorized loop carries no dependence other than 
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tesched.arith.linear import coefficient, constant_difference
 from tesched.arith.interval import VarRanges, bound
 from tesched.arith.simplify import simplify
@@ -166,6 +168,10 @@ class LoopVectorizer:
             return Select(substitute(e.cond, {var: base}), self.expr(e.true_value, base, lanes),
                           self.expr(e.false_value, base, lanes))
         if isinstance(e, Select):  # both sides are computed in every lane: their reads are masked
+            if any(isinstance(n, ir.CheckedIndex) for n in walk(e.true_value)) or \
+                    any(isinstance(n, ir.CheckedIndex) for n in walk(e.false_value)):
+                raise CannotVectorize("an index checked at run time under a condition: only the lanes that "
+                                      "take the branch may check it")
             cond = self.expr(e.cond, base, lanes)
             zero = ir.Broadcast(Const(0, ir.split_dtype(cond.dtype)[0]), lanes)
             t = self.masked(e.true_value, base, lanes, cond)
@@ -327,8 +333,7 @@ class LoopVectorizer:
         base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
         vector = ir.For(chunk_var, Const(0, "int64"), chunks, LoopKind.SERIAL, ir.seq(self.chunk(stores, base, width)))
         rest_begin = simplify(Binary("add", begin, Binary("mul", chunks, Const(width, "int64"), "int64"), "int64"))
-        rest = ir.For(self.var, rest_begin, end, LoopKind.SERIAL, self.loop.body, stage=self.loop.stage,
-                      origin=self.loop.origin)
+        rest = replace(self.loop, begin=rest_begin, kind=LoopKind.SERIAL, extent_hint=None)
         return ir.seq([vector, rest])
 
     def plan(self, stores: list[ir.Store], trips: int, width: int) -> ir.Stmt:

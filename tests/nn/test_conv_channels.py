@@ -37,9 +37,11 @@ def test_weight_last_convolution_with_an_epilogue_matches_numpy(shape, k, window
     check_weight_last(rand(shape, low=-1), rand((k, shape[1], window, window), low=-1), strides, padding, dilation)
 
 
-@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(channels=st.integers(1, 24), size=st.integers(3, 12), blocks=st.integers(1, 3), lanes=st.sampled_from([4, 8, 16]),
-       window=st.sampled_from([1, 3]), stride=st.integers(1, 2), padding=st.integers(0, 1))
+@settings(max_examples=8, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(channels=st.integers(1, 24), size=st.integers(3, 12), blocks=st.integers(1, 3),
+       lanes=st.sampled_from([4, 8, 16]), window=st.sampled_from([1, 3]), stride=st.integers(1, 2),
+       padding=st.integers(0, 1))
 def test_random_shapes_and_blocks_match_numpy(channels, size, blocks, lanes, window, stride, padding, rand):
     """Odd sizes, strides 1 and 2, with and without padding, blocks of any width dividing the output channels."""
     x = rand((1, channels, size, size), low=-1)
@@ -62,5 +64,6 @@ def test_a_kernel_of_the_wrong_layout_is_refused():
     data = ts.placeholder((1, 4, 8, 8), name="data")
     with pytest.raises(ValueError, match=r"conv2d_weight_last: data must be NCHW and kernel 5-D"):
         conv2d_weight_last(data, ts.placeholder((3, 3, 3, 8), name="kernel"))
-    with pytest.raises(ValueError, match=r"conv2d_weight_last: kernel \(1, 3, 3, 3, 8\) must be \(K / B, C, KH, KW, B\)"):
+    with pytest.raises(ValueError,
+                       match=r"conv2d_weight_last: kernel \(1, 3, 3, 3, 8\) must be \(K / B, C, KH, KW, B\)"):
         conv2d_weight_last(data, ts.placeholder((1, 3, 3, 3, 8), name="kernel"))

@@ -36,10 +36,11 @@ def test_kernels_with_an_epilogue_match_direct_convolution(m, channels, size, ra
     np.testing.assert_allclose(got, np.maximum(direct(x, w), 0), rtol=1e-4, atol=1e-4)
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(m=st.sampled_from(winograd.TILES), channels=st.integers(1, 7), out_channels=st.integers(1, 20),
-       tiles=st.tuples(st.integers(1, 4), st.integers(1, 4)), pads=st.sampled_from([(1, 1, 1, 1), (0, 0, 0, 0), (1, 0, 2, 1)]),
-       batch=st.integers(1, 2))
+       tiles=st.tuples(st.integers(1, 4), st.integers(1, 4)),
+       pads=st.sampled_from([(1, 1, 1, 1), (0, 0, 0, 0), (1, 0, 2, 1)]), batch=st.integers(1, 2))
 def test_random_shapes_match_direct_convolution(m, channels, out_channels, tiles, pads, batch, rand):
     """Odd channel counts (blocks of output channels that are not whole vectors), any number of tiles,
     padding on some sides only, batches: the kernel's tiles are the convolution's output."""

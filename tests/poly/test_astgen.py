@@ -142,3 +142,31 @@ def test_a_producer_needed_by_some_iterations_only_shares_the_consumers_buffer(f
     assert str(f.lowered).count("allocate R") == 1
     a = np.arange(3, dtype=np.float32) + 1
     np.testing.assert_array_equal(f(a), np.r_[2 * a, np.full(5, 0.5, np.float32)])
+
+
+def _tiled_at_fused():
+    """C tiled and computed at D's fused loop: C's loops are left out, their values floors of D's loop."""
+    A = ts.placeholder((9, 15), name="A")
+    C = ts.compute((9, 15), lambda i, j: A[i, j] * 2.0 + 1.0, name="C")
+    D = ts.compute((9, 15), lambda i, j: C[i, j] - A[i, j], name="D")
+    s = ts.create_schedule(D.op)
+    fused = s[D].fuse(*D.op.axis)
+    s[C].compute_at(s[D], fused)
+    s[C].tile(*C.op.axis, 6, 5)
+    return A, D, s
+
+
+@pytest.mark.parametrize("budget", [None, 1])
+def test_coordinates_of_left_out_loops(rand, monkeypatch, budget):
+    """Coordinates at each AST leaf: found directly from the iterators (``i // 15``), or, past the operation
+    budget, composed from the loop values; both exact."""
+    from tesched.poly import astgen
+    if budget is not None:
+        monkeypatch.setattr(astgen, "DIRECT_COORDINATES_BUDGET", budget)
+    A, D, s = _tiled_at_fused()
+    text = str(ts.lower(s, [A, D]))
+    if budget is None:
+        assert "C[i.j.fused // 15, i.j.fused % 15] =" in text, text
+    f = ts.build(s, [A, D], name=f"left_out_loops_{budget}")
+    a = rand((9, 15))
+    np.testing.assert_allclose(f(a), a + 1, rtol=1e-6)

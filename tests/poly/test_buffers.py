@@ -1,6 +1,7 @@
 """Buffers of stages stored outside the loop they are computed at: their extent and folding."""
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from .helpers import model_of
 
@@ -63,3 +64,18 @@ def test_the_origin_of_a_hoisted_buffer_follows_its_storage_loop(store):
     text = str(ts.lower(s, args))
     assert text.index("allocate blur_x") < text.index("produce blur_x")
     assert text.count("allocate blur_x") == 1
+
+
+def test_every_output_of_a_multi_output_stage_is_folded_alike(rand):
+    """A sliding window over a two-output producer: both buffers keep 2 rows, indexed modulo 2 (the second
+    output once kept the unfolded index into a folded-size buffer and wrote past its end)."""
+    A = ts.placeholder((9, 6), name="A")
+    B0, B1 = ts.compute((9, 6), lambda i, j: (A[i, j] * 2.0, A[i, j] + 1.0), name="B")
+    O = ts.compute((8, 6), lambda i, j: B0[i, j] + B1[i + 1, j], name="O")
+    s = ts.create_schedule(O.op)
+    s[B0].compute_at(s[O], O.op.axis[0])
+    s[B1].store_root()
+    f = ts.build(s, [A, O], name="two_output_window")
+    assert str(f.lowered).count("dimension 0 folded modulo 2") == 2
+    a = rand((9, 6))
+    np.testing.assert_allclose(f(a), a[:-1] * 2 + a[1:] + 1, rtol=1e-6)

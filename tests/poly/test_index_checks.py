@@ -160,3 +160,21 @@ def test_random_gathers_and_schedules_match_numpy_or_raise(n, m, seed, split, le
             f(a, idx)
     else:
         np.testing.assert_allclose(f(a, idx), a[idx] ** 2 + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("low, checked", [(1, False), (0, True)])
+def test_the_affine_part_of_a_data_dependent_condition_proves_what_it_can(rand, low, checked):
+    """(i >= 1) & (C[i] > 0.5) implies i >= 1, which keeps A[i - 1] inside; i >= 0 does not."""
+    A = ts.placeholder((8,), name="A")
+    C = ts.placeholder((9,), name="C")
+    B = ts.compute((9,), lambda i: ts.if_then_else((i >= low) & (C[i] > 0.5), A[i - 1], -1.0), name="B")
+    s = ts.create_schedule(B.op)
+    assert ("checked" in str(ts.lower(s, [A, C, B]))) is checked
+    f = ts.build(s, [A, C, B], name=f"implied_{low}")
+    a, c = rand((8,)), rand((9,))
+    c[0] = 0.0
+    np.testing.assert_array_equal(f(a, c), np.where((np.arange(9) >= 1) & (c > 0.5), np.append(0, a), -1))
+    if checked:
+        c[0] = 1.0
+        with pytest.raises(ts.BoundsError, match=r"A\[i - 1\]"):
+            f(a, c)

@@ -361,3 +361,23 @@ def test_partial_tiles_of_an_intrinsic_computing_two_stages_are_refused():
     s[O].tensorize(ii, micro_intrin(fused=True))
     with pytest.raises(ts.TensorizeError, match="do not tile i exactly.*partial tiles.*also computes C"):
         ts.lower(s, [A, B, bias, O])
+
+
+def test_a_user_reducer_named_sum_does_not_match_a_sum_intrinsic():
+    """The match keys a reduction by its reducer, not only its name: ``comm_reducer(..., name="sum")``
+    computing a product must not be replaced by a sum intrinsic."""
+    n = 8
+
+    def declare(reducer):
+        A = ts.placeholder((n,), name="A")
+        k = ts.reduce_axis((0, n), name="k")
+        return A, ts.compute((1,), lambda i: reducer(A[k], axis=k), name="C")
+
+    _, C = declare(ts.sum)
+    intrin = ts.decl_tensor_intrin(C.op, ts.CIntrinsic("void vsum(void) {}", body="vsum"))
+    fake_sum = ts.comm_reducer(lambda x, y: x * y, 1.0, name="sum")
+    A, D = declare(fake_sum)
+    s = ts.create_schedule(D.op)
+    s[D].tensorize(D.op.axis[0], intrin)
+    with pytest.raises(ts.TensorizeError, match="does not match"):
+        ts.lower(s, [A, D])

@@ -251,3 +251,71 @@ def test_vectorized_product_keeps_one_partial_product_per_lane(dtype, rand):
     a = rand((3, 64), dtype, 0.9, 1.1) if dtype == "float32" else rand((3, 64), dtype, 0, 9)
     want = np.prod(a, axis=1, dtype=dtype)
     np.testing.assert_allclose(f(a), want, rtol=1e-5 if dtype == "float32" else 0)
+
+
+def test_reduce_lower_bound_using_the_axis_with_split_reduce_loop_inside_a_consumer(rand):
+    """``reduce_axis((i, n))`` split and reordered around the data loop, computed at its consumer."""
+    n = 9
+    A = ts.placeholder((n,), name="A")
+
+    def suffix_max(i):
+        q = ts.reduce_axis((i, n), name="q")
+        return ts.max(A[q], axis=q)
+
+    M = ts.compute((n,), suffix_max, name="M")
+    O = ts.compute((n,), lambda i: M[i] * 2.0, name="O")
+    s = ts.create_schedule(O.op)
+    s[M].compute_at(s[O], O.op.axis[0])
+    qo, qi = s[M].split(s[M].op.reduce_axis[0], factor=4)
+    s[M].reorder(qo, s[M].op.axis[0], qi)
+    a = rand(n)
+    np.testing.assert_allclose(ts.build(s, [A, O], name="suffix_max_at")(a), 2 * np.maximum.accumulate(a[::-1])[::-1])
+
+
+def test_vectorized_rfactor_of_argmax_matches_numpy(rand):
+    """rfactor into 16 lanes, the lanes vectorized (the index, an int64 loop value, converted back to
+    int32 per lane); ts.argmax breaks ties toward the smaller index (commutative), so ties across lanes
+    still give NumPy's first index."""
+    m, n = 6, 64
+    val = ts.placeholder((m, n), name="val")
+    k = ts.reduce_axis((0, n), name="k")
+    T0, T1 = ts.compute((m,), lambda i: ts.argmax(val[i, k], axis=k), name="T")
+    s = ts.create_schedule(T0.op)
+    ko, ki = s[T0].split(k, factor=16)
+    rf = s.rfactor(T0, ki, factor_axis=1)
+    i, lane = s[rf].op.axis
+    s[rf].reorder(i, s[rf].op.reduce_axis[0], lane)
+    s[rf].vectorize(lane)
+    f = ts.build(s, [val, T0, T1], name="argmax_lanes")
+    assert "__builtin_convertvector" in f.c_source
+    v = rand((m, n))
+    v[2, [37, 5, 20]] = 3.0       # ties in three lanes: the first index is 5
+    got_i, got_v = f(v)
+    np.testing.assert_array_equal(got_i, np.argmax(v, axis=1))
+    np.testing.assert_array_equal(got_v, v.max(axis=1))
+
+
+def test_argmax_and_argmin_follow_numpy_on_ties_nan_and_where(rand):
+    m, n = 5, 11
+    A = ts.placeholder((m, n), name="A")
+    k = ts.reduce_axis((0, n), name="k")
+    I, V = ts.compute((m,), lambda i: ts.argmax(A[i, k], axis=k), name="best")
+    k2 = ts.reduce_axis((0, n), name="k2")
+    J, W = ts.compute((m,), lambda i: ts.argmin(A[i, k2], axis=k2, where=k2 % 2 == 1), name="odd_worst")
+    assert (I.dtype, V.dtype) == ("int32", "float32")
+    s = ts.create_schedule([I.op, J.op])
+    ko, ki = s[I].split(k, factor=4)
+    s[I].reorder(ko, ki, s[I].op.axis[0])
+    f = ts.build(s, [A, I, V, J, W], name="arg_reducers")
+    a = rand((m, n))
+    a[1, [3, 8]] = np.nan
+    a[2, [9, 1, 4]] = 7.0
+    a[3, [7, 3]] = -1.0
+    i, v, j, w = f(a)
+    np.testing.assert_array_equal(i, np.argmax(a, axis=1))
+    np.testing.assert_array_equal(v, np.max(a, axis=1))
+    odd = a[:, 1::2]
+    np.testing.assert_array_equal(j, 2 * np.argmin(odd, axis=1) + 1)
+    np.testing.assert_array_equal(w, np.min(odd, axis=1))
+    with pytest.raises(ValueError, match="ts.argmax: reduces over one reduce axis"):
+        ts.argmax(A[0, k], axis=[k, k2])

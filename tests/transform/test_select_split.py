@@ -75,21 +75,47 @@ def test_condition_moving_with_an_inner_loop_is_not_split():
     np.testing.assert_allclose(f(a, k), [padded_a[i:i + 3] @ k for i in range(n)], rtol=1e-5, atol=1e-6)
 
 
-def test_data_dependent_condition_reads_with_masked_loads():
-    """The condition cannot be split (it reads C), and A is shorter than the loop: A's read is masked,
-    C's (always inside C) is a plain vector load; the loop variable compared as a value is a ramp."""
-    A = ts.placeholder((40,), name="A")
+def test_data_dependent_condition_blends_reads_inside_their_tensors():
+    """The condition cannot be split (it reads C); both branches read inside their tensors at every
+    point of the loop, so both are plain vector loads and the select a blend."""
+    A = ts.placeholder((64,), name="A")
     C = ts.placeholder((64,), name="C")
     B = ts.compute((64,), lambda i: ts.if_then_else((C[i] > 0.5) & (i < 40), A[i], C[i] - 1.0), name="B")
     s = ts.create_schedule(B.op)
     s[B].vectorize(B.op.axis[0])
-    f = ts.build(s, [A, C, B], name="masked_reads")
+    f = ts.build(s, [A, C, B], name="blended_reads")
     rng = np.random.default_rng(5)
-    a, c = rng.random(40).astype(np.float32), rng.random(64).astype(np.float32)
-    expected = np.where((c > 0.5) & (np.arange(64) < 40), np.pad(a, (0, 24)), c - 1)
-    np.testing.assert_array_equal(f(a, c), expected)
-    assert "ts_vloadm_f32x" in f.c_source and "ts_vramp_i64x" in f.c_source and "omp simd" not in f.c_source
-    assert "ts_vloadm_f32x8(&C" not in f.c_source
+    a, c = rng.random(64).astype(np.float32), rng.random(64).astype(np.float32)
+    np.testing.assert_array_equal(f(a, c), np.where((c > 0.5) & (np.arange(64) < 40), a, c - 1))
+    assert "ts_vsel_f32x" in f.c_source and "ts_vramp_i64x" in f.c_source and "omp simd" not in f.c_source
+    assert "ts_vloadm" not in f.c_source
+
+
+def test_reads_that_may_leave_their_tensor_are_masked():
+    """A read the loops' ranges do not keep inside its tensor (row ``i - 1`` with ``i`` unbounded) is a
+    masked load under the select's condition; the condition's own read is a plain vector load."""
+    from tesched.arith.interval import VarRanges
+    from tesched.ir import nodes as ir
+    from tesched.ir.visitor import walk_stmts
+    from tesched.schedule.kinds import LoopKind
+    from tesched.te.expr import Binary, Const, Select
+    from tesched.te.visit import walk
+    from tesched.transform.vectorize import LoopVectorizer
+
+    a, c, b = (ir.Buffer(name, [8, 32], "float32", ir.BufferScope.ARG) for name in "ACB")
+    i, j = ir.LoopVar("i"), ir.LoopVar("j")
+    row = Binary("sub", i, Const(1, "int64"), "int64")
+    cond = Binary("gt", ir.Load(c, [i, j]), Const(0.5, "float32"), "bool")
+    store = ir.Store(b, (i, j), Select(cond, ir.Load(a, [row, j]), Const(-1.0, "float32")))
+    loop = ir.For(j, Const(0, "int64"), Const(32, "int64"), LoopKind.VECTORIZED, store)
+    code = LoopVectorizer(loop, 64, VarRanges().where(j, 0, 31)).run()
+    nodes = [n for st in walk_stmts(code) if isinstance(st, ir.VStore) for n in walk(st.value)]
+    masked = [n for n in nodes if isinstance(n, ir.VLoadMasked)]
+    assert masked and all(n.buffer is a for n in masked)
+    assert any(isinstance(n, ir.VLoad) and n.buffer is c for n in nodes)
+    inside = LoopVectorizer(loop, 64, VarRanges().where(j, 0, 31).where(i, 1, 8)).run()
+    assert not any(isinstance(n, ir.VLoadMasked) for st in walk_stmts(inside) if isinstance(st, ir.VStore)
+                   for n in walk(st.value))
 
 
 def test_loop_variable_as_a_value_is_a_ramp():
@@ -101,7 +127,9 @@ def test_loop_variable_as_a_value_is_a_ramp():
     assert "ts_vramp_" in f.c_source
 
 
-def test_condition_mixing_outer_and_data_dependent_parts():
+def test_checked_index_under_a_condition_is_checked_only_where_taken():
+    """Row -1 of A is read only where the condition fails: the run-time index check must not run there
+    (the loop stays scalar, where C's ?: evaluates the taken branch only)."""
     A = ts.placeholder((8, 32), name="A")
     C = ts.placeholder((9, 32), name="C")
     B = ts.compute((9, 32), lambda i, j: ts.if_then_else((i >= 1) & (C[i, j] > 0.5), A[i - 1, j], -1.0), name="B")
@@ -113,7 +141,6 @@ def test_condition_mixing_outer_and_data_dependent_parts():
     shifted = np.concatenate([np.zeros((1, 32), np.float32), a])
     expected = np.where((np.arange(9)[:, None] >= 1) & (c > 0.5), shifted, -1)
     np.testing.assert_array_equal(f(a, c), expected)
-    assert "ts_vloadm_f32x" in f.c_source and "omp simd" not in f.c_source
 
 
 @settings(max_examples=8, deadline=None)
