@@ -88,3 +88,24 @@ def test_storage_align_checks_its_arguments(args, message):
     with pytest.raises(ts.ScheduleError, match=message):
         s[C].storage_align(*args(C))
     assert not s[C].storage_aligns
+
+
+@pytest.mark.parametrize("align", [False, True])
+def test_the_second_output_of_a_folded_multi_output_stage_is_folded_and_aligned_too(rand, align):
+    """A two-output stage stored at an outer loop with a folded buffer: its second buffer takes the same
+    fold (and alignment), else it would be indexed past its end."""
+    X = ts.placeholder((6, 8), "int32", name="X")
+    B0, B1 = ts.compute((6, 8), lambda i, j: (X[i, j] & 12, X[i, j] >> 1), name="B")
+    O = ts.compute((6, 8), lambda i, j: B0[i, j] + B1[i, j], name="O")
+    s = ts.create_schedule(O.op)
+    io, ii = s[O].split(O.op.axis[0], factor=2)
+    one = s[O].fuse()
+    s[B0].compute_at(s[O], ii)
+    s[B0].store_at(s[O], one)
+    if align:
+        s[B0].storage_align(B0.op.axis[0], 16, 11)
+    kernel = ts.build(s, [X, O], name=f"folded_pair_{align}")
+    text = str(kernel.lowered)
+    assert "B.v1[int32 * 1 * 8]" in text and text.count("folded modulo 1") == 2, text
+    x = rand((6, 8), "int32", low=-1000, high=1000)
+    np.testing.assert_array_equal(kernel(x), (x & 12) + (x >> 1))
