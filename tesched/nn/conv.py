@@ -19,6 +19,7 @@ from tesched.nn.schedule import (
     register_schedule,
     schedule_channel_planes,
     schedule_reduction,
+    static_extent,
 )
 from tesched.nn.shape import padding4, pair, window_output
 from tesched.nn.transform import pad
@@ -115,7 +116,7 @@ POINTWISE_COLUMNS = 48
 def _is_pointwise(conv: Tensor) -> bool:
     """1x1 kernel, stride 1, no padding: the image is read as one contiguous row per channel."""
     data = conv.op.input_tensors[0]
-    return (all(r.dom.extent == 1 for r in conv.op.reduce_axis[1:]) and _pad_stage(conv) is None
+    return (all(static_extent(r) == 1 for r in conv.op.reduce_axis[1:]) and _pad_stage(conv) is None
             and data.ndim == 4 and tuple(data.shape[2:]) == tuple(conv.shape[2:]))
 
 

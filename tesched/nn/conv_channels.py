@@ -19,7 +19,13 @@ import numpy as np
 import tesched as ts
 from tesched.nn.conv import ConvWindow, pad_at_root
 from tesched.nn.pattern import Pattern, compute, op_of
-from tesched.nn.schedule import PARALLEL_MIN_WORK, largest_divisor, reduction_work, register_schedule
+from tesched.nn.schedule import (
+    PARALLEL_MIN_WORK,
+    largest_divisor,
+    reduction_work,
+    register_schedule,
+    static_extent,
+)
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.tensor import IterVar, Tensor
 
@@ -109,7 +115,7 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
         hstage.parallel(outer)   # not fused with n: fused indices divide, and the tile must keep constant offsets
     hstage.unroll(ki)
     hstage.unroll(wi)
-    channels = int(core.op.reduce_axis[0].dom.extent)
+    channels = static_extent(core.op.reduce_axis[0])
     block_bytes = int(core.shape[2]) * int(core.shape[3]) * int(core.shape[4]) * 4
     if block_bytes <= CHUNKED_BLOCK_BYTES and channels >= 2 * INPUT_CHUNK:
         _chunked_reduction(s, core, hstage, ko, int(host.shape[3]))
@@ -147,7 +153,7 @@ def _chunked_reduction(s: Schedule, core: Tensor, hstage: Stage, loop: IterVar, 
     cstage.compute_at(hstage, loop)
     cn, cko, cy, cx, cf = cstage.op.axis
     rc, ry, rx = cstage.op.reduce_axis
-    rco, rci = cstage.split(rc, largest_divisor(int(rc.dom.extent), INPUT_CHUNK))
+    rco, rci = cstage.split(rc, largest_divisor(static_extent(rc), INPUT_CHUNK))
     cxo, cxi = cstage.split(cx, largest_divisor(width, WIDTH_TILE))
     cstage.reorder(cn, cko, rco, cy, cxo, rci, ry, rx, cxi, cf)
     cstage.unroll(cxi)

@@ -16,6 +16,7 @@ from tesched.nn.schedule import (
     reduction_work,
     register_schedule,
     schedule_reduction,
+    static_extent,
 )
 from tesched.schedule.schedule import Schedule
 from tesched.target import current_target
@@ -96,7 +97,7 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
     split into LANES lanes, each lane's partial sums (``rfactor``) computed for a tile of columns at once,
     then summed. Without a divisor of the reduced size of at least 4, the tile's columns are unrolled
     instead (independent scalar accumulators)."""
-    lanes = largest_divisor(int(product.op.reduce_axis[0].dom.extent), LANES)
+    lanes = largest_divisor(static_extent(product.op.reduce_axis[0]), LANES)
     if host.shape != product.shape or lanes < 4:
         _schedule_columns(s, product, host, vector_columns=False)
         return
@@ -140,7 +141,7 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     pstage.compute_at(hstage, io)
     pi, pj = pstage.op.axis
     k, = pstage.op.reduce_axis
-    unroll = largest_divisor(int(k.dom.extent), REDUCTION_UNROLL)
+    unroll = largest_divisor(static_extent(k), REDUCTION_UNROLL)
     ko, ki = pstage.split(k, unroll)
     pstage.reorder(ko, ki, pi, pj)
     pstage.unroll(ki)

@@ -14,7 +14,7 @@ from typing import Callable
 import tesched as ts
 from tesched.nn.pattern import Pattern, compute
 from tesched.nn.shape import broadcast_shapes, normalize_axis
-from tesched.te.expr import Expr
+from tesched.te.expr import Expr, as_expr
 from tesched.te.tensor import Tensor
 
 Operand = Tensor | float | int
@@ -58,10 +58,10 @@ def rational_tanh(v: Expr) -> Expr:
 
 def _horner(coefficients: tuple[float, ...], x: Expr) -> Expr:
     """``sum(c_k * x**k)`` by Horner's rule."""
-    value: Expr | float = coefficients[-1]
+    value = as_expr(coefficients[-1], x.dtype)  # the constant ``c * x`` would make, typed after ``x``
     for c in reversed(coefficients[:-1]):
         value = value * x + c
-    return value  # type: ignore[return-value]
+    return value
 
 
 def exp(x: Tensor) -> Tensor:
@@ -145,15 +145,18 @@ def _binary(a: Operand, b: Operand, fn: Callable[[Expr, Expr], Expr], op: str) -
     for side in (a, b):
         if not isinstance(side, (Tensor, int, float)):
             raise TypeError(f"{op}: operands must be tensors or numbers, got {type(side).__name__}")
+    tensor = a if isinstance(a, Tensor) else b
+    assert isinstance(tensor, Tensor)  # checked above: at least one operand is a tensor
     if isinstance(a, Tensor) and isinstance(b, Tensor):
         shape = broadcast_shapes(a.shape, b.shape, op)
         if a.dtype != b.dtype:
             raise TypeError(f"{op}: dtypes {a.dtype} and {b.dtype} differ")
     else:
-        shape = a.shape if isinstance(a, Tensor) else b.shape  # type: ignore[union-attr]
+        shape = tensor.shape
 
-    def value(side: Operand, i: tuple) -> Expr | float | int:
-        return broadcast_read(side, i) if isinstance(side, Tensor) else side
+    def value(side: Operand, i: tuple) -> Expr:
+        # a number becomes the constant the arithmetic with the tensor's element would make: of its dtype
+        return broadcast_read(side, i) if isinstance(side, Tensor) else as_expr(side, tensor.dtype)
 
     return compute(shape, lambda *i: fn(value(a, i), value(b, i)), name=op, pattern=Pattern.BROADCAST,
                    op=op)

@@ -112,15 +112,21 @@ def reduction_work(red: Tensor) -> int:
     """Multiply-adds (or comparisons) a reduction performs: output elements times reduction extent."""
     work = element_count(red)
     for r in red.op.reduce_axis:
-        work *= int(r.dom.extent)
+        work *= static_extent(r)
     return work
 
 
-def parallel_outer(stage: Stage, axes: Sequence[IterVar], work: int) -> IterVar | None:
-    """Fuse ``axes`` (consecutive outer loops) into one, parallel when the nest does at least
-    :data:`PARALLEL_MIN_WORK` scalar operations."""
-    if not axes:
-        return None
+def static_extent(axis: IterVar) -> int:
+    """The extent of an axis of a library op, all of whose shapes are static ints."""
+    extent = axis.constant_extent
+    assert extent is not None, f"axis {axis.name} of a library op has no constant extent"
+    return extent
+
+
+def parallel_outer(stage: Stage, axes: Sequence[IterVar], work: int) -> IterVar:
+    """Fuse ``axes`` (consecutive outer loops, at least one) into one, parallel when the nest does at
+    least :data:`PARALLEL_MIN_WORK` scalar operations."""
+    assert axes, f"parallel_outer: no loops of stage {stage.op.name} to fuse"
     outer = stage.fuse(*axes) if len(axes) > 1 else axes[0]
     if work >= PARALLEL_MIN_WORK:
         stage.parallel(outer)
@@ -138,7 +144,8 @@ def schedule_injective(s: Schedule, out: Tensor) -> None:
         stage.parallel(outer)
         stage.vectorize(inner)
         return
-    parallel_outer(stage, axes[:min(2, len(axes) - 1)], element_count(out))
+    if len(axes) > 1:
+        parallel_outer(stage, axes[:min(2, len(axes) - 1)], element_count(out))
     stage.vectorize(axes[-1])
 
 

@@ -14,7 +14,7 @@ def pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
     items = (value, value) if isinstance(value, int) else tuple(value)
     if len(items) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in items):
         raise ValueError(f"{what} must be a positive int or a pair of them, got {value!r}")
-    return items  # type: ignore[return-value]
+    return items[0], items[1]
 
 
 def padding4(value: int | Sequence[int], what: str = "padding") -> tuple[int, int, int, int]:
@@ -23,11 +23,11 @@ def padding4(value: int | Sequence[int], what: str = "padding") -> tuple[int, in
     if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in items):
         raise ValueError(f"{what} must be non-negative ints, got {value!r}")
     if len(items) == 1:
-        return (items[0],) * 4  # type: ignore[return-value]
+        return (items[0], items[0], items[0], items[0])
     if len(items) == 2:
         return (items[0], items[1], items[0], items[1])
     if len(items) == 4:
-        return items  # type: ignore[return-value]
+        return (items[0], items[1], items[2], items[3])
     raise ValueError(f"{what} must have 1, 2 or 4 entries, got {value!r}")
 
 

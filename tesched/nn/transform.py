@@ -58,11 +58,10 @@ def transpose(x: Tensor, axes: Sequence[int] | None = None) -> Tensor:
         raise ValueError(f"transpose: axes {axes} are not a permutation of the {x.ndim} axes of {x.shape}")
     shape = tuple(x.shape[a] for a in perm)
 
+    source = [perm.index(a) for a in range(x.ndim)]  # input axis ``a`` is output axis ``source[a]``
+
     def fcompute(*i: Expr) -> Expr:
-        index: list[Expr] = [None] * x.ndim  # type: ignore[list-item]
-        for k, a in enumerate(perm):
-            index[a] = i[k]
-        return x[tuple(index)]
+        return x[tuple(i[k] for k in source)]
 
     return compute(shape, fcompute, name="transpose", pattern=Pattern.INJECTIVE, op="transpose")
 

@@ -212,9 +212,11 @@ def reference(data: np.ndarray, transformed: np.ndarray, m: int, padding: tuple[
               dtype: type = np.float64) -> np.ndarray:
     """What :func:`winograd_conv2d` computes, with NumPy in ``dtype``: the ``(N, K, H/m, m, W/m, m)``
     tiles of the convolution, by the same transforms."""
-    at, _, bt = (x.astype(dtype) for x in matrices(m))
+    a_t, _, b_t = matrices(m)
+    at: np.ndarray = a_t.astype(dtype)
+    bt: np.ndarray = b_t.astype(dtype)
     top, left, bottom, right = padding
-    x = np.pad(data.astype(dtype), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    x: np.ndarray = np.pad(data.astype(dtype), ((0, 0), (0, 0), (top, bottom), (left, right)))
     n, _, hp, wp = x.shape
     th, tw = (hp - 2) // m, (wp - 2) // m
     alpha = m + 2
