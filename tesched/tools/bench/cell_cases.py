@@ -13,12 +13,14 @@ one bias ``b``), hidden size 128.
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Sequence
 
 import numpy as np
 
 import tesched as ts
 import tesched.nn as nn
 from tesched import graph as G
+from tesched.te.tensor import Tensor
 from tesched.tools.bench.workloads import Case, Workload, random_arrays
 
 
@@ -26,15 +28,27 @@ def _sigmoid(v: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-v))
 
 
-def numpy_cell(gates: int, x: np.ndarray, h: np.ndarray, c: np.ndarray | None, w_ih: np.ndarray,
-               w_hh: np.ndarray, b: np.ndarray):
-    """The RNN cell (``gates == 1``: ``h'``) or the LSTM cell (``gates == 4``: ``(h', c')``)."""
+def numpy_cell(gates: int, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The RNN cell (``gates == 1``, ``arrays`` = ``x, h, w_ih, w_hh, b``: ``[h']``) or the LSTM cell
+    (``gates == 4``, ``arrays`` = ``x, h, c, w_ih, w_hh, b``: ``[h', c']``), the kernels' argument order."""
+    x, h = arrays[:2]
+    w_ih, w_hh, b = arrays[-3:]
     pre = x @ w_ih.T + h @ w_hh.T + b
     if gates == 1:
-        return np.tanh(pre)
+        return [np.tanh(pre)]
     i, f, g, o = np.split(pre, 4, axis=1)
-    c_next = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-    return _sigmoid(o) * np.tanh(c_next), c_next
+    c_next = _sigmoid(f) * arrays[2] + _sigmoid(i) * np.tanh(g)
+    return [_sigmoid(o) * np.tanh(c_next), c_next]
+
+
+def cell_outputs(gates: int, holders: Sequence[Tensor]) -> list[Tensor]:
+    """:func:`tesched.nn.rnn_cell` (``gates == 1``: ``[h']``) or :func:`tesched.nn.lstm_cell` (``gates == 4``:
+    ``[h', c']``) of ``holders`` in the order :func:`numpy_cell` takes its arrays."""
+    if gates == 1:
+        x, h, w_ih, w_hh, b = holders
+        return [nn.rnn_cell(x, h, w_ih, w_hh, b)]
+    x, h, c, w_ih, w_hh, b = holders
+    return list(nn.lstm_cell(x, h, c, w_ih, w_hh, b))
 
 
 def _cell(gates: int, hidden: int, torch: ModuleType | None) -> Case:
@@ -47,9 +61,7 @@ def _cell(gates: int, hidden: int, torch: ModuleType | None) -> Case:
 
     placeholders = [ts.placeholder(a.shape, name=n) for a, n in zip(arrays, ("x", "h", "c")[:len(states)] +
                                                                       ("w_ih", "w_hh", "b"))]
-    cell = nn.rnn_cell if gates == 1 else nn.lstm_cell
-    outs = cell(*placeholders)
-    outs = list(outs) if isinstance(outs, tuple) else [outs]
+    outs = cell_outputs(gates, placeholders)
     kernel = ts.build(nn.default_schedule(outs), placeholders + outs, name="rnn_cell" if gates == 1 else "lstm_cell")
 
     names = [p.name for p in placeholders]
@@ -62,7 +74,7 @@ def _cell(gates: int, hidden: int, torch: ModuleType | None) -> Case:
 
     variants = {"fused": lambda: kernel(*arrays), "fused prepared": kernel.prepare(*arrays),
                 "unfused": lambda: unfused(*states),
-                "numpy": lambda: numpy_cell(gates, *([x, h, None] if gates == 1 else states), w_ih, w_hh, b),
+                "numpy": lambda: numpy_cell(gates, arrays),
                 "graph fused": graph_fused.prepare(*states)}
     if torch is not None:
         t = [torch.from_numpy(a) for a in arrays]
@@ -72,9 +84,9 @@ def _cell(gates: int, hidden: int, torch: ModuleType | None) -> Case:
         else:
             variants["torch"] = lambda: torch.lstm_cell(t[0], (t[1], t[2]), t[3], t[4], t[5], zero_bias)
     wide = [a.astype(np.float64) for a in arrays]
-    reference = numpy_cell(gates, *(wide[:2] + [None] if gates == 1 else wide[:3]), *wide[-3:])
+    reference = numpy_cell(gates, wide)
     name = f"{'RNN' if gates == 1 else 'LSTM'} cell, hidden {hidden}"
-    return Case(name, 2.0 * gates * hidden * 2 * hidden, list(reference) if gates == 4 else [reference], variants,
+    return Case(name, 2.0 * gates * hidden * 2 * hidden, reference, variants,
                 kernels={"fused": 1, "unfused": len(unfused.kernels), "graph fused": len(graph_fused.kernels)},
                 rtol=1e-4, atol=1e-5)
 

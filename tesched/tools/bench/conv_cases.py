@@ -11,6 +11,7 @@ per-channel scale and shift computed once. The references are the same formulas 
 from __future__ import annotations
 
 from types import ModuleType
+from typing import Sequence
 
 import numpy as np
 
@@ -24,6 +25,12 @@ EPSILON = 1e-5
 CONV_CHAIN_TILE = {"f_block": 8, "x_block": 56}
 """Register tile of both convolutions of conv -> relu -> conv: 8 output channels x a whole 56-wide row
 (four vectors, one of them half full, where 28 columns take three vectors of 16, 8 and 4 lanes)."""
+
+
+def graph_batch_norm(y: G.Expr, stats: Sequence[G.Expr]) -> G.Expr:
+    """``G.nn.batch_norm`` of ``y`` with ``stats`` = gamma, beta, mean, var, and :data:`EPSILON`."""
+    gamma, beta, mean, var = stats
+    return G.nn.batch_norm(y, gamma, beta, mean, var, epsilon=EPSILON)
 
 
 def numpy_conv2d(x: np.ndarray, w: np.ndarray, depthwise: bool) -> np.ndarray:
@@ -58,7 +65,7 @@ def _conv_bn_relu(name: str, channels: int, size: int, out_channels: int, kernel
     x = G.var("data", shape=data.shape)
     stats = [G.var(n, shape=(out_channels,)) for n in ("gamma", "beta", "mean", "var")]
     w_var = G.var("weight", shape=weight.shape)
-    y = G.nn.relu(G.nn.batch_norm(G.nn.conv2d(x, w_var, padding=kernel // 2, groups=groups), *stats, epsilon=EPSILON))
+    y = G.nn.relu(graph_batch_norm(G.nn.conv2d(x, w_var, padding=kernel // 2, groups=groups), stats))
     f = G.Function([x, w_var, *stats], y)
     fused = G.build(f, params=params)
     unfused = G.build(f, params=params, disabled_passes=["fuse_ops"])

@@ -29,8 +29,8 @@ import tesched.nn as nn
 from tesched import graph as G
 from tesched.nn import winograd
 from tesched.recipes import conv_chain
-from tesched.tools.bench.cell_cases import numpy_cell
-from tesched.tools.bench.conv_cases import CONV_CHAIN_TILE, EPSILON, numpy_conv2d
+from tesched.tools.bench.cell_cases import cell_outputs, numpy_cell
+from tesched.tools.bench.conv_cases import CONV_CHAIN_TILE, EPSILON, graph_batch_norm, numpy_conv2d
 from tesched.tools.bench.workloads import Case, random_arrays
 
 
@@ -65,7 +65,7 @@ def _bn_params(channels: int, seed: int) -> list[np.ndarray]:
 
 
 def _graph_bn(y: G.Expr, stats: list[np.ndarray]) -> G.Expr:
-    return G.nn.batch_norm(y, *[G.const(s) for s in stats], epsilon=EPSILON)
+    return graph_batch_norm(y, [G.const(s) for s in stats])
 
 
 def _numpy_bn(y: np.ndarray, stats: list[np.ndarray]) -> np.ndarray:
@@ -116,8 +116,7 @@ def cell(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
     states = [x, h] if gates == 1 else [x, h, c]
     names = ["x", "h", "c"][:len(states)]
     holders = [ts.placeholder(a.shape, name=n) for a, n in zip(states + [w_ih, w_hh, b], names + ["w_ih", "w_hh", "b"])]
-    outs = (nn.rnn_cell if gates == 1 else nn.lstm_cell)(*holders)
-    outs = list(outs) if isinstance(outs, tuple) else [outs]
+    outs = cell_outputs(gates, holders)
     kernel = ts.build(nn.default_schedule(outs), holders + outs, name=key + "_cell")
     variables = [G.var(n, shape=a.shape) for n, a in zip(names, states)]
     weights = [G.const(w) for w in (w_ih, w_hh, b)]
@@ -125,17 +124,16 @@ def cell(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
     variants: dict[str, Callable[[], Any]] = {"graph": lambda: exe(*states),
                                               "graph prepared": exe.prepare(*states),
                                               "hand": kernel.prepare(*states, w_ih, w_hh, b),
-                                              "numpy": lambda: numpy_cell(gates, *(states if gates == 4 else
-                                                                                   [x, h, None]), w_ih, w_hh, b)}
+                                              "numpy": lambda: numpy_cell(gates, states + [w_ih, w_hh, b])}
     if torch is not None:
         t = [torch.from_numpy(a) for a in states + [w_ih, w_hh, b]]
         zero = torch.zeros_like(t[-1])
         variants["torch"] = (lambda: torch.rnn_tanh_cell(t[0], t[1], t[2], t[3], t[4], zero)) if gates == 1 else \
             (lambda: torch.lstm_cell(t[0], (t[1], t[2]), t[3], t[4], t[5], zero))
     wide = [a.astype(np.float64) for a in states + [w_ih, w_hh, b]]
-    reference = numpy_cell(gates, *(wide[:3] if gates == 4 else wide[:2] + [None]), *wide[-3:])
+    reference = numpy_cell(gates, wide)
     case = Case(f"{'RNN' if gates == 1 else 'LSTM'} cell, hidden {hidden}", 4.0 * gates * hidden * hidden,
-                list(reference) if gates == 4 else [reference], variants, kernels={"graph": len(exe.kernels)},
+                reference, variants, kernels={"graph": len(exe.kernels)},
                 rtol=1e-4, atol=1e-5, note="hand: nn.rnn_cell / nn.lstm_cell, one kernel, prepared call")
     return GraphCase(key, case, [Target("hand", 1 / 1.1, kernels=1)])
 
@@ -231,6 +229,11 @@ class OverheadCase:
     """Whether ``allowed_us`` bounds the plain call minus the prepared call (else the plain call)."""
 
 
+def _plain_call(exe: G.Executable, inputs: list[np.ndarray]) -> Callable[[], Any]:
+    """``exe(*inputs)`` as a call of no arguments (bound to this executable and these inputs)."""
+    return lambda: exe(*inputs)
+
+
 def call_overheads(quick: bool) -> list[OverheadCase]:
     """The RNN and LSTM cells' executables (allowed: 1.5 us + 0.3 us per kernel above the prepared call)
     and a 4-argument kernel's checked call (allowed: 1.5 us in all)."""
@@ -243,7 +246,7 @@ def call_overheads(quick: bool) -> list[OverheadCase]:
         variables = [G.var(n, shape=a.shape) for n, a in zip("xhc", states)]
         exe = G.build(G.Function(variables, builder(*variables, *weights)))
         cases.append(OverheadCase(f"{'RNN' if gates == 1 else 'LSTM'} cell executable ({len(exe.kernels)} kernel), "
-                                  "exe(*inputs)", lambda exe=exe, states=states: exe(*states), exe.prepare(*states),
+                                  "exe(*inputs)", _plain_call(exe, states), exe.prepare(*states),
                                   1.5 + 0.3 * len(exe.kernels)))
     holders = [ts.placeholder((4,), name=n) for n in "ABC"]
     out = ts.compute((4,), lambda i: holders[0][i] * holders[1][i] + holders[2][i], name="D")

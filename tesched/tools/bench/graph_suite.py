@@ -12,7 +12,7 @@ from typing import Callable
 
 from tesched.tools.bench.graph_cases import GRAPH_CASES, GraphCase, call_overheads
 from tesched.tools.bench.suite import _load
-from tesched.tools.bench.threads import describe_thread_pools, optional_module, set_all_threads
+from tesched.tools.bench.threads import describe_thread_pools, optional_module, recorded_pools, set_all_threads
 from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, busy_warning, time_interleaved
 
 LABELS = ("graph", "graph prepared", "hand", "numpy", "torch")
@@ -115,7 +115,7 @@ def format_graph_table(result: GraphSuiteResult) -> str:
     lines = [f"tesched.graph against the hand kernels | threads {result.threads} | {result.repeat} interleaved "
              f"rounds | PyTorch {env['torch'] or 'not installed'}",
              f"load average at start {env.get('load_average_start')}, at end {env.get('load_average_end')}",
-             describe_thread_pools(env["threads_set"].get("pools", [])),
+             describe_thread_pools(recorded_pools(env)),
              "times: microseconds per call, median (min); graph: plain exe(*inputs); vs X: X median / graph median", ""]
     width = max([len(r.name) for r in result.rows] + [8])
     header = f"{'workload':<{width}}  {'kernels':>7}  " + "  ".join(f"{v + ' us':>21}" for v in LABELS) + \

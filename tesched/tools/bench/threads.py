@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any
+from typing import Any, Mapping
 
 import tesched as ts
 
@@ -53,6 +53,14 @@ def describe_thread_pools(pools: list[dict[str, object]]) -> str:
         return f"thread pools: unknown (threadpoolctl is not installed: {BENCH_EXTRA})"
     return "\n".join(f"thread pool: {p['user_api']} {p['internal_api']} {p['version']}: {p['num_threads']} threads"
                      for p in pools)
+
+
+def recorded_pools(environment: Mapping[str, object]) -> list[dict[str, object]]:
+    """The thread pools a suite's ``environment`` recorded (``threads_set["pools"]``, see
+    :func:`set_all_threads`); empty when it recorded none."""
+    threads_set = environment.get("threads_set", {})
+    pools = threads_set.get("pools", []) if isinstance(threads_set, dict) else []
+    return pools if isinstance(pools, list) else []
 
 
 def set_all_threads(n: int, torch: ModuleType | None) -> dict[str, object]:
