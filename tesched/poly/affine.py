@@ -60,7 +60,7 @@ def to_isl(e: object, names: Mapping[int, str]) -> str:
             return f"floor(({a})/{d})" if e.op == "floordiv" else f"(({a}) mod {d})"
         if e.op in ("min", "max"):
             return f"{e.op}({to_isl(e.a, names)}, {to_isl(e.b, names)})"
-    raise NotAffine(f"{type(e).__name__} is not affine")
+    raise NotAffine(f"{e!r} is not affine (a data-dependent or non-integer expression)")
 
 
 _COMPARE = {"eq": "=", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
@@ -78,4 +78,4 @@ def condition_to_isl(e: object, names: Mapping[int, str]) -> str:
         return f"({condition_to_isl(e.a, names)} {e.op} {condition_to_isl(e.b, names)})"
     if isinstance(e, Unary) and e.op == "not":
         return f"(not {condition_to_isl(e.a, names)})"
-    raise NotAffine(f"{type(e).__name__} is not a comparison of affine expressions")
+    raise NotAffine(f"{e!r} is not a comparison of affine expressions")

@@ -87,3 +87,15 @@ def test_prefetch_offset_must_be_a_positive_int(offset):
     with pytest.raises(ts.ScheduleError, match="prefetch offset of C.i"):
         s[C].prefetch(A, C.op.axis[0], offset)
     assert not s[C].prefetches
+
+
+def test_a_prefetch_of_a_gathered_tensor_names_the_index_not_an_internal_class():
+    A = ts.placeholder((16,), name="A")
+    idx = ts.placeholder((8,), "int32", name="idx")
+    G = ts.compute((8,), lambda i: A[idx[i]] * 2.0, name="G")
+    s = ts.create_schedule(G.op)
+    io, ii = s[G].split(G.op.axis[0], factor=4)
+    s[G].prefetch(A, ii, 1)
+    with pytest.raises(ts.ScheduleError, match=r"prefetch of A at G.i.inner: .*idx\[i\] is not affine") as err:
+        ts.lower(s, [A, idx, G])
+    assert "TensorRead" not in str(err.value)
