@@ -125,7 +125,8 @@ def _dependences(st: TreeState, target: Target) -> TreeState:
 
 
 def _ast(st: TreeState, target: Target) -> AstState:
-    return AstState(st.request, st.model, st.tree, generate_ast(st.tree, st.model.context))
+    stage_of = {name: stmt.stage.name for name, stmt in st.model.statements.items()}
+    return AstState(st.request, st.model, st.tree, generate_ast(st.tree, st.model.context, stage_of))
 
 
 def _loop_ir(st: AstState, target: Target) -> LoweredFunc:

@@ -91,21 +91,51 @@ class LoopAst:
         return self.node.to_C_str()
 
 
-def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
+def generate_ast(tree: ScheduleTree, context: isl.Set, stage_of: Mapping[str, str] | None = None) -> LoopAst:
     """Run isl's AST generator on ``tree``'s schedule over loop values (iterators ``L0, L1, ...`` by
-    depth), and give each statement its coordinates, not its loop values (see :class:`_Coordinates`)."""
+    depth), and give each statement its coordinates, not its loop values (see :class:`_Coordinates`).
+
+    isl's generator has been seen to drop instances of a statement (a loop of stride 2 whose values
+    depend on an enclosing loop through a modulo, from fusing a split loop with a reduction): every
+    statement's instances are checked against its domain, and when some are missing the nest is
+    generated again from the tree over coordinates; if that misses instances too, a ``LoweringError``
+    names the stage (``stage_of``: statement -> stage name) rather than letting a kernel compute a wrong
+    answer."""
+    node, missing = _generate(tree.loop_schedule, tree.coordinates, tree.depth, context)
+    if missing:
+        node, missing = _generate(tree.schedule, {}, tree.depth, context)
+    if missing:
+        stages = sorted({(stage_of or {}).get(name, name) for name in missing})
+        raise LoweringError(f"stage {', '.join(stages)}: isl's loop generator left out some of its iterations "
+                            "(a limitation of isl with strided loops, here from fusing a split loop with "
+                            "another); change the split or the fuse of that stage")
+    return LoopAst(node)
+
+
+def _generate(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
+              context: isl.Set) -> tuple[isl.AstNode, set[str]]:
+    """isl's loop nest of ``schedule`` and the statements some of whose instances it does not run."""
     build = isl.AstBuild.from_context(context)
-    ids = isl.IdList.alloc(context.get_ctx(), tree.depth + 1)
-    for k in range(tree.depth + 1):
+    ids = isl.IdList.alloc(context.get_ctx(), depth + 1)
+    for k in range(depth + 1):
         ids = ids.add(isl.Id(f"L{k}"))
     build = build.set_iterators(ids)
-    coordinates = _Coordinates(tree.coordinates)
-    build, handle = build.set_at_each_domain(coordinates)
-    node = build.node_from_schedule(tree.loop_schedule)
+    callback = _Coordinates(coordinates)
+    build, handle = build.set_at_each_domain(callback)
+    node = build.node_from_schedule(schedule)
     del handle
-    if coordinates.error is not None:
-        raise LoweringError(f"internal: isl AST statement: {coordinates.error}") from coordinates.error
-    return LoopAst(node)
+    if callback.error is not None:
+        raise LoweringError(f"internal: isl AST statement: {callback.error}") from callback.error
+    missing: set[str] = set()
+
+    def check(domain: isl.Set) -> None:
+        name = domain.get_tuple_name()
+        want = domain.intersect_params(context)
+        got = callback.covered.get(name)
+        if not want.is_empty() and (got is None or not want.subtract(got).is_empty()):
+            missing.add(name)
+    schedule.get_domain().foreach_set(check)
+    return node, missing
 
 
 # isl operations allowed to find a statement's coordinates directly from the iterators (deterministic,
@@ -151,14 +181,17 @@ class _Coordinates:
     def __init__(self, coordinates: Mapping[str, isl.MultiAff]):
         self.coordinates = coordinates
         self.error: Exception | None = None
+        self.covered: dict[str, isl.Set] = {}     # statement -> the instances the nest runs
 
     def __call__(self, node: isl.AstNode, build: isl.AstBuild) -> isl.AstNode:
         try:
             name = node.user_get_expr().get_op_arg(0).get_id().get_name()
+            executed = isl.Map.from_union_map(build.get_schedule().reverse())
+            here = executed.range()
+            self.covered[name] = here if name not in self.covered else self.covered[name].union(here)
             inverse = self.coordinates.get(name)
             if inverse is None:
                 return node
-            executed = isl.Map.from_union_map(build.get_schedule().reverse())
             loops = isl.PwMultiAff.from_map(executed)
             where = None
             if loops.n_piece() > 1 or loops.involves_locals():

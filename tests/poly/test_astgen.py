@@ -170,3 +170,27 @@ def test_coordinates_of_left_out_loops(rand, monkeypatch, budget):
     f = ts.build(s, [A, D], name=f"left_out_loops_{budget}")
     a = rand((9, 15))
     np.testing.assert_allclose(f(a), a + 1, rtol=1e-6)
+
+
+def test_iterations_isl_would_leave_out_raise_instead_of_a_wrong_answer(rand):
+    """Fusing a reduction loop with a split loop of a stage computed at its reader's loop gives a loop of
+    stride 2 whose start depends on the reader's loop; isl's generator runs only its first value. The
+    instances are checked against the domain: the lowering fails naming the stage (a fuzz find that
+    computed a wrong sum), and the same schedule at the root still matches NumPy."""
+    def schedule(attach):
+        A = ts.placeholder((11,), name="A")
+        k = ts.reduce_axis((2, 4), name="k")
+        S = ts.compute((7,), lambda i: ts.sum(A[i + k], axis=k), name="S")
+        O = ts.compute((7,), lambda i: S[i] * 2.0, name="O")
+        s = ts.create_schedule(O.op)
+        if attach:
+            s[S].compute_at(s[O], O.op.axis[0])
+        io, ii = s[S].split(S.op.axis[0], factor=4)
+        s[S].reorder(ii, k, io)
+        s[S].fuse(k, io)
+        return s, [A, O]
+    with pytest.raises(ts.LoweringError, match="stage S: isl's loop generator left out some of its iterations"):
+        ts.lower(*schedule(True))
+    f = ts.build(*schedule(False))
+    a = rand(11)
+    np.testing.assert_allclose(f(a), np.array([a[i + 2:i + 4].sum() for i in range(7)]) * 2, rtol=1e-5)
