@@ -54,7 +54,7 @@ def as_array(value: object, what: str) -> np.ndarray:
         return np.asarray(value)
     if not isinstance(value, (list, tuple, int, float, complex, bool, str, bytes)):
         try:
-            return np.asarray(memoryview(value))  # type: ignore[arg-type]  # any buffer-protocol object; the stubs know no protocol for it
+            return np.asarray(memoryview(value))  # type: ignore[arg-type]  # any buffer-protocol object
         except TypeError:
             pass
     raise TypeError(f"{what}: expected an array (a numpy.ndarray, a tensor with __dlpack__ such as torch.Tensor, "
