@@ -125,8 +125,7 @@ def _dependences(st: TreeState, target: Target) -> TreeState:
 
 
 def _ast(st: TreeState, target: Target) -> AstState:
-    stage_of = {name: stmt.stage.name for name, stmt in st.model.statements.items()}
-    return AstState(st.request, st.model, st.tree, generate_ast(st.tree, st.model.context, stage_of))
+    return AstState(st.request, st.model, st.tree, generate_ast(st.tree, st.model.context))
 
 
 def _loop_ir(st: AstState, target: Target) -> LoweredFunc:

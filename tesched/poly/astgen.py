@@ -91,7 +91,7 @@ class LoopAst:
         return self.node.to_C_str()
 
 
-def generate_ast(tree: ScheduleTree, context: isl.Set, stage_of: Mapping[str, str] | None = None) -> LoopAst:
+def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
     """Run isl's AST generator on ``tree``'s schedule over loop values (iterators ``L0, L1, ...`` by
     depth), and give each statement its coordinates, not its loop values (see :class:`_Coordinates`).
 
@@ -99,13 +99,12 @@ def generate_ast(tree: ScheduleTree, context: isl.Set, stage_of: Mapping[str, st
     depend on an enclosing loop through a modulo, from fusing a split loop with a reduction): every
     statement's instances are checked against its domain, and when some are missing the nest is
     generated again from the tree over coordinates; if that misses instances too, a ``LoweringError``
-    names the stage (``stage_of``: statement -> stage name) rather than letting a kernel compute a wrong
-    answer."""
+    names the stage rather than letting a kernel compute a wrong answer."""
     node, missing = _generate(tree.loop_schedule, tree.coordinates, tree.depth, context)
     if missing:
         node, missing = _generate(tree.schedule, {}, tree.depth, context)
     if missing:
-        stages = sorted({(stage_of or {}).get(name, name) for name in missing})
+        stages = sorted({tree.stage_of.get(name, name) for name in missing})
         raise LoweringError(f"stage {', '.join(stages)}: isl's loop generator left out some of its iterations "
                             "(a limitation of isl with strided loops, here from fusing a split loop with "
                             "another); change the split or the fuse of that stage")

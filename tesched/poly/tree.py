@@ -225,6 +225,7 @@ class ScheduleTree:
     marks: dict[str, LoopMark | ProduceMark | AllocMark]
     depth: int
     coordinates: dict[str, isl.MultiAff] = field(default_factory=dict)  # statement -> loop values to coords
+    stage_of: dict[str, str] = field(default_factory=dict)   # statement -> the name of its stage
 
 
 def build_tree(model: PolyModel) -> ScheduleTree:
@@ -236,4 +237,5 @@ def build_tree(model: PolyModel) -> ScheduleTree:
     assert in_loops.marks.keys() == builder.marks.keys(), "the two schedule trees differ in shape"
     coordinates = {name: stmt.space.coordinates(stmt) for name, stmt in model.statements.items()
                    if stmt.space is not None}
-    return ScheduleTree(schedule, loop_schedule, builder.marks, builder.depth, coordinates)
+    stage_of = {name: stmt.stage.name for name, stmt in model.statements.items()}
+    return ScheduleTree(schedule, loop_schedule, builder.marks, builder.depth, coordinates, stage_of)
