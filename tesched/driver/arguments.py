@@ -136,9 +136,8 @@ class KernelArguments:
                 out.append(evaluate_size(d[1], dict(zip(map(id, self.params), values))))
         return tuple(out)
 
-    def check(self, spec: ArgumentSpec, arr: object, values: list[int]) -> None:
-        if not isinstance(arr, np.ndarray):
-            raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")
+    def check(self, spec: ArgumentSpec, arr: np.ndarray, values: list[int]) -> None:
+        """Dtype, shape, contiguity and writeability of array ``arr`` given for ``spec``."""
         if arr.dtype != spec.dtype:
             raise TypeError(f"argument {spec.name}: expected dtype {spec.dtype}, got {arr.dtype}")
         shape = self.expected_shape(spec, values)
@@ -164,8 +163,6 @@ class KernelArguments:
             if not isinstance(arr, np.ndarray):
                 raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")
         for spec, arr in zip(self.specs, args):
-            if arr is not None and not isinstance(arr, np.ndarray):
-                raise TypeError(f"argument {spec.name}: expected a numpy.ndarray, got {type(arr).__name__}")
             if arr is not None and arr.ndim != len(spec.dims):
                 raise ValueError(f"argument {spec.name}: expected {len(spec.dims)} dimensions, got {arr.ndim}")
         values = self.bind(args) if self.params else []
