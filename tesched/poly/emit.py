@@ -8,7 +8,7 @@ intermediate, or local region).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import islpy as isl
 
@@ -146,6 +146,11 @@ class StatementEmitter:
         def here(e: Expr) -> Expr:
             return rewrite(substitute(e, axis_values), self.load)
 
+        def combined(acc: Sequence[Expr], values: Sequence[Expr]) -> tuple[Expr, ...]:
+            # a comm_reducer's combination may use the compute's axes (a closure over them)
+            assert isinstance(body, Reduce)
+            return tuple(substitute(e, axis_values) for e in body.combine_all(acc, values))
+
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
             return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
@@ -155,12 +160,12 @@ class StatementEmitter:
                 assert sm.target is not None
                 target = here(checked_body(self.model, sm, sm.target))
                 assert isinstance(target, ir.Load)
-                store = _store(buf, target.indices, body.combine(target, here(body.source)),
+                store = _store(buf, target.indices, combined([target], [here(body.source)])[0],
                                atomic=sm.stage.atomic_updates)
                 # ``where`` guards the whole update: its index may be meaningless elsewhere
                 return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
             current = [ir.Load(b, index) for b in bufs]
-            new = body.combine_all(current, [_as_declared(s, here(s)) for s in body.sources])
+            new = combined(current, [_as_declared(s, here(s)) for s in body.sources])
             if body.where is not None:
                 cond = here(body.where)
                 new = tuple(Select(cond, v, c) for v, c in zip(new, current))

@@ -25,15 +25,19 @@ from typing import Sequence
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
 from tesched.te.expr import Binary, Expr, Select, Var, as_expr
-from tesched.te.reduction import MultiValue, Reduce
+from tesched.te.reduction import MultiValue, Reduce, Reducer
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
-from tesched.te.visit import rewrite, substitute
+from tesched.te.visit import rewrite, substitute, walk
 
 
-def _new_axes(axes: Sequence[IterVar]) -> list[IterVar]:
-    return [IterVar(Range(a.range.min, a.range.extent), a.name, a.iter_type) for a in axes]
+def _new_axes(axes: Sequence[IterVar], outer: dict | None = None) -> list[IterVar]:
+    """Fresh copies of ``axes``; bounds that use other axes (``reduce_axis((0, i + 1))``) are rewritten
+    through ``outer``, the old axes' replacements."""
+    def bound(e: int | Expr) -> int | Expr:
+        return e if outer is None or not isinstance(e, Expr) else substitute(e, outer)
+    return [IterVar(Range(bound(a.range.min), bound(a.range.extent)), a.name, a.iter_type) for a in axes]
 
 
 def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor, value_index: int = 0) -> Expr:
@@ -44,6 +48,35 @@ def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tens
     return rewrite(body, swap)
 
 
+class _RemappedReducer:
+    """A user-defined reducer seen from a new stage: its identity and combination may use the compute's
+    axes (a ``comm_reducer`` whose functions close over them), which the new stage replaces by its own."""
+
+    def __init__(self, reducer: Reducer, mapping: dict):
+        self.reducer, self.mapping, self.name = reducer, mapping, reducer.name
+
+    def identity_values(self, dtypes: tuple[str, ...]) -> tuple[Expr, ...]:
+        return tuple(substitute(e, self.mapping) for e in self.reducer.identity_values(dtypes))
+
+    def combine_values(self, acc: Sequence[Expr], value: Sequence[Expr]) -> tuple[Expr, ...]:
+        return tuple(substitute(e, self.mapping) for e in self.reducer.combine_values(acc, value))
+
+
+def _remapped(body: Reduce, mapping: dict) -> Reducer | None:
+    """``body``'s reducer, wrapped to use the new axes where its identity or combination reads old ones
+    (unwrapped otherwise, so that tensorize still recognises it)."""
+    reducer = body.reducer
+    if reducer is None:
+        return None
+    dtypes = tuple(s.dtype for s in body.sources)
+    probe = [Var(f"probe{k}", d) for k, d in enumerate(dtypes)]
+    made = list(reducer.identity_values(dtypes)) + list(reducer.combine_values(probe, probe))
+    old = {id(k) for k in mapping}
+    if any(id(n) in old for e in made for n in walk(e)):
+        return _RemappedReducer(reducer, mapping)
+    return reducer
+
+
 def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_where: Expr | None = None,
                     keep_init: bool = True) -> Reduce:
     sources = tuple(substitute(s, mapping) for s in body.sources)
@@ -51,7 +84,7 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
     if extra_where is not None:
         where = extra_where if where is None else Binary("and", where, extra_where, "bool")
     inits = None if body.inits is None or not keep_init else [substitute(i, mapping) for i in body.inits]
-    return Reduce(body.combiner, sources, axes, where, inits, body.reducer)
+    return Reduce(body.combiner, sources, axes, where, inits, _remapped(body, mapping))
 
 
 def _computation(stage: Stage, primitive: str) -> ComputeOp:
@@ -136,7 +169,8 @@ def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
     if stage.tensorize_spec is not None:
         raise ScheduleError(f"cache_write of {stage.name}: it is tensorized at loop {stage.tensorize_spec[0].name}; "
                             "apply cache_write first and tensorize the cache stage")
-    axes, raxes = _new_axes(op.axis), _new_axes(op.reduce_axis)
+    axes = _new_axes(op.axis)
+    raxes = _new_axes(op.reduce_axis, dict(zip(op.axis, axes)))
     mapping = dict(zip(op.axis + op.reduce_axis, axes + raxes))
     body = _rebuild_reduce(op.body, mapping, raxes) if isinstance(op.body, Reduce) else substitute(op.body, mapping)
     cache_op = ComputeOp(f"{op.name}.{scope}", op.tag, axes, body, op.attrs)

@@ -178,6 +178,10 @@ class Tensor:
     def __getitem__(self, indices) -> "TensorRead":
         return TensorRead(self, integer_indices(indices, self.ndim, f"tensor {self.name}", self.name))
 
+    def __call__(self, *indices) -> "TensorRead":
+        """``A(i, j)`` is ``A[i, j]`` (TVM's call syntax, as in ``lambda *i: A(*i)``)."""
+        return self[indices]
+
     def __repr__(self) -> str:
         return f"Tensor(name={self.name!r}, shape={self.shape!r}, dtype={self.dtype!r})"
 

@@ -352,3 +352,20 @@ def test_rfactor_of_a_symbolic_reduction(which):
     for m in (8, 13, 3, 40):
         data = np.random.default_rng(m).standard_normal((4, m)).astype(np.float32)
         np.testing.assert_allclose(kernel(data), (data.astype(np.float64) ** 2).sum(1), rtol=RTOL, atol=ATOL)
+
+
+def test_cache_write_of_a_triangular_reduction(rand):
+    """The reduce axis of the cache stage is bounded by the cache's own axis (``reduce_axis((0, i + 1))``),
+    not by the axis of the stage it came from."""
+    X = ts.placeholder((10,), name="x")
+
+    def prefix(i):
+        r = ts.reduce_axis((0, i + 1), name="r")
+        return ts.sum(X[r], axis=r)
+
+    Y = ts.compute((10,), prefix, name="y")
+    s = ts.create_schedule(Y.op)
+    s[Y].split(Y.op.axis[0], factor=4)
+    s.cache_write(Y, "local")
+    x = rand((10,))
+    np.testing.assert_allclose(ts.build(s, [X, Y])(x), np.cumsum(x), rtol=RTOL, atol=ATOL)

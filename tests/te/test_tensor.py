@@ -120,3 +120,14 @@ def test_symbolic_size_in_shape_expression(rand):
         f(rand(7), np.empty(6, np.float32))
     a = rand(8)  # n = 6 is solved from A's n + 2
     np.testing.assert_allclose(f(a), a[:-2] + a[1:-1] + a[2:], rtol=1e-6)
+
+
+def test_a_tensor_called_reads_as_indexed(rand):
+    """TVM's call syntax: ``A(i, j)`` and ``A(*i)`` are ``A[i, j]``; the number of indices is checked."""
+    A = ts.placeholder((3, 4), name="A")
+    B = ts.compute((3, 4), lambda *i: A(*i) * 2.0, name="B")
+    C = ts.compute((3,), lambda i: B(i, 3) - A(i, 0), name="C")
+    a = rand((3, 4))
+    np.testing.assert_allclose(ts.build(ts.create_schedule(C.op), [A, C])(a), a[:, 3] * 2 - a[:, 0], rtol=1e-6)
+    with pytest.raises(IndexError, match="tensor A has 2 dimensions, indexed with 1"):
+        A(0)
