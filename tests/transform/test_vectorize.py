@@ -241,3 +241,15 @@ def test_transpose_reads_strided_vectors(rows, cols):
     a = np.random.default_rng(3).standard_normal((cols, rows)).astype(np.float32)
     np.testing.assert_array_equal(f(a), a.T * 2)
     assert "ts_vloads_f32x" in f.c_source and "omp simd" not in f.c_source
+
+
+@pytest.mark.parametrize("lanes", [2, 16])
+def test_an_int32_value_of_loop_indices_is_stored_as_int32(lanes):
+    """The loop ramp is int64: a vectorized store of ``a * lanes + k`` into an int32 tensor converts it, as the
+    scalar store does (it once stored int64 lanes, twice the bytes, past the row)."""
+    f = ts.compute((3, lanes), lambda a, k: a * lanes + k, name="f")
+    s = ts.create_schedule(f.op)
+    s[f].vectorize(f.op.axis[1])
+    out = np.full((3, lanes), -1, "int32")
+    ts.build(s, [f])(out)
+    np.testing.assert_array_equal(out, np.arange(3 * lanes, dtype="int32").reshape(3, lanes))
