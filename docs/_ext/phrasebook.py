@@ -80,10 +80,13 @@ ROWS: tuple[Row, ...] = (
         "``ts.scan(init, update, state)``", "along axis 0; ``update`` may read only earlier steps (the "
         "dependence check refuses others)", uses=("tesched.scan",)),
     Row("boundary condition", "``te.if_then_else`` on the index (or ``topi.nn.pad``)",
-        "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``mirror_interior``",
-        "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``mirror_interior(A)``",
+        "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``repeat_image``, ``mirror_image``, "
+        "``mirror_interior``",
+        "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``repeat_image(A)``, ``mirror_image(A)``, "
+        "``mirror_interior(A)``",
         "reads are clamped into the box, so ``compute_at`` footprints stay exact",
         uses=("tesched.boundary.constant_exterior", "tesched.boundary.repeat_edge",
+              "tesched.boundary.repeat_image", "tesched.boundary.mirror_image",
               "tesched.boundary.mirror_interior")),
     # scheduling
     Row("schedule", "``te.create_schedule(C.op)``", "the Func's own schedule", "``s = ts.create_schedule(C.op)``",

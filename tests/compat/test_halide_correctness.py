@@ -14,7 +14,7 @@ with the gap as its reason. Known gaps (xfail here):
 - ``RDom`` update definitions that read and write the same ``Func`` at other points in one pass
   (in place passes, written here as scans or triangular reductions where possible);
 - ``fold_storage`` with a chosen factor, ``reorder_storage``, ``align_bounds``, ``compute_with``;
-- ``lerp``, ``popcount`` / ``count_leading_zeros``, ``BoundaryConditions::repeat_image`` / ``mirror_image``;
+- ``lerp``, ``popcount`` / ``count_leading_zeros``;
 - ``define_extern`` stages;
 - fusing loops whose extent is symbolic (see branch symfuse).
 """
@@ -863,14 +863,12 @@ def test_boundary_conditions(kind):
     check(s, [A, C], [rand((H, W))], [ap * 2])
 
 
-@pytest.mark.xfail(strict=True, reason="BoundaryConditions::repeat_image and mirror_image are not provided "
-                   "(only constant_exterior, repeat_edge and mirror_interior)")
 def test_boundary_conditions_repeat_and_mirror_image():
     """boundary_conditions.cpp: ``repeat_image`` (periodic) and ``mirror_image`` (mirror repeating the
     edge)."""
     A = ts.placeholder((5,), name="A")
-    P = ts.boundary.repeat_image(A)  # type: ignore[attr-defined]
-    Q = ts.boundary.mirror_image(A)  # type: ignore[attr-defined]
+    P = ts.boundary.repeat_image(A)
+    Q = ts.boundary.mirror_image(A)
     B = ts.compute((11,), lambda x: P[x - 3] + Q[x - 3], name="B")
     a = rand((5,))
     check(ts.create_schedule(B.op), [A, B], [a], [np.pad(a, 3, mode="wrap") + np.pad(a, 3, mode="symmetric")])
