@@ -145,7 +145,8 @@ ROWS: tuple[Row, ...] = (
         "``s.cache_read(A, 'local', [C])`` (also ``'packed'``)",
         "a copy of the region the readers need, placed with ``compute_at``", uses=("tesched.Schedule.cache_read",)),
     Row("write cache", "``s.cache_write(C, 'local')``", "an update-free intermediate Func",
-        "``s.cache_write(C, 'local')``", "accumulate a tile in a local buffer (registers after unrolling)",
+        "``s.cache_write(C, 'local')``", "accumulate a tile in a local buffer (registers after unrolling); the "
+        "outputs of a multi-output compute go together: ``s.cache_write([C1, C2], 'local')``",
         uses=("tesched.Schedule.cache_write",)),
     Row("rfactor", "``s.rfactor(C, ko)``", "``f.update().rfactor(r.x, u)``", "``s.rfactor(C, ko)``",
         "parallelize a reduction over partial results", uses=("tesched.Schedule.rfactor",)),

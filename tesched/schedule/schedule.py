@@ -8,7 +8,7 @@ registers with ``set_legality_check`` (a schedule does not depend on its lowerin
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, overload
 
 from tesched.errors import ScheduleError
 from tesched.schedule.dataflow import cache_read, cache_write, rfactor
@@ -116,8 +116,15 @@ class Schedule:
         """A copy of ``tensor`` that ``readers`` read instead (see :mod:`tesched.schedule.dataflow`)."""
         return cache_read(self, tensor, scope, readers if isinstance(readers, (list, tuple)) else [readers])
 
-    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
-        """Compute ``tensor`` into a cache stage, which is returned (see :mod:`tesched.schedule.dataflow`)."""
+    @overload
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor: ...
+
+    @overload
+    def cache_write(self, tensor: Sequence[Tensor], scope: str) -> tuple[Tensor, ...]: ...
+
+    def cache_write(self, tensor: Tensor | Sequence[Tensor], scope: str) -> Tensor | tuple[Tensor, ...]:
+        """Compute ``tensor`` into a cache stage, whose output is returned; the outputs of a multi-output
+        compute go together, as a list, and come back as a tuple (see :mod:`tesched.schedule.dataflow`)."""
         return cache_write(self, tensor, scope)
 
     def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:

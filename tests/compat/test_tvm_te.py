@@ -15,7 +15,6 @@ Known gaps (xfail here):
   ``unroll`` and ``unroll_explicit`` are accepted, by design no other text reaches C;
 - calling a tensor intrinsic inside ``te.compute`` (``TensorComputeOp``, scalar intrinsic parameters);
 - ``te.extern`` stages (an opaque C function producing a tensor);
-- ``cache_write`` of the outputs of a multi-output compute (``s.cache_write([C1, C2], ...)``);
 - TensorSlice reads ``A[0][i]`` (chained indexing of a 2-D tensor).
 """
 from __future__ import annotations
@@ -534,8 +533,6 @@ def test_schedule_cache_relayout():
     check(s, [A, B, R], [a, b], [(a * b).sum(axis=1)], rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, reason="cache_write takes one tensor: the outputs of a multi-output "
-                   "compute cannot be cached together (s.cache_write([C1, C2], 'local'))")
 def test_schedule_cache_relayout4():
     """test_te_schedule_ops.py::test_schedule_cache_relayout4: one write cache for both outputs of a
     multi-output compute."""
@@ -544,7 +541,8 @@ def test_schedule_cache_relayout4():
     B = ts.placeholder((m * 4, n), name="B")
     C1, C2 = ts.compute((m * 4, n), lambda i, j: (A[i, j] + 1.0, B[i, j] / 2.0), name="C")
     s = ts.create_schedule([C1.op])
-    s.cache_write([C1, C2], "local")  # type: ignore[arg-type]
+    C1c, C2c = s.cache_write([C1, C2], "local")
+    assert s[C1c] is s[C2c] and s[C1] is s[C2]
     a, b = rand((8, 3)), rand((8, 3))
     check(s, [A, B, C1, C2], [a, b], [a + 1, b / 2])
 
@@ -609,8 +607,7 @@ def test_reduction_and_dummy_fuse_split():
 
 def test_schedule_compute_inline_multi_output():
     """test_te_schedule_ops.py::test_schedule_compute_inline: a multi-output compute (F, E) reading an
-    inlined C, with read caches for several readers. (The original also caches F and E together, see
-    test_schedule_cache_relayout4.)"""
+    inlined C, with read caches for several readers and one write cache for F and E together."""
     shape = (10, 64)
     A = ts.placeholder(shape, name="A")
     B = ts.placeholder(shape, name="B")
@@ -619,6 +616,7 @@ def test_schedule_compute_inline_multi_output():
     s = ts.create_schedule([F.op])
     s.cache_read(A, "local", [C])
     s.cache_read(B, "local", [C, F])
+    s.cache_write([F, E], "local")
     s[C].compute_inline()
     a, b = rand(shape), rand(shape)
     check(s, [A, B, F, E], [a, b], [a + b, (a + b) * b])
