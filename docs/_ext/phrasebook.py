@@ -78,7 +78,8 @@ ROWS: tuple[Row, ...] = (
         "indices, checked against the shape when the kernel runs", uses=("tesched.scatter", "tesched.scatter_add")),
     Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom",
         "``ts.scan(init, update, state)``", "along axis 0; ``update`` may read only earlier steps (the "
-        "dependence check refuses others)", uses=("tesched.scan",)),
+        "dependence check refuses others); several states as lists (``ts.scan([c0, h0], [c1, h1], [c, h])``)",
+        uses=("tesched.scan",)),
     Row("boundary condition", "``te.if_then_else`` on the index (or ``topi.nn.pad``)",
         "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``repeat_image``, ``mirror_image``, "
         "``mirror_interior``",

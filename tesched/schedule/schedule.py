@@ -46,7 +46,7 @@ class Schedule:
         for op in self.outputs:
             visit(op)
         scans = [op for op in order if isinstance(op, ScanOp)]
-        states = {id(op.state.op) for op in scans}
+        states = {id(state.op) for op in scans for state in op.states}
         self.stages = [Stage(op, self) for op in order if id(op) not in states]
         self.stage_map = {id(st.op): st for st in self.stages}
         for op in self.outputs:
@@ -58,7 +58,8 @@ class Schedule:
         """A scan's state is its own tensor (reads of the placeholder read the scan's stage), and the
         stages between the state and the scan run inside the scan's time loop (TVM's scan group)."""
         stage = self.stage_map[id(scan)]
-        self.stage_map[id(scan.state.op)] = stage
+        for state in scan.states:
+            self.stage_map[id(state.op)] = stage
         for st in self.stages:
             if st is not stage and isinstance(st.op, ComputeOp) and self.reads_transitively(st.op, scan) \
                     and self.reads_transitively(scan, st.op):
@@ -142,7 +143,11 @@ class Schedule:
     def canonical(self, tensor: Tensor) -> Tensor:
         """The tensor a stage currently produces, for a tensor the user declared."""
         st = self.stage_of_tensor(tensor)
-        return tensor if st is None else st.op.output(tensor.value_index)
+        if st is None:
+            return tensor
+        if isinstance(st.op, ScanOp) and any(s is tensor for s in st.op.states):
+            return st.op.output(st.op.state_index(tensor))      # a state placeholder: its scan's output
+        return st.op.output(tensor.value_index)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:

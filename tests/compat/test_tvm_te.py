@@ -450,8 +450,6 @@ def test_inline_mixed():
     check(s, [A, C], [a], [2 * a + 4])
 
 
-@pytest.mark.xfail(strict=True, reason="ts.scan takes one state: a scan of several states (lists of inits, "
-                   "updates and state placeholders) is refused")
 def test_scan_inline_two_states():
     """test_te_schedule_ops.py::test_scan_inline1 and ::test_scan_inline2 (with test_te_tensor.py::
     test_scan_multi_out): a scan of two states whose updates go through intermediate stages, one of
@@ -936,6 +934,36 @@ def test_scan_lstm_like_recurrence():
     for t in range(1, T):
         ref[t] = np.tanh(w @ ref[t - 1] + x[t])
     check(s, [X, W, res], [x, w], [ref], rtol=1e-4, atol=1e-5)
+
+
+def test_lstm_two_state_scan():
+    """tests/python/integration/test_lstm.py (``lstm``): an LSTM over time as a scan of two states, the
+    cell ``c`` and the hidden ``h``; the gates are one matrix product per step, computed in the time
+    loop and read by both updates."""
+    T, B, H = 4, 2, 6
+    X = ts.placeholder((T, B, 4 * H), name="X")          # input projections, precomputed
+    W = ts.placeholder((4 * H, H), name="W")
+    c = ts.placeholder((T, B, H), name="c")
+    h = ts.placeholder((T, B, H), name="h")
+    c_init = ts.compute((1, B, H), lambda _, b, i: ts.const(0.0), name="c_init")
+    h_init = ts.compute((1, B, H), lambda _, b, i: ts.const(0.0), name="h_init")
+    k = ts.reduce_axis((0, H), name="k")
+    mv = ts.compute((T, B, 4 * H), lambda t, b, g: ts.sum(W[g, k] * h[t - 1, b, k], axis=k), name="mv")
+    gates = ts.compute((T, B, 4 * H), lambda t, b, g: mv[t, b, g] + X[t, b, g], name="gates")
+    c_next = ts.compute((T, B, H), lambda t, b, i: ts.sigmoid(gates[t, b, H + i]) * c[t - 1, b, i]
+                        + ts.sigmoid(gates[t, b, i]) * ts.tanh(gates[t, b, 2 * H + i]), name="c_next")
+    h_next = ts.compute((T, B, H), lambda t, b, i: ts.sigmoid(gates[t, b, 3 * H + i]) * ts.tanh(c_next[t, b, i]),
+                        name="h_next")
+    c_out, h_out = ts.scan([c_init, h_init], [c_next, h_next], [c, h], name="lstm")
+    s = ts.create_schedule(h_out.op)
+    x, w = rand((T, B, 4 * H)), rand((4 * H, H), low=-0.5, high=0.5)
+    sig = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
+    cs, hs = np.zeros((T, B, H), "float32"), np.zeros((T, B, H), "float32")
+    for t in range(1, T):
+        g = hs[t - 1] @ w.T + x[t]
+        cs[t] = sig(g[:, H:2 * H]) * cs[t - 1] + sig(g[:, :H]) * np.tanh(g[:, 2 * H:3 * H])
+        hs[t] = sig(g[:, 3 * H:]) * np.tanh(cs[t])
+    check(s, [X, W, c_out, h_out], [x, w], [cs, hs], rtol=1e-4, atol=1e-5)
 
 
 def test_reduce_rfactor_parallel():
