@@ -35,6 +35,8 @@ from tesched.te.functions import (
     bitwise_xor,
     ceil,
     clamp,
+    count_leading_zeros,
+    count_trailing_zeros,
     exp,
     floor,
     fmod,
@@ -44,6 +46,7 @@ from tesched.te.functions import (
     maximum,
     min,
     minimum,
+    popcount,
     power,
     prod,
     rint,
@@ -92,5 +95,5 @@ __all__ = [
     "load_module", "ModuleLoadError", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "clamp", "fmod",
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
     "min_value", "max_value", "argmax", "argmin",
-    "scatter", "scatter_add", "scan",
+    "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
 ]

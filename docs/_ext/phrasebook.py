@@ -67,9 +67,10 @@ ROWS: tuple[Row, ...] = (
     Row("math and bit functions", "``te.power``, ``te.round``, ``te.trunc``, ``te.fmod``, ``bitwise_and`` ...",
         "``pow``, ``round``, ``trunc``, ``clamp``, ``&``, ``<<`` ...",
         "``ts.power`` (``**``), ``ts.round``, ``ts.trunc``, ``ts.fmod``, ``ts.clamp``, ``&``, ``|``, ``^``, "
-        "``~``, ``<<``, ``>>`` and ``ts.bitwise_and`` ...", "bit operations on integers only (NumPy's shifts)",
+        "``~``, ``<<``, ``>>`` and ``ts.bitwise_and`` ..., ``ts.popcount``, ``ts.count_leading_zeros``",
+        "bit operations on integers only (NumPy's shifts)",
         uses=("tesched.power", "tesched.round", "tesched.trunc", "tesched.fmod", "tesched.clamp",
-              "tesched.bitwise_and", "tesched.shift_left")),
+              "tesched.bitwise_and", "tesched.shift_left", "tesched.popcount", "tesched.count_leading_zeros")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
         "an index read from a tensor is checked when the kernel runs: out of the box it raises "
         "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),

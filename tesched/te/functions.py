@@ -2,7 +2,8 @@
 
 ``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod`` (floating; ``rint``/``round``
 round to nearest even, as NumPy), ``maximum minimum clamp`` (any type), the integer functions
-``bitwise_and/or/xor/not`` and ``shift_left/right``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
+``bitwise_and/or/xor/not``, ``shift_left/right`` and the bit counts ``popcount``,
+``count_leading_zeros``, ``count_trailing_zeros``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
 conditions, and the reducers ``sum prod max min`` (TVM names, :mod:`.reducer`; ``max`` and ``min`` called
 on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
 ``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
@@ -262,6 +263,34 @@ def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
     for c in conds[1:]:
         out = binary("or", out, c)
     return out if out.dtype == "bool" else binary("ne", out, 0)
+
+
+def _bit_count(name: str, what: str) -> Callable[[object], Expr]:
+    def function(x: object) -> Expr:
+        e = as_expr(x)
+        if not dt.is_int(e.dtype) or e.dtype == "bool":
+            raise TypeError(f"{name}({e!r}): an integer argument is needed, got {e.dtype}")
+        return Call(name, (e,), e.dtype)
+
+    return _publish(function, name, f"""{what} of the bits of ``x`` (an integer; a negative value counts its
+    two's complement bits), in ``x``'s type (Halide's ``{name}``).
+
+    Parameters
+    ----------
+    x : Expr
+        An integer expression.
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.{name}(A[i]), name="B")
+    """)
+
+
+popcount = _bit_count("popcount", "The number of set bits")
+count_leading_zeros = _bit_count("count_leading_zeros", "The number of zeros above the highest set bit (the "
+                                 "width for 0)")
+count_trailing_zeros = _bit_count("count_trailing_zeros", "The number of zeros below the lowest set bit (the "
+                                  "width for 0)")
 
 
 sum = builtin("sum")  # noqa: A001 - TVM's name

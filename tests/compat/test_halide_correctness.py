@@ -14,7 +14,7 @@ with the gap as its reason. Known gaps (xfail here):
 - ``RDom`` update definitions that read and write the same ``Func`` at other points in one pass
   (in place passes, written here as scans or triangular reductions where possible);
 - ``fold_storage`` with a chosen factor, ``reorder_storage``, ``align_bounds``, ``compute_with``;
-- ``lerp``, ``popcount`` / ``count_leading_zeros``;
+- ``lerp``;
 - ``define_extern`` stages;
 - fusing loops whose extent is symbolic (see branch symfuse).
 """
@@ -979,14 +979,22 @@ def test_bitwise_ops():
     check(ts.create_schedule(o.op), [A, B, o], [a, b], [ref.astype("uint32")])
 
 
-@pytest.mark.xfail(strict=True, reason="popcount and count_leading_zeros are not provided")
 def test_bit_counting():
-    """bit_counting.cpp: ``popcount`` and ``count_leading_zeros`` of uint32 values."""
-    A = ts.placeholder((16,), name="A", dtype="uint32")
-    f = ts.compute((16,), lambda i: ts.popcount(A[i]), name="f")  # type: ignore[attr-defined]
-    a = rand((16,), "uint32", 0, 2**31)
-    ref = np.array([bin(int(v)).count("1") for v in a], "uint32")
-    check(ts.create_schedule(f.op), [A, f], [a], [ref])
+    """bit_counting.cpp: ``popcount``, ``count_leading_zeros`` and ``count_trailing_zeros`` of uint32 and
+    int16 values (0 included), vectorized."""
+    for dtype in ("uint32", "int16"):
+        info = np.iinfo(dtype)
+        A = ts.placeholder((16,), name="A", dtype=dtype)
+        outs = ts.compute((16,), lambda i: (ts.popcount(A[i]), ts.count_leading_zeros(A[i]),
+                                            ts.count_trailing_zeros(A[i])), name="f")
+        s = ts.create_schedule(outs[0].op)
+        s[outs[0]].vectorize(outs[0].op.axis[0])
+        a = rand((16,), dtype, max(info.min, -2**31), min(info.max, 2**31))
+        a[0] = 0
+        bits = [int(v) & ((1 << info.bits) - 1) for v in a]
+        refs = [[bin(v).count("1") for v in bits], [info.bits - v.bit_length() for v in bits],
+                [info.bits if v == 0 else (v & -v).bit_length() - 1 for v in bits]]
+        check(s, [A, *outs], [a], [np.array(r, dtype) for r in refs])
 
 
 @pytest.mark.xfail(strict=True, reason="lerp (Halide's exact integer and float interpolation) is not provided")

@@ -282,3 +282,26 @@ def test_integer_fmod_power_and_clamp(rand):
         np.testing.assert_array_equal(got_f, np.where(j == 0, 0, np.fmod(i, np.where(j == 0, 1, j))))
     np.testing.assert_allclose(got_p, i.astype("float32") ** 2, rtol=1e-6)
     np.testing.assert_array_equal(got_c, np.clip(i, -100, 100))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint32", "int32", "int64"])
+def test_bit_counts(dtype, rand):
+    """popcount, count_leading_zeros and count_trailing_zeros (Halide's) of the value's own bits (a
+    negative value counts its two's complement), 0 giving the width; vectorized loops fall back to scalar."""
+    info = np.iinfo(dtype)
+    A = ts.placeholder((40,), dtype, name="A")
+    outs = ts.compute((40,), lambda i: (ts.popcount(A[i]), ts.count_leading_zeros(A[i]),
+                                        ts.count_trailing_zeros(A[i])), name="bits")
+    s = ts.create_schedule(outs[0].op)
+    s[outs[0]].vectorize(outs[0].op.axis[0])
+    a = rand(40, dtype, max(info.min, -2**40), min(info.max, 2**40))
+    a[:3] = [0, info.max, info.min]
+    got = ts.build(s, [A, *outs], name=f"bits_{dtype}")(a)
+    values = [int(v) & ((1 << info.bits) - 1) for v in a]
+    want = ([bin(v).count("1") for v in values], [info.bits - v.bit_length() for v in values],
+            [info.bits if v == 0 else (v & -v).bit_length() - 1 for v in values])
+    for g, w in zip(got, want):
+        assert g.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(g, np.array(w, dtype))
+    with pytest.raises(TypeError, match=r"popcount\(.*\): an integer argument is needed, got float32"):
+        ts.popcount(ts.placeholder((1,), name="F")[0])
