@@ -27,14 +27,20 @@ from tesched.te.dtype import ALL_TYPES as dtypes
 from tesched.te.expr import Expr, const
 from tesched.te.functions import (
     abs,
+    acos,
     all,
     any,
+    asin,
+    atan,
+    atan2,
     bitwise_and,
     bitwise_not,
     bitwise_or,
     bitwise_xor,
     ceil,
     clamp,
+    cos,
+    cosh,
     count_leading_zeros,
     count_trailing_zeros,
     exp,
@@ -55,8 +61,11 @@ from tesched.te.functions import (
     shift_left,
     shift_right,
     sigmoid,
+    sin,
+    sinh,
     sqrt,
     sum,
+    tan,
     tanh,
     trunc,
 )
@@ -96,4 +105,5 @@ __all__ = [
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
     "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
 ]

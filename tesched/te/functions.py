@@ -1,6 +1,7 @@
 """Named scalar functions and reducers users call in ``compute`` bodies.
 
-``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod`` (floating; ``rint``/``round``
+``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod``, the trigonometric
+``sin cos tan asin acos atan atan2 sinh cosh`` (floating; ``rint``/``round``
 round to nearest even, as NumPy), ``maximum minimum clamp`` (any type), the integer functions
 ``bitwise_and/or/xor/not``, ``shift_left/right`` and the bit counts ``popcount``,
 ``count_leading_zeros``, ``count_trailing_zeros``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
@@ -18,7 +19,8 @@ from tesched.te.expr import Call, Expr, Select, Unary, as_expr, binary, cast_to
 from tesched.te.expr import power as _power
 from tesched.te.reducer import builtin
 
-FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc", "pow", "fmod")
+FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc", "pow", "fmod", "sin",
+                   "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2")
 
 
 def _unary_float(name: str, x: object) -> Expr:
@@ -67,6 +69,33 @@ ceil = _float_function("ceil", "The smallest integer value not below ``x`` (as a
 rint = _float_function("rint", "``x`` rounded to the nearest integer, ties to even (NumPy's ``rint``; as a float)",
                        "ts.rint(A[i] * 10.0)")
 trunc = _float_function("trunc", "``x`` rounded toward zero (as a float)", "ts.trunc(A[i] * 4.0)")
+sin = _float_function("sin", "The sine of ``x`` (radians)", "ts.sin(A[i])")
+cos = _float_function("cos", "The cosine of ``x`` (radians)", "ts.cos(A[i])")
+tan = _float_function("tan", "The tangent of ``x`` (radians)", "ts.tan(A[i])")
+asin = _float_function("asin", "The arc sine of ``x``, in ``[-pi/2, pi/2]``", "ts.asin(A[i] * 0.5)")
+acos = _float_function("acos", "The arc cosine of ``x``, in ``[0, pi]``", "ts.acos(A[i] * 0.5)")
+atan = _float_function("atan", "The arc tangent of ``x``, in ``[-pi/2, pi/2]``", "ts.atan(A[i])")
+sinh = _float_function("sinh", "The hyperbolic sine of ``x``", "ts.sinh(A[i])")
+cosh = _float_function("cosh", "The hyperbolic cosine of ``x``", "ts.cosh(A[i])")
+
+
+def atan2(y: object, x: object) -> Expr:
+    """The angle of the point ``(x, y)``, in ``[-pi, pi]`` (C's and NumPy's ``atan2``; TVM's and Halide's).
+
+    Parameters
+    ----------
+    y, x : Expr or number
+        At least one of them a tesched expression; the result has their floating type (integers are
+        computed in float32).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.atan2(A[i], 1.0), name="B")
+    """
+    probe = binary("max", y, x)
+    dtype = probe.dtype if dt.is_float(probe.dtype) else "float32"
+    a, b = (cast_to(as_expr(v, dtype), dtype) for v in (y, x))
+    return Call("atan2", (a, b), dtype)
 
 
 def round(x: object) -> Expr:  # noqa: A001 - TVM's name

@@ -11,8 +11,6 @@ Where Halide accepts something tesched refuses or gets wrong, the case is marked
 with the gap as its reason. Known gaps (xfail here):
 
 - a reduction inside a larger expression (Halide's inline ``sum(...) + 3``);
-- ``RDom`` update definitions that read and write the same ``Func`` at other points in one pass
-  (in place passes, written here as scans or triangular reductions where possible);
 - ``fold_storage`` with a chosen factor, ``reorder_storage``, ``align_bounds``, ``compute_with``;
 - ``lerp``;
 - ``define_extern`` stages;
@@ -581,23 +579,25 @@ def test_multi_pass_reduction_fibonacci():
     check(s, [fib], [], [np.array(ref, "int32")[:, None]])
 
 
-@pytest.mark.xfail(strict=True, reason="an update definition that reads and writes the same Func in one "
-                   "pass over an RDom (f(r) = f(r) + f(r - 1), then f(10 - r) = ...) has no in-place "
-                   "form; a scan runs along axis 0 forward only")
-def test_multi_pass_reduction_in_place():
-    """multi_pass_reduction.cpp (first case): a left-to-right then right-to-left pass over one Func,
-    in place: the right-to-left pass needs a reverse scan."""
-    st = ts.placeholder((11,), name="st")
-    A = ts.placeholder((11,), name="A")
-    fwd = ts.scan(ts.compute((1,), lambda t: A[0], name="i"),
-                  ts.compute((11,), lambda t: st[t - 1] + A[t], name="u"), st, name="fwd")
-    st2 = ts.placeholder((11,), name="st2")
-    back = ts.scan(ts.compute((1,), lambda t: fwd[10], name="bi"),
-                   ts.compute((11,), lambda t: st2[t + 1] + fwd[t], name="bu"), st2, name="back")
-    s = ts.create_schedule(back.op)
-    a = rand((11,))
-    ref = np.cumsum(a)[::-1].cumsum()[::-1]
-    check(s, [A, back], [a], [ref.astype("float32")])
+def test_multi_pass_reduction_two_directions():
+    """multi_pass_reduction.cpp (first case): ``f(x) = sin(x)``, a left-to-right pass ``f(r) += f(r - 1)``
+    then a right-to-left pass ``f(10 - r) += f(11 - r)``. tesched has no in-place update: each pass is a
+    scan along axis 0, the second over a reversed view of the first."""
+    n = 11
+    f0 = ts.compute((n,), lambda x: ts.sin(x.astype("float32")), name="f0")
+    st1 = ts.placeholder((n,), name="st1")
+    fwd = ts.scan(ts.compute((1,), lambda t: f0[0], name="i1"),
+                  ts.compute((n,), lambda t: st1[t - 1] + f0[t], name="u1"), st1, name="fwd")
+    rev = ts.compute((n,), lambda t: fwd[n - 1 - t], name="rev")
+    st2 = ts.placeholder((n,), name="st2")
+    bwd = ts.scan(ts.compute((1,), lambda t: rev[0], name="i2"),
+                  ts.compute((n,), lambda t: st2[t - 1] + rev[t], name="u2"), st2, name="bwd")
+    out = ts.compute((n,), lambda x: bwd[n - 1 - x], name="out")
+    s = ts.create_schedule(out.op)
+    base = np.sin(np.arange(n))
+    ref = np.cumsum(base.astype("float32"))
+    ref = np.cumsum(ref[::-1])[::-1]
+    check(s, [out], [], [ref.astype("float32")], rtol=1e-5, atol=1e-5)
 
 
 def test_update_definition_as_stage():
@@ -1009,17 +1009,20 @@ def test_lerp():
 
 
 def test_math_functions():
-    """math.cpp: sqrt, exp, log, pow, floor, ceil, round, trunc, fmod and abs of floats, vectorized."""
+    """math.cpp: sqrt, exp, log, pow, floor, ceil, round, trunc, fmod, abs, sin, cos, atan2 and tanh of
+    floats, vectorized."""
     A = ts.placeholder((40,), name="A")
     outs = ts.compute((40,), lambda i: (ts.sqrt(A[i] + 5.0), ts.exp(A[i]), ts.log(A[i] + 5.0),
                                         ts.power(A[i] + 5.0, 1.5), ts.floor(A[i]), ts.ceil(A[i]),
-                                        ts.round(A[i]), ts.trunc(A[i]), ts.fmod(A[i], 0.7), ts.abs(A[i])),
+                                        ts.round(A[i]), ts.trunc(A[i]), ts.fmod(A[i], 0.7), ts.abs(A[i]),
+                                        ts.sin(A[i]), ts.cos(A[i]), ts.atan2(A[i], 0.5), ts.tanh(A[i])),
                       name="m")
     s = ts.create_schedule(outs[0].op)
     s[outs[0]].vectorize(outs[0].op.axis[0])
     a = rand((40,), low=-3, high=3)
     refs = [np.sqrt(a + 5), np.exp(a), np.log(a + 5), (a + 5) ** 1.5, np.floor(a), np.ceil(a), np.round(a),
-            np.trunc(a), np.fmod(a, np.float32(0.7)), np.abs(a)]
+            np.trunc(a), np.fmod(a, np.float32(0.7)), np.abs(a), np.sin(a), np.cos(a), np.arctan2(a, 0.5),
+            np.tanh(a)]
     check(s, [A, *outs], [a], [r.astype("float32") for r in refs], rtol=1e-5, atol=1e-5)
 
 
