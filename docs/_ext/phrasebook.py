@@ -50,7 +50,8 @@ ROWS: tuple[Row, ...] = (
         uses=("tesched.reduce_axis",)),
     Row("reduction", "``te.sum(expr, axis=k)``, ``te.max``, ``te.min``", "``sum(expr)``, ``maximum(...)``, "
         "``minimum(...)``, ``product(...)`` over an RDom", "``ts.sum(expr, axis=k)``, ``ts.max``, ``ts.min``, "
-        "``ts.prod``", "every reducer takes ``init=``", uses=("tesched.sum", "tesched.max", "tesched.min", "tesched.prod")),
+        "``ts.prod``", "every reducer takes ``init=``; a reduction inside a larger expression (Halide's inline "
+        "reductions) becomes a stage of its own, ``<name>.sum0``", uses=("tesched.sum", "tesched.max", "tesched.min", "tesched.prod")),
     Row("user-defined reducer", "``te.comm_reducer(combine, identity)``", "an update definition",
         "``ts.comm_reducer(combine, identity)``", "tuple reductions too (argmax, argmin: a compute with two "
         "outputs); ``combine`` must be commutative and associative", uses=("tesched.comm_reducer",)),

@@ -25,11 +25,11 @@ from typing import Sequence
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
 from tesched.te.expr import Binary, Expr, Select, Var, as_expr
-from tesched.te.reduction import MultiValue, Reduce, Reducer
+from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
-from tesched.te.visit import rewrite, substitute, walk
+from tesched.te.visit import rewrite, substitute
 
 
 def _new_axes(axes: Sequence[IterVar], outer: dict | None = None) -> list[IterVar]:
@@ -48,35 +48,6 @@ def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tens
     return rewrite(body, swap)
 
 
-class _RemappedReducer:
-    """A user-defined reducer seen from a new stage: its identity and combination may use the compute's
-    axes (a ``comm_reducer`` whose functions close over them), which the new stage replaces by its own."""
-
-    def __init__(self, reducer: Reducer, mapping: dict):
-        self.reducer, self.mapping, self.name = reducer, mapping, reducer.name
-
-    def identity_values(self, dtypes: tuple[str, ...]) -> tuple[Expr, ...]:
-        return tuple(substitute(e, self.mapping) for e in self.reducer.identity_values(dtypes))
-
-    def combine_values(self, acc: Sequence[Expr], value: Sequence[Expr]) -> tuple[Expr, ...]:
-        return tuple(substitute(e, self.mapping) for e in self.reducer.combine_values(acc, value))
-
-
-def _remapped(body: Reduce, mapping: dict) -> Reducer | None:
-    """``body``'s reducer, wrapped to use the new axes where its identity or combination reads old ones
-    (unwrapped otherwise, so that tensorize still recognises it)."""
-    reducer = body.reducer
-    if reducer is None:
-        return None
-    dtypes = tuple(s.dtype for s in body.sources)
-    probe = [Var(f"probe{k}", d) for k, d in enumerate(dtypes)]
-    made = list(reducer.identity_values(dtypes)) + list(reducer.combine_values(probe, probe))
-    old = {id(k) for k in mapping}
-    if any(id(n) in old for e in made for n in walk(e)):
-        return _RemappedReducer(reducer, mapping)
-    return reducer
-
-
 def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_where: Expr | None = None,
                     keep_init: bool = True) -> Reduce:
     sources = tuple(substitute(s, mapping) for s in body.sources)
@@ -84,7 +55,7 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
     if extra_where is not None:
         where = extra_where if where is None else Binary("and", where, extra_where, "bool")
     inits = None if body.inits is None or not keep_init else [substitute(i, mapping) for i in body.inits]
-    return Reduce(body.combiner, sources, axes, where, inits, _remapped(body, mapping))
+    return Reduce(body.combiner, sources, axes, where, inits, remapped_reducer(body, mapping))
 
 
 def _computation(stage: Stage, primitive: str) -> ComputeOp:

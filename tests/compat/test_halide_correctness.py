@@ -10,7 +10,6 @@ floor division and modulo, which agree for positive divisors, the only ones used
 Where Halide accepts something tesched refuses or gets wrong, the case is marked ``xfail(strict=True)``
 with the gap as its reason. Known gaps (xfail here):
 
-- a reduction inside a larger expression (Halide's inline ``sum(...) + 3``);
 - ``fold_storage`` with a chosen factor, ``reorder_storage``, ``align_bounds``, ``compute_with``;
 - ``lerp``;
 - ``define_extern`` stages;
@@ -624,15 +623,26 @@ def test_update_definition_as_stage():
     check(s, [f], [], [ref.astype("int32")])
 
 
-@pytest.mark.xfail(strict=True, reason="a reduction inside a larger expression is refused (Halide's inline "
-                   "reductions: f(x) = sum(g(x + r)) + 3); it must be the whole compute body")
 def test_inline_reduction():
-    """inline_reduction.cpp: ``f(x) = sum(g(x + r)) * 2 + 3``."""
+    """inline_reduction.cpp: ``f(x) = sum(g(x + r)) * 2 + 3``, ``maximum`` and ``minimum`` inline next to
+    each other, and an inline ``sum`` over a 2-D RDom; the lifted reduction stage computed at f's loop."""
     A = ts.placeholder((12,), name="A")
     r = ts.reduce_axis((0, 3), name="r")
-    f = ts.compute((10,), lambda x: ts.sum(A[x + r], axis=r) * 2.0 + 3.0, name="f")
+    f = ts.compute((10,), lambda x: ts.sum(A[x + r], axis=r) * 2.0 + ts.max(A[x + r], axis=r)
+                   - ts.min(A[x + r], axis=r) + 3.0, name="f")
+    s = ts.create_schedule(f.op)
+    for t in f.op.input_tensors:
+        if t.op is not A.op:
+            s[t].compute_at(s[f], f.op.axis[0])
     a = rand((12,))
-    check(ts.create_schedule(f.op), [A, f], [a], [(a[:-2] + a[1:-1] + a[2:]) * 2 + 3])
+    win = np.stack([a[:-2], a[1:-1], a[2:]])
+    check(s, [A, f], [a], [win.sum(axis=0) * 2 + win.max(axis=0) - win.min(axis=0) + 3])
+    B = ts.placeholder((4, 6), name="B")
+    ry, rx = ts.reduce_axis((0, 4), name="ry"), ts.reduce_axis((0, 6), name="rx")
+    g = ts.compute((3,), lambda x: ts.sum(B[ry, rx] * x.astype("float32"), axis=[ry, rx]) + 1.0, name="g")
+    b = rand((4, 6))
+    check(ts.create_schedule(g.op), [B, g], [b], [(b.sum() * np.arange(3) + 1).astype("float32")], rtol=1e-5,
+          atol=1e-5)
 
 
 def test_init_from_pure_definition():
