@@ -332,8 +332,9 @@ def _argmax_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
         factor = rnd.randint(1, extent)
         ko, ki = T.split(k, factor=factor)
         picked = rnd.choice([ko, ki])
-        s.rfactor(T.op.output(0), picked)
-        recipe.append(f"ko, ki = s[T].split(k, factor={factor}); s.rfactor(T, {picked.name})")
+        partials = s.rfactor(T.op.output(0), picked)     # a tuple reduction: one partial per component
+        assert isinstance(partials, list) and [p.value_index for p in partials] == [0, 1]
+        recipe.append(f"ko, ki = s[T].split(k, factor={factor}); T_rf, T_rf_value = s.rfactor(T, {picked.name})")
 
 
 def argmax_bits(rnd: random.Random) -> Pipeline:

@@ -132,8 +132,9 @@ def test_argmin_with_rfactor_and_a_consumer_reading_both_outputs(rand):
     out = ts.compute((m,), lambda i: T0[i].astype("float32") * 10.0 + T1[i], name="out")
     s = ts.create_schedule(out.op)
     ko, ki = s[T0].split(k, factor=8)
-    rf = s.rfactor(T1, ki)
-    s[rf].compute_at(s[T0], s[T0].op.axis[0])
+    rf_index, rf_value = s.rfactor(T1, ki)
+    assert s[rf_index] is s[rf_value]
+    s[rf_value].compute_at(s[T0], s[T0].op.axis[0])
     s[T0].compute_at(s[out], out.op.axis[0])
     f = ts.build(s, [val, out], name="argmin_rf")
     v = rand((m, n))
@@ -282,7 +283,7 @@ def test_vectorized_rfactor_of_argmax_matches_numpy(rand):
     T0, T1 = ts.compute((m,), lambda i: ts.argmax(val[i, k], axis=k), name="T")
     s = ts.create_schedule(T0.op)
     ko, ki = s[T0].split(k, factor=16)
-    rf = s.rfactor(T0, ki, factor_axis=1)
+    rf, _ = s.rfactor(T0, ki, factor_axis=1)
     i, lane = s[rf].op.axis
     s[rf].reorder(i, s[rf].op.reduce_axis[0], lane)
     s[rf].vectorize(lane)
