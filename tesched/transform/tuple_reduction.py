@@ -6,10 +6,13 @@ The update of a tuple reduction (see ``tesched.poly.emit``) binds the reduced va
 ``let`` bindings that read nothing else, then stores every component. Over a vectorized loop this becomes:
 
 1. one vector of partial results per component, its lanes the values of the loop's first ``width``
-   iterations (no identity is needed);
+   iterations (no identity is needed); two such sets (the first ``2 * width`` iterations) when the loop
+   is long enough, so that the combinations of consecutive chunks do not wait for each other;
 2. for each further chunk of ``width`` iterations, the reducer's combination lane by lane (the partial
-   results and the chunk's values in the places of the accumulators and the reduced values);
-3. the lanes combined in order into one partial result, with the same combination;
+   results and the chunk's values in the places of the accumulators and the reduced values), the sets
+   taking turns;
+3. the sets combined lane by lane, then the lanes combined in order into one partial result, with the
+   same combination;
 4. the accumulators combined with it, as one iteration of the scalar update would;
 5. the iterations after the last full chunk, by the scalar loop.
 
@@ -111,52 +114,67 @@ def _combine(update: TupleUpdate, accumulators: list[Expr], values: list[Expr]) 
     return bindings, [mapping[c] for c in update.combined]
 
 
+SETS = 2    # independent sets of partial vectors: each chunk's combination waits for the previous one's
+
+
 def vectorize_tuple_reduction(vec: VectorForms, update: TupleUpdate, width: int) -> ir.Stmt | None:
     """The loop of ``vec`` as SIMD partial results of ``width`` lanes (see the module docstring), or None
-    when it has fewer than ``width`` iterations."""
+    when it has fewer than ``width`` iterations. With at least ``SETS * width`` iterations, ``SETS``
+    independent sets of partial vectors take turns (so that consecutive combinations overlap) and are
+    combined lane by lane after the loop."""
     loop = vec.loop
     trips = constant_difference(loop.end, loop.begin)
     if width < 2 or (trips is not None and trips < width):
         return None
+    sets = SETS if trips is None or trips >= SETS * width else 1
+    step = sets * width
     name = loop.var.name
-    chunks = simplify(Binary("floordiv", Binary("sub", loop.end, loop.begin, "int64"), Const(width, "int64"), "int64"))
-    partials = [ir.RegisterVar(f"{name}.lanes{k}", ir.vector_dtype(s.buffer.dtype, width))
-                for k, s in enumerate(update.stores)]
+    groups = simplify(Binary("floordiv", Binary("sub", loop.end, loop.begin, "int64"), Const(step, "int64"), "int64"))
+    partials = [[ir.RegisterVar(f"{name}.lanes{k}" + (f"_{j}" if j else ""), ir.vector_dtype(s.buffer.dtype, width))
+                 for k, s in enumerate(update.stores)] for j in range(sets)]
     totals = [ir.RegisterVar(f"{name}.total{k}", s.buffer.dtype) for k, s in enumerate(update.stores)]
 
-    def chunk(base: Expr, combine: bool) -> ir.Stmt:
-        vec.vector_of = {id(a): p for a, p in zip(update.accumulators, partials)}
+    def chunk(into: list[ir.RegisterVar], base: Expr | None, given: list[ir.RegisterVar] | None = None) -> ir.Stmt:
+        """``into`` set to the values of the chunk at ``base`` (or to ``given``), combined with ``into``
+        unless they are its first values (``base`` and ``given`` both set)."""
+        vec.vector_of = {id(a): p for a, p in zip(update.accumulators, into)}
+        first = base is not None and given is not None
         bindings: list[tuple[Var, Expr]] = []
-        for v, value in update.inputs + (update.combination if combine else []):
-            vector = vec.expr(value, base, width)
+        if given is not None:
+            vec.vector_of.update({id(v): g for (v, _), g in zip(update.inputs, given)})
+        for v, value in (update.inputs if base is not None else []) + ([] if first else update.combination):
+            vector = vec.expr(value, base if base is not None else loop.begin, width)
             register = ir.RegisterVar(v.name, vector.dtype)
             bindings.append((register, vector))
             vec.vector_of[id(v)] = register
-        results = update.combined if combine else [v for v, _ in update.inputs]
-        assigns = ir.seq([ir.Assign(p, vec.vector_of[id(r)]) for p, r in zip(partials, results)])
+        results = [v for v, _ in update.inputs] if first else update.combined
+        assigns = ir.seq([ir.Assign(p, vec.vector_of[id(r)]) for p, r in zip(into, results)])
         vec.vector_of = {}
         return wrap_lets(bindings, assigns)
 
-    def start(c: Expr) -> Expr:
-        return simplify(Binary("add", loop.begin, Binary("mul", c, Const(width, "int64"), "int64"), "int64"))
+    def at(group: Expr, j: int) -> Expr:
+        offset = Binary("add", Binary("mul", group, Const(step, "int64"), "int64"), Const(j * width, "int64"), "int64")
+        return simplify(Binary("add", loop.begin, offset, "int64"))
 
-    chunk_var = ir.LoopVar(f"{name}.v")
-    parts: list[ir.Stmt] = [chunk(loop.begin, False),
-                            ir.For(chunk_var, Const(1, "int64"), chunks, LoopKind.SERIAL, chunk(start(chunk_var), True))]
-    parts += [ir.Assign(t, ir.Lane(p, 0)) for t, p in zip(totals, partials)]
+    group_var = ir.LoopVar(f"{name}.v")
+    zero = Const(0, "int64")
+    parts: list[ir.Stmt] = [chunk(partials[j], at(zero, j), partials[j]) for j in range(sets)]
+    parts.append(ir.For(group_var, Const(1, "int64"), groups, LoopKind.SERIAL,
+                        ir.seq([chunk(partials[j], at(group_var, j)) for j in range(sets)])))
+    parts += [chunk(partials[0], None, partials[j]) for j in range(1, sets)]
+    parts += [ir.Assign(t, ir.Lane(p, 0)) for t, p in zip(totals, partials[0])]
     for lane in range(1, width):        # the lanes in order, each combined into the running total
-        bindings, combined = _combine(update, list(totals), [ir.Lane(p, lane) for p in partials])
+        bindings, combined = _combine(update, list(totals), [ir.Lane(p, lane) for p in partials[0]])
         parts.append(wrap_lets(bindings, ir.seq([ir.Assign(t, c) for t, c in zip(totals, combined)])))
     accumulators = [ir.Load(s.buffer, s.indices) for s in update.stores]
     bindings, combined = _combine(update, list(accumulators), list(totals))
     parts.append(wrap_lets(bindings, ir.seq([ir.Store(s.buffer, s.indices, c) for s, c in zip(update.stores, combined)])))
-    rest = start(chunks)
-    if trips is None or trips % width:
-        parts.append(replace(loop, begin=rest, kind=LoopKind.SERIAL, extent_hint=None))
-    code: ir.Stmt = ir.Registers(partials + totals, ir.seq(parts))
+    if trips is None or trips % step:
+        parts.append(replace(loop, begin=at(groups, 0), kind=LoopKind.SERIAL, extent_hint=None))
+    code: ir.Stmt = ir.Registers([p for group in partials for p in group] + totals, ir.seq(parts))
     if trips is not None:
         return code
-    enough = Binary("ge", Binary("sub", loop.end, loop.begin, "int64"), Const(width, "int64"), "bool")
+    enough = Binary("ge", Binary("sub", loop.end, loop.begin, "int64"), Const(step, "int64"), "bool")
     return ir.IfThenElse(enough, code, replace(loop, kind=LoopKind.SERIAL))
 
 
