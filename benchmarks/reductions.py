@@ -6,7 +6,7 @@ Printed per variant: the median and minimum microseconds per call over the round
 (interquartile range over the median) and the ratio of NumPy's median to the variant's median.
 
 1. argmax of each row of a float32 2048x4096 matrix: ``ts.argmax``, a tuple reduction (index and value,
-   rows in parallel; the reduce loop scalar, vectorized, or rfactor-ed into 16 vectorized lanes) vs
+   rows in parallel; the reduce loop scalar, vectorized, or rfactor-ed into 32 vectorized lanes) vs
    ``np.argmax`` (index only) and ``np.argmax`` + ``np.max``.
 2. lower-triangular matrix-vector product, n = 4096: tesched's ``reduce_axis((0, i + 1))`` (rows in
    parallel, the triangle only) vs ``np.tril(L) @ x`` and the full ``L @ x`` (BLAS gemv, twice the work).
@@ -46,10 +46,10 @@ def checked(variants: dict[str, Callable[[], object]], check: Callable[[str, obj
 def argmax_kernels(m: int, n: int) -> dict[str, Callable]:
     """``ts.argmax`` of each row (rows in parallel) under three schedules: the reduce loop scalar, the
     reduce loop vectorized (vectors of partial (index, value) pairs combined after the loop), and
-    TVM's spelling of the same idea (split the reduce loop, ``rfactor`` its 16-wide inner part into
+    TVM's spelling of the same idea (split the reduce loop, ``rfactor`` its 32-wide inner part into
     partial results computed at each row, the lanes vectorized)."""
     kernels = {}
-    for variant in ("scalar", "vectorized k", "rfactor 16 lanes"):
+    for variant in ("scalar", "vectorized k", "rfactor 32 lanes"):
         val = ts.placeholder((m, n), name="val")
         k = ts.reduce_axis((0, n), name="k")
         index, best = ts.compute((m,), lambda i: ts.argmax(val[i, k], axis=k), name="argmax")
@@ -58,8 +58,8 @@ def argmax_kernels(m: int, n: int) -> dict[str, Callable]:
         s[index].parallel(row)
         if variant == "vectorized k":
             s[index].vectorize(k)
-        elif variant == "rfactor 16 lanes":
-            _, ki = s[index].split(k, factor=16)
+        elif variant == "rfactor 32 lanes":
+            _, ki = s[index].split(k, factor=32)
             partials = s.rfactor(index, ki, factor_axis=1)
             rf = s[partials[0]]
             i, lane = rf.op.axis

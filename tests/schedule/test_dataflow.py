@@ -5,9 +5,13 @@ produced and how large its buffer is.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pytest
 from conv_helpers import loop_body
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tesched as ts
 
@@ -357,12 +361,15 @@ def test_rfactor_of_a_symbolic_reduction(which):
 # rfactor of tuple reductions ---------------------------------------------------------------------------
 def _lane_partials(values: np.ndarray, factor: int, arg) -> tuple[np.ndarray, np.ndarray]:
     """The partial (index, value) of each lane ``l`` of an rfactor over ``k % factor``: the best of
-    ``values[:, l::factor]`` and its index in ``values``."""
+    ``values[:, l::factor]`` and its index in ``values`` (NumPy's ties and NaN); a lane without elements
+    keeps the reducer's identity."""
     m, n = values.shape
-    index = np.empty((m, factor), np.int64)
-    for lane in range(factor):
-        index[:, lane] = arg(values[:, lane::factor], axis=1) * factor + lane   # NumPy's ties and NaN
-    return index, np.take_along_axis(values, index, axis=1)
+    index = np.full((m, factor), np.iinfo(np.int32).max, np.int64)
+    value = np.full((m, factor), -np.inf if arg is np.argmax else np.inf, values.dtype)
+    for lane in range(min(factor, n)):
+        index[:, lane] = arg(values[:, lane::factor], axis=1) * factor + lane
+        value[:, lane] = np.take_along_axis(values, index[:, lane:lane + 1], axis=1)[:, 0]
+    return index, value
 
 
 def _arg_input(rng: np.random.Generator, m: int, n: int) -> np.ndarray:
@@ -449,3 +456,34 @@ def test_rfactor_of_a_single_value_comm_reducer_returns_one_tensor():
     s[partial].vectorize(s[partial].op.axis[0])
     data = np.random.default_rng(3).uniform(0.9, 1.1, 24).astype(np.float32)
     np.testing.assert_allclose(ts.build(s, [a, p], name="product_rfactor")(data), [np.prod(data)], rtol=RTOL)
+
+
+@lru_cache(maxsize=None)
+def _argmax_rfactor_of_run_time_sizes(which: str):
+    """One kernel for every shape: rfactor into 8 vectorized lanes (the last slice of a row guarded)."""
+    val = ts.placeholder((ts.var("m"), ts.var("n")), name="val")
+    k = ts.reduce_axis((0, val.shape[1]), name="k")
+    index, best = ts.compute((val.shape[0],), lambda i: getattr(ts, which)(val[i, k], axis=k), name="T")
+    s = ts.create_schedule(index.op)
+    _, ki = s[index].split(k, factor=8)
+    rf_index, rf_value = s.rfactor(index, ki, factor_axis=1)
+    rf = s[rf_value]
+    i, lane = rf.op.axis
+    rf.reorder(i, rf.op.reduce_axis[0], lane)
+    rf.vectorize(lane)
+    return ts.build(s, [val, rf_index, rf_value, index, best], name=f"{which}_rfactor_sizes")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(which=st.sampled_from(["argmax", "argmin"]), m=st.integers(1, 4), n=st.integers(1, 50),
+       seed=st.integers(0, 2 ** 16))
+def test_rfactor_of_argmax_over_run_time_sizes_matches_numpy(which, m, n, seed):
+    """Rows shorter than the lanes (empty lanes keep the identity), not a multiple of them, NaN and ties."""
+    values = _arg_input(np.random.default_rng(seed), m, n)
+    rf_index, rf_value, index, best = _argmax_rfactor_of_run_time_sizes(which)(values)
+    arg = getattr(np, which)
+    np.testing.assert_array_equal(index, arg(values, axis=1))
+    np.testing.assert_array_equal(best, getattr(np, which.replace("arg", ""))(values, axis=1))
+    want_index, want_value = _lane_partials(values, 8, arg)
+    np.testing.assert_array_equal(rf_index, want_index)
+    np.testing.assert_array_equal(rf_value, want_value)
