@@ -36,8 +36,8 @@ def collapse_fused(body: ir.Stmt, components: Mapping[int, FusedGroup]) -> ir.St
         chain = [s]
         while isinstance(chain[-1].body, ir.For) and components.get(id(chain[-1].body.var)) is group:
             chain.append(chain[-1].body)
+        reason = _obstacle(chain, chain[-1].body, group, components)    # (before the body's own collapses)
         inner = map_stmt(chain[-1].body, None, visit)
-        reason = _obstacle(chain, inner, group, components)
         if group.plain:
             return _nest(chain, inner)
         if reason is not None:

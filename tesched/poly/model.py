@@ -19,7 +19,7 @@ from enum import StrEnum
 
 import islpy as isl
 
-from tesched.errors import LoweringError
+from tesched.errors import LoweringError, ScheduleError
 from tesched.ir.nodes import Buffer, BufferScope
 from tesched.poly.affine import NotAffine, to_isl
 from tesched.poly.fused import FusedGroup
@@ -220,8 +220,24 @@ class StageModel:
         (the level a stage computed or stored at ``ivar`` sits at)."""
         leaf = self.stage.leaf_iter_vars[self.stage.leaf_position(ivar)]
         group = next((g for g in self.groups if any(p is leaf for p in g.pieces)), None)
+        if group is not None and group.factor is not None and leaf is group.pieces[0]:
+            raise ScheduleError(f"stage {self.name}: loop {leaf.name} splits {group.describe()}, a fuse over a "
+                                "symbolic extent, whose blocks are formed only after the loops it fuses are "
+                                "generated; place a stage (compute_at, store_at, prefetch) at "
+                                f"{group.pieces[1].name} or at a loop outside {leaf.name}")
         last = leaf if group is None else group.components[-1]
         return next(k for k, v in enumerate(self.leaves) if v is last)
+
+    def loop_label(self, var: IterVar) -> str:
+        """The name of model loop ``var`` for messages (a component of a kept-out fuse: the fuse's)."""
+        group = self.group_of(var)
+        return var.name if group is None else group.describe()
+
+    def user_loop(self, var: IterVar) -> IterVar:
+        """The user's loop at model loop ``var``'s level: for a component of a kept-out fuse, the fused loop
+        (or the inner loop of its split), where a stage placed there sits."""
+        group = self.group_of(var)
+        return var if group is None else group.pieces[-1]
 
     def loop_kind(self, var: IterVar) -> LoopKind:
         """The kind of model loop ``var`` (a component of a kept-out fuse: the fuse's, for the checks)."""

@@ -214,17 +214,17 @@ def _resolve_store(model: PolyModel, sm: StageModel) -> None:
     host = sm.store_parent
     sm.store_len = 0 if host is None else next(k for k, (s, t) in enumerate(loops)
                                                if s is host and t == sm.store_level) + 1
-    where = "the root" if host is None else f"{host.name}.{host.leaves[sm.store_level or 0].name}"
+    where = "the root" if host is None else f"{host.name}.{host.user_loop(host.leaves[sm.store_level or 0]).name}"
     inner, level = loops[-1]
     for s, t in loops[sm.store_len:]:
         kind = s.loop_kind(s.leaves[t])
         if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
             raise ScheduleError(
-                f"{_store_call(st)} of {sm.name}: loop {s.leaves[t].name} of stage {s.name} is {kind}, but "
+                f"{_store_call(st)} of {sm.name}: loop {s.loop_label(s.leaves[t])} of stage {s.name} is {kind}, but "
                 f"it runs between the storage of {sm.name} (at {where}) and its computation (at "
-                f"{inner.name}.{inner.leaves[level].name}); its iterations reuse values earlier ones "
-                "computed (a sliding window), so it must run in order: make it serial, or store "
-                f"{sm.name} at {s.name}.{s.leaves[t].name} or inside it")
+                f"{inner.name}.{inner.user_loop(inner.leaves[level]).name}); its iterations reuse values earlier "
+                "ones computed (a sliding window), so it must run in order: make it serial, or store "
+                f"{sm.name} at {s.name}.{s.user_loop(s.leaves[t]).name} or inside it")
 
 
 def _make_statements(sm: StageModel, params: str) -> None:
