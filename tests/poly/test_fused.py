@@ -187,6 +187,48 @@ def test_a_serial_symbolic_fuse_stays_a_nest(rand):
         np.testing.assert_allclose(f(a), a * 2 + 1, rtol=1e-6)
 
 
+def test_fused_output_loops_inside_the_reduction_loop(rand):
+    """The reduction's init gets its own copy of the fused loop, collapsed like the update's."""
+    m, n = ts.var("m"), ts.var("n")
+    A = ts.placeholder((m, 4), name="A")
+    B = ts.placeholder((4, n), name="B")
+    k = ts.reduce_axis((0, 4), name="k")
+    C = ts.compute((m, n), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    i, j = C.op.axis
+    s[C].reorder(k, i, j)
+    s[C].parallel(s[C].fuse(i, j))
+    assert str(ts.lower(s, [A, B, C])).count("parallel for i.j.fused") == 2
+    f = ts.build(s, [A, B, C])
+    for mm, nn in SIZES:
+        a, b = rand((mm, 4)), rand((4, nn))
+        np.testing.assert_allclose(f(a, b), a @ b, rtol=1e-5)
+
+
+def test_a_fuse_of_a_split_loop_in_reversed_order_is_refused_when_parallel(rand):
+    """``fuse(i.inner, i.outer)``: how far ``i.outer`` runs depends on ``i.inner`` (not a rectangle), so the
+    loops cannot become one parallel loop; serial, they stay a nest and compute the right values."""
+    n = ts.var("n")
+    A = ts.placeholder((n,), name="A")
+    B = ts.compute((n,), lambda i: A[i] + 1.0, name="B")
+    for parallel in (True, False):
+        s = ts.create_schedule(B.op)
+        outer, inner = s[B].split(B.op.axis[0], factor=5)
+        s[B].reorder(inner, outer)
+        fused = s[B].fuse(inner, outer)
+        if parallel:
+            s[B].parallel(fused)
+            with pytest.raises(ts.LoweringError, match=r"stage B: loop i.inner.i.outer.fused \(the fuse of i.inner, "
+                                                       r"i.outer\) cannot be generated as one loop: the bounds of "
+                                                       r"loop i.outer depend on the enclosing loop values"):
+                ts.lower(s, [A, B])
+        else:
+            f = ts.build(s, [A, B])
+            for size in (1, 4, 12):
+                a = rand((size,))
+                np.testing.assert_allclose(f(a), a + 1, rtol=1e-6)
+
+
 @functools.cache
 def _random_kernel(fuse_three: bool, factor: int | None, kinds: tuple[str, str], at: str):
     m, n = ts.var("m"), ts.var("n")
