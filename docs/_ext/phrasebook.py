@@ -96,7 +96,9 @@ ROWS: tuple[Row, ...] = (
         uses=("tesched.Stage.tile",)),
     Row("reorder", "``s[C].reorder(j, i)``", "``f.reorder(y, x)`` (innermost first)", "``s[C].reorder(j, i)``",
         "outermost first, as in TVM", uses=("tesched.Stage.reorder",)),
-    Row("fuse", "``s[C].fuse(i, j)``", "``f.fuse(x, y, xy)``", "``s[C].fuse(i, j)``", uses=("tesched.Stage.fuse",)),
+    Row("fuse", "``s[C].fuse(i, j)``", "``f.fuse(x, y, xy)``", "``s[C].fuse(i, j)``",
+        "over a symbolic inner extent too: one loop with ``i = fused // n``, ``j = fused % n`` when it is parallel, "
+        "vectorized or split", uses=("tesched.Stage.fuse",)),
     Row("vectorize", "``s[C].vectorize(j)``", "``f.vectorize(x, 8)``", "``s[C].vectorize(j)``",
         "explicit SIMD for the target's vector width; split first to choose the lane count",
         uses=("tesched.Stage.vectorize",)),
