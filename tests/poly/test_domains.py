@@ -424,7 +424,7 @@ def test_a_bounded_extent_box_keeps_no_existential_variables(rand):
     jo, ji = s[D].split(D.op.axis[1], factor=2)
     s[D].reorder(ji, D.op.axis[0], jo)
     s[C].compute_at(s[D], D.op.axis[0])
-    cio, cjo, cii, cji = s[C].tile(*C.op.axis, 4, 4)
+    _, cjo, cii, _ = s[C].tile(*C.op.axis, 4, 4)
     s[C].fuse(cjo, cii)
     s[B].compute_at(s[D], ji)
     s[B].bound_extent(B.op.axis[1], 12)
