@@ -20,7 +20,7 @@ from tesched.nn.schedule import (
 )
 from tesched.schedule.schedule import Schedule
 from tesched.target import current_target
-from tesched.te.tensor import PlaceholderOp, Tensor
+from tesched.te.tensor import IterVar, PlaceholderOp, Tensor
 
 COLUMN_TILE = 16
 """Output columns one iteration of a product's loop nest computes."""
@@ -117,6 +117,30 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
     parallel_outer(hstage, [i, jo], reduction_work(product))
 
 
+def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, tile_columns: int) -> IterVar:
+    """``host`` (of ``product``'s shape) in tiles of ``tile_rows`` x ``tile_columns``, column panels outermost
+    (parallel when the work is large), row tiles next; per tile ``product`` accumulates in registers: the
+    reduction outermost and unrolled by ``REDUCTION_UNROLL``, rows unrolled, columns vectorized. Returns
+    the loop over column panels."""
+    pstage, hstage = s[product], s[host]
+    i, j = hstage.op.axis
+    io, ii = hstage.split(i, tile_rows)
+    jo, ji = hstage.split(j, tile_columns)
+    hstage.reorder(jo, io, ii, ji)
+    pstage.compute_at(hstage, io)
+    pi, pj = pstage.op.axis
+    k, = pstage.op.reduce_axis
+    ko, ki = pstage.split(k, largest_divisor(static_extent(k), REDUCTION_UNROLL))
+    pstage.reorder(ko, ki, pi, pj)
+    pstage.unroll(ki)
+    pstage.unroll(pi)
+    pstage.vectorize(pj)
+    hstage.vectorize(ji)
+    if reduction_work(product) >= PARALLEL_MIN_WORK:
+        hstage.parallel(jo)
+    return jo
+
+
 @register_schedule("matmul")
 def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     """TVM's "How to optimize GEMM on CPU" steps with tesched's primitives. The output is cut into
@@ -133,25 +157,9 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     if host.shape != product.shape or tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:
         _schedule_columns(s, product, host, vector_columns=True)
         return
-    pstage, hstage = s[product], s[host]
-    i, j = hstage.op.axis
-    io, ii = hstage.split(i, tile_rows)
-    jo, ji = hstage.split(j, tile_columns)
-    hstage.reorder(jo, io, ii, ji)
-    pstage.compute_at(hstage, io)
-    pi, pj = pstage.op.axis
-    k, = pstage.op.reduce_axis
-    unroll = largest_divisor(static_extent(k), REDUCTION_UNROLL)
-    ko, ki = pstage.split(k, unroll)
-    pstage.reorder(ko, ki, pi, pj)
-    pstage.unroll(ki)
-    pstage.unroll(pi)
-    pstage.vectorize(pj)
-    hstage.vectorize(ji)
-    if reduction_work(product) >= PARALLEL_MIN_WORK:
-        hstage.parallel(jo)
+    jo = register_tiles(s, product, host, tile_rows, tile_columns)
     a, b = product.op.input_tensors if len(product.op.input_tensors) == 2 else (None, None)
     if b is not None and isinstance(b.op, PlaceholderOp) and rows // tile_rows >= PACK_MIN_ROW_TILES:
         packed = s.cache_read(b, "local", [s[product]])
-        s[packed].compute_at(hstage, jo)
+        s[packed].compute_at(s[host], jo)
         s[packed].vectorize(s[packed].op.axis[1])
