@@ -61,7 +61,12 @@ def aligned_constant(data: np.ndarray) -> np.ndarray:
 
 
 def _largest_refcount(arrays: list[np.ndarray]) -> int:
-    return max((sys.getrefcount(a) for a in arrays), default=0)
+    largest = 0
+    for a in arrays:      # a loop, not max() over a generator: this runs in every plain call
+        count = sys.getrefcount(a)
+        if count > largest:
+            largest = count
+    return largest
 
 
 _UNHELD_REFCOUNT = _largest_refcount([np.empty(1)])
