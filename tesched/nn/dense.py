@@ -15,8 +15,8 @@ from tesched.nn.schedule import (
     parallel_outer,
     reduction_work,
     register_schedule,
-    schedule_reduction,
     static_extent,
+    stored_whole,
 )
 from tesched.schedule.schedule import Schedule
 from tesched.target import current_target
@@ -72,10 +72,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 def _schedule_columns(s: Schedule, product: Tensor, host: Tensor, vector_columns: bool) -> None:
     """Tiles of COLUMN_TILE output columns, rows and column tiles in parallel when the work is large; per
     tile the product runs with the reduction outside the column loop, which is vectorized when
-    ``vector_columns`` else unrolled (independent accumulators); then the host's tile."""
-    if host.shape != product.shape:
-        schedule_reduction(s, product, host)
-        return
+    ``vector_columns`` else unrolled (independent accumulators); then the host's tile (of the product's
+    shape: see :func:`~tesched.nn.schedule.stored_whole`)."""
     tile = largest_divisor(int(product.shape[1]), COLUMN_TILE)
     pstage, hstage = s[product], s[host]
     i, j = hstage.op.axis
@@ -97,8 +95,9 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
     split into LANES lanes, each lane's partial sums (``rfactor``) computed for a tile of columns at once,
     then summed. Without a divisor of the reduced size of at least 4, the tile's columns are unrolled
     instead (independent scalar accumulators)."""
+    product, host = stored_whole(s, product, host)
     lanes = largest_divisor(static_extent(product.op.reduce_axis[0]), LANES)
-    if host.shape != product.shape or lanes < 4:
+    if lanes < 4:
         _schedule_columns(s, product, host, vector_columns=False)
         return
     pstage, hstage = s[product], s[host]
@@ -150,11 +149,12 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     panels are the outer, parallel loop, and each panel of ``b`` is copied once into a contiguous local
     buffer (``cache_read`` packing) that every row tile of the panel reads. Shapes without such tiles, or
     too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
+    product, host = stored_whole(s, product, host)
     rows, columns = (int(d) for d in product.shape)
     lanes = current_target().vector_bytes // np.dtype(product.dtype).itemsize
     tile_rows = largest_divisor(rows, REGISTER_ROWS)
     tile_columns = largest_divisor(columns, REGISTER_VECTORS * lanes)
-    if host.shape != product.shape or tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:
+    if tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:
         _schedule_columns(s, product, host, vector_columns=True)
         return
     jo = register_tiles(s, product, host, tile_rows, tile_columns)

@@ -29,7 +29,7 @@ from tesched.nn.schedule import (
     parallel_outer,
     reduction_work,
     register_schedule,
-    schedule_reduction,
+    stored_whole,
 )
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target, current_target
@@ -103,10 +103,11 @@ def _block_of(product: Tensor) -> int:
 
 @register_schedule("dense_panels")
 def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
-    """The register tiles of the module docstring, computed inside ``host``'s loops (see there)."""
-    if host.shape != product.shape:
-        schedule_reduction(s, product, host)
-        return
+    """The register tiles of the module docstring, computed inside ``host``'s loops (see there). A host of
+    another shape (a slice of the product's columns, as in a GRU cell) would read the product element by
+    element: the product is stored whole instead, through a write cache, and computed in tiles, and the
+    host gets the injective schedule."""
+    product, host = stored_whole(s, product, host)
     tile_rows = largest_divisor(int(product.shape[0]), GEMM_ROWS)
     if tile_rows >= MIN_TILE_ROWS:
         register_tiles(s, product, host, tile_rows, _block_of(product))
