@@ -63,9 +63,7 @@ def aligned_constant(data: np.ndarray) -> np.ndarray:
 def _largest_refcount(arrays: list[np.ndarray]) -> int:
     largest = 0
     for a in arrays:      # a loop, not max() over a generator: this runs in every plain call
-        count = sys.getrefcount(a)
-        if count > largest:
-            largest = count
+        largest = max(largest, sys.getrefcount(a))
     return largest
 
 

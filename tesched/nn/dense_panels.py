@@ -1,14 +1,15 @@
 """``dense`` by a weight packed ahead of time into column panels: ``packed[N / B, K, B]`` holds, for each
 block of ``B`` output columns, the ``K x B`` panel of ``weight.T`` those columns read, contiguous
-(:func:`pack_dense_panels`; the layout the GEMM micro-kernel's packing step builds at run time, see
-:mod:`tesched.intrin.dense`). The graph packs constant weights once, at build time (``alter_op_layout``).
+(:func:`pack_dense_panels`; the panels the GEMM micro-kernel's packing step of :mod:`tesched.intrin.dense`
+builds at run time, as wide as its default tile). The graph packs constant weights once, at build time
+(``alter_op_layout``).
 
 The default schedule reads the panels in place, with no copy at run time:
 
 - when a divisor of the rows between :data:`MIN_TILE_ROWS` and :data:`GEMM_ROWS` exists, register tiles of
   that many rows x one panel's ``B`` columns (the reduction outermost and unrolled by
-  :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer (parallel) loop:
-  :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
+  :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer
+  (parallel) loop: :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
 - otherwise (a matrix-vector product, a recurrent cell at batch 1), per row and tile of
   :data:`GEMV_PANELS` panels, the reduction outermost and the tile's columns split into SIMD vectors,
   unrolled: one accumulator register per vector, each step one broadcast of ``x`` and contiguous loads of
@@ -60,7 +61,8 @@ def panel_width(columns: int, dtype: str = "float32", target: Target | None = No
 
 def pack_dense_panels(weight: np.ndarray, block: int | None = None) -> np.ndarray:
     """``weight[N, K]`` (PyTorch's Linear layout) as ``packed[N / B, K, B]``, ``packed[j // B, k, j % B] =
-    weight[j, k]``, C-contiguous, for :func:`dense_panels`; ``B`` is ``block`` or :func:`panel_width`."""
+    weight[j, k]``, C-contiguous, for :func:`dense_panels`; ``B`` is ``block``, or by default two SIMD
+    vectors of columns (``tesched.nn.dense_panels.panel_width``)."""
     if weight.ndim != 2:
         raise ValueError(f"pack_dense_panels: weight must be 2-D (N, K), got shape {weight.shape}")
     n, k = weight.shape
