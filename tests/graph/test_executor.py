@@ -190,3 +190,21 @@ def test_constants_are_stored_aligned_to_a_cache_line(rand):
     data = rand((1, 8), low=-1)
     np.testing.assert_allclose(exe(data), np.tanh(data @ weight.T), rtol=RTOL, atol=ATOL)
     assert all(address(a) % ALIGNMENT == 0 for a in exe._keep[1:])     # the arena, then the constants
+
+
+def test_a_set_of_several_results_is_reused_only_when_none_of_them_is_held(rand):
+    x = G.var("x", shape=(8,))
+    exe = G.build(G.Function([x], G.Tuple([G.exp(x), G.tanh(x)])))
+    xa = rand((8,))
+    first, second = exe(xa)
+    del first
+    outputs = [exe(xa) for _ in range(3)]
+    assert not any(np.shares_memory(second, o) for pair in outputs for o in pair)
+    for exp, tanh in outputs:
+        np.testing.assert_allclose(exp, np.exp(xa), rtol=RTOL)
+        np.testing.assert_allclose(tanh, np.tanh(xa), rtol=RTOL, atol=ATOL)
+    del outputs, second
+    released = exe(xa)
+    kept = released[0].__array_interface__["data"][0]
+    del released
+    assert exe(xa)[0].__array_interface__["data"][0] == kept     # a free set is reused: no allocation
