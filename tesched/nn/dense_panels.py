@@ -100,7 +100,9 @@ def dense_panels(x: Tensor, packed: Tensor) -> Tensor:
 
 
 def _block_of(product: Tensor) -> int:
-    return int(product.op.input_tensors[1].shape[2])
+    """The panel width of the packed weight ``product`` reads (its one 3-D operand)."""
+    packed, = (t for t in product.op.input_tensors if t.ndim == 3)
+    return int(packed.shape[2])
 
 
 @register_schedule("dense_panels")
