@@ -6,7 +6,9 @@ output column, columns next: the layout AMX reads a B tile in, 16 columns of 64 
 The tile is cut into up to 2 x 2 blocks of at most 16 x 16 outputs (C tiles 0 to 3), each reduction step of
 ``KB`` elements (32 bfloat16, 64 bytes) loads up to two A tiles (4, 5) and two B tiles (6, 7); the tile
 configuration is a constant of the kernel, loaded at each call and released at its end (so other AMX code
-on the same thread keeps working). The last ``K % KB`` reduction elements are added by scalar code.
+on the same thread keeps working). The last ``K % KB`` reduction elements are copied into zero-padded
+tiles for one more step. The tile code carries its own ``target`` attribute, so the source compiles for
+any x86-64 target (with or without ``-mamx-*``).
 
 The process asks Linux for the tile state once, when the kernel's library is loaded (a constructor calling
 ``arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)``). Where the OS or the CPU refuses, or a region's
@@ -143,6 +145,7 @@ static void {name}_scalar(const {a} *a, int64_t sa0, int64_t sa1, const {w} *w, 
     }}
 }}
 
+__attribute__((target("amx-tile,amx-bf16,amx-int8")))
 static void {name}_tiles(const {a} *a, int64_t sa0, const {w} *w, int64_t sw0, {t} *c, int64_t sc0) {{
   static const uint8_t config[64] __attribute__((aligned(64))) = {{{config}}};
   _tile_loadconfig(config);
