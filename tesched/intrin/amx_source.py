@@ -4,9 +4,10 @@ for int8 x int8), with W in the packed layout of ``nn.pack_dense_weight`` (``G``
 output column, columns next: the layout AMX reads a B tile in, 16 columns of 64 bytes per row).
 
 The tile is cut into up to 2 x 2 blocks of at most 16 x 16 outputs (C tiles 0 to 3), each reduction step of
-``KB`` elements (32 bfloat16, 64 bytes) loads up to two A tiles (4, 5) and two B tiles (6, 7); the tile
-configuration is a constant of the kernel, loaded at each call and released at its end (so other AMX code
-on the same thread keeps working). The last ``K % KB`` reduction elements are copied into zero-padded
+``KB`` elements (32 bfloat16, 64 bytes) loads up to two A tiles (4, 5) and two B tiles (6, 7). The tile
+configuration is a constant of the kernel; loading it costs about 200 ns, so a call reads the thread's
+current one (``STTILECFG``, about 10 ns) and loads its own only when it differs (the first call on a
+thread, or after other AMX code ran there). The tiles are left configured after the call. The last ``K % KB`` reduction elements are copied into zero-padded
 tiles for one more step. The tile code carries its own ``target`` attribute, so the source compiles for
 any x86-64 target (with or without ``-mamx-*``).
 
@@ -148,7 +149,9 @@ static void {name}_scalar(const {a} *a, int64_t sa0, int64_t sa1, const {w} *w, 
 __attribute__((target("amx-tile,amx-bf16,amx-int8")))
 static void {name}_tiles(const {a} *a, int64_t sa0, const {w} *w, int64_t sw0, {t} *c, int64_t sc0) {{
   static const uint8_t config[64] __attribute__((aligned(64))) = {{{config}}};
-  _tile_loadconfig(config);
+  uint8_t current[64] __attribute__((aligned(64)));
+  _tile_storeconfig(current);               /* about 10 ns; loading a configuration costs about 200 */
+  if (memcmp(current, config, 64) != 0) _tile_loadconfig(config);
   TESCHED_AMX_READS_MEMORY();
 {nl.join(zeros)}
   for (int64_t kb = 0; kb < {main}; kb += {kind.step}) {{
@@ -156,7 +159,6 @@ static void {name}_tiles(const {a} *a, int64_t sa0, const {w} *w, int64_t sw0, {
 {nl.join(products)}
   }}
 {tail}{nl.join(stores)}
-  _tile_release();
 }}
 
 static void {name}_body(const {a} *a, int64_t sa0, int64_t sa1, const {w} *w, int64_t sw0, int64_t sw1,
