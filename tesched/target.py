@@ -3,9 +3,9 @@
 A :class:`Target` is a frozen value built once, from the host (``Target("host")``: the CPU's flags and
 ``-march=native``) or from a name: ``x86-64-avx512``, ``x86-64-avx2``, ``x86-64`` (SSE4.2) or ``c``
 (portable C: no ``-march``, no explicit SIMD). Extra features follow a ``+``:
-``Target("x86-64-avx512+avx512_vnni+avx512_bf16")``; ``+amx_bf16`` and ``+amx_int8`` bring ``amx_tile``. ``build`` passes it to the lowering (SIMD width),
-the C generator (thread clauses) and the compiler (flags); it is part of every kernel's cache key, so a
-library for an AVX2-only machine can be built here. ``with Target(...):`` makes it the default of the
+``Target("x86-64-avx512+avx512_vnni+avx512_bf16")``; ``+amx_bf16`` and ``+amx_int8`` bring ``amx_tile``.
+``build`` passes it to the lowering (SIMD width), the C generator (thread clauses) and the compiler
+(flags); it is part of every kernel's cache key, so a library for an AVX2-only machine can be built here. ``with Target(...):`` makes it the default of the
 code inside (schedules that size tiles by the SIMD width read :func:`current_target`).
 
 This module reads no environment variable itself (see :mod:`tesched.config`) and runs nothing at import.

@@ -7,8 +7,8 @@ The tile is cut into up to 2 x 2 blocks of at most 16 x 16 outputs (C tiles 0 to
 ``KB`` elements (32 bfloat16, 64 bytes) loads up to two A tiles (4, 5) and two B tiles (6, 7). The tile
 configuration is a constant of the kernel; loading it costs about 200 ns, so a call reads the thread's
 current one (``STTILECFG``, about 10 ns) and loads its own only when it differs (the first call on a
-thread, or after other AMX code ran there). The tiles are left configured after the call. The last ``K % KB`` reduction elements are copied into zero-padded
-tiles for one more step. The tile code carries its own ``target`` attribute, so the source compiles for
+thread, or after other AMX code ran there). The tiles are left configured after the call. The last
+``K % KB`` reduction elements are copied into zero-padded tiles for one more step. The tile code carries its own ``target`` attribute, so the source compiles for
 any x86-64 target (with or without ``-mamx-*``).
 
 The process asks Linux for the tile state once, when the kernel's library is loaded (a constructor calling
@@ -133,7 +133,8 @@ def amx_dense_source(name: str, kind: AmxKind, mr: int, nr: int, k: int) -> str:
         tail = (f"  {{  /* the last {rest} reduction elements, zero-padded to a whole step */\n"
                 f"    uint8_t pad_a[{len(rows)}][{ROWS * ROW_BYTES}] __attribute__((aligned(64))) = {{{{0}}}};\n"
                 f"    uint8_t pad_w[{len(cols)}][{ROWS * ROW_BYTES}] __attribute__((aligned(64))) = {{{{0}}}};\n"
-                + nl.join(copies) + "\n    TESCHED_AMX_READS_MEMORY();\n" + nl.join(pad_loads) + "\n" + nl.join("  " + line for line in products) + "\n  }\n")
+                + nl.join(copies) + "\n    TESCHED_AMX_READS_MEMORY();\n" + nl.join(pad_loads) + "\n"
+                + nl.join("  " + line for line in products) + "\n  }\n")
     return _PRELUDE + f"""
 /* the same product in scalar C, for any strides, where AMX may not run */
 static void {name}_scalar(const {a} *a, int64_t sa0, int64_t sa1, const {w} *w, int64_t sw0, int64_t sw1,

@@ -1,6 +1,5 @@
 """tesched.intrin.amx: the AMX micro-kernel tensorized by hand over dense_packed (whole and partial tiles,
 reduction tails), its argument checks, and when a target runs it. Every kernel is checked against NumPy."""
-import numpy as np
 import pytest
 
 import tesched as ts
@@ -18,7 +17,7 @@ def tensorized(m: int, n: int, k: int, data_dtype: str, weight_dtype: str, tile:
     w_t = ts.placeholder((k // group, n, group), weight_dtype, name="w")
     out = nn.dense_packed(x_t, w_t)
     s = ts.create_schedule(out.op)
-    io, jo, ii, ji = s[out].tile(*s[out].op.axis, *tile)
+    _, _, ii, _ = s[out].tile(*s[out].op.axis, *tile)
     s[out].tensorize(ii, amx_dense_microkernel(*tile, k, data_dtype, weight_dtype))
     return s, [x_t, w_t, out]
 
