@@ -9,6 +9,7 @@ from tesched import nn
 from tesched.intrin import amx
 from tesched.nn import quantized_ref as ref
 from tesched.nn.quantized import GROUPS
+from tesched.nn.quantized_schedule import amx_panel_columns
 
 from amx_helpers import DTYPES, check, operands, skip_without_amx
 
@@ -28,13 +29,20 @@ def dense(m: int, n: int, k: int, data_dtype: str, weight_dtype: str, target: st
 
 
 @pytest.mark.parametrize("data_dtype, weight_dtype", DTYPES)
-@pytest.mark.parametrize("m, n, k", [(64, 96, 256), (50, 40, 100), (4, 24, 12), (33, 80, 200)])
+@pytest.mark.parametrize("m, n, k", [(64, 96, 256), (50, 40, 100), (4, 24, 12), (33, 80, 200), (40, 256, 72)])
 def test_host_with_amx_uses_it(data_dtype, weight_dtype, m, n, k, rng):
     skip_without_amx(data_dtype)
     kernel, uses_amx = dense(m, n, k, data_dtype, weight_dtype)
     assert uses_amx
     x, w = operands(rng, m, n, k, data_dtype, weight_dtype)
     check(kernel(x, nn.pack_dense_weight(w)), x, w)
+
+
+def test_amx_panels_hold_several_tiles_and_leave_panels_for_the_threads():
+    assert amx_panel_columns(1024, 32, 2048) == 256            # bfloat16, K = 1024: 512 KiB of weights
+    assert amx_panel_columns(1024, 32, 64) == 256              # room for more, but 4 panels are kept
+    assert amx_panel_columns(256, 32, 72) == 64 and amx_panel_columns(96, 32, 64) == 32
+    assert amx_panel_columns(40, 20, 10 ** 7) == 20            # over the budget: one tile per panel
 
 
 @pytest.mark.parametrize("data_dtype, weight_dtype", DTYPES)
