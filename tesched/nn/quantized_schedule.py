@@ -8,8 +8,8 @@ group serial and innermost), so they run on AVX-512 VNNI / BF16 where the target
   up to 32 x 32 (dividing the output) and each is one call of the AMX micro-kernel
   (:func:`tesched.intrin.amx.amx_dense_microkernel`); the panels are several tiles wide (up to
   ``AMX_PANEL_BYTES`` of weights), so that a row tile's data serves each tile of a panel from cache.
-  Sizes whose largest dividing tile is narrower than ``AMX_MIN_TILE`` (and their own size) keep the
-  dot-product tiles.
+  Sizes whose largest dividing tile is narrower than ``AMX_MIN_TILE`` (and their own size), and operands
+  computed inline (a quantize fused into the product), keep the dot-product tiles.
 - ``conv2d_nhwc_packed``: tiles of ``CONV_PIXELS`` output pixels of a row x ``CONV_VECTORS`` vectors of
   output channels; rows of the image in parallel; the padded input computed once, before.
 
@@ -28,6 +28,7 @@ from tesched.nn.schedule import (
     register_schedule,
     schedule_reduction,
 )
+from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te import dtype as dt
 from tesched.target import current_target
@@ -99,9 +100,12 @@ def schedule_dense_packed(s: Schedule, product: Tensor, host: Tensor) -> None:
 
 
 def _schedule_amx(s: Schedule, product: Tensor, host: Tensor) -> bool:
-    """AMX micro-kernel tiles, if the target runs them for these operands and a tile divides the output."""
+    """AMX micro-kernel tiles, if the target runs them for these operands, both are stored (not computed
+    inline, as a fused quantize is) and a tile divides the output."""
     data, packed = product.op.input_tensors
-    if not amx_usable(data.dtype, packed.dtype):
+    inlined = [t for t in (data, packed) if not isinstance(t.op, PlaceholderOp)
+               and s[t].attach_type is AttachType.INLINE]
+    if inlined or not amx_usable(data.dtype, packed.dtype):    # the micro-kernel reads stored operands
         return False
     rows, columns = (int(d) for d in product.shape)
     tile_rows, tile_columns = largest_divisor(rows, MAX_TILE), largest_divisor(columns, MAX_TILE)

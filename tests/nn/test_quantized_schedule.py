@@ -71,6 +71,19 @@ def test_sizes_without_a_wide_dividing_tile_keep_the_dot_product_tiles(rng):
     check(kernel(x, nn.pack_dense_weight(w)), x, w)
 
 
+def test_an_operand_computed_inline_keeps_the_dot_product_tiles(rng):
+    """A quantize fused into the product is no stored array the AMX tiles could load."""
+    xf_t = ts.placeholder((64, 128), name="xf")
+    w_t = ts.placeholder((32, 64, 4), "int8", name="w")
+    out = nn.dense_packed(nn.quantize(xf_t, 0.05, 128, "uint8"), w_t)
+    kernel = ts.build(nn.default_schedule(out), [xf_t, w_t, out], name="quantize_dense")
+    assert "tesched_amx_" not in kernel.c_source
+    xf = rng.uniform(-3, 3, (64, 128)).astype(np.float32)
+    w = rng.integers(-128, 128, (64, 128)).astype(np.int8)
+    expected = ref.dense(ref.quantize(xf, 0.05, 128, "uint8"), w)
+    np.testing.assert_array_equal(kernel(xf, nn.pack_dense_weight(w)), expected)
+
+
 @pytest.mark.parametrize("target", ["host", NO_AMX])
 def test_qdense_fuses_its_epilogue_with_either_kernel(target, rng):
     if target == "host":
