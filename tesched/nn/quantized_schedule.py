@@ -50,7 +50,7 @@ output of 97 rows would otherwise run 97 calls of one row each."""
 AMX_PANEL_BYTES = 512 * 1024
 """Largest panel of packed weights (all its reduction rows) an AMX ``dense_packed`` copies once and reads
 for every row tile: a quarter of a 2 MiB L2. Wider panels read each row tile's data from memory fewer times
-(``benchmarks/low_precision.py`` shows the effect on a bfloat16 GEMM 1024)."""
+(once per panel; its later tiles find it in cache)."""
 
 AMX_MIN_PANELS = 4
 """Column panels are the parallel loop: an AMX ``dense_packed`` keeps at least this many."""
