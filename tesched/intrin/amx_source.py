@@ -44,6 +44,7 @@ class AmxKind:
 
     @property
     def element_bytes(self) -> int:
+        """Bytes of one operand element (a 32-bit lane holds ``group`` of them)."""
         return 4 // self.group
 
 
