@@ -8,8 +8,8 @@ call, the spread (interquartile range over the median) and the ratio of NumPy's 
 Variants: ``rows`` parallelizes ``i`` and vectorizes ``j`` split by 16 (what one wrote before a symbolic
 fuse was possible); ``fused`` parallelizes ``fuse(i, j)`` (one loop of ``m * n`` iterations, ``i`` and
 ``j`` recovered by ``//`` and ``%`` per element); ``fused, split 64`` splits the fused loop by 64,
-parallel outer, vectorized inner (the divisions once per element still, the inner loop left to gcc's
-``omp simd``). Two shapes: few long rows (``m`` below the thread count: ``rows`` leaves threads idle)
+parallel outer, vectorized inner (each block of 64 runs row by row over consecutive ``j``: explicit SIMD,
+divisions once per row). Two shapes: few long rows (``m`` below the thread count: ``rows`` leaves threads idle)
 and a square one.
 
 Run:  OMP_WAIT_POLICY=passive python benchmarks/symbolic_fuse.py [--rounds 20] [--threads 2] [--quick]

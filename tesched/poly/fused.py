@@ -59,7 +59,7 @@ class FusedGroup:
         return (("ivdep", True),) if any(("ivdep", True) in p for p in self.pragmas) else ()
 
     def describe(self) -> str:
-        """``i.j.fused (fuse of i, j)`` for messages."""
+        """``i.j.fused (the fuse of i, j)`` for messages."""
         return f"{self.fused.name} (the fuse of {', '.join(v.name for v in self.components)})"
 
 

@@ -74,13 +74,13 @@ def tuple_update(lets: list[tuple[Var, Expr]], stores: list[ir.Store], var: Var)
     """The parts of the loop body ``lets`` + ``stores`` when it is a tuple reduction's update over the loop
     variable ``var`` in the form above, else None."""
     buffers = [s.buffer for s in stores]
-    if len({id(b) for b in buffers}) != len(stores) or any(var in walk(i) for s in stores for i in s.indices):
+    if len({id(b) for b in buffers}) != len(stores) or any(n is var for s in stores for i in s.indices for n in walk(i)):
         return None
     inputs = {id(v.buffer): (v, value) for v, value in lets if isinstance(v, ir.ReduceInput)}
     if sorted(inputs) != sorted(map(id, buffers)) or len(inputs) != sum(isinstance(v, ir.ReduceInput) for v, _ in lets):
         return None
     for _, value in inputs.values():
-        if any(isinstance(n, ir.Load) and n.buffer in buffers for n in walk(value)):
+        if any(isinstance(n, ir.Load) and id(n.buffer) in inputs for n in walk(value)):
             return None
     order = [isinstance(v, ir.ReduceInput) for v, _ in lets]
     if order != sorted(order, reverse=True):

@@ -78,7 +78,10 @@ def test_split_of_the_fused_loop_parallel_outer_vectorized_inner(rand):
     s[B].vectorize(inner)
     text = str(ts.lower(s, [A, B]))
     assert "parallel for i.j.fused.outer in [0, (int64(m) * int64(n) + 7) // 8)" in text
-    assert "vectorized for i.j.fused.inner in [0, min(8, int64(m) * int64(n) - 8 * i.j.fused.outer))" in text
+    # each block runs as stretches of j, one row at a time: consecutive j, no division per element
+    assert "for i.j.fused.row in [8 * i.j.fused.outer // int64(n), " in text and "let i = i.j.fused.row" in text
+    assert "vectorized for j in [max(8 * i.j.fused.outer - i.j.fused.row * int64(n), 0), " in text
+    assert "%" not in text
     f = ts.build(s, [A, B])
     for size in SIZES + [(8, 1), (2, 4)]:
         a = rand(size)
