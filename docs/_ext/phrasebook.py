@@ -147,7 +147,8 @@ ROWS: tuple[Row, ...] = (
         "``s.cache_write(C, 'local')``", "accumulate a tile in a local buffer (registers after unrolling)",
         uses=("tesched.Schedule.cache_write",)),
     Row("rfactor", "``s.rfactor(C, ko)``", "``f.update().rfactor(r.x, u)``", "``s.rfactor(C, ko)``",
-        "parallelize a reduction over partial results", uses=("tesched.Schedule.rfactor",)),
+        "parallelize a reduction over partial results; of a tuple reduction (argmax) it returns the list of "
+        "partial tensors, as TVM", uses=("tesched.Schedule.rfactor",)),
     Row("tensorize", "``s[C].tensorize(ii, te.decl_tensor_intrin(...))``", "no counterpart (``extern`` stages)",
         "``s[C].tensorize(ii, ts.decl_tensor_intrin(op, ts.CIntrinsic(...)))``",
         "the intrinsic is C source; ``tesched.intrin`` has GEMM micro-kernels",

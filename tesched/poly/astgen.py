@@ -93,28 +93,70 @@ class LoopAst:
         return self.node.to_C_str()
 
 
+# isl operations a tree's loop nest may take before the other tree is tried (deterministic, unlike a
+# timeout; a tenth of a second or so: nearly all fuzzed schedules take less, a few up to 400,000). The count
+# restarts where a statement's coordinates are found directly (:func:`_direct` has its own budget).
+TREE_BUDGET = 200_000
+
+
 def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
     """Run isl's AST generator on ``tree``'s schedule over loop values (iterators ``L0, L1, ...`` by
     depth), and give each statement its coordinates, not its loop values (see :class:`_Coordinates`).
 
+    Either tree describes the same loops; each is hard for isl in its own cases. Over coordinates, isl
+    inverts the nested floors of split and fused loops (minutes for a tile of fused tiles); over loop
+    values, it recovers the loops left out (one value per iteration of the loops around them) from the
+    loops that remain, a mixed-radix decomposition it writes as convoluted pieces at every statement
+    (seconds for a tiled stage computed at a fused loop, whose coordinates are two divisions). So each
+    tree gets :data:`TREE_BUDGET` isl operations, loop values first; a tree that runs out is tried again
+    without a limit only if the other ran out too.
+
     isl's generator has been seen to drop instances of a statement (a loop of stride 2 whose values
     depend on an enclosing loop through a modulo, from fusing a split loop with a reduction): every
-    statement's instances are checked against its domain, and when some are missing the nest is
-    generated again from the tree over coordinates; if that misses instances too, a ``LoweringError``
-    names the stage rather than letting a kernel compute a wrong answer."""
-    node, missing = _generate(tree.loop_schedule, tree.coordinates, tree.depth, context)
-    if missing:
-        node, missing = _generate(tree.schedule, {}, tree.depth, context)
-    if missing:
-        stages = sorted({tree.stage_of.get(name, name) for name in missing})
-        raise LoweringError(f"stage {', '.join(stages)}: isl's loop generator left out some of its iterations "
-                            "(a limitation of isl with strided loops, here from fusing a split loop with "
-                            "another); change the split or the fuse of that stage")
-    return LoopAst(node)
+    statement's instances are checked against its domain, and a nest that misses some is not used; if
+    both trees miss instances, a ``LoweringError`` names the stage rather than letting a kernel compute a
+    wrong answer."""
+    trees = [(tree.loop_schedule, tree.coordinates), (tree.schedule, {})]
+    missing: set[str] = set()
+    for budget in (TREE_BUDGET, 0):
+        left = []
+        for schedule, coordinates in trees:
+            made = _generate(schedule, coordinates, tree.depth, context, budget)
+            if made is None:
+                left.append((schedule, coordinates))
+            elif not made[1]:
+                return LoopAst(made[0])
+            else:
+                missing = made[1]
+        trees = left
+    stages = sorted({tree.stage_of.get(name, name) for name in missing})
+    raise LoweringError(f"stage {', '.join(stages)}: isl's loop generator left out some of its iterations "
+                        "(a limitation of isl with strided loops, here from fusing a split loop with "
+                        "another); change the split or the fuse of that stage")
 
 
 def _generate(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
-              context: isl.Set) -> tuple[isl.AstNode, set[str]]:
+              context: isl.Set, budget: int = 0) -> tuple[isl.AstNode, set[str]] | None:
+    """isl's loop nest of ``schedule`` and the statements some of whose instances it does not run; None
+    if isl needs more than ``budget`` operations (0: no limit)."""
+    ctx = context.get_ctx()
+    previous = ctx.get_max_operations()
+    ctx.set_max_operations(budget)
+    ctx.reset_operations()
+    try:
+        return _generate_nest(schedule, coordinates, depth, context)
+    except (isl.Error, LoweringError) as err:
+        # past the budget any isl call fails, with whatever message (a parse may report a syntax error)
+        if budget and (isinstance(err, isl.Error) or isinstance(err.__cause__, isl.Error)):
+            return None
+        raise
+    finally:
+        ctx.set_max_operations(previous)
+        ctx.reset_operations()
+
+
+def _generate_nest(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
+                   context: isl.Set) -> tuple[isl.AstNode, set[str]]:
     """isl's loop nest of ``schedule`` and the statements some of whose instances it does not run."""
     build = isl.AstBuild.from_context(context)
     ids = isl.IdList.alloc(context.get_ctx(), depth + 1)

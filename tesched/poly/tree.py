@@ -138,12 +138,16 @@ class TreeBuilder:
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all
-        ``stmts``."""
+        ``stmts``. Decided over the statements' loop values (:class:`~.model.LoopSpace`), where the loop
+        vector is the point itself: the values of loops ``0..pos`` that run are a projection of the
+        domain. Over the coordinates, the same question composes maps of nested floors and modulos, which
+        took isl seconds per loop (and isl's operation budget does not interrupt that call)."""
         for s in stmts:
-            head = f"{self.model.param_prefix}{{ {s.name}[{', '.join(s.coords)}] -> "
-            outer = isl.Map(head + f"[{', '.join(s.loops[:pos])}] }}").intersect_domain(s.domain)
-            value = isl.Map(head + f"[{s.loops[pos]}] }}").intersect_domain(s.domain)
-            if not outer.reverse().apply_range(value).is_single_valued():
+            values = s.loop_coords if s.space is not None else s.loops
+            image = isl.Map(f"{self.model.param_prefix}{{ {s.name}[{', '.join(s.loop_coords)}] -> "
+                            f"[{', '.join(values[:pos + 1])}] }}")
+            ran = image.intersect_domain(s.loop_domain).range()
+            if not isl.Map.from_range(ran).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, pos).is_single_valued():
                 return False
         return True
 

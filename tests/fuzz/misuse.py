@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 import tesched as ts
+from tesched.intrin import amx_dense_microkernel
 
 from .outcome import describe, is_tesched_error
 
@@ -415,6 +416,13 @@ def _declaration_rows() -> list[Misuse]:
         Misuse("decl_tensor_intrin of a placeholder", lambda: ts.decl_tensor_intrin(A(), None), r"decl_tensor_intrin"),
         Misuse("CIntrinsic naming a non-identifier", lambda: ts.CIntrinsic("", body="x; system()"), r"CIntrinsic.*body"),
         Misuse("CIntrinsic naming no function", lambda: ts.CIntrinsic("", reset="r"), r"CIntrinsic.*body.*update"),
+        Misuse("AMX micro-kernel wider than two tiles", lambda: amx_dense_microkernel(48, 16, 64),
+               r"amx micro-kernel: mr must be a positive int at most 32"),
+        Misuse("AMX micro-kernel of float32", lambda: amx_dense_microkernel(16, 16, 64, "float32"),
+               r"no AMX product of float32 data"),
+        Misuse("AMX micro-kernel with a reduction outside its packing",
+               lambda: amx_dense_microkernel(16, 16, 6, "uint8"),
+               r"k=6 must be a multiple of the packing group 4"),
     ]
     return rows
 
