@@ -104,6 +104,7 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
     pstage, hstage = s[product], s[host]
     _, lane = pstage.split(pstage.op.reduce_axis[0], lanes)
     partial = s.rfactor(product, lane, factor_axis=2)
+    assert isinstance(partial, Tensor)      # a sum: one partial tensor
     i, j = hstage.op.axis
     jo, ji = hstage.split(j, largest_divisor(int(product.shape[1]), COLUMN_TILE))
     pstage.compute_at(hstage, jo)

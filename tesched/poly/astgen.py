@@ -17,6 +17,8 @@ import islpy as isl
 from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
+from tesched.poly.collapse import collapse_fused
+from tesched.poly.fused import FusedGroup
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Select, Unary
@@ -378,9 +380,10 @@ class AstToIR:
     def __init__(self, marks: Mapping[str, object], emit: StatementEmitter, params: Mapping[str, Expr],
                  allocate: Callable[[AllocMark], ir.Buffer]):
         self.marks, self.emit, self.params, self.allocate = marks, emit, params, allocate
+        self.components: dict[int, FusedGroup] = {}   # loop variable -> the kept-out fuse it is a loop of
 
     def convert(self, node: isl.AstNode) -> ir.Stmt:
-        return self.walk(node, dict(self.params), None)
+        return collapse_fused(self.walk(node, dict(self.params), None), self.components)
 
     def walk(self, node: isl.AstNode, env: dict[str, Expr], loop: LoopMark | None) -> ir.Stmt:
         kind = node.get_type()
@@ -432,6 +435,10 @@ class AstToIR:
         step = int(node.for_get_inc().get_val().to_python())
         body = self.walk(node.for_get_body(), inner, None)
         kind = loop.kind if loop is not None else LoopKind.SERIAL
+        pragmas = loop.pragmas if loop is not None else ()
+        if loop is not None and loop.group is not None:    # a loop of a kept-out fuse: collapse_fused decides
+            self.components[id(var)] = loop.group
+            kind, pragmas = LoopKind.SERIAL, ()
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
                       loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "",
-                      loop.origin if loop else "", loop.pragmas if loop else ())
+                      loop.origin if loop else "", pragmas)

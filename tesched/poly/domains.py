@@ -179,7 +179,7 @@ def bound_exceeded(model: PolyModel, sm: StageModel, outside: isl.Set | isl.Map,
     bounds = "; ".join(f"{a.name}: {sm.stage.bounds[a].describe()}" for a in sm.axes if a in sm.stage.bounds)
     if not who:
         assert sm.parent is not None and sm.level is not None
-        who = f"the loop {sm.parent.name}.{sm.parent.leaves[sm.level].name} it is computed at"
+        who = f"the loop {sm.parent.name}.{sm.parent.user_loop(sm.parent.leaves[sm.level]).name} it is computed at"
     raise ScheduleError(f"bound of {sm.name} ({bounds}): {who} requests {sm.name}"
                         f"[{', '.join(map(str, element))}], which is outside the bounded region")
 
@@ -187,9 +187,9 @@ def bound_exceeded(model: PolyModel, sm: StageModel, outside: isl.Set | isl.Map,
 def _attach_message(sm: StageModel, outside: list[StageModel], readers: list[StageModel]) -> str:
     parent, level = sm.parent, sm.level
     assert parent is not None and level is not None
-    loop = parent.leaves[level].name
-    legal = [parent.leaves[t].name for t in range(len(parent.leaves))
-             if all(r.inside(parent, t) for r in readers)]
+    loop = parent.user_loop(parent.leaves[level]).name
+    legal = list(dict.fromkeys(parent.user_loop(parent.leaves[t]).name for t in range(len(parent.leaves))
+                               if all(r.inside(parent, t) for r in readers)))
     where = (f"legal loops of {parent.name}: {', '.join(legal)}" if legal else
              f"no loop of {parent.name} is legal, since {', '.join(r.name for r in outside)} also reads it "
              "outside that stage; compute it at the root or at a loop enclosing every reader")
