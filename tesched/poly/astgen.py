@@ -93,10 +93,11 @@ class LoopAst:
         return self.node.to_C_str()
 
 
-# isl operations a tree's loop nest may take before the other tree is tried (deterministic, unlike a
-# timeout; a tenth of a second or so: nearly all fuzzed schedules take less, a few up to 400,000). The count
-# restarts where a statement's coordinates are found directly (:func:`_direct` has its own budget).
-TREE_BUDGET = 200_000
+# isl operations isl's AST generator may take on a tree before the other tree is tried (deterministic,
+# unlike a timeout; fuzzed schedules take up to 800,000, nearly all under 200,000; a tiled stage at a fused
+# loop takes millions over loop values). The count restarts where a statement's coordinates are found
+# directly (:func:`_direct` has its own budget).
+TREE_BUDGET = 500_000
 
 
 def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
@@ -138,13 +139,13 @@ def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
 def _generate(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
               context: isl.Set, budget: int = 0) -> tuple[isl.AstNode, set[str]] | None:
     """isl's loop nest of ``schedule`` and the statements some of whose instances it does not run; None
-    if isl needs more than ``budget`` operations (0: no limit)."""
+    if isl needs more than ``budget`` operations to generate it (0: no limit)."""
     ctx = context.get_ctx()
     previous = ctx.get_max_operations()
     ctx.set_max_operations(budget)
     ctx.reset_operations()
     try:
-        return _generate_nest(schedule, coordinates, depth, context)
+        node, covered = _nest(schedule, coordinates, depth, context)
     except (isl.Error, LoweringError) as err:
         # past the budget any isl call fails, with whatever message (a parse may report a syntax error)
         if budget and (isinstance(err, isl.Error) or isinstance(err.__cause__, isl.Error)):
@@ -153,11 +154,12 @@ def _generate(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], d
     finally:
         ctx.set_max_operations(previous)
         ctx.reset_operations()
+    return node, _missing(schedule, covered, context)
 
 
-def _generate_nest(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
-                   context: isl.Set) -> tuple[isl.AstNode, set[str]]:
-    """isl's loop nest of ``schedule`` and the statements some of whose instances it does not run."""
+def _nest(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
+          context: isl.Set) -> tuple[isl.AstNode, dict[str, isl.Set]]:
+    """isl's loop nest of ``schedule`` and the instances of each statement it runs."""
     build = isl.AstBuild.from_context(context)
     ids = isl.IdList.alloc(context.get_ctx(), depth + 1)
     for k in range(depth + 1):
@@ -169,16 +171,21 @@ def _generate_nest(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAf
     del handle
     if callback.error is not None:
         raise LoweringError(f"internal: isl AST statement: {callback.error}") from callback.error
-    missing: set[str] = set()
+    return node, callback.covered
 
-    def check(domain: isl.Set) -> None:
+
+def _missing(schedule: isl.Schedule, covered: Mapping[str, isl.Set], context: isl.Set) -> set[str]:
+    """The statements of ``schedule`` some of whose instances are not ``covered``."""
+    missing: set[str] = set()
+    domains = schedule.get_domain().get_set_list()
+    for k in range(domains.n_set()):
+        domain = domains.get_at(k)
         name = domain.get_tuple_name()
         want = domain.intersect_params(context)
-        got = callback.covered.get(name)
+        got = covered.get(name)
         if not want.is_empty() and (got is None or not want.subtract(got).is_empty()):
             missing.add(name)
-    schedule.get_domain().foreach_set(check)
-    return node, missing
+    return missing
 
 
 # isl operations allowed to find a statement's coordinates directly from the iterators (deterministic,

@@ -85,7 +85,9 @@ class Stage(LoopHints, Placement):
         The inner loop may run over a symbolic size ``n`` (``fused = i * n + j``, not affine): the
         lowering then models the loops it fuses, in the fused loop's order, and generates one loop with
         ``i = fused // n`` and ``j = fused % n`` (as TVM and Halide) when the fused loop is ``parallel``,
-        ``vectorize``-d, has a pragma or is split by a constant factor (see ``tesched.poly.fused``). Such a
+        ``vectorize``-d, has a pragma or is split by a constant factor (see ``tesched.poly.fused``). That
+        loop costs a division per iteration; split by a constant factor, each block runs row by row over
+        consecutive ``j`` (one division per row, vectorizable inner part). Such a
         fused loop cannot be unrolled, its split parts cannot be split or fused again, and the loops it fuses
         must all be data-parallel or all reduction loops."""
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
