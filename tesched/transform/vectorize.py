@@ -119,6 +119,7 @@ class LoopVectorizer:
         self.lets: list[tuple[Var, Expr]] = []
         self.vector_of: dict[int, ir.RegisterVar] = {}      # let variable -> its vector counterpart in this chunk
         self.mask: Expr | None = None     # the lanes a select's branch may read (inside that branch)
+        self.target: tuple[ir.Buffer, Expr] | None = None      # the element the store being vectorized writes
 
     def depends(self, e: Expr) -> bool:
         """Whether ``e`` changes with the loop (directly or through a vector ``let``)."""
@@ -203,7 +204,11 @@ class LoopVectorizer:
             self.mask = outer
 
     def in_bounds(self, e: ir.Load) -> bool:
-        """Whether ``e`` reads inside its tensor at every point of the loops around (and of this loop)."""
+        """Whether ``e`` reads inside its tensor at every point of the loops around (and of this loop); so
+        does a read of the element the store writes (``acc = select(c, acc + v, acc)``: a masked sum)."""
+        if self.target is not None and e.buffer is self.target[0] and \
+                constant_difference(ir.flat_index(e.buffer, e.indices), self.target[1]) == 0:
+            return True
         for index, size, offset in zip(e.indices, e.buffer.shape, e.buffer.offsets):
             if not isinstance(size, int) or not (isinstance(offset, Const) and offset.value == 0):
                 return False
@@ -234,7 +239,11 @@ class LoopVectorizer:
                             substitute(s.value, {self.var: base}))
         if coefficient(flat, self.var) != 1:
             raise CannotVectorize(f"store to {s.buffer.name} is not contiguous in the loop")
-        return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), self.expr(s.value, base, lanes))
+        self.target = (s.buffer, flat)
+        try:
+            return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), self.expr(s.value, base, lanes))
+        finally:
+            self.target = None
 
     def chunk(self, stores: list[ir.Store], base: Expr, lanes: int) -> list[ir.Stmt]:
         if not self.lets:

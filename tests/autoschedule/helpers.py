@@ -64,3 +64,20 @@ def run(kernel, inputs, outputs, arrays):
     outs = [np.empty([int(d) for d in t.shape], np.float32) for t in outputs]
     kernel(*arrays, *outs)
     return outs
+
+
+def histogram_grid(n=64, cell=8, bins=4):
+    """Per cell of ``cell`` x ``cell`` pixels, the sum of the pixels in each of ``bins`` intensity bins."""
+    A = ts.placeholder((n, n), name="A")
+    g = n // cell
+    binned = ts.compute((n, n), lambda y, x: ts.floor(A[y, x] * float(bins)).astype("int32"), name="bin")
+    dy, dx = ts.reduce_axis((0, cell), "dy"), ts.reduce_axis((0, cell), "dx")
+    grid = ts.compute((bins, g, g), lambda z, gy, gx: ts.sum(
+        A[gy * cell + dy, gx * cell + dx], axis=[dy, dx], where=binned[gy * cell + dy, gx * cell + dx] == z),
+        name="grid")
+
+    def reference(a):
+        b = np.floor(a * bins).astype(int)
+        cells = lambda v: v.reshape(g, cell, g, cell).sum(axis=(1, 3))  # noqa: E731
+        return np.stack([cells(a * (b == z)) for z in range(bins)])
+    return [A], [grid], reference
