@@ -218,7 +218,7 @@ def banded(state: DecideState, host: StageInfo, plan: StagePlan, extents: list[i
             tile = list(base)
             tile[-1] = strip
             text = f"bands of {rows} rows" + (f" in strips of {strip} columns" if strip < extents[-1] else
-                                               f" of {extents[-1]}") + ", one loop per row"
+                                               f" of {extents[-1]}")
             candidates.append((plan.with_(tile=tuple(tile), band=tuple(band), vectorize=vectorize), text))
     best: tuple[float, StagePlan, Placement | None, str] | None = None
     for candidate, text in candidates:
@@ -226,7 +226,8 @@ def banded(state: DecideState, host: StageInfo, plan: StagePlan, extents: list[i
         if placement is None:
             continue            # no outer loop to compute the members in
         rows = host.points // max(candidate.tile[-1], 1) * (1 + len(members))
-        seconds = cost.compute_seconds(host.work + cost.ROW_OPS * rows, machine, vectorize, candidate.parallel > 0)
+        seconds = cost.compute_seconds(host.work, machine, vectorize, candidate.parallel > 0)
+        seconds += cost.compute_seconds(cost.ROW_OPS * rows, machine, False, candidate.parallel > 0)
         seconds += placement.seconds
         if best is None or seconds < best[0]:
             best = (seconds, candidate, placement, text)
@@ -234,6 +235,8 @@ def banded(state: DecideState, host: StageInfo, plan: StagePlan, extents: list[i
         return with_parallel(state, host, plan.with_(f"rows of {extents[-1]}, {how}", tile=tuple(base),
                                                      vectorize=vectorize), extents, members)
     _, chosen, placement, text = best
+    if placement.store is not None:
+        text += ", a loop per row"
     return chosen.with_(f"{text} (least modelled cost for the stages computed in them), {how}"), placement
 
 

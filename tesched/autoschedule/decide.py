@@ -3,9 +3,10 @@
 Consumers first (Mullapudi-style grouping), every stage is inlined, computed at a tile of the one host all
 its readers run in, or stored whole (a *host* of its own), by the rules of :mod:`.cost`. Each host then
 gets its loops: a register tile when a reduction anchors it (the host's own reduction through a write
-cache, or the reduction its elementwise epilogue reads), row bands sized by the exact footprints of the
-stages computed in them otherwise; the parallel and vectorized loops; and the level at which its members
-are computed, the one of least modelled cost. A member whose halo recompute exceeds
+cache, or the reduction its elementwise epilogue reads; tile loops that no input depends on innermost),
+otherwise row bands or sliding windows sized by the exact footprints of the stages computed in them
+(:mod:`.bands`); the parallel and vectorized loops; and the level at which its members are computed (and
+stored), the one of least modelled cost. A member whose halo recompute exceeds
 :data:`~.cost.MAX_REDUNDANCY` is stored whole instead, and the grouping is redone. Every decision carries
 its reason. This module does not build or time anything.
 """
