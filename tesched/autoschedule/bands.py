@@ -220,7 +220,7 @@ def banded(state: DecideState, host: StageInfo, plan: StagePlan, extents: list[i
             text = f"bands of {rows} rows" + (f" in strips of {strip} columns" if strip < extents[-1] else
                                                f" of {extents[-1]}")
             candidates.append((plan.with_(tile=tuple(tile), band=tuple(band), vectorize=vectorize), text))
-    best: tuple[float, StagePlan, Placement | None, str] | None = None
+    best: tuple[float, StagePlan, Placement, str] | None = None
     for candidate, text in candidates:
         candidate, placement = with_parallel(state, host, candidate, extents, members)
         if placement is None:
