@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import tesched as ts
 import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
-from tests.autoschedule.helpers import blur, data, histogram, histogram_grid, matmul_relu, run, softmax_matmul
+from tests.autoschedule.helpers import blur, data, histogram, histogram_grid, matmul_relu, pipelines, run, softmax_matmul
 
 
 @pytest.mark.parametrize("make", [blur, matmul_relu, softmax_matmul, histogram])
@@ -126,47 +126,6 @@ def test_explain_and_arguments():
     narrow = Machine(vector_bytes=16, threads=1, registers=16, l1_bytes=32 << 10, l2_bytes=256 << 10,
                      l3_bytes=4 << 20)
     assert "128-bit SIMD" in ts.explain_schedule(ts.auto_schedule(outputs, target=narrow))
-
-
-def _map(p, k):
-    return ts.compute(p.shape, lambda y, x: p[y, x] * 0.5 + 1.0, name=f"m{k}"), lambda b: b * 0.5 + 1.0
-
-
-def _stencil_y(p, k):
-    H, W = (int(d) for d in p.shape)
-    return (ts.compute((H - 2, W), lambda y, x: p[y, x] + p[y + 1, x] + p[y + 2, x], name=f"sy{k}"),
-            lambda b: b[:-2] + b[1:-1] + b[2:])
-
-
-def _stencil_x(p, k):
-    H, W = (int(d) for d in p.shape)
-    return ts.compute((H, W - 2), lambda y, x: p[y, x] - p[y, x + 2], name=f"sx{k}"), lambda b: b[:, :-2] - b[:, 2:]
-
-
-def _rowsum(p, k):
-    H, W = (int(d) for d in p.shape)
-    r = ts.reduce_axis((0, W), name=f"r{k}")
-    return (ts.compute((H, 4), lambda y, x: ts.sum(p[y, r] * (x + 1.0), axis=r), name=f"rs{k}"),
-            lambda b: b.sum(1, keepdims=True) * np.arange(1, 5))
-
-
-@st.composite
-def pipelines(draw):
-    """A chain of 1-3 stages over a 2-D image: pointwise maps, 3-tap stencils, weighted row sums."""
-    h, w = draw(st.integers(3, 12)), draw(st.integers(3, 20))
-    A = ts.placeholder((h, w), name="A")
-    t, steps = A, []
-    for k in range(draw(st.integers(1, 3))):
-        H, W = (int(d) for d in t.shape)
-        options = [_map, _rowsum] + ([_stencil_y] if H > 2 else []) + ([_stencil_x] if W > 2 else [])
-        t, step = draw(st.sampled_from(options))(t, k)
-        steps.append(step)
-
-    def ref(a):
-        for step in steps:
-            a = step(a)
-        return a
-    return A, t, ref
 
 
 @settings(max_examples=8, deadline=None)
