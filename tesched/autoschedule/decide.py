@@ -260,7 +260,7 @@ def _pack(state: DecideState, anchor: StageInfo, plan: StagePlan, regions: dict[
         region = regions.get(r.tensor.name)
         if (isinstance(r.tensor.op, PlaceholderOp) and region is not None and r.strides[inner_axis] == 0
                 and region.extents[-1] < r.tensor.shape[-1] and _product(list(region.extents[:-1])) > 1):
-            index = next(s.index for s in state.pipe.stages if s.op is r.tensor.op)
+            index = next(s.index for s in state.pipe.stages if s.stage.op is r.tensor.op)
             packs.append((index, region))
     if not packs:
         return plan

@@ -171,3 +171,9 @@ def test_histogram_grid_reads_each_cell_once_for_all_bins():
     a = np.random.default_rng(0).uniform(0, 0.999, (256, 256)).astype(np.float32)
     got, = run(ts.build(s, inputs + outputs), inputs, outputs, [a])
     np.testing.assert_allclose(got, reference(a.astype(np.float64)), rtol=1e-4, atol=1e-3)
+
+
+def test_large_matmul_packs_its_strided_panel():
+    _, outputs, _ = matmul_relu(1024, 1024, 1024)
+    text = ts.explain_schedule(ts.auto_schedule(outputs))
+    assert "packed panel" in text and "pack B (1024x" in text
