@@ -34,6 +34,7 @@ from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
 from tesched.transform.select_split import split_at_conditions
 from tesched.transform.simplify_indices import RangeMutator, loop_range
+from tesched.transform.tuple_reduction import tuple_update, vectorize_tuple_reduction, widest_value
 
 _ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -84,11 +85,19 @@ def _common_type(a: Expr, b: Expr) -> tuple[Expr, Expr]:
     return (a if a.dtype == wide else ir.VCast(wide, a)), (b if b.dtype == wide else ir.VCast(wide, b))
 
 
+def _index_ramp(e: Expr, var: Var) -> Expr | None:
+    """``x`` when ``e`` is ``int32(x)`` for an integer ``x = var + c`` (a loop value as argmax's index):
+    its lanes are an int32 ramp, computed without int64 vectors."""
+    if isinstance(e, Cast) and e.dtype == "int32" and dt.is_int(e.value.dtype) and coefficient(e.value, var) == 1:
+        return e.value
+    return None
+
+
 def value_bytes(e: Expr, var: Var) -> int:
     """The widest value (bytes per lane) the vector form of ``e`` computes: index arithmetic and
     subexpressions that do not change with ``var`` (broadcast whole) are not looked into."""
     own = dt.info(e.dtype).value_itemsize if e.dtype != "bool" else 1
-    if isinstance(e, ir.Load) or not _depends(e, var):
+    if isinstance(e, ir.Load) or not _depends(e, var) or _index_ramp(e, var) is not None:
         return own
     return max([own] + [value_bytes(c, var) for c in e.children()])
 
@@ -119,7 +128,7 @@ class LoopVectorizer:
         self.lets: list[tuple[Var, Expr]] = []
         self.vector_of: dict[int, ir.RegisterVar] = {}      # let variable -> its vector counterpart in this chunk
         self.mask: Expr | None = None     # the lanes a select's branch may read (inside that branch)
-        self.target: tuple[ir.Buffer, Expr] | None = None      # the element the store being vectorized writes
+        self.stores: list[ir.Store] = []  # the body's stores (the elements they write may be read unmasked)
 
     def depends(self, e: Expr) -> bool:
         """Whether ``e`` changes with the loop (directly or through a vector ``let``)."""
@@ -184,6 +193,9 @@ class LoopVectorizer:
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
             return Unary(e.op, self.expr(e.a, base, lanes))
+        index = _index_ramp(e, var)
+        if index is not None:     # argmax's index: int32 lanes, wrapping as each lane's conversion would
+            return ir.Ramp(Cast("int32", simplify(substitute(index, {var: base}))), lanes)
         if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
             raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
         if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
@@ -204,11 +216,7 @@ class LoopVectorizer:
             self.mask = outer
 
     def in_bounds(self, e: ir.Load) -> bool:
-        """Whether ``e`` reads inside its tensor at every point of the loops around (and of this loop); so
-        does a read of the element the store writes (``acc = select(c, acc + v, acc)``: a masked sum)."""
-        if self.target is not None and e.buffer is self.target[0] and \
-                constant_difference(ir.flat_index(e.buffer, e.indices), self.target[1]) == 0:
-            return True
+        """Whether ``e`` reads inside its tensor at every point of the loops around (and of this loop)."""
         for index, size, offset in zip(e.indices, e.buffer.shape, e.buffer.offsets):
             if not isinstance(size, int) or not (isinstance(offset, Const) and offset.value == 0):
                 return False
@@ -217,10 +225,16 @@ class LoopVectorizer:
                 return False
         return True
 
+    def stored(self, e: ir.Load) -> bool:
+        """Whether the loop body stores to the element ``e`` reads (an accumulator), in every iteration."""
+        flat = ir.flat_index(e.buffer, e.indices)
+        return any(s.buffer is e.buffer and constant_difference(ir.flat_index(s.buffer, s.indices), flat) == 0
+                   for s in self.stores)
+
     def masked_load(self, e: ir.Load, base: Expr, index: Expr, step: int | None, lanes: int) -> Expr:
         """A read under a mask: contiguous lanes of an argument or a whole tensor (local buffers stay in
         the forms the register promotion understands)."""
-        if self.in_bounds(e):     # every lane's read is inside the tensor: no need to mask it
+        if self.in_bounds(e) or self.stored(e):   # every lane's read is inside the tensor: no need to mask it
             self.mask, mask = None, self.mask
             try:
                 return self.expr(e, base, lanes)
@@ -239,11 +253,7 @@ class LoopVectorizer:
                             substitute(s.value, {self.var: base}))
         if coefficient(flat, self.var) != 1:
             raise CannotVectorize(f"store to {s.buffer.name} is not contiguous in the loop")
-        self.target = (s.buffer, flat)
-        try:
-            return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), self.expr(s.value, base, lanes))
-        finally:
-            self.target = None
+        return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), self.expr(s.value, base, lanes))
 
     def chunk(self, stores: list[ir.Store], base: Expr, lanes: int) -> list[ir.Stmt]:
         if not self.lets:
@@ -252,8 +262,9 @@ class LoopVectorizer:
         bindings: list[tuple[Var, Expr]] = []
         for v, value in self.lets:      # a let that changes with the loop becomes a vector let
             if lanes > 1 and self.depends(value):
-                vector = ir.RegisterVar(v.name, ir.vector_dtype(v.dtype, lanes))
-                bindings.append((vector, self.expr(value, base, lanes)))
+                vector_value = self.expr(value, base, lanes)    # a condition's is a mask of integers
+                vector = ir.RegisterVar(v.name, vector_value.dtype)
+                bindings.append((vector, vector_value))
                 self.vector_of[id(v)] = vector
             else:
                 bindings.append((v, substitute(value, {self.var: base})))
@@ -265,10 +276,11 @@ class LoopVectorizer:
         loop = self.loop
         self.lets, body = _unwrap_lets(list(loop.body.stmts) if isinstance(loop.body, ir.Block) else [loop.body])
         stores = [s for s in body if isinstance(s, ir.Store)]
+        self.stores = stores
         if loop.step != 1 or not body or len(stores) != len(body):
             return None
         if loop.reduction:
-            return None if self.lets else self.reduction(stores)
+            return self.tuple_reduction(stores) if self.lets else self.reduction(stores)
         values = [s.value for s in stores] + [value for _, value in self.lets]
         widest = max([dt.info(s.buffer.dtype).value_itemsize for s in stores] + [value_bytes(v, self.var) for v in values])
         width = self.vector_bytes // widest
@@ -333,6 +345,17 @@ class LoopVectorizer:
             return code
         whole = Binary("eq", Binary("sub", self.loop.end, self.loop.begin, "int64"), Const(trips, "int64"), "bool")
         return ir.IfThenElse(whole, code, self.loop)
+
+    def tuple_reduction(self, stores: list[ir.Store]) -> ir.Stmt | None:
+        """A tuple reduction's update (argmax): vectors of partial results (:mod:`.tuple_reduction`)."""
+        update = tuple_update(self.lets, stores, self.var)
+        if update is None:
+            return None
+        widest = max([widest_value(update)] + [value_bytes(v, self.var) for _, v in update.inputs])
+        try:
+            return vectorize_tuple_reduction(self, update, self.vector_bytes // widest)
+        except CannotVectorize:
+            return None
 
     def plan_runtime(self, stores: list[ir.Store], width: int) -> ir.Stmt:
         """A trip count known at run time only: full vectors in a loop, then the scalar loop for the rest."""
