@@ -253,3 +253,26 @@ def test_an_int32_value_of_loop_indices_is_stored_as_int32(lanes):
     out = np.full((3, lanes), -1, "int32")
     ts.build(s, [f])(out)
     np.testing.assert_array_equal(out, np.arange(3 * lanes, dtype="int32").reshape(3, lanes))
+
+
+def test_masked_partial_sums_in_a_local_buffer_are_vectorized(rand):
+    """``acc = select(c, acc + v, acc)`` (a sum with ``where=``) split by rfactor into lanes computed per
+    row in a local buffer: the accumulator's own element is read in every lane, so it needs no mask."""
+    n, bins = 48, 4
+    A = ts.placeholder((n, n), name="A")
+    binned = ts.compute((n, n), lambda y, x: (A[y, x] * bins).astype("int32"), name="bin")
+    r = ts.reduce_axis((0, n), "r")
+    g = ts.compute((n, bins), lambda y, z: ts.sum(A[y, r], axis=r, where=binned[y, r] == z), name="g")
+    s = ts.create_schedule(g.op)
+    _, lane = s[g].split(g.op.reduce_axis[0], 8)
+    partial = s.rfactor(g, lane, factor_axis=2)
+    axes = s[partial].op.axis
+    s[partial].reorder(*axes[:-1], *s[partial].op.reduce_axis, axes[-1])
+    s[partial].vectorize(axes[-1])
+    s[partial].compute_at(s[g], g.op.axis[0])
+    f = ts.build(s, [A, g])
+    assert "ts_vsel_f32x8" in f.c_source and "? (" not in f.c_source
+    a = rand((n, n), low=0.0, high=0.999)
+    b = (a * bins).astype(np.int32)
+    expected = np.stack([(a * (b == z)).sum(1) for z in range(bins)], axis=1)
+    np.testing.assert_allclose(f(a), expected, rtol=1e-5, atol=1e-5)
