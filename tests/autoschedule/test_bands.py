@@ -1,7 +1,7 @@
 """Tests of the loops of banded hosts: the region and trip count of every outer loop (bands first), the
 folded buffer of a sliding window, and the sliding windows ``auto_schedule`` picks (computed right)."""
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import tesched as ts
@@ -62,7 +62,10 @@ def test_sliding_windows_on_random_chains_stay_correct(pipeline, band, draw):
             store = draw.draw(st.sampled_from([None, 0][: compute + 1]))
             plan = plan.replace_stage(p.with_(level=compute, store_level=store))
     s = ts.create_schedule(out.op)
-    apply_plan(s, plan)
-    s.check()
+    try:
+        apply_plan(s, plan)
+        s.check()
+    except ts.ScheduleError:   # a producer placed inside a loop some reader of it runs outside: refused
+        assume(False)
     a = data(*[int(d) for d in A.shape])
     np.testing.assert_allclose(ts.build(s, [A, out])(a), ref(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
