@@ -19,12 +19,16 @@ Buffers come next (:mod:`.buffers`).
 """
 from __future__ import annotations
 
+from typing import Callable, TypeVar
+
 import islpy as isl
 
 from tesched.errors import ScheduleError
 from tesched.poly.guards import guarded_reads, restrict_to_guard
 from tesched.poly.model import PolyModel, StageModel, StatementKind
 from tesched.schedule.storage import AxisBound
+
+T = TypeVar("T")
 
 
 def build_domains(model: PolyModel) -> None:
@@ -144,8 +148,15 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
             box = box.intersect_range(isl.Set(f"{model.param_prefix}{{ {tdom.get_tuple_name()}[{coords}] : "
                                               f"{fixed.min} <= x{d} < {fixed.min + fixed.extent} }}"))
             continue
-        last = (fp.dim_max(d), "v") if fixed is None else (fp.dim_min(d), f"v + {fixed.extent - 1}")
-        for bound, op, value in ((fp.dim_min(d), ">=", "v"), (last[0], "<=", last[1])):
+        if fixed is None:
+            extremes = _extremes(fp, d)
+            if extremes is None:
+                continue        # the whole dimension (cut to the tensor's box below)
+            sides = [(extremes[0], ">=", "v"), (extremes[1], "<=", "v")]
+        else:
+            low = fp.dim_min(d)
+            sides = [(low, ">=", "v"), (low, "<=", f"v + {fixed.extent - 1}")]
+        for bound, op, value in sides:
             rel = isl.Map(f"{model.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} {value} }}")
             part = isl.Map.from_pw_aff(bound).apply_range(rel)
             box = box.intersect(part)
@@ -153,6 +164,42 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
     # bound; within that domain they are implied (gist), and ``domain`` is a part of it
     box = box.gist_domain(fp.domain()).intersect_domain(domain).intersect_range(tdom).coalesce()
     return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
+
+
+# isl operations and pieces allowed for a footprint's exact per-iteration minimum and maximum along one
+# dimension (deterministic, unlike a timeout). Ordinary footprints take a few thousand operations and one
+# to three pieces each; a footprint through nested floors of split and fused loops with a symbolic extent
+# took seconds and dozens of pieces, on which isl's AST generator then stalled.
+BOX_BUDGET = 200_000
+BOX_PIECES = 8
+
+
+def _extremes(fp: isl.Map, d: int) -> tuple[isl.PwAff, isl.PwAff] | None:
+    """The per-iteration minimum and maximum of ``fp`` along dimension ``d``: exact when isl finds them
+    within :data:`BOX_BUDGET` operations in at most :data:`BOX_PIECES` pieces (both together), otherwise
+    those of ``fp`` without its existential variables (their rational elimination, a superset), and None
+    (no bound: the whole dimension) when even those are too complex. A wider box is sound: the producer
+    computes a few more points of its own tensor (the box is cut to the tensor's domain), and the readers
+    still find every point they read."""
+    for relaxed in (fp, fp.remove_divs()):
+        found = _within_budget(lambda: (relaxed.dim_min(d), relaxed.dim_max(d)), fp.get_ctx())
+        if found is not None and found[0].n_piece() + found[1].n_piece() <= BOX_PIECES:
+            return found
+    return None
+
+
+def _within_budget(compute: Callable[[], T], ctx: isl.Context) -> T | None:
+    """``compute()``, or None if isl needs more than :data:`BOX_BUDGET` operations for it."""
+    previous = ctx.get_max_operations()
+    ctx.set_max_operations(BOX_BUDGET)
+    ctx.reset_operations()
+    try:
+        return compute()
+    except isl.Error:
+        return None
+    finally:
+        ctx.set_max_operations(previous)
+        ctx.reset_operations()
 
 
 def _bounded(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Set:

@@ -127,6 +127,18 @@ def lowering_report():
               f"max {times[-1]:.3f} s")
 
 
+def test_a_producer_at_tiles_of_a_split_fused_loop_with_a_symbolic_extent_lowers(worker):
+    """A drawn chain whose footprint's exact per-iteration box had dozens of pieces (nested floors of the
+    tiled, reordered split of a fused row-and-reduce loop over ``n`` rows): lowering it never ended. The
+    box is coarsened there (:func:`tesched.poly.domains.bounding_box`); the kernel still matches NumPy."""
+    recipe = {"pipeline": "symbolic_rows",
+              "steps": [["C", "fuse", 0], ["C", "split", 0, 5], ["C", "reorder", [1, 0]], ["C", "tile", 0, 2, 5],
+                        ["B", "at", "C", 1], ["B", "fuse", 0], ["B", "reorder", [0]], ["B", "reorder", [0]],
+                        ["B", "reorder", [0]], ["B", "split", 0, 1]]}
+    answer = worker.run(recipe)
+    assert answer["status"] == "ok", answer
+
+
 @settings(max_examples=15, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much])
 @given(data=st.data(), pipeline=st.sampled_from(sorted(PIPELINES)))
