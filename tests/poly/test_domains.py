@@ -15,6 +15,7 @@ import tesched as ts
 from tesched.arith.linear import constant_difference
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import walk_stmts
+from tesched.poly import domains
 from tesched.poly.buffers import computed_points
 
 
@@ -436,3 +437,54 @@ def test_a_bounded_extent_box_keeps_no_existential_variables(rand):
     a = rand((8, 12))
     b = 2 * a + 1
     np.testing.assert_allclose(f(a), b * b - a + b, rtol=1e-5)
+
+
+# the footprint of the producer B computed at tiles of C's split row-and-reduce fused loop over n rows
+# (tests/poly/test_stages.py, the symbolic_rows chain): exact bounds along the row-element axis in 24 pieces
+NESTED_FLOORS_FOOTPRINT = (
+    "[N0] -> { [i0, i1] -> T0[o0, o1] : 0 <= o0 < N0 and o1 >= 25i1 - 6o0 and 0 <= o1 <= 5 and "
+    "o1 <= 24 + 25i1 - 6o0 and -4 - 5i0 + 3o0 + 3o1 <= 15*floor((o0 + o1)/5) <= -5i0 + 3o0 + 3o1 }")
+
+
+def _between(fp: isl.Map, d: int, low: isl.PwAff, high: isl.PwAff) -> isl.Map:
+    """``iteration -> point`` with ``low <= point[d] <= high`` (any other coordinate)."""
+    n = fp.dim(isl.dim_type.out)
+    box = isl.Map.universe(fp.get_space())
+    for bound, cmp in ((low, ">="), (high, "<=")):
+        rel = isl.Map(f"[N0] -> {{ [v] -> T0[{', '.join(f'x{k}' for k in range(n))}] : x{d} {cmp} v }}")
+        box = box.intersect(isl.Map.from_pw_aff(bound).apply_range(rel))
+    return box
+
+
+def test_bounds_too_complex_to_keep_exact_are_relaxed_to_a_superset():
+    fp = isl.Map(NESTED_FLOORS_FOOTPRINT)
+    exact = fp.dim_min(1).n_piece() + fp.dim_max(1).n_piece()
+    assert exact > domains.BOX_PIECES
+    for d in range(2):
+        found = domains._extremes(fp, d)
+        assert found is not None
+        low, high = found
+        assert low.n_piece() + high.n_piece() <= domains.BOX_PIECES
+        assert fp.is_subset(_between(fp, d, low, high))     # every point read is still computed
+    # the rows' bounds (12 pieces) are cheap enough to stay exact
+    assert fp.dim_min(0).n_piece() + fp.dim_max(0).n_piece() <= domains.BOX_PIECES
+    assert domains._extremes(fp, 0)[0].is_equal(fp.dim_min(0))
+
+
+@pytest.mark.parametrize("placement", ["compute_at", "store_root", "bound_extent"])
+def test_boxes_widened_to_whole_dimensions_still_match_numpy(placement, monkeypatch, rand):
+    """With no bound kept exact (as when every footprint is too complex), a producer computes whole
+    dimensions of its tensor at each iteration: more work, the same answer."""
+    monkeypatch.setattr(domains, "BOX_PIECES", 0)
+    A, bx, by = blur(13, 7)
+    s = ts.create_schedule(by.op)
+    yo, yi = s[by].split(by.op.axis[0], factor=4)
+    if placement == "store_root":
+        s[bx].store_root()
+    if placement == "bound_extent":
+        s[bx].bound_extent(bx.op.axis[0], 6)
+    s[bx].compute_at(s[by], yo)
+    func = ts.lower(s, [A, by])
+    if placement == "compute_at":
+        assert evaluations(func, "blur_x") == 4 * 15 * 7     # all 15 rows at each of the 4 row tiles
+    build_and_check(s, A, by, blur_ref, rand, (15, 9))
