@@ -3,7 +3,8 @@
 A ``compute_at`` buffer of constant size (a register tile made with ``cache_write``, say) qualifies when,
 after unrolling, every access to it is at a constant offset: each distinct (offset, lanes) slot becomes
 one variable, and a single element only read inside a vector slot (the partial results of ``rfactor``
-lanes, combined after them) is a lane of that vector's variable. Small serial loops whose iterations address different parts of the buffer (the copy-out
+lanes, combined after them) is a lane of that vector's variable when it is the buffer's only vector
+read that way. Small serial loops whose iterations address different parts of the buffer (the copy-out
 loop of a register tile, typically) are unrolled to get there. Buffers accessed inside a parallel loop
 of their own scope are left in memory (threads would share them).
 """
@@ -59,7 +60,12 @@ def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
 
 def _lanes_read(stmt: ir.Stmt, buf: ir.Buffer, slots: dict[tuple[int, int], None]) -> dict[tuple[int, int], tuple[int, int]]:
     """Single elements only read (never stored) inside a vector slot: ``{element slot: vector slot}``,
-    read as a lane of the vector's variable (partial results of vectorized lanes combined after them)."""
+    read as a lane of the vector's variable (partial results of vectorized lanes combined after them).
+
+    Only when one vector slot is read lane by lane: the lanes of several vectors (one per output of a
+    tile, as in a dense matrix-vector product) are combined by a loop over the vectors, which the C
+    compiler vectorizes across them while the buffer stays in memory (each output's lanes still combined
+    in order); as lanes of variables they become dependent chains of scalar extracts, far slower."""
     stored = {_slot(a, buf) for a in _accesses(stmt, buf) if isinstance(a, (ir.Store, ir.VStore))}
     vectors = [slot for slot in slots if slot[1] > 1]
     out: dict[tuple[int, int], tuple[int, int]] = {}
@@ -67,7 +73,7 @@ def _lanes_read(stmt: ir.Stmt, buf: ir.Buffer, slots: dict[tuple[int, int], None
         inside = [v for v in vectors if v[0] <= offset < v[0] + v[1]]
         if lanes == 1 and (offset, 1) not in stored and len(inside) == 1:
             out[(offset, 1)] = inside[0]
-    return out
+    return out if len(set(out.values())) <= 1 else {}
 
 
 def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:

@@ -1,17 +1,21 @@
 """Tests of tesched.transform.registers: small local buffers promoted to variables, here the partial
 results of ``rfactor`` lanes (a vector written lane-wise, then read element by element), against NumPy."""
+import re
+
 import numpy as np
 import pytest
 
 import tesched as ts
+import tesched.nn as nn
 from tesched.target import current_target
 
 pytestmark = pytest.mark.skipif(current_target().vector_bytes < 32, reason="needs 8 float32 lanes of SIMD")
 
 
-def rfactor_at_rows(compute, m: int, n: int, lanes: int):
+def rfactor_at_rows(compute, m: int, n: int, lanes: int, rows: int = 1):
     """``compute(val, k)`` reduced over rows of ``val``; the reduce loop split by ``lanes``, its inner part
-    rfactor-ed into partial results computed at each row, their lanes vectorized."""
+    rfactor-ed into partial results computed at each row (at each tile of ``rows`` rows when more than
+    one), their lanes vectorized."""
     val = ts.placeholder((m, n), name="val")
     k = ts.reduce_axis((0, n), name="k")
     outputs = ts.compute((m,), lambda i: compute(val[i, k], k), name="R")
@@ -23,7 +27,12 @@ def rfactor_at_rows(compute, m: int, n: int, lanes: int):
     i, lane = rf.op.axis
     rf.reorder(i, *rf.op.reduce_axis, lane)
     rf.vectorize(lane)
-    rf.compute_at(s[first], s[first].op.axis[0])
+    if rows > 1:
+        outer, _ = s[first].split(s[first].op.axis[0], factor=rows)
+        rf.unroll(i)
+        rf.compute_at(s[first], outer)
+    else:
+        rf.compute_at(s[first], s[first].op.axis[0])
     return ts.build(s, [val, *(outputs if isinstance(outputs, tuple) else [outputs])], name="rows_rfactor")
 
 
@@ -43,3 +52,25 @@ def test_rfactor_lanes_of_argmax_stay_in_vector_registers(rand):
     index, best = f(values)
     np.testing.assert_array_equal(index, np.argmax(values, axis=1))
     np.testing.assert_array_equal(best, np.max(values, axis=1))
+
+
+LANE_READ = re.compile(r"_rf_r\d+\)\[\d+\]")
+"""A single lane of a promoted vector variable read in the generated C."""
+
+
+def test_lanes_of_several_partial_vectors_stay_in_memory(rand):
+    # one partial vector per row of a tile: the combine loop runs over the vectors, which the C compiler
+    # vectorizes across rows from memory; lane reads of variables would be chains of scalar extracts
+    f = rfactor_at_rows(lambda x, k: ts.sum(x, axis=k), 8, 64, 8, rows=4)
+    assert not LANE_READ.search(f.c_source), f.c_source
+    values = rand((8, 64))
+    np.testing.assert_allclose(f(values), values.astype(np.float64).sum(axis=1), rtol=1e-5)
+
+
+def test_dense_matrix_vector_product_does_not_read_partial_sums_lane_by_lane(rand):
+    x, w = ts.placeholder((1, 512), name="x"), ts.placeholder((128, 512), name="w")
+    y = nn.dense(x, w)
+    kernel = ts.build(nn.default_schedule([y]), [x, w, y], name="matvec")
+    assert not LANE_READ.search(kernel.c_source), kernel.c_source
+    xa, wa = rand(x.shape, low=-1), rand(w.shape, low=-1)
+    np.testing.assert_allclose(kernel(xa, wa), xa.astype(np.float64) @ wa.T.astype(np.float64), rtol=1e-4, atol=1e-4)
