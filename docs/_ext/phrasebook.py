@@ -50,7 +50,8 @@ ROWS: tuple[Row, ...] = (
         uses=("tesched.reduce_axis",)),
     Row("reduction", "``te.sum(expr, axis=k)``, ``te.max``, ``te.min``", "``sum(expr)``, ``maximum(...)``, "
         "``minimum(...)``, ``product(...)`` over an RDom", "``ts.sum(expr, axis=k)``, ``ts.max``, ``ts.min``, "
-        "``ts.prod``", "every reducer takes ``init=``", uses=("tesched.sum", "tesched.max", "tesched.min", "tesched.prod")),
+        "``ts.prod``", "every reducer takes ``init=``; a reduction inside a larger expression (Halide's inline "
+        "reductions) becomes a stage of its own, ``<name>.sum0``", uses=("tesched.sum", "tesched.max", "tesched.min", "tesched.prod")),
     Row("user-defined reducer", "``te.comm_reducer(combine, identity)``", "an update definition",
         "``ts.comm_reducer(combine, identity)``", "tuple reductions too (argmax, argmin: a compute with two "
         "outputs); ``combine`` must be commutative and associative", uses=("tesched.comm_reducer",)),
@@ -67,9 +68,10 @@ ROWS: tuple[Row, ...] = (
     Row("math and bit functions", "``te.power``, ``te.round``, ``te.trunc``, ``te.fmod``, ``bitwise_and`` ...",
         "``pow``, ``round``, ``trunc``, ``clamp``, ``&``, ``<<`` ...",
         "``ts.power`` (``**``), ``ts.round``, ``ts.trunc``, ``ts.fmod``, ``ts.clamp``, ``&``, ``|``, ``^``, "
-        "``~``, ``<<``, ``>>`` and ``ts.bitwise_and`` ...", "bit operations on integers only (NumPy's shifts)",
+        "``~``, ``<<``, ``>>`` and ``ts.bitwise_and`` ..., ``ts.popcount``, ``ts.count_leading_zeros``",
+        "bit operations on integers only (NumPy's shifts)",
         uses=("tesched.power", "tesched.round", "tesched.trunc", "tesched.fmod", "tesched.clamp",
-              "tesched.bitwise_and", "tesched.shift_left")),
+              "tesched.bitwise_and", "tesched.shift_left", "tesched.popcount", "tesched.count_leading_zeros")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
         "an index read from a tensor is checked when the kernel runs: out of the box it raises "
         "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),
@@ -78,12 +80,16 @@ ROWS: tuple[Row, ...] = (
         "indices, checked against the shape when the kernel runs", uses=("tesched.scatter", "tesched.scatter_add")),
     Row("recurrence / scan", "``te.scan(init, update, state)``", "an update definition over an RDom",
         "``ts.scan(init, update, state)``", "along axis 0; ``update`` may read only earlier steps (the "
-        "dependence check refuses others)", uses=("tesched.scan",)),
+        "dependence check refuses others); several states as lists (``ts.scan([c0, h0], [c1, h1], [c, h])``)",
+        uses=("tesched.scan",)),
     Row("boundary condition", "``te.if_then_else`` on the index (or ``topi.nn.pad``)",
-        "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``mirror_interior``",
-        "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``mirror_interior(A)``",
+        "``BoundaryConditions::constant_exterior``, ``repeat_edge``, ``repeat_image``, ``mirror_image``, "
+        "``mirror_interior``",
+        "``ts.boundary.constant_exterior(A, 0)``, ``repeat_edge(A)``, ``repeat_image(A)``, ``mirror_image(A)``, "
+        "``mirror_interior(A)``",
         "reads are clamped into the box, so ``compute_at`` footprints stay exact",
         uses=("tesched.boundary.constant_exterior", "tesched.boundary.repeat_edge",
+              "tesched.boundary.repeat_image", "tesched.boundary.mirror_image",
               "tesched.boundary.mirror_interior")),
     # scheduling
     Row("schedule", "``te.create_schedule(C.op)``", "the Func's own schedule", "``s = ts.create_schedule(C.op)``",
@@ -144,7 +150,8 @@ ROWS: tuple[Row, ...] = (
         "``s.cache_read(A, 'local', [C])`` (also ``'packed'``)",
         "a copy of the region the readers need, placed with ``compute_at``", uses=("tesched.Schedule.cache_read",)),
     Row("write cache", "``s.cache_write(C, 'local')``", "an update-free intermediate Func",
-        "``s.cache_write(C, 'local')``", "accumulate a tile in a local buffer (registers after unrolling)",
+        "``s.cache_write(C, 'local')``", "accumulate a tile in a local buffer (registers after unrolling); the "
+        "outputs of a multi-output compute go together: ``s.cache_write([C1, C2], 'local')``",
         uses=("tesched.Schedule.cache_write",)),
     Row("rfactor", "``s.rfactor(C, ko)``", "``f.update().rfactor(r.x, u)``", "``s.rfactor(C, ko)``",
         "parallelize a reduction over partial results; of a tuple reduction (argmax) it returns the list of "

@@ -167,6 +167,8 @@ def _summary(p: StagePlan, plan: Plan) -> str:
         assert p.host is not None, "a stage computed at another names it"
         host = plan.by_index()[p.host].stage
         parts.append(f"computed at {'the innermost tile loop' if p.level < 0 else f'outer loop {p.level}'} of {host}")
+        if p.store_level is not None:
+            parts.append(f"stored at outer loop {p.store_level} (sliding window)")
     else:
         parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))
     for flag, text in ((p.parallel, f"parallel x{p.parallel}"), (p.vectorize, "vectorized"),

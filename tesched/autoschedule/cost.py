@@ -14,7 +14,18 @@ Every figure it uses comes from the declarations or from exact polyhedral counts
   and never when ``S`` guards a load with a select (padding: the vectorizer cannot keep such a select).
 - **compute at a tile** of a host: ``S`` computes the box of what the tile needs; over all tiles that is
   ``redundancy x points`` (exact, from isl: halos of overlapping tiles are recomputed). Its buffer is the
-  box of one tile; while the buffers of a tile fit in L2 they cost nothing more.
+  box of one tile; every point computed is written to it and read back (``2 x itemsize`` bytes) at the
+  bandwidth of the cache the buffers of one tile fit in (L1, L2, else memory), and each iteration of the
+  loop it is computed in costs :data:`ITERATION_OPS` (loop and region set-up).
+- **rows**: each contiguous innermost run of a host (a row of its tile) costs :data:`ROW_OPS` for the host
+  and for each stage computed in it (loop start, a new prefetch stream), so of two tilings of equal
+  traffic the one with longer rows wins.
+- **sliding window** (computed at an inner loop, stored at an outer one: ``store_at``): the iterations in
+  between share the buffer and compute only what earlier ones did not, so ``S`` computes the points of
+  the *storage* loop's box (``redundancy`` of that loop), in a buffer of the compute loop's box, rounded up
+  to a power of two along the one dimension it slides in (the fold), or the storage loop's box when the
+  boxes differ in more than one dimension. The loops in between run in order, so the storage loop is the
+  parallel loop or inside it.
 - **compute at the root**: the tensor is written once and read back: ``2 x bytes`` at L2 bandwidth when
   it fits in L2, else at memory bandwidth.
 - **register tiles** of a reduction (the *anchor* of its host): a tile of ``u`` rows x ``v`` columns
@@ -37,6 +48,7 @@ from tesched.autoschedule.pipeline import StageInfo
 from tesched.poly.analysis import Read
 
 OPS_PER_SECOND = 2.0e9
+L1_BYTES_PER_SECOND = 200e9
 L2_BYTES_PER_SECOND = 60e9
 MEMORY_BYTES_PER_SECOND = 12e9
 STORE_OPS = 2
@@ -44,6 +56,8 @@ PARALLEL_MIN_OPS = 1 << 18
 PARALLEL_ITERATIONS_PER_THREAD = 4
 MAX_REDUNDANCY = 1.5
 REGISTER_TILE_BYTES = 2048
+ITERATION_OPS = 64
+ROW_OPS = 32
 
 
 def compute_seconds(work: float, machine: Machine, vectorized: bool, parallel: bool, itemsize: int = 4) -> float:
@@ -56,6 +70,24 @@ def traffic_seconds(nbytes: float, machine: Machine) -> float:
     """Seconds to write ``nbytes`` and read them back."""
     bandwidth = L2_BYTES_PER_SECOND if nbytes <= machine.l2_bytes else MEMORY_BYTES_PER_SECOND
     return 2 * nbytes / bandwidth
+
+
+def buffer_seconds(nbytes: float, footprint: float, machine: Machine) -> float:
+    """Seconds to write ``nbytes`` to buffers of ``footprint`` bytes (per tile) and read them back."""
+    bandwidth = (L1_BYTES_PER_SECOND if footprint <= machine.l1_bytes else
+                 L2_BYTES_PER_SECOND if footprint <= machine.l2_bytes else MEMORY_BYTES_PER_SECOND)
+    return 2 * nbytes / bandwidth
+
+
+def folded_extents(compute_box: tuple[int, ...], store_box: tuple[int, ...]) -> tuple[int, ...]:
+    """The buffer of a sliding window: the storage loop's box, folded to a power of two no smaller than
+    the compute loop's box along the one dimension where they differ (none folded if more differ)."""
+    differ = [d for d, (c, s) in enumerate(zip(compute_box, store_box)) if c < s]
+    if len(differ) != 1:
+        return store_box
+    d = differ[0]
+    fold = 1 << max(compute_box[d] - 1, 0).bit_length()
+    return store_box[:d] + (min(fold, store_box[d]),) + store_box[d + 1:]
 
 
 def inline_wins(info: StageInfo, factor: float) -> bool:

@@ -3,21 +3,22 @@
 Consumers first (Mullapudi-style grouping), every stage is inlined, computed at a tile of the one host all
 its readers run in, or stored whole (a *host* of its own), by the rules of :mod:`.cost`. Each host then
 gets its loops: a register tile when a reduction anchors it (the host's own reduction through a write
-cache, or the reduction its elementwise epilogue reads), row bands sized by the exact footprints of the
-stages computed in them otherwise; the parallel and vectorized loops; and the level at which its members
-are computed, the one of least modelled cost. A member whose halo recompute exceeds
+cache, or the reduction its elementwise epilogue reads; tile loops that no input depends on innermost),
+otherwise row bands or sliding windows sized by the exact footprints of the stages computed in them
+(:mod:`.bands`); the parallel and vectorized loops; and the level at which its members are computed (and
+stored), the one of least modelled cost. A member whose halo recompute exceeds
 :data:`~.cost.MAX_REDUNDANCY` is stored whole instead, and the grouping is redone. Every decision carries
 its reason. This module does not build or time anything.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from tesched.autoschedule import cost
+from tesched.autoschedule.bands import banded, level_trips, place_members, with_parallel
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline, StageInfo
 from tesched.autoschedule.plan import Plan, StagePlan
-from tesched.poly.analysis import NotModelable, Read, Region, inlined_body, reads, tile_regions
+from tesched.autoschedule.state import DecideState
+from tesched.poly.analysis import NotModelable, Region, inlined_body, tile_regions
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.visit import collect
 
@@ -25,34 +26,11 @@ PACK_MIN_REUSE = 4
 """A panel is packed only when at least this many inner tiles read the copy."""
 
 
-@dataclass
-class _State:
-    pipe: Pipeline
-    machine: Machine
-    forced_root: set[int]
-    plans: dict[int, StagePlan] = field(default_factory=dict)
-    anchor: dict[int, int] = field(default_factory=dict)            # host -> anchor stage
-    members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it
-
-    reads_memo: dict[tuple, list[Read]] = field(default_factory=dict)
-
-    def inlined_ops(self) -> list[ComputeOp]:
-        return [self.pipe[k].op for k, p in self.plans.items() if p.placement == "inline"]
-
-    def reads(self, op: ComputeOp) -> list[Read]:
-        """``analysis.reads`` of ``op`` with the current inlining (memoised)."""
-        inlined = self.inlined_ops()
-        key = (id(op), frozenset(map(id, inlined)))
-        if key not in self.reads_memo:
-            self.reads_memo[key] = reads(op, inlined)
-        return self.reads_memo[key]
-
-
 def decide(pipe: Pipeline, machine: Machine) -> Plan:
     """The plan of least modelled cost for ``pipe`` on ``machine``."""
     forced: set[int] = set()
     while True:
-        state = _State(pipe, machine, set(forced))
+        state = DecideState(pipe, machine, set(forced))
         _place(state)
         demoted = _tile_hosts(state)
         if not demoted:
@@ -60,7 +38,7 @@ def decide(pipe: Pipeline, machine: Machine) -> Plan:
         forced |= demoted
 
 
-def _materialized_readers(state: _State, index: int) -> list[int]:
+def _materialized_readers(state: DecideState, index: int) -> list[int]:
     out: list[int] = []
     for r in state.pipe[index].readers:
         plan = state.plans.get(r)
@@ -71,7 +49,7 @@ def _materialized_readers(state: _State, index: int) -> list[int]:
     return out
 
 
-def _reads_of(state: _State, reader: StageInfo, producer: StageInfo) -> list[TensorRead]:
+def _reads_of(state: DecideState, reader: StageInfo, producer: StageInfo) -> list[TensorRead]:
     body = inlined_body(reader.op, state.inlined_ops())
     found, seen = [], set()
     for r in collect(body, TensorRead):
@@ -82,7 +60,7 @@ def _reads_of(state: _State, reader: StageInfo, producer: StageInfo) -> list[Ten
     return found
 
 
-def _inline_factor(state: _State, info: StageInfo, readers: list[int]) -> float:
+def _inline_factor(state: DecideState, info: StageInfo, readers: list[int]) -> float:
     total = 0
     for m in readers:
         reader = state.pipe[m]
@@ -90,13 +68,13 @@ def _inline_factor(state: _State, info: StageInfo, readers: list[int]) -> float:
     return total / max(info.points, 1)
 
 
-def _identity_read(state: _State, host: StageInfo, producer: StageInfo) -> bool:
+def _identity_read(state: DecideState, host: StageInfo, producer: StageInfo) -> bool:
     found = _reads_of(state, host, producer)
     return (len(found) == 1 and producer.op.output(0).shape == host.op.output(0).shape and
             all(i is a for i, a in zip(found[0].indices, host.op.axis)))
 
 
-def _place(state: _State) -> None:
+def _place(state: DecideState) -> None:
     pipe = state.pipe
     for info in reversed(pipe.stages):
         k = info.index
@@ -147,7 +125,7 @@ def _place(state: _State) -> None:
                 why, f"computed at a tile of {pipe[host].name}, the only loop nest that reads it"))
 
 
-def _tile_hosts(state: _State) -> set[int]:
+def _tile_hosts(state: DecideState) -> set[int]:
     """Give every host its loops; returns the members to store whole instead (too much recompute)."""
     demoted: set[int] = set()
     for k, plan in list(state.plans.items()):
@@ -160,53 +138,26 @@ def _tile_hosts(state: _State) -> set[int]:
     return demoted
 
 
-def _outer_loops(plan: StagePlan, extents: list[int]) -> list[int]:
-    """Data axes that get an outer loop, outermost first."""
-    axes = [a for a, (t, e) in enumerate(zip(plan.tile, extents)) if t < e or e == 1]
-    order = list(plan.outer_order) or list(range(len(extents)))
-    return sorted(axes, key=lambda a: order.index(a) if a in order else len(order) + a)
-
-
-def _level_tile(plan: StagePlan, extents: list[int], level: int) -> list[int]:
-    """The region one iteration of outer loop ``level`` covers, as a tile."""
-    outer = _outer_loops(plan, extents)
-    tile = list(plan.tile)
-    for a in outer[level + 1:]:
-        tile[a] = extents[a]
-    return tile
-
-
-def _parallel_count(outer_trips: list[int], work: float, machine: Machine) -> int:
-    if not cost.worth_parallel(work) or machine.threads < 2:
-        return 0
-    product = 1
-    for n, trips in enumerate(outer_trips):
-        product *= trips
-        if product >= cost.PARALLEL_ITERATIONS_PER_THREAD * machine.threads:
-            return n + 1
-    return len(outer_trips) if product >= machine.threads else 0
-
-
-def _tile_host(state: _State, host: StageInfo) -> set[int]:
+def _tile_host(state: DecideState, host: StageInfo) -> set[int]:
     k = host.index
     extents = [int(d) for d in host.op.output(0).shape]
     anchor_index = state.anchor.get(k)
     anchor = state.pipe[anchor_index] if anchor_index is not None else (host if host.kind == "reduction" else None)
     plan = state.plans[k]
+    members = state.members.get(k, [])
     if anchor is not None:
-        plan = _register_tiled(state, host, anchor, plan, extents)
+        plan, placement = with_parallel(state, host, _register_tiled(state, host, anchor, plan, extents),
+                                        extents, members)
     else:
-        plan = _banded(state, host, plan, extents)
-    outer = _outer_loops(plan, extents)
-    trips = [-(-extents[a] // plan.tile[a]) for a in outer]
-    work = host.work + sum(state.pipe[m].work for m in state.members.get(k, []))
-    work += anchor.work if anchor is not None and anchor is not host else 0
-    par = _parallel_count(trips, work, state.machine)
-    if par:
-        plan = plan.with_(f"parallel over the {par} outermost tile loop(s) ({_product(trips[:par])} iterations "
-                          f"for {state.machine.threads} threads, {work:.3g} operations)", parallel=par)
+        plan, placement = banded(state, host, plan, extents)
+    if plan.parallel:
+        trips = level_trips(plan, extents)
+        work = host.work + sum(state.pipe[m].work for m in members)
+        work += anchor.work if anchor is not None and anchor is not host else 0
+        plan = plan.with_(f"parallel over the {plan.parallel} outermost loop(s) ({_product(trips[:plan.parallel])} "
+                          f"iterations for {state.machine.threads} threads, {work:.3g} operations)")
     state.plans[k] = plan
-    return _place_members(state, host, plan, extents, outer)
+    return place_members(state, host, plan, placement, members)
 
 
 def _product(values: list[int]) -> int:
@@ -216,7 +167,7 @@ def _product(values: list[int]) -> int:
     return out
 
 
-def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: StagePlan,
+def _register_tiled(state: DecideState, host: StageInfo, anchor: StageInfo, plan: StagePlan,
                     extents: list[int]) -> StagePlan:
     machine = state.machine
     inlined = state.inlined_ops()
@@ -242,7 +193,15 @@ def _register_tiled(state: _State, host: StageInfo, anchor: StageInfo, plan: Sta
             f": {rf_lanes} lanes of partial sums, vectorized", rfactor=rf_lanes,
             unroll_axis=rows[-1] if rows else None)
         new = state.plans[host.index] if anchor is host else plan
-        return new.with_(f"tiles of {tile}: one partial reduction per tile", tile=tuple(tile))
+        new = new.with_(f"tiles of {tile}: one partial reduction per tile", tile=tuple(tile))
+        invariant = [a for a in range(ndim) if extents[a] > 1 and tile[a] < extents[a]
+                     and all(r.strides[a] == 0 for r in anchor_reads)]
+        if invariant and len(invariant) < len([a for a in range(ndim) if tile[a] < extents[a]]):
+            order = [a for a in range(ndim) if a not in invariant] + invariant
+            new = new.with_(f"tile loops over {', '.join(host.op.axis[a].name for a in invariant)} innermost: no "
+                            f"input of {anchor.name} depends on them, so each tile's inputs are read once from "
+                            f"memory and reused from cache", outer_order=tuple(order))
+        return new
     if not ndim or extents[vector_axis] < 2:
         return plan.with_("no axis long enough to vectorize: loops as declared", tile=tuple([1] * ndim))
     best: cost.RegisterTile | None = None
@@ -290,7 +249,7 @@ def register_footprint_text(anchor: StageInfo, tile: list[int], inlined: list[Co
     return ", ".join(f"{r.volume} of {name}" for name, r in regions.items())
 
 
-def _pack(state: _State, anchor: StageInfo, plan: StagePlan, regions: dict[str, Region], anchor_reads: list,
+def _pack(state: DecideState, anchor: StageInfo, plan: StagePlan, regions: dict[str, Region], anchor_reads: list,
           inner_axis: int, extents: list[int], tile: list[int]) -> StagePlan:
     reuse = -(-extents[inner_axis] // tile[inner_axis])
     outer = [a for a in range(len(extents)) if tile[a] < extents[a] or extents[a] == 1]
@@ -301,7 +260,7 @@ def _pack(state: _State, anchor: StageInfo, plan: StagePlan, regions: dict[str, 
         region = regions.get(r.tensor.name)
         if (isinstance(r.tensor.op, PlaceholderOp) and region is not None and r.strides[inner_axis] == 0
                 and region.extents[-1] < r.tensor.shape[-1] and _product(list(region.extents[:-1])) > 1):
-            index = next(s.index for s in state.pipe.stages if s.op is r.tensor.op)
+            index = next(s.index for s in state.pipe.stages if s.stage.op is r.tensor.op)
             packs.append((index, region))
     if not packs:
         return plan
@@ -310,90 +269,3 @@ def _pack(state: _State, anchor: StageInfo, plan: StagePlan, regions: dict[str, 
                       pack=tuple(i for i, _ in packs), pack_level=len(outer) - 2)
 
 
-def _banded(state: _State, host: StageInfo, plan: StagePlan, extents: list[int]) -> StagePlan:
-    machine = state.machine
-    ndim = len(extents)
-    if ndim == 0:
-        return plan.with_("a single value: no loops to arrange")
-    lanes = machine.lanes(host.itemsize)
-    vectorize = extents[-1] >= lanes // 2
-    members = state.members.get(host.index, [])
-    if ndim == 1:
-        chunk = min(extents[0], 1024 if extents[0] >= 1 << 16 else extents[0])
-        return plan.with_(f"one loop, {'vectorized' if vectorize else 'serial'}", tile=(chunk,), vectorize=vectorize)
-    base: list[int] = [1] * (ndim - 1) + [extents[-1]]
-    if not members:
-        return plan.with_(f"rows of {extents[-1]}, {'vectorized' if vectorize else 'too short to vectorize'}",
-                          tile=tuple(base), vectorize=vectorize)
-    best: tuple[float, list[int]] | None = None
-    for rows in (1, 2, 4, 8, 16, 32, 64):
-        if rows > extents[-2] or (best is not None and rows > 1 and rows // 2 >= extents[-2]):
-            continue
-        tile = list(base)
-        tile[-2] = rows
-        seconds = _group_seconds(state, host, tile, members, vectorize)
-        if best is None or seconds < best[0]:
-            best = (seconds, tile)
-    assert best is not None
-    return plan.with_(f"bands of {best[1][-2]} rows of {extents[-1]} (least modelled cost for the stages "
-                      f"computed in them), {'vectorized' if vectorize else 'serial'}", tile=tuple(best[1]),
-                      vectorize=vectorize)
-
-
-def _group_seconds(state: _State, host: StageInfo, tile: list[int], members: list[int], vectorized: bool) -> float:
-    ops = [state.pipe[m].op for m in sorted(members, reverse=True)]
-    regions = tile_regions(host.op, tile, ops, state.inlined_ops())
-    tiles = _product([-(-e // t) for e, t in zip(host.op.output(0).shape, tile)])
-    parallel = tiles >= state.machine.threads * cost.PARALLEL_ITERATIONS_PER_THREAD
-    seconds = cost.compute_seconds(host.work, state.machine, vectorized, parallel)
-    footprint = 0
-    for m in members:
-        info = state.pipe[m]
-        region = regions[info.name]
-        seconds += cost.compute_seconds(info.work * region.redundancy, state.machine, vectorized, parallel)
-        footprint += region.volume * info.itemsize
-    if footprint > state.machine.l2_bytes:
-        seconds += cost.traffic_seconds(footprint * tiles, state.machine)
-    return seconds
-
-
-def _place_members(state: _State, host: StageInfo, plan: StagePlan, extents: list[int], outer: list[int]) -> set[int]:
-    members = sorted(state.members.get(host.index, []), reverse=True)
-    if not members:
-        return set()
-    if not outer:
-        return set(members)
-    anchor_index = state.anchor.get(host.index)
-    inlined = state.inlined_ops()
-    ops = ([state.pipe[anchor_index].op] if anchor_index is not None else []) + [state.pipe[m].op for m in members]
-    best = None
-    for level in range(max(plan.parallel - 1, 0), len(outer)):
-        tile = _level_tile(plan, extents, level)
-        regions = tile_regions(host.op, tile, ops, inlined)
-        seconds = sum(state.pipe[m].work * regions[state.pipe[m].name].redundancy for m in members)
-        footprint = sum(regions[state.pipe[m].name].volume * state.pipe[m].itemsize for m in members)
-        if footprint > state.machine.l2_bytes:
-            seconds *= 2
-        if best is None or seconds < best[0]:
-            best = (seconds, level, regions)
-    assert best is not None
-    _, level, regions = best
-    demoted = set()
-    for m in members:
-        info = state.pipe[m]
-        region = regions[info.name]
-        if region.redundancy > cost.MAX_REDUNDANCY:
-            demoted.add(m)
-            continue
-        lanes = state.machine.lanes(info.itemsize)
-        vector = region.extents[-1] >= lanes // 2 if info.kind == "pointwise" else _contiguous_reduce(state, info)
-        state.plans[m] = state.plans[m].with_(
-            f"at outer loop {level} of {host.name}: a {'x'.join(map(str, region.extents))} buffer per iteration, "
-            f"{region.redundancy:.3f}x its points computed (exact count, halos included)",
-            level=level, vectorize=vector)
-    return demoted
-
-
-def _contiguous_reduce(state: _State, info: StageInfo) -> bool:
-    last = len(info.op.axis) + len(info.op.reduce_axis) - 1
-    return all(r.strides[last] in (0, 1) for r in state.reads(info.op))

@@ -2,8 +2,9 @@
 
 Mutations change one stage's decision at a time within the same vocabulary ``auto_schedule`` uses:
 tile and band sizes (doubled, halved, set to a divisor or to the whole axis), the number of parallel
-loops, the outer loop order, the level of a stage computed at a tile, placement (inline / at a tile /
-stored whole), register-tile unrolling, packing, rfactor lanes. Every function is deterministic for a
+loops, the outer loop order, the level of a stage computed at a tile and the level its buffer is stored
+at (a sliding window, or none), placement (inline / at a tile / stored whole), register-tile unrolling,
+packing, rfactor lanes. :func:`sliding_neighbours` turns a host's row bands into sliding windows. Every function is deterministic for a
 given ``random.Random``. Legality is not checked here (the search checks every candidate).
 """
 from __future__ import annotations
@@ -43,6 +44,30 @@ def tile_neighbours(sch: Schedule, plan: Plan) -> list[Plan]:
     return out
 
 
+def sliding_neighbours(sch: Schedule, plan: Plan) -> list[Plan]:
+    """For each host with stages computed at its first outer loop (row bands) and no band yet: the same
+    bands with a loop per row, those stages computed per row and stored per band (a sliding window)."""
+    out = []
+    for host in plan.stages:
+        members = [p for p in plan.stages if p.placement == "at" and p.host == host.index and p.level == 0
+                   and p.store_level is None and not p.rfactor and not p.cache_write]
+        if host.placement != "root" or host.band or len(host.tile) < 2 or not members:
+            continue
+        extents = _extents(sch, host.index)
+        rows = host.tile[-2]
+        if not 1 < rows < extents[-2] or any(t != 1 for t in host.tile[:-2]):
+            continue
+        band = tuple(extents[:-2]) + (rows, extents[-1])
+        tile = host.tile[:-2] + (1, host.tile[-1])
+        new = plan.replace_stage(host.with_(f"tuned: bands of {rows} rows, one loop per row", band=band, tile=tile,
+                                            parallel=min(host.parallel, 1)))
+        for m in members:
+            new = new.replace_stage(m.with_("tuned: a sliding window per band", level=len(host.tile) - 1,
+                                            store_level=0))
+        out.append(new)
+    return out
+
+
 def mutate(sch: Schedule, plan: Plan, rng: random.Random) -> Plan:
     """``plan`` with one decision of one stage changed at random."""
     stages = [p for p in plan.stages if p.placement != "keep"]
@@ -54,7 +79,7 @@ def mutate(sch: Schedule, plan: Plan, rng: random.Random) -> Plan:
     if p.placement == "root":
         options += ["tile", "parallel", "order", "band"]
     if p.placement == "at":
-        options += ["level", "to_root"]
+        options += ["level", "store", "to_root"]
     if p.placement == "inline":
         options += ["to_root"]
     if p.reduce_outer:
@@ -89,7 +114,12 @@ def _apply(sch: Schedule, plan: Plan, p: StagePlan, choice: str, extents: list[i
         order[i], order[j] = order[j], order[i]
         return p.with_(outer_order=tuple(order))
     if choice == "level":
-        return p.with_(level=rng.choice([-1, 0, 1, 2]))
+        level = rng.choice([k for k in (-1, 0, 1, 2) if k != p.level])
+        keep = p.store_level is not None and 0 <= level and p.store_level <= level
+        return p.with_(level=level, store_level=p.store_level if keep else None)
+    if choice == "store":
+        top = p.level if p.level >= 0 else 2
+        return p.with_(store_level=rng.choice([None] + [k for k in range(top) if k != p.store_level]))
     if choice == "to_root":
         return StagePlan(p.index, p.stage, "root", tile=tuple([1] * (len(extents) - 1) + [extents[-1]]), vectorize=True, parallel=1, reasons=p.reasons)
     if choice == "k_unroll":

@@ -11,7 +11,11 @@ names its stage by position (``create_schedule`` order, inputs included) and say
   axis) first cuts the axes into bands whose loops go outermost (two-level tiling: bands for fusion and
   caches, tiles for registers); ``parallel``: how many outer loops are fused into one parallel loop;
   for ``at`` stages, ``level``: which outer loop of the host (bands first) they are computed in (-1: the
-  innermost, where write caches and partial reductions always go);
+  innermost, where write caches and partial reductions always go) and ``store_level`` (None: the buffer
+  lives in the loop it is computed in; else the outer loop of the host, at or outside ``level``, that
+  holds it: ``store_at``, so the iterations of the loops in between share it as a sliding window, each
+  computing only what the earlier ones have not, in a buffer folded to the window where isl proves it
+  safe);
 - for any computed stage, ``vectorize`` (innermost loop), ``unroll_axis`` (a data-parallel axis whose loop
   is unrolled), ``reduce_outer`` (reduce loops moved outside the unrolled/vectorized loops: a register
   tile), ``k_unroll`` (innermost reduce loop split and its inner part unrolled), ``rfactor`` (the
@@ -45,6 +49,7 @@ class StagePlan:
     placement: str = "root"
     host: int | None = None
     level: int = -1
+    store_level: int | None = None
     tile: tuple[int, ...] = ()
     band: tuple[int, ...] = ()
     outer_order: tuple[int, ...] = ()
@@ -64,6 +69,9 @@ class StagePlan:
             raise ValueError(f"stage {self.stage}: placement {self.placement!r} is not one of {PLACEMENTS}")
         if self.placement == "at" and self.host is None:
             raise ValueError(f"stage {self.stage}: placement 'at' needs a host stage")
+        if self.store_level is not None and self.placement != "at":
+            raise ValueError(f"stage {self.stage}: store_level {self.store_level} needs placement 'at' "
+                             f"(it is {self.placement!r})")
 
     def with_(self, reason: str | None = None, **changes: Any) -> "StagePlan":
         """A copy with ``changes``; ``reason`` (if given) is appended to the reasons."""
@@ -165,6 +173,8 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
             if p.host is None or host_plan is None or host_plan.placement != "root":
                 raise ValueError(f"stage {p.stage} is computed at stage {p.host}, which is not a root stage")
             _attach(stages[p.index], stages[p.host], loops[p.host], host_plan, p.level)
+            if p.store_level is not None:
+                _store(stages[p.index], stages[p.host], loops[p.host], p)
             _arrange_computed(stages[p.index], p)
             if p.index in partials:
                 _attach(partials[p.index], stages[p.host], loops[p.host], host_plan, p.level)
@@ -251,7 +261,22 @@ def _attach(st: Stage, host: Stage, loops: _HostLoops, host_plan: StagePlan, lev
     if not loops.levels:
         raise ValueError(f"stage {st.op.name} is computed at a tile of {host.op.name}, but {host.op.name} "
                          f"has no outer loop (tile {list(host_plan.tile)})")
-    st.compute_at(host, loops.levels[level if -len(loops.levels) <= level < len(loops.levels) else -1])
+    st.compute_at(host, loops.levels[_level_index(loops, level)])
+
+
+def _level_index(loops: _HostLoops, level: int) -> int:
+    return level if -len(loops.levels) <= level < len(loops.levels) else -1
+
+
+def _store(st: Stage, host: Stage, loops: _HostLoops, p: StagePlan) -> None:
+    """Allocate ``st``'s buffer at outer loop ``p.store_level`` of ``host`` (a sliding window down to the
+    loop it is computed at); refused when that loop is inside the compute loop."""
+    assert p.store_level is not None
+    store, compute = _level_index(loops, p.store_level), _level_index(loops, p.level)
+    if store % len(loops.levels) > compute % len(loops.levels):
+        raise ValueError(f"stage {p.stage}: store_level {p.store_level} is inside the loop it is computed at "
+                         f"(level {p.level})")
+    st.store_at(host, loops.levels[store])
 
 
 def _arrange_computed(st: Stage, p: StagePlan) -> None:

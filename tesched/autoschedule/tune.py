@@ -1,8 +1,8 @@
 """``tune``: measured search around ``auto_schedule``, recorded in a tuning database.
 
 The search (Ansor/Droplet style) starts from the analytical plan and proceeds in rounds. Each round
-proposes up to ``batch`` new candidates: tile-size neighbours of the best plan so far (coordinate
-descent), then random one-decision mutations of the best few (evolution), skipping plans already tried.
+proposes up to ``batch`` new candidates: the sliding-window variant of the best plan so far and its
+tile-size neighbours (coordinate descent), then random one-decision mutations of the best few (evolution), skipping plans already tried.
 Every proposal is applied to a fresh schedule and checked with the dependence analysis; an illegal one is
 recorded as failed and costs no measurement. Legal ones are built in parallel and timed one at a time
 per host (:mod:`.measure`) on the executor's workers, and each result is appended to the database. A plan
@@ -31,7 +31,7 @@ from tesched.autoschedule.auto import Explanation, as_outputs, auto_schedule, ex
 from tesched.autoschedule.database import TuningDatabase, TuningRecord, median_seconds, seconds_or_inf
 from tesched.autoschedule.machine import host_machine
 from tesched.autoschedule.measure import MeasureTask, measure, random_inputs, result, submit
-from tesched.autoschedule.mutate import mutate, tile_neighbours
+from tesched.autoschedule.mutate import mutate, sliding_neighbours, tile_neighbours
 from tesched.autoschedule.plan import Plan, apply_plan
 from tesched.autoschedule.progress import Progress
 from tesched.autoschedule.workload import workload_hash
@@ -216,7 +216,8 @@ def _propose(sch: Schedule, queue: list[Plan], tried: dict[str, Trial], history:
         take(queue.pop(0))
     ranked = sorted((t for t in history if t.seconds is not None), key=seconds_or_inf)
     if ranked:
-        for plan in tile_neighbours(sch, ranked[0].plan)[: max(1, count // 2)]:
+        best = ranked[0].plan
+        for plan in (sliding_neighbours(sch, best) + tile_neighbours(sch, best))[: max(1, count // 2)]:
             take(plan)
         elite = [t.plan for t in ranked[:ELITE]]
         for _ in range(count * 20):

@@ -26,8 +26,11 @@ _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">
              "eq": "==", "ne": "!=", "and": "&&", "or": "||", "cdiv": "/", "cmod": "%", "bitand": "&",
              "bitor": "|", "bitxor": "^"}
 _VECTOR_BINARY = {"and": "&", "or": "|", "div": "/", "shl": "<<", "shr": ">>"}
+_BIT_COUNTS = {"popcount": "ts_popcount", "count_leading_zeros": "ts_clz", "count_trailing_zeros": "ts_ctz"}
 _FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
-             "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod"}
+             "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod", "sin": "sin", "cos": "cos",
+             "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
+             "atan2": "atan2"}
 
 
 def _suffix(dtype: str) -> str:
@@ -266,6 +269,9 @@ class CExpr(NodeFunctor):
             return f"ts_sigmoid_{_suffix(e.dtype)}({args})"
         if e.name == "abs" and not dt.is_float(e.dtype):
             return f"ts_abs_{_suffix(e.dtype)}({args})"
+        if e.name in _BIT_COUNTS:   # of the value's bits, as unsigned, widened to 64 bits
+            bits = dt.info(e.dtype).bits
+            return f"(({c_type(e.dtype)}){_BIT_COUNTS[e.name]}((uint64_t)(uint{bits}_t)({args}), {bits}))"
         if e.name == "fmod" and not dt.is_float(e.dtype):
             return _wrapped(e.dtype, f"(({c_type(e.dtype)})ts_fmod({args}))")
         single = dt.info(e.dtype).value_c_type == "float"

@@ -8,7 +8,7 @@ intermediate, or local region).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping, Sequence
 
 import islpy as isl
 
@@ -146,6 +146,11 @@ class StatementEmitter:
         def here(e: Expr) -> Expr:
             return rewrite(substitute(e, axis_values), self.load)
 
+        def combined(acc: Sequence[Expr], values: Sequence[Expr]) -> tuple[Expr, ...]:
+            # a comm_reducer's combination may use the compute's axes (a closure over them)
+            assert isinstance(body, Reduce)
+            return tuple(substitute(e, axis_values) for e in body.combine_all(acc, values))
+
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
             return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
@@ -155,15 +160,15 @@ class StatementEmitter:
                 assert sm.target is not None
                 target = here(checked_body(self.model, sm, sm.target))
                 assert isinstance(target, ir.Load)
-                store = _store(buf, target.indices, body.combine(target, here(body.source)),
+                store = _store(buf, target.indices, combined([target], [here(body.source)])[0],
                                atomic=sm.stage.atomic_updates)
                 # ``where`` guards the whole update: its index may be meaningless elsewhere
                 return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
             current = [ir.Load(b, index) for b in bufs]
             values = [_as_declared(s, here(s)) for s in body.sources]
             if len(bufs) > 1 and body.where is None:
-                return _tuple_update(sm.name, bufs, index, body, values)
-            new = body.combine_all(current, values)
+                return _tuple_update(sm.name, bufs, index, combined, values)
+            new = combined(current, values)
             if body.where is not None:
                 cond = here(body.where)
                 new = tuple(Select(cond, v, c) for v, c in zip(new, current))
@@ -177,13 +182,14 @@ class StatementEmitter:
         return _store(buf, index, here(body))
 
 
-def _tuple_update(name: str, bufs: list[ir.Buffer], index: tuple, body: Reduce, values: list[Expr]) -> ir.Stmt:
+def _tuple_update(name: str, bufs: list[ir.Buffer], index: tuple,
+                  combine: Callable[[Sequence[Expr], Sequence[Expr]], tuple[Expr, ...]], values: list[Expr]) -> ir.Stmt:
     """The update of a tuple reduction without ``where``: the reduced values bound first (one
     :class:`~tesched.ir.nodes.ReduceInput` per component), then the combination of the accumulators with
     them (its shared subexpressions, such as argmax's comparison, bound once for every component), then
     the stores. The combination reads nothing else, so the vectorizer can combine partial results with it."""
     inputs = [ir.ReduceInput(f"{name}.in{k}", v.dtype, b) for k, (v, b) in enumerate(zip(values, bufs))]
-    new = body.combine_all([ir.Load(b, index) for b in bufs], inputs)
+    new = combine([ir.Load(b, index) for b in bufs], inputs)
     shared, combined = bind_shared(MultiValue(new))
     assert isinstance(combined, MultiValue)
     temps = [Var(f"{name}.new{k}", v.dtype) for k, v in enumerate(new)]

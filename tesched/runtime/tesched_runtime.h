@@ -69,6 +69,10 @@ TS_MINMAX(int8_t, bool)
 
 static inline int32_t ts_abs_i32(int32_t a) { return a < 0 ? -a : a; }
 static inline int64_t ts_abs_i64(int64_t a) { return a < 0 ? -a : a; }
+/* Bit counts of the low `bits` bits of v (the value's own width); 0 has `bits` leading and trailing zeros. */
+static inline int64_t ts_popcount(uint64_t v, int bits) { (void)bits; return __builtin_popcountll(v); }
+static inline int64_t ts_clz(uint64_t v, int bits) { return v ? __builtin_clzll(v) - (64 - bits) : bits; }
+static inline int64_t ts_ctz(uint64_t v, int bits) { return v ? __builtin_ctzll(v) : bits; }
 static inline float ts_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
 static inline double ts_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 

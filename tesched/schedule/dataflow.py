@@ -25,15 +25,19 @@ from typing import Sequence
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
 from tesched.te.expr import Binary, Expr, Select, Var, as_expr
-from tesched.te.reduction import MultiValue, Reduce
+from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
 from tesched.te.visit import rewrite, substitute
 
 
-def _new_axes(axes: Sequence[IterVar]) -> list[IterVar]:
-    return [IterVar(Range(a.range.min, a.range.extent), a.name, a.iter_type) for a in axes]
+def _new_axes(axes: Sequence[IterVar], outer: dict | None = None) -> list[IterVar]:
+    """Fresh copies of ``axes``; bounds that use other axes (``reduce_axis((0, i + 1))``) are rewritten
+    through ``outer``, the old axes' replacements."""
+    def bound(e: int | Expr) -> int | Expr:
+        return e if outer is None or not isinstance(e, Expr) else substitute(e, outer)
+    return [IterVar(Range(bound(a.range.min), bound(a.range.extent)), a.name, a.iter_type) for a in axes]
 
 
 def _with_reads_of(body: Expr, sch: StageGraph, source: Stage, replacement: Tensor, value_index: int = 0) -> Expr:
@@ -51,7 +55,7 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
     if extra_where is not None:
         where = extra_where if where is None else Binary("and", where, extra_where, "bool")
     inits = None if body.inits is None or not keep_init else [substitute(i, mapping) for i in body.inits]
-    return Reduce(body.combiner, sources, axes, where, inits, body.reducer)
+    return Reduce(body.combiner, sources, axes, where, inits, remapped_reducer(body, mapping))
 
 
 def _computation(stage: Stage, primitive: str) -> ComputeOp:
@@ -122,27 +126,42 @@ def _check_scope(scope: object, primitive: str, name: str) -> str:
     return scope
 
 
-def cache_write(sch: StageGraph, tensor: Tensor, scope: str) -> Tensor:
-    stage = sch[tensor]
+def cache_write(sch: StageGraph, tensor: Tensor | Sequence[Tensor], scope: str) -> Tensor | tuple[Tensor, ...]:
+    """Move ``tensor``'s computation to a new stage (see the module docstring). The outputs of a
+    multi-output compute are cached together, given as a list of all of them (TVM's
+    ``s.cache_write([C1, C2], scope)``); the cache's outputs are returned in the same order."""
+    items: list[object] = list(tensor) if isinstance(tensor, (list, tuple)) else [tensor]
+    tensors = [x for x in items if isinstance(x, Tensor)]
+    if not items or len(tensors) != len(items):
+        raise ScheduleError(f"cache_write: expected a tensor or a list of the outputs of one compute, got {tensor!r}")
+    stage = sch[tensors[0]]
     op = _computation(stage, "cache_write")
     if isinstance(op, (ScatterOp, ScanOp)):
         kind = "scatter" if isinstance(op, ScatterOp) else "scan"
         raise ScheduleError(f"cache_write of {stage.name}: it is a {kind}, whose computation cannot move to "
                             "another stage; cache its readers' reads instead (cache_read)")
     _check_scope(scope, "cache_write", stage.name)
-    if op.num_outputs > 1:
-        raise ScheduleError(f"cache_write of {stage.name}: it has {op.num_outputs} outputs; cache_write takes "
-                            "a stage with one output")
+    given = [x.value_index for x in tensors] if all(sch[x] is stage for x in tensors) else None
+    if given != list(range(op.num_outputs)):
+        raise ScheduleError(f"cache_write of {stage.name}: it has {op.num_outputs} outputs; give all of them, in "
+                            f"order, as one list (s.cache_write([{', '.join(f'{op.name}[{k}]' for k in range(op.num_outputs))}"
+                            f"], scope))" if op.num_outputs > 1 else
+                            f"cache_write of {stage.name}: the tensors given are not the outputs of {stage.name}")
     if stage.tensorize_spec is not None:
         raise ScheduleError(f"cache_write of {stage.name}: it is tensorized at loop {stage.tensorize_spec[0].name}; "
                             "apply cache_write first and tensorize the cache stage")
-    axes, raxes = _new_axes(op.axis), _new_axes(op.reduce_axis)
+    axes = _new_axes(op.axis)
+    raxes = _new_axes(op.reduce_axis, dict(zip(op.axis, axes)))
     mapping = dict(zip(op.axis + op.reduce_axis, axes + raxes))
     body = _rebuild_reduce(op.body, mapping, raxes) if isinstance(op.body, Reduce) else substitute(op.body, mapping)
     cache_op = ComputeOp(f"{op.name}.{scope}", op.tag, axes, body, op.attrs)
-    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, TensorRead(cache_op.output(0), tuple(op.axis)), op.attrs))
+    copies = [TensorRead(cache_op.output(k), tuple(op.axis)) for k in range(op.num_outputs)]
+    stage.replace_op(ComputeOp(op.name, op.tag, op.axis, copies[0] if len(copies) == 1 else MultiValue(copies),
+                               op.attrs))
     cache = sch.insert_stage(cache_op, before=stage)
     _move_loops(stage, cache, mapping, sch)
+    if isinstance(tensor, (list, tuple)):
+        return tuple(cache_op.output(k) for k in range(op.num_outputs))
     return cache_op.output(0)
 
 

@@ -141,6 +141,8 @@ class LoopHints(StageBase):
         - ``"unroll_explicit"`` (a bool): False keeps the loops marked ``unroll`` at or inside ``var`` as
           loops with ``#pragma GCC unroll`` (gcc unrolls them) instead of copying their bodies in the
           generated C; True (the default behaviour) copies them.
+        - ``"vectorize"``, and ``"unroll"`` without a count: the loop kinds, as TVM turns these two
+          pragmas into ``vectorize(var)`` and ``unroll(var)``.
 
         gcc has no per-loop unroll-and-jam pragma; write it as a schedule instead (checked by the
         dependence analysis): ``o, i = split(var, factor)``, ``reorder`` ``i`` inside the inner loops,
@@ -152,9 +154,16 @@ class LoopHints(StageBase):
             raise ScheduleError(f"{where}: gcc has no unroll-and-jam loop pragma; write it as a schedule: "
                                 f"split({var.name}, factor), reorder the inner part inside the inner loops, "
                                 "unroll it")
+        if pragma_type == "vectorize" and pragma_value is not None:
+            raise ScheduleError(f"{where}: 'vectorize' takes no value (it makes the loop vectorized), got "
+                                f"{pragma_value!r}")
+        if pragma_type in ("vectorize", "unroll") and pragma_value is None:
+            self._annotate(var, LoopKind.VECTORIZED if pragma_type == "vectorize" else LoopKind.UNROLLED)
+            return
         if not isinstance(pragma_type, str) or pragma_type not in ("ivdep", "unroll", "unroll_explicit"):
             raise ScheduleError(f"{where}: unknown pragma {pragma_type!r}; the pragmas are 'ivdep', "
-                                "'unroll' (a count) and 'unroll_explicit' (a bool)")
+                                "'unroll' (a count, or none: unroll the loop), 'unroll_explicit' (a bool) and "
+                                "'vectorize'")
         value: bool | int
         if pragma_type == "unroll":
             if isinstance(pragma_value, bool) or not isinstance(pragma_value, int) \

@@ -8,7 +8,7 @@ registers with ``set_legality_check`` (a schedule does not depend on its lowerin
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Sequence, overload
 
 from tesched.errors import ScheduleError
 from tesched.schedule.dataflow import cache_read, cache_write, rfactor
@@ -46,7 +46,7 @@ class Schedule:
         for op in self.outputs:
             visit(op)
         scans = [op for op in order if isinstance(op, ScanOp)]
-        states = {id(op.state.op) for op in scans}
+        states = {id(state.op) for op in scans for state in op.states}
         self.stages = [Stage(op, self) for op in order if id(op) not in states]
         self.stage_map = {id(st.op): st for st in self.stages}
         for op in self.outputs:
@@ -58,7 +58,8 @@ class Schedule:
         """A scan's state is its own tensor (reads of the placeholder read the scan's stage), and the
         stages between the state and the scan run inside the scan's time loop (TVM's scan group)."""
         stage = self.stage_map[id(scan)]
-        self.stage_map[id(scan.state.op)] = stage
+        for state in scan.states:
+            self.stage_map[id(state.op)] = stage
         for st in self.stages:
             if st is not stage and isinstance(st.op, ComputeOp) and self.reads_transitively(st.op, scan) \
                     and self.reads_transitively(scan, st.op):
@@ -116,8 +117,15 @@ class Schedule:
         """A copy of ``tensor`` that ``readers`` read instead (see :mod:`tesched.schedule.dataflow`)."""
         return cache_read(self, tensor, scope, readers if isinstance(readers, (list, tuple)) else [readers])
 
-    def cache_write(self, tensor: Tensor, scope: str) -> Tensor:
-        """Compute ``tensor`` into a cache stage, which is returned (see :mod:`tesched.schedule.dataflow`)."""
+    @overload
+    def cache_write(self, tensor: Tensor, scope: str) -> Tensor: ...
+
+    @overload
+    def cache_write(self, tensor: Sequence[Tensor], scope: str) -> tuple[Tensor, ...]: ...
+
+    def cache_write(self, tensor: Tensor | Sequence[Tensor], scope: str) -> Tensor | tuple[Tensor, ...]:
+        """Compute ``tensor`` into a cache stage, whose output is returned; the outputs of a multi-output
+        compute go together, as a list, and come back as a tuple (see :mod:`tesched.schedule.dataflow`)."""
         return cache_write(self, tensor, scope)
 
     def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor | list[Tensor]:
@@ -139,7 +147,11 @@ class Schedule:
     def canonical(self, tensor: Tensor) -> Tensor:
         """The tensor a stage currently produces, for a tensor the user declared."""
         st = self.stage_of_tensor(tensor)
-        return tensor if st is None else st.op.output(tensor.value_index)
+        if st is None:
+            return tensor
+        if isinstance(st.op, ScanOp) and any(s is tensor for s in st.op.states):
+            return st.op.output(st.op.state_index(tensor))      # a state placeholder: its scan's output
+        return st.op.output(tensor.value_index)
 
 
 def create_schedule(ops: Operation | Tensor | Sequence[Operation | Tensor]) -> Schedule:

@@ -1,15 +1,20 @@
 """Boundary conditions in Halide's style: read a tensor anywhere, with a defined value outside its box.
 
-``constant_exterior(A, value)``, ``repeat_edge(A)`` and ``mirror_interior(A)`` return a
+``constant_exterior(A, value)``, ``repeat_edge(A)``, ``repeat_image(A)``, ``mirror_image(A)`` and
+``mirror_interior(A)`` return a
 :class:`BoundedTensor`; index it like ``A`` inside any ``compute`` body (``B[i - 1, j + 2]``). Every read
 it makes is clamped into ``A``'s box, so it never reads outside ``A`` (the bounds check at lowering time
 accepts it) and its footprint stays exact for ``compute_at``:
 
 - ``constant_exterior``: ``value`` outside the box, ``A`` inside;
 - ``repeat_edge``: the nearest edge element (the index clamped into the box);
+- ``repeat_image``: the image tiled periodically (``-1 -> n - 1``, ``n -> 0``);
+- ``mirror_image``: the image mirrored about its edges, edge elements repeated (``-1 -> 0``, ``n -> n - 1``);
 - ``mirror_interior``: the image mirrored about its edge elements without repeating them
-  (``-1 -> 1``, ``n -> n - 2``), periodic for constant extents; for symbolic extents, exact within one
-  extent of the box and clamped beyond.
+  (``-1 -> 1``, ``n -> n - 2``).
+
+The last three are periodic for constant extents; for symbolic extents, exact within one extent of the box
+and clamped beyond.
 
 This module only builds expressions; it knows nothing of schedules or code.
 
@@ -95,6 +100,21 @@ def _mirror(e: Expr, n: int | Expr) -> Expr:
     return _clamp(binary("min", reflected, 2 * (n - 1) - reflected), n)
 
 
+def _mirror_edges(e: Expr, n: int | Expr) -> Expr:
+    if isinstance(n, int):
+        folded = e % (2 * n)
+        return binary("min", folded, 2 * n - 1 - folded)
+    reflected = binary("max", e, -1 - e)
+    return _clamp(binary("min", reflected, 2 * n - 1 - reflected), n)
+
+
+def _wrap(e: Expr, n: int | Expr) -> Expr:
+    if isinstance(n, int):
+        return e % n
+    shifted = Select(e < 0, e + n, Select(e >= n, e - n, e))
+    return _clamp(shifted, n)
+
+
 def _checked(tensor: object, what: str) -> Tensor:
     if not isinstance(tensor, Tensor):
         raise TypeError(f"boundary.{what}: expected a Tensor (a placeholder or compute), got "
@@ -156,3 +176,39 @@ def mirror_interior(tensor: Tensor) -> BoundedTensor:
         Index it like the tensor, with any integer indices.
     """
     return BoundedTensor(_checked(tensor, "mirror_interior"), "mirror_interior", _mirror)
+
+
+def repeat_image(tensor: Tensor) -> BoundedTensor:
+    """``tensor`` repeated periodically in every direction (Halide's ``repeat_image``: index ``n`` reads
+    ``0``, ``-1`` reads ``n - 1``); periodic for constant extents, exact within one extent of the box and
+    clamped beyond for symbolic ones.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to read.
+
+    Returns
+    -------
+    BoundedTensor
+        Index it like the tensor, with any integer indices.
+    """
+    return BoundedTensor(_checked(tensor, "repeat_image"), "repeat_image", _wrap)
+
+
+def mirror_image(tensor: Tensor) -> BoundedTensor:
+    """``tensor`` mirrored about its edges, the edge elements repeated (Halide's ``mirror_image``: ``-1``
+    reads ``0``, ``n`` reads ``n - 1``); periodic for constant extents, exact within one extent of the box
+    and clamped beyond for symbolic ones.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The tensor to read.
+
+    Returns
+    -------
+    BoundedTensor
+        Index it like the tensor, with any integer indices.
+    """
+    return BoundedTensor(_checked(tensor, "mirror_image"), "mirror_image", _mirror_edges)

@@ -1,8 +1,10 @@
 """Named scalar functions and reducers users call in ``compute`` bodies.
 
-``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod`` (floating; ``rint``/``round``
+``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod``, the trigonometric
+``sin cos tan asin acos atan atan2 sinh cosh`` (floating; ``rint``/``round``
 round to nearest even, as NumPy), ``maximum minimum clamp`` (any type), the integer functions
-``bitwise_and/or/xor/not`` and ``shift_left/right``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
+``bitwise_and/or/xor/not``, ``shift_left/right`` and the bit counts ``popcount``,
+``count_leading_zeros``, ``count_trailing_zeros``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
 conditions, and the reducers ``sum prod max min`` (TVM names, :mod:`.reducer`; ``max`` and ``min`` called
 on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
 ``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
@@ -17,7 +19,8 @@ from tesched.te.expr import Call, Expr, Select, Unary, as_expr, binary, cast_to
 from tesched.te.expr import power as _power
 from tesched.te.reducer import builtin
 
-FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc", "pow", "fmod")
+FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc", "pow", "fmod", "sin",
+                   "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2")
 
 
 def _unary_float(name: str, x: object) -> Expr:
@@ -66,6 +69,33 @@ ceil = _float_function("ceil", "The smallest integer value not below ``x`` (as a
 rint = _float_function("rint", "``x`` rounded to the nearest integer, ties to even (NumPy's ``rint``; as a float)",
                        "ts.rint(A[i] * 10.0)")
 trunc = _float_function("trunc", "``x`` rounded toward zero (as a float)", "ts.trunc(A[i] * 4.0)")
+sin = _float_function("sin", "The sine of ``x`` (radians)", "ts.sin(A[i])")
+cos = _float_function("cos", "The cosine of ``x`` (radians)", "ts.cos(A[i])")
+tan = _float_function("tan", "The tangent of ``x`` (radians)", "ts.tan(A[i])")
+asin = _float_function("asin", "The arc sine of ``x``, in ``[-pi/2, pi/2]``", "ts.asin(A[i] * 0.5)")
+acos = _float_function("acos", "The arc cosine of ``x``, in ``[0, pi]``", "ts.acos(A[i] * 0.5)")
+atan = _float_function("atan", "The arc tangent of ``x``, in ``[-pi/2, pi/2]``", "ts.atan(A[i])")
+sinh = _float_function("sinh", "The hyperbolic sine of ``x``", "ts.sinh(A[i])")
+cosh = _float_function("cosh", "The hyperbolic cosine of ``x``", "ts.cosh(A[i])")
+
+
+def atan2(y: object, x: object) -> Expr:
+    """The angle of the point ``(x, y)``, in ``[-pi, pi]`` (C's and NumPy's ``atan2``; TVM's and Halide's).
+
+    Parameters
+    ----------
+    y, x : Expr or number
+        At least one of them a tesched expression; the result has their floating type (integers are
+        computed in float32).
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.atan2(A[i], 1.0), name="B")
+    """
+    probe = binary("max", y, x)
+    dtype = probe.dtype if dt.is_float(probe.dtype) else "float32"
+    a, b = (cast_to(as_expr(v, dtype), dtype) for v in (y, x))
+    return Call("atan2", (a, b), dtype)
 
 
 def round(x: object) -> Expr:  # noqa: A001 - TVM's name
@@ -262,6 +292,34 @@ def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
     for c in conds[1:]:
         out = binary("or", out, c)
     return out if out.dtype == "bool" else binary("ne", out, 0)
+
+
+def _bit_count(name: str, what: str) -> Callable[[object], Expr]:
+    def function(x: object) -> Expr:
+        e = as_expr(x)
+        if not dt.is_int(e.dtype) or e.dtype == "bool":
+            raise TypeError(f"{name}({e!r}): an integer argument is needed, got {e.dtype}")
+        return Call(name, (e,), e.dtype)
+
+    return _publish(function, name, f"""{what} of the bits of ``x`` (an integer; a negative value counts its
+    two's complement bits), in ``x``'s type (Halide's ``{name}``).
+
+    Parameters
+    ----------
+    x : Expr
+        An integer expression.
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.{name}(A[i]), name="B")
+    """)
+
+
+popcount = _bit_count("popcount", "The number of set bits")
+count_leading_zeros = _bit_count("count_leading_zeros", "The number of zeros above the highest set bit (the "
+                                 "width for 0)")
+count_trailing_zeros = _bit_count("count_trailing_zeros", "The number of zeros below the lowest set bit (the "
+                                  "width for 0)")
 
 
 sum = builtin("sum")  # noqa: A001 - TVM's name

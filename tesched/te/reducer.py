@@ -141,11 +141,27 @@ class CommReducer:
             out.append(e)
         return tuple(out)
 
+    def _combine_directly(self, *operands: object) -> Expr | tuple[Expr, ...]:
+        """``reducer(a, b, ...)`` on plain values (no reduce axis): ``combine`` folded over them, left to
+        right, as TVM's ``comm_reducer`` does (``mysum(x, y)`` is ``x + y``)."""
+        rows = [tuple(o) if isinstance(o, (tuple, list)) else (o,) for o in operands if o is not None]
+        if len({len(r) for r in rows}) != 1:
+            raise TypeError(f"reducer {self.name}: the values combined directly must all have "
+                            f"{len(rows[0])} component(s)")
+        acc = tuple(as_expr(v) for v in rows[0])
+        for row in rows[1:]:
+            acc = self.combine_values(acc, tuple(as_expr(v, a.dtype) for v, a in zip(row, acc)))
+        return acc[0] if len(acc) == 1 else acc
+
     def __call__(self, expr: object, axis: IterVar | Sequence[IterVar], where: object = None,
                  init: object = None) -> Expr | tuple[Expr, ...]:
         """Reduce ``expr`` (an expression, or a tuple for a tuple reduction) over ``axis``; a tuple
-        reduction returns one ``Reduce`` per component, to be the bodies of one compute."""
+        reduction returns one ``Reduce`` per component, to be the bodies of one compute. Given plain
+        values instead of a reduce axis (``mysum(a, b)``), combine them directly, as TVM does."""
         what = f"reducer {self.name}"
+        if not isinstance(axis, (IterVar, tuple, list)) or (
+                isinstance(axis, (tuple, list)) and axis and not any(isinstance(a, IterVar) for a in axis)):
+            return self._combine_directly(expr, axis, where, init)
         values = list(expr) if isinstance(expr, (tuple, list)) else [expr]
         if not values:
             raise ValueError(f"{what}: nothing to reduce")

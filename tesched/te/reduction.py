@@ -12,6 +12,7 @@ from typing import Protocol, Sequence
 
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.visit import substitute, walk
 
 
 class Reducer(Protocol):
@@ -102,6 +103,38 @@ class Reduce(Expr):
     def combine(self, acc: Expr, value: Expr) -> Expr:
         """A single-component accumulator combined with one more value."""
         return self.combine_all((acc,), (value,))[0]
+
+
+class RemappedReducer:
+    """A user-defined reducer seen from a new stage (a cache, a partial reduction, a lifted inline
+    reduction): its identity and combination may use the compute's axes (a ``comm_reducer`` whose
+    functions close over them), which the new stage replaces by its own."""
+
+    def __init__(self, reducer: Reducer, mapping: dict):
+        self.reducer, self.mapping, self.name = reducer, mapping, reducer.name
+
+    def identity_values(self, dtypes: tuple[str, ...]) -> tuple[Expr, ...]:
+        """The reducer's identities, in the new stage's axes."""
+        return tuple(substitute(e, self.mapping) for e in self.reducer.identity_values(dtypes))
+
+    def combine_values(self, acc: Sequence[Expr], value: Sequence[Expr]) -> tuple[Expr, ...]:
+        """The reducer's combination, in the new stage's axes."""
+        return tuple(substitute(e, self.mapping) for e in self.reducer.combine_values(acc, value))
+
+
+def remapped_reducer(body: Reduce, mapping: dict) -> Reducer | None:
+    """``body``'s reducer, wrapped to use the new axes where its identity or combination reads old ones
+    (unwrapped otherwise, so that tensorize still recognises it)."""
+    reducer = body.reducer
+    if reducer is None:
+        return None
+    dtypes = tuple(s.dtype for s in body.sources)
+    probe = [Var(f"probe{k}", d) for k, d in enumerate(dtypes)]
+    made = list(reducer.identity_values(dtypes)) + list(reducer.combine_values(probe, probe))
+    old = {id(k) for k in mapping}
+    if any(id(n) in old for e in made for n in walk(e)):
+        return RemappedReducer(reducer, mapping)
+    return reducer
 
 
 class MultiValue(Expr):

@@ -18,8 +18,8 @@ from tesched.errors import LoweringError
 from tesched.te import checks
 from tesched.te import dtype as dt
 from tesched.te.expr import Const, Expr, Var, as_expr
-from tesched.te.reduction import MultiValue, Reduce
-from tesched.te.visit import collect, contains, rewrite, walk
+from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
+from tesched.te.visit import collect, rewrite, substitute, walk
 
 
 class Range:
@@ -178,6 +178,10 @@ class Tensor:
     def __getitem__(self, indices) -> "TensorRead":
         return TensorRead(self, integer_indices(indices, self.ndim, f"tensor {self.name}", self.name))
 
+    def __call__(self, *indices) -> "TensorRead":
+        """``A(i, j)`` is ``A[i, j]`` (TVM's call syntax, as in ``lambda *i: A(*i)``)."""
+        return self[indices]
+
     def __repr__(self) -> str:
         return f"Tensor(name={self.name!r}, shape={self.shape!r}, dtype={self.dtype!r})"
 
@@ -273,7 +277,9 @@ def reduce_axis(dom, name: str = "rv") -> IterVar:
 
 def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: str = "",
             attrs: dict | None = None) -> Tensor:
-    """``out[i...] = fcompute(i...)``; the body may be a reduction (``ts.sum`` ...) at its top level.
+    """``out[i...] = fcompute(i...)``; the body may be a reduction (``ts.sum`` ...). A reduction inside a larger
+    expression (Halide's inline reduction, ``ts.sum(A[i, k], axis=k) * 2.0``) becomes a compute of its own
+    over the same axes, named ``<name>.sum0`` (the reducer and a count), which the body reads.
 
     When ``fcompute`` returns a tuple (plain expressions, or every component of a tuple reduction such as
     argmax), the compute has one output per element and returns them as a tuple (TVM's multi-output
@@ -287,19 +293,47 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
     axis = [IterVar(Range(0, ext), pname, IterType.DATA_PAR) for pname, ext in zip(params, shape)]
     body = _body(name, _evaluate(name, fcompute, axis))
     if isinstance(body, Reduce):
-        inner = body.children()
+        parts = [_lift_reductions(name, axis, shape, e) for e in body.children()]
+        if any(p is not e for p, e in zip(parts, body.children())):
+            body = body.with_children(parts)
     else:
-        inner = (body,)
-    for e in inner:
-        if contains(e, Reduce):
-            raise ValueError(f"compute {name}: a reduction must be the whole body (as in TVM), "
-                             "not part of a larger expression; compute it as its own stage")
+        body = _lift_reductions(name, axis, shape, body)
     if isinstance(body, Reduce):
         body = _resolve_init(name, body, axis, shape)
         checks.check_reduction(name, body)
     checks.check_free_axes(name, axis, body, lambda e: isinstance(e, IterVar))
     op = ComputeOp(name, tag, axis, body, attrs)
     return op.output(0) if op.num_outputs == 1 else tuple(op.output(k) for k in range(op.num_outputs))  # type: ignore[return-value]  # TVM returns a tuple of the outputs of a multi-output compute
+
+
+def _lift_reductions(name: str, axis: list[IterVar], shape: tuple, body: Expr) -> Expr:
+    """Halide's inline reductions (``f(x) = sum(g(x + r)) * 2 + 3``): every reduction inside a larger
+    expression becomes a compute of its own over the same axes, ``<name>.<reducer><k>``, which ``body``
+    reads at its axes (a stage like any other: it may be scheduled, computed at a loop of ``name``...)."""
+    count = [0]
+
+    def lift(e: Expr) -> Expr | None:
+        if not isinstance(e, Reduce):
+            return None
+
+        def fcompute(*axes: IterVar) -> object:
+            mapping: dict = dict(zip(axis, axes))
+            raxes = [IterVar(Range(*(substitute(b, mapping) if isinstance(b, Expr) else b
+                                     for b in (r.range.min, r.range.extent))), r.name, r.iter_type)
+                     if isinstance(r, IterVar) else r for r in e.axis]
+            mapping.update((r, nr) for r, nr in zip(e.axis, raxes) if r is not nr)
+            return Reduce(e.combiner, [substitute(s, mapping) for s in e.sources], raxes,
+                          None if e.where is None else substitute(e.where, mapping),
+                          None if e.inits is None else [substitute(i, mapping) for i in e.inits],
+                          remapped_reducer(e, mapping), 0)
+
+        setattr(fcompute, "__signature__", inspect.Signature(    # the lifted axes keep their names
+            [inspect.Parameter(a.name, inspect.Parameter.POSITIONAL_ONLY) for a in axis]))
+        count[0] += 1
+        outputs = compute(shape, fcompute, name=f"{name}.{e.combiner}{count[0] - 1}")
+        return (outputs[e.value_index] if isinstance(outputs, tuple) else outputs)[tuple(axis)]
+
+    return rewrite(body, lift)
 
 
 _PACKAGE = Path(__file__).resolve().parents[1]

@@ -253,7 +253,11 @@ class LoopVectorizer:
                             substitute(s.value, {self.var: base}))
         if coefficient(flat, self.var) != 1:
             raise CannotVectorize(f"store to {s.buffer.name} is not contiguous in the loop")
-        return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), self.expr(s.value, base, lanes))
+        value = self.expr(s.value, base, lanes)
+        if ir.split_dtype(value.dtype)[0] != s.buffer.dtype:
+            # the scalar store converts to the buffer's type (an int64 loop ramp stored into int32)
+            value = ir.VCast(ir.vector_dtype(s.buffer.dtype, lanes), value)
+        return ir.VStore(s.buffer, simplify(substitute(flat, {self.var: base})), value)
 
     def chunk(self, stores: list[ir.Store], base: Expr, lanes: int) -> list[ir.Stmt]:
         if not self.lets:

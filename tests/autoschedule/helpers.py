@@ -1,5 +1,6 @@
 """Small pipelines the automatic-scheduler tests share, with NumPy references."""
 import numpy as np
+from hypothesis import strategies as st
 
 import tesched as ts
 
@@ -64,3 +65,64 @@ def run(kernel, inputs, outputs, arrays):
     outs = [np.empty([int(d) for d in t.shape], np.float32) for t in outputs]
     kernel(*arrays, *outs)
     return outs
+
+
+def histogram_grid(n=64, cell=8, bins=4):
+    """Per cell of ``cell`` x ``cell`` pixels, the sum of the pixels in each of ``bins`` intensity bins."""
+    A = ts.placeholder((n, n), name="A")
+    g = n // cell
+    binned = ts.compute(A.shape, lambda y, x: ts.floor(A[y, x] * float(bins)).astype("int32"), name="bin")
+    dy, dx = (ts.reduce_axis((0, cell), name) for name in ("dy", "dx"))
+
+    def cell_sum(z, gy, gx):
+        y, x = gy * cell + dy, gx * cell + dx
+        return ts.sum(A[y, x], axis=[dy, dx], where=binned[y, x] == z)
+    grid = ts.compute((bins, g, g), cell_sum, name="grid")
+
+    def reference(a):
+        b = np.floor(a * bins).astype(int)
+        cells = lambda v: v.reshape(g, cell, g, cell).sum(axis=(1, 3))  # noqa: E731
+        return np.stack([cells(a * (b == z)) for z in range(bins)])
+    return [A], [grid], reference
+
+
+def _map(p, k):
+    return ts.compute(p.shape, lambda y, x: p[y, x] * 0.5 + 1.0, name=f"m{k}"), lambda b: b * 0.5 + 1.0
+
+
+def _stencil_y(p, k):
+    H, W = (int(d) for d in p.shape)
+    return (ts.compute((H - 2, W), lambda y, x: p[y, x] + p[y + 1, x] + p[y + 2, x], name=f"sy{k}"),
+            lambda b: b[:-2] + b[1:-1] + b[2:])
+
+
+def _stencil_x(p, k):
+    H, W = (int(d) for d in p.shape)
+    return ts.compute((H, W - 2), lambda y, x: p[y, x] - p[y, x + 2], name=f"sx{k}"), lambda b: b[:, :-2] - b[:, 2:]
+
+
+def _rowsum(p, k):
+    H, W = (int(d) for d in p.shape)
+    r = ts.reduce_axis((0, W), name=f"r{k}")
+    return (ts.compute((H, 4), lambda y, x: ts.sum(p[y, r] * (x + 1.0), axis=r), name=f"rs{k}"),
+            lambda b: b.sum(1, keepdims=True) * np.arange(1, 5))
+
+
+@st.composite
+def pipelines(draw, heights=st.integers(3, 12), widths=st.integers(3, 20), lengths=st.integers(1, 3)):
+    """A chain of stages (1-3 by default) over a 2-D image (3-12 x 3-20 by default): pointwise maps,
+    3-tap stencils, weighted row sums; with its NumPy reference."""
+    h, w = draw(heights), draw(widths)
+    A = ts.placeholder((h, w), name="A")
+    t, steps = A, []
+    for k in range(draw(lengths)):
+        H, W = (int(d) for d in t.shape)
+        options = [_map, _rowsum] + ([_stencil_y] if H > 2 else []) + ([_stencil_x] if W > 2 else [])
+        t, step = draw(st.sampled_from(options))(t, k)
+        steps.append(step)
+
+    def ref(a):
+        for step in steps:
+            a = step(a)
+        return a
+    return A, t, ref

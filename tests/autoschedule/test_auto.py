@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 import tesched as ts
 import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
-from tests.autoschedule.helpers import blur, data, histogram, matmul_relu, run, softmax_matmul
+from tests.autoschedule.helpers import blur, data, histogram, histogram_grid, matmul_relu, pipelines, run, softmax_matmul
 
 
 @pytest.mark.parametrize("make", [blur, matmul_relu, softmax_matmul, histogram])
@@ -128,47 +128,6 @@ def test_explain_and_arguments():
     assert "128-bit SIMD" in ts.explain_schedule(ts.auto_schedule(outputs, target=narrow))
 
 
-def _map(p, k):
-    return ts.compute(p.shape, lambda y, x: p[y, x] * 0.5 + 1.0, name=f"m{k}"), lambda b: b * 0.5 + 1.0
-
-
-def _stencil_y(p, k):
-    H, W = (int(d) for d in p.shape)
-    return (ts.compute((H - 2, W), lambda y, x: p[y, x] + p[y + 1, x] + p[y + 2, x], name=f"sy{k}"),
-            lambda b: b[:-2] + b[1:-1] + b[2:])
-
-
-def _stencil_x(p, k):
-    H, W = (int(d) for d in p.shape)
-    return ts.compute((H, W - 2), lambda y, x: p[y, x] - p[y, x + 2], name=f"sx{k}"), lambda b: b[:, :-2] - b[:, 2:]
-
-
-def _rowsum(p, k):
-    H, W = (int(d) for d in p.shape)
-    r = ts.reduce_axis((0, W), name=f"r{k}")
-    return (ts.compute((H, 4), lambda y, x: ts.sum(p[y, r] * (x + 1.0), axis=r), name=f"rs{k}"),
-            lambda b: b.sum(1, keepdims=True) * np.arange(1, 5))
-
-
-@st.composite
-def pipelines(draw):
-    """A chain of 1-3 stages over a 2-D image: pointwise maps, 3-tap stencils, weighted row sums."""
-    h, w = draw(st.integers(3, 12)), draw(st.integers(3, 20))
-    A = ts.placeholder((h, w), name="A")
-    t, steps = A, []
-    for k in range(draw(st.integers(1, 3))):
-        H, W = (int(d) for d in t.shape)
-        options = [_map, _rowsum] + ([_stencil_y] if H > 2 else []) + ([_stencil_x] if W > 2 else [])
-        t, step = draw(st.sampled_from(options))(t, k)
-        steps.append(step)
-
-    def ref(a):
-        for step in steps:
-            a = step(a)
-        return a
-    return A, t, ref
-
-
 @settings(max_examples=8, deadline=None)
 @given(pipelines())
 def test_random_pipelines_stay_correct(pipeline):
@@ -201,3 +160,20 @@ def test_scatters_are_kept_gathers_and_scans_are_scheduled(rand):
     for t in range(1, 6):
         expected[t] = expected[t - 1] * 0.5 + x[t]
     np.testing.assert_allclose(ts.build(ts.auto_schedule(res), [X, res])(x), expected, rtol=1e-5)
+
+
+def test_histogram_grid_reads_each_cell_once_for_all_bins():
+    inputs, outputs, reference = histogram_grid(256, 8, 4)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert "tile loops over z innermost: no input of grid depends on them" in text
+    assert "bin: computed at outer loop" in text and "rfactor 8" in text
+    a = np.random.default_rng(0).uniform(0, 0.999, (256, 256)).astype(np.float32)
+    got, = run(ts.build(s, inputs + outputs), inputs, outputs, [a])
+    np.testing.assert_allclose(got, reference(a.astype(np.float64)), rtol=1e-4, atol=1e-3)
+
+
+def test_large_matmul_packs_its_strided_panel():
+    _, outputs, _ = matmul_relu(1024, 1024, 1024)
+    text = ts.explain_schedule(ts.auto_schedule(outputs))
+    assert "packed panel" in text and "pack B (1024x" in text

@@ -45,3 +45,26 @@ def test_plans_that_do_not_fit():
     bad = Plan((StagePlan(1, "bx", "at", host=2), StagePlan(2, "by", "root", tile=(3,))))
     with pytest.raises(ValueError, match="does not give one size per axis"):
         apply_plan(ts.create_schedule(outputs[0].op), bad)
+
+
+def test_store_level_makes_a_sliding_window_and_round_trips():
+    inputs, outputs, reference = blur(24, 20)
+    plan = Plan((StagePlan(1, "bx", "at", host=2, level=1, store_level=0, vectorize=True),
+                 StagePlan(2, "by", "root", tile=(1, 20), band=(8, 20), parallel=1, vectorize=True)))
+    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))).key() == plan.key()
+    s = apply_plan(ts.create_schedule(outputs[0].op), plan)
+    s.check()
+    text = str(ts.lower(s, inputs + outputs))
+    assert "folded modulo 4" in text
+    a = data(26, 22)
+    np.testing.assert_allclose(ts.build(s, inputs + outputs)(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_store_levels_that_do_not_fit():
+    inputs, outputs, _ = blur(24, 20)
+    with pytest.raises(ValueError, match="store_level 0 needs placement 'at'"):
+        StagePlan(1, "bx", "root", store_level=0)
+    inside = Plan((StagePlan(1, "bx", "at", host=2, level=0, store_level=1),
+                   StagePlan(2, "by", "root", tile=(1, 20), band=(8, 20))))
+    with pytest.raises(ValueError, match="store_level 1 is inside the loop it is computed at"):
+        apply_plan(ts.create_schedule(outputs[0].op), inside)

@@ -231,14 +231,15 @@ def shared_producer(rnd: random.Random) -> Pipeline:
 def boundary_blur(rnd: random.Random) -> Pipeline:
     """A separable blur of an image read through a random Halide-style boundary condition."""
     h, w = rnd.randint(2, 10), rnd.randint(2, 12)
-    kind = rnd.choice(["constant_exterior", "repeat_edge", "mirror_interior"])
+    kind = rnd.choice(["constant_exterior", "repeat_edge", "mirror_interior", "repeat_image", "mirror_image"])
     A = ts.placeholder((h, w), name="A")
     P = ts.boundary.constant_exterior(A, 0.5) if kind == "constant_exterior" else getattr(ts.boundary, kind)(A)
     Bx = ts.compute((h, w), lambda i, j: P[i, j - 1] + P[i, j] * 2.0 + P[i, j + 1], name="blur_x")
     Q = ts.boundary.repeat_edge(Bx)
     By = ts.compute((h, w), lambda i, j: Q[i - 1, j] + Q[i, j] + Q[i + 1, j], name="blur_y")
     pad = dict(mode="constant", constant_values=0.5) if kind == "constant_exterior" else \
-        dict(mode="edge" if kind == "repeat_edge" else "reflect")
+        dict(mode={"repeat_edge": "edge", "mirror_interior": "reflect", "repeat_image": "wrap",
+                   "mirror_image": "symmetric"}[kind])
 
     def reference(a):
         p = np.pad(a, ((0, 0), (1, 1)), **pad)

@@ -358,6 +358,60 @@ def test_rfactor_of_a_symbolic_reduction(which):
         np.testing.assert_allclose(kernel(data), (data.astype(np.float64) ** 2).sum(1), rtol=RTOL, atol=ATOL)
 
 
+def test_cache_write_of_a_triangular_reduction(rand):
+    """The reduce axis of the cache stage is bounded by the cache's own axis (``reduce_axis((0, i + 1))``),
+    not by the axis of the stage it came from."""
+    X = ts.placeholder((10,), name="x")
+
+    def prefix(i):
+        r = ts.reduce_axis((0, i + 1), name="r")
+        return ts.sum(X[r], axis=r)
+
+    Y = ts.compute((10,), prefix, name="y")
+    s = ts.create_schedule(Y.op)
+    s[Y].split(Y.op.axis[0], factor=4)
+    s.cache_write(Y, "local")
+    x = rand((10,))
+    np.testing.assert_allclose(ts.build(s, [X, Y])(x), np.cumsum(x), rtol=RTOL, atol=ATOL)
+
+
+def test_cache_write_of_every_output_of_a_multi_output_compute(rand):
+    """TVM's ``s.cache_write([C1, C2], scope)``: one cache stage with both outputs; the loops already
+    split move to it. A tuple reduction (argmax) is cached the same way."""
+    A = ts.placeholder((8, 6), name="A")
+    C1, C2 = ts.compute((8, 6), lambda i, j: (A[i, j] + 1.0, A[i, j] * 2.0), name="C")
+    s = ts.create_schedule(C1.op)
+    io, ii = s[C1].split(C1.op.axis[0], factor=3)
+    W1, W2 = s.cache_write([C1, C2], "local")
+    assert s[W1] is s[W2] and s[W1].leaf_iter_vars[:2] == [io, ii]
+    a = rand((8, 6))
+    c1, c2 = ts.build(s, [A, C1, C2])(a)
+    np.testing.assert_allclose(c1, a + 1, rtol=RTOL)
+    np.testing.assert_allclose(c2, a * 2, rtol=RTOL)
+
+    k = ts.reduce_axis((0, 6), name="k")
+    idx, val = ts.compute((8,), lambda i: ts.argmax(A[i, k], axis=k), name="best")
+    s = ts.create_schedule(idx.op)
+    s[idx].split(idx.op.axis[0], factor=4)
+    s.cache_write([idx, val], "local")
+    got_idx, got_val = ts.build(s, [A, idx, val])(a)
+    np.testing.assert_array_equal(got_idx, np.argmax(a, axis=1))
+    np.testing.assert_allclose(got_val, a.max(axis=1), rtol=RTOL)
+
+
+@pytest.mark.parametrize("given, message", [
+    (lambda C1, C2: C1, r"cache_write of C: it has 2 outputs; give all of them, in order, as one list"),
+    (lambda C1, C2: [C2, C1], r"give all of them, in order"),
+    (lambda C1, C2: [C1, "C"], r"cache_write: expected a tensor or a list of the outputs of one compute"),
+])
+def test_cache_write_of_part_of_a_multi_output_compute_is_refused(given, message):
+    A = ts.placeholder((4,), name="A")
+    C1, C2 = ts.compute((4,), lambda i: (A[i] + 1.0, A[i] * 2.0), name="C")
+    s = ts.create_schedule(C1.op)
+    with pytest.raises(ts.ScheduleError, match=message):
+        s.cache_write(given(C1, C2), "local")
+
+
 # rfactor of tuple reductions ---------------------------------------------------------------------------
 def _lane_partials(values: np.ndarray, factor: int, arg) -> tuple[np.ndarray, np.ndarray]:
     """The partial (index, value) of each lane ``l`` of an rfactor over ``k % factor``: the best of

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
+from tesched.schedule.kinds import LoopKind
 
 
 def _snapshot(stage: ts.Stage) -> tuple:
@@ -278,3 +279,18 @@ def test_pragma_on_an_openmp_loop_is_refused():
     s[B].parallel(B.op.axis[0])
     with pytest.raises(ts.ScheduleError, match="pragma 'ivdep' on stage B, loop i: the loop is parallel"):
         ts.lower(s, [A, B])
+
+
+def test_pragma_vectorize_and_unroll_are_the_loop_kinds(rand):
+    """TVM turns ``pragma(x, "vectorize")`` and ``pragma(x, "unroll")`` into those loop kinds."""
+    A, B, s = _scaled()
+    o, i = s[B].split(B.op.axis[1], factor=8)
+    s[B].pragma(i, "vectorize")
+    s[B].pragma(B.op.axis[0], "unroll")
+    assert s[B].iter_var_attrs[i] is LoopKind.VECTORIZED
+    assert s[B].iter_var_attrs[B.op.axis[0]] is LoopKind.UNROLLED
+    assert not s[B].pragmas
+    a = rand(A.shape)
+    np.testing.assert_allclose(ts.build(s, [A, B])(a), a * 2 + 1, rtol=1e-6)
+    with pytest.raises(ts.ScheduleError, match="pragma on stage B, loop j.outer: 'vectorize' takes no value"):
+        s[B].pragma(o, "vectorize", 4)

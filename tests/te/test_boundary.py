@@ -1,12 +1,13 @@
 """Tests of tesched.te.boundary: Halide-style boundary conditions read any index, never outside the tensor,
-and give NumPy's np.pad modes (constant, edge, reflect) under every placement."""
+and give NumPy's np.pad modes (constant, edge, reflect, wrap, symmetric) under every placement."""
 import numpy as np
 import pytest
 
 import tesched as ts
 
 PADS = {"constant_exterior": dict(mode="constant", constant_values=-2.0), "repeat_edge": dict(mode="edge"),
-        "mirror_interior": dict(mode="reflect")}
+        "mirror_interior": dict(mode="reflect"), "repeat_image": dict(mode="wrap"),
+        "mirror_image": dict(mode="symmetric")}
 
 
 def _bounded(kind: str, A):

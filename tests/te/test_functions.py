@@ -282,3 +282,48 @@ def test_integer_fmod_power_and_clamp(rand):
         np.testing.assert_array_equal(got_f, np.where(j == 0, 0, np.fmod(i, np.where(j == 0, 1, j))))
     np.testing.assert_allclose(got_p, i.astype("float32") ** 2, rtol=1e-6)
     np.testing.assert_array_equal(got_c, np.clip(i, -100, 100))
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint32", "int32", "int64"])
+def test_bit_counts(dtype, rand):
+    """popcount, count_leading_zeros and count_trailing_zeros (Halide's) of the value's own bits (a
+    negative value counts its two's complement), 0 giving the width; vectorized loops fall back to scalar."""
+    info = np.iinfo(dtype)
+    A = ts.placeholder((40,), dtype, name="A")
+    outs = ts.compute((40,), lambda i: (ts.popcount(A[i]), ts.count_leading_zeros(A[i]),
+                                        ts.count_trailing_zeros(A[i])), name="bits")
+    s = ts.create_schedule(outs[0].op)
+    s[outs[0]].vectorize(outs[0].op.axis[0])
+    a = rand(40, dtype, max(info.min, -2**40), min(info.max, 2**40))
+    a[:3] = [0, info.max, info.min]
+    got = ts.build(s, [A, *outs], name=f"bits_{dtype}")(a)
+    values = [int(v) & ((1 << info.bits) - 1) for v in a]
+    want = ([bin(v).count("1") for v in values], [info.bits - v.bit_length() for v in values],
+            [info.bits if v == 0 else (v & -v).bit_length() - 1 for v in values])
+    for g, w in zip(got, want):
+        assert g.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(g, np.array(w, dtype))
+    with pytest.raises(TypeError, match=r"popcount\(.*\): an integer argument is needed, got float32"):
+        ts.popcount(ts.placeholder((1,), name="F")[0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_trigonometric_functions(dtype, rand):
+    """sin, cos, tan, asin, acos, atan, sinh, cosh and atan2 (TVM's and Halide's) against NumPy; integer
+    arguments are computed in float32."""
+    A = ts.placeholder((30,), dtype, name="A")
+    B = ts.placeholder((30,), dtype, name="B")
+    fns = {"sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan,
+           "sinh": np.sinh, "cosh": np.cosh}
+    outs = ts.compute((30,), lambda i: tuple(getattr(ts, name)(A[i]) for name in fns) + (ts.atan2(A[i], B[i]),),
+                      name="trig")
+    s = ts.create_schedule(outs[0].op)
+    s[outs[0]].vectorize(outs[0].op.axis[0])
+    a, b = rand(30, dtype, -0.99, 0.99), rand(30, dtype, -2, 2)
+    got = ts.build(s, [A, B, *outs], name=f"trig_{dtype}")(a, b)
+    for g, (name, fn) in zip(got, list(fns.items()) + [("atan2", None)]):
+        want = np.arctan2(a, b) if fn is None else fn(a)
+        assert g.dtype == np.dtype(dtype)
+        np.testing.assert_allclose(g, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6, err_msg=name)
+    assert ts.sin(ts.placeholder((1,), "int32", name="I")[0]).dtype == "float32"
+    assert ts.atan2(ts.placeholder((1,), "int16", name="J")[0], 2).dtype == "float32"

@@ -320,3 +320,48 @@ def test_argmax_and_argmin_follow_numpy_on_ties_nan_and_where(rand):
     np.testing.assert_array_equal(w, np.min(odd, axis=1))
     with pytest.raises(ValueError, match="ts.argmax: reduces over one reduce axis"):
         ts.argmax(A[0, k], axis=[k, k2])
+
+
+def test_a_reducer_given_values_instead_of_an_axis_combines_them(rand):
+    """TVM's ``mysum(a, b)``: a comm_reducer called on plain values folds its combination over them."""
+    mysum = ts.comm_reducer(lambda x, y: x + y, lambda t: ts.const(0, t), name="mysum")
+    pair = ts.comm_reducer(lambda x, y: (x[0] + y[0], ts.maximum(x[1], y[1])),
+                           lambda t0, t1: (ts.const(0, t0), ts.min_value(t1)), name="pair")
+    A = ts.placeholder((5,), name="A")
+    B = ts.placeholder((5,), name="B")
+    C = ts.compute((5,), lambda i: mysum(A[i], B[i], 1.0), name="C")
+    D, E = ts.compute((5,), lambda i: pair((A[i], A[i]), (B[i], B[i])), name="D")
+    a, b = rand((5,)), rand((5,))
+    np.testing.assert_allclose(ts.build(ts.create_schedule(C.op), [A, B, C])(a, b), a + b + 1, rtol=1e-6)
+    d, e = ts.build(ts.create_schedule(D.op), [A, B, D, E])(a, b)
+    np.testing.assert_allclose(d, a + b, rtol=1e-6)
+    np.testing.assert_allclose(e, np.maximum(a, b), rtol=1e-6)
+    with pytest.raises(TypeError, match="reducer pair: the values combined directly must all have 2"):
+        pair((A[0], A[0]), B[0])
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_combination_that_uses_the_compute_axis_follows_its_loops(cache, rand):
+    """A comm_reducer whose combine and identity close over the compute's axis (TVM's
+    test_loop_dep_reduce_cache_write): correct with the axis split, and through a write cache."""
+    X = ts.placeholder((10,), name="x")
+
+    def clipped_prefix_sum(n):
+        rv = ts.reduce_axis((0, n), name="rv")
+        clip = ts.comm_reducer(lambda a, b: ts.maximum(a + b, n.astype("float32")),
+                               lambda t: ts.select(n > 1, ts.const(0, t), n.astype(t)), name="clip")
+        return clip(X[rv], axis=rv)
+
+    Y = ts.compute((10,), clipped_prefix_sum, name="y")
+    s = ts.create_schedule(Y.op)
+    s[Y].split(Y.op.axis[0], factor=4)
+    if cache:
+        s.cache_write(Y, "local")
+    x = rand((10,))
+    want = np.zeros(10, "float32")
+    for n in range(10):
+        acc = np.float32(0 if n > 1 else n)
+        for r in range(n):
+            acc = max(acc + x[r], np.float32(n))
+        want[n] = acc
+    np.testing.assert_allclose(ts.build(s, [X, Y])(x), want, rtol=1e-6)

@@ -207,3 +207,41 @@ def test_an_lstm_over_a_sequence_is_one_kernel_with_its_two_states_packed(rand):
     out = kernel(x, wx, wh)
     np.testing.assert_allclose(out[:, 0], cs, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(out[:, 1], hs, rtol=1e-4, atol=1e-5)
+
+
+def test_a_scan_of_two_states_reading_each_other(rand):
+    """TVM's multi-state scan: lists of inits, updates and states; each update reads both states, and
+    the outputs come back in order (the second is a build argument of its own)."""
+    m, n = ts.var("m"), ts.var("n")
+    X = ts.placeholder((m, n), name="X")
+    s1, s2 = ts.placeholder((m, n), name="s1"), ts.placeholder((m, n), name="s2")
+    i1 = ts.compute((1, n), lambda _, i: X[0, i], name="i1")
+    i2 = ts.compute((1, n), lambda _, i: X[0, i] * 2.0, name="i2")
+    u1 = ts.compute((m, n), lambda t, i: s1[t - 1, i] + s2[t - 1, i] + X[t, i], name="u1")
+    u2 = ts.compute((m, n), lambda t, i: s2[t - 1, i] - s1[t - 1, i] * 0.5, name="u2")
+    r1, r2 = ts.scan([i1, i2], [u1, u2], [s1, s2], name="pair")
+    s = ts.create_schedule(r1.op)
+    assert s[r1] is s[r2]
+    x = rand((6, 3))
+    a, b = ts.build(s, [X, r1, r2])(x)
+    want1, want2 = np.zeros_like(x), np.zeros_like(x)
+    want1[0], want2[0] = x[0], 2 * x[0]
+    for t in range(1, 6):
+        want1[t] = want1[t - 1] + want2[t - 1] + x[t]
+        want2[t] = want2[t - 1] - want1[t - 1] * 0.5
+    np.testing.assert_allclose(a, want1, rtol=1e-5)
+    np.testing.assert_allclose(b, want2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda i, u, s: ts.scan([i], u, [s]), TypeError, "must all be tensors or all be lists"),
+    (lambda i, u, s: ts.scan([i, i], [u], [s]), ValueError, "2 inits, 1 updates and 1 states"),
+    (lambda i, u, s: ts.scan([i, "x"], [u, u], [s, s]), TypeError, "init must be a tensor, got str"),
+])
+def test_a_multi_state_scan_checks_its_lists(call, error, message):
+    X = ts.placeholder((5, 3), name="X")
+    st = ts.placeholder((5, 3), name="st")
+    init = ts.compute((1, 3), lambda _, i: X[0, i], name="init")
+    update = ts.compute((5, 3), lambda t, i: st[t - 1, i] + X[t, i], name="update")
+    with pytest.raises(error, match=message):
+        call(init, update, st)

@@ -48,11 +48,37 @@ def test_reduce_axis_validation():
     assert (k.dom.min, k.dom.extent, k.iter_type) == (2, 5, "comm_reduce")
 
 
-def test_reduction_must_be_the_whole_body():
-    A = ts.placeholder((4, 4), name="A")
-    k = ts.reduce_axis((0, 4), name="k")
-    with pytest.raises(ValueError, match="reduction must be the whole body"):
-        ts.compute((4,), lambda i: ts.sum(A[i, k], axis=k) + 1.0, name="bad")
+def test_a_reduction_inside_a_larger_expression_is_its_own_stage(rand):
+    """Halide's inline reductions: each reduction inside a body becomes a compute over the same axes
+    (``f.sum0``, ``f.max1``, ...), bounds that use the axes (a triangle) and reducers closing over them
+    included; the body reads it, and it can be scheduled like any stage."""
+    A = ts.placeholder((6, 5), name="A")
+    k = ts.reduce_axis((0, 5), name="k")
+    f = ts.compute((6,), lambda i: ts.sum(A[i, k], axis=k) * 2.0 + ts.max(A[i, k] - 1.0, axis=k), name="f")
+    lifted = [t.op for t in f.op.input_tensors if t.op is not A.op]
+    assert [op.name for op in lifted] == ["f.sum0", "f.max1"] and [a.name for a in lifted[0].axis] == ["i"]
+    s = ts.create_schedule(f.op)
+    s[lifted[0]].compute_at(s[f], f.op.axis[0])
+    a = rand((6, 5))
+    np.testing.assert_allclose(ts.build(s, [A, f])(a), a.sum(axis=1) * 2 + a.max(axis=1) - 1, rtol=1e-5)
+
+    clip = ts.comm_reducer(lambda x, y: ts.minimum(x + y, 10.0), lambda t: ts.const(0, t), name="clip")
+
+    def prefix(i):
+        r = ts.reduce_axis((0, i + 1), name="r")
+        bound = ts.comm_reducer(lambda x, y: ts.minimum(x + y, i.astype("float32")), lambda t: ts.const(0, t),
+                                name="bound")
+        return ts.select(i % 2 == 0, ts.sum(A[r, 0], axis=r), clip(A[r, 1], axis=r)) + bound(A[r, 2], axis=r)
+
+    g = ts.compute((6,), prefix, name="g")
+    want = []
+    for i in range(6):
+        acc = 0.0
+        for r in range(i + 1):
+            acc = min(acc + a[r, 2], float(i))
+        first = a[:i + 1, 0].sum() if i % 2 == 0 else min(10.0, a[:i + 1, 1].sum())
+        want.append(first + acc)
+    np.testing.assert_allclose(ts.build(ts.create_schedule(g.op), [A, g])(a), want, rtol=1e-5)
 
 
 def test_var_must_be_integer():
@@ -120,3 +146,14 @@ def test_symbolic_size_in_shape_expression(rand):
         f(rand(7), np.empty(6, np.float32))
     a = rand(8)  # n = 6 is solved from A's n + 2
     np.testing.assert_allclose(f(a), a[:-2] + a[1:-1] + a[2:], rtol=1e-6)
+
+
+def test_a_tensor_called_reads_as_indexed(rand):
+    """TVM's call syntax: ``A(i, j)`` and ``A(*i)`` are ``A[i, j]``; the number of indices is checked."""
+    A = ts.placeholder((3, 4), name="A")
+    B = ts.compute((3, 4), lambda *i: A(*i) * 2.0, name="B")
+    C = ts.compute((3,), lambda i: B(i, 3) - A(i, 0), name="C")
+    a = rand((3, 4))
+    np.testing.assert_allclose(ts.build(ts.create_schedule(C.op), [A, C])(a), a[:, 3] * 2 - a[:, 0], rtol=1e-6)
+    with pytest.raises(IndexError, match="tensor A has 2 dimensions, indexed with 1"):
+        A(0)

@@ -241,3 +241,38 @@ def test_transpose_reads_strided_vectors(rows, cols):
     a = np.random.default_rng(3).standard_normal((cols, rows)).astype(np.float32)
     np.testing.assert_array_equal(f(a), a.T * 2)
     assert "ts_vloads_f32x" in f.c_source and "omp simd" not in f.c_source
+
+
+@pytest.mark.parametrize("lanes", [2, 16])
+def test_an_int32_value_of_loop_indices_is_stored_as_int32(lanes):
+    """The loop ramp is int64: a vectorized store of ``a * lanes + k`` into an int32 tensor converts it, as the
+    scalar store does (it once stored int64 lanes, twice the bytes, past the row)."""
+    f = ts.compute((3, lanes), lambda a, k: a * lanes + k, name="f")
+    s = ts.create_schedule(f.op)
+    s[f].vectorize(f.op.axis[1])
+    out = np.full((3, lanes), -1, "int32")
+    ts.build(s, [f])(out)
+    np.testing.assert_array_equal(out, np.arange(3 * lanes, dtype="int32").reshape(3, lanes))
+
+
+def test_masked_partial_sums_in_a_local_buffer_are_vectorized(rand):
+    """``acc = select(c, acc + v, acc)`` (a sum with ``where=``) split by rfactor into lanes computed per
+    row in a local buffer: the accumulator's own element is read in every lane, so it needs no mask."""
+    n, bins = 48, 4
+    A = ts.placeholder((n, n), name="A")
+    binned = ts.compute((n, n), lambda y, x: (A[y, x] * bins).astype("int32"), name="bin")
+    r = ts.reduce_axis((0, n), "r")
+    g = ts.compute((n, bins), lambda y, z: ts.sum(A[y, r], axis=r, where=binned[y, r] == z), name="g")
+    s = ts.create_schedule(g.op)
+    _, lane = s[g].split(g.op.reduce_axis[0], 8)
+    partial = s.rfactor(g, lane, factor_axis=2)
+    axes = s[partial].op.axis
+    s[partial].reorder(*axes[:-1], *s[partial].op.reduce_axis, axes[-1])
+    s[partial].vectorize(axes[-1])
+    s[partial].compute_at(s[g], g.op.axis[0])
+    f = ts.build(s, [A, g])
+    assert "ts_vsel_f32x8" in f.c_source and "? (" not in f.c_source
+    a = rand((n, n), low=0.0, high=0.999)
+    b = (a * bins).astype(np.int32)
+    expected = np.stack([(a * (b == z)).sum(1) for z in range(bins)], axis=1)
+    np.testing.assert_allclose(f(a), expected, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,50 @@
+"""What the analytical scheduler knows while it decides: the pipeline, the machine, the plans so far, the
+hosts with their anchors and members, and memoised polyhedral figures (reads, tile regions).
+
+Shared by :mod:`.decide` (placement, register tiles) and :mod:`.bands` (bands, sliding windows); it
+decides nothing itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from tesched.autoschedule.machine import Machine
+from tesched.autoschedule.pipeline import Pipeline
+from tesched.autoschedule.plan import StagePlan
+from tesched.poly.analysis import Read, Region, reads, tile_regions
+from tesched.te.tensor import ComputeOp
+
+
+@dataclass
+class DecideState:
+    """The decisions made so far for one pipeline (see the module docstring)."""
+
+    pipe: Pipeline
+    machine: Machine
+    forced_root: set[int]
+    plans: dict[int, StagePlan] = field(default_factory=dict)
+    anchor: dict[int, int] = field(default_factory=dict)            # host -> anchor stage
+    members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it
+    reads_memo: dict[tuple, list[Read]] = field(default_factory=dict)
+    regions_memo: dict[tuple, dict[str, Region]] = field(default_factory=dict)
+
+    def inlined_ops(self) -> list[ComputeOp]:
+        """The operations decided inline so far."""
+        return [self.pipe[k].op for k, p in self.plans.items() if p.placement == "inline"]
+
+    def reads(self, op: ComputeOp) -> list[Read]:
+        """``analysis.reads`` of ``op`` with the current inlining (memoised)."""
+        inlined = self.inlined_ops()
+        key = (id(op), frozenset(map(id, inlined)))
+        if key not in self.reads_memo:
+            self.reads_memo[key] = reads(op, inlined)
+        return self.reads_memo[key]
+
+    def regions(self, host: ComputeOp, tile: Sequence[int], ops: Sequence[ComputeOp]) -> dict[str, Region]:
+        """``analysis.tile_regions`` of ``host`` per ``tile`` with ``ops`` computed in it (memoised)."""
+        inlined = self.inlined_ops()
+        key = (id(host), tuple(tile), tuple(map(id, ops)), frozenset(map(id, inlined)))
+        if key not in self.regions_memo:
+            self.regions_memo[key] = tile_regions(host, tile, ops, inlined)
+        return self.regions_memo[key]
