@@ -91,7 +91,9 @@ static inline void *ts_alloc_elems(size_t elem, int64_t count) {
 static inline void ts_free(void *p) { free(p); }
 
 /* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (strided, masked) loads, stores, broadcasts and
-   lane-wise selects; ramps (x, x + 1, ...) for loop variables used as values. A masked load reads only the lanes whose mask is set (the others are 0). */
+   lane-wise selects; ramps (x, x + 1, ...) for loop variables used as values. A masked load reads only the lanes whose mask is set
+   (the others are 0); it takes the buffer and the first lane's offset apart, so that no pointer outside the buffer is formed for
+   the masked-off lanes (the first lane's element may lie before the buffer: padding). */
 #define TS_VECTOR_TYPE(T, S, N) typedef T ts_##S##x##N __attribute__((vector_size(sizeof(T) * N)));
 #define TS_VECTOR_OPS(T, S, N, M)                                                                      \
   static inline ts_##S##x##N ts_vload_##S##x##N(const T *p) {                                           \
@@ -105,9 +107,9 @@ static inline void ts_free(void *p) { free(p); }
     for (int i = 0; i < N; i++) v[i] = p[i * stride];                                                   \
     return v;                                                                                           \
   }                                                                                                     \
-  static inline ts_##S##x##N ts_vloadm_##S##x##N(const T *p, ts_##M##x##N m) {                          \
+  static inline ts_##S##x##N ts_vloadm_##S##x##N(const T *p, int64_t at, ts_##M##x##N m) {             \
     ts_##S##x##N v = {0};                                                                               \
-    for (int i = 0; i < N; i++) v[i] = m[i] ? p[i] : (T)0;                                              \
+    for (int i = 0; i < N; i++) v[i] = m[i] ? p[at + i] : (T)0;                                         \
     return v;                                                                                           \
   }                                                                                                     \
   static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return x - (ts_##S##x##N){}; }                  \

@@ -203,27 +203,38 @@ class LoopVectorizer:
             self.mask = outer
 
     def in_bounds(self, e: ir.Load) -> bool:
-        """Whether ``e`` reads inside its tensor at every point of the loops around (and of this loop)."""
-        for index, size, offset in zip(e.indices, e.buffer.shape, e.buffer.offsets):
-            if not isinstance(size, int) or not (isinstance(offset, Const) and offset.value == 0):
+        """Whether ``e`` reads inside its buffer at every point of the loops around (and of this loop):
+        inside the tensor for an argument or a whole tensor, inside the allocated box (coordinates minus
+        the origin; a folded dimension always is) for a local buffer."""
+        for k, (index, size, offset) in enumerate(zip(e.indices, e.buffer.shape, e.buffer.offsets)):
+            if not isinstance(size, int):
                 return False
-            low, high = bound(index, self.ranges)
+            if k in e.buffer.folds:
+                continue
+            low, high = bound(simplify(Binary("sub", index, offset, "int64"), self.ranges), self.ranges)
             if low < 0 or high >= size:
                 return False
         return True
 
     def masked_load(self, e: ir.Load, base: Expr, index: Expr, step: int | None, lanes: int) -> Expr:
-        """A read under a mask: contiguous lanes of an argument or a whole tensor (local buffers stay in
-        the forms the register promotion understands)."""
-        if self.in_bounds(e):     # every lane's read is inside the tensor: no need to mask it
+        """A read under a mask: contiguous lanes of any buffer (argument, whole tensor or local), read only
+        where the mask is set.
+
+        Bounds: the mask is the conjunction of the conditions of the selects around the read, so a lane
+        reads exactly when the scalar loop would read that element; the bounds check proved those reads
+        inside the tensor, and a local buffer's box is the footprint of the reads under their affine
+        conditions (see :mod:`tesched.poly.domains`), so they are inside the allocation too. A masked-off
+        lane reads nothing (its address may lie outside the allocation). When every lane's read is inside
+        the buffer anyway, the read is a plain vector load."""
+        if self.in_bounds(e):
             self.mask, mask = None, self.mask
             try:
                 return self.expr(e, base, lanes)
             finally:
                 self.mask = mask
-        if step != 1 or e.buffer.scope is ir.BufferScope.LOCAL or e.buffer.dtype not in _STRIDED:
+        if step != 1 or e.buffer.dtype not in _STRIDED:
             raise CannotVectorize(f"a read of {e.buffer.name} under a select's condition that is not a "
-                                  f"contiguous read of an argument")
+                                  f"contiguous read of 32- or 64-bit elements")
         assert self.mask is not None
         return ir.VLoadMasked(e.buffer, index, _mask_for(self.mask, e.buffer.dtype), lanes)
 
