@@ -390,3 +390,18 @@ int main(void) {{
     assert run.returncode == 0, run.stderr
     result = np.frombuffer((tmp_path / "p.bin").read_bytes(), np.float32).reshape(h, width)
     np.testing.assert_array_equal(result, f(a))
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump not installed")
+@pytest.mark.parametrize("target, instruction", [("x86-64-avx512", r"vmovups\s+\S+,%ymm\d+\{%k\d\}\{z\}"),
+                                                 ("x86-64-avx2", r"vmaskmovps")])
+def test_masked_loads_are_one_instruction_where_the_isa_has_one(target, instruction):
+    """AVX-512 and AVX2 load under a mask in one instruction (the lanes off it do not fault), with no
+    branch per lane."""
+    import re
+    s, A, P = _band(9, 37)
+    f = ts.build(s, [A, P], target=target, name=f"masked_band_isa_{target.replace('-', '_')}")
+    _assert_masked_simd(f)
+    module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
+    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(module)], capture_output=True, text=True).stdout
+    assert re.search(instruction, asm)
