@@ -56,20 +56,16 @@ static inline uintptr_t ts_lane_pick(const void *p, int64_t at, size_t size, int
 #define TS_VLOADM_512(T, S, N, M, E, SUF) TS_VLOADM_PORTABLE(T, S, N, M)
 #endif
 
+#define TS_VLOADMS(T, S, M, N1, N2, N3, E, SUF)                                                        \
+  TS_VLOADM_X86(T, S, N1, M, , __m128i, E, SUF) TS_VLOADM_X86(T, S, N2, M, 256, __m256i, E, SUF)       \
+  TS_VLOADM_512(T, S, N3, M, E, SUF)
 TS_VLOADM_PORTABLE(float, f32, 2, i32)
 TS_VLOADM_PORTABLE(int32_t, i32, 2, i32)
-TS_VLOADM_X86(float, f32, 4, i32, , __m128i, 32, ps)
-TS_VLOADM_X86(float, f32, 8, i32, 256, __m256i, 32, ps)
-TS_VLOADM_512(float, f32, 16, i32, 32, ps)
-TS_VLOADM_X86(int32_t, i32, 4, i32, , __m128i, 32, epi32)
-TS_VLOADM_X86(int32_t, i32, 8, i32, 256, __m256i, 32, epi32)
-TS_VLOADM_512(int32_t, i32, 16, i32, 32, epi32)
-TS_VLOADM_X86(double, f64, 2, i64, , __m128i, 64, pd)
-TS_VLOADM_X86(double, f64, 4, i64, 256, __m256i, 64, pd)
-TS_VLOADM_512(double, f64, 8, i64, 64, pd)
-TS_VLOADM_X86(int64_t, i64, 2, i64, , __m128i, 64, epi64)
-TS_VLOADM_X86(int64_t, i64, 4, i64, 256, __m256i, 64, epi64)
-TS_VLOADM_512(int64_t, i64, 8, i64, 64, epi64)
+TS_VLOADMS(float, f32, i32, 4, 8, 16, 32, ps)
+TS_VLOADMS(int32_t, i32, i32, 4, 8, 16, 32, epi32)
+TS_VLOADMS(double, f64, i64, 2, 4, 8, 64, pd)
+TS_VLOADMS(int64_t, i64, i64, 2, 4, 8, 64, epi64)
+#undef TS_VLOADMS
 #undef TS_VLOADM_X86
 #undef TS_VLOADM_512
 #undef TS_VLOADM_PORTABLE

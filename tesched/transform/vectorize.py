@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tesched.arith.linear import coefficient, constant_difference
-from tesched.arith.interval import VarRanges, bound
+from tesched.arith.interval import VarRanges
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
@@ -32,6 +32,8 @@ from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
+from tesched.transform.masked_reads import inside_buffer
+from tesched.transform.narrow_indices import narrow_comparisons
 from tesched.transform.select_split import split_at_conditions
 from tesched.transform.simplify_indices import RangeMutator, loop_range
 
@@ -84,11 +86,16 @@ def _common_type(a: Expr, b: Expr) -> tuple[Expr, Expr]:
     return (a if a.dtype == wide else ir.VCast(wide, a)), (b if b.dtype == wide else ir.VCast(wide, b))
 
 
+def _narrowed_loop_variable(e: Expr, var: Var) -> bool:
+    """``int32(var)``: a ramp of int32 lanes (see :mod:`.narrow_indices`), not a narrowed int64 ramp."""
+    return isinstance(e, Cast) and e.value is var and e.dtype == "int32"
+
+
 def value_bytes(e: Expr, var: Var) -> int:
     """The widest value (bytes per lane) the vector form of ``e`` computes: index arithmetic and
     subexpressions that do not change with ``var`` (broadcast whole) are not looked into."""
     own = dt.info(e.dtype).value_itemsize if e.dtype != "bool" else 1
-    if isinstance(e, ir.Load) or not _depends(e, var):
+    if isinstance(e, ir.Load) or not _depends(e, var) or _narrowed_loop_variable(e, var):
         return own
     return max([own] + [value_bytes(c, var) for c in e.children()])
 
@@ -183,6 +190,8 @@ class LoopVectorizer:
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
             return Unary(e.op, self.expr(e.a, base, lanes))
+        if _narrowed_loop_variable(e, var):
+            return ir.Ramp(Cast(e.dtype, base), lanes)
         if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
             raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
         if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
@@ -202,31 +211,10 @@ class LoopVectorizer:
         finally:
             self.mask = outer
 
-    def in_bounds(self, e: ir.Load) -> bool:
-        """Whether ``e`` reads inside its buffer at every point of the loops around (and of this loop):
-        inside the tensor for an argument or a whole tensor, inside the allocated box (coordinates minus
-        the origin; a folded dimension always is) for a local buffer."""
-        for k, (index, size, offset) in enumerate(zip(e.indices, e.buffer.shape, e.buffer.offsets)):
-            if not isinstance(size, int):
-                return False
-            if k in e.buffer.folds:
-                continue
-            low, high = bound(simplify(Binary("sub", index, offset, "int64"), self.ranges), self.ranges)
-            if low < 0 or high >= size:
-                return False
-        return True
-
     def masked_load(self, e: ir.Load, base: Expr, index: Expr, step: int | None, lanes: int) -> Expr:
-        """A read under a mask: contiguous lanes of any buffer (argument, whole tensor or local), read only
-        where the mask is set.
-
-        Bounds: the mask is the conjunction of the conditions of the selects around the read, so a lane
-        reads exactly when the scalar loop would read that element; the bounds check proved those reads
-        inside the tensor, and a local buffer's box is the footprint of the reads under their affine
-        conditions (see :mod:`tesched.poly.domains`), so they are inside the allocation too. A masked-off
-        lane reads nothing (its address may lie outside the allocation). When every lane's read is inside
-        the buffer anyway, the read is a plain vector load."""
-        if self.in_bounds(e):
+        """A read under a mask (of any buffer; see :mod:`.masked_reads`): a plain vector load when every
+        lane's read is inside the buffer anyway."""
+        if inside_buffer(e, self.ranges):
             self.mask, mask = None, self.mask
             try:
                 return self.expr(e, base, lanes)
@@ -271,6 +259,8 @@ class LoopVectorizer:
             return None
         if loop.reduction:
             return None if self.lets else self.reduction(stores)
+        stores = [replace(s, value=narrow_comparisons(s.value, self.ranges)) for s in stores]
+        self.lets = [(v, narrow_comparisons(value, self.ranges)) for v, value in self.lets]
         values = [s.value for s in stores] + [value for _, value in self.lets]
         widest = max([dt.info(s.buffer.dtype).value_itemsize for s in stores] + [value_bytes(v, self.var) for v in values])
         width = self.vector_bytes // widest
