@@ -20,8 +20,13 @@ from tesched.te.expr import Binary
 def inside_buffer(load: ir.Load, ranges: VarRanges) -> bool:
     """Whether ``load`` reads inside its buffer wherever the variables lie in ``ranges``: inside the
     tensor for an argument or a whole tensor, inside the allocated box (coordinates minus the origin; a
-    folded dimension always is) for a local buffer. Symbolic extents are not judged (False)."""
+    folded dimension always is) for a local buffer, or inside the allocation for an element offset
+    (:func:`tesched.ir.nodes.is_flat`). Symbolic extents are not judged (False)."""
     buf = load.buffer
+    if ir.is_flat(buf, load.indices):
+        count = buf.element_count()
+        low, high = bound(load.indices[0], ranges)
+        return count is not None and low >= 0 and high < count
     for k, (index, size, offset) in enumerate(zip(load.indices, buf.shape, buf.offsets)):
         if not isinstance(size, int):
             return False

@@ -33,3 +33,12 @@ def test_folded_dimension_is_always_inside_and_symbolic_extent_never():
     n = ir.LoopVar("n")
     symbolic = ir.Buffer("S", [8, n], "float32", ir.BufferScope.ARG)
     assert not inside_buffer(ir.Load(symbolic, [I, J]), RANGES)
+
+
+@pytest.mark.parametrize("low, inside", [(0, True), (-1, False)])
+def test_element_offsets_are_judged_against_the_allocation(low, inside):
+    """One index into a 2-D buffer is an offset from its start (origin -1 does not shift it)."""
+    box = ir.Buffer("T", [2, 16], "float32", ir.BufferScope.LOCAL, [Const(-1, "int64"), Const(-1, "int64")])
+    k = ir.LoopVar("k")
+    assert inside_buffer(ir.Load(box, [k]), VarRanges().where(k, low, 31)) is inside
+    assert not inside_buffer(ir.Load(box, [k]), VarRanges().where(k, 0, 32))
