@@ -368,8 +368,34 @@ def packed_matmul(rnd: random.Random) -> Pipeline:
     return Pipeline("packed_matmul", [A, B], [C], lambda a, b: [a @ b], [_floats(rnd, m, k), _floats(rnd, k, n)])
 
 
+def _masked_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
+    """Sometimes a copy of A read by B (a local buffer when the schedule computes it inside B's loops)."""
+    A = next(st for st in s.stages if st.name == "A")
+    B = next(st for st in s.stages if st.name == "B")
+    if rnd.random() < 0.5:
+        s.cache_read(A.op.output(0), "local", [B.op.output(0)])
+        recipe.append("s.cache_read(A, 'local', [B])")
+
+
+def masked_select(rnd: random.Random) -> Pipeline:
+    """A shifted read of a producer under a condition on data and on the column: the condition cannot
+    split a vectorized loop, so its reads are masked loads, of a local buffer wherever the producer (or
+    the copy of A) is computed inside the consumer's loops."""
+    m, n = rnd.randint(2, 9), rnd.randint(2, 40)
+    A, C = ts.placeholder((m, n), name="A"), ts.placeholder((m, n), name="C")
+    B = ts.compute((m, n), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    D = ts.compute((m, n), lambda i, j: ts.if_then_else((j >= 1) & (C[i, j] > 0.0), B[i, j - 1], -1.0), name="D")
+
+    def reference(a, c):
+        shifted = np.concatenate([np.zeros((m, 1), a.dtype), a[:, :-1] * 2 + 1], axis=1)
+        return [np.where((np.arange(n) >= 1) & (c > 0), shifted, -1).astype(np.float32)]
+
+    return Pipeline("masked_select", [A, C], [D], reference, [_floats(rnd, m, n), _floats(rnd, m, n)],
+                    dataflow=_masked_dataflow)
+
+
 PIPELINES: list[Callable[[random.Random], Pipeline]] = [
     elementwise_chain, matmul_relu, stencil_chain, conv_relu_conv, softmax_rows, symbolic_stencil,
     integer_arith, reduction_dataflow, offset_window, shared_producer, boundary_blur, triangular, argmax_bits,
-    packed_matmul, gather, histogram,
+    packed_matmul, gather, histogram, masked_select,
 ]
