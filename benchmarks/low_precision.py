@@ -11,12 +11,14 @@ median, from the raw samples) and the ratio of the group's reference median to t
    vectors) vs NumPy slicing, and a
    hand-scheduled Halide blur (Halide's own CPU schedule of apps/blur) when ``halide`` is installed.
 2. int8 GEMM 1024 (uint8 x int8 -> int32, weights packed ahead of time as fbgemm does): tesched
-   ``dense_packed`` (VNNI on a host that has it), tesched's float32 GEMM (``nn.matmul``), tesched ``qdense``
-   with its requantize epilogue, and PyTorch's ``torch.ao.nn.quantized.Linear`` (fbgemm, uint8 output)
-   when torch is installed.
-3. bfloat16 GEMM 1024 with float32 accumulation: tesched ``dense_packed`` on bfloat16 (vdpbf16ps where the
-   host has AVX-512 BF16, and the same kernel built for ``x86-64-avx512``: the portable form, float32 FMAs
-   on widened pairs), tesched's float32 GEMM, and ``torch.matmul`` on bfloat16 tensors.
+   ``dense_packed`` for the host (AMX ``TDPBUSD`` tiles where the CPU and the OS allow it) and for
+   ``x86-64-avx512+avx512_vnni+avx512_bf16`` (VNNI dot products, no AMX), tesched's float32 GEMM
+   (``nn.matmul``), tesched ``qdense`` with its requantize epilogue (both ways), and PyTorch's
+   ``torch.ao.nn.quantized.Linear`` (fbgemm, uint8 output) when torch is installed.
+3. bfloat16 GEMM 1024 with float32 accumulation: tesched ``dense_packed`` on bfloat16 for the host (AMX
+   ``TDPBF16PS`` tiles where allowed), for the same target without AMX (vdpbf16ps) and for ``x86-64-avx512``
+   (the portable form, float32 FMAs on widened pairs), tesched's float32 GEMM, and ``torch.matmul`` on
+   bfloat16 tensors.
 4. qconv2d 3x3 64->64 on 56x56 (NHWC uint8 in, requantize + relu fused, uint8 out) vs tesched's float32
    conv2d + bias + relu (NCHW, default schedule, fused).
 
@@ -52,10 +54,13 @@ import numpy as np  # noqa: E402
 
 import tesched as ts  # noqa: E402
 from tesched import nn  # noqa: E402
+from tesched.intrin import amx_usable, os_permits_amx  # noqa: E402
 from tesched.nn import quantized_ref  # noqa: E402
 from tesched.tools.bench.timing import SETTLE_SECONDS, calls_per_block  # noqa: E402
 
 RNG = np.random.default_rng(0)
+NO_AMX = "x86-64-avx512+avx512_vnni+avx512_bf16"
+"""This CPU's dot-product instructions without AMX: the kernels AMX is compared with."""
 
 
 def optional(name: str):
@@ -92,6 +97,17 @@ def report(title: str, samples: dict[str, list[float]], reference: str, work: fl
         rate = f"{work / median / 1e9:8.1f} {unit}" if work else ""
         print(f"  {label:34s} {median * 1e6:10.1f} us  (min {min(times) * 1e6:9.1f}, spread "
               f"{(q[2] - q[0]) / median * 100:4.1f}%)  {rate}  ratio {base / median:6.2f}x")
+
+
+def compare(samples: dict[str, list[float]], fast: str, slow: str) -> None:
+    """One more ratio of medians, ``slow`` over ``fast``, when both were timed."""
+    if fast in samples and slow in samples:
+        ratio = statistics.median(samples[slow]) / statistics.median(samples[fast])
+        print(f"  {fast} vs {slow}: {ratio:.2f}x")
+
+
+def amx_label(data_dtype: str, weight_dtype: str) -> str:
+    return "AMX" if amx_usable(data_dtype, weight_dtype, "host") else "no AMX here"
 
 
 # 1. blur ---------------------------------------------------------------------------------------------
@@ -161,12 +177,16 @@ def int8_gemm(n: int, rounds: int) -> None:
     x_t = ts.placeholder((n, n), "uint8", name="x")
     w_t = ts.placeholder((n // 4, n, 4), "int8", name="w")
     acc_t = nn.dense_packed(x_t, w_t)
-    gemm = ts.build(nn.default_schedule(acc_t), [x_t, w_t, acc_t], name="gemm_u8s8")
     x = RNG.integers(0, 256, (n, n)).astype(np.uint8)
     w = RNG.integers(-127, 128, (n, n)).astype(np.int8)
     packed = nn.pack_dense_weight(w)
-    np.testing.assert_array_equal(gemm(x, packed), quantized_ref.dense(x, w))
-    variants = {"tesched float32 GEMM": float_gemm(n), "tesched int8 GEMM (s32 out)": gemm.prepare(x, packed)}
+    variants = {"tesched float32 GEMM": float_gemm(n)}
+    amx = f"tesched int8 GEMM, {amx_label('uint8', 'int8')}"
+    for label, target in ((amx, "host"), ("tesched int8 GEMM, VNNI", NO_AMX)):
+        with ts.Target(target):
+            gemm = ts.build(nn.default_schedule(acc_t), [x_t, w_t, acc_t], name="gemm_u8s8")
+        np.testing.assert_array_equal(gemm(x, packed), quantized_ref.dense(x, w))
+        variants[label] = gemm.prepare(x, packed)
 
     x_scale, x_zp, out_scale, out_zp = 0.02, 128, 4.0, 3
     w_scales = RNG.uniform(0.001, 0.01, n)
@@ -174,16 +194,21 @@ def int8_gemm(n: int, rounds: int) -> None:
     packed, offset, multiplier = nn.quantized_dense_params(w, w_scales, bias, x_scale, x_zp, out_scale)
     o_t, m_t = ts.placeholder((n,), "int32", name="offset"), ts.placeholder((n,), "float32", name="multiplier")
     out_t = nn.qdense(x_t, w_t, o_t, m_t, out_zp, "uint8")
-    qdense = ts.build(nn.default_schedule(out_t), [x_t, w_t, o_t, m_t, out_t], name="qdense")
     expected = quantized_ref.requantize(quantized_ref.dense(x, w), multiplier, out_zp, "uint8", offset)
-    np.testing.assert_array_equal(qdense(x, packed, offset, multiplier), expected)
-    variants["tesched qdense (u8 out)"] = qdense.prepare(x, packed, offset, multiplier)
+    qdense_amx = f"tesched qdense (u8 out), {amx_label('uint8', 'int8')}"
+    for label, target in ((qdense_amx, "host"), ("tesched qdense (u8 out), VNNI", NO_AMX)):
+        with ts.Target(target):
+            qdense = ts.build(nn.default_schedule(out_t), [x_t, w_t, o_t, m_t, out_t], name="qdense")
+        np.testing.assert_array_equal(qdense(x, packed, offset, multiplier), expected)
+        variants[label] = qdense.prepare(x, packed, offset, multiplier)
     torch = optional("torch")
     if torch is not None:
         variants["torch.ao quantized Linear (fbgemm)"] = torch_qlinear(torch, x, w, w_scales, bias, x_scale, x_zp,
                                                                         out_scale, out_zp, expected)
-    report(f"int8 GEMM {n} (u8 x s8 -> s32)", time_group(variants, rounds), "tesched float32 GEMM", 2.0 * n ** 3,
-           "GOP/s")
+    samples = time_group(variants, rounds)
+    report(f"int8 GEMM {n} (u8 x s8 -> s32)", samples, "tesched float32 GEMM", 2.0 * n ** 3, "GOP/s")
+    compare(samples, amx, "tesched int8 GEMM, VNNI")
+    compare(samples, qdense_amx, "torch.ao quantized Linear (fbgemm)")
 
 
 def torch_qlinear(torch, x, w, w_scales, bias, x_scale, x_zp, out_scale, out_zp, expected):
@@ -211,25 +236,29 @@ def bf16_gemm(n: int, rounds: int) -> None:
     x_t = ts.placeholder((n, n), "bfloat16", name="x")
     w_t = ts.placeholder((n // 2, n, 2), "bfloat16", name="w")
     acc_t = nn.dense_packed(x_t, w_t)
-    gemm = ts.build(nn.default_schedule(acc_t), [x_t, w_t, acc_t], name="gemm_bf16")
     x = RNG.standard_normal((n, n)).astype(ml_dtypes.bfloat16)
     w = RNG.standard_normal((n, n)).astype(ml_dtypes.bfloat16)
     packed = nn.pack_dense_weight(w)
     exact = quantized_ref.dense(x, w)
-    np.testing.assert_allclose(gemm(x, packed), exact, rtol=1e-3, atol=1e-4 * np.sqrt(n))
-    variants = {"tesched float32 GEMM": float_gemm(n), "tesched bfloat16 GEMM (f32 acc)": gemm.prepare(x, packed)}
-    with ts.Target("x86-64-avx512"):      # the same kernel without vdpbf16ps: shifts, masks and FMAs
-        portable = ts.build(nn.default_schedule(acc_t), [x_t, w_t, acc_t], name="gemm_bf16_fma")
-    np.testing.assert_allclose(portable(x, packed), exact, rtol=1e-3, atol=1e-4 * np.sqrt(n))
-    variants["tesched bfloat16 GEMM, portable form"] = portable.prepare(x, packed)
+    variants = {"tesched float32 GEMM": float_gemm(n)}
+    amx = f"tesched bfloat16 GEMM, {amx_label('bfloat16', 'bfloat16')}"
+    # x86-64-avx512: the same kernel without vdpbf16ps (shifts, masks and FMAs)
+    for label, target in ((amx, "host"), ("tesched bfloat16 GEMM, vdpbf16ps", NO_AMX),
+                          ("tesched bfloat16 GEMM, portable form", "x86-64-avx512")):
+        with ts.Target(target):
+            gemm = ts.build(nn.default_schedule(acc_t), [x_t, w_t, acc_t], name="gemm_bf16")
+        np.testing.assert_allclose(gemm(x, packed), exact, rtol=1e-3, atol=1e-4 * np.sqrt(n))
+        variants[label] = gemm.prepare(x, packed)
     torch = optional("torch")
     if torch is not None:
         tx = torch.from_numpy(x.view(np.int16)).view(torch.bfloat16)
         tw = torch.from_numpy(np.ascontiguousarray(w.T).view(np.int16)).view(torch.bfloat16)
         np.testing.assert_allclose(torch.matmul(tx, tw).float().numpy(), exact, rtol=2e-2, atol=2e-2 * np.sqrt(n))
         variants["torch.matmul bfloat16"] = lambda: torch.matmul(tx, tw)
-    report(f"bfloat16 GEMM {n} (f32 accumulate)", time_group(variants, rounds), "tesched float32 GEMM",
-           2.0 * n ** 3, "GFLOP/s")
+    samples = time_group(variants, rounds)
+    report(f"bfloat16 GEMM {n} (f32 accumulate)", samples, "tesched float32 GEMM", 2.0 * n ** 3, "GFLOP/s")
+    compare(samples, amx, "tesched bfloat16 GEMM, vdpbf16ps")
+    compare(samples, amx, "torch.matmul bfloat16")
 
 
 # 4. qconv2d ------------------------------------------------------------------------------------------
@@ -264,7 +293,8 @@ def qconv(channels: int, size: int, rounds: int) -> None:
 
 def main() -> None:
     ts.set_num_threads(ARGS.threads)
-    print(f"tesched {ts.__version__}, target {ts.Target('host').features & {'avx512_vnni', 'avx512_bf16'}}, "
+    features = ts.Target("host").features & {"avx512_vnni", "avx512_bf16", "amx_tile", "amx_bf16", "amx_int8"}
+    print(f"tesched {ts.__version__}, host features {sorted(features)}, OS grants AMX: {os_permits_amx()}, "
           f"{ARGS.threads} threads, {ARGS.rounds} rounds")
     rounds = 3 if ARGS.quick else ARGS.rounds
     workloads = {"blur": lambda: blur(256 if ARGS.quick else 2048, rounds),

@@ -280,11 +280,27 @@ def report_targets(section: Section, median: dict, builds: dict, numpy_rate: flo
     if numpy_rate:
         print(f"  last step >= 1.5x NumPy: {'yes' if last >= 1.5 * numpy_rate else 'no'} "
               f"({last / numpy_rate:.2f}x)")
+        if section.unit == "GFLOP/s":
+            report_peak(numpy_rate)
     if best_rate:
         print(f"  last step >= 80% of tesched's best: {'yes' if last >= 0.8 * best_rate else 'no'} "
               f"({100 * last / best_rate:.0f}%)")
     slow_builds = [f"{label} {builds[label]:.2f} s" for label in labels if builds[label] >= 1.0]
     print(f"  lowering + build < 1 s cold: {'yes' if not slow_builds else 'no (' + ', '.join(slow_builds) + ')'}")
+
+
+def report_peak(numpy_rate: float) -> None:
+    """The machine's measured FMA peak at the benchmark's thread count, and how much of it NumPy and the
+    1.5x-NumPy target take: a target above the peak cannot be met by any schedule."""
+    from tesched.tools.bench.peak import measure_peak
+    threads = ts.get_num_threads()
+    peaks = measure_peak((threads,), quick=True)
+    if peaks is None:
+        print("  machine peak: unknown (no compiler for the peak benchmark)")
+        return
+    peak = peaks[threads].best_gflops
+    print(f"  machine peak (float32 FMA, {threads} threads, best burst): {peak:.1f} GFLOP/s; NumPy runs at "
+          f"{100 * numpy_rate / peak:.0f}% of it, 1.5x NumPy would be {150 * numpy_rate / peak:.0f}%")
 
 
 def sections(size: int) -> dict[str, Callable[[], Section]]:

@@ -3,9 +3,9 @@
 A :class:`Target` is a frozen value built once, from the host (``Target("host")``: the CPU's flags and
 ``-march=native``) or from a name: ``x86-64-avx512``, ``x86-64-avx2``, ``x86-64`` (SSE4.2) or ``c``
 (portable C: no ``-march``, no explicit SIMD). Extra features follow a ``+``:
-``Target("x86-64-avx512+avx512_vnni+avx512_bf16")``. ``build`` passes it to the lowering (SIMD width),
-the C generator (thread clauses) and the compiler (flags); it is part of every kernel's cache key, so a
-library for an AVX2-only machine can be built here. ``with Target(...):`` makes it the default of the
+``Target("x86-64-avx512+avx512_vnni+avx512_bf16")``; ``+amx_bf16`` and ``+amx_int8`` bring ``amx_tile``.
+``build`` passes it to the lowering (SIMD width), the C generator (thread clauses) and the compiler
+(flags); it is part of every kernel's cache key, so a library for an AVX2-only machine can be built here. ``with Target(...):`` makes it the default of the
 code inside (schedules that size tiles by the SIMD width read :func:`current_target`).
 
 This module reads no environment variable itself (see :mod:`tesched.config`) and runs nothing at import.
@@ -34,7 +34,11 @@ _PRESETS: dict[str, tuple[frozenset[str], int, tuple[str, ...]]] = {
 FEATURE_FLAGS: dict[str, str] = {
     "avx512_vnni": "-mavx512vnni", "avx512_bf16": "-mavx512bf16", "avx512_fp16": "-mavx512fp16",
     "avx512vbmi": "-mavx512vbmi", "avx_vnni": "-mavxvnni", "f16c": "-mf16c", "fma": "-mfma",
+    "amx_tile": "-mamx-tile", "amx_bf16": "-mamx-bf16", "amx_int8": "-mamx-int8",
 }
+
+# features a "+" name brings along: AMX's bf16 and int8 products need its tile registers
+IMPLIED_FEATURES: dict[str, tuple[str, ...]] = {"amx_bf16": ("amx_tile",), "amx_int8": ("amx_tile",)}
 
 # instruction-set features generated code may use (as /proc/cpuinfo names them), each with the name the
 # compiler's __builtin_cpu_supports knows it by: an exported library records them and checks the CPU has
@@ -47,6 +51,8 @@ ISA_FEATURES: dict[str, str] = {
     "avx512_vpopcntdq": "avx512vpopcntdq", "avx512_bf16": "avx512bf16", "avx512_fp16": "avx512fp16",
     "avx_vnni": "avxvnni",
 }
+# AMX (amx_tile, amx_bf16, amx_int8) is not among them: the AMX micro-kernels ask the OS for the tile state
+# when they load and take their portable path when it (or the CPU) refuses, so AMX code runs anywhere
 
 
 @functools.lru_cache(maxsize=None)
@@ -120,6 +126,7 @@ class Target:
             raise ConfigError(f"target {spec!r}: unknown feature(s) {unknown}; known: {', '.join(FEATURE_FLAGS)}")
         if extra and base == "c":
             raise ConfigError(f"target {spec!r}: portable C takes no instruction-set features")
+        extra = list(dict.fromkeys([implied for f in extra for implied in IMPLIED_FEATURES.get(f, ())] + extra))
         feature_flags = tuple(FEATURE_FLAGS[f] for f in extra) if base != "host" else ()
         object.__setattr__(self, "name", spec.strip() if base != "host" else "host")
         object.__setattr__(self, "features", frozenset(features) | frozenset(extra))

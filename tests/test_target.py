@@ -70,3 +70,13 @@ def test_fixed_thread_count_reaches_the_c(rand):
     assert "num_threads(2)" in f.c_source
     a = rand(64)
     np.testing.assert_allclose(f(a), a + 1.0)
+
+
+def test_amx_features_bring_the_tile_registers():
+    bf16 = ts.Target("x86-64-avx512+amx_bf16")
+    assert bf16.has("amx_tile", "amx_bf16") and not bf16.has("amx_int8")
+    assert bf16.flags.count("-mamx-tile") == 1 and "-mamx-bf16" in bf16.flags
+    both = ts.Target("x86-64+amx_int8+amx_bf16")
+    assert both.has("amx_tile", "amx_int8", "amx_bf16") and both.flags.count("-mamx-tile") == 1
+    # AMX kernels check the CPU and the OS themselves when they load, so an exported library does not require it
+    assert not bf16.isa_features & {"amx_tile", "amx_bf16", "amx_int8"}

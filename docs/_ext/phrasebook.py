@@ -96,7 +96,9 @@ ROWS: tuple[Row, ...] = (
         uses=("tesched.Stage.tile",)),
     Row("reorder", "``s[C].reorder(j, i)``", "``f.reorder(y, x)`` (innermost first)", "``s[C].reorder(j, i)``",
         "outermost first, as in TVM", uses=("tesched.Stage.reorder",)),
-    Row("fuse", "``s[C].fuse(i, j)``", "``f.fuse(x, y, xy)``", "``s[C].fuse(i, j)``", uses=("tesched.Stage.fuse",)),
+    Row("fuse", "``s[C].fuse(i, j)``", "``f.fuse(x, y, xy)``", "``s[C].fuse(i, j)``",
+        "over a symbolic inner extent too: one loop with ``i = fused // n``, ``j = fused % n`` when it is parallel, "
+        "vectorized or split", uses=("tesched.Stage.fuse",)),
     Row("vectorize", "``s[C].vectorize(j)``", "``f.vectorize(x, 8)``", "``s[C].vectorize(j)``",
         "explicit SIMD for the target's vector width; split first to choose the lane count",
         uses=("tesched.Stage.vectorize",)),
@@ -145,7 +147,8 @@ ROWS: tuple[Row, ...] = (
         "``s.cache_write(C, 'local')``", "accumulate a tile in a local buffer (registers after unrolling)",
         uses=("tesched.Schedule.cache_write",)),
     Row("rfactor", "``s.rfactor(C, ko)``", "``f.update().rfactor(r.x, u)``", "``s.rfactor(C, ko)``",
-        "parallelize a reduction over partial results", uses=("tesched.Schedule.rfactor",)),
+        "parallelize a reduction over partial results; of a tuple reduction (argmax) it returns the list of "
+        "partial tensors, as TVM", uses=("tesched.Schedule.rfactor",)),
     Row("tensorize", "``s[C].tensorize(ii, te.decl_tensor_intrin(...))``", "no counterpart (``extern`` stages)",
         "``s[C].tensorize(ii, ts.decl_tensor_intrin(op, ts.CIntrinsic(...)))``",
         "the intrinsic is C source; ``tesched.intrin`` has GEMM micro-kernels",

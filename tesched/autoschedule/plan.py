@@ -176,7 +176,8 @@ def _rfactor(sch: Schedule, st: Stage, p: StagePlan) -> Stage:
     each tile of ``st`` once ``st`` is arranged), its lanes vectorized and its ``unroll_axis`` unrolled."""
     last = st.op.reduce_axis[-1]
     _, lane = st.split(last, p.rfactor)
-    partial = sch[sch.rfactor(st.op.output(0), lane, factor_axis=len(st.op.axis))]
+    outputs = sch.rfactor(st.op.output(0), lane, factor_axis=len(st.op.axis))
+    partial = sch[outputs[0] if isinstance(outputs, list) else outputs]     # one stage for every component
     axes = list(partial.op.axis)
     partial.reorder(*axes[:-1], *partial.op.reduce_axis, axes[-1])
     partial.vectorize(axes[-1])

@@ -188,6 +188,9 @@ class CExpr(NodeFunctor):
     def visit_HReduce(self, e: ir.HReduce) -> str:
         return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.text(e.value)})"
 
+    def visit_Lane(self, e: ir.Lane) -> str:
+        return f"({self.text(e.value)})[{e.index}]"      # GCC vector extensions index lanes
+
     def visit_VCast(self, e: ir.VCast) -> str:
         clamped = saturating_narrow(e)
         if clamped is not None:

@@ -47,12 +47,28 @@ the set of the call before the last one, which the caller has let go."""
 
 
 
-def _largest_refcount(arrays: list[np.ndarray]) -> int:
-    return max((sys.getrefcount(a) for a in arrays), default=0)
+def aligned_constant(data: np.ndarray) -> np.ndarray:
+    """``data`` C-contiguous at an address that is a multiple of :data:`~tesched.graph.memory.ALIGNMENT`
+    (itself when it already is): a kernel's SIMD loads of a constant weight then never straddle two cache
+    lines, which NumPy's own allocations (16-byte aligned) do not ensure."""
+    if data.flags.c_contiguous and address(data) % ALIGNMENT == 0:
+        return data
+    storage = np.empty(data.nbytes + ALIGNMENT, np.uint8)
+    start = -address(storage) % ALIGNMENT
+    copy = storage[start:start + data.nbytes].view(data.dtype).reshape(data.shape)
+    copy[...] = data
+    return copy
 
 
-_UNHELD_REFCOUNT = _largest_refcount([np.empty(1)])
-"""What :func:`_largest_refcount` gives for arrays that only their list references."""
+def _largest_refcount(arrays: tuple[np.ndarray, ...]) -> int:
+    largest = 0
+    for a in arrays:
+        largest = max(largest, sys.getrefcount(a))
+    return largest
+
+
+_UNHELD_REFCOUNT = _largest_refcount((np.empty(1),))
+"""What a loop over a tuple of arrays that only the tuple references sees as their reference count."""
 
 
 @dataclass(frozen=True)
@@ -122,7 +138,7 @@ class Executable:
         self._steps: list[_Step] = []
         self._result = fold_values(
             function, lambda k, p: self._inputs[k],
-            lambda node: _Value(node.tensor_type, "constant", data=np.ascontiguousarray(node.data)), self._plan)
+            lambda node: _Value(node.tensor_type, "constant", data=aligned_constant(node.data)), self._plan)
         for v in _leaves_of(self._result):
             v.root.last_use = len(self._steps)
         self._results = list({id(v.root): v.root for v in _leaves_of(self._result) if v.root.kind == "step"}.values())
@@ -196,20 +212,23 @@ class Executable:
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
         self._program = Program(specs, self._fixed, self._c_steps, exclusive=True, keep=self._keep)
         self._result_types = [(v.type.shape, np.dtype(v.type.dtype)) for v in self._results]
-        self._spares: list[list[np.ndarray]] = []
+        self._spares: list[tuple[np.ndarray, ...]] = []
         self._flat_results = _flat_result_indices(self._result, len(self._inputs))
 
     # running --------------------------------------------------------------------------------------
     def _fresh_results(self) -> list[np.ndarray]:
         return [np.empty(shape, dtype) for shape, dtype in self._result_types]
 
-    def _results_for_call(self) -> list[np.ndarray]:
+    def _results_for_call(self) -> tuple[np.ndarray, ...]:
         """Result arrays for a plain call: a set from an earlier call that nobody else holds any more
         (its arrays referenced only by this executable), else new ones, kept for a later call."""
         for spare in self._spares:
-            if _largest_refcount(spare) <= _UNHELD_REFCOUNT:
+            for a in spare:     # _largest_refcount's loop, inline: this runs in every plain call
+                if sys.getrefcount(a) > _UNHELD_REFCOUNT:
+                    break
+            else:
                 return spare
-        results = [np.empty(shape, dtype) for shape, dtype in self._result_types]
+        results = tuple(np.empty(shape, dtype) for shape, dtype in self._result_types)
         self._spares = [results] + self._spares[:SPARE_RESULT_SETS - 1]
         return results
 
@@ -229,13 +248,13 @@ class Executable:
 
     def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
         results = self._results_for_call()
-        if not kwargs and self._program.run(args + tuple(results)):
+        if not kwargs and self._program.run(args + results):
             if self._flat_results is not None:
                 return results[0] if self._flat_results == () else tuple([results[k] for k in self._flat_results])
             return self._collect(self._result, args, results, None)
         torch = torch_module(list(args) + list(kwargs.values()))
         inputs = tuple(bind_arguments(self.function.params, args, kwargs))
-        if not self._program.run(inputs + tuple(results)):
+        if not self._program.run(inputs + results):
             raise TypeError(f"{self!r}: the inputs passed the checks but their buffers could not be read")
         return self._collect(self._result, inputs, results, torch)
 
@@ -263,7 +282,7 @@ class Executable:
         run.__dict__["program"] = program
         return run
 
-    def _collect(self, structure: Any, inputs: Sequence[Any], results: list[np.ndarray], torch: Any) -> Any:
+    def _collect(self, structure: Any, inputs: Sequence[Any], results: Sequence[np.ndarray], torch: Any) -> Any:
         if isinstance(structure, tuple):
             return tuple(self._collect(s, inputs, results, torch) for s in structure)
         root = structure.root

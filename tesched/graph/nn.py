@@ -6,6 +6,7 @@ from tesched.graph.ops_nn import (
     conv2d,
     conv2d_weight_last,
     dense,
+    dense_panels,
     depthwise_conv2d,
     global_avg_pool2d,
     layer_norm,
@@ -26,7 +27,8 @@ from tesched.graph.ops_rnn import gru_cell, lstm_cell, rnn_cell
 from tesched.graph.ops_transform import pad
 from tesched.graph.ops_winograd import winograd_conv2d
 
-__all__ = ["avg_pool2d", "batch_norm", "bias_add", "conv2d", "conv2d_weight_last", "dense", "depthwise_conv2d",
+__all__ = ["avg_pool2d", "batch_norm", "bias_add", "conv2d", "conv2d_weight_last", "dense", "dense_panels",
+           "depthwise_conv2d",
            "global_avg_pool2d", "gru_cell", "layer_norm", "lstm_cell", "matmul", "max_pool2d", "pad", "relu",
            "rnn_cell", "softmax", "winograd_conv2d",
            "conv2d_nhwc_packed", "dense_packed", "dequantize", "qconv2d", "qdense", "quantize", "requantize"]

@@ -1,7 +1,8 @@
 """Neural-network graph ops and their builders: ``nn.conv2d`` (with ``depthwise_conv2d`` as ``groups``
 equal to the channels; ``nn.conv2d_weight_last`` is the same with weights stored in blocks of output
 channels, output channels last),
-``nn.dense`` (with an optional bias as ``nn.bias_add``), ``nn.matmul``, ``nn.batch_norm`` (inference),
+``nn.dense`` (with an optional bias as ``nn.bias_add``; ``nn.dense_panels`` is the same with the weight
+packed in column panels), ``nn.matmul``, ``nn.batch_norm`` (inference),
 ``nn.layer_norm``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
 ``nn.softmax``. Attribute names follow Relay (``strides``, ``padding``, ``dilation``, ``groups``,
 ``pool_size``, ``epsilon``, ``axis``); padding is stored as ``(top, left, bottom, right)``.
@@ -95,6 +96,18 @@ def dense(data: Expr, weight: Expr, bias: Expr | None = None) -> Expr:
     """``data @ weight.T``, then ``nn.bias_add(..., bias, axis=-1)`` when ``bias`` is given."""
     out = Call(_DENSE, [data, weight])
     return out if bias is None else bias_add(out, bias, axis=-1)
+
+
+_DENSE_PANELS = register_op(
+    "nn.dense_panels", Pattern.OUT_ELEMWISE_FUSABLE, lambda args, attrs: nn.dense_panels(args[0], args[1]),
+    lambda args, attrs: (args[0].astype(np.float64) @ nn.unpack_dense_panels(args[1]).T.astype(np.float64))
+    .astype(args[0].dtype), 2)
+
+
+def dense_panels(data: Expr, packed: Expr) -> Call:
+    """``nn.dense`` by a weight stored in column panels ``(N / B, K, B)`` (:func:`tesched.nn.pack_dense_panels`),
+    which the kernel reads in place; ``alter_op_layout`` packs constant weights and chooses it."""
+    return Call(_DENSE_PANELS, [data, packed])
 
 
 _MATMUL = register_op("nn.matmul", Pattern.OUT_ELEMWISE_FUSABLE, lambda args, attrs: nn.matmul(args[0], args[1]),

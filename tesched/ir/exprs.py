@@ -1,7 +1,8 @@
 """The expressions and buffers of the loop IR: :class:`Buffer` (with its :class:`BufferScope`), reads
 (:class:`Load`, :class:`VLoad`, :class:`VLoadStrided`, :class:`VLoadMasked`, :class:`CheckedIndex`),
-vector values (:class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast`), :class:`Address`,
-the IR's own variables (:class:`LoopVar`, :class:`OriginVar`, :class:`RegisterVar`) and the flattened
+vector values (:class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`Lane`, :class:`VCast`),
+:class:`Address`, the IR's own variables (:class:`LoopVar`, :class:`OriginVar`, :class:`RegisterVar`,
+:class:`ReduceInput`) and the flattened
 index of an element in a buffer. Statements are :mod:`.stmts`; :mod:`.nodes` gathers both.
 """
 from __future__ import annotations
@@ -197,6 +198,24 @@ class HReduce(Expr):
         return HReduce(self.op, children[0])
 
 
+class Lane(Expr):
+    """Lane ``index`` (a constant) of a vector, as a scalar."""
+
+    __slots__ = ("value", "index")
+
+    def __init__(self, value: Expr, index: int):
+        base, lanes = split_dtype(value.dtype)
+        if not 0 <= index < lanes:
+            raise ValueError(f"lane {index} of a vector of {lanes} lanes")
+        self.value, self.index, self.dtype = value, index, base
+
+    def children(self):
+        return (self.value,)
+
+    def with_children(self, children):
+        return Lane(children[0], self.index)
+
+
 class VCast(Expr):
     """Lane-wise conversion of a vector to another element type of the same size."""
 
@@ -254,6 +273,18 @@ class Address(Expr):
 
     def with_children(self, children):
         return Address(self.buffer, children)
+
+
+class ReduceInput(Var):
+    """The value one iteration of a tuple reduction's update combines into ``buffer`` (its component),
+    bound by a ``let`` before the combination reads it: the combination is then an expression of the
+    accumulators and these variables only, which the vectorizer reuses to combine partial results."""
+
+    __slots__ = ("buffer",)
+
+    def __init__(self, name: str, dtype: str, buffer: Buffer):
+        super().__init__(name, dtype)
+        self.buffer = buffer
 
 
 class RegisterVar(Var):

@@ -6,7 +6,8 @@ Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :
 :class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
 :class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`VCast`,
+:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`Lane`,
+:class:`VCast`, :class:`ReduceInput`,
 :class:`Address` and :class:`CheckedIndex` (a data-dependent index checked against its tensor's extent when
 the kernel runs).
 
@@ -26,10 +27,12 @@ from tesched.ir.exprs import (
     flat_index,
     HReduce,
     is_flat,
+    Lane,
     Load,
     LoopVar,
     OriginVar,
     Ramp,
+    ReduceInput,
     RegisterVar,
     split_dtype,
     VCast,
@@ -69,6 +72,7 @@ __all__ = [
     "flat_index",
     "For",
     "HReduce",
+    "Lane",
     "IfThenElse",
     "IntrinsicCall",
     "is_flat",
@@ -79,6 +83,7 @@ __all__ = [
     "Prefetch",
     "Produce",
     "Ramp",
+    "ReduceInput",
     "Registers",
     "RegisterVar",
     "seq",

@@ -85,6 +85,9 @@ class IRExprPrinter(ExprPrinter):
     def visit_HReduce(self, x: ir.HReduce) -> tuple[str, int]:
         return f"reduce_{x.op}({self.text(x.value)})", 7
 
+    def visit_Lane(self, x: ir.Lane) -> tuple[str, int]:
+        return f"{self.text(x.value)}.lane[{x.index}]", 7
+
     def visit_VCast(self, x: ir.VCast) -> tuple[str, int]:
         return f"{x.dtype}({self.text(x.value)})", 7
 

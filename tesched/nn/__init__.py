@@ -1,6 +1,7 @@
 """tesched.nn: an operator library on ``ts.compute``, each op with a pattern kind and a default schedule.
 
-Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, ``matmul``, ``batch_norm``,
+Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, ``matmul``, ``dense_panels``
+(``dense`` by a weight packed with ``pack_dense_panels``), ``batch_norm``,
 ``layer_norm``, ``bias_add``, ``add``/``subtract``/``multiply``/``divide`` (NumPy broadcasting), ``relu``,
 ``sigmoid``, ``tanh``, ``exp``, ``erf``, ``sqrt``, ``rsqrt``, ``log``, ``abs``, ``negative``, ``clip``,
 ``pad``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``softmax``, ``reshape``, ``transpose``,
@@ -17,6 +18,7 @@ cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas), and the quantized and
 """
 from tesched.nn.conv import conv2d, depthwise_conv2d
 from tesched.nn.dense import dense, matmul
+from tesched.nn.dense_panels import dense_panels, pack_dense_panels, unpack_dense_panels
 from tesched.nn.elemwise import (
     abs,
     add,
@@ -66,5 +68,6 @@ __all__ = [
     "sigmoid", "softmax", "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose",
     "conv2d_nhwc_packed", "dense_packed", "dequantize", "pack_conv_weight", "pack_dense_weight", "qconv2d",
     "qdense", "quantize", "quantized_conv_params", "quantized_dense_params", "requantize",
-    "schedule_conv2d_nhwc_packed", "schedule_dense_packed",
+    "schedule_conv2d_nhwc_packed", "schedule_dense_packed", "dense_panels", "pack_dense_panels",
+    "unpack_dense_panels",
 ]

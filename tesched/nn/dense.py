@@ -15,12 +15,12 @@ from tesched.nn.schedule import (
     parallel_outer,
     reduction_work,
     register_schedule,
-    schedule_reduction,
     static_extent,
+    stored_whole,
 )
 from tesched.schedule.schedule import Schedule
 from tesched.target import current_target
-from tesched.te.tensor import PlaceholderOp, Tensor
+from tesched.te.tensor import IterVar, PlaceholderOp, Tensor
 
 COLUMN_TILE = 16
 """Output columns one iteration of a product's loop nest computes."""
@@ -72,10 +72,8 @@ def matmul(a: Tensor, b: Tensor) -> Tensor:
 def _schedule_columns(s: Schedule, product: Tensor, host: Tensor, vector_columns: bool) -> None:
     """Tiles of COLUMN_TILE output columns, rows and column tiles in parallel when the work is large; per
     tile the product runs with the reduction outside the column loop, which is vectorized when
-    ``vector_columns`` else unrolled (independent accumulators); then the host's tile."""
-    if host.shape != product.shape:
-        schedule_reduction(s, product, host)
-        return
+    ``vector_columns`` else unrolled (independent accumulators); then the host's tile (of the product's
+    shape: see :func:`~tesched.nn.schedule.stored_whole`)."""
     tile = largest_divisor(int(product.shape[1]), COLUMN_TILE)
     pstage, hstage = s[product], s[host]
     i, j = hstage.op.axis
@@ -97,13 +95,15 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
     split into LANES lanes, each lane's partial sums (``rfactor``) computed for a tile of columns at once,
     then summed. Without a divisor of the reduced size of at least 4, the tile's columns are unrolled
     instead (independent scalar accumulators)."""
+    product, host = stored_whole(s, product, host)
     lanes = largest_divisor(static_extent(product.op.reduce_axis[0]), LANES)
-    if host.shape != product.shape or lanes < 4:
+    if lanes < 4:
         _schedule_columns(s, product, host, vector_columns=False)
         return
     pstage, hstage = s[product], s[host]
     _, lane = pstage.split(pstage.op.reduce_axis[0], lanes)
     partial = s.rfactor(product, lane, factor_axis=2)
+    assert isinstance(partial, Tensor)      # a sum: one partial tensor
     i, j = hstage.op.axis
     jo, ji = hstage.split(j, largest_divisor(int(product.shape[1]), COLUMN_TILE))
     pstage.compute_at(hstage, jo)
@@ -117,6 +117,30 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
     parallel_outer(hstage, [i, jo], reduction_work(product))
 
 
+def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, tile_columns: int) -> IterVar:
+    """``host`` (of ``product``'s shape) in tiles of ``tile_rows`` x ``tile_columns``, column panels outermost
+    (parallel when the work is large), row tiles next; per tile ``product`` accumulates in registers: the
+    reduction outermost and unrolled by ``REDUCTION_UNROLL``, rows unrolled, columns vectorized. Returns
+    the loop over column panels."""
+    pstage, hstage = s[product], s[host]
+    i, j = hstage.op.axis
+    io, ii = hstage.split(i, tile_rows)
+    jo, ji = hstage.split(j, tile_columns)
+    hstage.reorder(jo, io, ii, ji)
+    pstage.compute_at(hstage, io)
+    pi, pj = pstage.op.axis
+    k, = pstage.op.reduce_axis
+    ko, ki = pstage.split(k, largest_divisor(static_extent(k), REDUCTION_UNROLL))
+    pstage.reorder(ko, ki, pi, pj)
+    pstage.unroll(ki)
+    pstage.unroll(pi)
+    pstage.vectorize(pj)
+    hstage.vectorize(ji)
+    if reduction_work(product) >= PARALLEL_MIN_WORK:
+        hstage.parallel(jo)
+    return jo
+
+
 @register_schedule("matmul")
 def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     """TVM's "How to optimize GEMM on CPU" steps with tesched's primitives. The output is cut into
@@ -126,32 +150,17 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     panels are the outer, parallel loop, and each panel of ``b`` is copied once into a contiguous local
     buffer (``cache_read`` packing) that every row tile of the panel reads. Shapes without such tiles, or
     too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
+    product, host = stored_whole(s, product, host)
     rows, columns = (int(d) for d in product.shape)
     lanes = current_target().vector_bytes // np.dtype(product.dtype).itemsize
     tile_rows = largest_divisor(rows, REGISTER_ROWS)
     tile_columns = largest_divisor(columns, REGISTER_VECTORS * lanes)
-    if host.shape != product.shape or tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:
+    if tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:
         _schedule_columns(s, product, host, vector_columns=True)
         return
-    pstage, hstage = s[product], s[host]
-    i, j = hstage.op.axis
-    io, ii = hstage.split(i, tile_rows)
-    jo, ji = hstage.split(j, tile_columns)
-    hstage.reorder(jo, io, ii, ji)
-    pstage.compute_at(hstage, io)
-    pi, pj = pstage.op.axis
-    k, = pstage.op.reduce_axis
-    unroll = largest_divisor(static_extent(k), REDUCTION_UNROLL)
-    ko, ki = pstage.split(k, unroll)
-    pstage.reorder(ko, ki, pi, pj)
-    pstage.unroll(ki)
-    pstage.unroll(pi)
-    pstage.vectorize(pj)
-    hstage.vectorize(ji)
-    if reduction_work(product) >= PARALLEL_MIN_WORK:
-        hstage.parallel(jo)
+    jo = register_tiles(s, product, host, tile_rows, tile_columns)
     a, b = product.op.input_tensors if len(product.op.input_tensors) == 2 else (None, None)
     if b is not None and isinstance(b.op, PlaceholderOp) and rows // tile_rows >= PACK_MIN_ROW_TILES:
         packed = s.cache_read(b, "local", [s[product]])
-        s[packed].compute_at(hstage, jo)
+        s[packed].compute_at(s[host], jo)
         s[packed].vectorize(s[packed].op.axis[1])

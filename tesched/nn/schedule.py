@@ -149,6 +149,17 @@ def schedule_injective(s: Schedule, out: Tensor) -> None:
     stage.vectorize(axes[-1])
 
 
+def stored_whole(s: Schedule, red: Tensor, host: Tensor) -> tuple[Tensor, Tensor]:
+    """``(red, host)`` when ``host`` has ``red``'s shape; else ``host`` (a reader of another shape, such as
+    a slice of a matrix product's columns, which would compute ``red`` element by element in its loops)
+    gets :func:`schedule_injective` and ``red`` is stored whole through a write cache: returns ``(cache,
+    red)``, the cache to compute inside the loops of the stored ``red``."""
+    if host.shape == red.shape:
+        return red, host
+    schedule_injective(s, host)
+    return s.cache_write(red, "local"), red
+
+
 def schedule_reduction(s: Schedule, red: Tensor, host: Tensor) -> None:
     """Any reduction: computed per row of ``host`` (all loops but the innermost, fused and parallel when
     the work is large), the row vectorized."""

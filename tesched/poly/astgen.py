@@ -17,6 +17,8 @@ import islpy as isl
 from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
+from tesched.poly.collapse import collapse_fused
+from tesched.poly.fused import FusedGroup
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Select, Unary
@@ -91,29 +93,73 @@ class LoopAst:
         return self.node.to_C_str()
 
 
+# isl operations isl's AST generator may take on a tree before the other tree is tried (deterministic,
+# unlike a timeout; fuzzed schedules take up to 800,000, nearly all under 200,000; a tiled stage at a fused
+# loop takes millions over loop values). The count restarts where a statement's coordinates are found
+# directly (:func:`_direct` has its own budget).
+TREE_BUDGET = 500_000
+
+
 def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
     """Run isl's AST generator on ``tree``'s schedule over loop values (iterators ``L0, L1, ...`` by
     depth), and give each statement its coordinates, not its loop values (see :class:`_Coordinates`).
 
+    Either tree describes the same loops; each is hard for isl in its own cases. Over coordinates, isl
+    inverts the nested floors of split and fused loops (minutes for a tile of fused tiles); over loop
+    values, it recovers the loops left out (one value per iteration of the loops around them) from the
+    loops that remain, a mixed-radix decomposition it writes as convoluted pieces at every statement
+    (seconds for a tiled stage computed at a fused loop, whose coordinates are two divisions). So each
+    tree gets :data:`TREE_BUDGET` isl operations, loop values first; a tree that runs out is tried again
+    without a limit only if the other ran out too.
+
     isl's generator has been seen to drop instances of a statement (a loop of stride 2 whose values
     depend on an enclosing loop through a modulo, from fusing a split loop with a reduction): every
-    statement's instances are checked against its domain, and when some are missing the nest is
-    generated again from the tree over coordinates; if that misses instances too, a ``LoweringError``
-    names the stage rather than letting a kernel compute a wrong answer."""
-    node, missing = _generate(tree.loop_schedule, tree.coordinates, tree.depth, context)
-    if missing:
-        node, missing = _generate(tree.schedule, {}, tree.depth, context)
-    if missing:
-        stages = sorted({tree.stage_of.get(name, name) for name in missing})
-        raise LoweringError(f"stage {', '.join(stages)}: isl's loop generator left out some of its iterations "
-                            "(a limitation of isl with strided loops, here from fusing a split loop with "
-                            "another); change the split or the fuse of that stage")
-    return LoopAst(node)
+    statement's instances are checked against its domain, and a nest that misses some is not used; if
+    both trees miss instances, a ``LoweringError`` names the stage rather than letting a kernel compute a
+    wrong answer."""
+    trees = [(tree.loop_schedule, tree.coordinates), (tree.schedule, {})]
+    missing: set[str] = set()
+    for budget in (TREE_BUDGET, 0):
+        left = []
+        for schedule, coordinates in trees:
+            made = _generate(schedule, coordinates, tree.depth, context, budget)
+            if made is None:
+                left.append((schedule, coordinates))
+            elif not made[1]:
+                return LoopAst(made[0])
+            else:
+                missing = made[1]
+        trees = left
+    stages = sorted({tree.stage_of.get(name, name) for name in missing})
+    raise LoweringError(f"stage {', '.join(stages)}: isl's loop generator left out some of its iterations "
+                        "(a limitation of isl with strided loops, here from fusing a split loop with "
+                        "another); change the split or the fuse of that stage")
 
 
 def _generate(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
-              context: isl.Set) -> tuple[isl.AstNode, set[str]]:
-    """isl's loop nest of ``schedule`` and the statements some of whose instances it does not run."""
+              context: isl.Set, budget: int = 0) -> tuple[isl.AstNode, set[str]] | None:
+    """isl's loop nest of ``schedule`` and the statements some of whose instances it does not run; None
+    if isl needs more than ``budget`` operations to generate it (0: no limit)."""
+    ctx = context.get_ctx()
+    previous = ctx.get_max_operations()
+    ctx.set_max_operations(budget)
+    ctx.reset_operations()
+    try:
+        node, covered = _nest(schedule, coordinates, depth, context)
+    except (isl.Error, LoweringError) as err:
+        # past the budget any isl call fails, with whatever message (a parse may report a syntax error)
+        if budget and (isinstance(err, isl.Error) or isinstance(err.__cause__, isl.Error)):
+            return None
+        raise
+    finally:
+        ctx.set_max_operations(previous)
+        ctx.reset_operations()
+    return node, _missing(schedule, covered, context)
+
+
+def _nest(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], depth: int,
+          context: isl.Set) -> tuple[isl.AstNode, dict[str, isl.Set]]:
+    """isl's loop nest of ``schedule`` and the instances of each statement it runs."""
     build = isl.AstBuild.from_context(context)
     ids = isl.IdList.alloc(context.get_ctx(), depth + 1)
     for k in range(depth + 1):
@@ -125,16 +171,21 @@ def _generate(schedule: isl.Schedule, coordinates: Mapping[str, isl.MultiAff], d
     del handle
     if callback.error is not None:
         raise LoweringError(f"internal: isl AST statement: {callback.error}") from callback.error
-    missing: set[str] = set()
+    return node, callback.covered
 
-    def check(domain: isl.Set) -> None:
+
+def _missing(schedule: isl.Schedule, covered: Mapping[str, isl.Set], context: isl.Set) -> set[str]:
+    """The statements of ``schedule`` some of whose instances are not ``covered``."""
+    missing: set[str] = set()
+    domains = schedule.get_domain().get_set_list()
+    for k in range(domains.n_set()):
+        domain = domains.get_at(k)
         name = domain.get_tuple_name()
         want = domain.intersect_params(context)
-        got = callback.covered.get(name)
+        got = covered.get(name)
         if not want.is_empty() and (got is None or not want.subtract(got).is_empty()):
             missing.add(name)
-    schedule.get_domain().foreach_set(check)
-    return node, missing
+    return missing
 
 
 # isl operations allowed to find a statement's coordinates directly from the iterators (deterministic,
@@ -329,9 +380,10 @@ class AstToIR:
     def __init__(self, marks: Mapping[str, object], emit: StatementEmitter, params: Mapping[str, Expr],
                  allocate: Callable[[AllocMark], ir.Buffer]):
         self.marks, self.emit, self.params, self.allocate = marks, emit, params, allocate
+        self.components: dict[int, FusedGroup] = {}   # loop variable -> the kept-out fuse it is a loop of
 
     def convert(self, node: isl.AstNode) -> ir.Stmt:
-        return self.walk(node, dict(self.params), None)
+        return collapse_fused(self.walk(node, dict(self.params), None), self.components)
 
     def walk(self, node: isl.AstNode, env: dict[str, Expr], loop: LoopMark | None) -> ir.Stmt:
         kind = node.get_type()
@@ -383,6 +435,10 @@ class AstToIR:
         step = int(node.for_get_inc().get_val().to_python())
         body = self.walk(node.for_get_body(), inner, None)
         kind = loop.kind if loop is not None else LoopKind.SERIAL
+        pragmas = loop.pragmas if loop is not None else ()
+        if loop is not None and loop.group is not None:    # a loop of a kept-out fuse: collapse_fused decides
+            self.components[id(var)] = loop.group
+            kind, pragmas = LoopKind.SERIAL, ()
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
                       loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "",
-                      loop.origin if loop else "", loop.pragmas if loop else ())
+                      loop.origin if loop else "", pragmas)

@@ -228,9 +228,9 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 a, av, b, bv = _example(carried)
                 what = "has pragma ivdep" if ivdep else f"is {info.kind}"
                 raise ScheduleError(
-                    f"loop {info.var.name} of stage {info.stage} {what}, but its iterations depend on "
+                    f"loop {info.label} of stage {info.stage} {what}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "
-                    f"element (one of them writes it) in different iterations of {info.var.name}"
+                    f"element (one of them writes it) in different iterations of {info.label}"
                     + _scatter_hint(model, a, b, info.kind))
     for k in range(node.n_children()):
         _check_loops(model, tree, node.child(k), conflicts)

@@ -130,7 +130,8 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
     rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway. Along
     a dimension in ``bounds`` the box is the bound (from the footprint's minimum for ``bound_extent``).
     ``iterations``, every iteration of the loops, replaces the footprint's domain when it is the same set
-    (the projection of the footprint carries existential variables that slow every later step)."""
+    (the projection of the footprint carries existential variables that slow every later step: isl took
+    seconds to decide which loops of a statement over such a domain have one value per iteration)."""
     domain = fp.domain()
     if iterations is not None and iterations.is_subset(domain):
         domain = iterations
@@ -148,7 +149,9 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
             rel = isl.Map(f"{model.param_prefix}{{ [v] -> {tdom.get_tuple_name()}[{coords}] : x{d} {op} {value} }}")
             part = isl.Map.from_pw_aff(bound).apply_range(rel)
             box = box.intersect(part)
-    box = box.intersect_domain(domain).intersect_range(tdom).coalesce()
+    # the bounds are defined on the footprint's domain and carry its existential variables, one copy per
+    # bound; within that domain they are implied (gist), and ``domain`` is a part of it
+    box = box.gist_domain(fp.domain()).intersect_domain(domain).intersect_range(tdom).coalesce()
     return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
 
 
@@ -176,7 +179,7 @@ def bound_exceeded(model: PolyModel, sm: StageModel, outside: isl.Set | isl.Map,
     bounds = "; ".join(f"{a.name}: {sm.stage.bounds[a].describe()}" for a in sm.axes if a in sm.stage.bounds)
     if not who:
         assert sm.parent is not None and sm.level is not None
-        who = f"the loop {sm.parent.name}.{sm.parent.leaves[sm.level].name} it is computed at"
+        who = f"the loop {sm.parent.name}.{sm.parent.user_loop(sm.parent.leaves[sm.level]).name} it is computed at"
     raise ScheduleError(f"bound of {sm.name} ({bounds}): {who} requests {sm.name}"
                         f"[{', '.join(map(str, element))}], which is outside the bounded region")
 
@@ -184,9 +187,9 @@ def bound_exceeded(model: PolyModel, sm: StageModel, outside: isl.Set | isl.Map,
 def _attach_message(sm: StageModel, outside: list[StageModel], readers: list[StageModel]) -> str:
     parent, level = sm.parent, sm.level
     assert parent is not None and level is not None
-    loop = parent.leaves[level].name
-    legal = [parent.leaves[t].name for t in range(len(parent.leaves))
-             if all(r.inside(parent, t) for r in readers)]
+    loop = parent.user_loop(parent.leaves[level]).name
+    legal = list(dict.fromkeys(parent.user_loop(parent.leaves[t]).name for t in range(len(parent.leaves))
+                               if all(r.inside(parent, t) for r in readers)))
     where = (f"legal loops of {parent.name}: {', '.join(legal)}" if legal else
              f"no loop of {parent.name} is legal, since {', '.join(r.name for r in outside)} also reads it "
              "outside that stage; compute it at the root or at a loop enclosing every reader")

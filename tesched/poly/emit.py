@@ -160,7 +160,10 @@ class StatementEmitter:
                 # ``where`` guards the whole update: its index may be meaningless elsewhere
                 return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
             current = [ir.Load(b, index) for b in bufs]
-            new = body.combine_all(current, [_as_declared(s, here(s)) for s in body.sources])
+            values = [_as_declared(s, here(s)) for s in body.sources]
+            if len(bufs) > 1 and body.where is None:
+                return _tuple_update(sm.name, bufs, index, body, values)
+            new = body.combine_all(current, values)
             if body.where is not None:
                 cond = here(body.where)
                 new = tuple(Select(cond, v, c) for v, c in zip(new, current))
@@ -172,6 +175,20 @@ class StatementEmitter:
         if isinstance(body, MultiValue):
             return ir.seq([_store(b, index, here(v)) for b, v in zip(bufs, body.values)])
         return _store(buf, index, here(body))
+
+
+def _tuple_update(name: str, bufs: list[ir.Buffer], index: tuple, body: Reduce, values: list[Expr]) -> ir.Stmt:
+    """The update of a tuple reduction without ``where``: the reduced values bound first (one
+    :class:`~tesched.ir.nodes.ReduceInput` per component), then the combination of the accumulators with
+    them (its shared subexpressions, such as argmax's comparison, bound once for every component), then
+    the stores. The combination reads nothing else, so the vectorizer can combine partial results with it."""
+    inputs = [ir.ReduceInput(f"{name}.in{k}", v.dtype, b) for k, (v, b) in enumerate(zip(values, bufs))]
+    new = body.combine_all([ir.Load(b, index) for b in bufs], inputs)
+    shared, combined = bind_shared(MultiValue(new))
+    assert isinstance(combined, MultiValue)
+    temps = [Var(f"{name}.new{k}", v.dtype) for k, v in enumerate(new)]
+    return wrap_lets(list(zip(inputs, values)) + shared + list(zip(temps, combined.values)),
+                     ir.seq([ir.Store(b, index, t) for b, t in zip(bufs, temps)]))
 
 
 def _as_declared(declared: Expr, value: Expr) -> Expr:

@@ -19,10 +19,12 @@ from enum import StrEnum
 
 import islpy as isl
 
-from tesched.errors import LoweringError
+from tesched.errors import LoweringError, ScheduleError
 from tesched.ir.nodes import Buffer, BufferScope
 from tesched.poly.affine import NotAffine, to_isl
+from tesched.poly.fused import FusedGroup
 from tesched.schedule.inline import inline_bodies
+from tesched.schedule.kinds import LoopKind
 from tesched.schedule.schedule import Schedule
 from tesched.schedule.stage import Stage
 from tesched.te.expr import Expr, Var
@@ -182,6 +184,8 @@ class StageModel:
     prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
     tail_init: Statement | None = None              # tensorized: the init run as plain loops (partial tiles,
     tail_main: Statement | None = None              # or an intrinsic without reset), and the main statement
+    model_leaves: list[IterVar] | None = None       # the loops modelled, where a fuse is kept out (:mod:`.fused`)
+    groups: list[FusedGroup] = field(default_factory=list)   # those fuses
 
     @property
     def emitted(self) -> list[Statement]:
@@ -203,7 +207,42 @@ class StageModel:
 
     @property
     def leaves(self) -> list[IterVar]:
-        return self.stage.leaf_iter_vars
+        """The stage's loops in the model, outermost first: its leaves, except that a fuse over a symbolic
+        extent stands for the loops it fuses (see :mod:`.fused`)."""
+        return self.stage.leaf_iter_vars if self.model_leaves is None else self.model_leaves
+
+    def group_of(self, var: IterVar) -> FusedGroup | None:
+        """The fuse kept out of the model that loop ``var`` is a component of, if any."""
+        return next((g for g in self.groups if any(c is var for c in g.components)), None)
+
+    def level_of(self, ivar: IterVar) -> int:
+        """The position in :attr:`leaves` of the innermost model loop derived from the user's ``ivar``
+        (the level a stage computed or stored at ``ivar`` sits at)."""
+        leaf = self.stage.leaf_iter_vars[self.stage.leaf_position(ivar)]
+        group = next((g for g in self.groups if any(p is leaf for p in g.pieces)), None)
+        if group is not None and group.factor is not None and leaf is group.pieces[0]:
+            raise ScheduleError(f"stage {self.name}: loop {leaf.name} splits {group.describe()}, a fuse over a "
+                                "symbolic extent, whose blocks are formed only after the loops it fuses are "
+                                "generated; place a stage (compute_at, store_at, prefetch) at "
+                                f"{group.pieces[1].name} or at a loop outside {leaf.name}")
+        last = leaf if group is None else group.components[-1]
+        return next(k for k, v in enumerate(self.leaves) if v is last)
+
+    def loop_label(self, var: IterVar) -> str:
+        """The name of model loop ``var`` for messages (a component of a kept-out fuse: the fuse's)."""
+        group = self.group_of(var)
+        return var.name if group is None else group.describe()
+
+    def user_loop(self, var: IterVar) -> IterVar:
+        """The user's loop at model loop ``var``'s level: for a component of a kept-out fuse, the fused loop
+        (or the inner loop of its split), where a stage placed there sits."""
+        group = self.group_of(var)
+        return var if group is None else group.pieces[-1]
+
+    def loop_kind(self, var: IterVar) -> LoopKind:
+        """The kind of model loop ``var`` (a component of a kept-out fuse: the fuse's, for the checks)."""
+        group = self.group_of(var)
+        return group.check_kind if group is not None else self.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
 
     @property
     def tensor(self) -> Tensor:

@@ -46,10 +46,10 @@ def plan_prefetches(model: PolyModel) -> None:
 
 def _plan(model: PolyModel, sm: StageModel, number: int, tensor: Tensor, var, offset: int) -> PrefetchPlan:
     where = f"prefetch of {tensor.name} at {sm.name}.{var.name}"
-    if var not in sm.leaves:
+    if var not in sm.stage.leaf_iter_vars:
         raise ScheduleError(f"{where}: {var.name} was split or fused after prefetch; prefetch at one of its "
-                            f"current loops ({', '.join(v.name for v in sm.leaves)})")
-    level = sm.leaves.index(var)
+                            f"current loops ({', '.join(v.name for v in sm.stage.leaf_iter_vars)})")
+    level = sm.level_of(var)    # (a fuse over a symbolic extent: its innermost loop, see .fused)
     if sm.tensorized is not None and level >= sm.tensorized.position:
         raise ScheduleError(f"{where}: the loop is inside the loops replaced by the intrinsic")
     target = model.schedule.canonical(tensor)

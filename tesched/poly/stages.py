@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from tesched.errors import ScheduleError
+from tesched.poly.fused import fused_groups
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
@@ -57,20 +58,19 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     for a in axes + raxes:
         leaf_expr[id(a)] = coord[id(a)]
         leaf_min[id(a)] = model.isl_of(a.range.min, coord)   # a reduce bound may use the axes
+    # fuses over a symbolic extent (and splits of them) are kept out of the model: their loops stand for them
+    leaves, groups, kept_out = fused_groups(st, extent)
     for rel in st.relations:
+        if isinstance(rel, Split) and id(rel.parent) in kept_out:
+            continue
         if isinstance(rel, Split):
             base = f"({leaf_expr[id(rel.parent)]} - ({leaf_min[id(rel.parent)]}))"
             factor = st.split_factor(rel)
             leaf_expr[id(rel.outer)] = f"floor({base}/{factor})"
             leaf_expr[id(rel.inner)] = f"({base} mod {factor})"
             leaf_min[id(rel.outer)] = leaf_min[id(rel.inner)] = "0"
-        elif isinstance(rel, Fuse):
+        elif isinstance(rel, Fuse) and id(rel.fused) not in kept_out:
             iext = extent[id(rel.inner)]
-            if iext is None:
-                raise ScheduleError(f"fuse of {st.name}.{rel.outer.name} and {rel.inner.name}: the inner "
-                                    "loop's extent must be a constant (the fused loop's value, outer * extent + "
-                                    "inner, is then affine, as isl needs); fuse loops of constant extent, e.g. "
-                                    "split the symbolic loop by a constant factor and fuse its inner part")
             leaf_expr[id(rel.fused)] = (f"(({leaf_expr[id(rel.outer)]} - ({leaf_min[id(rel.outer)]}))"
                                         f" * {iext} + ({leaf_expr[id(rel.inner)]} - "
                                         f"({leaf_min[id(rel.inner)]})))")
@@ -82,8 +82,10 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     if isinstance(op, ScatterOp):
         assert isinstance(body, Scatter)
         sm.target = op.target(body)
-    sm.loop_name = {id(v): f"l{k}" for k, v in enumerate(st.leaf_iter_vars)}
-    sm.axis_value, sm.loop_conds = _inverse(st, set(coord), sm.loop_name, leaf_min, extent)
+    if groups:
+        sm.model_leaves, sm.groups = leaves, groups
+    sm.loop_name = {id(v): f"l{k}" for k, v in enumerate(leaves)}
+    sm.axis_value, sm.loop_conds = _inverse(st, leaves, kept_out, set(coord), sm.loop_name, leaf_min, extent)
     _in_loop_values(sm.axis_value, {name: id(a) for a in axes + raxes if (name := coord[id(a)])})
     return sm
 
@@ -103,8 +105,8 @@ def _in_loop_values(value: dict[int, str], coords: dict[str, int]) -> None:
             return
 
 
-def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dict[int, str],
-             extent: dict[int, int | None]) -> tuple[dict[int, str], list[tuple[bool, str]]]:
+def _inverse(st: Stage, leaves: list[IterVar], kept_out: set[int], axes: set[int], loop_name: dict[int, str],
+             leaf_min: dict[int, str], extent: dict[int, int | None]) -> tuple[dict[int, str], list[tuple[bool, str]]]:
     """Each axis as an isl expression of the loop values (``outer * factor + inner`` for a split,
     ``fused // inner_extent`` and ``fused % inner_extent`` for a fuse, as TVM recovers them), and the
     constraints under which loop values are the image of exactly one point (a split's inner value below
@@ -115,11 +117,13 @@ def _inverse(st: Stage, axes: set[int], loop_name: dict[int, str], leaf_min: dic
     reduce = {id(v): v.iter_type == IterType.COMM_REDUCE for v in st.all_iter_vars}
     # a loop made by split or fuse counts from 0 (an axis loop runs over the axis' own range, which the
     # domain bounds); its upper bound is implied by the others, but isl does not always derive it
-    made = [v for v in st.leaf_iter_vars if id(v) not in axes]
+    made = [v for v in leaves if id(v) not in axes]
     conds = [(reduce[id(v)], f"{loop_name[id(v)]} >= 0") for v in made]
     conds += [(reduce[id(v)], f"{loop_name[id(v)]} < {extent[id(v)]}") for v in made
               if extent.get(id(v)) is not None]
     for rel in reversed(st.relations):
+        if isinstance(rel, (Split, Fuse)) and id(rel.parent if isinstance(rel, Split) else rel.fused) in kept_out:
+            continue    # (a fuse kept out of the model: its loops are loops of the model, see .fused)
         if isinstance(rel, Split):
             factor = st.split_factor(rel)
             inner = value[id(rel.inner)]
@@ -162,7 +166,7 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
         raise ScheduleError(f"compute_at of {sm.name}: {host.name} was inlined, so it has no "
                             "loops to compute inside; compute it at a stage that has loops")
     sm.parent = parent
-    sm.level = parent.stage.leaf_position(ivar)
+    sm.level = parent.level_of(ivar)
 
 
 def _check_scan_group(model: PolyModel, scan: StageModel) -> None:
@@ -197,7 +201,7 @@ def _resolve_store(model: PolyModel, sm: StageModel) -> None:
     if st.store_type is AttachType.SCOPE:
         assert st.store_stage is not None and st.store_ivar is not None
         host = model.by_op.get(id(st.store_stage.op))
-        level = None if host is None else host.stage.leaf_position(st.store_ivar)
+        level = None if host is None else host.level_of(st.store_ivar)
         if host is None or level is None or not sm.inside(host, level):
             legal = [f"{s.name}.{v.name}" for s, lv in sm.chain() for v in s.leaves[:lv + 1]]
             assert st.attach_stage is not None and st.attach_ivar is not None
@@ -210,17 +214,17 @@ def _resolve_store(model: PolyModel, sm: StageModel) -> None:
     host = sm.store_parent
     sm.store_len = 0 if host is None else next(k for k, (s, t) in enumerate(loops)
                                                if s is host and t == sm.store_level) + 1
-    where = "the root" if host is None else f"{host.name}.{host.leaves[sm.store_level or 0].name}"
+    where = "the root" if host is None else f"{host.name}.{host.user_loop(host.leaves[sm.store_level or 0]).name}"
     inner, level = loops[-1]
     for s, t in loops[sm.store_len:]:
-        kind = s.stage.iter_var_attrs.get(s.leaves[t])
+        kind = s.loop_kind(s.leaves[t])
         if kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED):
             raise ScheduleError(
-                f"{_store_call(st)} of {sm.name}: loop {s.leaves[t].name} of stage {s.name} is {kind}, but "
+                f"{_store_call(st)} of {sm.name}: loop {s.loop_label(s.leaves[t])} of stage {s.name} is {kind}, but "
                 f"it runs between the storage of {sm.name} (at {where}) and its computation (at "
-                f"{inner.name}.{inner.leaves[level].name}); its iterations reuse values earlier ones "
-                "computed (a sliding window), so it must run in order: make it serial, or store "
-                f"{sm.name} at {s.name}.{s.leaves[t].name} or inside it")
+                f"{inner.name}.{inner.user_loop(inner.leaves[level]).name}); its iterations reuse values earlier "
+                "ones computed (a sliding window), so it must run in order: make it serial, or store "
+                f"{sm.name} at {s.name}.{s.user_loop(s.leaves[t]).name} or inside it")
 
 
 def _make_statements(sm: StageModel, params: str) -> None:

@@ -262,6 +262,10 @@ def _place_calls(model: PolyModel, sm: StageModel) -> None:
     spec = sm.stage.tensorize_spec
     if spec is None:
         return
+    if sm.groups:
+        raise TensorizeError(f"tensorize of {sm.name} at {spec[0].name}: the stage fuses loops over a symbolic "
+                            f"extent ({', '.join(g.describe() for g in sm.groups)}); tensorize a stage whose "
+                            "loops are fused over constant extents")
     sm.tensorized = match = _Matcher(model, sm, spec[1], sm.stage.leaf_iter_vars.index(spec[0])).run()
     for inner in match.absorbed:
         inner.absorbed_by = sm

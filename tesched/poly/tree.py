@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from tesched.poly.fused import FusedGroup
 from tesched.poly.model import PolyModel, StageModel, Statement
 from tesched.schedule.kinds import LoopKind
 from tesched.schedule.schedule import IterVar
@@ -32,6 +33,12 @@ class LoopMark:
     extent: int | None
     origin: str = ""
     pragmas: tuple[tuple[str, bool | int], ...] = ()    # C loop hints (``Stage.pragma``)
+    group: FusedGroup | None = None     # the fuse over a symbolic extent this loop is a component of
+
+    @property
+    def label(self) -> str:
+        """The loop's name for messages: the user's fused loop for a component of a kept-out fuse."""
+        return self.var.name if self.group is None else self.group.describe()
 
 
 @dataclass(frozen=True)
@@ -123,19 +130,24 @@ class TreeBuilder:
         # are set once per allocation)
         separate = sm.hoisted and not any(p.parent is sm for p in self.model.stages)
         sched = self.band(sched, stmts, pos, separate)
-        kind = sm.stage.iter_var_attrs.get(var, LoopKind.SERIAL)
-        hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items()))
-        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent[id(var)], sm.stage.loop_origin(var),
-                                         hints))
+        group = sm.group_of(var)
+        kind = sm.loop_kind(var)
+        hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items())) if group is None else group.check_pragmas
+        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent.get(id(var)), sm.stage.loop_origin(var),
+                                         hints, group))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all
-        ``stmts``."""
+        ``stmts``. Decided over the statements' loop values (:class:`~.model.LoopSpace`), where the loop
+        vector is the point itself: the values of loops ``0..pos`` that run are a projection of the
+        domain. Over the coordinates, the same question composes maps of nested floors and modulos, which
+        took isl seconds per loop (and isl's operation budget does not interrupt that call)."""
         for s in stmts:
-            head = f"{self.model.param_prefix}{{ {s.name}[{', '.join(s.coords)}] -> "
-            outer = isl.Map(head + f"[{', '.join(s.loops[:pos])}] }}").intersect_domain(s.domain)
-            value = isl.Map(head + f"[{s.loops[pos]}] }}").intersect_domain(s.domain)
-            if not outer.reverse().apply_range(value).is_single_valued():
+            values = s.loop_coords if s.space is not None else s.loops
+            image = isl.Map(f"{self.model.param_prefix}{{ {s.name}[{', '.join(s.loop_coords)}] -> "
+                            f"[{', '.join(values[:pos + 1])}] }}")
+            ran = image.intersect_domain(s.loop_domain).range()
+            if not isl.Map.from_range(ran).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, pos).is_single_valued():
                 return False
         return True
 

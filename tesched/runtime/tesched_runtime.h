@@ -106,10 +106,10 @@ static inline void ts_free(void *p) { free(p); }
     return v;                                                                                           \
   }                                                                                                     \
   static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return x - (ts_##S##x##N){}; }                  \
-  static inline ts_##S##x##N ts_vramp_##S##x##N(T x) { /* x + {0, 1, ...}: a broadcast and a constant */   \
-    ts_##S##x##N steps;                                                                                 \
-    for (int i = 0; i < N; i++) steps[i] = (T)i;                                                        \
-    return x + steps;                                                                                   \
+  static inline ts_##S##x##N ts_vramp_##S##x##N(T x) { /* a broadcast plus constant lanes */          \
+    ts_##S##x##N v;                                                                                     \
+    for (int i = 0; i < N; i++) v[i] = (T)i;                                                            \
+    return ts_vbcast_##S##x##N(x) + v;                                                                  \
   }                                                                                                     \
   static inline ts_##S##x##N ts_vsel_##S##x##N(ts_##M##x##N m, ts_##S##x##N a, ts_##S##x##N b) {        \
     return (ts_##S##x##N)((m & (ts_##M##x##N)a) | (~m & (ts_##M##x##N)b));                              \

@@ -174,7 +174,10 @@ def _extent_exprs(stage: Stage) -> dict[int, int | Expr | None]:
     return out
 
 
-def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
+def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor | list[Tensor]:
+    """The partial stage ``T.rf`` of reduction ``tensor`` over loop ``axis`` (see the module docstring): its
+    output, or, of a tuple reduction (argmax), the list of its outputs, one partial per component (TVM's
+    return value); ``T`` then combines every component's partials."""
     stage = sch[tensor]
     op = _computation(stage, "rfactor")
     if not isinstance(op.body, Reduce):
@@ -243,7 +246,6 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
                   for s, start in zip(partial.sources, partial.identities())]
         rf_body = values[0] if len(values) == 1 else MultiValue(values)
     rf_op = (ScatterOp if scatter else ComputeOp)(f"{op.name}.rf", op.tag, rf_axes, rf_body, op.attrs)
-    rf = rf_op.output(0)
     kr = IterVar(Range(0, size[id(axis)]), f"{axis.name}.v", IterType.COMM_REDUCE)
     index = tuple(list(op.axis[:factor_axis]) + [kr] + list(op.axis[factor_axis:]))
     reads = tuple(TensorRead(rf_op.output(k), index) for k in range(rf_op.num_outputs))
@@ -261,4 +263,4 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
     stage.pragmas = {v: k for v, k in stage.pragmas.items() if id(v) not in reduce_vars}
     stage.prefetches = [p for p in stage.prefetches if id(p[1]) not in reduce_vars]
     sch.insert_stage(rf_op, before=stage)
-    return rf
+    return rf_op.output(0) if rf_op.num_outputs == 1 else [rf_op.output(k) for k in range(rf_op.num_outputs)]

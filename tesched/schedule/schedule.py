@@ -120,8 +120,12 @@ class Schedule:
         """Compute ``tensor`` into a cache stage, which is returned (see :mod:`tesched.schedule.dataflow`)."""
         return cache_write(self, tensor, scope)
 
-    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor:
-        """Turn reduce loop ``axis`` into a data-parallel axis of a new stage (see :mod:`tesched.schedule.dataflow`)."""
+    def rfactor(self, tensor: Tensor, axis: IterVar, factor_axis: int = 0) -> Tensor | list[Tensor]:
+        """Turn reduce loop ``axis`` into a data-parallel axis of a new stage (see :mod:`tesched.schedule.dataflow`).
+
+        Returns the partial stage's output, or, of a tuple reduction (``ts.argmax``, a ``comm_reducer`` of
+        several values), the list of its outputs (one partial tensor per component), as TVM does; the final
+        stage combines every component's partials."""
         return rfactor(self, tensor, axis, factor_axis)
 
     def check(self) -> None:

@@ -80,7 +80,16 @@ class Stage(LoopHints, Placement):
         the reduction's initialisation runs before the fused loop, so every element is cleared before its
         first update. Such a mixed loop cannot be ``parallel`` (it updates elements in turn) nor
         ``vectorize``-d (its lanes would update different elements), and ``rfactor`` needs a loop that only
-        reduces."""
+        reduces.
+
+        The inner loop may run over a symbolic size ``n`` (``fused = i * n + j``, not affine): the
+        lowering then models the loops it fuses, in the fused loop's order, and generates one loop with
+        ``i = fused // n`` and ``j = fused % n`` (as TVM and Halide) when the fused loop is ``parallel``,
+        ``vectorize``-d, has a pragma or is split by a constant factor (see ``tesched.poly.fused``). That
+        loop costs a division per iteration; split by a constant factor, each block runs row by row over
+        consecutive ``j`` (one division per row, vectorizable inner part). Such a
+        fused loop cannot be unrolled, its split parts cannot be split or fused again, and the loops it fuses
+        must all be data-parallel or all reduction loops."""
         if len(args) == 1 and isinstance(args[0], (list, tuple)):
             args = tuple(args[0])
         if not args:

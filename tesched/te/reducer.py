@@ -213,7 +213,9 @@ def argmax(expr: object, axis: IterVar | Sequence[IterVar], where: object = None
     ``argmax``), whose two components are the two outputs of one compute.
 
     Ties go to the smaller index and NaN counts as the largest value, as ``np.argmax``; the combination is
-    commutative, so every schedule (``rfactor``, vectorized lanes) gives the same answer.
+    commutative, so every schedule gives the same answer: ``s.rfactor(index, ki)`` (which returns both
+    partial tensors, index and value) or ``s[index].vectorize(k)`` (vectors of partial pairs, combined
+    after the loop).
 
     Parameters
     ----------

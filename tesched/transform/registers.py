@@ -2,7 +2,8 @@
 
 A ``compute_at`` buffer of constant size (a register tile made with ``cache_write``, say) qualifies when,
 after unrolling, every access to it is at a constant offset: each distinct (offset, lanes) slot becomes
-one variable. Small serial loops whose iterations address different parts of the buffer (the copy-out
+one variable, and a single element only read inside a vector slot (the partial results of ``rfactor``
+lanes, combined after them) is a lane of that vector's variable. Small serial loops whose iterations address different parts of the buffer (the copy-out
 loop of a register tile, typically) are unrolled to get there. Buffers accessed inside a parallel loop
 of their own scope are left in memory (threads would share them). A masked vector read (padding inside
 a vectorized loop) becomes a lane-wise select of its variable and zeros when some store writes exactly
@@ -58,6 +59,19 @@ def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
         lanes = 1
         offset = constant_value(simplify(ir.flat_index(buf, access.indices)))
     return None if offset is None else (offset, lanes)
+
+
+def _lanes_read(stmt: ir.Stmt, buf: ir.Buffer, slots: dict[tuple[int, int], None]) -> dict[tuple[int, int], tuple[int, int]]:
+    """Single elements only read (never stored) inside a vector slot: ``{element slot: vector slot}``,
+    read as a lane of the vector's variable (partial results of vectorized lanes combined after them)."""
+    stored = {_slot(a, buf) for a in _accesses(stmt, buf) if isinstance(a, (ir.Store, ir.VStore))}
+    vectors = [slot for slot in slots if slot[1] > 1]
+    out: dict[tuple[int, int], tuple[int, int]] = {}
+    for offset, lanes in slots:
+        inside = [v for v in vectors if v[0] <= offset < v[0] + v[1]]
+        if lanes == 1 and (offset, 1) not in stored and len(inside) == 1:
+            out[(offset, 1)] = inside[0]
+    return out
 
 
 def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
@@ -122,13 +136,16 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
         stored = {_slot(a, buf) for a in accesses if isinstance(a, (ir.Store, ir.VStore))}
         if any(isinstance(a, ir.VLoadMasked) and _slot(a, buf) not in stored for a in accesses):
             return ir.Allocate(buf, body)      # a masked read of lanes no store writes as one slot
-        ordered = sorted(slots)
+        lanes_read = _lanes_read(unrolled, buf, slots)
+        ordered = sorted(slot for slot in slots if slot not in lanes_read)
         for (o1, l1), (o2, _) in zip(ordered, ordered[1:]):
             if o1 + l1 > o2:   # overlapping slots of different widths: keep the memory
                 return ir.Allocate(buf, body)
-        variables = {slot: ir.RegisterVar(f"{buf.name}.r{k}", buf.dtype if slot[1] == 1 else
-                                  ir.vector_dtype(buf.dtype, slot[1])) for k, slot in enumerate(ordered)}
-        return ir.Registers(list(variables.values()), _replace(unrolled, buf, variables))
+        registers = [ir.RegisterVar(f"{buf.name}.r{k}", buf.dtype if slot[1] == 1 else ir.vector_dtype(buf.dtype, slot[1]))
+                     for k, slot in enumerate(ordered)]
+        variables: dict[tuple[int, int], Expr] = dict(zip(ordered, registers))
+        variables.update({slot: ir.Lane(variables[vector], slot[0] - vector[0]) for slot, vector in lanes_read.items()})
+        return ir.Registers(registers, _replace(unrolled, buf, variables))
     return map_stmt(stmt, lambda e: e, visit)
 
 

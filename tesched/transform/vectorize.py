@@ -36,6 +36,7 @@ from tesched.transform.masked_reads import inside_buffer
 from tesched.transform.narrow_indices import narrow_comparisons
 from tesched.transform.select_split import split_at_conditions
 from tesched.transform.simplify_indices import RangeMutator, loop_range
+from tesched.transform.tuple_reduction import tuple_update, vectorize_tuple_reduction, widest_value
 
 _ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -86,16 +87,19 @@ def _common_type(a: Expr, b: Expr) -> tuple[Expr, Expr]:
     return (a if a.dtype == wide else ir.VCast(wide, a)), (b if b.dtype == wide else ir.VCast(wide, b))
 
 
-def _narrowed_loop_variable(e: Expr, var: Var) -> bool:
-    """``int32(var)``: a ramp of int32 lanes (see :mod:`.narrow_indices`), not a narrowed int64 ramp."""
-    return isinstance(e, Cast) and e.value is var and e.dtype == "int32"
+def _index_ramp(e: Expr, var: Var) -> Expr | None:
+    """``x`` when ``e`` is ``int32(x)`` for an integer ``x = var + c`` (a loop value as argmax's index):
+    its lanes are an int32 ramp, computed without int64 vectors."""
+    if isinstance(e, Cast) and e.dtype == "int32" and dt.is_int(e.value.dtype) and coefficient(e.value, var) == 1:
+        return e.value
+    return None
 
 
 def value_bytes(e: Expr, var: Var) -> int:
     """The widest value (bytes per lane) the vector form of ``e`` computes: index arithmetic and
     subexpressions that do not change with ``var`` (broadcast whole) are not looked into."""
     own = dt.info(e.dtype).value_itemsize if e.dtype != "bool" else 1
-    if isinstance(e, ir.Load) or not _depends(e, var) or _narrowed_loop_variable(e, var):
+    if isinstance(e, ir.Load) or not _depends(e, var) or _index_ramp(e, var) is not None:
         return own
     return max([own] + [value_bytes(c, var) for c in e.children()])
 
@@ -126,6 +130,7 @@ class LoopVectorizer:
         self.lets: list[tuple[Var, Expr]] = []
         self.vector_of: dict[int, ir.RegisterVar] = {}      # let variable -> its vector counterpart in this chunk
         self.mask: Expr | None = None     # the lanes a select's branch may read (inside that branch)
+        self.stores: list[ir.Store] = []  # the body's stores (the elements they write may be read unmasked)
 
     def depends(self, e: Expr) -> bool:
         """Whether ``e`` changes with the loop (directly or through a vector ``let``)."""
@@ -190,8 +195,9 @@ class LoopVectorizer:
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
             return Unary(e.op, self.expr(e.a, base, lanes))
-        if _narrowed_loop_variable(e, var):
-            return ir.Ramp(Cast(e.dtype, base), lanes)
+        index = _index_ramp(e, var)
+        if index is not None:     # argmax's index: int32 lanes, wrapping as each lane's conversion would
+            return ir.Ramp(Cast("int32", simplify(substitute(index, {var: base}))), lanes)
         if isinstance(e, Cast) and (e.dtype, e.value.dtype) == ("float16", "float64"):
             raise CannotVectorize("float64 to float16 is rounded once, by the scalar code")
         if isinstance(e, Cast) and "bool" not in (e.dtype, e.value.dtype):
@@ -211,10 +217,16 @@ class LoopVectorizer:
         finally:
             self.mask = outer
 
+    def stored(self, e: ir.Load) -> bool:
+        """Whether the loop body stores to the element ``e`` reads (an accumulator), in every iteration."""
+        flat = ir.flat_index(e.buffer, e.indices)
+        return any(s.buffer is e.buffer and constant_difference(ir.flat_index(s.buffer, s.indices), flat) == 0
+                   for s in self.stores)
+
     def masked_load(self, e: ir.Load, base: Expr, index: Expr, step: int | None, lanes: int) -> Expr:
         """A read under a mask (of any buffer; see :mod:`.masked_reads`): a plain vector load when every
-        lane's read is inside the buffer anyway."""
-        if inside_buffer(e, self.ranges):
+        lane's read is inside the buffer anyway, or when the body stores to the element it reads."""
+        if inside_buffer(e, self.ranges) or self.stored(e):
             self.mask, mask = None, self.mask
             try:
                 return self.expr(e, base, lanes)
@@ -242,8 +254,9 @@ class LoopVectorizer:
         bindings: list[tuple[Var, Expr]] = []
         for v, value in self.lets:      # a let that changes with the loop becomes a vector let
             if lanes > 1 and self.depends(value):
-                vector = ir.RegisterVar(v.name, ir.vector_dtype(v.dtype, lanes))
-                bindings.append((vector, self.expr(value, base, lanes)))
+                vector_value = self.expr(value, base, lanes)    # a condition's is a mask of integers
+                vector = ir.RegisterVar(v.name, vector_value.dtype)
+                bindings.append((vector, vector_value))
                 self.vector_of[id(v)] = vector
             else:
                 bindings.append((v, substitute(value, {self.var: base})))
@@ -255,10 +268,11 @@ class LoopVectorizer:
         loop = self.loop
         self.lets, body = _unwrap_lets(list(loop.body.stmts) if isinstance(loop.body, ir.Block) else [loop.body])
         stores = [s for s in body if isinstance(s, ir.Store)]
+        self.stores = stores
         if loop.step != 1 or not body or len(stores) != len(body):
             return None
         if loop.reduction:
-            return None if self.lets else self.reduction(stores)
+            return self.tuple_reduction(stores) if self.lets else self.reduction(stores)
         stores = [replace(s, value=narrow_comparisons(s.value, self.ranges)) for s in stores]
         self.lets = [(v, narrow_comparisons(value, self.ranges)) for v, value in self.lets]
         values = [s.value for s in stores] + [value for _, value in self.lets]
@@ -325,6 +339,17 @@ class LoopVectorizer:
             return code
         whole = Binary("eq", Binary("sub", self.loop.end, self.loop.begin, "int64"), Const(trips, "int64"), "bool")
         return ir.IfThenElse(whole, code, self.loop)
+
+    def tuple_reduction(self, stores: list[ir.Store]) -> ir.Stmt | None:
+        """A tuple reduction's update (argmax): vectors of partial results (:mod:`.tuple_reduction`)."""
+        update = tuple_update(self.lets, stores, self.var)
+        if update is None:
+            return None
+        widest = max([widest_value(update)] + [value_bytes(v, self.var) for _, v in update.inputs])
+        try:
+            return vectorize_tuple_reduction(self, update, self.vector_bytes // widest)
+        except CannotVectorize:
+            return None
 
     def plan_runtime(self, stores: list[ir.Store], width: int) -> ir.Stmt:
         """A trip count known at run time only: full vectors in a loop, then the scalar loop for the rest."""

@@ -18,6 +18,7 @@ from typing import Callable
 import numpy as np
 
 import tesched as ts
+from tesched.intrin import amx_dense_microkernel
 
 from .outcome import describe, is_tesched_error
 
@@ -174,13 +175,26 @@ def _rfactor_symbolic_nparts():
     return s.rfactor(total, inner)
 
 
-def _fuse_symbolic():
-    n = ts.var("n")
-    x = ts.placeholder((4, n), name="x")
-    y = ts.compute((4, n), lambda i, j: x[i, j] + 1.0, name="S")
-    s = ts.create_schedule(y.op)
-    s[y].fuse(*y.op.axis)
-    return ts.lower(s, [x, y])
+def _fuse_symbolic(mistake: str):
+    """A fuse over a symbolic extent (its value is not affine), then something it cannot express."""
+    def make():
+        n = ts.var("n")
+        x = ts.placeholder((4, n), name="x")
+        k = ts.reduce_axis((0, n), name="k")
+        y = ts.compute((4, n), lambda i, j: x[i, j] + 1.0, name="S")
+        z = ts.compute((4,), lambda i: ts.sum(x[i, k], axis=k), name="R")
+        s = ts.create_schedule([y.op, z.op])
+        if mistake == "mixed":
+            s[z].fuse(z.op.axis[0], k)
+        else:
+            fused = s[y].fuse(*y.op.axis)
+            if mistake == "unroll":
+                s[y].unroll(s[y].split(fused, factor=4)[1])
+            else:
+                outer, inner = s[y].split(fused, factor=4)
+                s[y].split(inner, factor=2)
+        return ts.lower(s, [x, y, z])
+    return make
 
 
 def _rows_placement() -> list[Misuse]:
@@ -302,7 +316,12 @@ def _rows_placement() -> list[Misuse]:
         Misuse("storage_align of an inlined stage", lambda: ((c := Chain()).s[c.B].storage_align(c.B.op.axis[0], 8, 1),
                                                              c.s[c.B].compute_inline(), ts.lower(c.s, [c.A, c.D]))[2],
                r"storage_align of B: it is inlined"),
-        Misuse("fuse of a loop of symbolic extent", _fuse_symbolic, r"fuse of S.i and j: the inner loop's extent"),
+        Misuse("fuse over a symbolic extent of data-parallel and reduction loops", _fuse_symbolic("mixed"),
+               r"fuse i.k.fused \(the fuse of i, k on stage R\): it fuses data-parallel and reduction"),
+        Misuse("unroll of a split of a fuse over a symbolic extent", _fuse_symbolic("unroll"),
+               r"unroll of S.i.j.fused.inner: .*symbolic"),
+        Misuse("split again of a split of a fuse over a symbolic extent", _fuse_symbolic("split"),
+               r"split of S.i.j.fused.inner: .*split once"),
         Misuse("cache_read without readers", lambda: (c := Chain()).s.cache_read(c.A, "shared", []),
                r"cache_read of A.*reader"),
         Misuse("cache_read for a stage that does not read it",
@@ -397,6 +416,13 @@ def _declaration_rows() -> list[Misuse]:
         Misuse("decl_tensor_intrin of a placeholder", lambda: ts.decl_tensor_intrin(A(), None), r"decl_tensor_intrin"),
         Misuse("CIntrinsic naming a non-identifier", lambda: ts.CIntrinsic("", body="x; system()"), r"CIntrinsic.*body"),
         Misuse("CIntrinsic naming no function", lambda: ts.CIntrinsic("", reset="r"), r"CIntrinsic.*body.*update"),
+        Misuse("AMX micro-kernel wider than two tiles", lambda: amx_dense_microkernel(48, 16, 64),
+               r"amx micro-kernel: mr must be a positive int at most 32"),
+        Misuse("AMX micro-kernel of float32", lambda: amx_dense_microkernel(16, 16, 64, "float32"),
+               r"no AMX product of float32 data"),
+        Misuse("AMX micro-kernel with a reduction outside its packing",
+               lambda: amx_dense_microkernel(16, 16, 6, "uint8"),
+               r"k=6 must be a multiple of the packing group 4"),
     ]
     return rows
 

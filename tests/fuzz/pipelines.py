@@ -332,14 +332,16 @@ def _argmax_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
         factor = rnd.randint(1, extent)
         ko, ki = T.split(k, factor=factor)
         picked = rnd.choice([ko, ki])
-        s.rfactor(T.op.output(0), picked)
-        recipe.append(f"ko, ki = s[T].split(k, factor={factor}); s.rfactor(T, {picked.name})")
+        partials = s.rfactor(T.op.output(0), picked)     # a tuple reduction: one partial per component
+        assert isinstance(partials, list) and [p.value_index for p in partials] == [0, 1]
+        recipe.append(f"ko, ki = s[T].split(k, factor={factor}); T_rf, T_rf_value = s.rfactor(T, {picked.name})")
 
 
 def argmax_bits(rnd: random.Random) -> Pipeline:
     """A tuple reduction (``ts.argmax``, two outputs of one stage) and a multi-output
-    compute of integer bit operations, read by one consumer."""
-    m, n = rnd.randint(2, 8), rnd.randint(2, 16)
+    compute of integer bit operations, read by one consumer. Rows up to 40 long: a vectorized reduce
+    loop gets vectors of partial results (a full vector of float32 is up to 16 lanes)."""
+    m, n = rnd.randint(2, 8), rnd.randint(2, 40)
     V = ts.placeholder((m, n), name="V")
     X = ts.placeholder((m, n), "int32", name="X")
 

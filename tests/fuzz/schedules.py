@@ -4,13 +4,13 @@ Case ``n`` picks a pipeline and a seed from ``n``, applies the pipeline's datafl
 visits the stages consumers first: each non-output stage is placed at the root, inlined (elementwise
 stages), or computed at a loop of a stage that reads it and encloses every other reader (sometimes
 stored further out: ``store_at``/``store_root``, a sliding window), sometimes with an axis bounded to its
-extent (``bound``/``bound_extent``); each stage's loops are split (by factor or
-nparts, dividing or not), tiled, reordered and fused at random (data-parallel with reduction loops too, and
-``fuse()`` of no loops), then loops are made parallel, vectorized or unrolled and given loop pragmas and
-prefetches of inputs, buffers get ``storage_align``-ed strides, and root stages of symbolic size get
-``specialize``-d fast paths; a scatter stays at the root and may be made atomic (then parallel). The lowering
-time of every case is recorded. A ``ScheduleError`` from the draw or from the legality check is a rejection
-(counted and listed), not a failure.
+extent (``bound``/``bound_extent``); each stage's loops are split (by factor or nparts, dividing or not),
+tiled, reordered and fused at random (data-parallel with reduction loops too, loops over a symbolic
+extent, then sometimes split, and ``fuse()`` of no loops), then loops are made parallel, vectorized or
+unrolled and given loop pragmas and prefetches of inputs, buffers get ``storage_align``-ed strides, and
+root stages of symbolic size get ``specialize``-d fast paths; a scatter stays at the root and may be made
+atomic (then parallel). The lowering time of every case is recorded. A ``ScheduleError`` from the draw
+or from the legality check is a rejection (counted and listed), not a failure.
 """
 from __future__ import annotations
 
@@ -84,12 +84,18 @@ def _transform_loops(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
         recipe.append(f"s[{name}].reorder({', '.join(v.name for v in order)})")
     leaves = stage.leaf_iter_vars
     extents = stage.extents()
-    # data-parallel and reduction loops may be fused together (the fused loop reduces)
-    pairs = [k for k in range(len(leaves) - 1) if extents.get(id(leaves[k + 1])) is not None]
+    # data-parallel and reduction loops may be fused together (the fused loop reduces); over a symbolic
+    # inner extent (a value not affine in the sizes) only loops of one kind, and the fused loop may be split
+    pairs = [k for k in range(len(leaves) - 1) if extents.get(id(leaves[k + 1])) is not None
+             or leaves[k].iter_type == leaves[k + 1].iter_type]
     if pairs and rnd.random() < 0.3:
         k = rnd.choice(pairs)
         recipe.append(f"s[{name}].fuse({leaves[k].name}, {leaves[k + 1].name})")
-        stage.fuse(leaves[k], leaves[k + 1])
+        fused = stage.fuse(leaves[k], leaves[k + 1])
+        if stage.extents().get(id(fused)) is None and rnd.random() < 0.5:
+            factor = rnd.randint(1, 9)
+            stage.split(fused, factor=factor)
+            recipe.append(f"s[{name}].split({fused.name}, factor={factor})")
     if rnd.random() < 0.1:              # fuse() of no axes: an outermost loop of one iteration
         stage.fuse()
         recipe.append(f"s[{name}].fuse()")

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 import pytest
 
-import tesched as ts
 
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 

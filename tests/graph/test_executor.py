@@ -166,3 +166,45 @@ def test_plain_calls_reuse_only_results_nobody_holds(rand):
     assert not any(np.shares_memory(view, o) for o in outputs)
     for o in outputs:
         np.testing.assert_allclose(o, np.exp(xa), rtol=RTOL)
+
+
+def test_constants_are_stored_aligned_to_a_cache_line(rand):
+    """A constant weight NumPy placed 4 bytes past a cache line is copied to an aligned one (SIMD loads
+    that straddle lines are slower); the kernel reads the copy and computes the same values."""
+    from tesched.driver.call import address
+    from tesched.graph.executor import aligned_constant
+    from tesched.graph.memory import ALIGNMENT
+    storage = np.empty(16 * 8 + ALIGNMENT // 4 + 1, np.float32)
+    start = (-address(storage) % ALIGNMENT) // 4 + 1
+    weight = storage[start:start + 16 * 8].reshape(16, 8)
+    weight[...] = rand((16, 8), low=-1)
+    assert address(weight) % ALIGNMENT == 4
+    copy = aligned_constant(weight)
+    assert address(copy) % ALIGNMENT == 0 and copy.flags.c_contiguous
+    np.testing.assert_array_equal(copy, weight)
+    assert aligned_constant(copy) is copy
+    strided = aligned_constant(np.asfortranarray(copy))
+    assert strided.flags.c_contiguous and address(strided) % ALIGNMENT == 0
+    x = G.var("x", shape=(1, 8))
+    exe = G.build(G.Function([x], G.tanh(G.nn.dense(x, G.const(weight)))))
+    data = rand((1, 8), low=-1)
+    np.testing.assert_allclose(exe(data), np.tanh(data @ weight.T), rtol=RTOL, atol=ATOL)
+    assert all(address(a) % ALIGNMENT == 0 for a in exe._keep[1:])     # the arena, then the constants
+
+
+def test_a_set_of_several_results_is_reused_only_when_none_of_them_is_held(rand):
+    x = G.var("x", shape=(8,))
+    exe = G.build(G.Function([x], G.Tuple([G.exp(x), G.tanh(x)])))
+    xa = rand((8,))
+    first, second = exe(xa)
+    del first
+    outputs = [exe(xa) for _ in range(3)]
+    assert not any(np.shares_memory(second, o) for pair in outputs for o in pair)
+    for exp, tanh in outputs:
+        np.testing.assert_allclose(exp, np.exp(xa), rtol=RTOL)
+        np.testing.assert_allclose(tanh, np.tanh(xa), rtol=RTOL, atol=ATOL)
+    del outputs, second
+    released = exe(xa)
+    kept = released[0].__array_interface__["data"][0]
+    del released
+    assert exe(xa)[0].__array_interface__["data"][0] == kept     # a free set is reused: no allocation

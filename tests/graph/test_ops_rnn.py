@@ -1,4 +1,6 @@
 """The recurrent cell builders against NumPy re-implementations of PyTorch's cells, compiled and interpreted."""
+import re
+
 import numpy as np
 import pytest
 
@@ -45,3 +47,26 @@ def test_lstm_cell_interpreted(rand):
     got = G.interpret(G.bind_params(f, params), x, h, c)
     for value, want in zip(got, lstm_reference(x, h, c, params)):
         np.testing.assert_allclose(value, want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("constant", [True, False])
+def test_gru_cell_products_are_stored_whole_and_tiled(constant, rand):
+    """The hidden product of a GRU cell is read only through slices by the new hidden state (another
+    shape): it is stored whole and computed in tiles (vector loops), never element by element inside the
+    output's loop; with constant weights both products read packed panels. One kernel either way."""
+    hidden = 32
+    arrays = [rand(s, low=-1) for s in [(1, hidden), (1, hidden), (3 * hidden, hidden), (3 * hidden, hidden),
+                                          (3 * hidden,), (3 * hidden,)]]
+    x, h = G.var("x", shape=(1, hidden)), G.var("h", shape=(1, hidden))
+    weights = [G.const(a) for a in arrays[2:]] if constant else \
+        [G.var(n, shape=a.shape) for n, a in zip(("w_ih", "w_hh", "b_ih", "b_hh"), arrays[2:])]
+    params = [x, h] if constant else [x, h, *weights]
+    exe = G.build(G.Function(params, G.nn.gru_cell(x, h, *weights)))
+    got = exe(*(arrays[:2] if constant else arrays))
+    np.testing.assert_allclose(got, torch_gru_cell(*(a.astype(np.float64) for a in arrays)), rtol=RTOL, atol=ATOL)
+    assert len(exe.kernels) == 1
+    ir = str(exe.kernels[0].lowered)
+    product = "dense_panels" if constant else "dense"
+    assert len(re.findall(rf"allocate {product}\.local(#\d+)?\[", ir)) == 2
+    output_loops = ir[ir.index("produce add {"):]
+    assert "produce dense" not in output_loops and "vectorized for" in output_loops

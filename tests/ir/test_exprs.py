@@ -1,7 +1,7 @@
-"""Tests of tesched.ir.exprs: buffers' flattened indices (origins, folds) and vector dtypes."""
+"""Tests of tesched.ir.exprs: buffers' flattened indices (origins, folds), vector dtypes and lanes."""
 import pytest
 
-from tesched.ir.exprs import Buffer, BufferScope, LoopVar, flat_index, split_dtype, vector_dtype
+from tesched.ir.exprs import Buffer, BufferScope, Lane, LoopVar, RegisterVar, flat_index, split_dtype, vector_dtype
 from tesched.te.expr import Const
 from tesched.te.visit import substitute
 from tesched.arith.simplify import simplify
@@ -31,3 +31,12 @@ def test_vector_dtypes_round_trip():
     assert vector_dtype("float32", 16) == "float32x16"
     assert split_dtype("float32x16") == ("float32", 16)
     assert split_dtype("int8") == ("int8", 1)
+
+
+def test_a_lane_of_a_vector_is_a_scalar_and_its_index_is_checked():
+    v = RegisterVar("v", "float32x8")
+    lane = Lane(v, 7)
+    assert lane.dtype == "float32" and lane.children() == (v,)
+    assert lane.with_children((v,)).index == 7 and repr(lane) == "v.lane[7]"
+    with pytest.raises(ValueError, match="lane 8 of a vector of 8 lanes"):
+        Lane(v, 8)

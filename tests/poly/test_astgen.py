@@ -195,3 +195,48 @@ def test_iterations_isl_would_leave_out_raise_instead_of_a_wrong_answer(rand):
     f = ts.build(*schedule(False))
     a = rand(11)
     np.testing.assert_allclose(f(a), np.array([a[i + 2:i + 4].sum() for i in range(7)]) * 2, rtol=1e-5)
+
+
+@pytest.mark.parametrize("tree_budget", [None, 1])
+def test_either_schedule_tree_gives_the_same_loops(rand, monkeypatch, tree_budget):
+    """With no isl operations to spare, both trees run out of their budget and the tree over loop values is
+    generated without a limit: the same loops as within the budget, the budget lifted afterwards."""
+    from tesched.poly import astgen
+    A, D, s = _tiled_at_fused()
+    within = str(ts.lower(s, [A, D]))
+    if tree_budget is not None:
+        monkeypatch.setattr(astgen, "TREE_BUDGET", tree_budget)
+    assert str(ts.lower(s, [A, D])) == within
+    assert isl.DEFAULT_CONTEXT.get_max_operations() == 0
+    f = ts.build(s, [A, D], name=f"either_tree_{tree_budget}")
+    a = rand((9, 15))
+    np.testing.assert_allclose(f(a), a + 1, rtol=1e-6)
+
+
+def test_a_tree_isl_finds_hard_gives_way_to_the_other(run_python, isolated_cache):
+    """A fuzz campaign find (schedules case 1916): C tiled, its reduction split, computed at D's fused
+    loop. Over loop values isl recovers C's four left-out loops from the fused one as convoluted pieces
+    at every statement (seconds, minutes on a busy machine); over coordinates they are two divisions.
+    In a child process with a hard timeout, built and compared with NumPy."""
+    done = run_python("""
+        import numpy as np
+        import tesched as ts
+        A, B = ts.placeholder((12, 10), name="A"), ts.placeholder((10, 10), name="B")
+        bias = ts.placeholder((10,), name="bias")
+        k = ts.reduce_axis((0, 10), name="k")
+        C = ts.compute((12, 10), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+        D = ts.compute((12, 10), lambda i, j: ts.maximum(C[i, j] + bias[j], 0.0), name="D")
+        s = ts.create_schedule(D.op)
+        fused = s[D].fuse(*D.op.axis)
+        s[C].compute_at(s[D], fused)
+        io, jo, ii, ji = s[C].tile(*C.op.axis, 5, 3)
+        ko, ki = s[C].split(k, nparts=1)
+        s[C].reorder(ji, jo, ii, io, ki, ko)
+        f = ts.build(s, [A, B, bias, D], name="tiled_at_fused_matmul")
+        rng = np.random.default_rng(0)
+        a, b = rng.random((12, 10), dtype=np.float32), rng.random((10, 10), dtype=np.float32)
+        c = rng.random(10, dtype=np.float32)
+        np.testing.assert_allclose(f(a, b, c), np.maximum(a @ b + c, 0), rtol=1e-4, atol=1e-5)
+        print("matches NumPy")
+    """, timeout=60)
+    assert "matches NumPy" in done.stdout, done.stderr[-2000:]

@@ -5,9 +5,13 @@ produced and how large its buffer is.
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pytest
 from conv_helpers import loop_body
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tesched as ts
 
@@ -352,3 +356,134 @@ def test_rfactor_of_a_symbolic_reduction(which):
     for m in (8, 13, 3, 40):
         data = np.random.default_rng(m).standard_normal((4, m)).astype(np.float32)
         np.testing.assert_allclose(kernel(data), (data.astype(np.float64) ** 2).sum(1), rtol=RTOL, atol=ATOL)
+
+
+# rfactor of tuple reductions ---------------------------------------------------------------------------
+def _lane_partials(values: np.ndarray, factor: int, arg) -> tuple[np.ndarray, np.ndarray]:
+    """The partial (index, value) of each lane ``l`` of an rfactor over ``k % factor``: the best of
+    ``values[:, l::factor]`` and its index in ``values`` (NumPy's ties and NaN); a lane without elements
+    keeps the reducer's identity."""
+    m, n = values.shape
+    index = np.full((m, factor), np.iinfo(np.int32).max, np.int64)
+    value = np.full((m, factor), -np.inf if arg is np.argmax else np.inf, values.dtype)
+    for lane in range(min(factor, n)):
+        index[:, lane] = arg(values[:, lane::factor], axis=1) * factor + lane
+        value[:, lane] = np.take_along_axis(values, index[:, lane:lane + 1], axis=1)[:, 0]
+    return index, value
+
+
+def _arg_input(rng: np.random.Generator, m: int, n: int) -> np.ndarray:
+    """Small integers as float32 (many ties), some NaN rows and some rows of one repeated value."""
+    values = rng.integers(-3, 4, size=(m, n)).astype(np.float32)
+    values[0, [n - 1, n // 2]] = np.nan
+    values[-1] = 2.0
+    return values
+
+
+@pytest.mark.parametrize("which", ["argmax", "argmin"])
+@pytest.mark.parametrize("n, factor", [(64, 16), (37, 8)])
+@pytest.mark.parametrize("kind", ["vectorize", "parallel"])
+def test_rfactor_of_argmax_returns_every_partial(which, n, factor, kind):
+    """``s.rfactor`` of a tuple reduction returns one partial tensor per component (as TVM); both are
+    build arguments here, compared with NumPy lane by lane, and the final stage combines both."""
+    m = 6
+    val = ts.placeholder((m, n), name="val")
+    k = ts.reduce_axis((0, n), name="k")
+    index, best = ts.compute((m,), lambda i: getattr(ts, which)(val[i, k], axis=k), name="T")
+    s = ts.create_schedule(index.op)
+    _, ki = s[index].split(k, factor=factor)
+    partials = s.rfactor(best, ki, factor_axis=1)
+    assert isinstance(partials, list) and len(partials) == 2
+    rf_index, rf_value = partials
+    assert (rf_index.dtype, rf_value.dtype, rf_index.shape, rf_value.shape) == ("int32", "float32", (m, factor),
+                                                                               (m, factor))
+    assert s[rf_index] is s[rf_value] and rf_index.op is rf_value.op
+    rf = s[rf_index]
+    i, lane = rf.op.axis
+    if kind == "vectorize":
+        rf.reorder(i, rf.op.reduce_axis[0], lane)
+        rf.vectorize(lane)
+    else:
+        rf.parallel(i)
+    kernel = ts.build(s, [val, rf_index, rf_value, index, best], name=f"{which}_rfactor")
+    text = str(kernel.lowered)
+    assert "T.rf[" in loop_body(text, "k.inner.v") and "T.rf.v1[" in loop_body(text, "k.inner.v"), text
+    arg = getattr(np, which)
+    values = _arg_input(np.random.default_rng(n), m, n)
+    got_rf_index, got_rf_value, got_index, got_best = kernel(values)
+    want_rf_index, want_rf_value = _lane_partials(values, factor, arg)
+    np.testing.assert_array_equal(got_rf_index, want_rf_index)
+    np.testing.assert_array_equal(got_rf_value, want_rf_value)
+    np.testing.assert_array_equal(got_index, arg(values, axis=1))
+    np.testing.assert_array_equal(got_best, getattr(np, which.replace("arg", ""))(values, axis=1))
+
+
+def test_rfactor_of_a_two_value_comm_reducer_of_two_dtypes(rand):
+    """A user reducer of (float32 sum, int32 maximum): both partials parallel over the lanes, the final
+    stage's two outputs from both partial tensors."""
+    sum_and_max = ts.comm_reducer(lambda x, y: (x[0] + y[0], ts.max(x[1], y[1])),
+                                  lambda t0, t1: (ts.const(0, t0), ts.min_value(t1)), name="sum_and_max")
+    m, n = 5, 45
+    a = ts.placeholder((m, n), name="a")
+    b = ts.placeholder((m, n), "int32", name="b")
+    k = ts.reduce_axis((0, n), name="k")
+    total, top = ts.compute((m,), lambda i: sum_and_max((a[i, k], b[i, k]), axis=k), name="R")
+    s = ts.create_schedule(total.op)
+    ko, _ = s[total].split(k, factor=10)
+    rf_total, rf_top = s.rfactor(top, ko)
+    assert rf_total.shape == rf_top.shape == (5, m) and (rf_total.dtype, rf_top.dtype) == ("float32", "int32")
+    s[rf_total].parallel(s[rf_total].op.axis[0])
+    kernel = ts.build(s, [a, b, rf_total, rf_top, total, top], name="sum_and_max_rfactor")
+    av, bv = rand((m, n)), rand((m, n), "int32", -1000, 1000)
+    got = kernel(av, bv)
+    padded = np.pad(av.astype(np.float64), ((0, 0), (0, 5)))
+    np.testing.assert_allclose(got[0], padded.reshape(m, 5, 10).sum(axis=2).T, rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(got[1], np.pad(bv, ((0, 0), (0, 5)), constant_values=np.iinfo(np.int32).min)
+                                  .reshape(m, 5, 10).max(axis=2).T)
+    np.testing.assert_allclose(got[2], av.astype(np.float64).sum(axis=1), rtol=RTOL, atol=ATOL)
+    np.testing.assert_array_equal(got[3], bv.max(axis=1))
+
+
+def test_rfactor_of_a_single_value_comm_reducer_returns_one_tensor():
+    product = ts.comm_reducer(lambda x, y: x * y, lambda t: ts.const(1, t), name="product")
+    a = ts.placeholder((24,), name="a")
+    k = ts.reduce_axis((0, 24), name="k")
+    p = ts.compute((1,), lambda i: product(a[k], axis=k), name="P")
+    s = ts.create_schedule(p.op)
+    _, ki = s[p].split(k, factor=8)
+    partial = s.rfactor(p, ki)
+    assert isinstance(partial, ts.Tensor) and partial.shape == (8, 1)
+    s[partial].vectorize(s[partial].op.axis[0])
+    data = np.random.default_rng(3).uniform(0.9, 1.1, 24).astype(np.float32)
+    np.testing.assert_allclose(ts.build(s, [a, p], name="product_rfactor")(data), [np.prod(data)], rtol=RTOL)
+
+
+@lru_cache(maxsize=None)
+def _argmax_rfactor_of_run_time_sizes(which: str):
+    """One kernel for every shape: rfactor into 8 vectorized lanes (the last slice of a row guarded)."""
+    val = ts.placeholder((ts.var("m"), ts.var("n")), name="val")
+    k = ts.reduce_axis((0, val.shape[1]), name="k")
+    index, best = ts.compute((val.shape[0],), lambda i: getattr(ts, which)(val[i, k], axis=k), name="T")
+    s = ts.create_schedule(index.op)
+    _, ki = s[index].split(k, factor=8)
+    rf_index, rf_value = s.rfactor(index, ki, factor_axis=1)
+    rf = s[rf_value]
+    i, lane = rf.op.axis
+    rf.reorder(i, rf.op.reduce_axis[0], lane)
+    rf.vectorize(lane)
+    return ts.build(s, [val, rf_index, rf_value, index, best], name=f"{which}_rfactor_sizes")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(which=st.sampled_from(["argmax", "argmin"]), m=st.integers(1, 4), n=st.integers(1, 50),
+       seed=st.integers(0, 2 ** 16))
+def test_rfactor_of_argmax_over_run_time_sizes_matches_numpy(which, m, n, seed):
+    """Rows shorter than the lanes (empty lanes keep the identity), not a multiple of them, NaN and ties."""
+    values = _arg_input(np.random.default_rng(seed), m, n)
+    rf_index, rf_value, index, best = _argmax_rfactor_of_run_time_sizes(which)(values)
+    arg = getattr(np, which)
+    np.testing.assert_array_equal(index, arg(values, axis=1))
+    np.testing.assert_array_equal(best, getattr(np, which.replace("arg", ""))(values, axis=1))
+    want_index, want_value = _lane_partials(values, 8, arg)
+    np.testing.assert_array_equal(rf_index, want_index)
+    np.testing.assert_array_equal(rf_value, want_value)

@@ -132,8 +132,9 @@ def test_argmin_with_rfactor_and_a_consumer_reading_both_outputs(rand):
     out = ts.compute((m,), lambda i: T0[i].astype("float32") * 10.0 + T1[i], name="out")
     s = ts.create_schedule(out.op)
     ko, ki = s[T0].split(k, factor=8)
-    rf = s.rfactor(T1, ki)
-    s[rf].compute_at(s[T0], s[T0].op.axis[0])
+    rf_index, rf_value = s.rfactor(T1, ki)
+    assert s[rf_index] is s[rf_value]
+    s[rf_value].compute_at(s[T0], s[T0].op.axis[0])
     s[T0].compute_at(s[out], out.op.axis[0])
     f = ts.build(s, [val, out], name="argmin_rf")
     v = rand((m, n))
@@ -273,21 +274,21 @@ def test_reduce_lower_bound_using_the_axis_with_split_reduce_loop_inside_a_consu
 
 
 def test_vectorized_rfactor_of_argmax_matches_numpy(rand):
-    """rfactor into 16 lanes, the lanes vectorized (the index, an int64 loop value, converted back to
-    int32 per lane); ts.argmax breaks ties toward the smaller index (commutative), so ties across lanes
-    still give NumPy's first index."""
+    """rfactor into 16 lanes, the lanes vectorized (explicit SIMD: the index, an int64 loop value, is an
+    int32 ramp; the partial results are read unmasked under the select, as they are stored); ts.argmax
+    breaks ties toward the smaller index (commutative), so ties across lanes still give NumPy's first index."""
     m, n = 6, 64
     val = ts.placeholder((m, n), name="val")
     k = ts.reduce_axis((0, n), name="k")
     T0, T1 = ts.compute((m,), lambda i: ts.argmax(val[i, k], axis=k), name="T")
     s = ts.create_schedule(T0.op)
     ko, ki = s[T0].split(k, factor=16)
-    rf = s.rfactor(T0, ki, factor_axis=1)
+    rf, _ = s.rfactor(T0, ki, factor_axis=1)
     i, lane = s[rf].op.axis
     s[rf].reorder(i, s[rf].op.reduce_axis[0], lane)
     s[rf].vectorize(lane)
     f = ts.build(s, [val, T0, T1], name="argmax_lanes")
-    assert "__builtin_convertvector" in f.c_source
+    assert "ts_vsel_" in f.c_source and "ts_vramp_i32" in f.c_source
     v = rand((m, n))
     v[2, [37, 5, 20]] = 3.0       # ties in three lanes: the first index is 5
     got_i, got_v = f(v)

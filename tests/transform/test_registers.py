@@ -1,9 +1,56 @@
-"""Register promotion of small local buffers: masked vector reads (padding inside a vectorized loop)."""
+"""Tests of tesched.transform.registers: small local buffers promoted to variables: the partial results
+of ``rfactor`` lanes (a vector written lane-wise, then read element by element), against NumPy, and masked
+vector reads (padding inside a vectorized loop)."""
+import numpy as np
+import pytest
+
+import tesched as ts
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import walk_stmts
+from tesched.target import current_target
 from tesched.te.expr import Binary, Const, Select
 from tesched.te.visit import walk
 from tesched.transform.registers import promote
+
+needs_simd = pytest.mark.skipif(current_target().vector_bytes < 32, reason="needs 8 float32 lanes of SIMD")
+
+
+def rfactor_at_rows(compute, m: int, n: int, lanes: int):
+    """``compute(val, k)`` reduced over rows of ``val``; the reduce loop split by ``lanes``, its inner part
+    rfactor-ed into partial results computed at each row, their lanes vectorized."""
+    val = ts.placeholder((m, n), name="val")
+    k = ts.reduce_axis((0, n), name="k")
+    outputs = ts.compute((m,), lambda i: compute(val[i, k], k), name="R")
+    first = outputs[0] if isinstance(outputs, tuple) else outputs
+    s = ts.create_schedule(first.op)
+    _, ki = s[first].split(k, factor=lanes)
+    partial = s.rfactor(first, ki, factor_axis=1)
+    rf = s[partial[0] if isinstance(partial, list) else partial]
+    i, lane = rf.op.axis
+    rf.reorder(i, *rf.op.reduce_axis, lane)
+    rf.vectorize(lane)
+    rf.compute_at(s[first], s[first].op.axis[0])
+    return ts.build(s, [val, *(outputs if isinstance(outputs, tuple) else [outputs])], name="rows_rfactor")
+
+
+@needs_simd
+def test_rfactor_lanes_of_a_sum_stay_in_a_vector_register(rand):
+    f = rfactor_at_rows(lambda x, k: ts.sum(x, axis=k), 5, 64, 8)
+    assert "R_rf_r0" in f.c_source and "R_rf[" not in f.c_source, f.c_source
+    assert "(R_rf_r0)[7]" in f.c_source      # the final sum reads the lanes
+    values = rand((5, 64))
+    np.testing.assert_allclose(f(values), values.astype(np.float64).sum(axis=1), rtol=1e-5)
+
+
+@needs_simd
+def test_rfactor_lanes_of_argmax_stay_in_vector_registers(rand):
+    f = rfactor_at_rows(lambda x, k: ts.argmax(x, axis=k), 6, 80, 16)
+    assert "R_rf_r0" in f.c_source and "R_rf_v1_r0" in f.c_source and "R_rf[" not in f.c_source, f.c_source
+    values = np.round(rand((6, 80)) * 4)          # ties across lanes: the first index wins
+    values[2, [70, 3]] = np.nan
+    index, best = f(values)
+    np.testing.assert_array_equal(index, np.argmax(values, axis=1))
+    np.testing.assert_array_equal(best, np.max(values, axis=1))
 
 
 def _masked_copy(read_at: int):

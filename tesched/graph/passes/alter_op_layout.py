@@ -1,11 +1,14 @@
 """``alter_op_layout``: constant weights put, once at build time, in the layout their kernel reads best
 (TVM's AlterOpLayout, oneDNN's weight reorder), and the op that reads that layout chosen:
 
-- ``nn.dense(x, W)`` with a constant ``W`` and at least :data:`GEMM_MIN_ROWS` rows becomes
-  ``nn.matmul(x, W.T)``: the GEMM schedule (register tiles of rows x SIMD columns, column panels of the
-  weight copied once per panel) reads the weight by rows of output columns, so it is transposed here
-  instead of at every call. With fewer rows the product is a matrix-vector product, and ``nn.dense``
-  keeps the GEMV schedule, which reads the original rows of ``W`` contiguously along the reduction.
+- ``nn.dense(x, W)`` with a constant ``W`` becomes ``nn.dense_panels(x, P)`` with ``P`` the column panels
+  of ``W.T`` (:func:`tesched.nn.pack_dense_panels`, panels of two SIMD vectors of output columns, packed
+  here instead of at every call): the kernel reads the panels in place, as GEMM register tiles of rows x
+  a panel's columns, or with few rows (a matrix-vector product, a recurrent cell at batch 1) as
+  accumulators of a few panels' columns, one broadcast of ``x`` per step and no horizontal sums. When no
+  panel of whole SIMD vectors divides the output columns, a constant ``W`` with at least
+  :data:`GEMM_MIN_ROWS` rows becomes ``nn.matmul(x, W.T)`` (the GEMM schedule copies column panels at run
+  time) and one with fewer rows stays ``nn.dense``. A ``W`` that is not a constant stays ``nn.dense``.
 - ``nn.conv2d(x, W)`` 3x3, stride 1, no dilation, one group, with a constant ``W``, becomes
   ``reshape(nn.winograd_conv2d(x, U), NCHW)`` with the Winograd-transformed weights ``U`` when the layer's
   shape lets the transforms pay (:func:`tesched.nn.winograd.choose_tile`) and ``rules.winograd`` is set.
@@ -26,12 +29,13 @@ import numpy as np
 
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.ir import Call, Constant, Expr, Function
-from tesched.graph.ops_nn import conv2d_weight_last, matmul
+from tesched.graph.ops_nn import conv2d_weight_last, dense_panels, matmul
 from tesched.graph.ops_transform import reshape
 from tesched.graph.ops_winograd import winograd_conv2d
 from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
 from tesched.nn.conv_channels import weight_last
+from tesched.nn.dense_panels import pack_dense_panels, panel_width
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis
 from tesched.target import current_target
@@ -46,9 +50,17 @@ NARROW_ROW = 32
 """Output rows narrower than this many positions are vectorized along output channels instead."""
 
 
-def _dense_as_gemm(node: Call) -> Expr | None:
+def _dense_in_panels(node: Call) -> Expr | None:
+    """``nn.dense_panels`` over the packed constant weight, else ``nn.matmul`` over its transpose when the
+    rows are many, else ``None`` (see the module doc)."""
     x, weight = node.args
-    if not isinstance(weight, Constant) or x.tensor_type.shape[0] < GEMM_MIN_ROWS:
+    if not isinstance(weight, Constant):
+        return None
+    columns = weight.tensor_type.shape[0]
+    block = panel_width(columns, weight.tensor_type.dtype)
+    if block % (current_target().vector_bytes // weight.data.itemsize) == 0:
+        return dense_panels(x, Constant(pack_dense_panels(weight.data, block), name=weight.name))
+    if x.tensor_type.shape[0] < GEMM_MIN_ROWS:
         return None
     return matmul(x, Constant(np.ascontiguousarray(weight.data.T), name=weight.name))
 
@@ -147,7 +159,7 @@ def alter_op_layout(f: Function, rules: FusionRules | None = None) -> Function:
         if not isinstance(node, Call) or isinstance(node.op, Function):
             return None
         if node.op_name == "nn.dense":
-            return _dense_as_gemm(node)
+            return _dense_in_panels(node)
         if node.op_name == "nn.conv2d":
             tiles = _conv_as_winograd(node) if use_winograd else None
             return _conv_weight_last(node) if tiles is None else views.view(tiles, node.tensor_type.shape)

@@ -36,7 +36,7 @@ RESULT = -1
 
 _CHEAP = (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE)
 
-SIDE_BY_SIDE_ANCHORS = ("nn.dense", "nn.matmul")
+SIDE_BY_SIDE_ANCHORS = ("nn.dense", "nn.dense_panels", "nn.matmul")
 """Anchors ``combine_anchors`` may put in one group: small matrix products (a recurrent cell's two) gain
 a kernel launch; two convolutions (a residual branch and its shortcut) would only share a kernel whose
 second convolution is stored whole, and the default schedules handle that badly."""

@@ -1,8 +1,14 @@
-"""alter_op_layout: constant dense weights transposed for the GEMM schedule when the rows are many."""
+"""alter_op_layout: constant dense weights packed in column panels (or transposed for the GEMM schedule
+when no panel of whole SIMD vectors fits), 3x3 convolutions to Winograd, others to blocked weights."""
 import numpy as np
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from tesched import graph as G
 from tesched.graph.passes import alter_op_layout
+from tesched.nn import pack_dense_panels
+from tesched.target import current_target
 
 from ..helpers import ATOL, RTOL, op_names
 
@@ -12,12 +18,59 @@ def dense_graph(rows, weight):
     return G.Function([x], G.nn.relu(G.nn.dense(x, G.const(weight))))
 
 
+LANES = current_target().vector_bytes // 4
+
+
+def constants_of(f):
+    return [n for n in G.visit.post_order(f.body) if isinstance(n, G.Constant)]
+
+
+@pytest.mark.parametrize("rows", [1, 16])
+def test_constant_weights_are_packed_in_panels_at_build_time(rows, rand):
+    weight = rand((4 * LANES, 9), low=-1)
+    f = dense_graph(rows, weight)
+    altered = alter_op_layout(f)
+    assert op_names(altered) == ["nn.dense_panels", "nn.relu"]
+    (const,) = constants_of(altered)
+    np.testing.assert_array_equal(const.data, pack_dense_panels(weight))
+    assert const.data.shape == (2, 9, 2 * LANES)
+    x = rand((rows, 9), low=-1)
+    np.testing.assert_allclose(G.interpret(altered, x), G.interpret(f, x), rtol=RTOL, atol=ATOL)
+    exe = G.build(f)
+    assert [k.name for k in exe.kernels] == ["fused_nn_dense_panels_nn_relu"]
+    np.testing.assert_allclose(exe(x), np.maximum(x @ weight.T, 0), rtol=RTOL, atol=ATOL)
+    assert ".local" not in str(exe.kernels[0].lowered)      # no packing copy at run time
+
+
+@settings(max_examples=6, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(rows=st.sampled_from([1, 2, 5, 8, 24]), columns=st.sampled_from([LANES, 2 * LANES, 5 * LANES, 6, 40]),
+       reduced=st.integers(1, 48), constant=st.booleans())
+@example(rows=1, columns=5 * LANES, reduced=7, constant=True)        # panels of one vector
+@example(rows=8, columns=40, reduced=3, constant=True)                # no panel of whole vectors
+def test_random_dense_layers_match_numpy(rows, columns, reduced, constant, rand):
+    """Packed panels, the transposed-weight GEMM, the GEMV on the original layout, and a variable weight
+    (left as ``nn.dense``, read as given at each call) all compute ``relu(x @ w.T + b)``."""
+    weight, bias = rand((columns, reduced), low=-1), rand((columns,), low=-1)
+    x = G.var("x", shape=(rows, reduced))
+    w = G.const(weight) if constant else G.var("w", shape=weight.shape)
+    f = G.Function([x] if constant else [x, w], G.nn.relu(G.nn.dense(x, w, G.const(bias))))
+    exe = G.build(f)
+    data = rand((rows, reduced), low=-1)
+    got = exe(data) if constant else exe(data, weight)
+    want = np.maximum(data.astype(np.float64) @ weight.T.astype(np.float64) + bias, 0)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * np.sqrt(reduced))
+    packed = constant and columns % LANES == 0
+    assert ("dense_panels" in exe.kernels[0].name) == packed
+
+
 def test_many_rows_become_a_gemm_over_the_transposed_weight(rand):
+    """Six output columns fill no SIMD vector: no panels, the GEMM schedule on the transposed weight."""
     weight = rand((6, 5), low=-1)
     f = dense_graph(16, weight)
     altered = alter_op_layout(f)
     assert op_names(altered) == ["nn.matmul", "nn.relu"]
-    (const,) = [n for n in G.visit.post_order(altered.body) if isinstance(n, G.Constant)]
+    (const,) = constants_of(altered)
     np.testing.assert_array_equal(const.data, weight.T)
     x = rand((16, 5), low=-1)
     np.testing.assert_allclose(G.interpret(altered, x), G.interpret(f, x), rtol=RTOL, atol=ATOL)
