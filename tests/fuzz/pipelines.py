@@ -155,13 +155,20 @@ def integer_arith(rnd: random.Random) -> Pipeline:
     return Pipeline("integer_arith", [A], [D], reference, [_ints(rnd, m, n)])
 
 
+def _cache_read_sometimes(s: ts.Schedule, rnd: random.Random, recipe: list, reader: str, scope: str,
+                          chance: float) -> None:
+    """With probability ``chance``, a ``cache_read`` of input A for the stage called ``reader``."""
+    A = next(st for st in s.stages if st.name == "A")
+    R = next(st for st in s.stages if st.name == reader)
+    if rnd.random() < chance:
+        s.cache_read(A.op.output(0), scope, [R.op.output(0)])
+        recipe.append(f"s.cache_read(A, {scope!r}, [{reader}])")
+
+
 def _reduction_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
     """Some mix of cache_read of the inputs, rfactor of a split reduce loop, cache_write of the result."""
     C = next(st for st in s.stages if st.name == "C")
-    A = next(st for st in s.stages if st.name == "A")
-    if rnd.random() < 0.4:
-        s.cache_read(A.op.output(0), "shared", [C.op.output(0)])
-        recipe.append("s.cache_read(A, 'shared', [C])")
+    _cache_read_sometimes(s, rnd, recipe, "C", "shared", 0.4)
     choice = rnd.choice(["none", "rfactor", "split_rfactor", "cache_write", "split_cache_write"])
     k = C.op.reduce_axis[0]
     if choice == "rfactor":
@@ -372,11 +379,7 @@ def packed_matmul(rnd: random.Random) -> Pipeline:
 
 def _masked_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
     """Sometimes a copy of A read by B (a local buffer when the schedule computes it inside B's loops)."""
-    A = next(st for st in s.stages if st.name == "A")
-    B = next(st for st in s.stages if st.name == "B")
-    if rnd.random() < 0.5:
-        s.cache_read(A.op.output(0), "local", [B.op.output(0)])
-        recipe.append("s.cache_read(A, 'local', [B])")
+    _cache_read_sometimes(s, rnd, recipe, "B", "local", 0.5)
 
 
 def masked_select(rnd: random.Random) -> Pipeline:
