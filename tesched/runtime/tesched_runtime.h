@@ -94,6 +94,9 @@ static inline void *ts_alloc_elems(size_t elem, int64_t count) {
 
 static inline void ts_free(void *p) { free(p); }
 
+/* The pointer p as any memory: the compiler forgets which array it points into (see codegen/c.py). */
+#define TS_OPAQUE(p) __asm__("" : "+r"(p))
+
 /* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (strided) loads, stores, broadcasts and lane-wise
    selects; ramps (x, x + 1, ...) for loop variables used as values. Masked loads: tesched_masked.h. */
 #define TS_VECTOR_TYPE(T, S, N) typedef T ts_##S##x##N __attribute__((vector_size(sizeof(T) * N)));
