@@ -26,17 +26,32 @@ from tesched.codegen.c_expr import CExpr, c_type, memory_vector_type
 from tesched.codegen.hoist import loop_bases
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import walk_stmts
+from tesched.ir.visitor import child_fields, walk_stmts
 from tesched.lower.func import LoweredFunc
 from tesched.schedule.kinds import LoopKind
 from tesched.target import Target, current_target
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Expr, Var
+from tesched.te.expr import Binary, Expr, Select, Var
 from tesched.te.intrinsic import TensorIntrin
-from tesched.te.visit import NodeFunctor, structural_key
+from tesched.te.visit import NodeFunctor, structural_key, walk
 from tesched.transform.simplify_indices import loop_range, refine
 
 STACK_LIMIT = 128 * 1024
+
+
+def _read_under_select(buffer: ir.Buffer, body: ir.Stmt) -> bool:
+    """Whether ``body`` reads ``buffer`` in a branch of a select (a read that only runs when chosen)."""
+    for stmt in walk_stmts(body):
+        for _, value in child_fields(stmt):
+            for root in (value if isinstance(value, (list, tuple)) else (value,)):
+                if not isinstance(root, Expr):
+                    continue
+                for e in walk(root):
+                    if isinstance(e, Select) and any(
+                            isinstance(r, ir.Load) and r.buffer is buffer
+                            for branch in (e.true_value, e.false_value) for r in walk(branch)):
+                        return True
+    return False
 
 
 @dataclass
@@ -213,7 +228,16 @@ class CodeGen(NodeFunctor):
             if b.aligns:   # padded strides (storage_align): more elements than the shape's product
                 count = b.strides()[0] * sizes[0]
             on_stack = count * dt.itemsize(b.dtype) <= STACK_LIMIT
-        if on_stack:
+        if on_stack and _read_under_select(b, s.body):
+            # gcc -O3 (12.2) if-converts a select's read of a stack array into a read it may do always,
+            # then reasons from the array's bounds that the select's condition holds: wrong padded values.
+            # Through an opaque pointer the array is any memory, as an argument is, and the read stays
+            # conditional.
+            self.emit(f"{ctype} {name}_storage[{count}] __attribute__((aligned(TS_ALIGN)));", 1)
+            self.emit(f"{ctype} *restrict {name} = {name}_storage;", 1)
+            self.emit(f"TS_OPAQUE({name});", 1)
+            self.nested(s.body)
+        elif on_stack:
             self.emit(f"{ctype} {name}[{count}] __attribute__((aligned(TS_ALIGN)));", 1)
             self.nested(s.body)
         else:
@@ -222,6 +246,8 @@ class CodeGen(NodeFunctor):
             for d in ([count] if b.aligns and count is not None else b.shape):
                 size = f"ts_mul_checked({size}, {self.dim(d)})"
             self.emit(f"{ctype} *restrict {name} = ({ctype} *)ts_alloc_elems(sizeof({ctype}), {size});", 1)
+            if _read_under_select(b, s.body):   # as for a stack array: gcc knows the allocation's size
+                self.emit(f"TS_OPAQUE({name});", 1)
             self.emit(f"if ({name} == NULL) {{", 1)
             self.emit("#pragma omp atomic write", 2)
             self.emit(f"{self.status} = {len(self.allocations)};", 2)

@@ -179,7 +179,7 @@ class CExpr(NodeFunctor):
                 f"{self.index(e.stride)})")
 
     def visit_VLoadMasked(self, e: ir.VLoadMasked) -> str:
-        return (f"ts_vloadm_{memory_vector_type(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
+        return (f"ts_vloadm_{memory_vector_type(e.dtype)}({self.name(e.buffer, e.buffer.name)}, {self.index(e.index)}, "
                 f"{self.text(e.mask)})")
 
     def visit_Ramp(self, e: ir.Ramp) -> str:

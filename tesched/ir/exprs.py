@@ -67,7 +67,8 @@ class Buffer:
 
 
 class Load(Expr):
-    """Read ``buffer[indices]`` (indices are tensor coordinates; local offsets are applied in C)."""
+    """Read ``buffer[indices]``: indices are tensor coordinates (local offsets are applied in C), or one
+    element offset from the buffer's start for a buffer of several dimensions (:func:`is_flat`)."""
 
     __slots__ = ("buffer", "indices")
 
@@ -295,9 +296,18 @@ class RegisterVar(Var):
         self.name, self.dtype = name, dtype
 
 
+def is_flat(buf: Buffer, indices: Sequence[Expr]) -> bool:
+    """Whether ``indices`` is one element offset into ``buf`` rather than tensor coordinates: a single
+    index into a buffer of several dimensions (see :mod:`tesched.transform.flatten_indices`)."""
+    return len(indices) == 1 and len(buf.shape) > 1
+
+
 def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
     """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted, or
-    the index taken modulo the fold along a folded dimension; aligned strides from ``storage_align``)."""
+    the index taken modulo the fold along a folded dimension; aligned strides from ``storage_align``);
+    an access that already is an element offset (:func:`is_flat`) gives it unchanged."""
+    if is_flat(buf, indices):
+        return indices[0]
     total: Expr | None = None
     stride: Expr | int = 1
     aligned = buf.strides() if buf.aligns else None

@@ -2,7 +2,8 @@
 
 One ``produce <stage>`` block per stage where it is computed, every loop with its name, bounds and kind,
 allocations with their extents and (for ``compute_at`` regions) their origin. Loops that share a user's
-axis name get a ``#2`` suffix, and so do buffers. Importing this module installs the text that ``str()``
+axis name get a ``#2`` suffix, and so do buffers. An access with one index into a buffer of several
+dimensions is its element offset (see :mod:`tesched.transform.flatten_indices`). Importing this module installs the text that ``str()``
 gives a statement. It knows nothing of isl or C.
 """
 from __future__ import annotations

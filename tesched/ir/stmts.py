@@ -67,8 +67,9 @@ class Block(Stmt):
 
 @dataclass(eq=False)
 class Store(Stmt):
-    """``buffer[indices] = value`` (tensor coordinates). ``atomic``: ``value`` is ``buffer[indices] + x``,
-    done as one atomic addition (a scatter whose updates run on several threads)."""
+    """``buffer[indices] = value`` (tensor coordinates, or one element offset: see ``Load``). ``atomic``:
+    ``value`` is ``buffer[indices] + x``, done as one atomic addition (a scatter whose updates run on
+    several threads)."""
 
     buffer: Buffer
     indices: tuple

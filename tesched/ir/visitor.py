@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, Callable, Iterator
 
-from tesched.ir.nodes import Address, Buffer, Load, Stmt, Store, VLoad, VStore
+from tesched.ir.nodes import Address, Buffer, Load, Stmt, Store, VLoad, VLoadMasked, VLoadStrided, VStore
 from tesched.te.expr import Expr
 from tesched.te.visit import NodeFunctor, rewrite
 
@@ -108,17 +108,20 @@ def walk_stmts(stmt: Stmt) -> Iterator[Stmt]:
         stack.extend(reversed(kids))
 
 
+_BUFFER_READS = (Load, VLoad, VLoadStrided, VLoadMasked, Address)
+
+
 class _Rebind(StmtMutator):
     def __init__(self, old: Buffer, new: Buffer):
         self.old, self.new = old, new
 
     def mutate_expr(self, e: Expr) -> Expr:
         def swap(n: Expr) -> Expr | None:
-            if isinstance(n, (Load, VLoad, Address)) and n.buffer is self.old:
-                kids = [rewrite(c, swap) for c in n.children()]
-                if isinstance(n, VLoad):
-                    return VLoad(self.new, kids[0], n.lanes)
-                return type(n)(self.new, kids)
+            if isinstance(n, _BUFFER_READS) and n.buffer is self.old:
+                out = n.with_children([rewrite(c, swap) for c in n.children()])
+                assert isinstance(out, _BUFFER_READS)     # a copy of the same class, with the same buffer
+                out.buffer = self.new
+                return out
             return None
         return rewrite(e, swap)
 

@@ -39,6 +39,7 @@ from tesched.poly.tree import ScheduleTree, build_tree
 from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
 from tesched.te.tensor import PlaceholderOp, Tensor
+from tesched.transform.flatten_indices import flatten_indices
 from tesched.transform.registers import promote
 from tesched.transform.simplify_indices import normalize_loops, simplify_indices
 from tesched.transform.unroll import unroll
@@ -173,6 +174,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("loop nesting check", _loop_nesting),
     Pass("allocate intermediates", _allocate_intermediates),
     Pass("simplify index arithmetic", _on_body(lambda body, target: simplify_indices(body))),
+    Pass("element offsets where they divide less", _on_body(lambda body, target: flatten_indices(body))),
     Pass("unroll", _on_body(lambda body, target: unroll(body)), Phase.BUILD),
     Pass("loops from 0, indices simplified", _on_body(lambda body, target: simplify_indices(normalize_loops(body))),
          Phase.BUILD),

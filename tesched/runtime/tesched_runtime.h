@@ -94,8 +94,11 @@ static inline void *ts_alloc_elems(size_t elem, int64_t count) {
 
 static inline void ts_free(void *p) { free(p); }
 
-/* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (strided, masked) loads, stores, broadcasts and
-   lane-wise selects; ramps (x, x + 1, ...) for loop variables used as values. A masked load reads only the lanes whose mask is set (the others are 0). */
+/* The pointer p as any memory: the compiler forgets which array it points into (see codegen/c.py). */
+#define TS_OPAQUE(p) __asm__("" : "+r"(p))
+
+/* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (strided) loads, stores, broadcasts and lane-wise
+   selects; ramps (x, x + 1, ...) for loop variables used as values. Masked loads: tesched_masked.h. */
 #define TS_VECTOR_TYPE(T, S, N) typedef T ts_##S##x##N __attribute__((vector_size(sizeof(T) * N)));
 #define TS_VECTOR_OPS(T, S, N, M)                                                                      \
   static inline ts_##S##x##N ts_vload_##S##x##N(const T *p) {                                           \
@@ -107,11 +110,6 @@ static inline void ts_free(void *p) { free(p); }
   static inline ts_##S##x##N ts_vloads_##S##x##N(const T *p, int64_t stride) {                          \
     ts_##S##x##N v;                                                                                     \
     for (int i = 0; i < N; i++) v[i] = p[i * stride];                                                   \
-    return v;                                                                                           \
-  }                                                                                                     \
-  static inline ts_##S##x##N ts_vloadm_##S##x##N(const T *p, ts_##M##x##N m) {                          \
-    ts_##S##x##N v = {0};                                                                               \
-    for (int i = 0; i < N; i++) v[i] = m[i] ? p[i] : (T)0;                                              \
     return v;                                                                                           \
   }                                                                                                     \
   static inline ts_##S##x##N ts_vbcast_##S##x##N(T x) { return x - (ts_##S##x##N){}; }                  \
@@ -162,6 +160,7 @@ TS_VECTORS_OPS(int64_t, i64, i64, 2, 4, 8)
 TS_VECTORS_OPS(float, f32, i32, 4, 8, 16)
 TS_VECTORS_OPS(double, f64, i64, 2, 4, 8)
 #include "tesched_narrow.h"
+#include "tesched_masked.h"
 #undef TS_VECTORS
 #undef TS_VECTORS_OPS
 #undef TS_VECTOR_TYPE

@@ -3,9 +3,12 @@
 A ``compute_at`` buffer of constant size (a register tile made with ``cache_write``, say) qualifies when,
 after unrolling, every access to it is at a constant offset: each distinct (offset, lanes) slot becomes
 one variable, and a single element only read inside a vector slot (the partial results of ``rfactor``
-lanes, combined after them) is a lane of that vector's variable. Small serial loops whose iterations address different parts of the buffer (the copy-out
+lanes, combined after them) is a lane of that vector's variable when it is the buffer's only vector
+read that way. Small serial loops whose iterations address different parts of the buffer (the copy-out
 loop of a register tile, typically) are unrolled to get there. Buffers accessed inside a parallel loop
-of their own scope are left in memory (threads would share them).
+of their own scope are left in memory (threads would share them). A masked vector read (padding inside
+a vectorized loop) becomes a lane-wise select of its variable and zeros when some store writes exactly
+its slot (so the variable holds every lane it reads); otherwise the buffer stays in memory.
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt
 from tesched.schedule.kinds import LoopKind
 from tesched.te import dtype as dt
-from tesched.te.expr import Expr, Var
+from tesched.te.expr import Const, Expr, Select, Var
 from tesched.te.visit import rewrite, walk
 from tesched.transform.unroll import unroll_copies
 
@@ -24,7 +27,9 @@ MAX_REGISTER_BYTES = 2048
 MAX_AUTO_UNROLL = 16
 
 
-Access = ir.Load | ir.VLoad | ir.Address | ir.Store | ir.VStore
+Access = ir.Load | ir.VLoad | ir.VLoadMasked | ir.Address | ir.Store | ir.VStore
+_READS = (ir.Load, ir.VLoad, ir.VLoadMasked, ir.Address)
+_VECTOR = (ir.VLoad, ir.VLoadMasked, ir.VStore)
 
 
 def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list[Access]:
@@ -32,7 +37,7 @@ def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list[Access]:
 
     def on_expr(e: Expr) -> Expr:
         for n in walk(e):
-            if isinstance(n, (ir.Load, ir.VLoad, ir.Address)) and n.buffer is buf:
+            if isinstance(n, _READS) and n.buffer is buf:
                 found.append(n)
         return e
 
@@ -48,8 +53,8 @@ def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list[Access]:
 def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
     if isinstance(access, ir.Address):   # its address escapes (to an intrinsic): it must stay in memory
         return None
-    if isinstance(access, (ir.VLoad, ir.VStore)):
-        lanes = ir.split_dtype(access.dtype if isinstance(access, ir.VLoad) else access.value.dtype)[1]
+    if isinstance(access, _VECTOR):
+        lanes = ir.split_dtype(access.value.dtype if isinstance(access, ir.VStore) else access.dtype)[1]
         offset = constant_value(simplify(access.index))
     else:
         lanes = 1
@@ -59,7 +64,12 @@ def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
 
 def _lanes_read(stmt: ir.Stmt, buf: ir.Buffer, slots: dict[tuple[int, int], None]) -> dict[tuple[int, int], tuple[int, int]]:
     """Single elements only read (never stored) inside a vector slot: ``{element slot: vector slot}``,
-    read as a lane of the vector's variable (partial results of vectorized lanes combined after them)."""
+    read as a lane of the vector's variable (partial results of vectorized lanes combined after them).
+
+    Only when one vector slot is read lane by lane: the lanes of several vectors (one per output of a
+    tile, as in a dense matrix-vector product) are combined by a loop over the vectors, which the C
+    compiler vectorizes across them while the buffer stays in memory (each output's lanes still combined
+    in order); as lanes of variables they become dependent chains of scalar extracts, far slower."""
     stored = {_slot(a, buf) for a in _accesses(stmt, buf) if isinstance(a, (ir.Store, ir.VStore))}
     vectors = [slot for slot in slots if slot[1] > 1]
     out: dict[tuple[int, int], tuple[int, int]] = {}
@@ -67,7 +77,7 @@ def _lanes_read(stmt: ir.Stmt, buf: ir.Buffer, slots: dict[tuple[int, int], None
         inside = [v for v in vectors if v[0] <= offset < v[0] + v[1]]
         if lanes == 1 and (offset, 1) not in stored and len(inside) == 1:
             out[(offset, 1)] = inside[0]
-    return out
+    return out if len(set(out.values())) <= 1 else {}
 
 
 def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
@@ -90,7 +100,7 @@ def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
 def _index_vars(access, buf: ir.Buffer):
     if isinstance(access, ir.Address):
         return []
-    index = access.index if isinstance(access, (ir.VLoad, ir.VStore)) else ir.flat_index(buf, access.indices)
+    index = access.index if isinstance(access, _VECTOR) else ir.flat_index(buf, access.indices)
     return [n for n in walk(index) if isinstance(n, Var)]
 
 
@@ -123,11 +133,15 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
             return ir.Allocate(buf, body)
         unrolled = _unroll_addressing_loops(body, buf)
         slots: dict[tuple[int, int], None] = {}
-        for a in _accesses(unrolled, buf):
+        accesses = _accesses(unrolled, buf)
+        for a in accesses:
             slot = _slot(a, buf)
             if slot is None:
                 return ir.Allocate(buf, body)
             slots[slot] = None
+        stored = {_slot(a, buf) for a in accesses if isinstance(a, (ir.Store, ir.VStore))}
+        if any(isinstance(a, ir.VLoadMasked) and _slot(a, buf) not in stored for a in accesses):
+            return ir.Allocate(buf, body)      # a masked read of lanes no store writes as one slot
         lanes_read = _lanes_read(unrolled, buf, slots)
         ordered = sorted(slot for slot in slots if slot not in lanes_read)
         for (o1, l1), (o2, _) in zip(ordered, ordered[1:]):
@@ -144,7 +158,10 @@ def promote(stmt: ir.Stmt) -> ir.Stmt:
 def _replace(stmt: ir.Stmt, buf: ir.Buffer, variables: dict) -> ir.Stmt:
     def on_expr(e: Expr) -> Expr:
         def swap(n: Expr):
-            if isinstance(n, (ir.Load, ir.VLoad, ir.Address)) and n.buffer is buf:
+            if isinstance(n, ir.VLoadMasked) and n.buffer is buf:   # the lanes off the mask read 0
+                zero = ir.Broadcast(Const(0, buf.dtype), n.lanes)
+                return Select(rewrite(n.mask, swap), variables[_slot(n, buf)], zero)
+            if isinstance(n, _READS) and n.buffer is buf:
                 return variables[_slot(n, buf)]
             return None
         return rewrite(e, swap)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tesched.arith.linear import coefficient, constant_difference
-from tesched.arith.interval import VarRanges, bound
+from tesched.arith.interval import VarRanges
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
@@ -32,6 +32,8 @@ from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
+from tesched.transform.masked_reads import inside_buffer
+from tesched.transform.narrow_indices import narrow_comparisons
 from tesched.transform.select_split import split_at_conditions
 from tesched.transform.simplify_indices import RangeMutator, loop_range
 from tesched.transform.tuple_reduction import tuple_update, vectorize_tuple_reduction, widest_value
@@ -215,16 +217,6 @@ class LoopVectorizer:
         finally:
             self.mask = outer
 
-    def in_bounds(self, e: ir.Load) -> bool:
-        """Whether ``e`` reads inside its tensor at every point of the loops around (and of this loop)."""
-        for index, size, offset in zip(e.indices, e.buffer.shape, e.buffer.offsets):
-            if not isinstance(size, int) or not (isinstance(offset, Const) and offset.value == 0):
-                return False
-            low, high = bound(index, self.ranges)
-            if low < 0 or high >= size:
-                return False
-        return True
-
     def stored(self, e: ir.Load) -> bool:
         """Whether the loop body stores to the element ``e`` reads (an accumulator), in every iteration."""
         flat = ir.flat_index(e.buffer, e.indices)
@@ -232,17 +224,17 @@ class LoopVectorizer:
                    for s in self.stores)
 
     def masked_load(self, e: ir.Load, base: Expr, index: Expr, step: int | None, lanes: int) -> Expr:
-        """A read under a mask: contiguous lanes of an argument or a whole tensor (local buffers stay in
-        the forms the register promotion understands)."""
-        if self.in_bounds(e) or self.stored(e):   # every lane's read is inside the tensor: no need to mask it
+        """A read under a mask (of any buffer; see :mod:`.masked_reads`): a plain vector load when every
+        lane's read is inside the buffer anyway, or when the body stores to the element it reads."""
+        if inside_buffer(e, self.ranges) or self.stored(e):
             self.mask, mask = None, self.mask
             try:
                 return self.expr(e, base, lanes)
             finally:
                 self.mask = mask
-        if step != 1 or e.buffer.scope is ir.BufferScope.LOCAL or e.buffer.dtype not in _STRIDED:
+        if step != 1 or e.buffer.dtype not in _STRIDED:
             raise CannotVectorize(f"a read of {e.buffer.name} under a select's condition that is not a "
-                                  f"contiguous read of an argument")
+                                  f"contiguous read of 32- or 64-bit elements")
         assert self.mask is not None
         return ir.VLoadMasked(e.buffer, index, _mask_for(self.mask, e.buffer.dtype), lanes)
 
@@ -285,6 +277,8 @@ class LoopVectorizer:
             return None
         if loop.reduction:
             return self.tuple_reduction(stores) if self.lets else self.reduction(stores)
+        stores = [replace(s, value=narrow_comparisons(s.value, self.ranges)) for s in stores]
+        self.lets = [(v, narrow_comparisons(value, self.ranges)) for v, value in self.lets]
         values = [s.value for s in stores] + [value for _, value in self.lets]
         widest = max([dt.info(s.buffer.dtype).value_itemsize for s in stores] + [value_bytes(v, self.var) for v in values])
         width = self.vector_bytes // widest

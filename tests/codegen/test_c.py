@@ -1,6 +1,8 @@
 """Tests of tesched.codegen.c: the generated C (signature, constants, loop pragmas, stack or heap buffers),
 and the kernels it gives, checked against NumPy."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -186,3 +188,28 @@ def test_narrow_integer_arithmetic_wraps_like_numpy(dtype, rand):
     with np.errstate(over="ignore"):
         expected = (a * b + a - three) // five + np.maximum(-a, b) % seven
     np.testing.assert_array_equal(f(a, b), expected)
+
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_a_select_reading_a_stack_buffer_stays_conditional(rand, vectorize):
+    """Padding that reads a small intermediate (a stack array) under a select: gcc -O3 once turned the
+    read into an unconditional one and dropped the condition (wrong border values). The array is
+    reached through an opaque pointer, and every value equals NumPy."""
+    n = 20
+    A = ts.placeholder((3, n, n), name="A")
+    R = ts.compute((3, n, n), lambda c, y, x: ts.max(A[c, y, x], 0.0), name="R")
+    P = ts.compute((3, n + 2, n + 2), lambda c, y, x: ts.if_then_else(
+        ts.all(y >= 1, y < n + 1, x >= 1, x < n + 1), R[c, y - 1, x - 1], 0.0), name="P")
+    ry, rx = ts.reduce_axis((0, 3), "ry"), ts.reduce_axis((0, 3), "rx")
+    B = ts.compute((3, n, n), lambda c, y, x: ts.sum(P[c, y + ry, x + rx], axis=[ry, rx]), name="B")
+    s = ts.create_schedule(B.op)
+    s[P].compute_at(s[B], B.op.axis[0])
+    if vectorize:
+        s[P].vectorize(P.op.axis[1])
+    f = ts.build(s, [A, B], name="padded_stack_read")
+    assert re.search(r"TS_OPAQUE\(R(_\d+)?\)", f.c_source)
+    a = rand((3, n, n), low=-1.0)
+    padded = np.pad(np.maximum(a, 0), ((0, 0), (1, 1), (1, 1))).astype(np.float64)
+    want = sum(padded[:, dy:dy + n, dx:dx + n] for dy in range(3) for dx in range(3))
+    np.testing.assert_allclose(f(a), want, rtol=1e-5, atol=1e-6)

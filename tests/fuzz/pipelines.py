@@ -155,13 +155,20 @@ def integer_arith(rnd: random.Random) -> Pipeline:
     return Pipeline("integer_arith", [A], [D], reference, [_ints(rnd, m, n)])
 
 
+def _cache_read_sometimes(s: ts.Schedule, rnd: random.Random, recipe: list, reader: str, scope: str,
+                          chance: float) -> None:
+    """With probability ``chance``, a ``cache_read`` of input A for the stage called ``reader``."""
+    A = next(st for st in s.stages if st.name == "A")
+    R = next(st for st in s.stages if st.name == reader)
+    if rnd.random() < chance:
+        s.cache_read(A.op.output(0), scope, [R.op.output(0)])
+        recipe.append(f"s.cache_read(A, {scope!r}, [{reader}])")
+
+
 def _reduction_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
     """Some mix of cache_read of the inputs, rfactor of a split reduce loop, cache_write of the result."""
     C = next(st for st in s.stages if st.name == "C")
-    A = next(st for st in s.stages if st.name == "A")
-    if rnd.random() < 0.4:
-        s.cache_read(A.op.output(0), "shared", [C.op.output(0)])
-        recipe.append("s.cache_read(A, 'shared', [C])")
+    _cache_read_sometimes(s, rnd, recipe, "C", "shared", 0.4)
     choice = rnd.choice(["none", "rfactor", "split_rfactor", "cache_write", "split_cache_write"])
     k = C.op.reduce_axis[0]
     if choice == "rfactor":
@@ -371,8 +378,30 @@ def packed_matmul(rnd: random.Random) -> Pipeline:
     return Pipeline("packed_matmul", [A, B], [C], lambda a, b: [a @ b], [_floats(rnd, m, k), _floats(rnd, k, n)])
 
 
+def _masked_dataflow(s: ts.Schedule, rnd: random.Random, recipe: list) -> None:
+    """Sometimes a copy of A read by B (a local buffer when the schedule computes it inside B's loops)."""
+    _cache_read_sometimes(s, rnd, recipe, "B", "local", 0.5)
+
+
+def masked_select(rnd: random.Random) -> Pipeline:
+    """A shifted read of a producer under a condition on data and on the column: the condition cannot
+    split a vectorized loop, so its reads are masked loads, of a local buffer wherever the producer (or
+    the copy of A) is computed inside the consumer's loops."""
+    m, n = rnd.randint(2, 9), rnd.randint(2, 40)
+    A, C = ts.placeholder((m, n), name="A"), ts.placeholder((m, n), name="C")
+    B = ts.compute((m, n), lambda i, j: A[i, j] * 2.0 + 1.0, name="B")
+    D = ts.compute((m, n), lambda i, j: ts.if_then_else((j >= 1) & (C[i, j] > 0.0), B[i, j - 1], -1.0), name="D")
+
+    def reference(a, c):
+        shifted = np.concatenate([np.zeros((m, 1), a.dtype), a[:, :-1] * 2 + 1], axis=1)
+        return [np.where((np.arange(n) >= 1) & (c > 0), shifted, -1).astype(np.float32)]
+
+    return Pipeline("masked_select", [A, C], [D], reference, [_floats(rnd, m, n), _floats(rnd, m, n)],
+                    dataflow=_masked_dataflow)
+
+
 PIPELINES: list[Callable[[random.Random], Pipeline]] = [
     elementwise_chain, matmul_relu, stencil_chain, conv_relu_conv, softmax_rows, symbolic_stencil,
     integer_arith, reduction_dataflow, offset_window, shared_producer, boundary_blur, triangular, argmax_bits,
-    packed_matmul, gather, histogram,
+    packed_matmul, gather, histogram, masked_select,
 ]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from conv_helpers import ConvChain, ConvLayer, check_chain, declare_conv_chain
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 import tesched as ts
@@ -98,6 +98,14 @@ def apply(plan: Plan, chain: ConvChain) -> ts.Schedule:
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(plan=plans())
+@example(plan=Plan(size=6, stride=1, tile=(2, 2),      # a select's read of a stack array, once miscompiled
+                   order=("n", "x.inner", "y.outer", "x.outer", "y.inner", "f", "rc", "ry", "rx"),
+                   conv1="root", relu="root", pad1="inline", pad2="conv2:y.outer",
+                   marks=(("pad2", "y", "vectorize"),)))
+@example(plan=Plan(size=6, stride=1, tile=(6, 2),      # a select's read of a stack array, once miscompiled
+                   order=("n", "x.inner", "y.outer", "rx", "rc", "x.outer", "ry", "y.inner", "f"),
+                   conv1="root", relu="conv2:y.outer", pad1="inline", pad2="conv2:y.outer",
+                   marks=(("conv2", "x.outer", "vectorize"),)))
 def test_random_schedule_builds_a_correct_kernel_or_raises_schedule_error(plan: Plan, isolated_cache):
     chain = declare(plan)
     try:

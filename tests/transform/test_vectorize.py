@@ -1,12 +1,21 @@
 """Explicit SIMD: vectorized loops become GCC vector code, checked against NumPy and in the machine code."""
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tesched as ts
+from tesched.arith.interval import VarRanges
 from tesched.driver.cache import cache_dir
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import walk_stmts
+from tesched.schedule.kinds import LoopKind
+from tesched.te.expr import Binary, Const, Select
+from tesched.te.visit import walk
+from tesched.transform.vectorize import LoopVectorizer
 
 
 def relu_kernel(n=100, factor=16, name="simd_relu"):
@@ -276,3 +285,154 @@ def test_masked_partial_sums_in_a_local_buffer_are_vectorized(rand):
     b = (a * bins).astype(np.int32)
     expected = np.stack([(a * (b == z)).sum(1) for z in range(bins)], axis=1)
     np.testing.assert_allclose(f(a), expected, rtol=1e-5, atol=1e-5)
+
+
+# masked reads of local buffers ---------------------------------------------------------------------
+def _assert_masked_simd(f):
+    """The select's reads are masked vector loads (not the scalar loop gcc would vectorize)."""
+    assert "ts_vloadm_f32x" in f.c_source and "omp simd" not in f.c_source
+
+
+@pytest.mark.parametrize("w", [37, 21])
+def test_padded_select_reads_a_cache_read_buffer_with_masked_loads(w, rand):
+    """``A[i, j - 1]`` through a per-row ``cache_read`` copy, under a data-dependent condition (so the
+    loop cannot be split at it): lane ``j = 0`` would read before the copy, so its reads are masked."""
+    h = 6
+    A = ts.placeholder((h, w), name="A")
+    C = ts.placeholder((h, w), name="C")
+    P = ts.compute((h, w), lambda i, j: ts.if_then_else((j >= 1) & (C[i, j] > 0.5), A[i, j - 1], 0.0), name="P")
+    s = ts.create_schedule(P.op)
+    AA = s.cache_read(A, "local", [P])
+    s[AA].compute_at(s[P], P.op.axis[0])
+    s[P].vectorize(P.op.axis[1])
+    f = ts.build(s, [A, C, P], name=f"masked_cache_read_{w}")
+    _assert_masked_simd(f)
+    assert re.search(r"ts_vloadm_f32x\d+\(A_local, -1, ", f.c_source)    # the buffer and the offset apart
+    a, c = rand((h, w), low=-1), rand((h, w))
+    shifted = np.concatenate([np.zeros((h, 1), np.float32), a[:, :-1]], axis=1)
+    np.testing.assert_array_equal(f(a, c), np.where((np.arange(w) >= 1) & (c > 0.5), shifted, 0))
+
+
+def _band(h, width):
+    """``P[i, j] = 2 * A[i, j - i]`` for ``i <= j < 2i + 3``, else -1, reading a producer computed per row:
+    the two ends of the band are not a constant distance apart, so the loop is not split at them."""
+    A = ts.placeholder((h, h + 3), name="A")
+    B = ts.compute((h, h + 3), lambda i, j: A[i, j] * 2.0, name="B")
+    P = ts.compute((h, width), lambda i, j: ts.if_then_else((j >= i) & (j < 2 * i + 3), B[i, j - i], -1.0), name="P")
+    s = ts.create_schedule(P.op)
+    s[B].compute_at(s[P], P.op.axis[0])
+    s[P].vectorize(P.op.axis[1])
+    return s, A, P
+
+
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2", "x86-64", "c"])
+def test_select_reading_a_compute_at_producer_is_masked_on_every_simd_target(target, rand):
+    h, width = 9, 37
+    s, A, P = _band(h, width)
+    f = ts.build(s, [A, P], target=target, name=f"masked_band_{target.replace('-', '_')}")
+    if ts.Target(target).vector_bytes:
+        _assert_masked_simd(f)
+    else:                                   # portable C: the scalar loop, for gcc
+        assert "ts_vloadm" not in f.c_source and "omp simd" in f.c_source
+    a = rand((h, h + 3), low=-1)
+    expected = np.full((h, width), -1, np.float32)
+    for r in range(h):
+        expected[r, r:2 * r + 3] = 2 * a[r, :r + 3]
+    np.testing.assert_array_equal(f(a), expected)
+
+
+def test_select_reading_a_store_at_window_is_masked(rand):
+    """A circular window of rows (``store_at``, folded modulo 4) read under a data-dependent condition."""
+    h, w = 10, 29
+    A = ts.placeholder((h + 2, w), name="A")
+    M = ts.placeholder((h, w), name="M")
+    bx = ts.compute((h + 2, w), lambda y, x: A[y, x] * 0.5, name="bx")
+    P = ts.compute((h, w), lambda y, x: ts.if_then_else(
+        (x >= 1) & (M[y, x] > 0.5), bx[y, x - 1] + bx[y + 1, x - 1] + bx[y + 2, x - 1], 0.0), name="P")
+    s = ts.create_schedule(P.op)
+    yo, yi = s[P].split(P.op.axis[0], 4)
+    s[bx].compute_at(s[P], yi)
+    s[bx].store_at(s[P], yo)
+    s[P].vectorize(P.op.axis[1])
+    f = ts.build(s, [A, M, P], name="masked_window")
+    _assert_masked_simd(f)
+    a, m = rand((h + 2, w), low=-1), rand((h, w))
+    b = a * 0.5
+    rows = b[:-2] + b[1:-1] + b[2:]
+    shifted = np.concatenate([np.zeros((h, 1), np.float32), rows[:, :-1]], axis=1)
+    np.testing.assert_allclose(f(a, m), np.where((np.arange(w) >= 1) & (m > 0.5), shifted, 0), rtol=1e-6)
+
+
+def test_reads_inside_a_local_buffer_are_not_masked():
+    """Where the loops' ranges keep every lane inside the local buffer's box (origin subtracted), the
+    select's read is a plain vector load."""
+    i, j = ir.LoopVar("i"), ir.LoopVar("j")
+    c, b = (ir.Buffer(name, [8, 32], "float32", ir.BufferScope.ARG) for name in "CB")
+    local = ir.Buffer("T", [1, 33], "float32", ir.BufferScope.LOCAL, [i, Const(-1, "int64")])
+    cond = Binary("gt", ir.Load(c, [i, j]), Const(0.5, "float32"), "bool")
+
+    def loads(column):
+        store = ir.Store(b, (i, j), Select(cond, ir.Load(local, [i, column]), Const(0.0, "float32")))
+        loop = ir.For(j, Const(0, "int64"), Const(32, "int64"), LoopKind.VECTORIZED, store)
+        code = LoopVectorizer(loop, 64, VarRanges().where(i, 0, 7).where(j, 0, 31)).run()
+        return [n for st in walk_stmts(code) if isinstance(st, ir.VStore) for n in walk(st.value)
+                if getattr(n, "buffer", None) is local]
+    inside = loads(Binary("sub", j, Const(1, "int64"), "int64"))     # columns -1..30 of a box from -1
+    assert inside and all(isinstance(n, ir.VLoad) for n in inside)
+    outside = loads(Binary("sub", j, Const(2, "int64"), "int64"))    # column -2 is before the box
+    assert outside and all(isinstance(n, ir.VLoadMasked) for n in outside)
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+def test_masked_lanes_read_nothing_outside_the_local_buffer(tmp_path, rand):
+    """The band kernel's C, compiled with AddressSanitizer and UndefinedBehaviorSanitizer (the local
+    buffer is on the stack, so a read past it would be reported), runs clean and gives the same result."""
+    h, width = 9, 37
+    s, A, P = _band(h, width)
+    f = ts.build(s, [A, P], name="masked_band_asan")
+    _assert_masked_simd(f)
+    name = re.search(r"^int (\w+)\(float \*restrict \w+, float \*restrict \w+\)", f.c_source, re.M).group(1)
+    a = rand((h, h + 3), low=-1)
+    (tmp_path / "a.bin").write_bytes(a.tobytes())
+    main = f"""
+#include <stdio.h>
+int main(void) {{
+  float *a = malloc(sizeof(float) * {a.size}), *p = malloc(sizeof(float) * {h * width});
+  FILE *in = fopen("{tmp_path / 'a.bin'}", "rb");
+  if (fread(a, sizeof(float), {a.size}, in) != {a.size}) return 3;
+  fclose(in);
+  int status = {name}(a, p);
+  FILE *out = fopen("{tmp_path / 'p.bin'}", "wb");
+  fwrite(p, sizeof(float), {h * width}, out);
+  fclose(out);
+  free(a); free(p);
+  return status;
+}}
+"""
+    (tmp_path / "main.c").write_text(f.c_source + main)
+    runtime = Path(ts.__file__).parent / "runtime"
+    exe = tmp_path / "main"
+    build = subprocess.run(["gcc", "-O2", "-march=native", "-fopenmp", "-fsanitize=address,undefined",
+                            "-fno-sanitize-recover=all", "-I", str(runtime), str(tmp_path / "main.c"), "-o", str(exe),
+                            "-lm"], capture_output=True, text=True)
+    if build.returncode != 0 and "sanitize" in build.stderr:
+        pytest.skip("gcc without the sanitizer runtimes")
+    assert build.returncode == 0, build.stderr
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    result = np.frombuffer((tmp_path / "p.bin").read_bytes(), np.float32).reshape(h, width)
+    np.testing.assert_array_equal(result, f(a))
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump not installed")
+@pytest.mark.parametrize("target, instruction", [("x86-64-avx512", r"vmovups\s+\S+,%[yz]mm\d+\{%k\d\}\{z\}"),
+                                                 ("x86-64-avx2", r"vmaskmovps")])
+def test_masked_loads_are_one_instruction_where_the_isa_has_one(target, instruction):
+    """AVX-512 and AVX2 load under a mask in one instruction (the lanes off it do not fault), with no
+    branch per lane."""
+    s, A, P = _band(9, 37)
+    f = ts.build(s, [A, P], target=target, name=f"masked_band_isa_{target.replace('-', '_')}")
+    _assert_masked_simd(f)
+    module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
+    asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(module)], capture_output=True, text=True).stdout
+    assert re.search(instruction, asm)
