@@ -294,7 +294,7 @@ def report_peak(numpy_rate: float) -> None:
     1.5x-NumPy target take: a target above the peak cannot be met by any schedule."""
     from tesched.tools.bench.peak import measure_peak
     threads = ts.get_num_threads()
-    peaks = measure_peak((threads,), quick=True)
+    peaks = measure_peak((threads,))
     if peaks is None:
         print("  machine peak: unknown (no compiler for the peak benchmark)")
         return
