@@ -26,7 +26,7 @@ from tesched.codegen.c_expr import CExpr, c_type, memory_vector_type
 from tesched.codegen.hoist import loop_bases
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import child_fields, walk_stmts
+from tesched.ir.visitor import StmtVisitor, walk_stmts
 from tesched.lower.func import LoweredFunc
 from tesched.schedule.kinds import LoopKind
 from tesched.target import Target, current_target
@@ -39,19 +39,25 @@ from tesched.transform.simplify_indices import loop_range, refine
 STACK_LIMIT = 128 * 1024
 
 
+class _SelectReads(StmtVisitor):
+    """Finds a read of ``buffer`` in a branch of a select (a read that only runs when chosen)."""
+
+    def __init__(self, buffer: ir.Buffer):
+        self.buffer, self.found = buffer, False
+
+    def visit_expr(self, e: Expr) -> None:
+        self.found = self.found or any(
+            isinstance(select, Select) and any(isinstance(r, ir.Load) and r.buffer is self.buffer
+                                               for branch in (select.true_value, select.false_value)
+                                               for r in walk(branch))
+            for select in walk(e))
+
+
 def _read_under_select(buffer: ir.Buffer, body: ir.Stmt) -> bool:
-    """Whether ``body`` reads ``buffer`` in a branch of a select (a read that only runs when chosen)."""
-    for stmt in walk_stmts(body):
-        for _, value in child_fields(stmt):
-            for root in (value if isinstance(value, (list, tuple)) else (value,)):
-                if not isinstance(root, Expr):
-                    continue
-                for e in walk(root):
-                    if isinstance(e, Select) and any(
-                            isinstance(r, ir.Load) and r.buffer is buffer
-                            for branch in (e.true_value, e.false_value) for r in walk(branch)):
-                        return True
-    return False
+    """Whether ``body`` reads ``buffer`` in a branch of a select."""
+    finder = _SelectReads(buffer)
+    finder.visit(body)
+    return finder.found
 
 
 @dataclass
