@@ -3,8 +3,7 @@
 ``CONVERTERS`` maps each supported op (``"aten.convolution.default"``, as ``str(OpOverload)`` spells it) to
 its converter (an :class:`~.call.AtenCall` in, a graph expression or a tuple of them out). ``REJECTED``
 explains the ops that are known and refused on purpose (training-mode batch norm and dropout, control
-flow, transposed products of batches...), with what to do instead; :func:`nearest_alternative` answers
-for any other op. The table holds core ATen (what ``run_decompositions()`` leaves) plus the recurrent ops
+flow...), with what to do instead; :func:`nearest_alternative` answers for any other op. The table holds core ATen (what ``run_decompositions()`` leaves) plus the recurrent ops
 that an undecomposed program keeps. This module converts nothing itself and needs no torch.
 """
 from __future__ import annotations
@@ -15,6 +14,7 @@ from typing import Any
 
 from tesched import graph as G
 from tesched.frontend import convert_arith as arith
+from tesched.frontend import convert_attention as attention
 from tesched.frontend import convert_nn as nn
 from tesched.frontend import convert_rnn as rnn
 from tesched.frontend import convert_shape as shape
@@ -73,6 +73,7 @@ CONVERTERS: dict[str, Converter] = {
     "aten.rnn_tanh_cell.default": rnn.rnn_tanh_cell, "aten.rnn_relu_cell.default": rnn.rnn_relu_cell,
     "aten.lstm.input": rnn.lstm, "aten.gru.input": rnn.gru,
     "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
+    "aten.bmm.default": attention.bmm,
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"
@@ -93,7 +94,6 @@ REJECTED: dict[str, tuple[str, str]] = {
     "higher_order.while_loop": ("torch.while_loop", _CONTROL_FLOW),
     "higher_order.map_impl": ("torch.map", "a Python loop over a fixed number of steps, unrolled by torch.export"),
     "aten._local_scalar_dense.default": ("a tensor's value read as a Python number (.item())", _CONTROL_FLOW),
-    "aten.bmm.default": ("batched matrix products", "aten.mm.default on each batch (torch.mm), or nn.Linear"),
     "aten.where.self": ("torch.where", "arithmetic on a mask (mask * a + (1 - mask) * b), or torch.clamp / relu"),
     **{f"aten.{cmp}.{form}": ("comparisons (boolean tensors)", "torch.clamp / relu arithmetic instead of masks")
        for cmp in ("gt", "ge", "lt", "le", "eq", "ne") for form in ("Scalar", "Tensor")},

@@ -1,6 +1,6 @@
 """tesched.nn: an operator library on ``ts.compute``, each op with a pattern kind and a default schedule.
 
-Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, ``matmul``, ``dense_panels``
+Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, ``matmul``, ``batch_matmul``, ``dense_panels``
 (``dense`` by a weight packed with ``pack_dense_panels``), ``batch_norm``,
 ``layer_norm``, ``bias_add``, ``add``/``subtract``/``multiply``/``divide`` (NumPy broadcasting), ``relu``,
 ``sigmoid``, ``tanh``, ``exp``, ``erf``, ``sqrt``, ``rsqrt``, ``log``, ``abs``, ``negative``, ``clip``,
@@ -17,6 +17,7 @@ cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas), and the quantized and
 ``pattern_of(tensor)`` gives the op pattern kind (:class:`Pattern`) recorded on a stage.
 """
 from tesched.nn.conv import conv2d, depthwise_conv2d
+from tesched.nn.batch_matmul import batch_matmul
 from tesched.nn.dense import dense, matmul
 from tesched.nn.dense_panels import dense_panels, pack_dense_panels, unpack_dense_panels
 from tesched.nn.elemwise import (
@@ -61,7 +62,7 @@ from tesched.nn.softmax import softmax
 from tesched.nn.transform import broadcast_to, concatenate, pad, reshape, split, strided_slice, take, transpose
 
 __all__ = [
-    "Pattern", "abs", "add", "avg_pool2d", "batch_norm", "bias_add", "broadcast_to", "clip", "concatenate", "conv2d",
+    "Pattern", "abs", "add", "avg_pool2d", "batch_matmul", "batch_norm", "bias_add", "broadcast_to", "clip", "concatenate", "conv2d",
     "default_schedule", "dense", "depthwise_conv2d", "divide", "erf", "exp", "global_avg_pool2d", "layer_norm", "log",
     "lstm_cell", "matmul", "max", "max_pool2d", "mean", "multiply", "negative", "op_of", "pad", "pattern_of",
     "register_schedule", "relu", "reshape", "rnn_cell", "rsqrt", "schedule_injective", "schedule_reduction",

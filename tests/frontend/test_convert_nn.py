@@ -76,7 +76,6 @@ def test_batch_norm_keeps_its_parameters_by_name():
     (Lambda(lambda x: F.avg_pool2d(x, 2, divisor_override=3)), (rand(1, 2, 4, 4),), "divisor_override"),
     (Lambda(lambda x: F.adaptive_avg_pool2d(x, 3)), (rand(1, 2, 4, 4),), r"output size \(3, 3\) does not divide"),
     (Lambda(lambda x: F.avg_pool2d(x, 3, 2, 1, ceil_mode=True)), (rand(1, 2, 8, 8),), "count_include_pad=True"),
-    (Lambda(lambda a, b: torch.bmm(a, b)), (rand(2, 3, 4), rand(2, 4, 5)), r"aten.bmm.default .*batched matrix"),
 ])
 def test_unsupported_uses_are_named(model, inputs, message):
     with pytest.raises(UnsupportedOpError, match=message):

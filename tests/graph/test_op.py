@@ -39,6 +39,7 @@ def every_op_call():
                                 padding=1),
         G.nn.winograd_conv2d(img, np.linspace(-1, 1, 6 * 4 * 9, dtype="float32").reshape(6, 4, 3, 3), 2,
                              padding=(1, 1, 1, 2)),
+        G.nn.batch_matmul(G.reshape(img, (4, 6, 5)), G.reshape(G.transpose(img), (4, 5, 6))),
         *quantized_calls(img, mat),
     ]
     return [img, w, w3, dw, vec, mat, wmat, *stats], calls

@@ -1,0 +1,26 @@
+"""The batched matrix product converter (``aten.bmm``) against PyTorch: bmm itself, matmul of 3-D and 4-D
+operands with broadcasting, ``q @ k.transpose(-2, -1)``, and a Linear over a 3-D tensor."""
+import pytest
+
+from .helpers import Case, Lambda, check_case, rand, torch
+
+nn = torch.nn
+
+CASES = [
+    Case("bmm", lambda: Lambda(lambda a, b: torch.bmm(a, b)), lambda: (rand(2, 3, 4), rand(2, 4, 5))),
+    Case("matmul_4d_broadcast", lambda: Lambda(lambda a, b: a @ b), lambda: (rand(2, 3, 5, 4), rand(3, 4, 6))),
+    Case("scores", lambda: Lambda(lambda q, k: torch.softmax(q @ k.transpose(-2, -1) * 0.5, -1) @ k),
+         lambda: (rand(1, 2, 7, 8), rand(1, 2, 7, 8))),
+    Case("linear_3d", lambda: nn.Linear(8, 5), lambda: (rand(2, 3, 8),)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_matches_pytorch(case):
+    check_case(case)
+
+
+@pytest.mark.parametrize("index", [1, 2], ids=["matmul_4d_broadcast", "scores"])
+def test_compiled(index):
+    text = str(check_case(CASES[index], build=True))
+    assert "nn.batch_matmul" in text
