@@ -33,7 +33,8 @@ def batch_matmul(a: Tensor, b: Tensor) -> Tensor:
 def schedule_batch_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     """Per (batch, row, column tile) the product accumulates a tile of one vector register's worth of
     columns, with the reduction outside the vectorized column loop (rows of ``b`` read contiguously);
-    batches, rows and column tiles are fused into one loop, parallel when the work is large."""
+    batches and rows are fused into one loop, parallel when the work is large (fusing the column tiles
+    in too would leave the tile's coordinates as divisions of the fused loop in every vector access)."""
     product, host = stored_whole(s, product, host)
     lanes = current_target().vector_bytes // np.dtype(product.dtype).itemsize
     tile = largest_divisor(int(product.shape[2]), 2 * lanes)
@@ -45,4 +46,4 @@ def schedule_batch_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     pstage.reorder(pn, pi, *pstage.op.reduce_axis, pj)
     pstage.vectorize(pj)
     hstage.vectorize(ji)
-    parallel_outer(hstage, [n, i, jo], reduction_work(product))
+    parallel_outer(hstage, [n, i], reduction_work(product))
