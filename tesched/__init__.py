@@ -20,6 +20,7 @@ from tesched.errors import (
 )
 from tesched.lower.func import LoweredFunc
 from tesched.lower.pipeline import lower
+from tesched.schedule.kinds import ThreadAxis, thread_axis
 from tesched.schedule.schedule import Schedule, Stage, create_schedule
 from tesched.target import Target
 from tesched.te import boundary
@@ -105,5 +106,5 @@ __all__ = [
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
     "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "ThreadAxis", "thread_axis",
 ]

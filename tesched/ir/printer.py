@@ -132,7 +132,7 @@ class IRPrinter(NodeFunctor):
         return "".join(self.visit(c) for c in s.stmts)
 
     def visit_For(self, s: ir.For) -> str:
-        kind = "" if s.kind is LoopKind.SERIAL else f"{s.kind} "
+        kind = "" if s.kind is LoopKind.SERIAL else f"bind({s.thread}) " if s.thread else f"{s.kind} "
         step = "" if s.step == 1 else f" step {s.step}"
         hints = "".join(f" pragma({k}={v})" for k, v in s.pragmas)
         head = (f"{self._pad()}{kind}for {self.name_of(s.var)} in [{self.expr(s.begin)}, {self.expr(s.end)})"

@@ -210,7 +210,8 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
-        if isinstance(info, LoopMark) and (info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) or ivdep):
+        if isinstance(info, LoopMark) and (info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) or info.kind.bound
+                                           or ivdep):
             band = node.child(0)
             dom = band.get_domain()
             local = conflicts.intersect_domain(dom).intersect_range(dom)
@@ -226,7 +227,7 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 carried = (local.intersect(prefix.apply_range(prefix.reverse()))
                            .subtract(partial.apply_range(partial.reverse())))
                 a, av, b, bv = _example(carried)
-                what = "has pragma ivdep" if ivdep else f"is {info.kind}"
+                what = "has pragma ivdep" if ivdep else f"is bound to {info.thread}" if info.thread else f"is {info.kind}"
                 raise ScheduleError(
                     f"loop {info.label} of stage {info.stage} {what}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "

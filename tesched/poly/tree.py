@@ -34,6 +34,7 @@ class LoopMark:
     origin: str = ""
     pragmas: tuple[tuple[str, bool | int], ...] = ()    # C loop hints (``Stage.pragma``)
     group: FusedGroup | None = None     # the fuse over a symbolic extent this loop is a component of
+    thread: str = ""                    # the GPU index the loop is bound to (``bind``), e.g. "threadIdx.x"
 
     @property
     def label(self) -> str:
@@ -133,8 +134,9 @@ class TreeBuilder:
         group = sm.group_of(var)
         kind = sm.loop_kind(var)
         hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items())) if group is None else group.check_pragmas
+        axis = sm.stage.thread_bindings.get(var)
         return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent.get(id(var)), sm.stage.loop_origin(var),
-                                         hints, group))
+                                         hints, group, axis.tag if axis is not None else ""))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all
