@@ -1,0 +1,393 @@
+"""Loop IR -> GPU kernels: OpenCL C or CUDA C from one printer and a table of the two dialects.
+
+A lowered function is cut into kernels: the statements of its body outside every loop bound to a GPU
+index (``Stage.bind``) are the host's (sequences, produce markers, whole intermediate tensors, which the
+host allocates in device memory), and each maximal statement below them is one kernel, launched in
+order. In a kernel, a loop bound to ``blockIdx.d`` becomes ``v = begin + group id d`` and one bound to
+``threadIdx.d`` ``v = begin + local id d``, each guarded by ``v < end``; the launch geometry along each
+index is the largest trip count of the loops bound to it: an expression of the size parameters, or the
+constant bound the lowering knows (:class:`Launch`, evaluated by the host when it runs).
+
+Memory: a ``compute_at`` buffer allocated inside the block loops but outside the thread loops lives in
+shared memory (``__local``/``__shared__``, declared at the kernel's top, of the footprint's constant box),
+one allocated inside a thread loop in registers (a private array). In a block, outside the thread loops,
+stores to memory the threads share run on the group's first thread, and a barrier goes between two
+statements when one writes shared memory the other accesses at another index (another thread's
+element), and at the end of a serial loop whose iterations do that; accesses at the same index are the
+same thread's (the dependence check has refused loops bound to threads that share an element).
+
+It refuses, as :class:`~tesched.errors.ScheduleError` naming the stage and the loop: a loop left unbound
+outside the kernel, a block loop inside a serial or thread loop, a shared buffer of symbolic size or one
+over the target's shared-memory limit, more threads than the target allows, a cache stage computed
+where its scope cannot live. It does not compile or run anything (:mod:`tesched.driver.gpu`) and knows
+nothing of isl.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tesched.arith.simplify import simplify
+from tesched.codegen.c import CodeGen
+from tesched.errors import BuildError, ScheduleError
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import walk_stmts
+from tesched.lower.func import LoweredFunc
+from tesched.schedule.kinds import LoopKind, ThreadAxis
+from tesched.target import Target
+from tesched.te import dtype as dt
+from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.visit import structural_key, walk
+from tesched.transform.simplify_indices import loop_range
+
+GPU_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
+
+# the C type names the expression printer writes, for each dialect
+_OPENCL_TYPES = """typedef char int8_t; typedef short int16_t; typedef int int32_t; typedef long int64_t;
+typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
+#define INT64_C(x) x##L
+#define TS_FN static inline
+"""
+_CUDA_TYPES = """typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
+typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
+typedef unsigned long long uint64_t;
+#define INT64_C(x) x##LL
+#define INFINITY __int_as_float(0x7f800000)
+#define NAN __int_as_float(0x7fffffff)
+#define TS_FN static __device__ __forceinline__
+"""
+# OpenCL C spells the single-precision functions without the f suffix (they are overloaded)
+_OPENCL_FLOAT_FUNCTIONS = "".join(
+    f"#define {fn}f {fn}\n" for fn in ("exp", "log", "sqrt", "tanh", "floor", "ceil", "fabs", "rint", "trunc", "pow",
+                                       "fmod", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2"))
+
+# the helpers of the runtime header a scalar expression may call, with the same semantics
+_HELPERS = """TS_FN int64_t ts_floordiv(int64_t a, int64_t b) {
+  if (b == 0) return 0;
+  int64_t q = a / b, r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
+}
+TS_FN int64_t ts_floormod(int64_t a, int64_t b) {
+  if (b == 0 || b == -1) return 0;
+  int64_t r = a % b;
+  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
+}
+TS_FN int64_t ts_fmod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+#define TS_MINMAX(T, S) \\
+  TS_FN T ts_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \\
+  TS_FN T ts_max_##S(T a, T b) { return (a > b || a != a) ? a : b; }
+TS_MINMAX(float, f32)
+TS_MINMAX(int32_t, i32)
+TS_MINMAX(int64_t, i64)
+TS_MINMAX(int8_t, bool)
+TS_FN int32_t ts_abs_i32(int32_t a) { return a < 0 ? -a : a; }
+TS_FN int64_t ts_abs_i64(int64_t a) { return a < 0 ? -a : a; }
+TS_FN float ts_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }
+"""
+_DOUBLE_HELPERS = """TS_MINMAX(double, f64)
+TS_FN double ts_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
+"""
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one GPU language spells what the kernels need."""
+
+    name: str
+    kernel: str                 # what precedes a kernel's name in its definition
+    pointer: str                # qualifier of a buffer argument's elements
+    restrict: str
+    shared: str                 # qualifier of a shared-memory array
+    barrier: str
+    index: dict[str, str]       # GPU index tag -> its expression
+    prelude: str
+    double_prelude: str         # what float64 needs first
+
+
+OPENCL = Dialect("opencl", "__kernel void", "__global ", "restrict", "__local ", "barrier(CLK_LOCAL_MEM_FENCE);",
+                 {f"{k}.{d}": f"get_{'group' if k == 'blockIdx' else 'local'}_id({i})"
+                  for k in ("blockIdx", "threadIdx") for i, d in enumerate("xyz")},
+                 _OPENCL_TYPES + _OPENCL_FLOAT_FUNCTIONS, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
+CUDA = Dialect("cuda", 'extern "C" __global__ void', "", "__restrict__", "__shared__ ", "__syncthreads();",
+               {f"{k}.{d}": f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz"}, _CUDA_TYPES, "")
+DIALECTS = {"opencl": OPENCL, "cuda": CUDA}
+
+
+@dataclass
+class Launch:
+    """One kernel and its launch geometry: per GPU index tag, the trip counts of the loops bound to it
+    (ints or expressions of the size parameters); the launch takes the largest."""
+
+    name: str
+    extents: dict[str, list[Expr]] = field(default_factory=dict)
+    shared_bytes: int = 0
+
+    def geometry(self, evaluate: Callable[[Expr], int]) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        """``(blocks, threads)`` along x, y, z, given the value of a size expression."""
+        def size(tag: str) -> int:
+            return max([max(evaluate(e), 1) for e in self.extents.get(tag, [])], default=1)
+        return (tuple(size(f"blockIdx.{d}") for d in "xyz"),      # type: ignore[return-value]
+                tuple(size(f"threadIdx.{d}") for d in "xyz"))
+
+
+@dataclass
+class GpuSource:
+    """Generated GPU code: its ``source``, its dialect, the kernels in launch order and the intermediate
+    tensors the host allocates in device memory (``scratch``)."""
+
+    source: str
+    dialect: str
+    kernels: list[Launch]
+    scratch: list[ir.Buffer]
+
+
+class _Access:
+    """One access of a shared buffer: the buffer, whether it writes, and the key of its indices."""
+
+    def __init__(self, buffer: ir.Buffer, write: bool, indices: tuple):
+        self.buffer, self.write = buffer, write
+        self.key = tuple(structural_key(i) for i in indices)
+
+    def conflicts(self, other: "_Access") -> bool:
+        """Whether another thread may touch this one's element between the two (a barrier is needed)."""
+        return self.buffer is other.buffer and (self.write or other.write) and self.key != other.key
+
+
+class GpuCodeGen(CodeGen):
+    """Kernels of a lowered function in one dialect: ``program()`` returns its :class:`GpuSource`."""
+
+    def __init__(self, func: LoweredFunc, target: Target, dialect: Dialect):
+        super().__init__(func, frozenset(), target)
+        self.dialect = dialect
+        self.scratch: list[ir.Buffer] = []
+        self.kernels: list[Launch] = []
+        self.shared_lines: list[str] = []
+        self.shared: set[int] = set()          # ids of the buffers in shared memory
+        self.private: set[int] = set()         # ids of the buffers in registers
+        self.enclosing: list[ir.For] = []
+        self.threads = False                   # whether the kernel being written has threads
+        self.kernel_texts: list[str] = []
+        self._shared_bytes = 0                 # shared memory of the kernel being written
+        self.scopes = {id(sm.buffer): (sm.name, sm.stage.memory_scope) for sm in func.model.stages
+                       if getattr(sm, "buffer", None) is not None}
+
+    # host side ------------------------------------------------------------------------------------
+    def host(self, s: ir.Stmt) -> None:
+        """Walk the statements the host runs; each other statement is a kernel."""
+        if isinstance(s, ir.Block):
+            for c in s.stmts:
+                self.host(c)
+        elif isinstance(s, ir.Produce):
+            self.host(s.body)
+        elif isinstance(s, ir.Allocate) and s.buffer.scope is ir.BufferScope.GLOBAL:
+            self.scratch.append(s.buffer)
+            self.host(s.body)
+        else:
+            self.kernel(s)
+
+    def kernel(self, s: ir.Stmt) -> None:
+        launch = Launch(self.names.fresh(f"{self.func.name}_kernel{len(self.kernels)}"))
+        for loop in walk_stmts(s):
+            if isinstance(loop, ir.For) and loop.thread:
+                launch.extents.setdefault(loop.thread, []).append(self._trip_count(loop))
+        self.threads = any(tag.startswith("thread") for tag in launch.extents)
+        self._check_threads(launch, s)
+        self.lines, self.shared_lines, self.enclosing = [], [], []
+        self.indent = 1
+        self.visit(s)
+        body = self.lines
+        params = [f"{self.dialect.pointer}{dt.C_TYPES[b.dtype]} *{self.dialect.restrict} {self.name(b, b.name)}"
+                  for b in self.func.args + tuple(self.scratch)]
+        params += [f"int64_t {self.name(p, p.name)}" for p in self.func.params]
+        launch.shared_bytes = self._shared_bytes
+        self.kernel_texts.append("\n".join([f"{self.dialect.kernel} {launch.name}({', '.join(params)}) {{"]
+                                           + self.shared_lines + body + ["}", ""]))
+        self.kernels.append(launch)
+        self._shared_bytes = 0
+
+    def _trip_count(self, loop: ir.For) -> Expr:
+        trips = simplify(Binary("sub", loop.end, loop.begin, "int64"))
+        params = {id(p) for p in self.func.params}
+        if all(id(v) in params for v in walk(trips) if isinstance(v, Var)):
+            return trips
+        if loop.extent_hint is not None:
+            return Const(loop.extent_hint, "int64")
+        raise ScheduleError(f"loop {loop.var.name} of stage {loop.stage} is bound to {loop.thread}, but its trip count "
+                            f"{trips!r} depends on the loops around it and has no constant bound: split it by a "
+                            "constant factor and bind the inner loop")
+
+    def _check_threads(self, launch: Launch, s: ir.Stmt) -> None:
+        constant = 1
+        for d in "xyz":
+            sizes = launch.extents.get(f"threadIdx.{d}", [])
+            if any(not isinstance(e, Const) for e in sizes):
+                raise ScheduleError(f"{launch.name}: the loops bound to threadIdx.{d} have a symbolic trip count "
+                                    "(a block's size must be known when compiling): split them by a constant factor")
+            constant *= max([int(e.value) for e in sizes if isinstance(e, Const)], default=1)
+        if constant > self.target.gpu_max_threads:
+            loops = ", ".join(f"{tag}: {max(int(e.value) for e in es if isinstance(e, Const))}"
+                              for tag, es in launch.extents.items() if tag.startswith("thread"))
+            stages = ", ".join(dict.fromkeys(f.stage for f in walk_stmts(s) if isinstance(f, ir.For) and f.thread))
+            raise ScheduleError(f"{launch.name} (stages {stages}): {constant} threads per block ({loops}) "
+                                f"but {self.target.name} allows {self.target.gpu_max_threads}; use smaller thread "
+                                "tiles")
+
+    # kernels --------------------------------------------------------------------------------------
+    @property
+    def _scope(self) -> str:
+        """``grid`` outside every bound loop, ``block`` inside block loops only, ``thread`` in a thread loop."""
+        kinds = [f.kind for f in self.enclosing]
+        if LoopKind.GPU_THREAD in kinds:
+            return "thread"
+        return "block" if LoopKind.GPU_BLOCK in kinds else "grid"
+
+    def visit_For(self, s: ir.For) -> None:
+        if not s.thread:
+            if self._scope == "grid":
+                raise ScheduleError(
+                    f"loop {s.var.name} of stage {s.stage} is left unbound outside the GPU kernel: bind it "
+                    f"(s[{s.stage}].bind({s.var.name}, ts.thread_axis('blockIdx.x'))) or bind a loop around it")
+            self.enclosing.append(s)
+            super().visit_For(s)
+            self.enclosing.pop()
+            if self._scope == "block" and self._inner_conflicts(s.body):
+                self.lines.insert(len(self.lines) - 1, "  " * (self.indent + 1) + self.dialect.barrier)
+            return
+        axis = ThreadAxis(s.thread)
+        if axis.kind is LoopKind.GPU_BLOCK and any(f.kind is not LoopKind.GPU_BLOCK for f in self.enclosing):
+            outer = next(f for f in self.enclosing if f.kind is not LoopKind.GPU_BLOCK)
+            raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is bound to {s.thread} inside loop "
+                                f"{outer.var.name} of stage {outer.stage}, which is not a block loop: loops bound "
+                                "to blockIdx must be outermost")
+        if axis.kind is LoopKind.GPU_THREAD and self._scope == "block" and self._inner_conflicts(s):
+            raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is bound to {s.thread}, but inside it threads "
+                                "read shared memory that other threads of it write (no barrier can go inside a "
+                                "thread loop): compute the shared stage at a block loop outside it")
+        v = self.name(s.var, s.var.name)
+        index = f"(int64_t){self.dialect.index[s.thread]}"
+        begin = simplify(s.begin, self.exprs.ranges)
+        self.emit("{")
+        self.emit(f"const int64_t {v} = {index if isinstance(begin, Const) and begin.value == 0 else f'{self.expr(begin)} + {index}'};", 1)
+        self.emit(f"if ({v} < {self.expr(s.end)}) {{", 1)
+        self.enclosing.append(s)
+        self.indent += 1
+        self.nested(s.body, loop_range(s, self.exprs.ranges))
+        self.indent -= 1
+        self.enclosing.pop()
+        self.emit("}", 1)
+        self.emit("}")
+
+    def visit_Block(self, s: ir.Block) -> None:
+        if self._scope != "block":
+            super().visit_Block(s)
+            return
+        pending: list[_Access] = []
+        for c in s.stmts:
+            accesses = self._accesses(c)
+            if any(a.conflicts(p) for a in accesses for p in pending):
+                self.emit(self.dialect.barrier)
+                pending = []
+            pending += accesses
+            self.visit(c)
+
+    def _accesses(self, s: ir.Stmt) -> list[_Access]:
+        out = []
+        for node in walk_stmts(s):
+            if isinstance(node, ir.Store) and id(node.buffer) in self.shared:
+                out.append(_Access(node.buffer, True, node.indices))
+            for e in _expressions(node):
+                out += [_Access(r.buffer, False, r.indices) for r in walk(e)
+                        if isinstance(r, ir.Load) and id(r.buffer) in self.shared]
+        return out
+
+    def _inner_conflicts(self, s: ir.Stmt) -> bool:
+        accesses = self._accesses(s)
+        return any(a.conflicts(b) for a in accesses for b in accesses)
+
+    def visit_Store(self, s: ir.Store) -> None:
+        if s.atomic:
+            raise BuildError(f"{self.func.name}: atomic updates (a scatter's) are not supported by GPU targets yet")
+        if self._scope == "block" and self.threads and id(s.buffer) not in self.private:
+            first = " && ".join(f"{self.dialect.index[f'threadIdx.{d}']} == 0" for d in "xyz")
+            self.emit(f"if ({first}) {{")
+            self.indent += 1
+            super().visit_Store(s)
+            self.indent -= 1
+            self.emit("}")
+            return
+        super().visit_Store(s)
+
+    def visit_Allocate(self, s: ir.Allocate) -> None:
+        b = s.buffer
+        stage, wanted = self.scopes.get(id(b), (b.name, None))
+        if b.scope is not ir.BufferScope.LOCAL:
+            raise BuildError(f"{self.func.name}: the whole tensor {b.name} is allocated inside a kernel")
+        where = "shared" if self._scope == "block" else "local"
+        loop = self.enclosing[-1].var.name if self.enclosing else "the kernel"
+        if wanted in ("shared", "local") and wanted != where:
+            fix = "a loop bound to blockIdx (or a serial loop inside it)" if wanted == "shared" else \
+                "a loop bound to threadIdx (or a loop inside it)"
+            raise ScheduleError(f"stage {stage} was made for {wanted} memory but is computed at loop {loop}, where "
+                                f"it lives in {where} memory: compute it at {fix}")
+        sizes = b.constant_shape()
+        if sizes is None:
+            raise ScheduleError(f"stage {stage} is computed at loop {loop} in {where} memory, but its region "
+                                f"{b.shape} has no constant size: give its readers' loops constant extents")
+        count = max(b.element_count() or 1, 1)
+        ctype, name = dt.C_TYPES[b.dtype], self.name(b, b.name)
+        self.emit("{")
+        for off in b.offsets:
+            if isinstance(off, ir.OriginVar):
+                self.emit(f"int64_t {self.name(off, off.name)} = 0;", 1)
+        if where == "shared":
+            self.shared.add(id(b))
+            self._shared_bytes += count * dt.itemsize(b.dtype)
+            if self._shared_bytes > self.target.gpu_shared_bytes:
+                raise ScheduleError(f"stage {stage} computed at loop {loop} needs {count * dt.itemsize(b.dtype)} bytes "
+                                    f"of shared memory ({self._shared_bytes} in its kernel) but {self.target.name} "
+                                    f"has {self.target.gpu_shared_bytes}: use smaller block tiles")
+            self.shared_lines.append(f"  {self.dialect.shared}{ctype} {name}[{count}];")
+        else:
+            self.private.add(id(b))
+            self.emit(f"{ctype} {name}[{count}];", 1)
+        self.nested(s.body)
+        self.emit("}")
+
+    def visit_Prefetch(self, s: ir.Prefetch) -> None:
+        """A cache prefetch hint has no GPU counterpart here: dropped."""
+
+    def visit_IntrinsicCall(self, s: ir.IntrinsicCall) -> None:
+        raise BuildError(f"{self.func.name}: tensor intrinsic {s.intrin.name} is CPU C; GPU targets cannot call it")
+
+    def visit_Timer(self, s: ir.Timer) -> None:
+        raise BuildError(f"{self.func.name}: profile=True is for CPU targets")
+
+    # program --------------------------------------------------------------------------------------
+    def program(self) -> GpuSource:
+        f = self.func
+        for b in f.args:
+            if b.dtype not in GPU_DTYPES:
+                raise BuildError(f"{f.name}: argument {b.name} is {b.dtype}; GPU targets take {', '.join(GPU_DTYPES)}")
+        if any(isinstance(e, ir.CheckedIndex) for node in walk_stmts(f.body) for x in _expressions(node)
+               for e in walk(x)):
+            raise BuildError(f"{f.name}: a data-dependent index needs a run-time check, which GPU targets do not "
+                             "have yet")
+        self.host(f.body)
+        doubles = any(b.dtype == "float64" for b in f.args + tuple(self.scratch)) or "double" in "".join(self.kernel_texts)
+        prelude = (self.dialect.double_prelude if doubles else "") + self.dialect.prelude + _HELPERS + \
+            (_DOUBLE_HELPERS if doubles else "")
+        return GpuSource(prelude + "\n" + "\n".join(self.kernel_texts), self.dialect.name, self.kernels, self.scratch)
+
+
+def _expressions(s: ir.Stmt) -> list[Expr]:
+    """The expressions a statement holds directly (not those of the statements inside it)."""
+    out: list[Expr] = []
+    for value in vars(s).values():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        out += [x for x in items if isinstance(x, Expr)]
+    return out
+
+
+def generate_gpu(func: LoweredFunc, target: Target) -> GpuSource:
+    """The kernels of ``func`` (finished for ``target``) in ``target``'s GPU language."""
+    return GpuCodeGen(func, target, DIALECTS[target.backend]).program()

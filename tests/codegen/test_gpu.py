@@ -1,0 +1,82 @@
+"""Tests of the GPU kernel printer: the code of both dialects, the launch geometry, and the schedules it
+refuses. Running the kernels is tested in tests/driver/test_gpu.py."""
+import pytest
+
+import tesched as ts
+from tesched.codegen.gpu import CUDA, OPENCL, generate_gpu
+from tesched.lower.pipeline import lower_for_target
+from tesched.target import Target
+
+
+def _kernels(s, args, target="opencl"):
+    machine = Target(target)
+    return generate_gpu(lower_for_target(ts.lower(s, args), machine), machine)
+
+
+def _scale(rows=None):
+    n = ts.var("n") if rows is None else rows
+    A = ts.placeholder((n, 37), name="A")
+    B = ts.compute((n, 37), lambda i, j: A[i, j] * 2.0, name="B")
+    return A, B
+
+
+@pytest.mark.parametrize("dialect", [OPENCL, CUDA])
+def test_bound_loops_become_indices_and_geometry_covers_them(dialect):
+    A, B = _scale()
+    s = ts.create_schedule(B.op)
+    s[B].gpu_tile(B.op.axis[0], B.op.axis[1], 4, 8)
+    src = _kernels(s, [A, B], dialect.name)
+    assert src.dialect == dialect.name and len(src.kernels) == 1
+    for tag in ("blockIdx.x", "blockIdx.y", "threadIdx.x", "threadIdx.y"):
+        assert dialect.index[tag] in src.source
+    assert dialect.kernel in src.source and dialect.barrier not in src.source
+    n = s[B].op.input_tensors[0].shape[0]
+    blocks, threads = src.kernels[0].geometry(lambda e: ts_eval(e, {id(n): 10}))
+    assert blocks == (5, 3, 1) and threads == (8, 4, 1)
+
+
+def ts_eval(e, values):
+    from tesched.driver.allocations import evaluate_size
+    return evaluate_size(e, values)
+
+
+def test_two_root_stages_are_two_kernels_and_the_intermediate_is_scratch():
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((64,), lambda i: A[i] + 1.0, name="B")
+    C = ts.compute((64,), lambda i: B[63 - i] * 2.0, name="C")
+    s = ts.create_schedule(C.op)
+    for T in (B, C):
+        o, i = s[T].split(T.op.axis[0], factor=16)
+        s[T].bind(o, ts.thread_axis("blockIdx.x"))
+        s[T].bind(i, ts.thread_axis("threadIdx.x"))
+    src = _kernels(s, [A, C])
+    assert [b.name for b in src.scratch] == ["B"] and len(src.kernels) == 2
+
+
+def test_unbound_loop_outside_the_kernel_is_refused():
+    A, B = _scale(12)
+    s = ts.create_schedule(B.op)
+    s[B].bind(B.op.axis[1], ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.ScheduleError, match="loop i of stage B is left unbound outside the GPU kernel"):
+        _kernels(s, [A, B])
+
+
+def test_block_loop_inside_a_thread_loop_is_refused():
+    A, B = _scale(12)
+    s = ts.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
+    s[B].bind(B.op.axis[1], ts.thread_axis("blockIdx.x"))
+    with pytest.raises(ts.ScheduleError, match="loop j of stage B is bound to blockIdx.x inside loop i of stage B"):
+        _kernels(s, [A, B])
+
+
+def test_too_many_threads_per_block_names_the_loops():
+    A, B = _scale(64)
+    s = ts.create_schedule(B.op)
+    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.y"))
+    s[B].bind(B.op.axis[1], ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.ScheduleError, match=r"2368 threads per block \(threadIdx.y: 64, threadIdx.x: 37\) "
+                                                r"but opencl allows 256"):
+        _kernels(s, [A, B])
+    with pytest.raises(ts.ScheduleError, match="but cuda allows 1024"):
+        _kernels(s, [A, B], "cuda")

@@ -1,0 +1,136 @@
+"""Tests of GPU kernels run on an OpenCL device (pocl where there is no GPU) against NumPy, compiled by
+NVRTC for CUDA, and run on a CUDA GPU where there is one (``pytest -m gpu``)."""
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import tesched as ts
+from tesched.driver import gpu
+from tests.gpu_helpers import need_cuda_device, need_nvrtc, need_opencl
+
+
+def _scale_schedule(xf, yf):
+    n = ts.var("n")
+    A = ts.placeholder((n, 37), name="A")
+    B = ts.compute((n, 37), lambda i, j: ts.exp(A[i, j]) * 2.0 - 1.0, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].gpu_tile(B.op.axis[0], B.op.axis[1], xf, yf)
+    return s, A, B
+
+
+@settings(max_examples=5, deadline=None)
+@given(xf=st.integers(1, 8), yf=st.integers(1, 16), rows=st.integers(1, 20))
+def test_gpu_tile_on_opencl_matches_numpy(xf, yf, rows):
+    need_opencl()
+    s, A, B = _scale_schedule(xf, yf)
+    f = ts.build(s, [A, B], target="opencl")
+    a = np.random.rand(rows, 37).astype("float32")
+    b = np.full_like(a, np.nan)
+    f(a, b)
+    np.testing.assert_allclose(b, np.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
+
+
+def test_two_kernels_with_an_intermediate_and_pyopencl_arrays_in_place():
+    need_opencl()
+    cla = pytest.importorskip("pyopencl.array")
+    n = ts.var("n")
+    A = ts.placeholder((n,), name="A")
+    B = ts.compute((n,), lambda i: A[i] * A[i], name="B")
+    C = ts.compute((n,), lambda i: B[n - 1 - i] + 1.0, name="C")
+    s = ts.create_schedule(C.op)
+    for T in (B, C):
+        o, i = s[T].split(T.op.axis[0], factor=32)
+        s[T].bind(o, ts.thread_axis("blockIdx.x"))
+        s[T].bind(i, ts.thread_axis("threadIdx.x"))
+    f = ts.build(s, [A, C], target="opencl")
+    assert len(f.gpu.kernels) == 2
+    a = np.random.rand(77).astype("float32")
+    queue = gpu.opencl_queue()
+    a_dev, c_dev = cla.to_device(queue, a), cla.empty(queue, (77,), np.float32)
+    f(a_dev, c_dev)
+    np.testing.assert_allclose(c_dev.get(), (a * a)[::-1] + 1, rtol=1e-6)
+    c = np.full(77, np.nan, np.float32)
+    f(a, c)
+    np.testing.assert_allclose(c, (a * a)[::-1] + 1, rtol=1e-6)
+
+
+def test_bad_arguments_name_the_argument():
+    need_opencl()
+    s, A, B = _scale_schedule(2, 8)
+    f = ts.build(s, [A, B], target="opencl")
+    a = np.zeros((3, 37), np.float32)
+    with pytest.raises(TypeError, match="argument A: expected dtype float32, got float64"):
+        f(a.astype(np.float64), a.copy())
+    with pytest.raises(ValueError, match="argument B: dimension 0 is 4, but size n is 3"):
+        f(a, np.zeros((4, 37), np.float32))
+    with pytest.raises(ValueError, match=r"argument B: expected shape \(3, 37\), got \(3, 36\)"):
+        f(a, np.zeros((3, 36), np.float32))
+    with pytest.raises(TypeError, match="takes 2 arrays"):
+        f(a)
+    with pytest.raises(TypeError, match="argument B: expected a numpy.ndarray or a pyopencl array, got list"):
+        f(a, [0.0])
+
+
+def test_array_of_another_context_is_refused():
+    need_opencl()
+    cl = pytest.importorskip("pyopencl")
+    cla = pytest.importorskip("pyopencl.array")
+    s, A, B = _scale_schedule(2, 8)
+    f = ts.build(s, [A, B], target="opencl")
+    other = cl.CommandQueue(cl.Context([gpu.opencl_queue().device]))
+    a = cla.to_device(other, np.zeros((3, 37), np.float32))
+    with pytest.raises(ValueError, match="argument A: a pyopencl array of another context"):
+        f(a, np.zeros((3, 37), np.float32))
+
+
+@pytest.mark.parametrize("arch", gpu.CUDA_ARCHES)
+def test_cuda_kernels_compile_with_nvrtc(arch):
+    need_nvrtc()
+    s, A, B = _scale_schedule(4, 8)
+    f = ts.build(s, [A, B], target="cuda")
+    assert "blockIdx.y" in f.source and "threadIdx.x" in f.source
+    assert f.ptx[arch].startswith(b"//") and b".entry default_function_kernel0" in f.ptx[arch]
+
+
+def test_nvrtc_error_is_a_build_error_with_log_and_source():
+    need_nvrtc()
+    with pytest.raises(ts.BuildError, match=r"(?s)NVRTC rejected.*undefined.*--- source ---.*no_such_thing"):
+        gpu.compile_cuda('extern "C" __global__ void k(float *a) { a[0] = no_such_thing; }', "sm_90")
+
+
+def test_missing_package_names_the_extra(monkeypatch):
+    real = importlib.import_module
+
+    def without_pyopencl(name, *args):
+        if name.startswith("pyopencl"):
+            raise ImportError(f"No module named {name!r}")
+        return real(name, *args)
+
+    monkeypatch.setattr(gpu.importlib, "import_module", without_pyopencl)
+    with pytest.raises(ImportError, match=r"target 'opencl' needs pyopencl.*pip install tesched\[gpu\]"):
+        gpu.gpu_module("pyopencl", "opencl")
+
+
+def test_no_opencl_platform_names_pocl(monkeypatch):
+    cl = pytest.importorskip("pyopencl")
+    monkeypatch.setattr(cl, "get_platforms", lambda: [])
+    gpu.opencl_queue.cache_clear()
+    try:
+        with pytest.raises(ts.TeschedError, match="no OpenCL platform.*pocl"):
+            gpu.opencl_queue()
+    finally:
+        monkeypatch.undo()
+        gpu.opencl_queue.cache_clear()
+
+
+@pytest.mark.gpu
+def test_cuda_kernel_runs_on_a_gpu():
+    need_cuda_device()
+    s, A, B = _scale_schedule(4, 8)
+    f = ts.build(s, [A, B], target="cuda")
+    a = np.random.rand(9, 37).astype("float32")
+    b = np.full_like(a, np.nan)
+    f(a, b)
+    np.testing.assert_allclose(b, np.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
