@@ -3,9 +3,10 @@
 A lowered function is cut into kernels: the statements of its body outside every loop bound to a GPU
 index (``Stage.bind``) are the host's (sequences, produce markers, whole intermediate tensors, which the
 host allocates in device memory), and each maximal statement below them is one kernel, launched in
-order. In a kernel, a loop bound to ``blockIdx.d`` becomes ``v = begin + group id d`` and one bound to
-``threadIdx.d`` ``v = begin + local id d``, each guarded by ``v < end``; the launch geometry along each
-index is the largest trip count of the loops bound to it: an expression of the size parameters, or the
+order. In a kernel, a loop bound to ``blockIdx.d`` runs from ``begin + group id d`` and one bound to
+``threadIdx.d`` from ``begin + local id d``, by steps of the launch's size along that index (so each
+iteration runs even where a loop has more than the launch covers); the launch geometry along each index
+is the largest trip count of the loops bound to it: an expression of the size parameters, or the
 constant bound the lowering knows (:class:`Launch`, evaluated by the host when it runs).
 
 Memory: a ``compute_at`` buffer allocated inside the block loops but outside the thread loops lives in
@@ -99,17 +100,20 @@ class Dialect:
     restrict: str
     shared: str                 # qualifier of a shared-memory array
     barrier: str
-    index: dict[str, str]       # GPU index tag -> its expression
+    index: dict[str, str]       # GPU index tag -> its expression; blockDim/threadDim.d: the launch's sizes
     prelude: str
     double_prelude: str         # what float64 needs first
 
 
 OPENCL = Dialect("opencl", "__kernel void", "__global ", "restrict", "__local ", "barrier(CLK_LOCAL_MEM_FENCE);",
-                 {f"{k}.{d}": f"get_{'group' if k == 'blockIdx' else 'local'}_id({i})"
-                  for k in ("blockIdx", "threadIdx") for i, d in enumerate("xyz")},
+                 {f"{k}.{d}": f"get_{fn}({i})" for k, fn in (("blockIdx", "group_id"), ("threadIdx", "local_id"),
+                                                            ("blockDim", "num_groups"), ("threadDim", "local_size"))
+                  for i, d in enumerate("xyz")},
                  _OPENCL_TYPES + _OPENCL_FLOAT_FUNCTIONS, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
 CUDA = Dialect("cuda", 'extern "C" __global__ void', "", "__restrict__", "__shared__ ", "__syncthreads();",
-               {f"{k}.{d}": f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz"}, _CUDA_TYPES, "")
+               {**{f"{k}.{d}": f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz"},
+                **{f"blockDim.{d}": f"gridDim.{d}" for d in "xyz"}, **{f"threadDim.{d}": f"blockDim.{d}" for d in "xyz"}},
+               _CUDA_TYPES, "")
 DIALECTS = {"opencl": OPENCL, "cuda": CUDA}
 
 
@@ -266,15 +270,13 @@ class GpuCodeGen(CodeGen):
         v = self.name(s.var, s.var.name)
         index = f"(int64_t){self.dialect.index[s.thread]}"
         begin = simplify(s.begin, self.exprs.ranges)
-        self.emit("{")
-        self.emit(f"const int64_t {v} = {index if isinstance(begin, Const) and begin.value == 0 else f'{self.expr(begin)} + {index}'};", 1)
-        self.emit(f"if ({v} < {self.expr(s.end)}) {{", 1)
+        start = index if isinstance(begin, Const) and begin.value == 0 else f"{self.expr(begin)} + {index}"
+        # a stride of the launch's size: every iteration runs even where the launch is smaller than the loop
+        step = self.dialect.index[s.thread.replace("Idx", "Dim")]
+        self.emit(f"for (int64_t {v} = {start}; {v} < {self.expr(s.end)}; {v} += {step}) {{")
         self.enclosing.append(s)
-        self.indent += 1
         self.nested(s.body, loop_range(s, self.exprs.ranges))
-        self.indent -= 1
         self.enclosing.pop()
-        self.emit("}", 1)
         self.emit("}")
 
     def visit_Block(self, s: ir.Block) -> None:

@@ -80,3 +80,73 @@ def test_too_many_threads_per_block_names_the_loops():
         _kernels(s, [A, B])
     with pytest.raises(ts.ScheduleError, match="but cuda allows 1024"):
         _kernels(s, [A, B], "cuda")
+
+
+def _gemm(M=40, N=36, K=50, tile=8, ktile=8, shared=True):
+    A = ts.placeholder((M, K), name="A")
+    B = ts.placeholder((K, N), name="B")
+    k = ts.reduce_axis((0, K), name="k")
+    C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    s = ts.create_schedule(C.op)
+    caches = [s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])] if shared else []
+    bi, bj, ti, tj = s[C].gpu_tile(C.op.axis[0], C.op.axis[1], tile, tile)
+    ko, ki = s[C].split(k, factor=ktile)
+    s[C].reorder(ko, ti, tj, ki)
+    for X in caches:
+        s[X].compute_at(s[C], ko)
+        s[X].bind(s[X].op.axis[0], ts.thread_axis("threadIdx.y"))
+        s[X].bind(s[X].op.axis[1], ts.thread_axis("threadIdx.x"))
+    return s, (A, B, C), caches, (bi, bj, ti, tj, ko)
+
+
+def test_shared_tiles_get_a_barrier_before_their_readers_and_one_before_they_are_overwritten():
+    s, args, _, _ = _gemm()
+    src = _kernels(s, list(args))
+    body = src.source[src.source.index("__kernel"):]
+    assert "__local float A_shared[64];" in body and "__local float B_shared[64];" in body
+    assert body.count("barrier(") == 2
+    reads = body.index("A_shared[(A_shared_off")
+    assert body.index("barrier(") < reads < body.rindex("barrier(")
+    assert src.kernels[0].shared_bytes == 2 * 64 * 4
+    s, args, _, _ = _gemm(shared=False)
+    assert "barrier(" not in _kernels(s, list(args)).source
+
+
+def test_registers_need_no_barrier():
+    A, B = _scale(32)
+    s = ts.create_schedule(B.op)
+    BL = s.cache_write(B, "local")
+    bi, bj, ti, tj = s[B].gpu_tile(B.op.axis[0], B.op.axis[1], 4, 8)
+    s[BL].compute_at(s[B], tj)
+    text = str(ts.lower(s, [A, B]))
+    assert "per thread, in registers" in text
+    src = _kernels(s, [A, B])
+    kernel = src.source.split("__kernel")[1]
+    assert "float B_local_r0;" in kernel and "__local" not in kernel     # promoted to a scalar register
+    assert "barrier(" not in src.source
+
+
+def test_cache_stages_computed_where_their_scope_cannot_live_are_refused():
+    s, args, (AA, BB), (bi, bj, ti, tj, ko) = _gemm()
+    s[AA].compute_at(s[args[2]], tj)
+    with pytest.raises(ts.ScheduleError, match="stage A.shared was made for shared memory but is computed at loop"):
+        _kernels(s, list(args))
+    A, B = _scale(32)
+    s = ts.create_schedule(B.op)
+    BL = s.cache_write(B, "local")
+    bi, bj, ti, tj = s[B].gpu_tile(B.op.axis[0], B.op.axis[1], 4, 8)
+    s[BL].compute_at(s[B], bj)
+    s[BL].bind(s[BL].op.axis[0], ts.thread_axis("threadIdx.y"))
+    s[BL].bind(s[BL].op.axis[1], ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.ScheduleError, match="stage B.local was made for local memory but is computed at loop "
+                                               "j.outer, where it lives in shared memory"):
+        _kernels(s, [A, B])
+
+
+def test_shared_memory_over_the_limit_names_the_stage():
+    s, args, _, _ = _gemm(M=64, N=64, K=64, tile=16, ktile=32)    # two 16 x 32 float tiles: 4 KiB
+    _kernels(s, list(args), "cuda")
+    machine = Target("cuda").with_gpu_limits(1024, 3072)
+    with pytest.raises(ts.ScheduleError, match=r"stage B.shared computed at loop k.outer needs 2048 bytes of "
+                                                r"shared memory \(4096 in its kernel\) but cuda has 3072"):
+        generate_gpu(lower_for_target(ts.lower(s, list(args)), machine), machine)

@@ -134,3 +134,38 @@ def test_cuda_kernel_runs_on_a_gpu():
     b = np.full_like(a, np.nan)
     f(a, b)
     np.testing.assert_allclose(b, np.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=4, deadline=None)
+@given(m=st.integers(1, 40), n=st.integers(1, 40), k=st.integers(1, 40), tile=st.sampled_from([4, 8]),
+       ktile=st.sampled_from([3, 8]))
+def test_gemm_with_shared_tiles_matches_numpy(m, n, k, tile, ktile):
+    need_opencl()
+    from tests.codegen.test_gpu import _gemm
+    s, args, _, _ = _gemm(m, n, k, tile, ktile)
+    f = ts.build(s, list(args), target="opencl")
+    rng = np.random.default_rng(m * 10000 + n * 100 + k)
+    a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_registers_and_symbolic_sizes_on_opencl():
+    need_opencl()
+    n = ts.var("n")
+    A = ts.placeholder((n, 37), name="A")
+    k = ts.reduce_axis((0, 37), name="k")
+    S = ts.compute((n,), lambda i: ts.sum(A[i, k] * A[i, k], axis=k), name="S")
+    s = ts.create_schedule(S.op)
+    SL = s.cache_write(S, "local")
+    io, ii = s[S].split(S.op.axis[0], factor=16)
+    s[S].bind(io, ts.thread_axis("blockIdx.x"))
+    s[S].bind(ii, ts.thread_axis("threadIdx.x"))
+    s[SL].compute_at(s[S], ii)
+    f = ts.build(s, [A, S], target="opencl")
+    for rows in (1, 16, 45):
+        a = np.random.rand(rows, 37).astype("float32")
+        out = np.full(rows, np.nan, np.float32)
+        f(a, out)
+        np.testing.assert_allclose(out, (a * a).sum(1), rtol=1e-5)
