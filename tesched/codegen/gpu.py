@@ -13,9 +13,14 @@ Memory: a ``compute_at`` buffer allocated inside the block loops but outside the
 shared memory (``__local``/``__shared__``, declared at the kernel's top, of the footprint's constant box),
 one allocated inside a thread loop in registers (a private array). In a block, outside the thread loops,
 stores to memory the threads share run on the group's first thread, and a barrier goes between two
-statements when one writes shared memory the other accesses at another index (another thread's
-element), and at the end of a serial loop whose iterations do that; accesses at the same index are the
-same thread's (the dependence check has refused loops bound to threads that share an element).
+statements when one writes shared memory the other accesses at another element offset (another thread's
+element), and at the end of a serial loop whose iterations do that. Offsets are compared with each loop
+bound to a thread index written as ``begin + index``: equal offsets are the same thread's element (the
+dependence check has refused thread loops whose iterations share an element). Other loop variables make
+offsets differ, so the test is conservative: it may place a barrier a finer (isl) analysis would not.
+
+Inside a kernel, an unbound loop runs in every thread; ``unroll`` gives ``#pragma unroll``, ``vectorize``
+is a plain loop (no float4 yet), and an OpenMP ``parallel`` loop is refused.
 
 It refuses, as :class:`~tesched.errors.ScheduleError` naming the stage and the loop: a loop left unbound
 outside the kernel, a block loop inside a serial or thread loop, a shared buffer of symbolic size or one
@@ -25,20 +30,20 @@ nothing of isl.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from tesched.arith.simplify import simplify
 from tesched.codegen.c import CodeGen
 from tesched.errors import BuildError, ScheduleError
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import walk_stmts
+from tesched.ir.visitor import child_fields, walk_stmts
 from tesched.lower.func import LoweredFunc
 from tesched.schedule.kinds import LoopKind, ThreadAxis
 from tesched.target import Target
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Const, Expr, Var
-from tesched.te.visit import structural_key, walk
+from tesched.te.visit import structural_key, substitute, walk
 from tesched.transform.simplify_indices import loop_range
 
 GPU_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "bool")
@@ -146,11 +151,13 @@ class GpuSource:
 
 
 class _Access:
-    """One access of a shared buffer: the buffer, whether it writes, and the key of its indices."""
+    """One access of a shared buffer: the buffer, whether it writes, and the key of its indices (with each
+    loop bound to a GPU thread index written as ``begin + index``, so that two loops over the same range
+    bound to the same index give equal keys: an element at equal keys is the same thread's)."""
 
-    def __init__(self, buffer: ir.Buffer, write: bool, indices: tuple):
+    def __init__(self, buffer: ir.Buffer, write: bool, indices: tuple, threads: dict[Var, Expr]):
         self.buffer, self.write = buffer, write
-        self.key = tuple(structural_key(i) for i in indices)
+        self.key = structural_key(simplify(substitute(ir.flat_index(buffer, indices), threads)))
 
     def conflicts(self, other: "_Access") -> bool:
         """Whether another thread may touch this one's element between the two (a barrier is needed)."""
@@ -172,6 +179,7 @@ class GpuCodeGen(CodeGen):
         self.threads = False                   # whether the kernel being written has threads
         self.kernel_texts: list[str] = []
         self._shared_bytes = 0                 # shared memory of the kernel being written
+        self.tag_vars: dict[str, Var] = {}     # a GPU thread index as a variable (keys of shared accesses)
         self.scopes = {id(sm.buffer): (sm.name, sm.stage.memory_scope) for sm in func.model.stages
                        if getattr(sm, "buffer", None) is not None}
 
@@ -251,8 +259,14 @@ class GpuCodeGen(CodeGen):
                 raise ScheduleError(
                     f"loop {s.var.name} of stage {s.stage} is left unbound outside the GPU kernel: bind it "
                     f"(s[{s.stage}].bind({s.var.name}, ts.thread_axis('blockIdx.x'))) or bind a loop around it")
+            if s.kind is LoopKind.PARALLEL:
+                raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is parallel (OpenMP threads) inside a GPU "
+                                    "kernel: bind it to a GPU index instead")
+            if s.kind is LoopKind.UNROLLED or any(k == "unroll" for k, _ in s.pragmas):
+                count = next((int(v) for k, v in s.pragmas if k == "unroll"), s.extent_hint or 0)
+                self.emit(f"#pragma unroll {count}" if count else "#pragma unroll")
             self.enclosing.append(s)
-            super().visit_For(s)
+            super().visit_For(replace(s, kind=LoopKind.SERIAL, pragmas=()))
             self.enclosing.pop()
             if self._scope == "block" and self._inner_conflicts(s.body):
                 self.lines.insert(len(self.lines) - 1, "  " * (self.indent + 1) + self.dialect.barrier)
@@ -292,14 +306,24 @@ class GpuCodeGen(CodeGen):
             pending += accesses
             self.visit(c)
 
-    def _accesses(self, s: ir.Stmt) -> list[_Access]:
+    def _accesses(self, s: ir.Stmt, threads: dict[Var, Expr] | None = None) -> list[_Access]:
+        """The accesses of shared buffers in ``s``, keyed under the thread loops around them."""
+        threads = {} if threads is None else threads
+        if isinstance(s, ir.For) and s.thread.startswith("thread"):
+            index = self.tag_vars.setdefault(s.thread, Var(s.thread, "int64"))
+            threads = {**threads, s.var: simplify(Binary("add", substitute(s.begin, threads), index, "int64"))}
+        elif isinstance(s, ir.LetStmt) and threads:     # a value of the thread loops' variables
+            threads = {**threads, s.var: substitute(s.value, threads)}
         out = []
-        for node in walk_stmts(s):
-            if isinstance(node, ir.Store) and id(node.buffer) in self.shared:
-                out.append(_Access(node.buffer, True, node.indices))
-            for e in _expressions(node):
-                out += [_Access(r.buffer, False, r.indices) for r in walk(e)
-                        if isinstance(r, ir.Load) and id(r.buffer) in self.shared]
+        if isinstance(s, ir.Store) and id(s.buffer) in self.shared:
+            out.append(_Access(s.buffer, True, s.indices, threads))
+        for e in _expressions(s):
+            out += [_Access(r.buffer, False, r.indices, threads) for r in walk(e)
+                    if isinstance(r, ir.Load) and id(r.buffer) in self.shared]
+        for _, value in child_fields(s):
+            for child in value if isinstance(value, (list, tuple)) else (value,):
+                if isinstance(child, ir.Stmt):
+                    out += self._accesses(child, threads)
         return out
 
     def _inner_conflicts(self, s: ir.Stmt) -> bool:

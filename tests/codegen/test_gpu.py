@@ -150,3 +150,37 @@ def test_shared_memory_over_the_limit_names_the_stage():
     with pytest.raises(ts.ScheduleError, match=r"stage B.shared computed at loop k.outer needs 2048 bytes of "
                                                 r"shared memory \(4096 in its kernel\) but cuda has 3072"):
         generate_gpu(lower_for_target(ts.lower(s, list(args)), machine), machine)
+
+
+@pytest.mark.parametrize("shift, barriers", [(0, 0), (1, 1)])
+def test_a_barrier_only_where_another_thread_reads_the_shared_element(shift, barriers):
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((64,), lambda i: A[i] * 2.0, name="B")
+    C = ts.compute((63,), lambda i: B[i] + B[i + shift], name="C")
+    s = ts.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=16)
+    s[C].bind(o, ts.thread_axis("blockIdx.x"))
+    s[C].bind(i, ts.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], o)
+    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
+    src = _kernels(s, [A, C])
+    assert "__local float B[" in src.source and src.source.count("barrier(") == barriers
+
+
+def test_loop_kinds_inside_a_kernel():
+    A, B = _scale(32)
+    s = ts.create_schedule(B.op)
+    io, ii = s[B].split(B.op.axis[0], factor=4)
+    jo, ji = s[B].split(B.op.axis[1], factor=4)
+    s[B].bind(io, ts.thread_axis("blockIdx.x"))
+    s[B].bind(jo, ts.thread_axis("threadIdx.x"))
+    s[B].unroll(ii)
+    s[B].vectorize(ji)
+    src = _kernels(s, [A, B], "cuda").source
+    assert "#pragma omp" not in src and "i_inner" not in src       # unrolled: four copies of the body
+    s = ts.create_schedule(B.op)
+    io, ii = s[B].split(B.op.axis[0], factor=4)
+    s[B].bind(io, ts.thread_axis("blockIdx.x"))
+    s[B].parallel(ii)
+    with pytest.raises(ts.ScheduleError, match="loop i.inner of stage B is parallel .* inside a GPU kernel"):
+        _kernels(s, [A, B])

@@ -169,3 +169,22 @@ def test_registers_and_symbolic_sizes_on_opencl():
         out = np.full(rows, np.nan, np.float32)
         f(a, out)
         np.testing.assert_allclose(out, (a * a).sum(1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("shift", [0, 1, 3])
+def test_shared_stage_read_by_the_same_or_other_threads(shift):
+    need_opencl()
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((64,), lambda i: A[i] * 2.0, name="B")
+    C = ts.compute((61,), lambda i: B[i] - B[i + shift], name="C")
+    s = ts.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=16)
+    s[C].bind(o, ts.thread_axis("blockIdx.x"))
+    s[C].bind(i, ts.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], o)
+    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
+    f = ts.build(s, [A, C], target="opencl")
+    a = np.random.rand(64).astype("float32")
+    c = np.full(61, np.nan, np.float32)
+    f(a, c)
+    np.testing.assert_allclose(c, 2 * a[:61] - 2 * a[shift:61 + shift], rtol=1e-6, atol=1e-6)
