@@ -23,26 +23,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.errors import TeschedError
-from tesched.recipes import conv_chain, conv_chain_gpu
-
-
-def gemm_schedule(n: int, tile: int = 16, ktile: int = 16) -> tuple[ts.Schedule, list[ts.Tensor]]:
-    """C = A @ B in ``tile x tile`` blocks of one thread per element, A and B staged in shared memory
-    ``ktile`` columns/rows at a time."""
-    A = ts.placeholder((n, n), name="A")
-    B = ts.placeholder((n, n), name="B")
-    k = ts.reduce_axis((0, n), name="k")
-    C = ts.compute((n, n), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
-    s = ts.create_schedule(C.op)
-    caches = [s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])]
-    bi, bj, ti, tj = s[C].gpu_tile(C.op.axis[0], C.op.axis[1], tile, tile)
-    ko, ki = s[C].split(k, factor=ktile)
-    s[C].reorder(ko, ti, tj, ki)
-    for X in caches:
-        s[X].compute_at(s[C], ko)
-        s[X].bind(s[X].op.axis[0], ts.thread_axis("threadIdx.y"))
-        s[X].bind(s[X].op.axis[1], ts.thread_axis("threadIdx.x"))
-    return s, [A, B, C]
+from tesched.recipes import conv_chain, conv_chain_gpu, gemm_gpu
 
 
 def timed(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
@@ -81,7 +62,8 @@ def run_cuda(args: argparse.Namespace) -> int:
         return 0
     dev = torch.device("cuda")
     n = args.gemm
-    s, tensors = gemm_schedule(n)
+    gemm = gemm_gpu.shared_tiles(n, n, n)
+    s, tensors = gemm.schedule, gemm.args
     f = ts.build(s, tensors, target="cuda")
     a, b = torch.rand(n, n, device=dev), torch.rand(n, n, device=dev)
     c = torch.empty(n, n, device=dev)
@@ -89,10 +71,10 @@ def run_cuda(args: argparse.Namespace) -> int:
     torch.testing.assert_close(c, a @ b, rtol=1e-3, atol=1e-2)
     print(f"GEMM {n}x{n}x{n} float32 on {torch.cuda.get_device_name()}")
     flops = 2.0 * n ** 3
-    gemm = report(timed({"tesched (shared tiles)": lambda: f(a, b, c),
+    medians = report(timed({"tesched (shared tiles)": lambda: f(a, b, c),
                          "torch.matmul (cuBLAS)": lambda: (torch.matmul(a, b, out=c), torch.cuda.synchronize())},
                         args.repeat), {"tesched (shared tiles)": flops, "torch.matmul (cuBLAS)": flops})
-    print(f"  tesched / cuBLAS throughput: {gemm['torch.matmul (cuBLAS)'] / gemm['tesched (shared tiles)']:.2f} "
+    print(f"  tesched / cuBLAS throughput: {medians['torch.matmul (cuBLAS)'] / medians['tesched (shared tiles)']:.2f} "
           "(target >= 0.5)")
 
     chain = conv_chain.declare(args.channels, args.size, 1)
@@ -131,7 +113,8 @@ def run_opencl(args: argparse.Namespace) -> int:
         return 0
     cla = gpu_module("pyopencl.array", "opencl")
     n = args.gemm
-    s, tensors = gemm_schedule(n)
+    gemm = gemm_gpu.shared_tiles(n, n, n)
+    s, tensors = gemm.schedule, gemm.args
     f = ts.build(s, tensors, target="opencl")
     a, b = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
     da, db, dc = cla.to_device(queue, a), cla.to_device(queue, b), cla.empty(queue, (n, n), np.float32)

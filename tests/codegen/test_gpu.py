@@ -5,6 +5,7 @@ import pytest
 import tesched as ts
 from tesched.codegen.gpu import CUDA, OPENCL, generate_gpu
 from tesched.lower.pipeline import lower_for_target
+from tesched.recipes import gemm_gpu
 from tesched.target import Target
 
 
@@ -83,20 +84,16 @@ def test_too_many_threads_per_block_names_the_loops():
 
 
 def _gemm(M=40, N=36, K=50, tile=8, ktile=8, shared=True):
+    if shared:
+        g = gemm_gpu.shared_tiles(M, N, K, tile, ktile)
+        return g.schedule, tuple(g.args), g.caches, g.loops
     A = ts.placeholder((M, K), name="A")
     B = ts.placeholder((K, N), name="B")
     k = ts.reduce_axis((0, K), name="k")
     C = ts.compute((M, N), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
     s = ts.create_schedule(C.op)
-    caches = [s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])] if shared else []
-    bi, bj, ti, tj = s[C].gpu_tile(C.op.axis[0], C.op.axis[1], tile, tile)
-    ko, ki = s[C].split(k, factor=ktile)
-    s[C].reorder(ko, ti, tj, ki)
-    for X in caches:
-        s[X].compute_at(s[C], ko)
-        s[X].bind(s[X].op.axis[0], ts.thread_axis("threadIdx.y"))
-        s[X].bind(s[X].op.axis[1], ts.thread_axis("threadIdx.x"))
-    return s, (A, B, C), caches, (bi, bj, ti, tj, ko)
+    s[C].gpu_tile(C.op.axis[0], C.op.axis[1], tile, tile)
+    return s, (A, B, C), [], ()
 
 
 def test_shared_tiles_get_a_barrier_before_their_readers_and_one_before_they_are_overwritten():
@@ -152,18 +149,24 @@ def test_shared_memory_over_the_limit_names_the_stage():
         generate_gpu(lower_for_target(ts.lower(s, list(args)), machine), machine)
 
 
-@pytest.mark.parametrize("shift, barriers", [(0, 0), (1, 1)])
-def test_a_barrier_only_where_another_thread_reads_the_shared_element(shift, barriers):
-    A = ts.placeholder((64,), name="A")
-    B = ts.compute((64,), lambda i: A[i] * 2.0, name="B")
-    C = ts.compute((63,), lambda i: B[i] + B[i + shift], name="C")
+def shared_stage(shift, n=64):
+    """B = 2 A computed per block of 16 in shared memory, a thread per element; C[i] = B[i] - B[i + shift]."""
+    A = ts.placeholder((n,), name="A")
+    B = ts.compute((n,), lambda i: A[i] * 2.0, name="B")
+    C = ts.compute((n - 3,), lambda i: B[i] - B[i + shift], name="C")
     s = ts.create_schedule(C.op)
     o, i = s[C].split(C.op.axis[0], factor=16)
     s[C].bind(o, ts.thread_axis("blockIdx.x"))
     s[C].bind(i, ts.thread_axis("threadIdx.x"))
     s[B].compute_at(s[C], o)
     s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
-    src = _kernels(s, [A, C])
+    return s, [A, C]
+
+
+@pytest.mark.parametrize("shift, barriers", [(0, 0), (1, 1)])
+def test_a_barrier_only_where_another_thread_reads_the_shared_element(shift, barriers):
+    s, args = shared_stage(shift)
+    src = _kernels(s, args)
     assert "__local float B[" in src.source and src.source.count("barrier(") == barriers
 
 

@@ -8,6 +8,7 @@ from hypothesis import given, settings, strategies as st
 
 import tesched as ts
 from tesched.driver import gpu
+from tesched.recipes import gemm_gpu
 from tests.gpu_helpers import need_cuda_device, need_nvrtc, need_opencl
 
 
@@ -141,9 +142,8 @@ def test_cuda_kernel_runs_on_a_gpu():
        ktile=st.sampled_from([3, 8]))
 def test_gemm_with_shared_tiles_matches_numpy(m, n, k, tile, ktile):
     need_opencl()
-    from tests.codegen.test_gpu import _gemm
-    s, args, _, _ = _gemm(m, n, k, tile, ktile)
-    f = ts.build(s, list(args), target="opencl")
+    gemm = gemm_gpu.shared_tiles(m, n, k, tile, ktile)
+    f = ts.build(gemm.schedule, gemm.args, target="opencl")
     rng = np.random.default_rng(m * 10000 + n * 100 + k)
     a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
     c = np.full((m, n), np.nan, np.float32)
@@ -174,16 +174,9 @@ def test_registers_and_symbolic_sizes_on_opencl():
 @pytest.mark.parametrize("shift", [0, 1, 3])
 def test_shared_stage_read_by_the_same_or_other_threads(shift):
     need_opencl()
-    A = ts.placeholder((64,), name="A")
-    B = ts.compute((64,), lambda i: A[i] * 2.0, name="B")
-    C = ts.compute((61,), lambda i: B[i] - B[i + shift], name="C")
-    s = ts.create_schedule(C.op)
-    o, i = s[C].split(C.op.axis[0], factor=16)
-    s[C].bind(o, ts.thread_axis("blockIdx.x"))
-    s[C].bind(i, ts.thread_axis("threadIdx.x"))
-    s[B].compute_at(s[C], o)
-    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
-    f = ts.build(s, [A, C], target="opencl")
+    from tests.codegen.test_gpu import shared_stage
+    s, args = shared_stage(shift)
+    f = ts.build(s, args, target="opencl")
     a = np.random.rand(64).astype("float32")
     c = np.full(61, np.nan, np.float32)
     f(a, c)
