@@ -19,6 +19,10 @@ bound to a thread index written as ``begin + index``: equal offsets are the same
 dependence check has refused thread loops whose iterations share an element). Other loop variables make
 offsets differ, so the test is conservative: it may place a barrier a finer (isl) analysis would not.
 
+A reduction loop bound to a thread index is a cross-thread reduction: each thread accumulates the
+iterations it runs in a register, the block combines the partial results in shared memory (a tree, one
+barrier per level), and its first thread combines the total into the element.
+
 Inside a kernel, an unbound loop runs in every thread; ``unroll`` gives ``#pragma unroll``, ``vectorize``
 is a plain loop (no float4 yet), and an OpenMP ``parallel`` loop is refused.
 
@@ -30,14 +34,16 @@ nothing of isl.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from tesched.arith.simplify import simplify
 from tesched.codegen.c import CodeGen
+from tesched.codegen.c_expr import c_type
 from tesched.errors import BuildError, ScheduleError
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import child_fields, walk_stmts
+from tesched.ir.visitor import child_fields, map_stmt, walk_stmts
 from tesched.lower.func import LoweredFunc
 from tesched.schedule.kinds import LoopKind, ThreadAxis
 from tesched.target import Target
@@ -180,6 +186,7 @@ class GpuCodeGen(CodeGen):
         self.kernel_texts: list[str] = []
         self._shared_bytes = 0                 # shared memory of the kernel being written
         self.tag_vars: dict[str, Var] = {}     # a GPU thread index as a variable (keys of shared accesses)
+        self.thread_sizes: dict[str, int] = {}  # threads per block along each index, in the kernel being written
         self.scopes = {id(sm.buffer): (sm.name, sm.stage.memory_scope) for sm in func.model.stages
                        if getattr(sm, "buffer", None) is not None}
 
@@ -235,7 +242,8 @@ class GpuCodeGen(CodeGen):
             if any(not isinstance(e, Const) for e in sizes):
                 raise ScheduleError(f"{launch.name}: the loops bound to threadIdx.{d} have a symbolic trip count "
                                     "(a block's size must be known when compiling): split them by a constant factor")
-            constant *= max([int(e.value) for e in sizes if isinstance(e, Const)], default=1)
+            self.thread_sizes[f"threadIdx.{d}"] = max([int(e.value) for e in sizes if isinstance(e, Const)], default=1)
+            constant *= self.thread_sizes[f"threadIdx.{d}"]
         if constant > self.target.gpu_max_threads:
             loops = ", ".join(f"{tag}: {max(int(e.value) for e in es if isinstance(e, Const))}"
                               for tag, es in launch.extents.items() if tag.startswith("thread"))
@@ -281,6 +289,12 @@ class GpuCodeGen(CodeGen):
             raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is bound to {s.thread}, but inside it threads "
                                 "read shared memory that other threads of it write (no barrier can go inside a "
                                 "thread loop): compute the shared stage at a block loop outside it")
+        if s.reduction:
+            self._cross_thread_reduction(s)
+            return
+        self._bound_loop(s)
+
+    def _bound_loop(self, s: ir.For) -> None:
         v = self.name(s.var, s.var.name)
         index = f"(int64_t){self.dialect.index[s.thread]}"
         begin = simplify(s.begin, self.exprs.ranges)
@@ -291,6 +305,51 @@ class GpuCodeGen(CodeGen):
         self.enclosing.append(s)
         self.nested(s.body, loop_range(s, self.exprs.ranges))
         self.enclosing.pop()
+        self.emit("}")
+
+    def _cross_thread_reduction(self, s: ir.For) -> None:
+        """A reduction loop bound to a thread index: each thread accumulates the iterations it runs in a
+        register, the block combines the partial results in shared memory (a tree: one barrier per level),
+        and its first thread combines the total into the element."""
+        others = [tag for tag, n in self.thread_sizes.items() if n > 1 and tag != s.thread]
+        inside = next((f for f in self.enclosing if f.kind is LoopKind.GPU_THREAD), None)
+        if inside is not None or others:
+            where = f"it is inside loop {inside.var.name}, bound to {inside.thread}" if inside is not None else \
+                f"the kernel also runs threads along {', '.join(others)}"
+            raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is a reduction bound to {s.thread}: a cross-thread "
+                                f"reduction needs every thread of the block, but {where}")
+        stores = [x for x in walk_stmts(s.body) if isinstance(x, ir.Store)]
+        combined = _combination(stores[0]) if len(stores) == 1 else None
+        if combined is None:
+            raise BuildError(f"loop {s.var.name} of stage {s.stage} is a reduction bound to {s.thread}, but its body is "
+                             "not one update element = element (+, *, max, min) value: no cross-thread reduction")
+        update, (op, value) = stores[0], combined
+        dtype = update.buffer.dtype
+        acc, a, b = (Var(f"{s.stage}_{what}", dtype) for what in ("partial", "left", "right"))
+        body = map_stmt(s.body, on_stmt=lambda x: ir.Assign(acc, Binary(op, acc, value, dtype)) if x is update else None)
+        size, ctype = self.thread_sizes[s.thread], c_type(dtype)
+        red, tid = self.names.fresh(f"{s.stage}_partials"), f"(int64_t){self.dialect.index[s.thread]}"
+        self._declare_shared(f"{ctype} {red}[{size}];", size * dt.itemsize(dtype), s.stage, s.var.name)
+        barrier, level = self.dialect.barrier, self.names.fresh("level")
+        self.emit("{")
+        self.indent += 1
+        self.emit(f"{ctype} {self.name(acc, acc.name)} = {self.expr(_identity(op, dtype))};")
+        self._bound_loop(replace(s, body=body, reduction=False))
+        self.emit(f"{red}[{tid}] = {self.name(acc, acc.name)};")
+        self.emit(barrier)
+        self.emit(f"for (int64_t {level} = 1; {level} < {size}; {level} *= 2) {{")
+        self.emit(f"if ({tid} % (2 * {level}) == 0 && {tid} + {level} < {size}) {{", 1)
+        self.emit(f"const {ctype} {self.name(a, a.name)} = {red}[{tid}], {self.name(b, b.name)} = "
+                  f"{red}[{tid} + {level}];", 2)
+        self.emit(f"{red}[{tid}] = {self.expr(Binary(op, a, b, dtype))};", 2)
+        self.emit("}", 1)
+        self.emit(barrier, 1)
+        self.emit("}")
+        self.emit(f"{self.name(acc, acc.name)} = {red}[0];")
+        self.visit(ir.Store(update.buffer, update.indices, Binary(op, ir.Load(update.buffer, update.indices), acc,
+                                                                  dtype)))
+        self.emit(barrier)      # the partial results' memory is reused by the next reduction
+        self.indent -= 1
         self.emit("}")
 
     def visit_Block(self, s: ir.Block) -> None:
@@ -367,17 +426,21 @@ class GpuCodeGen(CodeGen):
                 self.emit(f"int64_t {self.name(off, off.name)} = 0;", 1)
         if where == "shared":
             self.shared.add(id(b))
-            self._shared_bytes += count * dt.itemsize(b.dtype)
-            if self._shared_bytes > self.target.gpu_shared_bytes:
-                raise ScheduleError(f"stage {stage} computed at loop {loop} needs {count * dt.itemsize(b.dtype)} bytes "
-                                    f"of shared memory ({self._shared_bytes} in its kernel) but {self.target.name} "
-                                    f"has {self.target.gpu_shared_bytes}: use smaller block tiles")
-            self.shared_lines.append(f"  {self.dialect.shared}{ctype} {name}[{count}];")
+            self._declare_shared(f"{ctype} {name}[{count}];", count * dt.itemsize(b.dtype), stage, loop)
         else:
             self.private.add(id(b))
             self.emit(f"{ctype} {name}[{count}];", 1)
         self.nested(s.body)
         self.emit("}")
+
+    def _declare_shared(self, declaration: str, nbytes: int, stage: str, loop: str) -> None:
+        """Declare an array in shared memory at the kernel's top, within the target's limit."""
+        self._shared_bytes += nbytes
+        if self._shared_bytes > self.target.gpu_shared_bytes:
+            raise ScheduleError(f"stage {stage} computed at loop {loop} needs {nbytes} bytes of shared memory "
+                                f"({self._shared_bytes} in its kernel) but {self.target.name} has "
+                                f"{self.target.gpu_shared_bytes}: use smaller block tiles")
+        self.shared_lines.append(f"  {self.dialect.shared}{declaration}")
 
     def visit_Prefetch(self, s: ir.Prefetch) -> None:
         """A cache prefetch hint has no GPU counterpart here: dropped."""
@@ -403,6 +466,32 @@ class GpuCodeGen(CodeGen):
         prelude = (self.dialect.double_prelude if doubles else "") + self.dialect.prelude + _HELPERS + \
             (_DOUBLE_HELPERS if doubles else "")
         return GpuSource(prelude + "\n" + "\n".join(self.kernel_texts), self.dialect.name, self.kernels, self.scratch)
+
+
+def _combination(update: ir.Store) -> tuple[str, Expr] | None:
+    """``(op, value)`` when ``update`` is ``element = element op value`` (or ``value op element``) with op one
+    of add, mul, max, min, and the element not read in ``value``."""
+    e = update.value
+    if not isinstance(e, Binary) or e.op not in ("add", "mul", "max", "min"):
+        return None
+    target = structural_key(ir.flat_index(update.buffer, update.indices))
+
+    def is_element(x: Expr) -> bool:
+        return isinstance(x, ir.Load) and x.buffer is update.buffer and \
+            structural_key(ir.flat_index(x.buffer, x.indices)) == target
+
+    for mine, value in ((e.a, e.b), (e.b, e.a)):
+        if is_element(mine) and not any(isinstance(r, ir.Load) and r.buffer is update.buffer for r in walk(value)):
+            return e.op, value
+    return None
+
+
+def _identity(op: str, dtype: str) -> Const:
+    """The value that ``op`` leaves unchanged, in ``dtype``."""
+    if op in ("add", "mul"):
+        return Const(0 if op == "add" else 1, dtype)
+    low, high = (-math.inf, math.inf) if dt.is_float(dtype) else dt.value_range(dtype)
+    return Const(low if op == "max" else high, dtype)
 
 
 def _expressions(s: ir.Stmt) -> list[Expr]:

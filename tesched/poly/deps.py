@@ -219,6 +219,9 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
                 local = local.subtract(_same_stage_updates(model, scatters=False))
+            if info.kind is LoopKind.GPU_THREAD and info.var.iter_type is IterType.COMM_REDUCE:
+                # a cross-thread reduction: each thread keeps its own partial result, the block combines them
+                local = local.subtract(_same_stage_updates(model, scatters=False))
             if info.kind is LoopKind.PARALLEL:      # atomic additions of a scatter may run at once
                 local = local.subtract(_same_stage_updates(model, only_atomic=True))
             if _carried(band, local):

@@ -62,8 +62,9 @@ class LoopHints(StageBase):
         Parameters
         ----------
         var : IterVar
-            A data-parallel loop of this stage (a reduction loop cannot be bound: tesched has no
-            cross-thread reduction; ``rfactor`` it first).
+            A data-parallel loop of this stage, or a reduction loop bound to a ``threadIdx``: a
+            cross-thread reduction (TVM's), where each thread of the block accumulates a strided part of
+            the loop and the block combines the partial results in shared memory (a tree of barriers).
         thread_axis : ThreadAxis
             ``ts.thread_axis("blockIdx.x")`` ... ``ts.thread_axis("threadIdx.z")``; each at most once per
             stage.
@@ -78,11 +79,13 @@ class LoopHints(StageBase):
         if not isinstance(thread_axis, ThreadAxis):
             raise ScheduleError(f"bind on stage {self.name}, loop {var.name}: expected ts.thread_axis(...), got "
                                 f"{type(thread_axis).__name__}")
-        if var.iter_type == IterType.COMM_REDUCE or self.mixes_reduction(var):
+        if self.mixes_reduction(var) or (var.iter_type == IterType.COMM_REDUCE
+                                         and thread_axis.kind is not LoopKind.GPU_THREAD):
             raise ScheduleError(
                 f"bind on stage {self.name}: loop {var.name} is a reduction loop bound to {thread_axis.tag}; its "
-                f"iterations update the same {self.name} element and tesched has no cross-thread reduction: "
-                "bind a data-parallel loop, or rfactor the reduction first")
+                f"iterations update the same {self.name} element and there is no cross-block reduction "
+                "(nor one over a loop that also runs over data): bind it to a threadIdx (the threads of a "
+                "block then combine their partial results), or rfactor the reduction first")
         other = next((v for v, a in self.thread_bindings.items() if a == thread_axis and v is not var), None)
         if other is not None:
             raise ScheduleError(f"bind on stage {self.name}: {thread_axis.tag} is already bound to loop "

@@ -187,3 +187,20 @@ def test_loop_kinds_inside_a_kernel():
     s[B].parallel(ii)
     with pytest.raises(ts.ScheduleError, match="loop i.inner of stage B is parallel .* inside a GPU kernel"):
         _kernels(s, [A, B])
+
+
+def test_cross_thread_reduction_needs_the_whole_block():
+    A = ts.placeholder((32, 64), name="A")
+    k = ts.reduce_axis((0, 64), name="k")
+    B = ts.compute((32,), lambda i: ts.sum(A[i, k], axis=k), name="B")
+    s = ts.create_schedule(B.op)
+    io, ii = s[B].split(B.op.axis[0], factor=4)
+    ko, ki = s[B].split(k, factor=16)
+    s[B].reorder(io, ii, ki, ko)
+    s[B].bind(io, ts.thread_axis("blockIdx.x"))
+    s[B].bind(ii, ts.thread_axis("threadIdx.y"))
+    s[B].bind(ki, ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.ScheduleError, match="loop k.inner of stage B is a reduction bound to threadIdx.x: a "
+                                               "cross-thread reduction needs every thread of the block, but it is "
+                                               "inside loop i.inner, bound to threadIdx.y"):
+        _kernels(s, [A, B])

@@ -181,3 +181,39 @@ def test_shared_stage_read_by_the_same_or_other_threads(shift):
     c = np.full(61, np.nan, np.float32)
     f(a, c)
     np.testing.assert_allclose(c, 2 * a[:61] - 2 * a[shift:61 + shift], rtol=1e-6, atol=1e-6)
+
+
+def cross_thread_reduction(combiner, inner_first, threads=16):
+    """B[i] = combiner over k of A[i, k] (k < 100), a block per row, k.inner bound to threadIdx.x (TVM's
+    reduction tutorial); ``inner_first`` puts k.inner outside k.outer (one tree per row)."""
+    n = ts.var("n")
+    A = ts.placeholder((n, 100), name="A")
+    k = ts.reduce_axis((0, 100), name="k")
+    B = ts.compute((n,), lambda i: combiner(A[i, k], axis=k), name="B")
+    s = ts.create_schedule(B.op)
+    ko, ki = s[B].split(k, factor=threads)
+    if inner_first:
+        s[B].reorder(ki, ko)
+    s[B].bind(B.op.axis[0], ts.thread_axis("blockIdx.x"))
+    s[B].bind(ki, ts.thread_axis("threadIdx.x"))
+    return s, [A, B]
+
+
+@pytest.mark.parametrize("combiner, reference", [(ts.sum, np.sum), (ts.max, np.max), (ts.min, np.min)])
+@pytest.mark.parametrize("inner_first", [True, False])
+def test_cross_thread_reduction_on_opencl(combiner, reference, inner_first):
+    need_opencl()
+    s, args = cross_thread_reduction(combiner, inner_first, threads=12)    # not a power of two
+    f = ts.build(s, args, target="opencl")
+    assert f.source.count("barrier(") >= 2
+    a = np.random.rand(9, 100).astype("float32") - 0.5
+    out = np.full(9, np.nan, np.float32)
+    f(a, out)
+    np.testing.assert_allclose(out, reference(a, axis=1), rtol=1e-5, atol=1e-5)
+
+
+def test_cross_thread_reduction_compiles_for_cuda():
+    need_nvrtc()
+    s, args = cross_thread_reduction(ts.sum, True)
+    f = ts.build(s, args, target="cuda")
+    assert "__shared__ float B_partials[16];" in f.source and "__syncthreads();" in f.source

@@ -53,8 +53,9 @@ def test_bind_errors_name_stage_and_loop():
     k = ts.reduce_axis((0, 8), name="k")
     S = ts.compute((n,), lambda i: ts.sum(A[i, k], axis=k), name="S")
     s = ts.create_schedule(S.op)
-    with pytest.raises(ts.ScheduleError, match="stage S: loop k is a reduction loop bound to threadIdx.x"):
-        s[S].bind(k, ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.ScheduleError, match="stage S: loop k is a reduction loop bound to blockIdx.y.*"
+                                               "no cross-block reduction"):
+        s[S].bind(k, ts.thread_axis("blockIdx.y"))
     io, ii = s[S].split(S.op.axis[0], factor=4)
     s[S].bind(io, ts.thread_axis("blockIdx.x"))
     with pytest.raises(ts.ScheduleError, match="stage S: blockIdx.x is already bound to loop i.outer"):
@@ -78,3 +79,20 @@ def test_bind_of_a_loop_that_carries_a_dependence_is_refused():
     s[C].bind(C.op.axis[0], ts.thread_axis("threadIdx.x"))
     with pytest.raises(ts.ScheduleError, match="loop i of stage C is bound to threadIdx.x, but its iterations depend"):
         ts.lower(s, [A, C])
+
+
+def test_a_reduction_bound_to_threads_runs_in_order_on_the_cpu():
+    n = ts.var("n")
+    A = ts.placeholder((n, 50), name="A")
+    k = ts.reduce_axis((0, 50), name="k")
+    S = ts.compute((n,), lambda i: ts.sum(A[i, k], axis=k), name="S")
+    s = ts.create_schedule(S.op)
+    ko, ki = s[S].split(k, factor=8)
+    s[S].reorder(ki, ko)
+    s[S].bind(ki, ts.thread_axis("threadIdx.x"))          # a cross-thread reduction on a GPU target
+    assert "bind(threadIdx.x) for k.inner" in str(ts.lower(s, [A, S]))
+    f = ts.build(s, [A, S])
+    a = np.random.rand(5, 50).astype("float32")
+    out = np.full(5, np.nan, np.float32)
+    f(a, out)
+    np.testing.assert_allclose(out, a.sum(1), rtol=1e-5)
