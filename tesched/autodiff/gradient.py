@@ -171,7 +171,7 @@ def _elementwise(op: ComputeOp, init: Expr, seed: Expr | None, axes: list[IterVa
 
 def _gathered(c: _Contribution, point: Sequence[IterVar]) -> Expr | None:
     """``c`` summed at element ``point`` in gather form, or None when its index is not affine."""
-    bounds = {id(a): (Const(0, "int64"), as_expr(a.range.extent, "int64") - 1) for a in point}
+    bounds: dict[int, tuple[Expr, Expr]] = {id(a): (Const(0, "int32"), as_expr(a.range.extent) - 1) for a in point}
     inverse = invert(c.indices, c.loops, point, bounds)
     if inverse is None:
         return None
@@ -225,6 +225,16 @@ def _adjoint(tensor: Tensor, contributions: list[_Contribution]) -> Tensor:
         return Const(0.0, tensor.dtype) if total is None else total.astype(tensor.dtype)
 
     return compute(tensor.shape, body, name=f"{tensor.name}.grad")
+
+
+def _reader(tensor: Tensor) -> Head:
+    """The adjoint read from ``tensor`` at a point."""
+    return lambda point: tensor[tuple(point)]
+
+
+def _ones(dtype: str) -> Head:
+    """The adjoint of an output with no ``head``: one everywhere."""
+    return lambda point: Const(1.0, dtype)
 
 
 def _zeros(tensor: Tensor) -> Tensor:
@@ -287,8 +297,7 @@ def gradient(output: Tensor, inputs: Tensor | Sequence[Tensor], head: Tensor | N
     ops = _stages(output)
     relevant = _depends(ops, {id(t.op) for t in wanted})
     heads: dict[tuple[int, int], Head] = {
-        (id(output.op), output.value_index): (lambda idx: head[tuple(idx)]) if head is not None
-        else (lambda idx: Const(1.0, output.dtype))}
+        (id(output.op), output.value_index): _reader(head) if head is not None else _ones(output.dtype)}
     pending: dict[tuple[int, int], list[_Contribution]] = {}
     results: dict[tuple[int, int], Tensor] = {}
     for op in ops:
@@ -298,7 +307,7 @@ def gradient(output: Tensor, inputs: Tensor | Sequence[Tensor], head: Tensor | N
             key = (id(op), k)
             if key in pending and key not in heads:
                 adjoint = _adjoint(op.output(k), pending.pop(key))
-                heads[key] = lambda idx, a=adjoint: a[tuple(idx)]
+                heads[key] = _reader(adjoint)
                 results[key] = adjoint
         if isinstance(op, PlaceholderOp):
             continue
