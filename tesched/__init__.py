@@ -6,12 +6,14 @@ recurrences (``scan``), scalar functions, ``create_schedule``, ``lower``, ``buil
 ``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``; ``load_module`` loads a
 kernel exported with ``Kernel.export_library`` back.
 """
+from tesched.autodiff import gradient
 from tesched.autoschedule import auto_schedule, build, explain_schedule, tune
 from tesched.driver.load import load_module
 from tesched.driver.threads import get_num_threads, set_num_threads
 from tesched.errors import (
     BoundsError,
     BuildError,
+    GradientError,
     LoweringError,
     ModuleLoadError,
     ScheduleError,
@@ -106,5 +108,6 @@ __all__ = [
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
     "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "ThreadAxis", "thread_axis",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "gradient", "GradientError",
+    "ThreadAxis", "thread_axis",
 ]
