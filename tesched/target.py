@@ -130,8 +130,8 @@ class Target:
             base = "host"
         elif base in _PRESETS:
             features, width, march = _PRESETS[base]
-        elif base in GPU_PRESETS:
-            features, width, march = frozenset(), 0, ()
+        elif base in GPU_PRESETS:     # OpenCL C has vector types (float4): vectorized loops become them
+            features, width, march = frozenset(), 16 if base == "opencl" else 0, ()
         else:
             raise ConfigError(f"unknown target {spec!r}; targets: host, {', '.join(_PRESETS)}, {', '.join(GPU_PRESETS)}")
         unknown = [f for f in extra if f not in FEATURE_FLAGS]
@@ -153,11 +153,14 @@ class Target:
         object.__setattr__(self, "gpu_max_threads", limits[0])
         object.__setattr__(self, "gpu_shared_bytes", limits[1])
 
-    def with_gpu_limits(self, max_threads: int, shared_bytes: int) -> "Target":
-        """This GPU target with a device's own limits (threads per block, shared memory bytes)."""
+    def with_gpu_limits(self, max_threads: int, shared_bytes: int, vector_bytes: int | None = None) -> "Target":
+        """This GPU target with a device's own limits (threads per block, shared memory bytes) and, if given,
+        another vector width (0: scalar code)."""
         out = Target(self.name, threads=self.threads)
         object.__setattr__(out, "gpu_max_threads", max_threads)
         object.__setattr__(out, "gpu_shared_bytes", shared_bytes)
+        if vector_bytes is not None:
+            object.__setattr__(out, "vector_bytes", vector_bytes)
         return out
 
     def has(self, *features: str) -> bool:

@@ -11,8 +11,9 @@ constant bound the lowering knows (:class:`Launch`, evaluated by the host when i
 
 Memory: a ``compute_at`` buffer allocated inside the block loops but outside the thread loops lives in
 shared memory (``__local``/``__shared__``, declared at the kernel's top, of the footprint's constant box),
-one allocated inside a thread loop in registers (a private array). In a block, outside the thread loops,
-stores to memory the threads share run on the group's first thread, and a barrier goes between two
+one allocated inside a thread loop in registers (a private array). A store to memory the threads share runs only on
+the threads whose index is 0 along each thread index no loop around it is bound to (in a block, outside
+the thread loops: on the group's first thread), and a barrier goes between two
 statements when one writes shared memory the other accesses at another element offset (another thread's
 element), and at the end of a serial loop whose iterations do that. Offsets are compared with each loop
 bound to a thread index written as ``begin + index``: equal offsets are the same thread's element (the
@@ -35,12 +36,13 @@ nothing of isl.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from tesched.arith.simplify import simplify
 from tesched.codegen.c import CodeGen
-from tesched.codegen.c_expr import c_type
+from tesched.codegen.c_expr import CExpr, c_type
 from tesched.errors import BuildError, ScheduleError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import child_fields, map_stmt, walk_stmts
@@ -101,6 +103,41 @@ TS_FN double ts_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }
 """
 
 
+_OPENCL_VECTOR_TYPES = {"f32": "float", "f64": "double", "i8": "char", "u8": "uchar", "i16": "short", "u16": "ushort",
+                        "i32": "int", "u32": "uint", "i64": "long", "u64": "ulong"}
+_LANES = (2, 4, 8, 16)
+_COMPONENTS = "0123456789abcdef"
+
+
+def _opencl_vectors() -> tuple[str, frozenset[str]]:
+    """OpenCL C for the vector helpers the expression printer calls (``ts_vload_f32x4`` ...), with the
+    names it defines: the runtime header's semantics over OpenCL's built-in vector types."""
+    lines, names = [], set()
+    for suffix, scalar in _OPENCL_VECTOR_TYPES.items():
+        for n in _LANES:
+            v, t = f"{suffix}x{n}", f"{scalar}{n}"
+            lanes = [f"(v).s{_COMPONENTS[k]}" for k in range(n)]
+            nan = " || isnan(a)" if suffix.startswith("f") else ""
+            lines += [f"typedef {t} ts_{v};",
+                      f"#define ts_vload_{v}(p) vload{n}(0, p)",
+                      f"#define ts_vstore_{v}(p, x) vstore{n}(x, 0, p)",
+                      f"#define ts_vbcast_{v}(x) (({t})(x))",
+                      f"#define ts_vsel_{v}(c, a, b) select(b, a, c)",
+                      f"#define ts_vmin_{v}(a, b) select(b, a, (a) < (b){nan})",
+                      f"#define ts_vmax_{v}(a, b) select(b, a, (a) > (b){nan})",
+                      f"#define ts_hadd_{v}(v) ({' + '.join(lanes)})",
+                      f"#define ts_hmul_{v}(v) ({' * '.join(lanes)})"]
+            names |= {f"ts_{h}_{v}" for h in ("vload", "vstore", "vbcast", "vsel", "vmin", "vmax", "hadd", "hmul")}
+            if not suffix.startswith("f"):
+                ramp = ", ".join(str(k) for k in range(n))
+                lines.append(f"#define ts_vramp_{v}(b) (({t})(b) + ({t})({ramp}))")
+                names.add(f"ts_vramp_{v}")
+    return "\n".join(lines) + "\n", frozenset(names)
+
+
+_OPENCL_VECTOR_PRELUDE, OPENCL_VECTOR_HELPERS = _opencl_vectors()
+
+
 @dataclass(frozen=True)
 class Dialect:
     """How one GPU language spells what the kernels need."""
@@ -114,13 +151,15 @@ class Dialect:
     index: dict[str, str]       # GPU index tag -> its expression; blockDim/threadDim.d: the launch's sizes
     prelude: str
     double_prelude: str         # what float64 needs first
+    vector_helpers: frozenset[str] = frozenset()   # the vector helpers its prelude defines (none: scalar code)
 
 
 OPENCL = Dialect("opencl", "__kernel void", "__global ", "restrict", "__local ", "barrier(CLK_LOCAL_MEM_FENCE);",
                  {f"{k}.{d}": f"get_{fn}({i})" for k, fn in (("blockIdx", "group_id"), ("threadIdx", "local_id"),
                                                             ("blockDim", "num_groups"), ("threadDim", "local_size"))
                   for i, d in enumerate("xyz")},
-                 _OPENCL_TYPES + _OPENCL_FLOAT_FUNCTIONS, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n")
+                 _OPENCL_TYPES + _OPENCL_FLOAT_FUNCTIONS + _OPENCL_VECTOR_PRELUDE,
+                 "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n", OPENCL_VECTOR_HELPERS)
 CUDA = Dialect("cuda", 'extern "C" __global__ void', "", "__restrict__", "__shared__ ", "__syncthreads();",
                {**{f"{k}.{d}": f"{k}.{d}" for k in ("blockIdx", "threadIdx") for d in "xyz"},
                 **{f"blockDim.{d}": f"gridDim.{d}" for d in "xyz"}, **{f"threadDim.{d}": f"blockDim.{d}" for d in "xyz"}},
@@ -156,6 +195,11 @@ class GpuSource:
     scratch: list[ir.Buffer]
 
 
+class ScalarOnly(BuildError):
+    """The explicit SIMD code of a kernel uses a vector operation the dialect does not provide (the
+    driver then builds it with scalar loops)."""
+
+
 class _Access:
     """One access of a shared buffer: the buffer, whether it writes, and the key of its indices (with each
     loop bound to a GPU thread index written as ``begin + index``, so that two loops over the same range
@@ -170,12 +214,25 @@ class _Access:
         return self.buffer is other.buffer and (self.write or other.write) and self.key != other.key
 
 
+class OpenCLExpr(CExpr):
+    """OpenCL C spellings of the vector expressions GCC's extensions write otherwise."""
+
+    def visit_VCast(self, e: ir.VCast) -> str:
+        base, lanes = ir.split_dtype(e.dtype)
+        return f"convert_{_OPENCL_VECTOR_TYPES[dt.info(base).suffix]}{lanes}({self.text(e.value)})"
+
+    def visit_Lane(self, e: ir.Lane) -> str:
+        return f"({self.text(e.value)}).s{_COMPONENTS[e.index]}"
+
+
 class GpuCodeGen(CodeGen):
     """Kernels of a lowered function in one dialect: ``program()`` returns its :class:`GpuSource`."""
 
     def __init__(self, func: LoweredFunc, target: Target, dialect: Dialect):
         super().__init__(func, frozenset(), target)
         self.dialect = dialect
+        if dialect.vector_helpers:
+            self.exprs = OpenCLExpr(self.names, self.status)
         self.scratch: list[ir.Buffer] = []
         self.kernels: list[Launch] = []
         self.shared_lines: list[str] = []
@@ -183,6 +240,8 @@ class GpuCodeGen(CodeGen):
         self.private: set[int] = set()         # ids of the buffers in registers
         self.enclosing: list[ir.For] = []
         self.threads = False                   # whether the kernel being written has threads
+        self.one_block = False                 # whether it has threads but no block loop
+        self.root_stage = ""                   # the stage the kernel produces (its others are computed inside)
         self.kernel_texts: list[str] = []
         self._shared_bytes = 0                 # shared memory of the kernel being written
         self.tag_vars: dict[str, Var] = {}     # a GPU thread index as a variable (keys of shared accesses)
@@ -210,6 +269,9 @@ class GpuCodeGen(CodeGen):
             if isinstance(loop, ir.For) and loop.thread:
                 launch.extents.setdefault(loop.thread, []).append(self._trip_count(loop))
         self.threads = any(tag.startswith("thread") for tag in launch.extents)
+        # no block loop (those of one iteration are not generated): the kernel is one block of threads
+        self.one_block = self.threads and not any(tag.startswith("block") for tag in launch.extents)
+        self.root_stage = next((x.stage for x in walk_stmts(s) if isinstance(x, (ir.Produce, ir.For)) and x.stage), "")
         self._check_threads(launch, s)
         self.lines, self.shared_lines, self.enclosing = [], [], []
         self.indent = 1
@@ -255,15 +317,17 @@ class GpuCodeGen(CodeGen):
     # kernels --------------------------------------------------------------------------------------
     @property
     def _scope(self) -> str:
-        """``grid`` outside every bound loop, ``block`` inside block loops only, ``thread`` in a thread loop."""
+        """``grid`` outside every bound loop, ``block`` inside block loops only (or anywhere outside thread
+        loops in a kernel of one block), ``thread`` in a thread loop."""
         kinds = [f.kind for f in self.enclosing]
         if LoopKind.GPU_THREAD in kinds:
             return "thread"
-        return "block" if LoopKind.GPU_BLOCK in kinds else "grid"
+        return "block" if LoopKind.GPU_BLOCK in kinds or self.one_block else "grid"
 
     def visit_For(self, s: ir.For) -> None:
         if not s.thread:
-            if self._scope == "grid":
+            outside = not any(f.kind.bound for f in self.enclosing)
+            if self._scope == "grid" or (outside and not s.reduction and s.stage == self.root_stage):
                 raise ScheduleError(
                     f"loop {s.var.name} of stage {s.stage} is left unbound outside the GPU kernel: bind it "
                     f"(s[{s.stage}].bind({s.var.name}, ts.thread_axis('blockIdx.x'))) or bind a loop around it")
@@ -392,8 +456,11 @@ class GpuCodeGen(CodeGen):
     def visit_Store(self, s: ir.Store) -> None:
         if s.atomic:
             raise BuildError(f"{self.func.name}: atomic updates (a scatter's) are not supported by GPU targets yet")
-        if self._scope == "block" and self.threads and id(s.buffer) not in self.private:
-            first = " && ".join(f"{self.dialect.index[f'threadIdx.{d}']} == 0" for d in "xyz")
+        bound = {f.thread for f in self.enclosing if f.kind is LoopKind.GPU_THREAD}
+        idle = [tag for tag, n in self.thread_sizes.items() if n > 1 and tag not in bound]
+        if idle and id(s.buffer) not in self.private:
+            # threads along an index no loop around this store is bound to would write it again
+            first = " && ".join(f"{self.dialect.index[tag]} == 0" for tag in idle)
             self.emit(f"if ({first}) {{")
             self.indent += 1
             super().visit_Store(s)
@@ -462,7 +529,12 @@ class GpuCodeGen(CodeGen):
             raise BuildError(f"{f.name}: a data-dependent index needs a run-time check, which GPU targets do not "
                              "have yet")
         self.host(f.body)
-        doubles = any(b.dtype == "float64" for b in f.args + tuple(self.scratch)) or "double" in "".join(self.kernel_texts)
+        text = "".join(self.kernel_texts)
+        unknown = sorted(set(re.findall(r"\bts_(?:v|h)\w+", text)) - self.dialect.vector_helpers)
+        if unknown:
+            raise ScalarOnly(f"{f.name}: the vector code uses {', '.join(unknown)}, which {self.dialect.name} "
+                             "kernels do not have")
+        doubles = any(b.dtype == "float64" for b in f.args + tuple(self.scratch)) or "double" in text
         prelude = (self.dialect.double_prelude if doubles else "") + self.dialect.prelude + _HELPERS + \
             (_DOUBLE_HELPERS if doubles else "")
         return GpuSource(prelude + "\n" + "\n".join(self.kernel_texts), self.dialect.name, self.kernels, self.scratch)

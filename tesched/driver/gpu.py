@@ -21,7 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tesched.codegen.gpu import GpuSource, generate_gpu
+from tesched.codegen.gpu import GpuSource, ScalarOnly, generate_gpu
 from tesched.codegen.signature import signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.arguments import KernelArguments
@@ -271,8 +271,11 @@ def build_gpu(func: LoweredFunc, target: Target) -> GpuKernel:
         queue = opencl_queue()
         device = queue.device
         target = target.with_gpu_limits(int(device.max_work_group_size), int(device.local_mem_size))
-        finished = lower_for_target(func, target)
-        src = generate_gpu(finished, target)
+        try:
+            src = generate_gpu(lower_for_target(func, target), target)
+        except ScalarOnly:          # a vector operation OpenCL C is not given here: vectorized loops stay loops
+            target = target.with_gpu_limits(target.gpu_max_threads, target.gpu_shared_bytes, 0)
+            src = generate_gpu(lower_for_target(func, target), target)
         return GpuKernel(func, src, target, program=compile_opencl(src))
     finished = lower_for_target(func, target)
     src = generate_gpu(finished, target)

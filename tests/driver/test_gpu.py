@@ -217,3 +217,52 @@ def test_cross_thread_reduction_compiles_for_cuda():
     s, args = cross_thread_reduction(ts.sum, True)
     f = ts.build(s, args, target="cuda")
     assert "__shared__ float B_partials[16];" in f.source and "__syncthreads();" in f.source
+
+
+def _vectorized(body, dtype, lanes, shape=(5, 66)):
+    n = ts.var("n")
+    A = ts.placeholder((n, shape[1]), name="A", dtype=dtype)
+    B = ts.compute((n, shape[1]), lambda i, j: body(A, i, j), name="B")
+    s = ts.create_schedule(B.op)
+    jo, ji = s[B].split(B.op.axis[1], factor=lanes)
+    s[B].bind(B.op.axis[0], ts.thread_axis("blockIdx.x"))
+    s[B].bind(jo, ts.thread_axis("threadIdx.x"))
+    s[B].vectorize(ji)
+    return s, [A, B]
+
+
+@pytest.mark.parametrize("dtype, lanes, vector", [("float32", 4, "f32x4"), ("float32", 8, "f32x4"),
+                                                   ("int32", 4, "i32x4"), ("float64", 2, "f64x2")])
+def test_vectorize_gives_opencl_vectors(dtype, lanes, vector):
+    need_opencl()
+    s, args = _vectorized(lambda A, i, j: ts.max(A[i, j] * 3 + 1, A[i, j] * A[i, j] - 50), dtype, lanes)
+    f = ts.build(s, args, target="opencl")
+    assert f"ts_vstore_{vector}(" in f.source.split("__kernel")[1]       # 16-byte vectors: float4, double2
+    a = (np.random.rand(5, 66) * 100).astype(dtype)
+    b = np.zeros_like(a)
+    f(a, b)
+    np.testing.assert_allclose(b, np.maximum(a * 3 + 1, a * a - 50), rtol=1e-6)
+
+
+def test_vector_code_opencl_lacks_falls_back_to_loops():
+    need_opencl()
+    s, args = _vectorized(lambda A, i, j: A[i, 65 - j] + 1.0, "float32", 4)     # a reversed vector read
+    f = ts.build(s, args, target="opencl")
+    assert "ts_vstore" not in f.source.split("__kernel")[1] and f.target.vector_bytes == 0
+    a = np.random.rand(5, 66).astype("float32")
+    b = np.full_like(a, np.nan)
+    f(a, b)
+    np.testing.assert_allclose(b, a[:, ::-1] + 1, rtol=1e-6)
+
+
+@pytest.mark.parametrize("m, n, k", [(1, 7, 3), (5, 3, 9), (8, 8, 1)])
+def test_one_block_kernels_and_threads_idle_along_an_index(m, n, k):
+    # tiles larger than the matrix: the block loops have one iteration and are not generated, and the copy
+    # of A runs on a row of threads while the block has several: the other rows must not write again
+    need_opencl()
+    gemm = gemm_gpu.shared_tiles(m, n, k, tile=8, ktile=8)
+    f = ts.build(gemm.schedule, gemm.args, target="opencl")
+    a, b = np.random.rand(m, k).astype("float32"), np.random.rand(k, n).astype("float32")
+    c = np.full((m, n), np.nan, np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)
