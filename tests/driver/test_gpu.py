@@ -266,3 +266,36 @@ def test_one_block_kernels_and_threads_idle_along_an_index(m, n, k):
     c = np.full((m, n), np.nan, np.float32)
     f(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=12, deadline=None)
+@given(h=st.integers(1, 30), w=st.integers(1, 30), ty=st.integers(1, 8), tx=st.integers(1, 8),
+       placement=st.sampled_from(["root", "shared", "shared x", "shared split", "registers", "inline"]),
+       factor=st.integers(1, 4))
+def test_random_gpu_placements_of_a_stencil_match_numpy(h, w, ty, tx, placement, factor):
+    need_opencl()
+    A = ts.placeholder((h + 2, w + 2), name="A")
+    B = ts.compute((h + 2, w), lambda y, x: A[y, x] + A[y, x + 1] + A[y, x + 2], name="B")
+    C = ts.compute((h, w), lambda y, x: B[y, x] + B[y + 1, x] * B[y + 2, x], name="C")
+    s = ts.create_schedule(C.op)
+    yo, xo, yi, xi = s[C].gpu_tile(C.op.axis[0], C.op.axis[1], ty, tx)
+    y, x = B.op.axis
+    if placement == "root":
+        s[B].gpu_tile(y, x, factor, ty)
+    elif placement.startswith("shared"):
+        s[B].compute_at(s[C], xo)
+        if placement == "shared split":
+            y = s[B].split(y, factor=factor)[1]
+        if placement != "shared x":
+            s[B].bind(y, ts.thread_axis("threadIdx.y"))
+        s[B].bind(x, ts.thread_axis("threadIdx.x"))
+    elif placement == "registers":
+        s[B].compute_at(s[C], xi)
+    else:
+        s[B].compute_inline()
+    f = ts.build(s, [A, C], target="opencl")
+    a = np.random.rand(h + 2, w + 2).astype("float32")
+    b = a[:, :-2] + a[:, 1:-1] + a[:, 2:]
+    c = np.full((h, w), np.nan, np.float32)
+    f(a, c)
+    np.testing.assert_allclose(c, b[:-2] + b[1:-1] * b[2:], rtol=1e-5, atol=1e-5)
