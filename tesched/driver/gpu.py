@@ -145,13 +145,24 @@ class GpuKernel:
         return [(tuple(d if isinstance(d, int) else evaluate_size(d, known) for d in b.shape), np.dtype(b.dtype))
                 for b in self.gpu.scratch]
 
-    def __call__(self, *arrays: Any) -> None:
+    def __call__(self, *arrays: Any) -> Any:
         """``f(inputs..., outputs...)``: NumPy arrays are copied in and the outputs back; device arrays
-        (pyopencl arrays, CUDA array-interface objects) are used in place."""
+        (pyopencl arrays, CUDA array-interface objects) are used in place. ``f(inputs...)`` returns new
+        outputs (pyopencl arrays when an input is one, else NumPy arrays)."""
+        args = self._args
+        if len(arrays) == args.n_inputs < len(self._specs) and args.inputs_first:
+            values = args.bind(list(arrays) + [None] * (len(self._specs) - len(arrays))) if args.params else []
+            cla = gpu_module("pyopencl.array", "opencl") if self.target.backend == "opencl" else None
+            on_device = cla is not None and any(isinstance(a, cla.Array) for a in arrays)
+            outputs = [cla.empty(opencl_queue(), args.expected_shape(spec, values), spec.dtype) if on_device
+                       else np.empty(args.expected_shape(spec, values), spec.dtype) for spec in self._specs[len(arrays):]]
+            self(*arrays, *outputs)
+            return outputs[0] if len(outputs) == 1 else tuple(outputs)
         if self.target.backend == "opencl":
             self._run_opencl(arrays)
         else:
             self._run_cuda(arrays)
+        return None
 
     # OpenCL -----------------------------------------------------------------------------------------
     def _run_opencl(self, arrays: tuple) -> None:

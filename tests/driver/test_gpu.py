@@ -299,3 +299,17 @@ def test_random_gpu_placements_of_a_stencil_match_numpy(h, w, ty, tx, placement,
     c = np.full((h, w), np.nan, np.float32)
     f(a, c)
     np.testing.assert_allclose(c, b[:-2] + b[1:-1] * b[2:], rtol=1e-5, atol=1e-5)
+
+
+def test_omitted_outputs_are_returned():
+    need_opencl()
+    cla = pytest.importorskip("pyopencl.array")
+    s, A, B = _scale_schedule(2, 8)
+    f = ts.build(s, [A, B], target="opencl")
+    a = np.random.rand(6, 37).astype("float32")
+    out = f(a)
+    assert isinstance(out, np.ndarray) and out.shape == (6, 37)
+    np.testing.assert_allclose(out, np.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
+    on_device = f(cla.to_device(gpu.opencl_queue(), a))
+    assert isinstance(on_device, cla.Array)
+    np.testing.assert_allclose(on_device.get(), np.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
