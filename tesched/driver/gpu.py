@@ -153,9 +153,11 @@ class GpuKernel:
         if len(arrays) == args.n_inputs < len(self._specs) and args.inputs_first:
             values = args.bind(list(arrays) + [None] * (len(self._specs) - len(arrays))) if args.params else []
             cla = gpu_module("pyopencl.array", "opencl") if self.target.backend == "opencl" else None
-            on_device = cla is not None and any(isinstance(a, cla.Array) for a in arrays)
-            outputs = [cla.empty(opencl_queue(), args.expected_shape(spec, values), spec.dtype) if on_device
-                       else np.empty(args.expected_shape(spec, values), spec.dtype) for spec in self._specs[len(arrays):]]
+            shapes = [(args.expected_shape(spec, values), spec.dtype) for spec in self._specs[len(arrays):]]
+            if cla is not None and any(isinstance(a, cla.Array) for a in arrays):
+                outputs = [cla.empty(opencl_queue(), shape, dtype) for shape, dtype in shapes]
+            else:
+                outputs = [np.empty(shape, dtype) for shape, dtype in shapes]
             self(*arrays, *outputs)
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         if self.target.backend == "opencl":
