@@ -75,12 +75,12 @@ def constant_value(e: Expr) -> int | None:
 
 
 def rebuild(form: Linear, atoms: dict, dtype: str = "int64") -> Expr:
-    """An expression for a linear form (coefficients folded, constant last), computed in ``dtype``."""
+    """An expression for a linear form (coefficients folded, constant last), its arithmetic in ``dtype``
+    (the atoms are used as they are)."""
     terms, c = form
     out: Expr | None = None
     for key, coeff in terms.items():
         atom = atoms[key]
-        atom = atom if atom.dtype == dtype else Cast(dtype, atom)
         term = atom if coeff == 1 else Binary("mul", Const(coeff, dtype), atom, dtype)
         out = term if out is None else Binary("add", out, term, dtype)
     if out is None:
