@@ -69,7 +69,7 @@ def test_bad_arguments_name_the_argument():
     with pytest.raises(ValueError, match=r"argument B: expected shape \(3, 37\), got \(3, 36\)"):
         f(a, np.zeros((3, 36), np.float32))
     with pytest.raises(TypeError, match="takes 2 arrays"):
-        f(a)
+        f(a, a.copy(), a.copy())
     with pytest.raises(TypeError, match="argument B: expected a numpy.ndarray or a pyopencl array, got list"):
         f(a, [0.0])
 
