@@ -105,7 +105,7 @@ _LAZY = {"LoweredFunc": "tesched.lower.func",
          "set_num_threads": "tesched.driver.threads",
          "auto_schedule": "tesched.autoschedule", "tune": "tesched.autoschedule",
          "explain_schedule": "tesched.autoschedule", "gradient": "tesched.autodiff",
-         "save_tile_png": "tesched.viz"}
+         "save_tile_png": "tesched.viz", "Device": "tesched.driver.gpu"}
 """Public names whose modules load on first use (the lowering pipeline and islpy, the driver and cffi, the
 applications of the compiler), and where each lives."""
 
@@ -218,5 +218,5 @@ __all__ = [
     "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "gradient", "GradientError",
-    "ThreadAxis", "thread_axis",
+    "ThreadAxis", "thread_axis", "Device",
 ]

@@ -32,7 +32,7 @@ def _nvrtc_problem() -> str:
 def _cuda_device_problem() -> str:
     try:
         from tesched.driver.gpu import CudaRuntime
-        CudaRuntime.default()
+        CudaRuntime.on(0)
     except (ImportError, TeschedError, RuntimeError, OSError) as err:
         return str(err)
     return ""

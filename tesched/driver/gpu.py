@@ -2,8 +2,8 @@
 
 :func:`build_gpu` finishes a lowered function for a GPU :class:`~tesched.target.Target`, generates its
 kernels (:mod:`tesched.codegen.gpu`), compiles them and returns a :class:`GpuKernel`. OpenCL runs on the
-first OpenCL device found (a GPU when there is one; pocl gives a CPU device where there is none), whose
-limits (threads per block, local memory) the kernels are checked against. CUDA C is compiled by NVRTC for
+current :class:`Device` (by default the first GPU, or the first device: pocl gives a CPU device where there
+is none), whose limits (threads per block, local memory) the kernels are checked against. CUDA C is compiled by NVRTC for
 ``sm_80`` and ``sm_90`` whether or not a GPU is present; it runs through the CUDA driver API
 (cuda-bindings) where one is.
 
@@ -42,9 +42,56 @@ def gpu_module(name: str, target: str) -> ModuleType:
         raise ImportError(f"target {target!r} needs {_PACKAGES.get(name, name)}: pip install tesched[gpu]") from err
 
 
-@functools.lru_cache(maxsize=1)
+class Device:
+    """The GPU device kernels are built for and run on: ``ts.Device("opencl", 1)`` is the second OpenCL
+    device (in the order of ``pyopencl.get_platforms()`` and their devices), ``ts.Device("cuda", 0)`` the
+    first CUDA GPU. ``with ts.Device(...):`` makes it the default of the builds inside; without one, OpenCL
+    takes the first GPU, else the first device (pocl's CPU device where there is no GPU), and CUDA device 0.
+
+    Parameters
+    ----------
+    kind : str
+        ``"opencl"`` or ``"cuda"``.
+    index : int, optional
+        Which device of that kind (default: the choice described above).
+    """
+
+    _stack: list["Device"] = []
+
+    def __init__(self, kind: str = "opencl", index: int | None = None) -> None:
+        if kind not in ("opencl", "cuda"):
+            raise ValueError(f"Device: kind must be 'opencl' or 'cuda', got {kind!r}")
+        if index is not None and (isinstance(index, bool) or not isinstance(index, int) or index < 0):
+            raise ValueError(f"Device: index must be a non-negative int, got {index!r}")
+        self.kind, self.index = kind, index
+
+    def __repr__(self) -> str:
+        return f"Device({self.kind!r}{'' if self.index is None else f', {self.index}'})"
+
+    def __enter__(self) -> "Device":
+        Device._stack.append(self)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        Device._stack.pop()
+
+    def queue(self) -> Any:
+        """The OpenCL command queue of this device (made once per device)."""
+        return _opencl_queue(self.index)
+
+
+def current_device(kind: str) -> Device:
+    """The device of the innermost ``with ts.Device(kind, ...)`` block, else the default one of ``kind``."""
+    return next((d for d in reversed(Device._stack) if d.kind == kind), Device(kind))
+
+
 def opencl_queue() -> Any:
-    """The command queue of the default OpenCL device: the first GPU, else the first device."""
+    """The command queue of the current OpenCL device (see :class:`Device`)."""
+    return current_device("opencl").queue()
+
+
+@functools.lru_cache(maxsize=None)
+def _opencl_queue(index: int | None) -> Any:
     cl = gpu_module("pyopencl", "opencl")
     try:
         platforms = cl.get_platforms()
@@ -56,15 +103,22 @@ def opencl_queue() -> Any:
     if not devices:
         raise TeschedError("no OpenCL platform or device was found" + (f" ({reason})" if reason else "") +
                            "; pip install tesched[gpu] installs pocl, a CPU OpenCL device")
-    device = next((d for d in devices if d.type & cl.device_type.GPU), devices[0])
+    if index is None:
+        device = next((d for d in devices if d.type & cl.device_type.GPU), devices[0])
+    elif index < len(devices):
+        device = devices[index]
+    else:
+        raise ValueError(f"Device('opencl', {index}): there are {len(devices)} OpenCL devices: "
+                         + "; ".join(f"{k}: {d.name.strip()}" for k, d in enumerate(devices)))
     return cl.CommandQueue(cl.Context([device]))
 
 
-def compile_opencl(src: GpuSource) -> Any:
-    """The built pyopencl program of ``src``; a compile error is a ``BuildError`` with the log and source."""
+def compile_opencl(src: GpuSource, queue: Any) -> Any:
+    """The pyopencl program of ``src`` built for ``queue``'s device; a compile error is a ``BuildError`` with
+    the log and the source."""
     cl = gpu_module("pyopencl", "opencl")
     try:
-        return cl.Program(opencl_queue().context, src.source).build()
+        return cl.Program(queue.context, src.source).build()
     except cl.Error as err:
         raise BuildError(f"the OpenCL compiler rejected the generated kernel:\n{err}\n--- source ---\n"
                          f"{src.source}") from None
@@ -105,8 +159,10 @@ class GpuKernel:
     its loop IR, ``ptx`` (CUDA) the PTX per architecture."""
 
     def __init__(self, func: LoweredFunc, src: GpuSource, target: Target, program: Any = None,
-                 ptx: dict[str, bytes] | None = None):
+                 ptx: dict[str, bytes] | None = None, queue: Any = None, device: Device | None = None):
         self.lowered, self.target, self.program = func, target, program
+        self.queue = queue                  # OpenCL: the command queue of the device it was built for
+        self.device = device or Device(target.backend)
         self.gpu = src
         self.source = src.source
         self.ptx = ptx or {}
@@ -155,7 +211,7 @@ class GpuKernel:
             cla = gpu_module("pyopencl.array", "opencl") if self.target.backend == "opencl" else None
             shapes = [(args.expected_shape(spec, values), spec.dtype) for spec in self._specs[len(arrays):]]
             if cla is not None and any(isinstance(a, cla.Array) for a in arrays):
-                outputs = [cla.empty(opencl_queue(), shape, dtype) for shape, dtype in shapes]
+                outputs = [cla.empty(self.queue, shape, dtype) for shape, dtype in shapes]
             else:
                 outputs = [np.empty(shape, dtype) for shape, dtype in shapes]
             self(*arrays, *outputs)
@@ -169,7 +225,7 @@ class GpuKernel:
     # OpenCL -----------------------------------------------------------------------------------------
     def _run_opencl(self, arrays: tuple) -> None:
         cla = gpu_module("pyopencl.array", "opencl")
-        queue = opencl_queue()
+        queue = self.queue
         for spec, arr in zip(self._specs, arrays):
             if isinstance(arr, cla.Array):
                 if arr.context != queue.context:
@@ -194,7 +250,7 @@ class GpuKernel:
 
     # CUDA -------------------------------------------------------------------------------------------
     def _run_cuda(self, arrays: tuple) -> None:
-        runtime = self._cuda or CudaRuntime.default()
+        runtime = self._cuda or CudaRuntime.on(self.device.index or 0)
         self._cuda = runtime
         values = self._sizes(arrays)
         runtime.run(self, arrays, values)
@@ -203,7 +259,7 @@ class GpuKernel:
 class CudaRuntime:
     """The CUDA driver API (cuda-bindings) on the first device: context, module loading, launches."""
 
-    def __init__(self) -> None:
+    def __init__(self, index: int = 0) -> None:
         try:
             cuda = gpu_module("cuda.bindings.driver", "cuda")
         except RuntimeError as missing:     # the bindings load the driver library, absent without a GPU
@@ -217,7 +273,9 @@ class CudaRuntime:
         if err != cuda.CUresult.CUDA_SUCCESS or count == 0:
             raise TeschedError(f"no CUDA device is available ({err}); target 'cuda' compiles here but runs only "
                                "where a CUDA GPU and its driver are")
-        self.device = self._ok(cuda.cuDeviceGet(0))
+        if index >= count:
+            raise ValueError(f"Device('cuda', {index}): there are {count} CUDA devices")
+        self.device = self._ok(cuda.cuDeviceGet(index))
         major = self._ok(cuda.cuDeviceGetAttribute(
             cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device))
         self.arch = f"sm_{major}0"
@@ -226,10 +284,10 @@ class CudaRuntime:
         self.modules: dict[int, Any] = {}
 
     @staticmethod
-    @functools.lru_cache(maxsize=1)
-    def default() -> "CudaRuntime":
-        """The runtime of device 0 (made once)."""
-        return CudaRuntime()
+    @functools.lru_cache(maxsize=None)
+    def on(index: int) -> "CudaRuntime":
+        """The runtime of CUDA device ``index`` (made once)."""
+        return CudaRuntime(index)
 
     def _ok(self, result: Any) -> Any:
         err, *rest = result if isinstance(result, tuple) else (result,)
@@ -289,7 +347,9 @@ def build_gpu(func: LoweredFunc, target: Target) -> GpuKernel:
         except ScalarOnly:          # a vector operation OpenCL C is not given here: vectorized loops stay loops
             target = target.with_gpu_limits(target.gpu_max_threads, target.gpu_shared_bytes, 0)
             src = generate_gpu(lower_for_target(func, target), target)
-        return GpuKernel(func, src, target, program=compile_opencl(src))
+        return GpuKernel(func, src, target, program=compile_opencl(src, queue), queue=queue,
+                         device=current_device("opencl"))
     finished = lower_for_target(func, target)
     src = generate_gpu(finished, target)
-    return GpuKernel(func, src, target, ptx={arch: compile_cuda(src.source, arch) for arch in CUDA_ARCHES})
+    return GpuKernel(func, src, target, ptx={arch: compile_cuda(src.source, arch) for arch in CUDA_ARCHES},
+                     device=current_device("cuda"))

@@ -117,13 +117,13 @@ def test_missing_package_names_the_extra(monkeypatch):
 def test_no_opencl_platform_names_pocl(monkeypatch):
     cl = pytest.importorskip("pyopencl")
     monkeypatch.setattr(cl, "get_platforms", lambda: [])
-    gpu.opencl_queue.cache_clear()
+    gpu._opencl_queue.cache_clear()
     try:
         with pytest.raises(ts.TeschedError, match="no OpenCL platform.*pocl"):
             gpu.opencl_queue()
     finally:
         monkeypatch.undo()
-        gpu.opencl_queue.cache_clear()
+        gpu._opencl_queue.cache_clear()
 
 
 @pytest.mark.gpu
@@ -313,3 +313,18 @@ def test_omitted_outputs_are_returned():
     on_device = f(cla.to_device(gpu.opencl_queue(), a))
     assert isinstance(on_device, cla.Array)
     np.testing.assert_allclose(on_device.get(), np.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
+
+
+def test_device_chooses_where_kernels_build_and_run():
+    need_opencl()
+    s, A, B = _scale_schedule(2, 8)
+    with ts.Device("opencl", 0) as device:
+        f = ts.build(s, [A, B], target="opencl")
+    assert f.device is device and f.queue is device.queue()
+    a = np.random.rand(3, 37).astype("float32")
+    np.testing.assert_allclose(f(a), np.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
+    count = len([d for p in pytest.importorskip("pyopencl").get_platforms() for d in p.get_devices()])
+    with pytest.raises(ValueError, match=rf"Device\('opencl', {count}\): there are {count} OpenCL devices: 0: "):
+        ts.Device("opencl", count).queue()
+    with pytest.raises(ValueError, match="kind must be 'opencl' or 'cuda', got 'metal'"):
+        ts.Device("metal")
