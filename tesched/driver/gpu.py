@@ -24,6 +24,7 @@ import numpy as np
 from tesched.codegen.gpu import GpuSource, ScalarOnly, generate_gpu
 from tesched.codegen.signature import signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
+from tesched.driver.arrays import as_array
 from tesched.driver.arguments import KernelArguments
 from tesched.errors import BuildError, TeschedError
 from tesched.lower.func import LoweredFunc
@@ -179,10 +180,6 @@ class GpuKernel:
 
     def _sizes(self, arrays: Sequence[Any]) -> list[int]:
         """The size parameters bound by ``arrays`` (all arguments), after checking each one."""
-        n_all = len(self._specs)
-        if len(arrays) != n_all:
-            raise TypeError(f"{self.name} takes {n_all} arrays ({', '.join(s.name for s in self._specs)}), "
-                            f"got {len(arrays)}")
         values = self._args.bind(list(arrays)) if self._args.params else []
         for spec, arr in zip(self._specs, arrays):
             if np.dtype(arr.dtype) != spec.dtype:
@@ -216,6 +213,9 @@ class GpuKernel:
                 outputs = [np.empty(shape, dtype) for shape, dtype in shapes]
             self(*arrays, *outputs)
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
+        if len(arrays) != len(self._specs):
+            raise TypeError(f"{self.name} takes {len(self._specs)} arrays ({', '.join(s.name for s in self._specs)})"
+                            f" or its {args.n_inputs} inputs, got {len(arrays)}")
         if self.target.backend == "opencl":
             self._run_opencl(arrays)
         else:
@@ -233,9 +233,8 @@ class GpuKernel:
                                      f"{self.name} runs on {queue.device.name}")
                 if not arr.flags.c_contiguous:
                     raise ValueError(f"argument {spec.name}: array is not C-contiguous")
-            elif not isinstance(arr, np.ndarray):
-                raise TypeError(f"argument {spec.name}: expected a numpy.ndarray or a pyopencl array, got "
-                                f"{type(arr).__name__}")
+        arrays = tuple(a if isinstance(a, cla.Array) else as_array(a, f"argument {spec.name}")
+                       for spec, a in zip(self._specs, arrays))
         values = self._sizes(arrays)
         device = [a if isinstance(a, cla.Array) else cla.to_device(queue, np.ascontiguousarray(a)) for a in arrays]
         scratch = [cla.empty(queue, shape, dtype) for shape, dtype in self._scratch_shapes(values)]
@@ -275,6 +274,7 @@ class CudaRuntime:
                                "where a CUDA GPU and its driver are")
         if index >= count:
             raise ValueError(f"Device('cuda', {index}): there are {count} CUDA devices")
+        self.index = index
         self.device = self._ok(cuda.cuDeviceGet(index))
         major = self._ok(cuda.cuDeviceGetAttribute(
             cuda.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.device))
@@ -305,11 +305,13 @@ class CudaRuntime:
         for spec, arr in zip(kernel._specs, arrays):
             interface = getattr(arr, "__cuda_array_interface__", None)
             if interface is not None:
+                where = arr.__dlpack_device__() if hasattr(arr, "__dlpack_device__") else None
+                if where is not None and int(where[1]) != self.index:
+                    raise ValueError(f"argument {spec.name}: an array on CUDA device {int(where[1])}; {kernel.name} "
+                                     f"runs on device {self.index}")
                 pointers.append(int(interface["data"][0]))
                 continue
-            if not isinstance(arr, np.ndarray):
-                raise TypeError(f"argument {spec.name}: expected a numpy.ndarray or a CUDA array (torch, CuPy), "
-                                f"got {type(arr).__name__}")
+            arr = as_array(arr, f"argument {spec.name}")
             host = np.ascontiguousarray(arr)
             ptr = self._ok(cuda.cuMemAlloc(max(host.nbytes, 1)))
             owned.append(ptr)
