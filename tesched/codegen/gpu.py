@@ -3,9 +3,10 @@
 A lowered function is cut into kernels: the statements of its body outside every loop bound to a GPU
 index (``Stage.bind``) are the host's (sequences, produce markers, whole intermediate tensors, which the
 host allocates in device memory), and each maximal statement below them is one kernel, launched in
-order. In a kernel, a loop bound to ``blockIdx.d`` runs from ``begin + group id d`` and one bound to
-``threadIdx.d`` from ``begin + local id d``, by steps of the launch's size along that index (so each
-iteration runs even where a loop has more than the launch covers); the launch geometry along each index
+order. In a kernel, a loop bound to ``blockIdx.d`` becomes ``v = begin + group id d`` guarded by
+``v < end``, and one bound to ``threadIdx.d`` runs from ``begin + local id d`` by steps of the launch's
+size along that index (each iteration runs even where a loop has more than the launch covers); the
+launch geometry along each index
 is the largest trip count of the loops bound to it: an expression of the size parameters, or the
 constant bound the lowering knows (:class:`Launch`, evaluated by the host when it runs).
 
@@ -240,8 +241,10 @@ class GpuCodeGen(CodeGen):
         self.private: set[int] = set()         # ids of the buffers in registers
         self.enclosing: list[ir.For] = []
         self.threads = False                   # whether the kernel being written has threads
+        self.launch = Launch("")               # the kernel being written
         self.one_block = False                 # whether it has threads but no block loop
         self.root_stage = ""                   # the stage the kernel produces (its others are computed inside)
+        self.producing = ""                    # the stage whose produce block the host is in
         self.kernel_texts: list[str] = []
         self._shared_bytes = 0                 # shared memory of the kernel being written
         self.tag_vars: dict[str, Var] = {}     # a GPU thread index as a variable (keys of shared accesses)
@@ -256,6 +259,7 @@ class GpuCodeGen(CodeGen):
             for c in s.stmts:
                 self.host(c)
         elif isinstance(s, ir.Produce):
+            self.producing = s.stage
             self.host(s.body)
         elif isinstance(s, ir.Allocate) and s.buffer.scope is ir.BufferScope.GLOBAL:
             self.scratch.append(s.buffer)
@@ -265,13 +269,15 @@ class GpuCodeGen(CodeGen):
 
     def kernel(self, s: ir.Stmt) -> None:
         launch = Launch(self.names.fresh(f"{self.func.name}_kernel{len(self.kernels)}"))
+        self.launch = launch
         for loop in walk_stmts(s):
             if isinstance(loop, ir.For) and loop.thread:
                 launch.extents.setdefault(loop.thread, []).append(self._trip_count(loop))
         self.threads = any(tag.startswith("thread") for tag in launch.extents)
         # no block loop (those of one iteration are not generated): the kernel is one block of threads
         self.one_block = self.threads and not any(tag.startswith("block") for tag in launch.extents)
-        self.root_stage = next((x.stage for x in walk_stmts(s) if isinstance(x, (ir.Produce, ir.For)) and x.stage), "")
+        self.root_stage = self.producing or next((x.stage for x in walk_stmts(s)
+                                                  if isinstance(x, (ir.Produce, ir.For)) and x.stage), "")
         self._check_threads(launch, s)
         self.lines, self.shared_lines, self.enclosing = [], [], []
         self.indent = 1
@@ -363,13 +369,30 @@ class GpuCodeGen(CodeGen):
         index = f"(int64_t){self.dialect.index[s.thread]}"
         begin = simplify(s.begin, self.exprs.ranges)
         start = index if isinstance(begin, Const) and begin.value == 0 else f"{self.expr(begin)} + {index}"
-        # a stride of the launch's size: every iteration runs even where the launch is smaller than the loop
-        step = self.dialect.index[s.thread.replace("Idx", "Dim")]
-        self.emit(f"for (int64_t {v} = {start}; {v} < {self.expr(s.end)}; {v} += {step}) {{")
         self.enclosing.append(s)
-        self.nested(s.body, loop_range(s, self.exprs.ranges))
+        if s.kind is LoopKind.GPU_BLOCK:
+            # the launch covers every iteration (its size is the largest trip count): a block runs one, and
+            # where the launch is exactly this loop's trip count, with no guard either, so that barriers
+            # inside are in straight code (pocl 3.0 crashes on barriers under a guard around thread loops)
+            sizes = self.launch.extents[s.thread]
+            exact = len(sizes) == 1 and structural_key(sizes[0]) == structural_key(self._trip_count(s)) and all(
+                isinstance(v, Var) and any(v is p for p in self.func.params)
+                for v in walk(simplify(Binary("sub", s.end, s.begin, "int64"))) if isinstance(v, Var))
+            self.emit("{")
+            self.emit(f"const int64_t {v} = {start};", 1)
+            self.emit("{" if exact else f"if ({v} < {self.expr(s.end)}) {{", 1)
+            self.indent += 1
+            self.nested(s.body, loop_range(s, self.exprs.ranges))
+            self.indent -= 1
+            self.emit("}", 1)
+            self.emit("}")
+        else:
+            # a stride of the launch's size: every iteration runs even where the launch is smaller than the loop
+            step = self.dialect.index[s.thread.replace("Idx", "Dim")]
+            self.emit(f"for (int64_t {v} = {start}; {v} < {self.expr(s.end)}; {v} += {step}) {{")
+            self.nested(s.body, loop_range(s, self.exprs.ranges))
+            self.emit("}")
         self.enclosing.pop()
-        self.emit("}")
 
     def _cross_thread_reduction(self, s: ir.For) -> None:
         """A reduction loop bound to a thread index: each thread accumulates the iterations it runs in a

@@ -273,6 +273,18 @@ def test_one_block_kernels_and_threads_idle_along_an_index(m, n, k):
        placement=st.sampled_from(["root", "shared", "shared x", "shared split", "registers", "inline"]),
        factor=st.integers(1, 4))
 def test_random_gpu_placements_of_a_stencil_match_numpy(h, w, ty, tx, placement, factor):
+    stencil_case(h, w, ty, tx, placement, factor)
+
+
+@pytest.mark.parametrize("case", [(1, 2, 1, 1, "shared split", 2), (9, 2, 2, 8, "shared", 1)])
+def test_barriers_outside_any_guard_or_loop(case):
+    # pocl 3.0 crashed on these kernels while their block loops were guards (or grid-stride loops) around
+    # the barrier: where the launch is the block loop's trip count, the kernel has neither
+    stencil_case(*case)
+
+
+def stencil_case(h, w, ty, tx, placement, factor):
+    """C = B[y] + B[y + 1] * B[y + 2] of B = a 3-point sum of A, C in gpu tiles, B placed as asked; vs NumPy."""
     need_opencl()
     A = ts.placeholder((h + 2, w + 2), name="A")
     B = ts.compute((h + 2, w), lambda y, x: A[y, x] + A[y, x + 1] + A[y, x + 2], name="B")
