@@ -350,6 +350,10 @@ class GpuCodeGen(CodeGen):
                 self.lines.insert(len(self.lines) - 1, "  " * (self.indent + 1) + self.dialect.barrier)
             return
         axis = ThreadAxis(s.thread)
+        same = next((f for f in self.enclosing if f.thread == s.thread), None)
+        if same is not None:
+            raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is bound to {s.thread} inside loop "
+                                f"{same.var.name} of stage {same.stage}, bound to the same index: bind it to another")
         if axis.kind is LoopKind.GPU_BLOCK and any(f.kind is not LoopKind.GPU_BLOCK for f in self.enclosing):
             outer = next(f for f in self.enclosing if f.kind is not LoopKind.GPU_BLOCK)
             raise ScheduleError(f"loop {s.var.name} of stage {s.stage} is bound to {s.thread} inside loop "

@@ -204,3 +204,18 @@ def test_cross_thread_reduction_needs_the_whole_block():
                                                "cross-thread reduction needs every thread of the block, but it is "
                                                "inside loop i.inner, bound to threadIdx.y"):
         _kernels(s, [A, B])
+
+
+def test_a_loop_bound_inside_a_loop_of_the_same_index_is_refused():
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((64,), lambda i: A[i] * 2.0, name="B")
+    C = ts.compute((62,), lambda i: B[i] + B[i + 2], name="C")
+    s = ts.create_schedule(C.op)
+    o, i = s[C].split(C.op.axis[0], factor=16)
+    s[C].bind(o, ts.thread_axis("blockIdx.x"))
+    s[C].bind(i, ts.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], i)
+    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.ScheduleError, match="loop i of stage B is bound to threadIdx.x inside loop i.inner of "
+                                               "stage C, bound to the same index"):
+        _kernels(s, [A, C])
