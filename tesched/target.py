@@ -16,6 +16,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from tesched.config import settings
 from tesched.errors import ConfigError
 
@@ -134,6 +136,11 @@ class Target:
         object.__setattr__(self, "flags", _BASE_FLAGS[:1] + march + feature_flags + _BASE_FLAGS[1:])
         object.__setattr__(self, "compiler", env.compiler)
         object.__setattr__(self, "threads", threads)
+
+    def lanes(self, dtype: str = "float32") -> int:
+        """How many elements of ``dtype`` one vector register holds: 1 for portable C (no SIMD), so that
+        tile sizes derived from it stay valid on every target."""
+        return max(1, self.vector_bytes // np.dtype(dtype).itemsize)
 
     def has(self, *features: str) -> bool:
         """Whether every one of ``features`` (CPU flag names such as ``avx512_vnni``) is available."""
