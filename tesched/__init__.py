@@ -15,9 +15,12 @@ import importlib as _importlib
 import os as _os
 from typing import TYPE_CHECKING
 from typing import Any as _Any
+from typing import Literal as _Literal
 from typing import Sequence as _Sequence
+from typing import overload as _overload
 
 if TYPE_CHECKING:
+    from tesched.driver.gpu import GpuKernel
     from tesched.driver.kernel import Kernel
     from tesched.lower.func import LoweredFunc
 
@@ -31,6 +34,7 @@ from tesched.errors import (
     TensorizeError,
     TeschedError,
 )
+from tesched.schedule.kinds import ThreadAxis, thread_axis
 from tesched.schedule.schedule import Schedule, Stage, create_schedule, set_legality_check
 from tesched.target import Target
 from tesched.te import boundary
@@ -101,7 +105,7 @@ _LAZY = {"LoweredFunc": "tesched.lower.func",
          "set_num_threads": "tesched.driver.threads",
          "auto_schedule": "tesched.autoschedule", "tune": "tesched.autoschedule",
          "explain_schedule": "tesched.autoschedule", "gradient": "tesched.autodiff",
-         "save_tile_png": "tesched.viz"}
+         "save_tile_png": "tesched.viz", "Device": "tesched.driver.gpu"}
 """Public names whose modules load on first use (the lowering pipeline and islpy, the driver and cffi, the
 applications of the compiler), and where each lives."""
 
@@ -117,9 +121,22 @@ def __getattr__(name: str) -> _Any:
     raise AttributeError(f"module 'tesched' has no attribute {name!r}")
 
 
+# as the driver's build: a GPU target named by its string gives a GpuKernel (see tesched.driver.build)
+@_overload
+def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None",  # type: ignore[overload-overlap]
+          target: _Literal["opencl", "cuda"], name: str = ..., profile: bool = ...,
+          tuned: "str | _os.PathLike | None" = ...) -> "GpuKernel": ...
+
+
+@_overload
+def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None" = None,
+          target: "Target | str | None" = None, name: str = ..., profile: bool = ...,
+          tuned: "str | _os.PathLike | None" = ...) -> "Kernel": ...
+
+
 def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None" = None,
           target: "Target | str | None" = None, name: str = "default_function", profile: bool = False,
-          tuned: "str | _os.PathLike | None" = None) -> "Kernel":
+          tuned: "str | _os.PathLike | None" = None) -> "Kernel | GpuKernel":
     """Lower, compile and load a kernel (:func:`tesched.driver.build.build`); with ``tuned``, first apply
     the best record of that tuning database (:func:`tesched.autoschedule.build`).
 
@@ -132,8 +149,8 @@ def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None" = N
 
     Returns
     -------
-    Kernel
-        The compiled kernel.
+    Kernel or GpuKernel
+        The compiled kernel (a :class:`~tesched.driver.gpu.GpuKernel` for ``target="opencl"`` or ``"cuda"``).
     """
     if tuned is None:
         from tesched.driver.build import build as driver_build    # the lowering pipeline loads with the first build
@@ -201,4 +218,5 @@ __all__ = [
     "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "gradient", "GradientError",
+    "ThreadAxis", "thread_axis", "Device",
 ]

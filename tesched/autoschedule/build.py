@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import warnings
-from typing import Sequence
+from typing import Literal, Sequence, overload
 
 from tesched.autoschedule.auto import Explanation, auto_schedule, record
 from tesched.autoschedule.database import TuningDatabase, seconds_or_inf
@@ -18,6 +18,7 @@ from tesched.autoschedule.pipeline import scheduled_by_user
 from tesched.autoschedule.plan import apply_plan
 from tesched.autoschedule.workload import workload_hash
 from tesched.driver.build import build as driver_build
+from tesched.driver.gpu import GpuKernel
 from tesched.driver.kernel import Kernel
 from tesched.errors import ScheduleError
 from tesched.lower.func import LoweredFunc
@@ -26,9 +27,21 @@ from tesched.target import Target
 from tesched.te.tensor import Tensor
 
 
+# as the driver's build: a GPU target named by its string gives a GpuKernel (see tesched.driver.build)
+@overload
+def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None,  # type: ignore[overload-overlap]
+          target: Literal["opencl", "cuda"], name: str = ..., profile: bool = ...,
+          tuned: str | os.PathLike | None = ...) -> GpuKernel: ...
+
+
+@overload
+def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None, target: Target | str | None = None,
+          name: str = ..., profile: bool = ..., tuned: str | os.PathLike | None = ...) -> Kernel: ...
+
+
 def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
           target: Target | str | None = None, name: str = "default_function", profile: bool = False,
-          tuned: str | os.PathLike | None = None) -> Kernel:
+          tuned: str | os.PathLike | None = None) -> Kernel | GpuKernel:
     """Lower, compile and load a kernel, as :func:`tesched.driver.build.build`.
 
     Parameters
@@ -41,8 +54,8 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
 
     Returns
     -------
-    Kernel
-        The compiled kernel.
+    Kernel or GpuKernel
+        The compiled kernel (a GpuKernel for ``target="opencl"`` or ``"cuda"``).
     """
     if tuned is not None:
         if not isinstance(inputs, Schedule):
