@@ -18,6 +18,8 @@ from tesched.te.visit import walk
 from tesched.transform.vectorize import LoopVectorizer
 from targets import AVX512, pinned
 
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
+
 
 def relu_kernel(n=100, factor=16, name="simd_relu"):
     A = ts.placeholder((n,), name="A")

@@ -86,8 +86,9 @@ def _conv_weight_last(node: Call) -> Expr | None:
     strided = tuple(attrs["strides"]) != (1, 1)
     narrow = node.tensor_type.shape[3] < NARROW_ROW
     if not isinstance(weight, Constant) or attrs["groups"] != 1 or (kh, kw) == (1, 1) or \
+            not current_target().vector_bytes or \
             k % current_target().lanes(str(weight.data.dtype)) or not (strided or narrow):
-        return None
+        return None                 # (without SIMD there are no output-channel vectors to gain)
     return conv2d_weight_last(x, Constant(weight_last(weight.data), name=weight.name), attrs["strides"],
                               attrs["padding"], attrs["dilation"])
 

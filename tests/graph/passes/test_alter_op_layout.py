@@ -14,13 +14,15 @@ from targets import AVX512
 
 from ..helpers import ATOL, RTOL, op_names
 
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
+
 
 def dense_graph(rows, weight):
     x = G.var("x", shape=(rows, weight.shape[1]))
     return G.Function([x], G.nn.relu(G.nn.dense(x, G.const(weight))))
 
 
-LANES = current_target().lanes("float32")
+LANES = ts.Target("host").lanes("float32")   # the tests build for the host (pytestmark)
 
 
 def constants_of(f):
