@@ -19,6 +19,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from tesched.config import settings
 from tesched.errors import ConfigError
 
@@ -162,6 +164,11 @@ class Target:
         if vector_bytes is not None:
             object.__setattr__(out, "vector_bytes", vector_bytes)
         return out
+
+    def lanes(self, dtype: str = "float32") -> int:
+        """How many elements of ``dtype`` one vector register holds: 1 for portable C (no SIMD), so that
+        tile sizes derived from it stay valid on every target."""
+        return max(1, self.vector_bytes // np.dtype(dtype).itemsize)
 
     def has(self, *features: str) -> bool:
         """Whether every one of ``features`` (CPU flag names such as ``avx512_vnni``) is available."""

@@ -57,6 +57,7 @@ def test_nn_pipeline_with_padding_and_several_outputs():
     np.testing.assert_allclose(t, np.maximum(ref, 0) + 1, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.usefixtures("host_target")
 def test_lstm_cell_from_the_operator_library():
     hidden = 32                       # reductions of 32: two vectors of partial sums
     x, h, c = (ts.placeholder((1, hidden), name=n) for n in "xhc")
@@ -176,6 +177,7 @@ def test_histogram_grid_reads_each_cell_once_for_all_bins():
     np.testing.assert_allclose(got, reference(a.astype(np.float64)), rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.usefixtures("host_target")
 def test_large_matmul_packs_its_strided_panel():
     _, outputs, _ = matmul_relu(1024, 1024, 1024)
     text = ts.explain_schedule(ts.auto_schedule(outputs))

@@ -19,6 +19,7 @@ def _network(rng):
     return G.Function([x], G.nn.dequantize(dense, 0.5, 120))
 
 
+@pytest.mark.usefixtures("host_target")          # the dot-product instructions of this CPU
 def test_quantized_network_runs_fused_and_matches_numpy(rng):
     fn = _network(rng)
     x = rng.uniform(-3, 3, (1, 5, 6, 8)).astype(np.float32)

@@ -43,6 +43,7 @@ def _dense_case(rng, dtype, m=5, k=32, n=40):
     return x, w
 
 
+@pytest.mark.usefixtures("host_target")
 @pytest.mark.parametrize("dtype", ["uint8", "int8"])
 def test_qdense_matches_the_reference(dtype, rng):
     x, w = _dense_case(rng, dtype)

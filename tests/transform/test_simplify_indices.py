@@ -3,9 +3,12 @@ C reads like hand-written C."""
 import re
 
 import numpy as np
+import pytest
 
 import tesched as ts
 from targets import pinned
+
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
 
 
 def packed_gemm(n=64, bn=16, kfactor=4, write_cache=False, name="packed"):

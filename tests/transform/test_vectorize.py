@@ -16,7 +16,9 @@ from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Select
 from tesched.te.visit import walk
 from tesched.transform.vectorize import LoopVectorizer
-from targets import AVX512, pinned
+from targets import AVX512, pinned, runs_here
+
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
 
 
 def relu_kernel(n=100, factor=16, name="simd_relu"):
@@ -279,8 +281,8 @@ def test_masked_partial_sums_in_a_local_buffer_are_vectorized(rand):
     s[partial].reorder(*axes[:-1], *s[partial].op.reduce_axis, axes[-1])
     s[partial].vectorize(axes[-1])
     s[partial].compute_at(s[g], g.op.axis[0])
-    f = ts.build(s, [A, g])
-    assert "ts_vsel_f32x8" in f.c_source and "? (" not in f.c_source
+    code, f = pinned(lambda: ts.build(s, [A, g]))
+    assert "ts_vsel_f32x8" in code.c_source and "? (" not in code.c_source
     a = rand((n, n), low=0.0, high=0.999)
     b = (a * bins).astype(np.int32)
     expected = np.stack([(a * (b == z)).sum(1) for z in range(bins)], axis=1)
@@ -305,9 +307,9 @@ def test_padded_select_reads_a_cache_read_buffer_with_masked_loads(w, rand):
     AA = s.cache_read(A, "local", [P])
     s[AA].compute_at(s[P], P.op.axis[0])
     s[P].vectorize(P.op.axis[1])
-    f = ts.build(s, [A, C, P], name=f"masked_cache_read_{w}")
-    _assert_masked_simd(f)
-    assert re.search(r"ts_vloadm_f32x\d+\(A_local, -1, ", f.c_source)    # the buffer and the offset apart
+    code, f = pinned(lambda: ts.build(s, [A, C, P], name=f"masked_cache_read_{w}"))
+    _assert_masked_simd(code)
+    assert re.search(r"ts_vloadm_f32x\d+\(A_local, -1, ", code.c_source)    # the buffer and the offset apart
     a, c = rand((h, w), low=-1), rand((h, w))
     shifted = np.concatenate([np.zeros((h, 1), np.float32), a[:, :-1]], axis=1)
     np.testing.assert_array_equal(f(a, c), np.where((np.arange(w) >= 1) & (c > 0.5), shifted, 0))
@@ -436,3 +438,31 @@ def test_masked_loads_are_one_instruction_where_the_isa_has_one(target, instruct
     module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
     asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(module)], capture_output=True, text=True).stdout
     assert re.search(instruction, asm)
+
+
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2", "x86-64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint8", "int16", "int32"])
+@pytest.mark.parametrize("vector_masks", [True, False])
+def test_bool_stages_and_inputs_read_by_vectorized_consumers(target, dtype, vector_masks):
+    """Bool lanes are masks in registers and bytes of 0 or 1 in memory: a bool input, a bool stage computed
+    whole (vectorized or not) and its negation, combined with comparisons and read by vectorized selects."""
+    if target != "host" and not runs_here(target):
+        pytest.skip(f"this CPU cannot run code built for {target}")
+    n = 70
+    A = ts.placeholder((n,), dtype=dtype, name="A")
+    K = ts.placeholder((n,), dtype="bool", name="K")
+    M = ts.compute((n,), lambda i: A[i] > 3, name="M")
+    N = ts.compute((n,), lambda i: (M[i] & (A[i] < 9)) | ~K[i], name="N")
+    B = ts.compute((n,), lambda i: ts.if_then_else(N[i] & ~M[i], A[i], A[i] * 2), name="B")
+    s = ts.create_schedule(B.op)
+    for t in ((M, N, B) if vector_masks else (B,)):
+        s[t].vectorize(t.op.axis[0])
+    with ts.Target(target):
+        f = ts.build(s, [A, K, M, N, B], name=f"bool_lanes_{dtype}")
+    assert "ts_vload_i8x" in f.c_source and (not vector_masks or "ts_vstore_i8x" in f.c_source)
+    a = (np.arange(n) % 13).astype(dtype)
+    k = np.arange(n) % 3 != 0
+    m, nn_, b = f(a, k)
+    np.testing.assert_array_equal(m, a > 3)
+    np.testing.assert_array_equal(nn_, ((a > 3) & (a < 9)) | ~k)
+    np.testing.assert_array_equal(b, np.where(nn_ & ~m, a, a * 2))
