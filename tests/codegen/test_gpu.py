@@ -149,8 +149,9 @@ def test_shared_memory_over_the_limit_names_the_stage():
         generate_gpu(lower_for_target(ts.lower(s, list(args)), machine), machine)
 
 
-def shared_stage(shift, n=64):
-    """B = 2 A computed per block of 16 in shared memory, a thread per element; C[i] = B[i] - B[i + shift]."""
+def shared_stage(shift, n=64, at_thread=False, bind=True):
+    """B = 2 A computed per block of 16 in shared memory (per thread, in registers, with ``at_thread``), its
+    loop bound to threadIdx.x if ``bind``; C[i] = B[i] - B[i + shift], a thread per element."""
     A = ts.placeholder((n,), name="A")
     B = ts.compute((n,), lambda i: A[i] * 2.0, name="B")
     C = ts.compute((n - 3,), lambda i: B[i] - B[i + shift], name="C")
@@ -158,8 +159,9 @@ def shared_stage(shift, n=64):
     o, i = s[C].split(C.op.axis[0], factor=16)
     s[C].bind(o, ts.thread_axis("blockIdx.x"))
     s[C].bind(i, ts.thread_axis("threadIdx.x"))
-    s[B].compute_at(s[C], o)
-    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
+    s[B].compute_at(s[C], i if at_thread else o)
+    if bind:
+        s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
     return s, [A, C]
 
 
@@ -207,15 +209,7 @@ def test_cross_thread_reduction_needs_the_whole_block():
 
 
 def test_a_loop_bound_inside_a_loop_of_the_same_index_is_refused():
-    A = ts.placeholder((64,), name="A")
-    B = ts.compute((64,), lambda i: A[i] * 2.0, name="B")
-    C = ts.compute((62,), lambda i: B[i] + B[i + 2], name="C")
-    s = ts.create_schedule(C.op)
-    o, i = s[C].split(C.op.axis[0], factor=16)
-    s[C].bind(o, ts.thread_axis("blockIdx.x"))
-    s[C].bind(i, ts.thread_axis("threadIdx.x"))
-    s[B].compute_at(s[C], i)
-    s[B].bind(B.op.axis[0], ts.thread_axis("threadIdx.x"))
+    s, args = shared_stage(2, at_thread=True)
     with pytest.raises(ts.ScheduleError, match="loop i of stage B is bound to threadIdx.x inside loop i.inner of "
                                                "stage C, bound to the same index"):
-        _kernels(s, [A, C])
+        _kernels(s, args)
