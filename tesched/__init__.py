@@ -12,14 +12,14 @@ autoscheduler, ``gradient`` the differentiator, ``save_tile_png`` and every ``to
 packages ``ts.nn``, ``ts.graph``, ``ts.intrin``.
 """
 import importlib as _importlib
-import os as _os
+import os
 from typing import TYPE_CHECKING
 from typing import Any as _Any
 from typing import Literal as _Literal
-from typing import Sequence as _Sequence
+from typing import Sequence
 from typing import overload as _overload
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:   # these modules load on first use (the documentation resolves the names: docs/conf.py)
     from tesched.driver.gpu import GpuKernel
     from tesched.driver.kernel import Kernel
     from tesched.lower.func import LoweredFunc
@@ -110,6 +110,11 @@ _LAZY = {"LoweredFunc": "tesched.lower.func",
 applications of the compiler), and where each lives."""
 
 
+def __dir__() -> list[str]:
+    """The module's names, the ones that load on first use included (for ``dir()`` and documentation)."""
+    return sorted(set(globals()) | set(_LAZY) | {"nn", "graph", "intrin"})
+
+
 def __getattr__(name: str) -> _Any:
     """The names of :data:`_LAZY` and the packages ``nn``, ``graph``, ``intrin``, loaded on first use."""
     if name in ("nn", "graph", "intrin"):
@@ -123,22 +128,23 @@ def __getattr__(name: str) -> _Any:
 
 # as the driver's build: a GPU target named by its string gives a GpuKernel (see tesched.driver.build)
 @_overload
-def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None",  # type: ignore[overload-overlap]
+def build(inputs: "Schedule | LoweredFunc", args: "Sequence[Tensor] | None",  # type: ignore[overload-overlap]
           target: _Literal["opencl", "cuda"], name: str = ..., profile: bool = ...,
-          tuned: "str | _os.PathLike | None" = ...) -> "GpuKernel": ...
+          tuned: "str | os.PathLike | None" = ...) -> "GpuKernel": ...
 
 
 @_overload
-def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None" = None,
+def build(inputs: "Schedule | LoweredFunc", args: "Sequence[Tensor] | None" = None,
           target: "Target | str | None" = None, name: str = ..., profile: bool = ...,
-          tuned: "str | _os.PathLike | None" = ...) -> "Kernel": ...
+          tuned: "str | os.PathLike | None" = ...) -> "Kernel": ...
 
 
-def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None" = None,
+def build(inputs: "Schedule | LoweredFunc", args: "Sequence[Tensor] | None" = None,
           target: "Target | str | None" = None, name: str = "default_function", profile: bool = False,
-          tuned: "str | _os.PathLike | None" = None) -> "Kernel | GpuKernel":
+          tuned: "str | os.PathLike | None" = None) -> "Kernel | GpuKernel":
     """Lower, compile and load a kernel (:func:`tesched.driver.build.build`); with ``tuned``, first apply
-    the best record of that tuning database (:func:`tesched.autoschedule.build`).
+    the best record of that tuning database for this workload and machine to ``inputs``, which must be an
+    unscheduled schedule (without one: a ``UserWarning``, and ``auto_schedule`` instead).
 
     Parameters
     ----------
@@ -152,14 +158,16 @@ def build(inputs: "Schedule | LoweredFunc", args: "_Sequence[Tensor] | None" = N
     Kernel or GpuKernel
         The compiled kernel (a :class:`~tesched.driver.gpu.GpuKernel` for ``target="opencl"`` or ``"cuda"``).
     """
-    if tuned is None:
-        from tesched.driver.build import build as driver_build    # the lowering pipeline loads with the first build
-        return driver_build(inputs, args, target, name, profile)
-    from tesched.autoschedule import build as tuned_build   # the tuning database loads when asked for
-    return tuned_build(inputs, args, target, name, profile, tuned)
+    from tesched.driver.build import build as driver_build    # the lowering pipeline loads with the first build
+    if tuned is not None:
+        if not isinstance(inputs, Schedule):
+            raise TypeError("build(..., tuned=...) needs a schedule (from create_schedule), not a lowered function")
+        from tesched.autoschedule.build import apply_tuned   # the tuning database loads when asked for
+        apply_tuned(inputs, tuned, target)
+    return driver_build(inputs, args, target, name, profile)
 
 
-def lower(sch: Schedule, args: "_Sequence[Tensor]", name: str = "main", debug: "bool | None" = None,
+def lower(sch: Schedule, args: "Sequence[Tensor]", name: str = "main", debug: "bool | None" = None,
           simple_mode: bool = True) -> "LoweredFunc":
     """Lower a schedule to loop IR; ``print()`` the result to read it (:func:`tesched.lower.pipeline.lower`,
     whose pipeline loads with the first call).

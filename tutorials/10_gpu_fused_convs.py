@@ -1,5 +1,5 @@
 """Tutorial 10: two convolutions fused in one GPU kernel, without a global sync.
-============================================================================
+=============================================================================
 
 Run it:  python tutorials/10_gpu_fused_convs.py          (16 channels, 32 x 32)
          python tutorials/10_gpu_fused_convs.py --quick  (4 channels, 16 x 16; or TESCHED_QUICK=1)
