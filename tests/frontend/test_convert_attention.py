@@ -1,5 +1,6 @@
 """The batched matrix product converter (``aten.bmm``) against PyTorch: bmm itself, matmul of 3-D and 4-D
-operands with broadcasting, ``q @ k.transpose(-2, -1)``, and a Linear over a 3-D tensor."""
+operands with broadcasting, ``q @ k.transpose(-2, -1)``, ``baddbmm`` and ``einsum`` (which decompose to
+bmm), and a Linear over a 3-D tensor."""
 import pytest
 
 from .helpers import Case, Lambda, check_case, rand, torch
@@ -11,6 +12,10 @@ CASES = [
     Case("matmul_4d_broadcast", lambda: Lambda(lambda a, b: a @ b), lambda: (rand(2, 3, 5, 4), rand(3, 4, 6))),
     Case("scores", lambda: Lambda(lambda q, k: torch.softmax(q @ k.transpose(-2, -1) * 0.5, -1) @ k),
          lambda: (rand(1, 2, 7, 8), rand(1, 2, 7, 8))),
+    Case("baddbmm_einsum", lambda: Lambda(lambda c, a, b: (torch.baddbmm(c, a, b, beta=0.5, alpha=2.0),
+                                                          torch.einsum("bij,bjk->bik", a, b),
+                                                          torch.einsum("bhqd,bhkd->bhqk", a[None], a[None]))),
+         lambda: (rand(2, 3, 5), rand(2, 3, 4), rand(2, 4, 5))),
     Case("linear_3d", lambda: nn.Linear(8, 5), lambda: (rand(2, 3, 8),)),
 ]
 
