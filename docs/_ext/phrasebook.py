@@ -72,6 +72,11 @@ ROWS: tuple[Row, ...] = (
         "bit operations on integers only (NumPy's shifts)",
         uses=("tesched.power", "tesched.round", "tesched.trunc", "tesched.fmod", "tesched.clamp",
               "tesched.bitwise_and", "tesched.shift_left", "tesched.popcount", "tesched.count_leading_zeros")),
+    Row("lerp, log2, log1p, erf, cast", "``x.astype(dtype)``, ``te.log2``, ``te.log1p``, ``te.erf``",
+        "``lerp(a, b, w)``, ``log(x) / log(2)``, ``erf(x)``, ``cast<T>(x)``",
+        "``ts.lerp(a, b, w)``, ``ts.log2``, ``ts.log1p``, ``ts.erf``, ``ts.cast(dtype, x)``",
+        "``lerp`` of floating endpoints only (Halide's fixed-point integer ``lerp`` is not provided)",
+        uses=("tesched.lerp", "tesched.log2", "tesched.log1p", "tesched.erf", "tesched.cast")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
         "an index read from a tensor is checked when the kernel runs: out of the box it raises "
         "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),

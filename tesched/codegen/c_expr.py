@@ -27,7 +27,7 @@ _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">
              "bitor": "|", "bitxor": "^"}
 _VECTOR_BINARY = {"and": "&", "or": "|", "div": "/", "shl": "<<", "shr": ">>"}
 _BIT_COUNTS = {"popcount": "ts_popcount", "count_leading_zeros": "ts_clz", "count_trailing_zeros": "ts_ctz"}
-_FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+_FLOAT_FN = {"exp": "exp", "log": "log", "log2": "log2", "log1p": "log1p", "erf": "erf", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
              "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod", "sin": "sin", "cos": "cos",
              "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
              "atan2": "atan2"}

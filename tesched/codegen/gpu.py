@@ -73,8 +73,9 @@ typedef unsigned long long uint64_t;
 """
 # OpenCL C spells the single-precision functions without the f suffix (they are overloaded)
 _OPENCL_FLOAT_FUNCTIONS = "".join(
-    f"#define {fn}f {fn}\n" for fn in ("exp", "log", "sqrt", "tanh", "floor", "ceil", "fabs", "rint", "trunc", "pow",
-                                       "fmod", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2"))
+    f"#define {fn}f {fn}\n" for fn in ("exp", "log", "log2", "log1p", "erf", "sqrt", "tanh", "floor", "ceil", "fabs",
+                                       "rint", "trunc", "pow", "fmod", "sin", "cos", "tan", "asin", "acos", "atan",
+                                       "sinh", "cosh", "atan2"))
 
 # the helpers of the runtime header a scalar expression may call, with the same semantics
 _HELPERS = """TS_FN int64_t ts_floordiv(int64_t a, int64_t b) {

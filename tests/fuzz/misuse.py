@@ -486,6 +486,10 @@ def _expression_rows() -> list[Misuse]:
                r"bitwise operations need integer operands, got int32 and float32"),
         Misuse("bitwise_not of a condition", lambda: ts.bitwise_not(I()[0, 0] > 0), r"bitwise not needs an integer, got bool"),
         Misuse("power of a condition", lambda: ts.power(I()[0, 0] > 0, 2), r"power.*no arithmetic on bool"),
+        Misuse("lerp of integer endpoints", lambda: ts.lerp(I()[0, 0], I()[0, 1], 0.5),
+               r"lerp: the endpoints must be floating, got int32 and int32"),
+        Misuse("cast with its arguments swapped", lambda: ts.cast(F()[0, 0], "int32"),  # type: ignore[arg-type]
+               r"cast: the first argument is the dtype"),
         Misuse("cache_write of a multi-output stage",
                lambda: (T := ts.compute((4,), lambda i: (F()[i, 0], I()[i, 0]), name="T"),
                         ts.create_schedule(T[0].op).cache_write(T[1], "local")), r"cache_write of T: it has 2 outputs"),
