@@ -4,23 +4,38 @@ Public API (TVM's legacy ``te`` names): ``placeholder``, ``compute``, ``reduce_a
 ``sum``/``prod``/``max``/``min`` and ``comm_reducer``, scatters (``scatter``, ``scatter_add``),
 recurrences (``scan``), scalar functions, ``create_schedule``, ``lower``, ``build``; automatic scheduling:
 ``auto_schedule``, ``tune``, ``explain_schedule`` and ``build(..., tuned=...)``; ``load_module`` loads a
-kernel exported with ``Kernel.export_library`` back.
+kernel exported with ``Kernel.export_library`` back; ``gradient`` differentiates a pipeline.
+
+``import tesched`` loads the DSL core (declaration, scheduling, lowering, the driver). The applications of
+the compiler load on first use (PEP 562): ``auto_schedule``/``tune``/``explain_schedule`` the
+autoscheduler, ``gradient`` the differentiator, ``save_tile_png`` and every ``to_html`` the viewer, and the
+packages ``ts.nn``, ``ts.graph``, ``ts.intrin``.
 """
-from tesched.autoschedule import auto_schedule, build, explain_schedule, tune
-from tesched.driver.load import load_module
-from tesched.driver.threads import get_num_threads, set_num_threads
+import importlib as _importlib
+import os
+from typing import TYPE_CHECKING
+from typing import Any as _Any
+from typing import Literal as _Literal
+from typing import Sequence
+from typing import overload as _overload
+
+if TYPE_CHECKING:   # these modules load on first use (the documentation resolves the names: docs/conf.py)
+    from tesched.driver.gpu import GpuKernel
+    from tesched.driver.kernel import Kernel
+    from tesched.lower.func import LoweredFunc
+
 from tesched.errors import (
     BoundsError,
     BuildError,
+    GradientError,
     LoweringError,
     ModuleLoadError,
     ScheduleError,
     TensorizeError,
     TeschedError,
 )
-from tesched.lower.func import LoweredFunc
-from tesched.lower.pipeline import lower
-from tesched.schedule.schedule import Schedule, Stage, create_schedule
+from tesched.schedule.kinds import ThreadAxis, thread_axis
+from tesched.schedule.schedule import Schedule, Stage, create_schedule, set_legality_check
 from tesched.target import Target
 from tesched.te import boundary
 from tesched.te.dtype import ALL_TYPES as dtypes
@@ -42,12 +57,17 @@ from tesched.te.functions import (
     cos,
     cosh,
     count_leading_zeros,
+    cast,
     count_trailing_zeros,
+    erf,
     exp,
     floor,
     fmod,
     if_then_else,
+    lerp,
     log,
+    log1p,
+    log2,
     max,
     maximum,
     min,
@@ -83,15 +103,120 @@ from tesched.te.scan import scan
 from tesched.te.scatter import scatter, scatter_add
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.version import __version__
-from tesched.viz import save_tile_png  # registers the writer behind every to_html
+from tesched.lower.hooks import set_page_writer as _set_page_writer
+
+_LAZY = {"LoweredFunc": "tesched.lower.func",
+         "load_module": "tesched.driver.load", "get_num_threads": "tesched.driver.threads",
+         "set_num_threads": "tesched.driver.threads",
+         "auto_schedule": "tesched.autoschedule", "tune": "tesched.autoschedule",
+         "explain_schedule": "tesched.autoschedule", "gradient": "tesched.autodiff",
+         "save_tile_png": "tesched.viz", "Device": "tesched.driver.gpu"}
+"""Public names whose modules load on first use (the lowering pipeline and islpy, the driver and cffi, the
+applications of the compiler), and where each lives."""
 
 
-def __getattr__(name: str):
-    """``ts.nn`` and ``ts.graph`` load on first use (they are larger than the core)."""
+def __dir__() -> list[str]:
+    """The module's names, the ones that load on first use included (for ``dir()`` and documentation)."""
+    return sorted(set(globals()) | set(_LAZY) | {"nn", "graph", "intrin"})
+
+
+def __getattr__(name: str) -> _Any:
+    """The names of :data:`_LAZY` and the packages ``nn``, ``graph``, ``intrin``, loaded on first use."""
     if name in ("nn", "graph", "intrin"):
-        import importlib
-        return importlib.import_module(f".{name}", __name__)
+        return _importlib.import_module(f".{name}", __name__)
+    if name in _LAZY:
+        value = getattr(_importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'tesched' has no attribute {name!r}")
+
+
+# as the driver's build: a GPU target named by its string gives a GpuKernel (see tesched.driver.build)
+@_overload
+def build(inputs: "Schedule | LoweredFunc", args: "Sequence[Tensor] | None",  # type: ignore[overload-overlap]
+          target: _Literal["opencl", "cuda"], name: str = ..., profile: bool = ...,
+          tuned: "str | os.PathLike | None" = ...) -> "GpuKernel": ...
+
+
+@_overload
+def build(inputs: "Schedule | LoweredFunc", args: "Sequence[Tensor] | None" = None,
+          target: "Target | str | None" = None, name: str = ..., profile: bool = ...,
+          tuned: "str | os.PathLike | None" = ...) -> "Kernel": ...
+
+
+def build(inputs: "Schedule | LoweredFunc", args: "Sequence[Tensor] | None" = None,
+          target: "Target | str | None" = None, name: str = "default_function", profile: bool = False,
+          tuned: "str | os.PathLike | None" = None) -> "Kernel | GpuKernel":
+    """Lower, compile and load a kernel (:func:`tesched.driver.build.build`); with ``tuned``, first apply
+    the best record of that tuning database for this workload and machine to ``inputs``, which must be an
+    unscheduled schedule (without one: a ``UserWarning``, and ``auto_schedule`` instead).
+
+    Parameters
+    ----------
+    inputs, args, target, name, profile
+        As for the driver's ``build``.
+    tuned
+        A tuning database written by ``tune``.
+
+    Returns
+    -------
+    Kernel or GpuKernel
+        The compiled kernel (a :class:`~tesched.driver.gpu.GpuKernel` for ``target="opencl"`` or ``"cuda"``).
+    """
+    from tesched.driver.build import build as driver_build    # the lowering pipeline loads with the first build
+    if tuned is not None:
+        if not isinstance(inputs, Schedule):
+            raise TypeError("build(..., tuned=...) needs a schedule (from create_schedule), not a lowered function")
+        from tesched.autoschedule.build import apply_tuned   # the tuning database loads when asked for
+        apply_tuned(inputs, tuned, target)
+    return driver_build(inputs, args, target, name, profile)
+
+
+def lower(sch: Schedule, args: "Sequence[Tensor]", name: str = "main", debug: "bool | None" = None,
+          simple_mode: bool = True) -> "LoweredFunc":
+    """Lower a schedule to loop IR; ``print()`` the result to read it (:func:`tesched.lower.pipeline.lower`,
+    whose pipeline loads with the first call).
+
+    Parameters
+    ----------
+    sch : Schedule
+        The schedule to lower.
+    args : sequence of Tensor
+        The function's arguments in call order: every input it reads and every output.
+    name : str
+        The function's name.
+    debug : bool, optional
+        Log every pass (default: ``TESCHED_DEBUG``).
+    simple_mode : bool
+        Accepted for compatibility with TVM's ``lower``; the result is always the readable form.
+
+    Returns
+    -------
+    LoweredFunc
+        The target-independent loop IR (``build`` finishes it for a target).
+    """
+    from tesched.lower.pipeline import lower as pipeline_lower
+    return pipeline_lower(sch, args, name, debug, simple_mode)
+
+
+def _viewer_page(kind: str) -> _Any:
+    """A page writer that loads :mod:`tesched.viz` (which installs its own writers) on the first page."""
+    def write(obj: object, path: _Any, **options: _Any) -> _Any:
+        from tesched.lower.hooks import write_page
+        _importlib.import_module("tesched.viz")
+        return write_page(kind, obj, path, **options)
+    return write
+
+
+def _check_schedule(sch: Schedule) -> None:
+    """``Schedule.check`` before anything was lowered: load the lowering pipeline (which installs its check)."""
+    _importlib.import_module("tesched.lower.pipeline")
+    sch.check()
+
+
+for _kind in ("kernel", "graph"):
+    _set_page_writer(_kind, _viewer_page(_kind))
+set_legality_check(_check_schedule)
 
 __all__ = [
     "BoundsError", "BuildError", "boundary", "CIntrinsic", "Target", "__version__", "auto_schedule",
@@ -105,5 +230,7 @@ __all__ = [
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",
     "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
-    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh",
+    "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "gradient", "GradientError",
+    "cast", "erf", "lerp", "log1p", "log2",
+    "ThreadAxis", "thread_axis", "Device",
 ]

@@ -35,3 +35,8 @@ class ModuleLoadError(TeschedError, RuntimeError):
     """An exported library cannot be used here: it is not a tesched module, it was exported by a tesched
     with another module ABI, this CPU lacks an instruction-set feature it was compiled for, or its
     constants file is missing or belongs to another library. The message names the file and the cause."""
+
+
+class GradientError(TeschedError, ValueError):
+    """``ts.gradient`` cannot differentiate a pipeline: an integer input, a ``head`` of the wrong shape, or a
+    stage or function with no derivative; the message names it."""

@@ -4,6 +4,9 @@ A :class:`Target` is a frozen value built once, from the host (``Target("host")`
 ``-march=native``) or from a name: ``x86-64-avx512``, ``x86-64-avx2``, ``x86-64`` (SSE4.2) or ``c``
 (portable C: no ``-march``, no explicit SIMD). Extra features follow a ``+``:
 ``Target("x86-64-avx512+avx512_vnni+avx512_bf16")``; ``+amx_bf16`` and ``+amx_int8`` bring ``amx_tile``.
+GPU targets: ``opencl`` (OpenCL C, run through pyopencl) and ``cuda`` (CUDA C, compiled by NVRTC for
+``sm_80`` and ``sm_90``); their ``backend`` names the language, and ``gpu_max_threads`` and
+``gpu_shared_bytes`` the limits a kernel is checked against (the device's own when it is known at build).
 ``build`` passes it to the lowering (SIMD width), the C generator (thread clauses) and the compiler
 (flags); it is part of every kernel's cache key, so a library for an AVX2-only machine can be built here. ``with Target(...):`` makes it the default of the
 code inside (schedules that size tiles by the SIMD width read :func:`current_target`).
@@ -15,6 +18,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from typing import ClassVar
+
+import numpy as np
 
 from tesched.config import settings
 from tesched.errors import ConfigError
@@ -29,6 +34,11 @@ _PRESETS: dict[str, tuple[frozenset[str], int, tuple[str, ...]]] = {
     "x86-64": (frozenset({"sse4_2"}), 16, ("-march=x86-64-v2",)),
     "c": (frozenset(), 0, ()),
 }
+
+# GPU name -> (threads per block, shared memory bytes per block): what every device of the kind offers
+# (CUDA: 1024 threads, 48 KiB of static shared memory; OpenCL: the minimum work-group size an OpenCL
+# device must allow is 1, so the common 256, and the 32 KiB of local memory OpenCL 1.2 guarantees)
+GPU_PRESETS: dict[str, tuple[int, int]] = {"opencl": (256, 32 * 1024), "cuda": (1024, 48 * 1024)}
 
 # features a name may add with "+", and the gcc flag that enables each
 FEATURE_FLAGS: dict[str, str] = {
@@ -102,6 +112,9 @@ class Target:
     flags: tuple[str, ...]
     compiler: tuple[str, ...]
     threads: int | None = field(default=None)
+    backend: str = "c"                 # the language generated: "c", "opencl" or "cuda"
+    gpu_max_threads: int = 0           # GPU targets: threads per block allowed
+    gpu_shared_bytes: int = 0          # GPU targets: shared memory per block
 
     _stack: ClassVar[list["Target"]] = []
 
@@ -119,13 +132,16 @@ class Target:
             base = "host"
         elif base in _PRESETS:
             features, width, march = _PRESETS[base]
+        elif base in GPU_PRESETS:     # OpenCL C has vector types (float4): vectorized loops become them
+            features, width, march = frozenset(), 16 if base == "opencl" else 0, ()
         else:
-            raise ConfigError(f"unknown target {spec!r}; targets: host, {', '.join(_PRESETS)}")
+            raise ConfigError(f"unknown target {spec!r}; targets: host, {', '.join(_PRESETS)}, {', '.join(GPU_PRESETS)}")
         unknown = [f for f in extra if f not in FEATURE_FLAGS]
         if unknown:
             raise ConfigError(f"target {spec!r}: unknown feature(s) {unknown}; known: {', '.join(FEATURE_FLAGS)}")
-        if extra and base == "c":
-            raise ConfigError(f"target {spec!r}: portable C takes no instruction-set features")
+        if extra and base in ("c", *GPU_PRESETS):
+            what = "portable C" if base == "c" else f"GPU target {base}"
+            raise ConfigError(f"target {spec!r}: {what} takes no instruction-set features")
         extra = list(dict.fromkeys([implied for f in extra for implied in IMPLIED_FEATURES.get(f, ())] + extra))
         feature_flags = tuple(FEATURE_FLAGS[f] for f in extra) if base != "host" else ()
         object.__setattr__(self, "name", spec.strip() if base != "host" else "host")
@@ -134,6 +150,25 @@ class Target:
         object.__setattr__(self, "flags", _BASE_FLAGS[:1] + march + feature_flags + _BASE_FLAGS[1:])
         object.__setattr__(self, "compiler", env.compiler)
         object.__setattr__(self, "threads", threads)
+        limits = GPU_PRESETS.get(base, (0, 0))
+        object.__setattr__(self, "backend", base if base in GPU_PRESETS else "c")
+        object.__setattr__(self, "gpu_max_threads", limits[0])
+        object.__setattr__(self, "gpu_shared_bytes", limits[1])
+
+    def with_gpu_limits(self, max_threads: int, shared_bytes: int, vector_bytes: int | None = None) -> "Target":
+        """This GPU target with a device's own limits (threads per block, shared memory bytes) and, if given,
+        another vector width (0: scalar code)."""
+        out = Target(self.name, threads=self.threads)
+        object.__setattr__(out, "gpu_max_threads", max_threads)
+        object.__setattr__(out, "gpu_shared_bytes", shared_bytes)
+        if vector_bytes is not None:
+            object.__setattr__(out, "vector_bytes", vector_bytes)
+        return out
+
+    def lanes(self, dtype: str = "float32") -> int:
+        """How many elements of ``dtype`` one vector register holds: 1 for portable C (no SIMD), so that
+        tile sizes derived from it stay valid on every target."""
+        return max(1, self.vector_bytes // np.dtype(dtype).itemsize)
 
     def has(self, *features: str) -> bool:
         """Whether every one of ``features`` (CPU flag names such as ``avx512_vnni``) is available."""
@@ -149,7 +184,8 @@ class Target:
     def key(self) -> str:
         """A text identifying everything that changes the generated code (part of the cache key)."""
         return "|".join([self.name, ",".join(sorted(self.features)), str(self.vector_bytes), " ".join(self.flags),
-                         " ".join(self.compiler), str(self.threads)])
+                         " ".join(self.compiler), str(self.threads), self.backend, str(self.gpu_max_threads),
+                         str(self.gpu_shared_bytes)])
 
     def __enter__(self) -> "Target":
         Target._stack.append(self)

@@ -59,3 +59,26 @@ def run_python() -> Callable[..., subprocess.CompletedProcess]:
                               env=full_env, timeout=timeout)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def isl_budget_restored():
+    """Every isl operation budget tesched sets is lifted again when the call that set it returns (a leaked
+    budget makes every later isl call in the process fail with "maximal number of operations exceeded")."""
+    yield
+    import islpy as isl
+    leaked = isl.DEFAULT_CONTEXT.get_max_operations()
+    if leaked:
+        isl.DEFAULT_CONTEXT.set_max_operations(0)
+        isl.DEFAULT_CONTEXT.reset_operations()
+        pytest.fail(f"this test left an isl operation budget of {leaked} on the default context")
+
+
+@pytest.fixture
+def host_target():
+    """Build for this CPU whatever ``TESCHED_TARGET`` says: for tests of the SIMD code generated for the
+    machine running them (``.ci/run`` runs the suite again under other default targets; tests that assert
+    what one named target gets pin it instead, see ``tests/targets.py``)."""
+    import tesched as ts
+    with ts.Target("host"):
+        yield

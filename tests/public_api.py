@@ -9,6 +9,7 @@ PUBLIC_MODULES = ("tesched", "tesched.nn", "tesched.graph", "tesched.graph.nn", 
                   "tesched.frontend", "tesched.autoschedule", "tesched.intrin", "tesched.viz")
 # public modules without __all__: their own functions and classes
 PUBLIC_PLAIN_MODULES = ("tesched.te.boundary", "tesched.graph.annotation", "tesched.recipes.conv_chain",
+                        "tesched.recipes.conv_chain_gpu", "tesched.recipes.gemm_gpu",
                         "tesched.errors")
 
 

@@ -21,7 +21,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tesched.target",),
     ("tesched.te",),
     ("tesched.arith", "tesched.schedule"),
-    ("tesched.ir",),
+    ("tesched.ir", "tesched.autodiff"),
     ("tesched.poly", "tesched.transform"),
     ("tesched.lower",),
     ("tesched.codegen",),

@@ -32,7 +32,7 @@ def test_isa_features_are_what_compiled_code_may_use():
 
 
 @pytest.mark.parametrize("spec, message", [
-    ("cuda", "unknown target 'cuda'"), ("x86-64+turbo", "unknown feature"), ("c+avx512_vnni", "portable C"),
+    ("rocm", "unknown target 'rocm'.*opencl, cuda"), ("cuda+fma", "GPU target cuda"), ("x86-64+turbo", "unknown feature"), ("c+avx512_vnni", "portable C"),
     ("", "described by a string"),
 ])
 def test_bad_targets_are_named(spec, message):

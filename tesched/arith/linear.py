@@ -74,17 +74,18 @@ def constant_value(e: Expr) -> int | None:
     return c if not terms else None
 
 
-def rebuild(form: Linear, atoms: dict) -> Expr:
-    """An expression for a linear form (coefficients folded, constant last)."""
+def rebuild(form: Linear, atoms: dict, dtype: str = "int64") -> Expr:
+    """An expression for a linear form (coefficients folded, constant last), its arithmetic in ``dtype``
+    (the atoms are used as they are)."""
     terms, c = form
     out: Expr | None = None
     for key, coeff in terms.items():
         atom = atoms[key]
-        term = atom if coeff == 1 else Binary("mul", Const(coeff, "int64"), atom, "int64")
-        out = term if out is None else Binary("add", out, term, "int64")
+        term = atom if coeff == 1 else Binary("mul", Const(coeff, dtype), atom, dtype)
+        out = term if out is None else Binary("add", out, term, dtype)
     if out is None:
-        return Const(c, "int64")
-    return out if c == 0 else Binary("add", out, Const(c, "int64"), "int64")
+        return Const(c, dtype)
+    return out if c == 0 else Binary("add", out, Const(c, dtype), dtype)
 
 
 def simplify(e: Expr) -> Expr:

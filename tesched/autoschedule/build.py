@@ -1,15 +1,14 @@
-"""``build(schedule, args, tuned=...)``: the driver's ``build``, applying a tuning record when one matches.
+"""What ``ts.build(schedule, args, tuned=...)`` does before building: apply a tuning record.
 
 With ``tuned`` naming a tuning database, the best successful record for the schedule's workload and this
 target's machine replaces the schedule's decisions: the plan is applied to ``schedule`` itself, which
 must still be unscheduled (fresh from ``create_schedule``). Without a matching record a ``UserWarning``
-says so and ``auto_schedule`` schedules it instead. Everything else is :func:`tesched.driver.build.build`.
+says so and ``auto_schedule`` schedules it instead. Building is the driver's.
 """
 from __future__ import annotations
 
 import os
 import warnings
-from typing import Sequence
 
 from tesched.autoschedule.auto import Explanation, auto_schedule, record
 from tesched.autoschedule.database import TuningDatabase, seconds_or_inf
@@ -17,38 +16,9 @@ from tesched.autoschedule.machine import resolve
 from tesched.autoschedule.pipeline import scheduled_by_user
 from tesched.autoschedule.plan import apply_plan
 from tesched.autoschedule.workload import workload_hash
-from tesched.driver.build import build as driver_build
-from tesched.driver.kernel import Kernel
 from tesched.errors import ScheduleError
-from tesched.lower.func import LoweredFunc
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target
-from tesched.te.tensor import Tensor
-
-
-def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
-          target: Target | str | None = None, name: str = "default_function", profile: bool = False,
-          tuned: str | os.PathLike | None = None) -> Kernel:
-    """Lower, compile and load a kernel, as :func:`tesched.driver.build.build`.
-
-    Parameters
-    ----------
-    inputs, args, target, name, profile
-        As for the driver's ``build`` (:func:`tesched.driver.build.build`).
-    tuned
-        A tuning database written by ``tune``: its best record for this workload and machine is applied
-        to ``inputs`` (an unscheduled schedule) before building.
-
-    Returns
-    -------
-    Kernel
-        The compiled kernel.
-    """
-    if tuned is not None:
-        if not isinstance(inputs, Schedule):
-            raise TypeError("build(..., tuned=...) needs a schedule (from create_schedule), not a lowered function")
-        apply_tuned(inputs, tuned, target)
-    return driver_build(inputs, args, target, name, profile)
 
 
 def apply_tuned(sch: Schedule, db: str | os.PathLike, target: Target | str | None = None) -> bool:

@@ -22,7 +22,7 @@ from tesched.te.visit import collect, walk
 CALL_COST = 12
 """Scalar operations one call of ``exp``/``log``/``tanh``... is counted as."""
 
-KNOWN_CALLS = {"exp", "log", "sqrt", "tanh", "sigmoid", "abs", "floor", "ceil"}
+KNOWN_CALLS = {"exp", "log", "log2", "log1p", "erf", "sqrt", "tanh", "sigmoid", "abs", "floor", "ceil"}
 
 
 @dataclass(eq=False)

@@ -141,7 +141,10 @@ class CodeGen(NodeFunctor):
             source = f"&{self.name(s.value.buffer, s.value.buffer.name)}[{self.exprs.index(s.value.index)}]"
             self.emit(f"ts_vstore_u16x{lanes}({target}, ts_vload_u16x{lanes}({source}));")
             return
-        self.emit(f"ts_vstore_{memory_vector_type(s.value.dtype)}({target}, {self.expr(s.value)});")
+        value = self.expr(s.value)
+        if base == "bool":
+            value = f"(-{value})"                               # masks of all ones are stored as 1
+        self.emit(f"ts_vstore_{memory_vector_type(s.value.dtype)}({target}, {value});")
 
     def visit_Prefetch(self, s: ir.Prefetch) -> None:
         self.emit(f"__builtin_prefetch({self.expr(s.address)}, 0, 3);")

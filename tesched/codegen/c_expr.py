@@ -27,7 +27,7 @@ _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">
              "bitor": "|", "bitxor": "^"}
 _VECTOR_BINARY = {"and": "&", "or": "|", "div": "/", "shl": "<<", "shr": ">>"}
 _BIT_COUNTS = {"popcount": "ts_popcount", "count_leading_zeros": "ts_clz", "count_trailing_zeros": "ts_ctz"}
-_FLOAT_FN = {"exp": "exp", "log": "log", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
+_FLOAT_FN = {"exp": "exp", "log": "log", "log2": "log2", "log1p": "log1p", "erf": "erf", "sqrt": "sqrt", "tanh": "tanh", "floor": "floor", "ceil": "ceil",
              "abs": "fabs", "rint": "rint", "trunc": "trunc", "pow": "pow", "fmod": "fmod", "sin": "sin", "cos": "cos",
              "tan": "tan", "asin": "asin", "acos": "acos", "atan": "atan", "sinh": "sinh", "cosh": "cosh",
              "atan2": "atan2"}
@@ -38,22 +38,33 @@ def _suffix(dtype: str) -> str:
     return "f32" if dt.computed_in_float32(dtype) else dt.info(dtype).suffix
 
 
+def _lane_suffix(dtype: str) -> str:
+    """The runtime header's name of the lanes of vectors of scalar ``dtype``: bool lanes are masks of all
+    ones or all zeros in bytes (``i8``), as comparisons give; memory holds 0 or 1 (see ``VLoad``/``VStore``)."""
+    return "i8" if dtype == "bool" else _suffix(dtype)
+
+
 def c_type(dtype: str) -> str:
     """The C type of a value of ``dtype`` (scalar or vector) inside an expression or a register."""
     base, lanes = ir.split_dtype(dtype)
-    return dt.info(base).value_c_type if lanes == 1 else f"ts_{_suffix(base)}x{lanes}"
+    return dt.info(base).value_c_type if lanes == 1 else f"ts_{_lane_suffix(base)}x{lanes}"
 
 
 def _vec(dtype: str) -> str:
     """The ``f32x16`` part of a vector helper's name (the type values are computed in)."""
     base, lanes = ir.split_dtype(dtype)
-    return f"{_suffix(base)}x{lanes}"
+    return f"{_lane_suffix(base)}x{lanes}"
 
 
 def memory_vector_type(dtype: str) -> str:
     """The ``f16x16`` part of a vector load's or store's name (the type elements have in memory)."""
     base, lanes = ir.split_dtype(dtype)
-    return f"{dt.info(base).suffix}x{lanes}"
+    return f"{dt.info('int8' if base == 'bool' else base).suffix}x{lanes}"
+
+
+def _as_mask(dtype: str, loaded: str) -> str:
+    """A vector of ``dtype`` loaded from memory as C text: bool bytes (0 or 1) become masks."""
+    return f"({loaded} != 0)" if ir.split_dtype(dtype)[0] == "bool" else loaded
 
 
 def _wrapped(dtype: str, text: str) -> str:
@@ -172,21 +183,25 @@ class CExpr(NodeFunctor):
         return "&" + self.element(e.buffer, e.indices)
 
     def visit_VLoad(self, e: ir.VLoad) -> str:
-        return f"ts_vload_{memory_vector_type(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}])"
+        return _as_mask(e.dtype, f"ts_vload_{memory_vector_type(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}"
+                                 f"[{self.index(e.index)}])")
 
     def visit_VLoadStrided(self, e: ir.VLoadStrided) -> str:
-        return (f"ts_vloads_{memory_vector_type(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}[{self.index(e.index)}], "
-                f"{self.index(e.stride)})")
+        return _as_mask(e.dtype, f"ts_vloads_{memory_vector_type(e.dtype)}(&{self.name(e.buffer, e.buffer.name)}"
+                                 f"[{self.index(e.index)}], {self.index(e.stride)})")
 
     def visit_VLoadMasked(self, e: ir.VLoadMasked) -> str:
-        return (f"ts_vloadm_{memory_vector_type(e.dtype)}({self.name(e.buffer, e.buffer.name)}, {self.index(e.index)}, "
-                f"{self.text(e.mask)})")
+        return _as_mask(e.dtype, f"ts_vloadm_{memory_vector_type(e.dtype)}({self.name(e.buffer, e.buffer.name)}, "
+                                 f"{self.index(e.index)}, {self.text(e.mask)})")
 
     def visit_Ramp(self, e: ir.Ramp) -> str:
         return f"ts_vramp_{_vec(e.dtype)}({self.text(e.base)})"
 
     def visit_Broadcast(self, e: ir.Broadcast) -> str:
-        return f"ts_vbcast_{_vec(e.dtype)}({self.text(e.value)})"
+        value = self.text(e.value)
+        if ir.split_dtype(e.dtype)[0] == "bool":
+            value = f"-(int8_t)({value})"                      # a condition (0 or 1) as a lane mask
+        return f"ts_vbcast_{_vec(e.dtype)}({value})"
 
     def visit_HReduce(self, e: ir.HReduce) -> str:
         return f"ts_h{e.op}_{_vec(e.value.dtype)}({self.text(e.value)})"

@@ -16,6 +16,7 @@ import numpy as np
 from tesched.arith.linear import linear
 from tesched.codegen.signature import Signature
 from tesched.driver.allocations import Allocations, evaluate_size
+from tesched.driver.arrays import readable
 from tesched.te import dtype as dt
 from tesched.te.expr import Var
 
@@ -148,8 +149,9 @@ class KernelArguments:
         if spec.is_output and not arr.flags.writeable:
             raise ValueError(f"argument {spec.name}: output array is read-only")
 
-    def checked(self, arrays: tuple) -> tuple[list, list, list[int]]:
-        """Validate (and complete with new outputs) the arguments: (arrays, new outputs, sizes)."""
+    def checked(self, arrays: tuple) -> tuple[list, list, list[int], list[tuple[np.ndarray, np.ndarray]]]:
+        """Validate (and complete with new outputs) the arguments: (arrays C reads, new outputs, sizes, and
+        the (given output, aligned copy) pairs to copy back after the call)."""
         n_all = len(self.specs)
         allocate = len(arrays) == self.n_inputs and self.n_inputs != n_all
         if allocate and not self.inputs_first:
@@ -167,6 +169,7 @@ class KernelArguments:
                 raise ValueError(f"argument {spec.name}: expected {len(spec.dims)} dimensions, got {arr.ndim}")
         values = self.bind(args) if self.params else []
         outputs = []
+        write_back = []
         for k, spec in enumerate(self.specs):
             if args[k] is None:
                 args[k] = np.empty(self.expected_shape(spec, values), spec.dtype)
@@ -178,8 +181,13 @@ class KernelArguments:
                         if j != k and other is not None and np.may_share_memory(args[k], other):
                             raise ValueError(f"argument {spec.name}: output overlaps argument "
                                              f"{self.specs[j].name} in memory")
+        for k, spec in enumerate(self.specs):
+            buffer, copied = readable(args[k], spec.dtype)
+            if copied and spec.is_output:
+                write_back.append((args[k], buffer))
+            args[k] = buffer
         self.allocations.check_sizes(self.value_map(values))
-        return args, outputs, values
+        return args, outputs, values, write_back
 
     def value_map(self, values: list[int]) -> dict[int, int]:
         return dict(zip(map(id, self.params), values))

@@ -72,3 +72,17 @@ def torch_module(values: Sequence[object]) -> Any:
 def like(array: np.ndarray, torch: Any) -> Any:
     """``array`` as a torch tensor sharing its memory when ``torch`` is given, else unchanged."""
     return array if torch is None else torch.from_numpy(array)
+
+
+def readable(array: np.ndarray, dtype: np.dtype) -> tuple[np.ndarray, bool]:
+    """``array`` (already checked to be of ``dtype``) as C can read it: ``(buffer, copied)``.
+
+    A NumPy type that equals ``dtype`` under another name (``np.longlong`` for int64 on Linux, ``np.intc``
+    for int32) is viewed as ``dtype``; an array whose data is not aligned to its element size (a view at
+    an odd byte offset) is copied into an aligned one, and ``copied`` says so, so that a caller copies an
+    output back."""
+    if array.dtype.char != dtype.char:
+        array = array.view(dtype)
+    if array.flags.aligned:
+        return array, False
+    return np.array(array, dtype=dtype, order="C", copy=True), True

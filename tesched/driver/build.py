@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from dataclasses import replace
 from types import ModuleType
-from typing import Sequence
+from typing import Literal, Sequence, overload
 
 from tesched.codegen.c import CSource, generate_c
 from tesched.driver.cache import entry_key, entry_problem, module_path, remove_entry, store
@@ -20,6 +20,7 @@ from tesched.driver.compiler import (
     reserved_identifiers,
     runtime_text,
 )
+from tesched.driver.gpu import GpuKernel, build_gpu
 from tesched.driver.kernel import Kernel
 from tesched.errors import BuildError
 from tesched.driver.threads import apply_configured_threads
@@ -63,8 +64,21 @@ def compile_c(src: CSource, target: Target) -> tuple[ModuleType, bool]:
     return module, compiled
 
 
+# A GPU target named by its string gives a GpuKernel; given as a Target object it is typed as the CPU's
+# Kernel (mypy cannot see the backend of a Target value), hence the one overlap accepted below.
+@overload
+def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None,  # type: ignore[overload-overlap]
+          target: Literal["opencl", "cuda"], name: str = ..., profile: bool = ...) -> GpuKernel: ...
+
+
+@overload
+def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None, target: Target | str | None = None,
+          name: str = ..., profile: bool = ...) -> Kernel: ...
+
+
 def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
-          target: Target | str | None = None, name: str = "default_function", profile: bool = False) -> Kernel:
+          target: Target | str | None = None, name: str = "default_function",
+          profile: bool = False) -> Kernel | GpuKernel:
     """Compile a schedule (or a lowered function) into a callable kernel.
 
     Parameters
@@ -75,6 +89,8 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
         The kernel's arguments in call order (inputs and outputs); required with a schedule.
     target : Target or str, optional
         What to compile for (``"host"``, ``"x86-64-avx2"``, ``"c"``, ...); default: the current target.
+        ``"opencl"`` and ``"cuda"`` give a :class:`~tesched.driver.gpu.GpuKernel` (loops bound with
+        ``Stage.bind`` become the GPU's blocks and threads).
     name : str
         The kernel's name (and its C function's, made a valid identifier).
     profile : bool
@@ -83,7 +99,7 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
 
     Returns
     -------
-    Kernel
+    Kernel or GpuKernel
         Call it with NumPy arrays: ``f(inputs..., outputs...)`` or ``f(inputs...)``.
     """
     machine = as_target(target)
@@ -93,6 +109,14 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
         if args is None:
             raise TypeError("build(schedule, args): args (the kernel's tensors) are required")
         func = lower(inputs, args, name=name)
+    if machine.backend != "c":
+        if profile:
+            raise BuildError(f"build(..., profile=True) is for CPU targets, not {machine.name}")
+        return build_gpu(func, machine)
+    return _build_c(func, machine, profile)
+
+
+def _build_c(func: LoweredFunc, machine: Target, profile: bool) -> Kernel:
     apply_configured_threads()
     finished = lower_for_target(func, machine)
     regions: list[TimedRegion] = []
@@ -108,5 +132,5 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
     kernel.target = machine
     if profile:
         kernel.timed_regions = tuple(regions)
-        kernel.uninstrumented = functools.partial(build, func, target=machine)
+        kernel.uninstrumented = functools.partial(_build_c, func, machine, False)
     return kernel

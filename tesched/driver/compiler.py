@@ -35,7 +35,9 @@ def compiler_id(compiler: tuple[str, ...]) -> str:
     try:
         out = subprocess.run([compiler[0], "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError, IndexError) as err:
-        raise BuildError(f"no C compiler found ({' '.join(compiler)}): {err}") from None
+        raise BuildError(f"no C compiler found ({' '.join(compiler)}: {err}). tesched compiles kernels with gcc: "
+                         "install it (Debian/Ubuntu: apt-get install gcc; Fedora: dnf install gcc) or set the "
+                         "CC environment variable to a C compiler's command") from None
     return f"{' '.join(compiler)}: {out.stdout.splitlines()[0] if out.stdout else out.stderr.strip()}"
 
 

@@ -115,8 +115,9 @@ class Kernel:
                 return self._returned(outputs, torch)
         elif program is not None and program.run(arrays):
             return None
-        args, outputs, values = self._args.checked(arrays)
+        args, outputs, values, write_back = self._args.checked(arrays)
         self._invoke(args, values)
+        _copy_back(write_back)
         return self._returned(outputs, torch) if outputs else None
 
     @staticmethod
@@ -140,10 +141,12 @@ class Kernel:
         (for calls in a loop: it skips the per-call checks). Omitted outputs are allocated here and
         returned by each call."""
         torch = torch_module(arrays)
-        args, outputs, values = self._args.checked(tuple(as_array(a, f"argument {s.name}")
-                                                    for s, a in zip(self._specs, arrays)) + arrays[len(self._specs):])
+        args, outputs, values, write_back = self._args.checked(
+            tuple(as_array(a, f"argument {s.name}") for s, a in zip(self._specs, arrays)) + arrays[len(self._specs):])
         result = None if not outputs else [like(o, torch) for o in outputs]
         value_map = self._args.value_map(values)
+        if write_back:       # outputs read through aligned copies: the plain call copies them back each time
+            return lambda: self(*arrays)
         if not self._through_helper:
             return _direct_run(self, args, values, None if result is None else
                                (result[0] if len(result) == 1 else tuple(result)))
@@ -257,6 +260,12 @@ class Kernel:
         """Write a self-contained HTML page of this kernel (loop IR beside its C, tiles and halos, stage
         times when profiled; see :func:`tesched.viz.write_kernel_page`) and return its path."""
         return write_page("kernel", self, path, **options)
+
+
+def _copy_back(write_back: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """Outputs given unaligned were computed in aligned copies: copy them into the arrays given."""
+    for given, computed in write_back:
+        given[...] = computed
 
 
 def _bind_run(runner: Callable[[], None], program: Program, result: Any,

@@ -128,8 +128,8 @@ class ChainPattern:
         for k, step in enumerate(self.steps):
             try:
                 op = get_op(step.name)
-            except KeyError as err:
-                raise ValueError(f"pattern {self}: {err.args[0]}") from None
+            except ValueError as err:
+                raise ValueError(f"pattern {self}: {err}") from None
             free = None if op.arity is None else op.arity - (k > 0)
             if step.free_args is not None and free is not None and len(step.free_args) != free:
                 raise ValueError(f"pattern {self}: step {k} ({step.name}) has {free} free arguments, but "

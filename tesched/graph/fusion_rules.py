@@ -80,7 +80,10 @@ class FusionRules:
             raise ValueError(f"FusionRules: recompute_max_ops must be an int >= 0, got {self.recompute_max_ops!r}")
         self.never_fuse = set(self.never_fuse)
         for name in self.never_fuse:
-            get_op(name)  # raises for an unknown op name
+            try:
+                get_op(name)
+            except ValueError as err:
+                raise ValueError(f"FusionRules: never_fuse names an unknown op: {err}") from None
 
     @classmethod
     def no_fusion(cls) -> "FusionRules":

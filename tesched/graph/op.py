@@ -67,11 +67,11 @@ def register_op(name: str, pattern: Pattern, declare: Declare, evaluate: Evaluat
 
 
 def get_op(name: str) -> Op:
-    """The op called ``name`` (e.g. ``"nn.conv2d"``)."""
+    """The op called ``name`` (e.g. ``"nn.conv2d"``); ``ValueError`` naming it and the known ops otherwise."""
     try:
         return _OPS[name]
     except KeyError:
-        raise KeyError(f"no op named {name!r}; known ops: {', '.join(sorted(_OPS))}") from None
+        raise ValueError(f"no op named {name!r}; known ops: {', '.join(sorted(_OPS))}") from None
 
 
 def all_ops() -> list[Op]:

@@ -11,7 +11,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from tesched.driver.arrays import as_array
+from tesched.driver.arrays import as_array, readable
 from tesched.graph.ir import Constant, Function, Var
 from tesched.graph.types import TensorType
 from tesched.graph.visit import rewrite
@@ -25,7 +25,7 @@ def check_array(value: object, ty: TensorType, what: str) -> np.ndarray:
         raise TypeError(f"{what}: expected dtype {ty.dtype}, got {value.dtype}")
     if value.shape != ty.shape:
         raise ValueError(f"{what}: expected shape {ty.shape}, got {value.shape}")
-    return np.ascontiguousarray(value)
+    return readable(np.ascontiguousarray(value), np.dtype(ty.dtype))[0]     # inputs: an aligned copy if need be
 
 
 def bind_params(f: Function, params: Mapping[str, np.ndarray]) -> Function:

@@ -147,7 +147,7 @@ def _tensorize_tile(tiled: Stage, intrin: ts.TensorIntrin, kc: int, k_extent: in
 def _register_tile(tiled: Stage, dtype: str, nr: int) -> None:
     ti, tj = tiled.op.axis
     tiled.reorder(tiled.op.reduce_axis[0], ti, tj)
-    width = current_target().vector_bytes // np.dtype(dtype).itemsize
+    width = current_target().lanes(dtype)
     tiled.unroll(ti)
     if nr % width == 0 and nr > width:
         tjo, tji = tiled.split(tj, factor=width)

@@ -102,6 +102,7 @@ class IRPrinter(NodeFunctor):
         self.names = _Names()
         self.exprs = IRExprPrinter(self.names)
         self.indent = 0
+        self.bound: list[LoopKind] = []     # kinds of the enclosing loops bound to GPU indices
 
     def expr(self, e: Expr) -> str:
         return self.exprs.text(e)
@@ -132,12 +133,15 @@ class IRPrinter(NodeFunctor):
         return "".join(self.visit(c) for c in s.stmts)
 
     def visit_For(self, s: ir.For) -> str:
-        kind = "" if s.kind is LoopKind.SERIAL else f"{s.kind} "
+        kind = "" if s.kind is LoopKind.SERIAL else f"bind({s.thread}) " if s.thread else f"{s.kind} "
         step = "" if s.step == 1 else f" step {s.step}"
         hints = "".join(f" pragma({k}={v})" for k, v in s.pragmas)
         head = (f"{self._pad()}{kind}for {self.name_of(s.var)} in [{self.expr(s.begin)}, {self.expr(s.end)})"
                 f"{step}{hints} {{\n")
-        return head + self._nested(s.body) + f"{self._pad()}}}\n"
+        self.bound += [s.kind] if s.kind.bound else []
+        body = self._nested(s.body)
+        self.bound = self.bound[:-1] if s.kind.bound else self.bound
+        return head + body + f"{self._pad()}}}\n"
 
     def visit_IfThenElse(self, s: ir.IfThenElse) -> str:
         out = f"{self._pad()}if ({self.expr(s.cond)}) {{\n" + self._nested(s.then_case)
@@ -164,6 +168,9 @@ class IRPrinter(NodeFunctor):
             head += "".join(f", dimension {d} folded modulo {f}" for d, f in sorted(b.folds.items()))
         if b.aligns:
             head += f"  // strides {b.strides()} (storage_align)"
+        if b.scope is ir.BufferScope.LOCAL and self.bound:   # on a GPU target
+            head += ("  // per thread, in registers" if LoopKind.GPU_THREAD in self.bound
+                     else "  // per block, in shared memory")
         return head + "\n" + self.visit(s.body)
 
     def visit_Assign(self, s: ir.Assign) -> str:

@@ -47,6 +47,7 @@ class For(Stmt):
     stage: str = ""                  # the stage whose loop this is
     origin: str = ""                 # the schedule primitive that made its variable (``split(i, factor=32)``)
     pragmas: tuple[tuple[str, bool | int], ...] = ()   # C loop hints (``Stage.pragma``): name, value
+    thread: str = ""                 # the GPU index of a bound loop (``Stage.bind``): "blockIdx.x", ...
 
 
 @dataclass(eq=False)

@@ -16,6 +16,8 @@ from tesched.ir.printer import IRPrinter
 from tesched.lower.hooks import write_page
 from tesched.poly.buffers import redundancy
 from tesched.poly.model import PolyModel
+from tesched.poly.traffic import Traffic, global_traffic
+from tesched.poly.tree import build_tree
 from tesched.te.expr import Var
 from tesched.te.tensor import Tensor
 
@@ -51,6 +53,13 @@ class LoweredFunc:
     def redundancy(self) -> dict[str, float]:
         """For each stage computed inside another, the points computed divided by its size (1.0 means no recompute)."""
         return redundancy(self.model)
+
+    @cached_property
+    def global_traffic(self) -> Traffic:
+        """The elements of global memory (arguments, intermediates computed at the root) each GPU block
+        reads and writes, per tensor, summed over the blocks, from the exact footprints (see
+        ``tesched.poly.traffic``): what fusing stages into one kernel saves. Sizes must be constant."""
+        return global_traffic(self.model, build_tree(self.model))
 
     def __str__(self) -> str:
         printer = IRPrinter()

@@ -220,26 +220,8 @@ def passes_until(name: str) -> tuple[Pass, ...]:
 
 def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool | None = None,
           simple_mode: bool = True) -> LoweredFunc:
-    """Lower a schedule to loop IR; ``print()`` the result to read it.
-
-    Parameters
-    ----------
-    sch : Schedule
-        The schedule to lower.
-    args : sequence of Tensor
-        The function's arguments in call order: every input it reads and every output.
-    name : str
-        The function's name.
-    debug : bool, optional
-        Log every pass (default: ``TESCHED_DEBUG``).
-    simple_mode : bool
-        Accepted for compatibility with TVM's ``lower``; the result is always the readable form.
-
-    Returns
-    -------
-    LoweredFunc
-        The target-independent loop IR (``build`` finishes it for a target).
-    """
+    """``ts.lower`` (the facade documents its parameters): the ``lower`` phase of :data:`PASSES` on a
+    checked request, the functions it returns shown to ``watch_lowering``'s watchers."""
     check_request(sch, args, name)
     request = Request(sch, tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args), name)
     lowering = tuple(p for p in PASSES if p.phase is Phase.LOWER)

@@ -152,7 +152,7 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
     product, host = stored_whole(s, product, host)
     rows, columns = (int(d) for d in product.shape)
-    lanes = current_target().vector_bytes // np.dtype(product.dtype).itemsize
+    lanes = current_target().lanes(product.dtype)
     tile_rows = largest_divisor(rows, REGISTER_ROWS)
     tile_columns = largest_divisor(columns, REGISTER_VECTORS * lanes)
     if tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:

@@ -54,7 +54,7 @@ def panel_width(columns: int, dtype: str = "float32", target: Target | None = No
     """The panel width ``B`` for a weight of ``columns`` output columns: the most whole SIMD vectors of
     ``dtype`` (at most :data:`PANEL_VECTORS`) that divide ``columns``, else the largest divisor of
     ``columns`` narrower than a vector."""
-    lanes = (target or current_target()).vector_bytes // np.dtype(dtype).itemsize
+    lanes = (target or current_target()).lanes(dtype)
     vectors = largest_divisor(int(columns) // lanes, PANEL_VECTORS) if columns % lanes == 0 else 0
     return vectors * lanes if vectors else largest_divisor(int(columns), lanes)
 
@@ -130,7 +130,7 @@ def _gemv_tiles(s: Schedule, product: Tensor, host: Tensor) -> None:
     pstage.compute_at(hstage, outer)
     pi, pj = pstage.op.axis
     panel, column = pstage.split(pj, block)
-    lanes = current_target().vector_bytes // np.dtype(product.dtype).itemsize
+    lanes = current_target().lanes(product.dtype)
     vectors, vector = pstage.split(column, largest_divisor(block, lanes))
     pstage.reorder(pi, *pstage.op.reduce_axis, panel, vectors, vector)
     pstage.unroll(panel)

@@ -61,7 +61,7 @@ CONV_VECTORS = 4
 
 
 def _lanes() -> int:
-    return current_target().vector_bytes // 4
+    return current_target().lanes("int32")
 
 
 def vector_tile(extent: int, lanes: int, vectors: int) -> int:

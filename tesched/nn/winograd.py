@@ -127,7 +127,7 @@ def choose_tile(channels: int, out_channels: int, out_height: int, out_width: in
     at least :data:`MIN_TILE_COLUMNS` tiles."""
     if min(channels, out_channels) < MIN_CHANNELS:
         return None
-    lanes = current_target().vector_bytes // 4
+    lanes = current_target().lanes("float32")
     if lane_use(largest_divisor(out_channels, CHANNEL_BLOCK), lanes) < MIN_LANE_USE:
         return None
     for m in CHOSEN_TILES:

@@ -441,4 +441,4 @@ class AstToIR:
             kind, pragmas = LoopKind.SERIAL, ()
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
                       loop is not None and loop.var.iter_type is IterType.COMM_REDUCE, loop.stage if loop else "",
-                      loop.origin if loop else "", pragmas)
+                      loop.origin if loop else "", pragmas, loop.thread if loop is not None else "")

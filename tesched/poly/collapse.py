@@ -74,7 +74,7 @@ def _nest(chain: list[ir.For], inner: ir.Stmt) -> ir.Stmt:
     out = inner
     for f in reversed(chain):
         out = ir.For(f.var, f.begin, f.end, f.kind, out, f.step, f.extent_hint, f.reduction, f.stage, f.origin,
-                     f.pragmas)
+                     f.pragmas, f.thread)
     return out
 
 

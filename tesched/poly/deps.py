@@ -210,13 +210,17 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
-        if isinstance(info, LoopMark) and (info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) or ivdep):
+        if isinstance(info, LoopMark) and (info.kind in (LoopKind.PARALLEL, LoopKind.VECTORIZED) or info.kind.bound
+                                           or ivdep):
             band = node.child(0)
             dom = band.get_domain()
             local = conflicts.intersect_domain(dom).intersect_range(dom)
             if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result
+                local = local.subtract(_same_stage_updates(model, scatters=False))
+            if info.kind is LoopKind.GPU_THREAD and info.var.iter_type is IterType.COMM_REDUCE:
+                # a cross-thread reduction: each thread keeps its own partial result, the block combines them
                 local = local.subtract(_same_stage_updates(model, scatters=False))
             if info.kind is LoopKind.PARALLEL:      # atomic additions of a scatter may run at once
                 local = local.subtract(_same_stage_updates(model, only_atomic=True))
@@ -226,7 +230,7 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                 carried = (local.intersect(prefix.apply_range(prefix.reverse()))
                            .subtract(partial.apply_range(partial.reverse())))
                 a, av, b, bv = _example(carried)
-                what = "has pragma ivdep" if ivdep else f"is {info.kind}"
+                what = "has pragma ivdep" if ivdep else f"is bound to {info.thread}" if info.thread else f"is {info.kind}"
                 raise ScheduleError(
                     f"loop {info.label} of stage {info.stage} {what}, but its iterations depend on "
                     f"each other: {describe(model, a, av)} and {describe(model, b, bv)} access the same "

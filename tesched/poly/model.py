@@ -19,6 +19,7 @@ from enum import StrEnum
 
 import islpy as isl
 
+from tesched.arith import linear
 from tesched.errors import LoweringError, ScheduleError
 from tesched.ir.nodes import Buffer, BufferScope
 from tesched.poly.affine import NotAffine, to_isl
@@ -297,7 +298,7 @@ class PolyModel:
     def __init__(self, sch: Schedule, arg_tensors: list[Tensor]):
         self.schedule = sch
         self.arg_tensors = arg_tensors
-        self.bodies = inline_bodies(sch)
+        self.bodies = inline_bodies(sch, linear.simplify)
         self.params = self._collect_params()
         self.param_names = {id(p): f"N{k}" for k, p in enumerate(self.params)}
         self.param_prefix = f"[{', '.join(self.param_names.values())}] -> " if self.params else ""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 import islpy as isl
 
+from tesched.ir.exprs import BufferScope
 from tesched.poly.fused import FusedGroup
 from tesched.poly.model import PolyModel, StageModel, Statement
 from tesched.schedule.kinds import LoopKind
@@ -34,6 +35,7 @@ class LoopMark:
     origin: str = ""
     pragmas: tuple[tuple[str, bool | int], ...] = ()    # C loop hints (``Stage.pragma``)
     group: FusedGroup | None = None     # the fuse over a symbolic extent this loop is a component of
+    thread: str = ""                    # the GPU index the loop is bound to (``bind``), e.g. "threadIdx.x"
 
     @property
     def label(self) -> str:
@@ -49,6 +51,20 @@ class ProduceMark:
 @dataclass(frozen=True)
 class AllocMark:
     stage: StageModel
+
+
+def _largest_trip_count(sm: StageModel, var: IterVar) -> int | None:
+    """The most iterations loop ``var`` of ``sm`` runs: its extent, or for an axis of a stage computed at a
+    loop, the size of the region it computes there (its buffer's box) when that is smaller: the GPU
+    launch of a loop bound to a GPU index covers this count."""
+    extent = sm.leaf_extent.get(id(var))
+    buf = sm.buffer
+    if buf is None or buf.scope is not BufferScope.LOCAL or buf.folds:
+        return extent
+    box = next((buf.shape[d] for d, a in enumerate(sm.axes) if a is var), None)
+    if not isinstance(box, int):
+        return extent
+    return box if extent is None else min(extent, box)
 
 
 class TreeBuilder:
@@ -133,8 +149,10 @@ class TreeBuilder:
         group = sm.group_of(var)
         kind = sm.loop_kind(var)
         hints = tuple(sorted(sm.stage.pragmas.get(var, {}).items())) if group is None else group.check_pragmas
-        return self.mark(sched, LoopMark(sm.name, var, kind, sm.leaf_extent.get(id(var)), sm.stage.loop_origin(var),
-                                         hints, group))
+        axis = sm.stage.thread_bindings.get(var)
+        extent = _largest_trip_count(sm, var) if axis is not None else sm.leaf_extent.get(id(var))
+        return self.mark(sched, LoopMark(sm.name, var, kind, extent, sm.stage.loop_origin(var),
+                                         hints, group, axis.tag if axis is not None else ""))
 
     def single_valued(self, stmts: list[Statement], pos: int) -> bool:
         """Whether the loop at ``pos`` has one value per iteration of the loops around it, for all

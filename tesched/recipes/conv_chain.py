@@ -66,12 +66,13 @@ def conv3x3(x: ts.Tensor, w: ts.Tensor, name: str) -> ts.Tensor:
         x[b, rc, y + ry, z + rx] * w[f, rc, ry, rx], axis=[rc, ry, rx]), name=name)
 
 
-def declare(channels: int = 64, size: int = 56, batch: int = 1) -> ConvChain:
+def declare(channels: int = 64, size: int = 56, batch: int = 1, mid_channels: int | None = None) -> ConvChain:
     """The pipeline ``pad1 -> conv1 -> relu -> pad2 -> conv2`` on a ``batch x channels x size x size`` input,
-    with ``channels`` filters in each convolution."""
+    with ``channels`` filters in conv2 and ``mid_channels`` (default ``channels``) in conv1."""
+    mid = channels if mid_channels is None else mid_channels
     x = ts.placeholder((batch, channels, size, size), name="x")
-    w1 = ts.placeholder((channels, channels, 3, 3), name="w1")
-    w2 = ts.placeholder((channels, channels, 3, 3), name="w2")
+    w1 = ts.placeholder((mid, channels, 3, 3), name="w1")
+    w2 = ts.placeholder((channels, mid, 3, 3), name="w2")
     p1 = pad(x, 1, "pad1")
     c1 = conv3x3(p1, w1, "conv1")
     r = ts.compute(c1.shape, lambda *i: ts.maximum(c1[i], 0.0), name="relu")

@@ -86,6 +86,7 @@ def _move_loops(stage: Stage, cache: Stage, mapping: dict[IterVar, IterVar], sch
     cache.iter_var_attrs = {m(v): kind for v, kind in stage.iter_var_attrs.items()}
     cache.loop_origins = {m(v): origin for v, origin in stage.loop_origins.items()}
     cache.pragmas = {m(v): hints for v, hints in stage.pragmas.items()}
+    cache.thread_bindings = {m(v): axis for v, axis in stage.thread_bindings.items()}
     cache.prefetches = [(t, m(v), off) for t, v, off in stage.prefetches]
     for other in sch.stages:
         if other.attach_stage is stage and other.attach_ivar is not None \
@@ -94,7 +95,7 @@ def _move_loops(stage: Stage, cache: Stage, mapping: dict[IterVar, IterVar], sch
     axes = list(stage.op.axis) if isinstance(stage.op, ComputeOp) else []
     stage.all_iter_vars, stage.leaf_iter_vars = list(axes), list(axes)
     stage.relations, stage.iter_var_attrs, stage.loop_origins, stage.pragmas = [], {}, {}, {}
-    stage.prefetches = []
+    stage.prefetches, stage.thread_bindings = [], {}
 
 
 def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -> Tensor:
@@ -115,7 +116,7 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
         assert isinstance(op, ComputeOp)  # it reads a tensor
         r.replace_op(ComputeOp(op.name, op.tag, op.axis, _with_reads_of(op.body, sch, source, cache, t.value_index),
                                op.attrs))
-    sch.insert_stage(cache_op, after=source)
+    sch.insert_stage(cache_op, after=source).memory_scope = scope
     return cache
 
 
@@ -159,6 +160,7 @@ def cache_write(sch: StageGraph, tensor: Tensor | Sequence[Tensor], scope: str) 
     stage.replace_op(ComputeOp(op.name, op.tag, op.axis, copies[0] if len(copies) == 1 else MultiValue(copies),
                                op.attrs))
     cache = sch.insert_stage(cache_op, before=stage)
+    cache.memory_scope = scope
     _move_loops(stage, cache, mapping, sch)
     if isinstance(tensor, (list, tuple)):
         return tuple(cache_op.output(k) for k in range(op.num_outputs))

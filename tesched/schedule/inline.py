@@ -5,10 +5,15 @@ inlined) expressions at the read's indices, and every other read pointed at the 
 currently produces (after ``cache_read``/``cache_write``/``rfactor``). Reads of one inlined stage at
 structurally equal indices become the *same* expression object, so a body is a DAG whose size is linear
 in the depth of an inlined chain (``B[i] * B[i]`` does not copy ``B``'s expression twice); code
-generation binds each shared subexpression once (Halide's ``let``). Works on declarations only; no
-loops, no isl.
+generation binds each shared subexpression once (Halide's ``let``). Indices are compared in the
+``canonical`` form the caller gives (the lowering passes linear forms, so ``(i + 2) + 2`` is ``i + 4``):
+a stencil chain ``f(i) = g(i) + g(i + 2)`` of depth ``d`` then expands to ``O(d**2)`` shared reads instead
+of ``2**d`` copies. An inlined stage is expanded from its own declaration at each distinct read, so the
+reads inside it are shared too. Works on declarations only; no loops, no isl.
 """
 from __future__ import annotations
+
+from typing import Callable
 
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import StageGraph
@@ -18,25 +23,25 @@ from tesched.te.tensor import ComputeOp, TensorRead
 from tesched.te.visit import rewrite, structural_key, substitute
 
 
-def inline_bodies(sch: StageGraph) -> dict[int, Expr]:
-    """``{id(op): body}`` for every compute operation of ``sch``, with inlined stages substituted."""
+def inline_bodies(sch: StageGraph, canonical: Callable[[Expr], Expr] = lambda e: e) -> dict[int, Expr]:
+    """``{id(op): body}`` for every compute operation of ``sch``, with inlined stages substituted; reads are
+    shared when their indices have the same ``canonical`` form."""
     bodies: dict[int, Expr] = {}
     inlined = {id(st.op) for st in sch.stages if st.attach_type is AttachType.INLINE}
     shared: dict[tuple, Expr] = {}     # (op, structural indices) -> the one expression for that read
-    keys: dict[int, tuple] = {}
 
     def expand(e: Expr) -> Expr | None:
         if isinstance(e, TensorRead):
             tensor = sch.canonical(e.tensor)
             indices = [rewrite(i, expand) for i in e.indices]
-            key = (id(tensor.op), tensor.value_index, tuple(structural_key(i, keys) for i in indices))
+            key = (id(tensor.op), tensor.value_index, tuple(structural_key(canonical(i)) for i in indices))
             if key not in shared:
                 if id(tensor.op) in inlined:
                     assert isinstance(tensor.op, ComputeOp)
-                    value = bodies[id(tensor.op)]
+                    value = tensor.op.body
                     if isinstance(value, MultiValue):   # one output of a multi-output compute
                         value = value.values[tensor.value_index]
-                    shared[key] = substitute(value, dict(zip(tensor.op.axis, indices)))
+                    shared[key] = rewrite(substitute(value, dict(zip(tensor.op.axis, indices))), expand)
                 else:
                     shared[key] = TensorRead(tensor, tuple(indices))
             return shared[key]

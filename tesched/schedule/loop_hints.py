@@ -1,5 +1,5 @@
-"""Loop kinds and loop hints of a stage: ``vectorize``, ``parallel``, ``unroll``, ``specialize``,
-``prefetch``, ``pragma`` and ``tensorize``.
+"""Loop kinds and loop hints of a stage: ``vectorize``, ``parallel``, ``unroll``, ``bind`` (a GPU index),
+``specialize``, ``prefetch``, ``pragma`` and ``tensorize``.
 
 Each records what was asked after checking its arguments (the loop is one of the stage's current loops,
 the kind fits it); legality against dependences is checked when lowering. It does not build loops.
@@ -7,7 +7,7 @@ the kind fits it); legality against dependences is checked when lowering. It doe
 from __future__ import annotations
 
 from tesched.errors import ScheduleError
-from tesched.schedule.kinds import LoopKind
+from tesched.schedule.kinds import LoopKind, ThreadAxis
 from tesched.schedule.stage_base import StageBase, atomic, positive_int
 from tesched.te.expr import Expr
 from tesched.te.intrinsic import TensorIntrin
@@ -48,8 +48,54 @@ class LoopHints(StageBase):
                 "is only data-parallel or only a reduction")
         previous = self.iter_var_attrs.get(ivar)
         if previous not in (None, kind):
-            raise ScheduleError(f"{primitive} on stage {self.name}: loop {ivar.name} is already {previous}")
+            was = self.thread_bindings[ivar].tag if ivar in self.thread_bindings else previous
+            raise ScheduleError(f"{primitive} on stage {self.name}: loop {ivar.name} is already {was}")
         self.iter_var_attrs[ivar] = kind
+
+    @atomic
+    def bind(self, var: IterVar, thread_axis: ThreadAxis) -> None:
+        """Run the iterations of loop ``var`` at once, one per GPU block or thread (TVM's ``bind``): for a
+        GPU target (``build(..., target="opencl")``) the loop becomes the index ``thread_axis`` (from
+        :func:`tesched.thread_axis`) and the launch geometry covers its extent; on a CPU target the loop
+        runs in order. The dependence check refuses a loop that carries a dependence.
+
+        Parameters
+        ----------
+        var : IterVar
+            A data-parallel loop of this stage, or a reduction loop bound to a ``threadIdx``: a
+            cross-thread reduction (TVM's), where each thread of the block accumulates a strided part of
+            the loop and the block combines the partial results in shared memory (a tree of barriers).
+        thread_axis : ThreadAxis
+            ``ts.thread_axis("blockIdx.x")`` ... ``ts.thread_axis("threadIdx.z")``; each at most once per
+            stage.
+
+        Example
+        -------
+        >>> xo, xi = s[C].split(C.op.axis[0], factor=64)
+        >>> s[C].bind(xo, ts.thread_axis("blockIdx.x"))
+        >>> s[C].bind(xi, ts.thread_axis("threadIdx.x"))
+        """
+        self._check_leaf(var, "bind")
+        if not isinstance(thread_axis, ThreadAxis):
+            raise ScheduleError(f"bind on stage {self.name}, loop {var.name}: expected ts.thread_axis(...), got "
+                                f"{type(thread_axis).__name__}")
+        if self.mixes_reduction(var) or (var.iter_type == IterType.COMM_REDUCE
+                                         and thread_axis.kind is not LoopKind.GPU_THREAD):
+            raise ScheduleError(
+                f"bind on stage {self.name}: loop {var.name} is a reduction loop bound to {thread_axis.tag}; its "
+                f"iterations update the same {self.name} element and there is no cross-block reduction "
+                "(nor one over a loop that also runs over data): bind it to a threadIdx (the threads of a "
+                "block then combine their partial results), or rfactor the reduction first")
+        other = next((v for v, a in self.thread_bindings.items() if a == thread_axis and v is not var), None)
+        if other is not None:
+            raise ScheduleError(f"bind on stage {self.name}: {thread_axis.tag} is already bound to loop "
+                                f"{other.name}; bind {var.name} to another index")
+        previous = self.iter_var_attrs.get(var)
+        if previous is not None and (previous is not thread_axis.kind or self.thread_bindings[var] != thread_axis):
+            was = self.thread_bindings[var].tag if var in self.thread_bindings else previous
+            raise ScheduleError(f"bind on stage {self.name}: loop {var.name} is already {was}")
+        self.iter_var_attrs[var] = thread_axis.kind
+        self.thread_bindings = {**self.thread_bindings, var: thread_axis}
 
     def vectorize(self, var: IterVar) -> None:
         """SIMD over ``var``. On a reduction loop (innermost), lanes keep separate partial results that

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from tesched.errors import ScheduleError
+from tesched.schedule.kinds import ThreadAxis
 from tesched.schedule.loop_hints import LoopHints
 from tesched.schedule.placement import Placement
 from tesched.schedule.stage_base import Fuse, Relation, Singleton, Split, as_op, atomic, positive_int
@@ -67,6 +68,24 @@ class Stage(LoopHints, Placement):
         self.reorder(xo, yo, xi, yi)
         for v in (xo, yo, xi, yi):
             self.loop_origins[v] = f"tile({x_parent.name}, {y_parent.name}, {x_factor}, {y_factor})"
+        return xo, yo, xi, yi
+
+    @atomic
+    def gpu_tile(self, x: IterVar, y: IterVar, x_factor: int,
+                 y_factor: int) -> tuple[IterVar, IterVar, IterVar, IterVar]:
+        """``tile`` two loops and bind the four parts to a GPU grid (Halide's ``gpu_tile``): ``y`` (the
+        inner, contiguous axis, as in ``tile``) gives ``blockIdx.x``/``threadIdx.x`` and ``x`` gives
+        ``blockIdx.y``/``threadIdx.y``, so neighbouring threads touch neighbouring elements.
+
+        Returns
+        -------
+        tuple of IterVar
+            ``(x.outer, y.outer, x.inner, y.inner)``: bound to blockIdx.y, blockIdx.x, threadIdx.y,
+            threadIdx.x.
+        """
+        xo, yo, xi, yi = self.tile(x, y, x_factor, y_factor)
+        for loop, tag in ((xo, "blockIdx.y"), (yo, "blockIdx.x"), (xi, "threadIdx.y"), (yi, "threadIdx.x")):
+            self.bind(loop, ThreadAxis(tag))
         return xo, yo, xi, yi
 
     @atomic

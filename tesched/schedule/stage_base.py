@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Concatenate, Iterable, ParamSpec, Protocol, Sequence, SupportsIndex, TypeVar
 
 from tesched.errors import ScheduleError
-from tesched.schedule.kinds import AttachType, LoopKind
+from tesched.schedule.kinds import AttachType, LoopKind, ThreadAxis
 from tesched.schedule.storage import AxisBound
 from tesched.te.expr import Expr, as_expr
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
@@ -118,6 +118,8 @@ class StageBase:
         self.iter_var_attrs: dict[IterVar, LoopKind] = {}
         self.loop_origins: dict[IterVar, str] = {}     # loop variable -> the primitive that made it
         self.pragmas: dict[IterVar, dict[str, bool | int]] = {}   # loop -> C loop hints (``pragma``)
+        self.thread_bindings: dict[IterVar, ThreadAxis] = {}       # loop -> GPU index (``bind``)
+        self.memory_scope: str | None = None    # the scope a cache stage was made for ("shared", "local")
         self.prefetches: list[tuple[Tensor, IterVar, int]] = []    # (tensor, loop, offset), ``prefetch``
         self.specializations: list[Expr] = []                      # conditions of ``specialize``
         self.storage_aligns: dict[int, tuple[int, int]] = {}       # dimension -> (factor, offset)

@@ -1,13 +1,14 @@
 """Named scalar functions and reducers users call in ``compute`` bodies.
 
-``exp log sqrt tanh sigmoid abs floor ceil rint round trunc power fmod``, the trigonometric
+``exp log log2 log1p erf sqrt tanh sigmoid abs floor ceil rint round trunc power fmod``, the trigonometric
 ``sin cos tan asin acos atan atan2 sinh cosh`` (floating; ``rint``/``round``
 round to nearest even, as NumPy), ``maximum minimum clamp`` (any type), the integer functions
 ``bitwise_and/or/xor/not``, ``shift_left/right`` and the bit counts ``popcount``,
 ``count_leading_zeros``, ``count_trailing_zeros``, ``if_then_else`` (alias ``select``), ``all``/``any`` of
 conditions, and the reducers ``sum prod max min`` (TVM names, :mod:`.reducer`; ``max`` and ``min`` called
 on two expressions without an axis are elementwise). ``maximum``/``minimum`` and the
-``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do. This module only builds
+``max``/``min`` reducers propagate NaN as NumPy's ``maximum``/``max`` do; Halide's ``lerp`` and ``cast``
+as functions. This module only builds
 expressions; the code generator decides how each function is spelled in C.
 """
 from __future__ import annotations
@@ -19,8 +20,8 @@ from tesched.te.expr import Call, Expr, Select, Unary, as_expr, binary, cast_to
 from tesched.te.expr import power as _power
 from tesched.te.reducer import builtin
 
-FLOAT_FUNCTIONS = ("exp", "log", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc", "pow", "fmod", "sin",
-                   "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2")
+FLOAT_FUNCTIONS = ("exp", "log", "log2", "log1p", "erf", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc",
+                   "pow", "fmod", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2")
 
 
 def _unary_float(name: str, x: object) -> Expr:
@@ -61,6 +62,9 @@ def _float_function(name: str, what: str, example: str) -> Callable[[object], Ex
 
 exp = _float_function("exp", "``e`` raised to ``x``", "ts.exp(A[i])")
 log = _float_function("log", "The natural logarithm of ``x``", "ts.log(A[i] + 1.0)")
+log2 = _float_function("log2", "The base-2 logarithm of ``x``", "ts.log2(A[i] + 1.0)")
+log1p = _float_function("log1p", "``log(1 + x)``, exact for small ``x``", "ts.log1p(A[i])")
+erf = _float_function("erf", "The error function of ``x`` (C's ``erf``)", "ts.erf(A[i])")
 sqrt = _float_function("sqrt", "The square root of ``x``", "ts.sqrt(A[i] * A[i] + 1.0)")
 tanh = _float_function("tanh", "The hyperbolic tangent of ``x``", "ts.tanh(A[i])")
 sigmoid = _float_function("sigmoid", "``1 / (1 + exp(-x))``", "ts.sigmoid(A[i])")
@@ -96,6 +100,55 @@ def atan2(y: object, x: object) -> Expr:
     dtype = probe.dtype if dt.is_float(probe.dtype) else "float32"
     a, b = (cast_to(as_expr(v, dtype), dtype) for v in (y, x))
     return Call("atan2", (a, b), dtype)
+
+
+def lerp(zero_value: object, one_value: object, weight: object) -> Expr:
+    """Halide's ``lerp``: ``zero_value * (1 - weight) + one_value * weight``, of floating values.
+
+    Parameters
+    ----------
+    zero_value, one_value : Expr or number
+        The values at weight 0 and 1; floating (integer endpoints are refused: Halide's integer ``lerp``
+        with its fixed-point weights is not provided, cast the endpoints to a float type first).
+    weight : Expr or number
+        The weight, converted to the endpoints' type (not clamped).
+
+    Returns
+    -------
+    Expr
+        An expression of the endpoints' floating type.
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.lerp(A[i], A[i] * 2.0, 0.25), name="B")
+    """
+    a, b = as_expr(zero_value), as_expr(one_value, as_expr(zero_value).dtype)
+    dtype = binary("add", a, b).dtype
+    if not dt.is_float(dtype):
+        raise TypeError(f"lerp: the endpoints must be floating, got {a.dtype} and {b.dtype} "
+                        "(cast them with ts.cast first)")
+    a, b, w = (cast_to(as_expr(v, dtype), dtype) for v in (a, b, weight))
+    return a * (1.0 - w) + b * w
+
+
+def cast(dtype: str, x: object) -> Expr:
+    """Halide's ``cast(type, x)`` (TVM's ``x.astype(dtype)``): ``x`` converted to ``dtype``, as C converts.
+
+    Parameters
+    ----------
+    dtype : str
+        The type to convert to (``"float32"``, ``"uint8"`` ...).
+    x : Expr or number
+        The value.
+
+    Example
+    -------
+    >>> B = ts.compute(A.shape, lambda i: ts.cast("int32", A[i] * 10.0), name="B")
+    """
+    if not isinstance(dtype, str):
+        raise TypeError(f"cast: the first argument is the dtype (cast(dtype, x), as Halide's), got "
+                        f"{type(dtype).__name__}")
+    return as_expr(x).astype(dtype)
 
 
 def round(x: object) -> Expr:  # noqa: A001 - TVM's name

@@ -82,14 +82,23 @@ class RangeMutator(StmtMutator):
         return ir.IfThenElse(cond, then_case, else_case)
 
     def visit_LetStmt(self, s: ir.LetStmt) -> ir.Stmt:
-        value = self.mutate_expr(s.value)
+        # a chain of lets (one per shared subexpression of an inlined chain: hundreds) is walked in a loop,
+        # not by recursion
+        chain: list[tuple[ir.LetStmt, Expr]] = []
         ranges = self.ranges
-        if value.dtype in INDEX_TYPES:
-            ranges = ranges.where(s.var, *bound(value, ranges))
-        body = self.within(ranges, s.body)
-        if value is s.value and body is s.body:
-            return s
-        return ir.LetStmt(s.var, value, body)
+        stmt: ir.Stmt = s
+        while isinstance(stmt, ir.LetStmt):
+            saved, self.ranges = self.ranges, ranges
+            value = self.mutate_expr(stmt.value)
+            self.ranges = saved
+            if value.dtype in INDEX_TYPES:
+                ranges = ranges.where(stmt.var, *bound(value, ranges))
+            chain.append((stmt, value))
+            stmt = stmt.body
+        body = self.within(ranges, stmt)
+        for let, value in reversed(chain):
+            body = let if value is let.value and body is let.body else ir.LetStmt(let.var, value, body)
+        return body
 
 
 class _Simplify(RangeMutator):

@@ -195,6 +195,8 @@ class LoopVectorizer:
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
             return Unary(e.op, self.expr(e.a, base, lanes))
+        if isinstance(e, Unary) and e.op == "not":     # conditions are lane masks of all ones or zeros
+            return Unary("bitnot", self.expr(e.a, base, lanes))
         index = _index_ramp(e, var)
         if index is not None:     # argmax's index: int32 lanes, wrapping as each lane's conversion would
             return ir.Ramp(Cast("int32", simplify(substitute(index, {var: base}))), lanes)

@@ -1011,13 +1011,12 @@ def test_bit_counting():
         check(s, [A, *outs], [a], [np.array(r, dtype) for r in refs])
 
 
-@pytest.mark.xfail(strict=True, reason="lerp (Halide's exact integer and float interpolation) is not provided")
 def test_lerp():
     """lerp.cpp: ``lerp(a, b, w)`` of floats."""
     A = ts.placeholder((16,), name="A")
     B = ts.placeholder((16,), name="B")
     W = ts.placeholder((16,), name="W")
-    f = ts.compute((16,), lambda i: ts.lerp(A[i], B[i], W[i]), name="f")  # type: ignore[attr-defined]
+    f = ts.compute((16,), lambda i: ts.lerp(A[i], B[i], W[i]), name="f")
     a, b, w = rand((16,)), rand((16,)), rand((16,), low=0, high=1)
     check(ts.create_schedule(f.op), [A, B, W, f], [a, b, w], [a + (b - a) * w])
 

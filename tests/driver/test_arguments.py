@@ -32,8 +32,9 @@ def test_omitted_outputs_are_allocated_with_the_bound_shape():
     B = ts.compute((n, 2), lambda i, j: A[i, j] * 2.0, name="B")
     args = _arguments([A, B], B)
     assert args.arg_dims() == [(-1, 2), (-1, 2)]
-    arrays, outputs, sizes = args.checked((np.zeros((5, 2), np.float32),))
+    arrays, outputs, sizes, write_back = args.checked((np.zeros((5, 2), np.float32),))
     assert sizes == [5] and len(outputs) == 1 and outputs[0].shape == (5, 2) and arrays[1] is outputs[0]
+    assert write_back == []                          # aligned arrays are read in place
 
 
 @pytest.mark.parametrize("bad, error, message", [

@@ -126,7 +126,23 @@ def test_build_arguments_are_checked():
     A = ts.placeholder((5,), name="A")
     B = ts.compute((5,), lambda i: A[i] * 2.0, name="B")
     s = ts.create_schedule(B.op)
-    with pytest.raises(ValueError, match="unknown target 'cuda'"):
+    with pytest.raises(ValueError, match="unknown target 'rocm'"):
+        ts.build(s, [A, B], target="rocm")
+    with pytest.raises(ValueError, match="loop i of stage B is left unbound outside the GPU kernel"):
         ts.build(s, [A, B], target="cuda")
     with pytest.raises(TypeError, match="args .* are required"):
         ts.build(s)
+
+
+def test_a_missing_compiler_says_how_to_install_one_or_set_cc(run_python, tmp_path):
+    result = run_python("""
+        import tesched as ts
+        A = ts.placeholder((4,), name="A")
+        B = ts.compute((4,), lambda i: A[i] + 1.0, name="B")
+        try:
+            ts.build(ts.create_schedule(B.op), [A, B])
+        except ts.BuildError as err:
+            print("BuildError:", err)
+    """, env={"CC": str(tmp_path / "no-such-cc"), "TESCHED_CACHE_DIR": str(tmp_path / "cache")})
+    assert "BuildError: no C compiler found" in result.stdout, result.stdout + result.stderr
+    assert "apt-get install gcc" in result.stdout and "CC environment variable" in result.stdout

@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 import tesched as ts
+from tesched.schedule.kinds import THREAD_TAGS
 from tesched.te.expr import Expr, Var
 from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterVar, PlaceholderOp
@@ -125,6 +126,12 @@ def _annotate(stage: ts.Stage, rnd: random.Random, recipe: list) -> None:
             and rnd.random() < 0.3:
         stage.parallel(leaves[0])
         recipe.append(f"s[{name}].parallel({leaves[0].name})")
+    free = [v for v in leaves if v.iter_type == "data_par" and v not in stage.iter_var_attrs
+            and not stage.mixes_reduction(v)]
+    if free and not scatter and not _inside_vectorized(stage) and rnd.random() < 0.15:
+        loop, tag = rnd.choice(free), rnd.choice(THREAD_TAGS)    # on a CPU a bound loop runs in order
+        stage.bind(loop, ts.thread_axis(tag))
+        recipe.append(f"s[{name}].bind({loop.name}, ts.thread_axis({tag!r}))")
     if len(leaves) > 1 and not scatter and rnd.random() < 0.4 and leaves[-1] not in stage.iter_var_attrs \
             and not stage.mixes_reduction(leaves[-1]):
         stage.vectorize(leaves[-1])

@@ -6,6 +6,8 @@ from tesched import graph as G
 
 from .helpers import ATOL, RTOL, lstm, lstm_reference, vgg_block, vgg_reference
 
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
+
 
 @pytest.fixture(scope="module")
 def vgg():

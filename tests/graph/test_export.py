@@ -40,7 +40,7 @@ def test_a_c_program_runs_the_exported_graph(wee, wee_data, tmp_path, static):
     library = exe.export_library(tmp_path / ("libmodel.a" if static else "model.so"))
     header = (tmp_path / "model.h").read_text()
     assert "int model(const float *data, float *output);" in header
-    assert f"It runs {len(exe.kernels)} kernels: fused_nn_conv2d_add_nn_relu" in header
+    assert f"It runs {len(exe.kernels)} kernels: " in header and all(k.name in header for k in exe.kernels)
     program = MODEL_PROGRAM.replace("model_load_constants(argv[3])", "TESCHED_OK")
     done = run_program(compile_program(program, tmp_path, library, static=static), write(tmp_path, "x.bin", wee_data),
                        tmp_path / "y.bin")

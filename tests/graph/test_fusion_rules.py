@@ -26,7 +26,7 @@ def test_allow_and_disallow_take_names_and_chain():
 def test_constructor_accepts_names_and_validates():
     rules = G.FusionRules(may_follow={"elemwise": ["elemwise"]}, never_fuse={"nn.softmax"})
     assert rules.allows(Pattern.ELEMWISE, Pattern.ELEMWISE) and not rules.allows(Pattern.BROADCAST, Pattern.ELEMWISE)
-    with pytest.raises(KeyError, match="nn.conv3d"):
+    with pytest.raises(ValueError, match="nn.conv3d"):
         G.FusionRules(never_fuse={"nn.conv3d"})
     with pytest.raises(ValueError, match="max_group_size"):
         G.FusionRules(max_group_size=0)
@@ -37,3 +37,15 @@ def test_constructor_accepts_names_and_validates():
 def test_no_fusion_allows_nothing():
     rules = G.FusionRules.no_fusion()
     assert not any(rules.allows(a, b) for a in Pattern for b in Pattern)
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    (dict(never_fuse={"nosuch"}), "never_fuse names an unknown op: no op named 'nosuch'"),
+    (dict(may_follow={"nosuch": ["elemwise"]}), "unknown op pattern 'nosuch'"),
+    (dict(may_follow={"elemwise": ["nosuch"]}), "unknown op pattern 'nosuch'"),
+    (dict(shared_values="nosuch"), "shared_values must be one of"),
+])
+def test_unknown_names_are_value_errors_that_name_them(kwargs, named):
+    with pytest.raises(ValueError, match=named) as info:
+        G.FusionRules(**kwargs)
+    assert not isinstance(info.value, KeyError) and not str(info.value).startswith('"')

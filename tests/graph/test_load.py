@@ -12,6 +12,7 @@ import pytest
 import tesched as ts
 from tesched import graph as G
 from tesched.graph import load as graph_load
+from tesched.target import current_target
 
 from c_programs import conv_relu_kernel
 from .helpers import wee_net_reference
@@ -27,7 +28,8 @@ def test_loaded_graph_computes_as_the_executable(wee, wee_data, tmp_path, consta
     assert [v.name for v in m.inputs] == ["data"] and m.output_types == [G.TensorType((1, 5))]
     assert m.build_record.kind == "graph" and m.build_record.contents["constants"]["file"] == (
         "wee.constants" if constants == "file" else None)
-    assert repr(m) == f"LoadedExecutable(wee.so: data -> 1 output(s), target host, {len(exe.kernels)} kernels)"
+    target = current_target().name                    # the default: the host, or TESCHED_TARGET
+    assert repr(m) == f"LoadedExecutable(wee.so: data -> 1 output(s), target {target}, {len(exe.kernels)} kernels)"
 
 
 def test_without_the_call_helper_calls_go_through_cffi(wee, wee_data, tmp_path, monkeypatch):

@@ -9,6 +9,8 @@ import tesched as ts
 import tesched.nn as nn
 from tesched.nn.dense_panels import panel_width
 
+from targets import AVX512, runs_here
+
 from .helpers import ATOL, RTOL, run
 
 
@@ -55,10 +57,15 @@ def test_random_shapes_match_numpy(rows, panels, block, reduced, bias, rand):
     check_panels(x, w, block, rand((panels * block,), low=-1) if bias else None)
 
 
-def test_matrix_vector_tiles_keep_accumulators_in_registers_and_read_panels_in_place(rand):
-    kernel = check_panels(rand((1, 64), low=-1), rand((256, 64), low=-1), 32)
+@pytest.mark.parametrize("target, vectors", [(AVX512, 2), ("x86-64-avx2", 4)])
+def test_matrix_vector_tiles_keep_accumulators_in_registers_and_read_panels_in_place(target, vectors, rand):
+    if not runs_here(target):
+        pytest.skip(f"this CPU cannot run code built for {target}")
+    with ts.Target(target):
+        kernel = check_panels(rand((1, 64), low=-1), rand((256, 64), low=-1), 32)
     source = kernel.c_source
-    assert "dense_panels_local_r7" in source and "dense_panels_local_r8" not in source   # 4 panels x 2 vectors
+    last = 4 * vectors - 1                                       # 4 panels of 32 columns, `vectors` each
+    assert f"dense_panels_local_r{last}" in source and f"dense_panels_local_r{last + 1}" not in source
     assert "% 32" not in source and "/ 32" not in source                                   # no index arithmetic
 
 

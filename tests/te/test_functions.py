@@ -1,5 +1,7 @@
 """Tests of tesched.te.functions: math functions, elementwise max/min, if_then_else, all/any and the reducers
 sum/max/min (one axis, several axes, non-zero lower bounds, ``where=``), each against NumPy."""
+import math
+
 import numpy as np
 import pytest
 
@@ -327,3 +329,41 @@ def test_trigonometric_functions(dtype, rand):
         np.testing.assert_allclose(g, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6, err_msg=name)
     assert ts.sin(ts.placeholder((1,), "int32", name="I")[0]).dtype == "float32"
     assert ts.atan2(ts.placeholder((1,), "int16", name="J")[0], 2).dtype == "float32"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_log2_log1p_erf_lerp_and_cast(dtype, rand):
+    """log2, log1p, erf (against math.erf), lerp and cast as a function, in a vectorized loop with a
+    non-dividing tail; integer arguments of log2/log1p/erf are computed in float32."""
+    n = 37
+    A = ts.placeholder((n,), dtype, name="A")
+    B = ts.placeholder((n,), dtype, name="B")
+    outs = ts.compute((n,), lambda i: (ts.log2(A[i] + 1.0), ts.log1p(A[i] * 1e-3), ts.erf(B[i]),
+                                       ts.lerp(A[i], B[i], 0.25), ts.lerp(A[i], B[i], B[i] * 0.5),
+                                       ts.cast("int32", B[i] * 10.0), ts.cast("float32", A[i])), name="m")
+    s = ts.create_schedule(outs[0].op)
+    xo, xi = s[outs[0]].split(outs[0].op.axis[0], factor=8)
+    s[outs[0]].vectorize(xi)
+    a, b = rand(n, dtype, 0.0, 3.0), rand(n, dtype, -2.5, 2.5)
+    got = ts.build(s, [A, B, *outs], name=f"math2_{dtype}")(a, b)
+    erf = np.array([math.erf(v) for v in b.astype(np.float64)]).astype(dtype)
+    want = [np.log2(a + 1), np.log1p(a * 1e-3), erf, a * 0.75 + b * 0.25, a * (1 - b * 0.5) + b * (b * 0.5),
+            (b * 10.0).astype(np.int32), a.astype(np.float32)]
+    tol = 1e-5 if dtype == "float32" else 1e-12
+    for k, (g, w) in enumerate(zip(got, want)):
+        assert g.dtype == w.dtype, k
+        if g.dtype == np.int32:
+            np.testing.assert_array_equal(g, w)
+        else:
+            np.testing.assert_allclose(g, w, rtol=tol, atol=tol, err_msg=str(k))
+    assert ts.log1p(ts.placeholder((1,), "int32", name="I")[0]).dtype == "float32"
+
+
+def test_lerp_and_cast_argument_errors():
+    I = ts.placeholder((1,), "int32", name="I")
+    with pytest.raises(TypeError, match=r"lerp: the endpoints must be floating, got int32"):
+        ts.lerp(I[0], I[0], 0.5)
+    with pytest.raises(TypeError, match=r"cast: the first argument is the dtype"):
+        ts.cast(I[0], "float32")  # type: ignore[arg-type]
+    with pytest.raises((TypeError, ValueError), match=r"dtype"):
+        ts.cast("floaty", I[0])

@@ -1,5 +1,6 @@
 """Index comparisons of a vectorized loop made in int32 where every value fits."""
 import numpy as np
+import pytest
 
 import tesched as ts
 from tesched.arith.interval import VarRanges
@@ -7,6 +8,8 @@ from tesched.ir import nodes as ir
 from tesched.te.expr import Binary, Cast, Const, Var
 from tesched.te.visit import walk
 from tesched.transform.narrow_indices import narrow_comparisons
+
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
 
 
 def _int64(op, a, b):

@@ -6,6 +6,8 @@ from hypothesis import strategies as st
 
 import tesched as ts
 
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
+
 
 def padded(h, w, split=None, name="pad"):
     A = ts.placeholder((h, w), name="A")

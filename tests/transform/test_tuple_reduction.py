@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 import tesched as ts
 from tesched.target import current_target
 
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
+
 
 def lanes(dtype: str = "float32") -> int:
     """The lanes of the vectors of ``dtype`` on this target (0: no explicit SIMD)."""

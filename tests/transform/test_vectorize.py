@@ -16,6 +16,9 @@ from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Select
 from tesched.te.visit import walk
 from tesched.transform.vectorize import LoopVectorizer
+from targets import AVX512, pinned, runs_here
+
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
 
 
 def relu_kernel(n=100, factor=16, name="simd_relu"):
@@ -35,12 +38,12 @@ def test_vectorized_loop_becomes_vector_code():
 
 
 @pytest.mark.skipif(shutil.which("objdump") is None, reason="objdump not installed")
-def test_machine_code_uses_simd_registers():
-    f = relu_kernel(n=64, factor=16, name="simd_relu_objdump")
+@pytest.mark.parametrize("target, register", [(AVX512, "%zmm"), ("x86-64-avx2", "%ymm"), ("x86-64", "%xmm")])
+def test_machine_code_uses_simd_registers(target, register):
+    with ts.Target(target):
+        f = relu_kernel(n=64, factor=16, name="simd_relu_objdump")
     module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
     asm = subprocess.run(["objdump", "-d", str(module)], capture_output=True, text=True).stdout
-    width = ts.Target().vector_bytes
-    register = {64: "%zmm", 32: "%ymm", 16: "%xmm"}[width]
     assert register in asm
 
 
@@ -53,9 +56,8 @@ def test_partial_tiles_use_the_scalar_loop():
 
 
 def test_odd_trip_counts_use_narrower_vectors():
-    f = relu_kernel(n=28, factor=28, name="simd_relu_28")
-    lanes = ts.Target().vector_bytes // 4
-    assert f"ts_vload_f32x{lanes}" in f.c_source and f"ts_vload_f32x{lanes // 4}" in f.c_source
+    code, f = pinned(lambda: relu_kernel(n=28, factor=28, name="simd_relu_28"))
+    assert "ts_vload_f32x16" in code.c_source and "ts_vload_f32x4" in code.c_source
     a = np.linspace(-3, 3, 28, dtype=np.float32)
     np.testing.assert_allclose(f(a), np.maximum(a * 2 + 1, 0), rtol=1e-6)
 
@@ -163,8 +165,8 @@ def test_uint16_blur_vectorizes_with_wrapping_arithmetic(rand):
     s[by].vectorize(s[by].op.axis[1])
     s[bx].compute_at(s[by], s[by].op.axis[0])
     s[bx].vectorize(s[bx].op.axis[1])
-    f = ts.build(s, [inp, by], name="blur_u16")
-    assert "ts_vload_u16x32" in f.c_source and ") / 3)" in f.c_source
+    code, f = pinned(lambda: ts.build(s, [inp, by], name="blur_u16"))
+    assert "ts_vload_u16x32" in code.c_source and ") / 3)" in code.c_source
     a = rand((H + 2, W + 2), "uint16", 0, 65535)                # large values: the sums wrap
     b = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) // 3
     np.testing.assert_array_equal(f(a), (b[:-2] + b[1:-1] + b[2:]) // 3)
@@ -177,8 +179,8 @@ def test_mixed_widths_widen_multiply_and_pack_with_saturation(rand):
                    name="C")
     s = ts.create_schedule(C.op)
     s[C].vectorize(C.op.axis[0])
-    f = ts.build(s, [A, B, C], name="widen_pack")
-    assert "ts_vload_u8x16" in f.c_source and "ts_vstore_i8x16" in f.c_source and ">> 4" in f.c_source
+    code, f = pinned(lambda: ts.build(s, [A, B, C], name="widen_pack"))
+    assert "ts_vload_u8x16" in code.c_source and "ts_vstore_i8x16" in code.c_source and ">> 4" in code.c_source
     a, b = rand(48, "uint8", 0, 255), rand(48, "int8", -128, 127)
     expected = np.clip((a.astype(np.int64) * b) >> 4, -128, 127).astype(np.int8)
     np.testing.assert_array_equal(f(a, b), expected)
@@ -189,8 +191,8 @@ def test_float16_arithmetic_is_float32_rounded_on_store(rand):
     C = ts.compute((40,), lambda i: A[i] * B[i] + A[i] * 3.0, name="C")
     s = ts.create_schedule(C.op)
     s[C].vectorize(C.op.axis[0])
-    f = ts.build(s, [A, B, C], name="f16_fma")
-    assert "ts_vload_f16x16" in f.c_source
+    code, f = pinned(lambda: ts.build(s, [A, B, C], name="f16_fma"))
+    assert "ts_vload_f16x16" in code.c_source
     a, b = rand(40, "float16", -4, 4), rand(40, "float16", -4, 4)
     wide = a.astype(np.float32) * b.astype(np.float32) + a.astype(np.float32) * np.float32(3.0)
     np.testing.assert_array_equal(f(a, b).view(np.uint16), wide.astype(np.float16).view(np.uint16))
@@ -211,16 +213,16 @@ def test_saturate_cast_of_full_vectors_is_a_saturating_pack(source, targets, ran
     s = ts.create_schedule([o.op for o in outs])
     for o in outs:
         s[o].vectorize(o.op.axis[0])
-    f = ts.build(s, [A, *outs], name=f"packs_{source}")
-    assert f.c_source.count("ts_vsat_") >= len(targets)
+    code, f = pinned(lambda: ts.build(s, [A, *outs], name=f"packs_{source}"))
+    assert code.c_source.count("ts_vsat_") >= len(targets)
     info = np.iinfo(source)
     a = rand(n, source, info.min, info.max)
     a[:6] = [info.min, info.max, -1, 0, 255, 256]
     for got, t in zip(f(a), targets):
         bounds = np.iinfo(t)
         np.testing.assert_array_equal(got, np.clip(a.astype(np.int64), bounds.min, bounds.max).astype(t))
-    if shutil.which("objdump") and {"avx512bw"} <= ts.Target().features:
-        module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
+    if shutil.which("objdump"):
+        module = next(cache_dir().glob(f"_tesched_{code.cache_key[:24]}*.so"))
         asm = subprocess.run(["objdump", "-d", str(module)], capture_output=True, text=True).stdout
         assert "vpmovs" in asm and "vpmovus" in asm
 
@@ -279,8 +281,8 @@ def test_masked_partial_sums_in_a_local_buffer_are_vectorized(rand):
     s[partial].reorder(*axes[:-1], *s[partial].op.reduce_axis, axes[-1])
     s[partial].vectorize(axes[-1])
     s[partial].compute_at(s[g], g.op.axis[0])
-    f = ts.build(s, [A, g])
-    assert "ts_vsel_f32x8" in f.c_source and "? (" not in f.c_source
+    code, f = pinned(lambda: ts.build(s, [A, g]))
+    assert "ts_vsel_f32x8" in code.c_source and "? (" not in code.c_source
     a = rand((n, n), low=0.0, high=0.999)
     b = (a * bins).astype(np.int32)
     expected = np.stack([(a * (b == z)).sum(1) for z in range(bins)], axis=1)
@@ -305,9 +307,9 @@ def test_padded_select_reads_a_cache_read_buffer_with_masked_loads(w, rand):
     AA = s.cache_read(A, "local", [P])
     s[AA].compute_at(s[P], P.op.axis[0])
     s[P].vectorize(P.op.axis[1])
-    f = ts.build(s, [A, C, P], name=f"masked_cache_read_{w}")
-    _assert_masked_simd(f)
-    assert re.search(r"ts_vloadm_f32x\d+\(A_local, -1, ", f.c_source)    # the buffer and the offset apart
+    code, f = pinned(lambda: ts.build(s, [A, C, P], name=f"masked_cache_read_{w}"))
+    _assert_masked_simd(code)
+    assert re.search(r"ts_vloadm_f32x\d+\(A_local, -1, ", code.c_source)    # the buffer and the offset apart
     a, c = rand((h, w), low=-1), rand((h, w))
     shifted = np.concatenate([np.zeros((h, 1), np.float32), a[:, :-1]], axis=1)
     np.testing.assert_array_equal(f(a, c), np.where((np.arange(w) >= 1) & (c > 0.5), shifted, 0))
@@ -436,3 +438,31 @@ def test_masked_loads_are_one_instruction_where_the_isa_has_one(target, instruct
     module = next(cache_dir().glob(f"_tesched_{f.cache_key[:24]}*.so"))
     asm = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(module)], capture_output=True, text=True).stdout
     assert re.search(instruction, asm)
+
+
+@pytest.mark.parametrize("target", ["host", "x86-64-avx2", "x86-64"])
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int8", "uint8", "int16", "int32"])
+@pytest.mark.parametrize("vector_masks", [True, False])
+def test_bool_stages_and_inputs_read_by_vectorized_consumers(target, dtype, vector_masks):
+    """Bool lanes are masks in registers and bytes of 0 or 1 in memory: a bool input, a bool stage computed
+    whole (vectorized or not) and its negation, combined with comparisons and read by vectorized selects."""
+    if target != "host" and not runs_here(target):
+        pytest.skip(f"this CPU cannot run code built for {target}")
+    n = 70
+    A = ts.placeholder((n,), dtype=dtype, name="A")
+    K = ts.placeholder((n,), dtype="bool", name="K")
+    M = ts.compute((n,), lambda i: A[i] > 3, name="M")
+    N = ts.compute((n,), lambda i: (M[i] & (A[i] < 9)) | ~K[i], name="N")
+    B = ts.compute((n,), lambda i: ts.if_then_else(N[i] & ~M[i], A[i], A[i] * 2), name="B")
+    s = ts.create_schedule(B.op)
+    for t in ((M, N, B) if vector_masks else (B,)):
+        s[t].vectorize(t.op.axis[0])
+    with ts.Target(target):
+        f = ts.build(s, [A, K, M, N, B], name=f"bool_lanes_{dtype}")
+    assert "ts_vload_i8x" in f.c_source and (not vector_masks or "ts_vstore_i8x" in f.c_source)
+    a = (np.arange(n) % 13).astype(dtype)
+    k = np.arange(n) % 3 != 0
+    m, nn_, b = f(a, k)
+    np.testing.assert_array_equal(m, a > 3)
+    np.testing.assert_array_equal(nn_, ((a > 3) & (a < 9)) | ~k)
+    np.testing.assert_array_equal(b, np.where(nn_ & ~m, a, a * 2))

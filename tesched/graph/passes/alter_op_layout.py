@@ -58,7 +58,7 @@ def _dense_in_panels(node: Call) -> Expr | None:
         return None
     columns = weight.tensor_type.shape[0]
     block = panel_width(columns, weight.tensor_type.dtype)
-    if block % (current_target().vector_bytes // weight.data.itemsize) == 0:
+    if block % current_target().lanes(str(weight.data.dtype)) == 0:
         return dense_panels(x, Constant(pack_dense_panels(weight.data, block), name=weight.name))
     if x.tensor_type.shape[0] < GEMM_MIN_ROWS:
         return None
@@ -86,8 +86,9 @@ def _conv_weight_last(node: Call) -> Expr | None:
     strided = tuple(attrs["strides"]) != (1, 1)
     narrow = node.tensor_type.shape[3] < NARROW_ROW
     if not isinstance(weight, Constant) or attrs["groups"] != 1 or (kh, kw) == (1, 1) or \
-            k % (current_target().vector_bytes // weight.data.itemsize) or not (strided or narrow):
-        return None
+            not current_target().vector_bytes or \
+            k % current_target().lanes(str(weight.data.dtype)) or not (strided or narrow):
+        return None                 # (without SIMD there are no output-channel vectors to gain)
     return conv2d_weight_last(x, Constant(weight_last(weight.data), name=weight.name), attrs["strides"],
                               attrs["padding"], attrs["dilation"])
 

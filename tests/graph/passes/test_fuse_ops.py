@@ -7,6 +7,8 @@ from tesched.graph.passes import explain_fusion, fuse_ops
 
 from ..helpers import ATOL, RTOL, lstm, vgg_block
 
+pytestmark = pytest.mark.usefixtures("host_target")   # tests of the SIMD code and layouts this CPU gets
+
 
 def groups(f, rules=None):
     return explain_fusion(f, rules).groups

@@ -1,0 +1,168 @@
+"""GPU kernels: GEMM against torch.matmul (cuBLAS) and conv3x3 -> relu -> conv3x3 fused in one kernel
+against PyTorch's two convolutions (cuDNN), on a CUDA GPU; or, with ``--opencl``, the same kernels on the
+OpenCL device pyopencl finds (pocl on a CPU: a correctness and relative check, not GPU speed).
+
+Every kernel is checked against NumPy (or PyTorch) first. Calls are interleaved round-robin (every variant
+once per round); medians and spreads (min-max) of the wall-clock time are printed, with the ratios the
+issue asks for: tesched GEMM / cuBLAS throughput (target >= 0.5) and PyTorch's two convolutions / the fused
+kernel (target >= 1.0). Device arrays are passed to the kernels (no copies are timed). Without a device the
+script says so and exits 0.
+
+    python benchmarks/gpu.py [--repeat 20] [--gemm 4096] [--channels 64 --size 56 --tile 14]
+    python benchmarks/gpu.py --opencl [--gemm 256 --channels 8 --size 28]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Callable
+
+import numpy as np
+
+import tesched as ts
+from tesched.errors import TeschedError
+from tesched.recipes import conv_chain, conv_chain_gpu, gemm_gpu
+
+
+def timed(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
+    """Round-robin wall-clock seconds of every call, per variant (each call ends synchronized)."""
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for run in runs.values():
+        run()                                   # warm up: compile, load, first touch
+    for _ in range(repeat):
+        for name, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def report(times: dict[str, list[float]], work: dict[str, float]) -> dict[str, float]:
+    """Print median, spread and GFLOP/s per variant; return the medians."""
+    medians = {}
+    for name, ts_ in times.items():
+        med = statistics.median(ts_)
+        medians[name] = med
+        print(f"  {name:<28} median {med * 1e3:9.3f} ms  (min {min(ts_) * 1e3:.3f}, max {max(ts_) * 1e3:.3f})"
+              f"  {work[name] / med / 1e9:8.1f} GFLOP/s")
+    return medians
+
+
+def run_cuda(args: argparse.Namespace) -> int:
+    try:
+        import torch
+    except ImportError:
+        print("benchmarks/gpu.py: torch is not installed; the CUDA baselines need it (skipped)")
+        return 0
+    if not torch.cuda.is_available():
+        print("benchmarks/gpu.py: no CUDA device (torch.cuda.is_available() is False); skipped. "
+              "--opencl runs the kernels on an OpenCL device instead")
+        return 0
+    dev = torch.device("cuda")
+    n = args.gemm
+    gemm = gemm_gpu.shared_tiles(n, n, n)
+    s, tensors = gemm.schedule, gemm.args
+    f = ts.build(s, tensors, target="cuda")
+    a, b = torch.rand(n, n, device=dev), torch.rand(n, n, device=dev)
+    c = torch.empty(n, n, device=dev)
+    f(a, b, c)
+    torch.testing.assert_close(c, a @ b, rtol=1e-3, atol=1e-2)
+    print(f"GEMM {n}x{n}x{n} float32 on {torch.cuda.get_device_name()}")
+    flops = 2.0 * n ** 3
+    medians = report(timed({"tesched (shared tiles)": lambda: f(a, b, c),
+                         "torch.matmul (cuBLAS)": lambda: (torch.matmul(a, b, out=c), torch.cuda.synchronize())},
+                        args.repeat), {"tesched (shared tiles)": flops, "torch.matmul (cuBLAS)": flops})
+    print(f"  tesched / cuBLAS throughput: {medians['torch.matmul (cuBLAS)'] / medians['tesched (shared tiles)']:.2f} "
+          "(target >= 0.5)")
+
+    chain = conv_chain.declare(args.channels, args.size, 1)
+    fused = ts.build(conv_chain_gpu.fused(chain, args.tile), chain.args, target="cuda")
+    unfused = ts.build(conv_chain_gpu.unfused(chain, args.tile), chain.args, target="cuda")
+    c_, h = args.channels, args.size
+    x = torch.randn(1, c_, h, h, device=dev)
+    w1, w2 = torch.randn(c_, c_, 3, 3, device=dev) * 0.1, torch.randn(c_, c_, 3, 3, device=dev) * 0.1
+    out = torch.empty(1, c_, h, h, device=dev)
+    conv = torch.nn.functional.conv2d
+
+    def torch_chain() -> None:
+        conv(torch.relu(conv(x, w1, padding=1)), w2, padding=1)
+        torch.cuda.synchronize()
+
+    fused(x, w1, w2, out)
+    torch.testing.assert_close(out, conv(torch.relu(conv(x, w1, padding=1)), w2, padding=1), rtol=1e-3, atol=1e-3)
+    print(f"conv3x3 -> relu -> conv3x3, {c_} channels, {h}x{h}, tiles {args.tile}x{args.tile}")
+    work = 2.0 * 9 * h * h * c_ * c_ * 2
+    conv_times = report(timed({"tesched fused (1 kernel)": lambda: fused(x, w1, w2, out),
+                               "tesched unfused (2 kernels)": lambda: unfused(x, w1, w2, out),
+                               "PyTorch (2 cuDNN convs)": torch_chain}, args.repeat),
+                        dict.fromkeys(["tesched fused (1 kernel)", "tesched unfused (2 kernels)",
+                                       "PyTorch (2 cuDNN convs)"], work))
+    print(f"  PyTorch / fused time: {conv_times['PyTorch (2 cuDNN convs)'] / conv_times['tesched fused (1 kernel)']:.2f}"
+          " (target >= 1.0)")
+    return 0
+
+
+def run_opencl(args: argparse.Namespace) -> int:
+    from tesched.driver.gpu import gpu_module, opencl_queue
+    try:
+        queue = opencl_queue()
+    except (ImportError, TeschedError) as err:
+        print(f"benchmarks/gpu.py --opencl: {err}; skipped")
+        return 0
+    cla = gpu_module("pyopencl.array", "opencl")
+    n = args.gemm
+    gemm = gemm_gpu.shared_tiles(n, n, n)
+    s, tensors = gemm.schedule, gemm.args
+    f = ts.build(s, tensors, target="opencl")
+    a, b = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
+    da, db, dc = cla.to_device(queue, a), cla.to_device(queue, b), cla.empty(queue, (n, n), np.float32)
+    f(da, db, dc)
+    np.testing.assert_allclose(dc.get(), a @ b, rtol=1e-4)
+    print(f"GEMM {n}x{n}x{n} float32 on OpenCL device {queue.device.name!r}")
+    flops = 2.0 * n ** 3
+    report(timed({"tesched (shared tiles)": lambda: f(da, db, dc), "NumPy (host BLAS)": lambda: a @ b}, args.repeat),
+           {"tesched (shared tiles)": flops, "NumPy (host BLAS)": flops})
+
+    c_, h = args.channels, args.size
+    chain = conv_chain.declare(c_, h, 1)
+    x = np.random.randn(1, c_, h, h).astype(np.float32)
+    w1 = (np.random.randn(c_, c_, 3, 3) * 0.1).astype(np.float32)
+    w2 = (np.random.randn(c_, c_, 3, 3) * 0.1).astype(np.float32)
+    dx, dw1, dw2 = (cla.to_device(queue, v) for v in (x, w1, w2))
+    dout = cla.empty(queue, (1, c_, h, h), np.float32)
+    kernels = {name: ts.build(make(chain, args.tile), chain.args, target="opencl")
+               for name, make in (("tesched fused (1 kernel)", conv_chain_gpu.fused),
+                                  ("tesched unfused (2 kernels)", conv_chain_gpu.unfused))}
+    for kernel in kernels.values():
+        kernel(dx, dw1, dw2, dout)
+        np.testing.assert_allclose(dout.get(), conv_chain.reference(x, w1, w2), rtol=1e-3, atol=1e-3)
+    print(f"conv3x3 -> relu -> conv3x3, {c_} channels, {h}x{h}, tiles {args.tile}x{args.tile}")
+    work = 2.0 * 9 * h * h * c_ * c_ * 2
+    times = report(timed({name: (lambda k=k: k(dx, dw1, dw2, dout)) for name, k in kernels.items()}, args.repeat),
+                   dict.fromkeys(kernels, work))
+    traffic = conv_chain_gpu.traffic(chain, args.tile)
+    print(f"  unfused / fused time: {times['tesched unfused (2 kernels)'] / times['tesched fused (1 kernel)']:.2f}; "
+          f"global traffic fused / unfused: {traffic.fused} / {traffic.unfused} elements = {traffic.ratio:.2f}")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--opencl", action="store_true", help="run on the OpenCL device (pocl on a CPU)")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--gemm", type=int, default=None, help="GEMM size (default 4096; 256 with --opencl)")
+    parser.add_argument("--channels", type=int, default=None, help="conv channels (default 64; 8 with --opencl)")
+    parser.add_argument("--size", type=int, default=None, help="image size (default 56; 28 with --opencl)")
+    parser.add_argument("--tile", type=int, default=14)
+    args = parser.parse_args()
+    small = args.opencl
+    args.gemm = args.gemm or (256 if small else 4096)
+    args.channels = args.channels or (8 if small else 64)
+    args.size = args.size or (28 if small else 56)
+    return run_opencl(args) if args.opencl else run_cuda(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""Gradients from ``ts.gradient`` against PyTorch autograd, and the time ``ts.gradient`` itself takes.
+
+1. A 3x3 convolution layer (batch 8, 32 -> 32 channels, 56x56, float32, NCHW): the gradients of a loss
+   ``sum(head * conv(x, w))`` with respect to the weights and to the input. tesched: ``ts.gradient`` of the
+   declared convolution, ``auto_schedule``-d, one kernel for both gradients; PyTorch: the same
+   convolution's ``backward`` (``torch.ops.aten.convolution_backward``, oneDNN), given the same head.
+2. A chain of 20 stages (stencils, pointwise functions and reductions): the seconds ``ts.gradient`` takes
+   to build the adjoint pipeline (the declaration only, no lowering).
+
+Each variant is checked against PyTorch before it is timed; the variants are timed interleaved in one
+process. Printed: median and minimum per call, spread, and PyTorch's median over the variant's.
+
+Run:  OMP_WAIT_POLICY=passive python benchmarks/gradients.py [--rounds 15] [--threads 2] [--quick]
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+import tesched as ts
+from tesched.tools.bench.threads import describe_thread_pools, set_all_threads, thread_pools
+from tesched.tools.bench.timing import time_interleaved
+
+RNG = np.random.default_rng(0)
+
+
+def conv_layer(n: int, c: int, f: int, size: int, rounds: int) -> None:
+    import torch
+
+    k = 3
+    X = ts.placeholder((n, c, size + k - 1, size + k - 1), name="X")
+    W = ts.placeholder((f, c, k, k), name="W")
+    rc, ry, rx = ts.reduce_axis((0, c), name="rc"), ts.reduce_axis((0, k), name="ry"), ts.reduce_axis((0, k), name="rx")
+    Y = ts.compute((n, f, size, size), lambda b, o, i, j: ts.sum(X[b, rc, i + ry, j + rx] * W[o, rc, ry, rx],
+                                                                  axis=[rc, ry, rx]), name="Y")
+    head = ts.placeholder(Y.shape, name="dY")
+    dW, dX = ts.gradient(Y, [W, X], head=head)
+    start = time.perf_counter()
+    s = ts.auto_schedule([dW, dX])
+    kernel = ts.build(s, [X, W, head, dW, dX], name="conv_grad")
+    build_s = time.perf_counter() - start
+
+    xv = RNG.standard_normal(tuple(int(d) for d in X.shape)).astype("float32")
+    wv = RNG.standard_normal(tuple(int(d) for d in W.shape)).astype("float32") * 0.1
+    hv = RNG.standard_normal(tuple(int(d) for d in Y.shape)).astype("float32")
+    gw, gx = np.empty_like(wv), np.empty_like(xv)
+    xt, wt, ht = (torch.from_numpy(a) for a in (xv, wv, hv))
+
+    def torch_backward() -> tuple:
+        return torch.ops.aten.convolution_backward(ht, xt, wt, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                                                   [True, True, False])[:2]
+
+    tx, tw = torch_backward()
+    kernel(xv, wv, hv, gw, gx)
+    np.testing.assert_allclose(gw, tw.numpy(), rtol=2e-3, atol=2e-2)
+    np.testing.assert_allclose(gx, tx.numpy(), rtol=2e-3, atol=2e-3)
+
+    timings = time_interleaved({"tesched ts.gradient + auto_schedule": lambda: kernel(xv, wv, hv, gw, gx),
+                                "PyTorch convolution_backward": torch_backward}, rounds)
+    base = timings["PyTorch convolution_backward"].median
+    print(f"\nconv 3x3 layer gradients, batch {n}, {c}->{f} channels, {size}x{size} "
+          f"(tesched auto_schedule + build: {build_s:.1f} s)")
+    for label, t in timings.items():
+        print(f"  {label:38s} {t.median * 1e3:9.2f} ms  (min {t.min * 1e3:8.2f}, spread "
+              f"{t.spread / t.median * 100:5.1f}%)  PyTorch / this: {base / t.median:5.2f}x")
+
+
+def twenty_stages(repeat: int) -> None:
+    n = 256
+    x = ts.placeholder((n + 64, n + 64), name="x")
+    cur = x
+    size = n + 64
+    for k in range(20):
+        prev = cur
+        if k % 4 == 0:
+            size -= 2
+            cur = ts.compute((size, size), lambda i, j, p=prev: (p[i, j] + p[i + 1, j + 1] + p[i + 2, j + 2]) / 3.0,
+                             name=f"blur{k}")
+        elif k % 4 == 1:
+            cur = ts.compute((size, size), lambda i, j, p=prev: ts.tanh(p[i, j]) * p[i, j], name=f"act{k}")
+        elif k % 4 == 2:
+            r = ts.reduce_axis((0, 3), name=f"r{k}")
+            size -= 2
+            cur = ts.compute((size, size), lambda i, j, p=prev, r=r: ts.max(p[i + r, j], axis=r), name=f"pool{k}")
+        else:
+            cur = ts.compute((size, size), lambda i, j, p=prev: ts.exp(p[i, j] * 0.1) + p[i, j], name=f"mix{k}")
+    seconds = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        ts.gradient(cur, [x])
+        seconds.append(time.perf_counter() - start)
+    print(f"\nts.gradient of a 20-stage pipeline: median {statistics.median(seconds) * 1e3:.1f} ms, "
+          f"min {min(seconds) * 1e3:.1f} ms over {repeat} runs")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="small sizes, few rounds (a smoke test)")
+    args = parser.parse_args()
+    import torch
+
+    set_all_threads(args.threads, torch)
+    print(describe_thread_pools(thread_pools()))
+    if args.quick:
+        conv_layer(1, 4, 4, 12, 3)
+    else:
+        conv_layer(8, 32, 32, 56, args.rounds)
+    twenty_stages(3 if args.quick else 11)
+
+
+if __name__ == "__main__":
+    main()
