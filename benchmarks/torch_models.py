@@ -10,7 +10,14 @@ every library, these variants are timed in one process, interleaved round-robin
   allocation;
 - ``tesched.unfused`` (WeeNet only): ``build(fn, disabled_passes=["fuse_ops", "fold_constant"])``;
 - ``torch.eager``: ``model(*inputs)`` under ``torch.inference_mode()``;
-- ``torch.compile``: ``torch.compile(model)`` (inductor), called the same way.
+- ``torch.compile``: ``torch.compile(model)`` (inductor), called the same way;
+- ``onnxruntime``: ``torch.onnx.export`` then an ONNX Runtime CPU session with ``--threads`` intra-op
+  threads (``--no-ort`` leaves it out; skipped with a note when onnxruntime is not installed).
+
+The present-day models of ``tesched.frontend.model_zoo_modern`` (``encoder_layer``, ``encoder_stack4``,
+``gpt_block``, ``vit_tiny``, ``mlp_mixer``, ``unet``, ``gru2``, ``lstm2``, ``dense_block``,
+``resnext_block``) run at their own sizes; one whose op tesched lacks prints ``does not import: <op>``.
+Build times are printed per runtime, and the geometric mean of every ratio over the imported models.
 
 Models (``--models``, default all): ``weenet`` (depthwise conv + batch norm + ReLU, 1x64x128x128),
 ``resnet18``, ``mobilenet_v2``, ``squeezenet1_1`` (torchvision's architectures from
@@ -27,7 +34,7 @@ everything as JSON with ``--json``. ``--profile`` adds, per model, the kernels t
 machine is shared and noisy: compare ratios within one run.
 
 Run:  python benchmarks/torch_models.py [--models weenet,lstm_cell] [--rounds 15] [--threads 2]
-                                        [--quick] [--no-compile] [--profile] [--json results.json]
+                                        [--quick] [--no-compile] [--no-ort] [--profile] [--json results.json]
 """
 from __future__ import annotations
 
@@ -53,6 +60,7 @@ sys.path.insert(0, str(ROOT))
 
 from tesched import graph as G
 from tesched.frontend import from_torch
+from tesched.frontend.errors import UnsupportedOpError
 from tesched.graph.visit import post_order
 from tesched.tools.bench.threads import set_all_threads
 from tesched.tools.bench.timing import Timing, time_interleaved
@@ -69,6 +77,7 @@ TARGETS = {   # model: (variant compared, least ratio other/tesched)
 def workloads(torch: Any, quick: bool) -> dict[str, Callable[[], tuple[Any, tuple]]]:
     """``name -> make()``, ``make()`` giving ``(model in eval mode, example inputs)``."""
     from tesched.frontend import model_zoo as zoo
+    from tesched.frontend.model_zoo_modern import MODERN
 
     image = 64 if quick else 224
     weenet_size = 32 if quick else 128
@@ -85,7 +94,14 @@ def workloads(torch: Any, quick: bool) -> dict[str, Callable[[], tuple[Any, tupl
         "lstm": lambda: (torch.nn.LSTM(128, 128).eval(), (torch.rand(steps, 1, 128),)),
         "lstm_cell": lambda: (zoo.LSTMCellStep(128, 128).eval(), tuple(torch.rand(1, 128) for _ in range(3))),
         "mlp_block": lambda: (zoo.MLPBlock(256, 1024).eval(), (torch.rand(1, 16 if quick else 64, 256),)),
+        **{name: modern(make, inputs) for name, (make, inputs) in MODERN.items()},
     }
+
+
+def modern(make: Callable[[], Any], inputs: Callable[[], tuple]) -> Callable[[], tuple[Any, tuple]]:
+    """A ``tesched.frontend.model_zoo_modern`` entry as a workload (batch norm statistics randomised)."""
+    from tesched.frontend import model_zoo as zoo
+    return lambda: (zoo.randomize_batch_norm(make()).eval(), inputs())
 
 
 def leaves(value: Any) -> list:
@@ -110,7 +126,10 @@ def measure(name: str, make: Callable[[], tuple[Any, tuple]], torch: Any, args: 
     model, inputs = make()
     arrays = [t.numpy() for t in inputs]
     started = time.perf_counter()
-    fn = from_torch(model, inputs)
+    try:
+        fn = from_torch(model, inputs)
+    except UnsupportedOpError as error:
+        return {"inputs": [list(t.shape) for t in inputs], "does_not_import": error.op}
     imported = time.perf_counter() - started
     exe = G.build(fn)
     built = time.perf_counter() - started - imported
@@ -146,6 +165,12 @@ def measure(name: str, make: Callable[[], tuple[Any, tuple]], torch: Any, args: 
                 return compiled_model(*inputs)
 
         variants["torch.compile"] = compiled
+    if not args.no_ort:
+        session = ort_session(model, inputs, args.threads, record)
+        if session is not None:
+            feeds = {i.name: a for i, a in zip(session.get_inputs(), arrays)}
+            record["errors"]["onnxruntime"] = relative_error(session.run(None, feeds), want)
+            variants["onnxruntime"] = lambda: session.run(None, feeds)
     timings = time_interleaved(variants, rounds=args.rounds)
     record["timings"] = {label: {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3, "cpu_ms": t.cpu_median * 1e3,
                                  "spread_percent": 100 * t.spread / t.median, "calls_per_block": t.calls}
@@ -161,6 +186,33 @@ def measure(name: str, make: Callable[[], tuple[Any, tuple]], torch: Any, args: 
     if args.profile:
         record["profile"] = profile(exe)
     return record
+
+
+def ort_session(model: Any, inputs: tuple, threads: int, record: dict) -> Any:
+    """``torch.onnx.export`` then an ONNX Runtime session with ``threads`` intra-op threads, or None (with
+    the reason in ``record["ort_skipped"]``) when onnxruntime is missing or the export fails."""
+    try:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+        import torch
+    except ImportError:
+        record["ort_skipped"] = "onnxruntime is not installed (pip install tesched[bench])"
+        return None
+    import contextlib
+    import io
+    import tempfile
+    started = time.perf_counter()
+    path = Path(tempfile.mkdtemp()) / "model.onnx"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):   # the exporter prints its progress
+            torch.onnx.export(model, inputs, path, dynamo=True)
+    except Exception as error:   # the exporter's own failures are many types; report, do not stop the run
+        record["ort_skipped"] = f"torch.onnx.export failed: {type(error).__name__}"
+        return None
+    options = ort.SessionOptions()
+    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    record["ort_session_seconds"] = round(time.perf_counter() - started, 2)
+    return session
 
 
 def group_flops(fn: G.Function) -> int:
@@ -218,9 +270,14 @@ def targets(name: str, timings: dict[str, Timing]) -> list[dict]:
 
 
 def print_record(name: str, record: dict) -> None:
+    if "does_not_import" in record:
+        print(f"\n{name}: inputs {record['inputs']}: does not import: {record['does_not_import']}")
+        return
     errors = ", ".join(f"{k} {v:.1e}" for k, v in record["errors"].items())
     print(f"\n{name}: inputs {record['inputs']}, {record['kernels']} kernels, import {record['import_seconds']} s, "
-          f"build {record['build_seconds']} s; max error / output scale: {errors}")
+          f"build {record['build_seconds']} s, torch.compile first call {record.get('compile_seconds', '-')} s, "
+          f"ORT export + session {record.get('ort_session_seconds', record.get('ort_skipped', '-'))}; "
+          f"max error / output scale: {errors}")
     for label, t in record["timings"].items():
         ratio, cpu_ratio = record["ratios"].get(label), record["cpu_ratios"].get(label)
         versus = f"   {ratio:6.2f}x tesched's time" if ratio is not None else ""
@@ -238,6 +295,18 @@ def print_record(name: str, record: dict) -> None:
         print(f"    kernel {row['kernel'][:60]:60s} {row['ms']:8.3f} ms ({row['share_percent']:4.1f}%){rate}")
 
 
+def print_geomeans(records: dict[str, dict]) -> None:
+    """Geometric mean of ``other / tesched`` per variant over the models that imported (and had it)."""
+    ratios: dict[str, list[float]] = {}
+    for record in records.values():
+        for label, ratio in record.get("ratios", {}).items():
+            ratios.setdefault(label, []).append(ratio)
+    missing = [name for name, record in records.items() if "does_not_import" in record]
+    print(f"\ngeometric mean, other / tesched (above 1: tesched faster){'; not imported: ' + ', '.join(missing) if missing else ''}")
+    for label, values in ratios.items():
+        print(f"  {label:24s} {float(np.exp(np.mean(np.log(values)))):6.2f}x over {len(values)} models")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="all", help="comma-separated names (default: all)")
@@ -245,6 +314,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="threads for tesched and PyTorch (default 2)")
     parser.add_argument("--quick", action="store_true", help="small inputs: a smoke test, not a measurement")
     parser.add_argument("--no-compile", action="store_true", help="leave out torch.compile (slow to compile)")
+    parser.add_argument("--no-ort", action="store_true", help="leave out ONNX Runtime")
     parser.add_argument("--profile", action="store_true", help="time each kernel alone; list the costliest")
     parser.add_argument("--json", type=Path, help="write the results to this file")
     args = parser.parse_args()
@@ -264,6 +334,7 @@ def main() -> None:
     for name in names:
         results["models"][name] = measure(name, available[name], torch, args)
         print_record(name, results["models"][name])
+    print_geomeans(results["models"])
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
         print(f"\nwrote {args.json}")

@@ -1,0 +1,48 @@
+"""The present-day zoo models run in PyTorch eager with the shapes their docstrings promise, and those that
+tesched imports match eager; an op tesched lacks is an ``UnsupportedOpError`` naming it, never a crash."""
+import numpy as np
+import pytest
+
+from tesched import graph as G
+from tesched.frontend import from_torch
+from tesched.frontend.errors import UnsupportedOpError
+
+from .helpers import TOLERANCE, max_relative_error, numpy_inputs, torch
+
+modern = pytest.importorskip("tesched.frontend.model_zoo_modern",
+                             reason="PyTorch is not installed (pip install tesched[torch])")
+
+SHAPES = {"encoder_layer": (1, 128, 256), "encoder_stack4": (1, 128, 256), "gpt_block": (1, 128, 1000),
+          "vit_tiny": (1, 1000), "mlp_mixer": (1, 100), "unet": (1, 2, 64, 64), "gru2": (1, 32, 128),
+          "lstm2": (1, 32, 128), "dense_block": (1, 192, 28, 28), "resnext_block": (1, 256, 28, 28)}
+
+
+@pytest.mark.parametrize("name", sorted(modern.MODERN))
+def test_model_runs_in_eager_with_its_output_shape(name):
+    torch.manual_seed(0)
+    make, inputs = modern.MODERN[name]
+    with torch.no_grad():
+        out = make().eval()(*inputs())
+    assert tuple(out.shape) == SHAPES[name] and bool(torch.isfinite(out).all())
+
+
+def test_gpt_head_is_tied_to_the_embedding():
+    model = modern.GPTBlock()
+    assert model.head.weight is model.embed.weight
+
+
+@pytest.mark.parametrize("name", ["resnext_block", "dense_block"])
+def test_small_blocks_import_or_name_the_missing_op(name):
+    torch.manual_seed(0)
+    make, inputs_of = modern.MODERN[name]
+    model, inputs = make().eval(), inputs_of()
+    try:
+        fn = from_torch(model, inputs)
+    except UnsupportedOpError as error:
+        assert error.op.startswith("aten.")
+        return
+    with torch.no_grad():
+        want = model(*inputs)
+    got = G.build(fn)(*numpy_inputs(inputs))
+    assert np.isfinite(np.asarray(got)).all()
+    assert max_relative_error(got, want) <= TOLERANCE
