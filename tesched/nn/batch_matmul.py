@@ -36,7 +36,7 @@ def schedule_batch_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     batches and rows are fused into one loop, parallel when the work is large (fusing the column tiles
     in too would leave the tile's coordinates as divisions of the fused loop in every vector access)."""
     product, host = stored_whole(s, product, host)
-    lanes = current_target().vector_bytes // np.dtype(product.dtype).itemsize
+    lanes = current_target().lanes(product.dtype)
     tile = largest_divisor(int(product.shape[2]), 2 * lanes)
     pstage, hstage = s[product], s[host]
     n, i, j = hstage.op.axis
