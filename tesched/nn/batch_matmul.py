@@ -4,8 +4,6 @@ the column loop). Broadcasting over leading axes and higher ranks are the caller
 folds them into the batch axis); this module does not pack panels or tile for registers."""
 from __future__ import annotations
 
-import numpy as np
-
 import tesched as ts
 from tesched.nn.pattern import Pattern, compute
 from tesched.nn.schedule import largest_divisor, parallel_outer, reduction_work, register_schedule, stored_whole
