@@ -41,6 +41,8 @@ VARIABLES: tuple[Variable, ...] = (
              "the OpenMP default (one per core)"),
     Variable("TESCHED_INTRIN_ISA", "instruction set of the GEMM micro-kernels (`avx512`, `avx2`, `c`)",
              "the widest the target offers"),
+    Variable("TESCHED_BUILD_LOG", "a file to which every CPU `build` appends a JSON line: the kernel, its seconds "
+             "(lowering, code generation, compilation) and whether the compiler ran", "unset: no log"),
     Variable("TESCHED_QUICK", "1: demo and tutorials use small sizes (as `--quick`)", "0"),
     Variable("CC", "C compiler command (with its own flags) for kernels and external libraries",
              "Python's configured compiler, else `cc`"),
@@ -63,6 +65,7 @@ class Settings:
     intrin_isa: str | None
     quick: bool
     compiler: tuple[str, ...]
+    build_log: Path | None = None
 
 
 def _flag(name: str) -> bool:
@@ -97,6 +100,7 @@ def settings() -> Settings:
         intrin_isa=os.environ.get("TESCHED_INTRIN_ISA", "").strip() or None,
         quick=_flag("TESCHED_QUICK"),
         compiler=tuple(shlex.split(compiler)),
+        build_log=Path(os.environ["TESCHED_BUILD_LOG"]) if os.environ.get("TESCHED_BUILD_LOG") else None,
     )
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
+from tesched.codegen.argv import ARGV_SUFFIX, argv_function, argv_prototype
 from tesched.codegen.c_expr import CExpr, c_type, memory_vector_type
 from tesched.codegen.hoist import loop_bases
 from tesched.codegen.names import NameTable, sanitize
@@ -71,6 +72,7 @@ class CSource:
     profile: str = ""       # the C function reading the profile counters (``build(..., profile=True)``)
     allocations: tuple[ir.Buffer, ...] = ()
     checks: tuple[str, ...] = ()    # the message of each checked index (the function returns -k for the k-th)
+    argv: str = ""          # the ``int argv(void *const *args)`` companion (:mod:`.argv`), when there is one
 
 
 class CodeGen(NodeFunctor):
@@ -282,6 +284,8 @@ class CodeGen(NodeFunctor):
         self.visit(f.body)
         sources = [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
         declaration = f"int {fname}({', '.join(decl_types) or 'void'});"
+        argv = self.names.fresh(fname + ARGV_SUFFIX)
+        declaration += f"\n{argv_prototype(argv)};"
         slots = 1 + max((s.slot for s in walk_stmts(f.body) if isinstance(s, ir.Timer)), default=-1)
         profile = self.names.fresh(f"{fname}_profile") if slots else ""
         if slots:
@@ -289,8 +293,9 @@ class CodeGen(NodeFunctor):
             declaration += f"\nvoid {profile}(double *, int64_t *, int64_t);"
         body = [f"  int {self.status} = 0;"] + self.lines + [f"  return {self.status};"]
         source = "\n".join(['#include "tesched_runtime.h"', ""] + sources + ["",
-                            f"int {fname}({', '.join(params) or 'void'}) {{"] + body + ["}", ""])
-        return CSource(fname, source, declaration, profile, tuple(self.allocations), tuple(self.exprs.checks))
+                            f"int {fname}({', '.join(params) or 'void'}) {{"] + body + ["}", "",
+                            argv_function(fname, decl_types, argv), ""])
+        return CSource(fname, source, declaration, profile, tuple(self.allocations), tuple(self.exprs.checks), argv)
 
 
 def _profile_counters(reader: str, slots: int) -> str:

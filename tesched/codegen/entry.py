@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Sequence
 
+from tesched.codegen.argv import argv_function
 from tesched.codegen.c import CSource
 from tesched.codegen.c_expr import CExpr
 from tesched.codegen.export_text import c_string, entry_prelude, error_lines, header, public_names
@@ -145,7 +146,9 @@ class _EntryBody:
 
     def lines(self) -> list[str]:
         sig, name = self.sig, _user(self.sig.name)
-        params = [f"{'' if a.is_output else 'const '}{dt.C_TYPES[a.dtype]} *a{k}" for k, a in enumerate(sig.args)]
+        types = [f"{'' if a.is_output else 'const '}{dt.C_TYPES[a.dtype]} *" for a in sig.args]
+        types += ["int64_t"] * len(sig.params)
+        params = [f"{t}a{k}" for k, t in enumerate(types[:len(sig.args)])]
         params += [f"int64_t s{k}" for k in range(len(sig.params))]
         note, note_values = self.sizes_note()
         self.emit("ts_message[0] = '\\0';")
@@ -175,7 +178,8 @@ class _EntryBody:
         self.status_messages()
         self.emit(self.fail("TESCHED_ERROR_ALLOCATION", f"{name}: an allocation failed (code %lld)",
                             "(long long)status"))
-        return [f"TS_PUBLIC int {self.prefix}({', '.join(params) or 'void'}) {{"] + self.lines_ + ["}"]
+        return ([f"TS_PUBLIC int {self.prefix}({', '.join(params) or 'void'}) {{"] + self.lines_ + ["}", ""]
+                + [argv_function(self.prefix, types, qualifiers="TS_PUBLIC")])
 
     def heap_buffers(self, note: str, note_values: list[str]) -> None:
         """Refuse before the call a heap buffer whose byte count overflows int64 (as the Python side)."""

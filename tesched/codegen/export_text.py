@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
+from tesched.codegen.argv import ARGV_SUFFIX, argv_prototype
 from tesched.codegen.names import NameTable
 from tesched.target import ISA_FEATURES
 
@@ -78,6 +79,9 @@ def header(prefix: str, doc: Sequence[str], declarations: Sequence[str]) -> str:
     return "\n".join(comment + [
         f"#ifndef {guard}", f"#define {guard}", "", "#include <stdint.h>", "", "#ifdef __cplusplus",
         'extern "C" {', "#endif", "", _CODES_BLOCK, "", *declarations, "",
+        f"/* {prefix} with its arguments in one array: args[k] is the k-th array, or the address of the k-th",
+        "   size (an int64_t), in the order above. For callers that build argument lists at run time. */",
+        f"{argv_prototype(prefix + ARGV_SUFFIX)};", "",
         "/* The message of this thread's last failed call (\"\" after a call that succeeded). */",
         f"const char *{prefix}_last_error(void);",
         "/* What the library was built for (tesched version, target, CPU features, compiler, flags), as JSON. */",

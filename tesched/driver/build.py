@@ -6,11 +6,15 @@ This module orchestrates; the lowering, the C generator, the compiler and the ca
 from __future__ import annotations
 
 import functools
+import json
+import time
 from dataclasses import replace
+from pathlib import Path
 from types import ModuleType
 from typing import Literal, Sequence, overload
 
 from tesched.codegen.c import CSource, generate_c
+from tesched.config import settings
 from tesched.driver.cache import entry_key, entry_problem, module_path, remove_entry, store
 from tesched.driver.compiler import (
     LINK_FLAGS,
@@ -103,6 +107,7 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
         Call it with NumPy arrays: ``f(inputs..., outputs...)`` or ``f(inputs...)``.
     """
     machine = as_target(target)
+    started = time.perf_counter()
     if isinstance(inputs, LoweredFunc):
         func = inputs
     else:
@@ -113,7 +118,20 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
         if profile:
             raise BuildError(f"build(..., profile=True) is for CPU targets, not {machine.name}")
         return build_gpu(func, machine)
-    return _build_c(func, machine, profile)
+    lowered = time.perf_counter()
+    kernel = _build_c(func, machine, profile)
+    log = settings().build_log
+    if log is not None:
+        _log_build(log, kernel, lowered - started, time.perf_counter() - lowered)
+    return kernel
+
+
+def _log_build(log: Path, kernel: Kernel, lowering: float, rest: float) -> None:
+    """Append one JSON line about ``kernel``'s build to ``log`` (``TESCHED_BUILD_LOG``)."""
+    record = {"kernel": kernel.name, "target": kernel.target.name if kernel.target else "", "lower_seconds": lowering,
+              "finish_compile_seconds": rest, "compiled": kernel.compiled, "c_lines": kernel.c_source.count("\n")}
+    with open(log, "a") as out:
+        out.write(json.dumps(record) + "\n")
 
 
 def _build_c(func: LoweredFunc, machine: Target, profile: bool) -> Kernel:
@@ -129,7 +147,6 @@ def _build_c(func: LoweredFunc, machine: Target, profile: bool) -> Kernel:
     kernel.compiled = compiled
     kernel.target = machine
     kernel.cache_key = cache_key(src, machine)
-    kernel.target = machine
     if profile:
         kernel.timed_regions = tuple(regions)
         kernel.uninstrumented = functools.partial(_build_c, func, machine, False)

@@ -98,9 +98,11 @@ def helper_available() -> bool:
         return False
     return True
 
-Step = tuple[int, Sequence[int], bool]
-"""A C function's address, its arguments (slot numbers >= 0, or symbolic sizes ``-(p + 1)``), and whether
-it returns an ``int`` status (a tesched kernel: 0, or ``k`` when its ``k``-th heap allocation failed)."""
+Step = tuple[int, Sequence[int]]
+"""The address of a C function ``int f(void *const *args)`` (the argv companion of a kernel, a graph
+entry or an external function, :mod:`tesched.codegen.argv`) and its arguments: slot numbers >= 0, or
+symbolic sizes ``-(p + 1)``. It returns 0, or a status (a tesched kernel: ``k`` when its ``k``-th heap
+allocation failed, ``-k`` when its ``k``-th index check did)."""
 
 
 class StepFailed(Exception):
@@ -138,7 +140,7 @@ class Program:
                  exclusive: bool = False, keep: Any = None):
         ext = _extension()
         self._capsule = ext.make([s.as_tuple() for s in specs], list(fixed),
-                                 [(fn, tuple(a), checked) for fn, a, checked in steps], n_params, exclusive)
+                                 [(fn, tuple(a)) for fn, a in steps], n_params, exclusive)
         self._run = ext.run
         self.keep = keep
 
@@ -165,3 +167,11 @@ class Program:
 def address(array: np.ndarray) -> int:
     """The address of an array's first element."""
     return int(array.__array_interface__["data"][0])
+
+
+def value_slots(values: Sequence[int]) -> tuple[np.ndarray, list[int]]:
+    """``values`` stored as ``int64_t`` and the address of each, for fixed slots: an argv function takes a
+    scalar by its address. Keep the array alive as long as the program."""
+    store = np.array(values, dtype=np.int64)
+    base = address(store) if store.size else 0
+    return store, [base + 8 * k for k in range(store.size)]

@@ -13,6 +13,7 @@ import importlib.util
 import io
 import os
 import re
+import shutil
 import subprocess
 import sysconfig
 from pathlib import Path
@@ -29,16 +30,38 @@ RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 LINK_FLAGS = ("-fopenmp",)
 
 
+NO_COMPILER_HINT = ("tesched compiles kernels with gcc: install it (Debian/Ubuntu: apt-get install gcc; Fedora: "
+                    "dnf install gcc) or set the CC environment variable to a C compiler's command")
+
+
 @functools.lru_cache(maxsize=None)
 def compiler_id(compiler: tuple[str, ...]) -> str:
-    """The compiler command and the first line of its ``--version``."""
+    """The compiler command and the first line of its ``--version``.
+
+    The answer is recorded in the kernel cache beside the executable's path, size and modification time,
+    so that a later process asks the compiler only when it changed; and a process on a machine where the
+    command is gone still finds its cached kernels (they are keyed by this identity), compiling nothing."""
+    command = compiler[0] if compiler else ""
+    record = cache_dir() / f"compiler-{hashlib.sha256(' '.join(compiler).encode()).hexdigest()[:24]}.txt"
+    executable = shutil.which(command) if command else None
+    stamp = ""
+    if executable is not None:
+        info = os.stat(executable)
+        stamp = f"{os.path.realpath(executable)} {info.st_size} {info.st_mtime_ns}"
+    with contextlib.suppress(OSError):
+        recorded_stamp, recorded_id = record.read_text().split("\n", 1)
+        if executable is None or recorded_stamp == stamp:
+            return recorded_id
     try:
-        out = subprocess.run([compiler[0], "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError, IndexError) as err:
-        raise BuildError(f"no C compiler found ({' '.join(compiler)}: {err}). tesched compiles kernels with gcc: "
-                         "install it (Debian/Ubuntu: apt-get install gcc; Fedora: dnf install gcc) or set the "
-                         "CC environment variable to a C compiler's command") from None
-    return f"{' '.join(compiler)}: {out.stdout.splitlines()[0] if out.stdout else out.stderr.strip()}"
+        out = subprocess.run([command, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError) as err:
+        raise BuildError(f"no C compiler found ({' '.join(compiler)}: {err}). {NO_COMPILER_HINT}") from None
+    identity = f"{' '.join(compiler)}: {out.stdout.splitlines()[0] if out.stdout else out.stderr.strip()}"
+    if stamp:
+        tmp = record.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(f"{stamp}\n{identity}")
+        os.replace(tmp, record)
+    return identity
 
 
 @functools.lru_cache(maxsize=None)
@@ -126,7 +149,7 @@ def run_tool(command: Sequence[str], cwd: str | Path, label: str, source: str | 
         done = subprocess.run(list(command), cwd=cwd, capture_output=True, text=True,
                               env=dict(os.environ, LC_ALL="C"))
     except OSError as err:
-        raise BuildError(f"C compilation of {label} failed: cannot run {command[0]}: {err}") from None
+        raise BuildError(f"C compilation of {label} failed: cannot run {command[0]}: {err}. {NO_COMPILER_HINT}") from None
     if done.returncode != 0:
         diagnostic = (done.stderr or done.stdout).strip()
         shown = f"\n--- source ---\n{source}" if source is not None else ""

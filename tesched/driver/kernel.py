@@ -21,7 +21,7 @@ from tesched.codegen.signature import Signature, signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.arguments import KernelArguments
 from tesched.driver.arrays import as_array, like, torch_module
-from tesched.driver.call import ArgSpec, Program, StepFailed, address, describable, helper_available
+from tesched.driver.call import ArgSpec, Program, StepFailed, address, describable, helper_available, value_slots
 from tesched.driver.export import export_kernel, export_kernel_c
 from tesched.driver.manifest import BuildRecord
 from tesched.driver.profile import Profile, measure_profile, read_profile
@@ -66,14 +66,14 @@ class Kernel:
         self._args = KernelArguments(self.name, signature, self._allocations)
         self._specs = self._args.specs
         self._through_helper = func is not None or helper_available()   # else: no compiler, calls through cffi
-        function = self._ffi.addressof(module.lib, src.name) if func is not None else self._fn
-        self._address = int(self._ffi.cast("uintptr_t", function))
+        self._address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(module.lib, src.argv))) if src.argv else 0
         arg_dims = self._args.arg_dims()
         checkable = arg_dims is not None and all(describable(s.dtype) for s in self._specs)
         n_args, n_params = len(self._specs), len(self._args.params)
-        self._program = None if not checkable or arg_dims is None or not self._through_helper else Program(
+        direct = not checkable or arg_dims is None or not self._address or not self._through_helper
+        self._program = None if direct else Program(
             [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(self._specs, arg_dims))], [0] * n_args,
-            [(self._address, list(range(n_args)) + [-p - 1 for p in range(n_params)], True)], n_params=n_params)
+            [(self._address, list(range(n_args)) + [-p - 1 for p in range(n_params)])], n_params=n_params)
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}])"
@@ -147,11 +147,12 @@ class Kernel:
         value_map = self._args.value_map(values)
         if write_back:       # outputs read through aligned copies: the plain call copies them back each time
             return lambda: self(*arrays)
-        if not self._through_helper:
+        if not self._through_helper or not self._address:
             return _direct_run(self, args, values, None if result is None else
                                (result[0] if len(result) == 1 else tuple(result)))
-        words = [address(a) for a in args] + list(values)
-        program = Program([], words, [(self.address, range(len(words)), True)], keep=args)
+        sizes, size_addresses = value_slots(values)
+        words = [address(a) for a in args] + size_addresses
+        program = Program([], words, [(self.address, range(len(words)))], keep=(args, sizes))
 
         def failed(status: int) -> Exception:
             try:
@@ -164,7 +165,8 @@ class Kernel:
 
     @property
     def address(self) -> int:
-        """The address of the compiled C function."""
+        """The address of the compiled function's argv form ``int f(void *const *args)`` (see
+        :mod:`tesched.codegen.argv`), or 0 for a library exported without one."""
         return self._address
 
     def export_library(self, path: str | Path, static: bool | None = None, target: Target | str | None = None,

@@ -17,6 +17,7 @@ from typing import Any, NoReturn, Sequence
 
 import cffi
 
+from tesched.codegen.argv import ARGV_SUFFIX, argv_prototype
 from tesched.codegen.c import CSource
 from tesched.codegen.entry import prototype
 from tesched.codegen.export_text import ERROR_CODES
@@ -73,11 +74,13 @@ def checked_record(path: str | Path, kind: str) -> BuildRecord:
 
 def open_library(path: str | Path, record: BuildRecord, declarations: Sequence[str]) -> ExportedLibrary:
     """Open the library at ``path`` (whose :func:`checked_record` is ``record``) with cffi, declaring its
-    entry points with ``declarations`` (C prototypes; the message and build-record accessors are added).
+    entry points with ``declarations`` (C prototypes; the argv form of the entry, :mod:`tesched.codegen.argv`,
+    and the message and build-record accessors are added).
     Raises :class:`~tesched.errors.ModuleLoadError` if the dynamic loader refuses it."""
     file = Path(path)
     ffi = cffi.FFI()
-    ffi.cdef("\n".join([*declarations, f"const char *{record.entry}_last_error(void);",
+    ffi.cdef("\n".join([*declarations, f"{argv_prototype(record.entry + ARGV_SUFFIX)};",
+                        f"const char *{record.entry}_last_error(void);",
                         f"const char *{record.entry}_build_info(void);"]))
     try:
         lib = ffi.dlopen(str(file.resolve()))
@@ -130,7 +133,8 @@ def load_module(path: str | Path) -> Kernel:
         raise ModuleLoadError(f"{path}: its build record has no usable kernel signature ({err})") from None
     declaration = f"{prototype(record.entry, sig)};"
     library = open_library(path, record, [declaration])
-    src = CSource(name=record.entry, source=str(record.contents.get("c_source", "")), declaration=declaration)
+    src = CSource(name=record.entry, source=str(record.contents.get("c_source", "")), declaration=declaration,
+                  argv=record.entry + ARGV_SUFFIX)
     kernel = Kernel(None, src, SimpleNamespace(ffi=library.ffi, lib=library.lib), sig, _EntryErrors(sig, library))
     kernel.build_record = record
     return kernel

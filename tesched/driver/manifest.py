@@ -24,7 +24,7 @@ from tesched.errors import ModuleLoadError
 from tesched.target import Target, host_features
 from tesched.version import __version__
 
-EXPORT_ABI = 1
+EXPORT_ABI = 2
 """The version of the exported-library contract (entry points, error codes, build record). A library
 exported under another value is refused when loaded: export it again."""
 

@@ -24,7 +24,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from tesched.driver.arrays import as_array, like, torch_module
-from tesched.driver.call import ArgSpec, Program, StepFailed, address
+from tesched.driver.call import ArgSpec, Program, StepFailed, address, value_slots
 from tesched.driver.kernel import Kernel
 from tesched.driver.timing import BenchmarkResult, time_calls
 from tesched.driver.threads import sync_thread
@@ -116,6 +116,7 @@ class _Step:
     literals: tuple[int, ...]      # words passed after the pointers (an external function's sizes)
     order: tuple[int, ...] | None  # which inputs the C function takes, in its order (None: all)
     kernel: Kernel | None          # the tesched kernel (which returns a status); None for an external function
+    callee: int = 0                # an external function's address, passed to its argv shim first (0: none)
 
 
 class Executable:
@@ -163,7 +164,8 @@ class Executable:
         if external is not None:
             self.external_calls.append(external)
             kernel = external.kernel
-            return _Step(kernel.address, inputs, outputs, tuple(kernel.sizes), external.arg_positions, None)
+            return _Step(kernel.address, inputs, outputs, tuple(kernel.sizes), external.arg_positions, None,
+                         kernel.function_address)
         group = CompiledGroup(fn.name, fn, compile_primitive(fn, self.schedule, self.tuning_db))
         self.kernels.append(group)
         return _Step(group.kernel.address, inputs, outputs, (), None, group.kernel)
@@ -198,16 +200,18 @@ class Executable:
         for v, offset in zip(intermediates.values(), self.memory_plan.offsets):
             fixed[v.slot] = base + offset
         self._fixed = fixed
-        self._c_steps: list[tuple[int, list[int], bool]] = []
+        literals, literal_addresses = value_slots([word for step in self._steps for word in step.literals])
+        self._c_steps: list[tuple[int, list[int]]] = []
         for step in self._steps:
-            literal_slots = []
-            for word in step.literals:
-                literal_slots.append(len(self._fixed))
-                self._fixed.append(word)
+            callee_slots = [len(self._fixed)] if step.callee else []
+            self._fixed += [step.callee] if step.callee else []
+            literal_slots = list(range(len(self._fixed), len(self._fixed) + len(step.literals)))
+            self._fixed += literal_addresses[:len(step.literals)]
+            del literal_addresses[:len(step.literals)]
             ins = [step.inputs[k] for k in step.order] if step.order is not None else list(step.inputs)
-            self._c_steps.append((step.address, [v.slot for v in ins] + [v.slot for v in step.outputs] + literal_slots,
-                                  step.kernel is not None))
-        self._keep: list[Any] = [self._arena, *(v.data for v in constants.values())]
+            self._c_steps.append((step.address, callee_slots + [v.slot for v in ins] + [v.slot for v in step.outputs]
+                                  + literal_slots))
+        self._keep: list[Any] = [self._arena, *(v.data for v in constants.values()), literals]
         specs = [ArgSpec(np.dtype(v.type.dtype), v.type.shape, writable, v.slot)
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
         self._program = Program(specs, self._fixed, self._c_steps, exclusive=True, keep=self._keep)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from tesched.codegen.argv import argv_function
 from tesched.codegen.export_text import c_string, entry_prelude, error_lines, header, public_names
 from tesched.graph.export_plan import ALIGN, SIDE_FILE_MAGIC, ConstantsLayout, Plan, Step, Value
 from tesched.target import Target
@@ -198,8 +199,8 @@ def _entry(program: Plan, prefix: str, types: list[str]) -> list[str]:
             out.append(f"  if ({condition}) {{ code = {failure}; goto done; }}")
     for dst, src in program.copies:
         out.append(f"  memcpy({_pointer(dst, offsets)}, {_pointer(src, offsets)}, {dst.nbytes});")
-    out += ["done:", *(["  ts_free(scratch);"] if program.buffers else []), "  return code;", "}"]
-    return out
+    out += ["done:", *(["  ts_free(scratch);"] if program.buffers else []), "  return code;", "}", ""]
+    return out + [argv_function(prefix, types, qualifiers="TS_PUBLIC")]
 
 
 def _status_messages(prefix: str, step: Step) -> list[tuple[int | None, str]]:

@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import cffi
 import numpy as np
 
+from tesched.codegen.argv import argv_function, argv_prototype
 from tesched.codegen.names import C_KEYWORDS
 from tesched.errors import BuildError, TeschedError
 from tesched.graph.external_compile import SIGNATURES_FILE, CompileFailure, compile_shared_library
@@ -99,12 +100,17 @@ class ExternalFunction:
             names.update((d, None) for d in shape if isinstance(d, str))
         return tuple(names)
 
+    def parameter_types(self) -> list[str]:
+        """The C types of its parameters: ``const T *`` per input, ``T *`` for the output, then ``int64_t``
+        per size name."""
+        ctype = dt.C_TYPES[self.dtype]
+        return [f"const {ctype} *"] * len(self.inputs) + [f"{ctype} *"] + ["int64_t"] * len(self.size_names)
+
     def prototype(self, named: bool = True) -> str:
         """The C declaration tesched calls, e.g. ``void f(const float *in0, float *out, int64_t N)``."""
-        ctype = dt.C_TYPES[self.dtype]
-        params = [f"const {ctype} *" + (f"in{k}" if named else "") for k in range(len(self.inputs))]
-        params.append(f"{ctype} *" + ("out" if named else ""))
-        params += ["int64_t" + (f" {s}" if named else "") for s in self.size_names]
+        types = self.parameter_types()
+        names = [f"in{k}" for k in range(len(self.inputs))] + ["out"] + list(self.size_names)
+        params = [t + n if t.endswith("*") else f"{t} {n}" for t, n in zip(types, names)] if named else types
         return f"void {self.name}({', '.join(params)})"
 
     def signature_text(self) -> str:
@@ -164,6 +170,7 @@ class ExternalLibrary:
         self.compile_flags = tuple(compile_flags)
         self._ffi: cffi.FFI | None = None
         self._lib: object = None
+        self._shims: tuple[cffi.FFI, Any] | None = None
 
     @property
     def description(self) -> str:
@@ -220,6 +227,23 @@ class ExternalLibrary:
                         f"{fn.prototype()};\ncompiler messages:\n{_relevant(failure.messages, name)}") from None
             raise BuildError(f"the external library source does not compile:\n{failure.messages}") from None
 
+    def argv_address(self, name: str) -> int:
+        """The address of ``int f(void *const *args)`` calling function ``name``, whose own address is
+        ``args[0]`` and its arguments ``args[1:]`` (arrays by pointer, sizes by the address of their
+        ``int64_t``): the one calling convention of tesched's C call path (:mod:`tesched.codegen.argv`),
+        compiled once for every function of the library and cached."""
+        self.function(name)
+        if self._shims is None:
+            shims = {fn.name: f"tesched_argv_{fn.name}" for fn in self.functions.values()}
+            text = "\n\n".join(argv_function(fn.name, fn.parameter_types(), shims[fn.name], returns_int=False,
+                                             by_address=True) for fn in self.functions.values())
+            prototypes = [argv_prototype(shim) + ";" for shim in shims.values()]
+            ffi = cffi.FFI()
+            ffi.cdef("\n".join(prototypes))
+            self._shims = ffi, ffi.dlopen(str(compile_shared_library(text, prototypes)))
+        ffi, lib = self._shims
+        return int(ffi.cast("uintptr_t", ffi.addressof(lib, f"tesched_argv_{name}")))
+
     def symbol(self, name: str) -> tuple[cffi.FFI, Any]:
         """The loaded FFI and C function ``name``."""
         self.function(name)
@@ -243,6 +267,7 @@ class ExternalKernel:
         self.function = function
         self.sizes = function.bind(input_types, output_type)
         self.types = [*input_types, output_type]
+        self._library = library
         self._ffi, self._fn = library.symbol(function.name)
         self._ctype = dt.C_TYPES[function.dtype] + "[]"
 
@@ -250,9 +275,15 @@ class ExternalKernel:
         return f"ExternalKernel({self.function.prototype()})"
 
     @property
-    def address(self) -> int:
+    def function_address(self) -> int:
         """The address of the C function (called with the inputs, the output, then ``sizes``)."""
         return int(self._ffi.cast("uintptr_t", self._fn))
+
+    @property
+    def address(self) -> int:
+        """The address of its argv shim (:meth:`ExternalLibrary.argv_address`): ``args[0]`` is
+        :attr:`function_address`, then the inputs, the output and the addresses of the sizes."""
+        return self._library.argv_address(self.name)
 
     def _check(self, k: int, array: object) -> None:
         what = f"{self.name}: {'the output' if k == len(self.types) - 1 else f'input {k}'}"

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from tesched.codegen.argv import ARGV_SUFFIX
 from tesched.driver.call import ArgSpec, Program, StepFailed, describable, helper_available
 from tesched.driver.timing import BenchmarkResult, time_calls
 from tesched.driver.load import ExportedLibrary, checked_record, open_library
@@ -50,9 +51,10 @@ class LoadedExecutable:
         self._program = None
         dtypes = [dt.numpy_dtype(t.dtype) for t in types]
         if all(map(describable, dtypes)) and helper_available():   # checks and call in one C pass
-            address = int(library.ffi.cast("uintptr_t", self._fn))
+            argv = library.ffi.addressof(library.lib, library.record.entry + ARGV_SUFFIX)
+            address = int(library.ffi.cast("uintptr_t", argv))
             specs = [ArgSpec(d, t.shape, k >= len(inputs), k) for k, (d, t) in enumerate(zip(dtypes, types))]
-            self._program = Program(specs, [0] * len(types), [(address, list(range(len(types))), True)])
+            self._program = Program(specs, [0] * len(types), [(address, list(range(len(types))))])
 
     def __call__(self, *args: np.ndarray, **kwargs: np.ndarray) -> Any:
         """Run the graph on ``args`` (by position) and ``kwargs`` (by input name); returns new arrays."""

@@ -6,41 +6,40 @@
  *     it is written (writable, and overlapping no other argument), and the pointer slot it fills;
  *   - fixed slots: addresses known in advance (constants, intermediate buffers of an executable);
  *   - steps: C functions to call in order, each with its arguments as slot numbers (>= 0) or symbolic
- *     sizes (-(p+1)).
+ *     sizes (-(p+1)); every function takes them as one array (its argv form), so none has an argument limit.
  * run(program, args) takes each argument through the buffer protocol (C-contiguous, format, shape,
  * writability), checks outputs against overlap, then calls every step with the GIL released. It returns
  * True when it ran, False when an argument did not pass (no exception is left set: the caller's slow path
  * says precisely what is wrong, or converts an argument that has no buffer, such as a DLPack tensor).
  *
- * Every pointer and symbolic size is passed as one machine word: on the x86-64 and AArch64 calling
- * conventions a kernel taking (float *, ..., int64_t, ...) receives the same registers and stack slots.
- * This file checks and calls; it knows nothing of how kernels are generated.
+ * A step receives an array of pointers: a slot's address, or the address of a symbolic size's int64_t
+ * value. This file checks and calls; it knows nothing of how kernels are generated.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
 
-#define MAX_ARGS 64
-#define MAX_DIMS 16
-#define MAX_PARAMS 16
-#define MAX_STEP_ARGS 24
 #define FORMAT_LEN 8
 
 typedef struct {
     char format[FORMAT_LEN];
     Py_ssize_t itemsize;
     int ndim;
-    int64_t dims[MAX_DIMS];
+    int64_t *dims;
     int writable;
     int slot;
 } ArgSpec;
 
+/* Every step is a function int fn(void *const *args) (the argv companion tesched generates beside each
+   kernel, graph entry and external function, see tesched/codegen/argv.py): args[k] is slot k's pointer,
+   or the address of a symbolic size's value. It returns 0, or a status the caller turns into an error. */
+typedef int (*ArgvFunction)(void *const *);
+
 typedef struct {
-    intptr_t fn;
-    int checked;      /* the function returns an int status (a tesched kernel: 0, or a failed allocation) */
+    ArgvFunction fn;
     int nargs;
-    int args[MAX_STEP_ARGS];
+    int *args;
 } Step;
 
 typedef struct {
@@ -56,38 +55,39 @@ static const char *CAPSULE = "tesched.program";
 static void program_free(PyObject *capsule) {
     Program *p = (Program *)PyCapsule_GetPointer(capsule, CAPSULE);
     if (p == NULL) return;
+    for (int k = 0; p->specs != NULL && k < p->n_args; k++) PyMem_Free(p->specs[k].dims);
+    for (int k = 0; p->steps != NULL && k < p->n_steps; k++) PyMem_Free(p->steps[k].args);
     PyMem_Free(p->specs);
     PyMem_Free(p->fixed);
     PyMem_Free(p->steps);
     PyMem_Free(p);
 }
 
-static int parse_int_list(PyObject *seq, int64_t *out, int max, const char *what) {
+/* The integers of sequence seq in a new array *out (PyMem_Free it); returns their count, or -1. */
+static int parse_int_list(PyObject *seq, int64_t **out, const char *what) {
     PyObject *fast = PySequence_Fast(seq, what);
     if (fast == NULL) return -1;
     Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
-    if (n > max) {
-        PyErr_Format(PyExc_ValueError, "%s: %zd entries, at most %d are supported", what, n, max);
-        Py_DECREF(fast);
-        return -1;
-    }
+    *out = PyMem_Calloc(n + 1, sizeof(int64_t));
+    if (*out == NULL) { Py_DECREF(fast); PyErr_NoMemory(); return -1; }
     for (Py_ssize_t k = 0; k < n; k++) {
-        out[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, k));
-        if (out[k] == -1 && PyErr_Occurred()) { Py_DECREF(fast); return -1; }
+        (*out)[k] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fast, k));
+        if ((*out)[k] == -1 && PyErr_Occurred()) { Py_DECREF(fast); return -1; }
     }
     Py_DECREF(fast);
     return (int)n;
 }
 
 /* make(specs, fixed, steps, n_params, exclusive): specs is a sequence of (format, itemsize, dims, writable,
- * slot); fixed a sequence of n_slots addresses (0: filled by an argument); steps a sequence of (fn, args);
+ * slot); fixed a sequence of n_slots addresses (0: filled by an argument); steps a sequence of (fn, args),
+ * fn the address of an argv function;
  * exclusive: the program writes buffers of its own, so two threads may not run it at once. */
 static PyObject *make(PyObject *self, PyObject *args) {
     PyObject *specs, *fixed, *steps;
     int n_params, exclusive;
     if (!PyArg_ParseTuple(args, "OOOip", &specs, &fixed, &steps, &n_params, &exclusive)) return NULL;
-    if (n_params < 0 || n_params > MAX_PARAMS) {
-        PyErr_Format(PyExc_ValueError, "at most %d symbolic sizes are supported", MAX_PARAMS);
+    if (n_params < 0) {
+        PyErr_SetString(PyExc_ValueError, "a negative count of symbolic sizes");
         return NULL;
     }
     Program *p = PyMem_Calloc(1, sizeof(Program));
@@ -100,10 +100,6 @@ static PyObject *make(PyObject *self, PyObject *args) {
     p->n_slots = (int)PySequence_Size(fixed);
     p->n_steps = (int)PySequence_Size(steps);
     if (p->n_args < 0 || p->n_slots < 0 || p->n_steps < 0) goto fail;
-    if (p->n_args > MAX_ARGS) {
-        PyErr_Format(PyExc_ValueError, "at most %d arguments are supported", MAX_ARGS);
-        goto fail;
-    }
     p->specs = PyMem_Calloc(p->n_args + 1, sizeof(ArgSpec));
     p->fixed = PyMem_Calloc(p->n_slots + 1, sizeof(void *));
     p->steps = PyMem_Calloc(p->n_steps + 1, sizeof(Step));
@@ -120,7 +116,7 @@ static PyObject *make(PyObject *self, PyObject *args) {
         }
         if (ok) {
             strcpy(s->format, format);
-            s->ndim = parse_int_list(dims, s->dims, MAX_DIMS, "argument dimensions");
+            s->ndim = parse_int_list(dims, &s->dims, "argument dimensions");
             ok = s->ndim >= 0;
         }
         Py_DECREF(item);
@@ -146,26 +142,33 @@ static PyObject *make(PyObject *self, PyObject *args) {
     for (int k = 0; k < p->n_steps; k++) {
         Step *st = &p->steps[k];
         PyObject *item = PySequence_GetItem(steps, k), *fn, *step_args;
-        int64_t values[MAX_STEP_ARGS];
+        int64_t *values = NULL;
         if (item == NULL) goto fail;
-        int ok = PyArg_ParseTuple(item, "OOp", &fn, &step_args, &st->checked);
+        int ok = PyArg_ParseTuple(item, "OO", &fn, &step_args);
         if (ok) {
-            st->fn = (intptr_t)PyLong_AsVoidPtr(fn);
-            ok = !PyErr_Occurred() && st->fn != 0;
-            if (ok) st->nargs = parse_int_list(step_args, values, MAX_STEP_ARGS, "kernel arguments");
+            st->fn = (ArgvFunction)PyLong_AsVoidPtr(fn);
+            ok = !PyErr_Occurred() && st->fn != NULL;
+            if (ok) st->nargs = parse_int_list(step_args, &values, "kernel arguments");
             ok = ok && st->nargs >= 0;
         }
         Py_DECREF(item);
+        if (ok) {
+            st->args = PyMem_Calloc(st->nargs + 1, sizeof(int));
+            if (st->args == NULL) PyErr_NoMemory();
+            ok = st->args != NULL;
+        }
+        for (int a = 0; ok && a < st->nargs; a++) {
+            if (values[a] >= p->n_slots || values[a] < -n_params) {
+                PyErr_SetString(PyExc_ValueError, "kernel argument out of range");
+                ok = 0;
+            } else {
+                st->args[a] = (int)values[a];
+            }
+        }
+        PyMem_Free(values);
         if (!ok) {
             if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "a step needs a function address");
             goto fail;
-        }
-        for (int a = 0; a < st->nargs; a++) {
-            if (values[a] >= p->n_slots || values[a] < -n_params) {
-                PyErr_SetString(PyExc_ValueError, "kernel argument out of range");
-                goto fail;
-            }
-            st->args[a] = (int)values[a];
         }
     }
     return capsule;
@@ -174,64 +177,14 @@ fail:
     return NULL;
 }
 
-typedef intptr_t W;
-
-#define CALL_CASES \
-    switch (st->nargs) { \
-    case 0: R F(void)(); break; \
-    case 1: R F(W)(a[0]); break; \
-    case 2: R F(W, W)(a[0], a[1]); break; \
-    case 3: R F(W, W, W)(a[0], a[1], a[2]); break; \
-    case 4: R F(W, W, W, W)(a[0], a[1], a[2], a[3]); break; \
-    case 5: R F(W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4]); break; \
-    case 6: R F(W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5]); break; \
-    case 7: R F(W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6]); break; \
-    case 8: R F(W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7]); break; \
-    case 9: R F(W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8]); break; \
-    case 10: R F(W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9]); break; \
-    case 11: R F(W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10]); \
-        break; \
-    case 12: R F(W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], \
-                                                  a[11]); break; \
-    case 13: R F(W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], \
-                                                     a[10], a[11], a[12]); break; \
-    case 14: R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], \
-                                                        a[10], a[11], a[12], a[13]); break; \
-    case 15: R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], \
-                                                           a[9], a[10], a[11], a[12], a[13], a[14]); break; \
-    case 16: R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)(a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], \
-                                                              a[9], a[10], a[11], a[12], a[13], a[14], a[15]); break; \
-    default: { \
-        /* 17 to MAX_STEP_ARGS words: pass all of them; a callee ignores the trailing ones */ \
-        for (int k = st->nargs; k < MAX_STEP_ARGS; k++) a[k] = 0; \
-        R F(W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W, W)( \
-            a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], a[11], a[12], a[13], a[14], a[15], \
-            a[16], a[17], a[18], a[19], a[20], a[21], a[22], a[23]); \
-    } \
-    }
-
-/* Call one step; returns its status (0 for a function that returns none). */
-static int call_step(const Step *st, void **slots, const int64_t *params) {
-    W a[MAX_STEP_ARGS];
+/* Call one step; returns its status. */
+static int call_step(const Step *st, void **slots, int64_t *params) {
+    void *a[st->nargs > 0 ? st->nargs : 1];
     for (int k = 0; k < st->nargs; k++) {
         int v = st->args[k];
-        a[k] = v >= 0 ? (W)slots[v] : (W)params[-v - 1];
+        a[k] = v >= 0 ? slots[v] : (void *)&params[-v - 1];
     }
-    int status = 0;
-    if (st->checked) {
-#define F(...) ((int (*)(__VA_ARGS__))st->fn)
-#define R status =
-        CALL_CASES
-#undef R
-#undef F
-    } else {
-#define F(...) ((void (*)(__VA_ARGS__))st->fn)
-#define R
-        CALL_CASES
-#undef R
-#undef F
-    }
-    return status;
+    return st->fn(a);
 }
 
 /* Whether argument k's buffer matches its spec; binds symbolic sizes on first sight. */
@@ -259,6 +212,15 @@ static int overlaps(const Py_buffer *a, const Py_buffer *b) {
     return a0 < b0 + b->len && b0 < a0 + a->len;
 }
 
+static void release_scratch(void **slots, void **slots_local, Py_buffer *views,
+                            Py_buffer *views_local, int64_t *params, int64_t *params_local, int *bound,
+                            int *bound_local) {
+    if (slots != slots_local) PyMem_Free(slots);
+    if (views != views_local) PyMem_Free(views);
+    if (params != params_local) PyMem_Free(params);
+    if (bound != bound_local) PyMem_Free(bound);
+}
+
 /* run(program, args) -> True (ran), False (an argument did not pass the checks), or (step, status) when a
    step returned a nonzero status (the steps after it did not run) */
 static PyObject *run(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
@@ -275,13 +237,21 @@ static PyObject *run(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
                                             "executable reuses its buffers, so build one per thread");
         return NULL;
     }
-    Py_buffer views[MAX_ARGS];
+    /* slots, buffer views, symbolic sizes and their bound flags: on the stack for small programs */
     void *slots_local[256];
+    Py_buffer views_local[32];
+    int64_t params_local[16];
+    int bound_local[16];
     void **slots = p->n_slots <= 256 ? slots_local : PyMem_Malloc(sizeof(void *) * p->n_slots);
-    if (slots == NULL) return PyErr_NoMemory();
+    Py_buffer *views = p->n_args <= 32 ? views_local : PyMem_Malloc(sizeof(Py_buffer) * p->n_args);
+    int64_t *params = p->n_params <= 16 ? params_local : PyMem_Malloc(sizeof(int64_t) * p->n_params);
+    int *bound = p->n_params <= 16 ? bound_local : PyMem_Malloc(sizeof(int) * p->n_params);
+    if (slots == NULL || views == NULL || params == NULL || bound == NULL) {
+        release_scratch(slots, slots_local, views, views_local, params, params_local, bound, bound_local);
+        return PyErr_NoMemory();
+    }
     memcpy(slots, p->fixed, sizeof(void *) * p->n_slots);
-    int64_t params[MAX_PARAMS];
-    int bound[MAX_PARAMS] = {0};
+    memset(bound, 0, sizeof(int) * (p->n_params > 0 ? p->n_params : 0));
     int taken = 0, ok = 1;
     for (int k = 0; k < p->n_args && ok; k++) {
         const ArgSpec *s = &p->specs[k];
@@ -314,7 +284,7 @@ static PyObject *run(PyObject *self, PyObject *const *argv, Py_ssize_t argc) {
         p->busy = 0;
     }
     for (int k = 0; k < taken; k++) PyBuffer_Release(&views[k]);
-    if (slots != slots_local) PyMem_Free(slots);
+    release_scratch(slots, slots_local, views, views_local, params, params_local, bound, bound_local);
     if (failed_step >= 0) return Py_BuildValue("(ii)", failed_step, status);
     if (ok) Py_RETURN_TRUE;
     Py_RETURN_FALSE;

@@ -19,7 +19,8 @@ def test_signature_has_restrict_pointers_and_size_parameters():
     assert src.name == "scale_rows"
     assert src.source.startswith('#include "tesched_runtime.h"')
     assert "int scale_rows(double *restrict A, int32_t *restrict I, double *restrict B, int64_t n)" in src.source
-    assert src.declaration == "int scale_rows(double *, int32_t *, double *, int64_t);"
+    assert src.declaration == ("int scale_rows(double *, int32_t *, double *, int64_t);\n"
+                               "int scale_rows_argv(void *const *args);")
 
 
 def test_parallel_loops_become_openmp(rand):

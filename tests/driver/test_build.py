@@ -5,6 +5,7 @@ Every test here runs with ``TESCHED_CACHE_DIR`` pointing at a cache private to t
 builds kernels with names unique to the test, so "compiled or not" does not depend on earlier runs.
 """
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -146,3 +147,38 @@ def test_a_missing_compiler_says_how_to_install_one_or_set_cc(run_python, tmp_pa
     """, env={"CC": str(tmp_path / "no-such-cc"), "TESCHED_CACHE_DIR": str(tmp_path / "cache")})
     assert "BuildError: no C compiler found" in result.stdout, result.stdout + result.stderr
     assert "apt-get install gcc" in result.stdout and "CC environment variable" in result.stdout
+
+
+def test_a_cached_kernel_loads_after_the_compiler_is_gone(run_python, tmp_path):
+    """The kernel cache is keyed by the compiler's identity, which is recorded beside it: once the compiler
+    has left the machine, kernels already built still load and run; a new one says how to get a compiler."""
+    real = shutil.which("gcc") or shutil.which("cc")
+    if real is None:
+        pytest.skip("no C compiler to build the kernel with")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    wrapper = bin_dir / "tesched-test-cc"
+    wrapper.write_text(f'#!/bin/sh\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    env = {"CC": wrapper.name, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+           "TESCHED_CACHE_DIR": str(tmp_path / "cache")}
+    program = """
+        import numpy as np
+        import tesched as ts
+        A = ts.placeholder((4,), name="A")
+        B = ts.compute((4,), lambda i: A[i] * 3.0 + 1.0, name="B")
+        f = ts.build(ts.create_schedule(B.op), [A, B], name="three_a_plus_one")
+        print("compiled" if f.compiled else "cached", f(np.arange(4, dtype=np.float32)).tolist())
+        C = ts.compute((4,), lambda i: A[i] - 5.0, name="C")
+        try:
+            ts.build(ts.create_schedule(C.op), [A, C], name="a_minus_five")
+            print("new kernel built")
+        except ts.BuildError as err:
+            print("BuildError:", err)
+    """
+    first = run_python(program, env=env)
+    assert "compiled [1.0, 4.0, 7.0, 10.0]" in first.stdout and "new kernel built" in first.stdout, first.stderr
+    wrapper.unlink()
+    second = run_python(program.replace("a_minus_five", "a_minus_five_again").replace("- 5.0", "- 6.0"), env=env)
+    assert "cached [1.0, 4.0, 7.0, 10.0]" in second.stdout, second.stdout + second.stderr
+    assert "BuildError:" in second.stdout and "apt-get install gcc" in second.stdout, second.stdout

@@ -122,7 +122,7 @@ def test_only_the_public_functions_are_exported(conv_relu, tmp_path):
     for path in (shared, archive):
         out = subprocess.run(["nm", "-g", "--defined-only", str(path)], capture_output=True, text=True).stdout
         names = sorted(line.split()[-1] for line in out.splitlines() if line.count(" ") == 2)
-        assert names == ["conv_relu", "conv_relu_build_info", "conv_relu_last_error"], names
+        assert names == ["conv_relu", "conv_relu_argv", "conv_relu_build_info", "conv_relu_last_error"], names
 
 
 def test_export_c_writes_sources_that_make_builds(conv_relu, inputs, tmp_path):

@@ -50,7 +50,7 @@ def test_another_abi_or_a_malformed_record_is_refused():
     with pytest.raises(ts.ModuleLoadError, match="with module ABI 99; this tesched .* loads module ABI"):
         BuildRecord.from_json(text, LIBRARY)
     with pytest.raises(ts.ModuleLoadError, match="build record is malformed"):
-        BuildRecord.from_json('{"format": "tesched-module", "abi": 1}', LIBRARY)
+        BuildRecord.from_json(f'{{"format": "tesched-module", "abi": {manifest.EXPORT_ABI}}}', LIBRARY)
     with pytest.raises(ts.ModuleLoadError, match="build record is malformed"):
         BuildRecord.from_json("not json", LIBRARY)
 

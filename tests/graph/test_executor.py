@@ -191,7 +191,7 @@ def test_constants_are_stored_aligned_to_a_cache_line(rand):
     exe = G.build(G.Function([x], G.tanh(G.nn.dense(x, G.const(weight)))))
     data = rand((1, 8), low=-1)
     np.testing.assert_allclose(exe(data), np.tanh(data @ weight.T), rtol=RTOL, atol=ATOL)
-    assert all(address(a) % ALIGNMENT == 0 for a in exe._keep[1:])     # the arena, then the constants
+    assert all(address(a) % ALIGNMENT == 0 for a in exe._keep[1:-1])     # the arena, the constants, the sizes
 
 
 def test_a_set_of_several_results_is_reused_only_when_none_of_them_is_held(rand):
@@ -210,3 +210,16 @@ def test_a_set_of_several_results_is_reused_only_when_none_of_them_is_held(rand)
     kept = released[0].__array_interface__["data"][0]
     del released
     assert exe(xa)[0].__array_interface__["data"][0] == kept     # a free set is reused: no allocation
+
+
+def test_a_fused_group_takes_any_number_of_inputs(rand):
+    """Thirty inputs fused into one kernel (once over the C call path's old limit of 24 words)."""
+    xs = [G.var(f"x{k}", shape=(2, 3)) for k in range(30)]
+    total = xs[0]
+    for k, x in enumerate(xs[1:], start=1):
+        total = G.add(total, G.multiply(x, G.const(np.float32(k + 1))))
+    exe = G.build(G.Function(xs, G.tanh(total)))
+    assert len(exe.kernels) == 1
+    data = [rand((2, 3), low=-0.1, high=0.1) for _ in xs]
+    expected = np.tanh(sum((d.astype(np.float64) * (k + 1) for k, d in enumerate(data)), np.zeros((2, 3))))
+    np.testing.assert_allclose(exe(*data), expected, rtol=RTOL, atol=ATOL)
