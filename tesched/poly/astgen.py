@@ -93,11 +93,13 @@ class LoopAst:
         return self.node.to_C_str()
 
 
-# isl operations isl's AST generator may take on a tree before the other tree is tried (deterministic,
-# unlike a timeout; fuzzed schedules take up to 800,000, nearly all under 200,000; a tiled stage at a fused
-# loop takes millions over loop values). The count restarts where a statement's coordinates are found
-# directly (:func:`_direct` has its own budget).
-TREE_BUDGET = 500_000
+# isl operations isl's AST generator may take on a tree before the other tree is tried, in rounds of
+# growing budgets (deterministic, unlike a timeout; fuzzed schedules take up to 800,000, nearly all under
+# 200,000; a tiled stage at a fused loop takes millions over loop values). An operation's cost varies a
+# hundredfold between trees: 500,000 took 0.4 s on one and 1.5 s on another that the other tree generated
+# in 0.05 s; so both trees get a small budget before either gets a large one. The count restarts where a
+# statement's coordinates are found directly (:func:`_direct` has its own budget).
+TREE_BUDGETS = (40_000, 200_000, 1_000_000)
 
 
 def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
@@ -108,9 +110,9 @@ def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
     inverts the nested floors of split and fused loops (minutes for a tile of fused tiles); over loop
     values, it recovers the loops left out (one value per iteration of the loops around them) from the
     loops that remain, a mixed-radix decomposition it writes as convoluted pieces at every statement
-    (seconds for a tiled stage computed at a fused loop, whose coordinates are two divisions). So each
-    tree gets :data:`TREE_BUDGET` isl operations, loop values first; a tree that runs out is tried again
-    without a limit only if the other ran out too.
+    (seconds for a tiled stage computed at a fused loop, whose coordinates are two divisions). So the
+    trees take turns, loop values first, with each budget of :data:`TREE_BUDGETS` isl operations in turn;
+    a tree that runs out is tried again with the next budget, and without a limit only if both ran out.
 
     isl's generator has been seen to drop instances of a statement (a loop of stride 2 whose values
     depend on an enclosing loop through a modulo, from fusing a split loop with a reduction): every
@@ -119,7 +121,7 @@ def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
     wrong answer."""
     trees = [(tree.loop_schedule, tree.coordinates), (tree.schedule, {})]
     missing: set[str] = set()
-    for budget in (TREE_BUDGET, 0):
+    for budget in (*TREE_BUDGETS, 0):
         left = []
         for schedule, coordinates in trees:
             made = _generate(schedule, coordinates, tree.depth, context, budget)
