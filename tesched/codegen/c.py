@@ -27,7 +27,7 @@ from tesched.codegen.c_expr import CExpr, c_type, memory_vector_type
 from tesched.codegen.hoist import loop_bases
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import StmtVisitor, walk_stmts
+from tesched.ir.visitor import StmtVisitor, let_chain, walk_stmts
 from tesched.lower.func import LoweredFunc
 from tesched.schedule.kinds import LoopKind
 from tesched.target import Target, current_target
@@ -172,13 +172,17 @@ class CodeGen(NodeFunctor):
         self.emit(f"{self.name(s.var, s.var.name)} = {value};")
 
     def visit_LetStmt(self, s: ir.LetStmt) -> None:
+        """A chain of lets as constants of one block (a loop: chains of thousands are not nested)."""
         self.emit("{")
-        ctype = "int64_t" if isinstance(s.var, ir.LoopVar) else c_type(s.var.dtype)
-        self.emit(f"const {ctype} {self.name(s.var, s.var.name)} = {self.expr(s.value)};", 1)
-        ranges = self.exprs.ranges
-        if s.value.dtype in INDEX_TYPES:
-            ranges = ranges.where(s.var, *bound(s.value, ranges))
-        self.nested(s.body, ranges)
+        chain, inner = let_chain(s)
+        saved = self.exprs.ranges
+        for let in chain:
+            ctype = "int64_t" if isinstance(let.var, ir.LoopVar) else c_type(let.var.dtype)
+            self.emit(f"const {ctype} {self.name(let.var, let.var.name)} = {self.expr(let.value)};", 1)
+            if let.value.dtype in INDEX_TYPES:
+                self.exprs.ranges = self.exprs.ranges.where(let.var, *bound(let.value, self.exprs.ranges))
+        ranges, self.exprs.ranges = self.exprs.ranges, saved
+        self.nested(inner, ranges)
         self.emit("}")
 
     def visit_Timer(self, s: ir.Timer) -> None:

@@ -9,6 +9,7 @@ gives a statement. It knows nothing of isl or C.
 from __future__ import annotations
 
 from tesched.ir import nodes as ir
+from tesched.ir.visitor import let_chain
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Expr, Var
 from tesched.te.expr import set_formatter as set_expr_formatter
@@ -187,7 +188,9 @@ class IRPrinter(NodeFunctor):
         return f"{self._pad()}registers {names}\n" + self.visit(s.body)
 
     def visit_LetStmt(self, s: ir.LetStmt) -> str:
-        return f"{self._pad()}let {self.name_of(s.var)} = {self.expr(s.value)}\n" + self.visit(s.body)
+        chain, inner = let_chain(s)
+        lets = [f"{self._pad()}let {self.name_of(let.var)} = {self.expr(let.value)}\n" for let in chain]
+        return "".join(lets) + self.visit(inner)
 
     def visit_Timer(self, s: ir.Timer) -> str:
         where = ", summed over threads" if s.parallel else ""

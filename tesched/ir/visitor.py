@@ -9,13 +9,16 @@ fields (see :mod:`.nodes`), so neither needs a method per node class.
 :func:`map_stmt` is the functional form (a function on expressions, an optional function on
 statements), :func:`walk_stmts` lists statements in pre-order and :func:`rebind_buffer` points every
 access of one buffer at another. Nothing here knows isl or C.
+
+A chain of ``let`` statements (one per shared value of an inlined chain: thousands) is walked in a loop,
+not by recursion, by every visitor and mutator that does not handle ``LetStmt`` itself.
 """
 from __future__ import annotations
 
 from dataclasses import fields, replace
 from typing import Any, Callable, Iterator
 
-from tesched.ir.nodes import Address, Buffer, Load, Stmt, Store, VLoad, VLoadMasked, VLoadStrided, VStore
+from tesched.ir.nodes import Address, Buffer, LetStmt, Load, Stmt, Store, VLoad, VLoadMasked, VLoadStrided, VStore
 from tesched.te.expr import Expr
 from tesched.te.visit import NodeFunctor, rewrite
 
@@ -27,12 +30,33 @@ def child_fields(s: Stmt) -> Iterator[tuple[str, Any]]:
             yield f.name, getattr(s, f.name)
 
 
+def let_chain(s: LetStmt) -> tuple[list[LetStmt], Stmt]:
+    """The ``let`` statements nested from ``s`` inward, and the first statement inside them that is not one."""
+    chain: list[LetStmt] = []
+    node: Stmt = s
+    while isinstance(node, LetStmt):
+        chain.append(node)
+        node = node.body
+    return chain, node
+
+
+def _own_lets(functor: NodeFunctor) -> bool:
+    """Whether ``functor``'s class handles ``LetStmt`` itself (then chains are visited through it)."""
+    return getattr(type(functor), "visit_LetStmt", None) is not None
+
+
 class StmtVisitor(NodeFunctor):
     """Visits statements; override ``visit_<Class>`` for the nodes you care about and ``visit_expr`` to see
     expressions. Call :meth:`visit_default` from an override to continue into the children."""
 
     def visit_default(self, s: object) -> None:
         assert isinstance(s, Stmt), f"not a statement: {s!r}"
+        if isinstance(s, LetStmt) and not _own_lets(self):
+            chain, inner = let_chain(s)
+            for let in chain:
+                self.visit_expr(let.value)
+            self.visit(inner)
+            return
         for _, value in child_fields(s):
             for item in (value if isinstance(value, (list, tuple)) else (value,)):
                 if isinstance(item, Stmt):
@@ -50,6 +74,8 @@ class StmtMutator(NodeFunctor):
 
     def visit_default(self, s: object) -> Stmt:
         assert isinstance(s, Stmt), f"not a statement: {s!r}"
+        if isinstance(s, LetStmt) and not _own_lets(self):
+            return self._let_chain(s)
         changes: dict[str, Any] = {}
         for name, value in child_fields(s):
             new = self._value(value)
@@ -73,6 +99,29 @@ class StmtMutator(NodeFunctor):
         """The replacement of an expression child (itself by default)."""
         return e
 
+    def replace_first(self, s: Stmt) -> Stmt | None:
+        """A replacement of ``s`` made before visiting it (None: visit it); offered each ``let`` of a chain
+        after the first, which :meth:`visit` does not see."""
+        return None
+
+    def _let_chain(self, s: LetStmt) -> Stmt:
+        chain: list[LetStmt] = [s]
+        values = [self.mutate_expr(s.value)]
+        node = s.body
+        body: Stmt | None = None
+        while isinstance(node, LetStmt):
+            body = self.replace_first(node)
+            if body is not None:
+                break
+            chain.append(node)
+            values.append(self.mutate_expr(node.value))
+            node = node.body
+        if body is None:
+            body = self.visit(node)
+        for let, value in zip(reversed(chain), reversed(values)):
+            body = let if value is let.value and body is let.body else replace(let, value=value, body=body)
+        return body
+
 
 class _FunctionMutator(StmtMutator):
     def __init__(self, on_expr: Callable[[Expr], Expr] | None,
@@ -80,11 +129,11 @@ class _FunctionMutator(StmtMutator):
         self.on_expr, self.on_stmt = on_expr, on_stmt
 
     def visit(self, node: object) -> Stmt:
-        if self.on_stmt is not None:
-            out = self.on_stmt(node) if isinstance(node, Stmt) else None
-            if out is not None:
-                return out
-        return self.visit_default(node)
+        out = self.replace_first(node) if isinstance(node, Stmt) else None
+        return out if out is not None else self.visit_default(node)
+
+    def replace_first(self, s: Stmt) -> Stmt | None:
+        return self.on_stmt(s) if self.on_stmt is not None else None
 
     def mutate_expr(self, e: Expr) -> Expr:
         return e if self.on_expr is None else self.on_expr(e)

@@ -16,7 +16,8 @@ class NotAffine(Exception):
     """The expression is not (quasi-)affine in the given variables."""
 
 
-def _const_int(e: Expr) -> int | None:
+def const_int(e: Expr) -> int | None:
+    """The value of an integer constant (through integer casts), else None."""
     while isinstance(e, Cast) and dt.is_int(e.dtype):
         e = e.value
     if isinstance(e, Const) and dt.is_int(e.dtype):
@@ -29,7 +30,7 @@ def to_isl(e: object, names: Mapping[int, str]) -> str:
     if isinstance(e, int):
         return str(e)
     assert isinstance(e, Expr)
-    c = _const_int(e)
+    c = const_int(e)
     if c is not None:
         return str(c)
     if isinstance(e, Var):
@@ -48,12 +49,12 @@ def to_isl(e: object, names: Mapping[int, str]) -> str:
             sym = "+" if e.op == "add" else "-"
             return f"({to_isl(e.a, names)} {sym} {to_isl(e.b, names)})"
         if e.op == "mul":
-            ca, cb = _const_int(e.a), _const_int(e.b)
+            ca, cb = const_int(e.a), const_int(e.b)
             if ca is None and cb is None:
                 raise NotAffine("product of two variables")
             return f"({to_isl(e.a, names)} * {to_isl(e.b, names)})"
         if e.op in ("floordiv", "floormod"):
-            d = _const_int(e.b)
+            d = const_int(e.b)
             if d is None or d <= 0:
                 raise NotAffine("division by a non-constant or non-positive value")
             a = to_isl(e.a, names)

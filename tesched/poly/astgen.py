@@ -93,11 +93,16 @@ class LoopAst:
         return self.node.to_C_str()
 
 
-# isl operations isl's AST generator may take on a tree before the other tree is tried (deterministic,
-# unlike a timeout; fuzzed schedules take up to 800,000, nearly all under 200,000; a tiled stage at a fused
-# loop takes millions over loop values). The count restarts where a statement's coordinates are found
-# directly (:func:`_direct` has its own budget).
-TREE_BUDGET = 500_000
+# The attempts at the two trees, each with the isl operations it may take (deterministic, unlike a
+# timeout), before both are generated without a limit, loop values first. An operation's cost varies a
+# hundredfold between trees (500,000 took 0.4 s on one tree, 1.5 s on another that the other tree generated
+# in 0.05 s), and the trees fail differently: where the tree over coordinates works it takes few operations,
+# the tree over loop values often several hundred thousand (fuzzed schedules up to 800,000; a tiled stage
+# at a fused loop takes millions). So each gets a small budget, the coordinates a larger one, then each
+# a large one. The count restarts where a statement's coordinates are found directly (:func:`_direct` has
+# its own budget).
+TREE_ATTEMPTS = (("loop values", 40_000), ("coordinates", 40_000), ("coordinates", 200_000),
+                 ("loop values", 1_000_000), ("coordinates", 1_000_000))
 
 
 def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
@@ -108,28 +113,27 @@ def generate_ast(tree: ScheduleTree, context: isl.Set) -> LoopAst:
     inverts the nested floors of split and fused loops (minutes for a tile of fused tiles); over loop
     values, it recovers the loops left out (one value per iteration of the loops around them) from the
     loops that remain, a mixed-radix decomposition it writes as convoluted pieces at every statement
-    (seconds for a tiled stage computed at a fused loop, whose coordinates are two divisions). So each
-    tree gets :data:`TREE_BUDGET` isl operations, loop values first; a tree that runs out is tried again
-    without a limit only if the other ran out too.
+    (seconds for a tiled stage computed at a fused loop, whose coordinates are two divisions). So the
+    trees take turns with growing budgets of isl operations (:data:`TREE_ATTEMPTS`); a tree that runs out
+    is tried again at its next turn, and without a limit only if both ran out of their last budget.
 
     isl's generator has been seen to drop instances of a statement (a loop of stride 2 whose values
     depend on an enclosing loop through a modulo, from fusing a split loop with a reduction): every
     statement's instances are checked against its domain, and a nest that misses some is not used; if
     both trees miss instances, a ``LoweringError`` names the stage rather than letting a kernel compute a
     wrong answer."""
-    trees = [(tree.loop_schedule, tree.coordinates), (tree.schedule, {})]
+    trees = {"loop values": (tree.loop_schedule, tree.coordinates), "coordinates": (tree.schedule, {})}
     missing: set[str] = set()
-    for budget in (TREE_BUDGET, 0):
-        left = []
-        for schedule, coordinates in trees:
-            made = _generate(schedule, coordinates, tree.depth, context, budget)
-            if made is None:
-                left.append((schedule, coordinates))
-            elif not made[1]:
-                return LoopAst(made[0])
-            else:
-                missing = made[1]
-        trees = left
+    for kind, budget in (*TREE_ATTEMPTS, ("loop values", 0), ("coordinates", 0)):
+        if kind not in trees:           # generated, but some instances were missing: not tried again
+            continue
+        schedule, coordinates = trees[kind]
+        made = _generate(schedule, coordinates, tree.depth, context, budget)
+        if made is not None and not made[1]:
+            return LoopAst(made[0])
+        if made is not None:
+            missing = made[1]
+            del trees[kind]
     stages = sorted({tree.stage_of.get(name, name) for name in missing})
     raise LoweringError(f"stage {', '.join(stages)}: isl's loop generator left out some of its iterations "
                         "(a limitation of isl with strided loops, here from fusing a split loop with "

@@ -339,7 +339,7 @@ class PolyModel:
             for dim in st.op.output(0).shape:
                 scan(dim)
             if isinstance(st.op, ComputeOp):
-                scan(self.bodies[id(st.op)])
+                scan(self.bodies.get(id(st.op), st.op.body))
                 for rv in st.op.reduce_axis:
                     scan(rv.range.min)
                     scan(rv.range.extent)

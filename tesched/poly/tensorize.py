@@ -11,8 +11,9 @@ computed inside them) be replaced by one call. The match is structural, as in TV
   a read of a stage computed inside the region, or at the loop right around it, matches a stage of the
   intrinsic, recursively; the call then computes that stage too (this is how a gemm+bias+relu intrinsic
   matches a gemm computed at the tile loop of a bias+relu stage);
-- every index maps onto the intrinsic's index: each intrinsic dimension follows one tensor dimension with
-  the same coefficients, so the region is a strided box; its origin and strides are passed to C.
+- every index maps onto the intrinsic's index: each intrinsic dimension follows one tensor dimension, the
+  two differing by a value fixed outside the region, so the region is a strided box; its origin and
+  strides are passed to C. Indices may use floor division and modulo by constants (:mod:`.index_map`).
 
 Calling convention (fixed): for each input of the intrinsic, in the order its compute first reads them,
 then for its output: a pointer to the element at the region's origin, followed by one ``int64_t`` stride
@@ -29,8 +30,8 @@ from __future__ import annotations
 
 import islpy as isl
 
-from tesched.arith.linear import linear, simplify
 from tesched.errors import TensorizeError
+from tesched.poly.index_map import match_region
 from tesched.poly.model import LoopSpace, PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
 from tesched.te.expr import Binary, Call, Const, Expr, Unary, Var
 from tesched.te.reduction import Reduce
@@ -172,47 +173,8 @@ class _Matcher:
         self.expr(inner.body, iop.body, inner_t_env, inner_i_env)
 
     def region(self, tensor: Tensor, t_idx: list[Expr], i_idx: list[Expr], label: str) -> Region:
-        """Which tensor dimension each intrinsic dimension follows, and the origin."""
-        pair_of = {id(iv): tv for tv, iv in self.pairs}
-        t_forms = [linear(e) for e in t_idx]
-        sym_ids = {id(tv) for tv, _ in self.pairs}
-
-        def sym_part(form) -> dict:
-            return {k: c for k, c in form[0].items() if k[0] == "var" and k[1] in sym_ids}
-
-        dims: list[int] = []
-        origin: list[Expr] = []
-        d = 0
-        for e, ie in enumerate(i_idx):
-            terms, c0 = linear(ie)
-            want = {}
-            for key, coeff in terms.items():
-                tv = pair_of.get(key[1]) if key[0] == "var" else None
-                if tv is None:
-                    raise self.fail("index map", f"index {e} of {label} is not affine in the intrinsic's axes")
-                want[("var", id(tv))] = coeff
-            while d < len(t_forms) and sym_part(t_forms[d]) != want:
-                if sym_part(t_forms[d]):
-                    raise self.fail("index map", f"{tensor.name} index {d} ({t_idx[d]!r}) does not follow "
-                                    f"{label} index {e} ({ie!r})")
-                d += 1
-            if d == len(t_forms):
-                raise self.fail("index map", f"no index of {tensor.name} follows {label} index {e} ({ie!r})")
-            dims.append(d)
-            d += 1
-        for k in range(d, len(t_forms)):
-            if sym_part(t_forms[k]):
-                raise self.fail("index map", f"{tensor.name} index {k} ({t_idx[k]!r}) varies inside the region "
-                                f"but no index of {label} follows it")
-        zero = {tv: Const(0, "int64") for tv, _ in self.pairs}
-        for k, index in enumerate(t_idx):
-            base = substitute(index, zero)
-            if k in dims:
-                c0 = linear(i_idx[dims.index(k)])[1]
-                if c0:
-                    base = Binary("sub", base, Const(c0, "int64"), "int64")
-            origin.append(simplify(base))
-        return Region(tensor, origin, dims)
+        """Which tensor dimension each intrinsic dimension follows, and the origin (:mod:`.index_map`)."""
+        return match_region(tensor, t_idx, i_idx, self.pairs, label, self.fail)
 
     def run(self) -> TensorizeMatch:
         t_env = self.loops()

@@ -9,19 +9,19 @@ original. Sizes are small; symbolic sizes stay symbolic where the original used 
 Where TVM accepts something tesched refuses or gets wrong, the case is marked ``xfail(strict=True)``
 with the gap as its reason, so the day the gap closes the case fails as an unexpected pass.
 
-Summary: 64 cases (parametrized ones counted once per parameter), 59 pass, 5 xfail. Gaps (xfail here):
+Summary: 64 cases (parametrized ones counted once per parameter), 60 pass, 4 xfail. Gaps (xfail here):
 
 - ``pragma`` with a free-form key (``"pragma1"``, ``"auto_unroll_max_step"``): only ``ivdep``,
   ``unroll``, ``unroll_explicit`` and ``vectorize`` are accepted, by design no other text reaches C;
 - calling a tensor intrinsic inside ``te.compute`` (``TensorComputeOp``, scalar intrinsic parameters);
-- tensorize of an intrinsic whose indices use floor division or modulo (not affine: no strides);
 - ``te.extern`` stages (an opaque C function producing a tensor);
 - TensorSlice reads ``A[0][i]`` (chained indexing of a 2-D tensor; refused on purpose as a misuse).
 
 Gaps this suite found and that are closed (each with its own test beside the module it fixed): the call
 syntax ``A(i, j)``, a ``comm_reducer`` applied to plain values, ``pragma(x, "vectorize")``, ``cache_write``
 of a triangular reduction and of a reducer closing over the compute's axis, ``cache_write`` of every output
-of a multi-output compute, and the multi-state ``scan``.
+of a multi-output compute, the multi-state ``scan``, and tensorize of an intrinsic whose indices use floor
+division and modulo by constants.
 """
 from __future__ import annotations
 
@@ -734,8 +734,6 @@ static void op9(const float *x, int64_t sx0, int64_t sx1, float *y, int64_t sy0,
 """
 
 
-@pytest.mark.xfail(strict=True, reason="tensorize matches only intrinsics whose indices are affine in their "
-                   "axes (strides); floor division and modulo indices are refused")
 def test_tensorize_op_div_mod():
     """test_te_schedule_tensorize.py::test_tensorize_op: a 9x9 compute indexed by ``j // 3 + i % 3``,
     ``j % 3 + i // 3`` tensorized whole by an intrinsic declared with the same expressions."""

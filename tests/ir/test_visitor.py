@@ -1,7 +1,10 @@
-"""Statement visitors and mutators: rebinding a buffer reaches every kind of read."""
+"""Statement visitors and mutators: rebinding a buffer reaches every kind of read; chains of thousands of
+``let`` statements are visited, rebuilt and printed without exhausting Python's recursion limit."""
+import sys
+
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import rebind_buffer
-from tesched.te.expr import Binary, Const
+from tesched.ir.visitor import StmtVisitor, let_chain, map_stmt, rebind_buffer
+from tesched.te.expr import Binary, Const, Var
 from tesched.te.visit import walk
 
 
@@ -24,3 +27,42 @@ def test_rebind_buffer_rewrites_scalar_vector_strided_and_masked_reads():
     assert not any(getattr(n, "buffer", None) is old for n in nodes)
     masked = next(n for n in nodes if isinstance(n, ir.VLoadMasked))
     assert masked.mask is mask and masked.lanes == 4
+
+
+def _let_chain(n: int) -> tuple[ir.Stmt, ir.Buffer]:
+    """``let t0 = 1.0; let t1 = t0 + 1.0; ... out[0] = t{n-1}``."""
+    out = ir.Buffer("O", [1], "float32", ir.BufferScope.ARG)
+    names = [Var(f"t{k}", "float32") for k in range(n)]
+    body: ir.Stmt = ir.Store(out, (Const(0, "int64"),), names[-1])
+    for k in reversed(range(n)):
+        value = Const(1.0, "float32") if k == 0 else Binary("add", names[k - 1], Const(1.0, "float32"), "float32")
+        body = ir.LetStmt(names[k], value, body)
+    return body, out
+
+
+def test_let_chains_longer_than_the_recursion_limit():
+    n = 2 * sys.getrecursionlimit()
+    chain, _ = _let_chain(n)
+
+    class Count(StmtVisitor):
+        values = 0
+
+        def visit_expr(self, e):
+            Count.values += 1
+
+    Count().visit(chain)
+    assert Count.values == n + 2          # every let's value once, then the store's index and value
+    doubled = map_stmt(chain, on_expr=lambda e: Binary("mul", e, Const(2.0, "float32"), "float32"))
+    lets, inner = let_chain(doubled)
+    assert len(lets) == n and isinstance(inner, ir.Store)
+    assert all(isinstance(let.value, Binary) and let.value.op == "mul" for let in lets)
+    assert map_stmt(chain) is chain       # nothing changed: the same objects
+
+    stop = ir.Block([])
+
+    def cut(s):                           # on_stmt sees every let of the chain, the inner ones too
+        return stop if isinstance(s, ir.LetStmt) and s.var.name == f"t{n // 2}" else None
+    lets, inner = let_chain(map_stmt(chain, on_stmt=cut))
+    assert len(lets) == n // 2 and inner is stop
+    text = str(chain)
+    assert text.count("let ") == n and text.splitlines()[-1].strip().startswith("O[0] =")

@@ -197,7 +197,7 @@ def test_iterations_isl_would_leave_out_raise_instead_of_a_wrong_answer(rand):
     np.testing.assert_allclose(f(a), np.array([a[i + 2:i + 4].sum() for i in range(7)]) * 2, rtol=1e-5)
 
 
-@pytest.mark.parametrize("tree_budget", [None, 1])
+@pytest.mark.parametrize("tree_budget", [None, (("loop values", 1), ("coordinates", 1))])
 def test_either_schedule_tree_gives_the_same_loops(rand, monkeypatch, tree_budget):
     """With no isl operations to spare, both trees run out of their budget and the tree over loop values is
     generated without a limit: the same loops as within the budget, the budget lifted afterwards."""
@@ -205,10 +205,10 @@ def test_either_schedule_tree_gives_the_same_loops(rand, monkeypatch, tree_budge
     A, D, s = _tiled_at_fused()
     within = str(ts.lower(s, [A, D]))
     if tree_budget is not None:
-        monkeypatch.setattr(astgen, "TREE_BUDGET", tree_budget)
+        monkeypatch.setattr(astgen, "TREE_ATTEMPTS", tree_budget)
     assert str(ts.lower(s, [A, D])) == within
     assert isl.DEFAULT_CONTEXT.get_max_operations() == 0
-    f = ts.build(s, [A, D], name=f"either_tree_{tree_budget}")
+    f = ts.build(s, [A, D], name=f"either_tree_{tree_budget is None}")
     a = rand((9, 15))
     np.testing.assert_allclose(f(a), a + 1, rtol=1e-6)
 
@@ -240,3 +240,61 @@ def test_a_tree_isl_finds_hard_gives_way_to_the_other(run_python, isolated_cache
         print("matches NumPy")
     """, timeout=60)
     assert "matches NumPy" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("loop_needs, coordinate_needs", [(600_000, 30_000), (10**7, 200_000), (60_000, 10**7),
+                                                         (10**7, 10**7)])
+def test_trees_take_turns_with_growing_budgets(monkeypatch, loop_needs, coordinate_needs):
+    """isl operations cost a hundredfold more on one tree than on the other, so the trees take turns with
+    growing budgets: the operations spent stay within a small factor of what the cheaper tree needs (a
+    tree needing more than every budget is generated without a limit, loop values first)."""
+    from tesched.poly import astgen
+    spent: list[tuple[str, int]] = []
+
+    def fake(schedule, coordinates, depth, context, budget=0):
+        needs = loop_needs if coordinates else coordinate_needs
+        spent.append((schedule, min(needs, budget or needs)))
+        return None if budget and needs > budget else (schedule, set())
+
+    monkeypatch.setattr(astgen, "_generate", fake)
+    tree = type("Tree", (), {"loop_schedule": "loop values", "coordinates": {"S": None},
+                             "schedule": "coordinates", "depth": 1, "stage_of": {}})()
+    made = generate_ast(tree, isl.Set("{ : }"))
+    cheaper = min(loop_needs, coordinate_needs)
+    if cheaper <= max(budget for _, budget in astgen.TREE_ATTEMPTS):
+        assert made.node == ("loop values" if loop_needs == cheaper else "coordinates")
+        assert sum(n for _, n in spent) <= 9 * cheaper, spent
+    else:
+        assert made.node == "loop values" and spent[-1] == ("loop values", loop_needs)
+
+
+def test_a_tiled_stage_at_a_loop_uses_the_tree_isl_generates_cheaply(monkeypatch, rand):
+    """A fuzz campaign find (schedules case 875): C tiled, its outer tiles fused, computed at D's row loop.
+    Over loop values isl ran through 500,000 operations (over a second) before the coordinates were tried;
+    they generate it within a small budget, so the other tree never gets a large one."""
+    from tesched.poly import astgen
+    calls: list[tuple[bool, int, bool]] = []
+    generate = astgen._generate
+
+    def record(schedule, coordinates, depth, context, budget=0):
+        made = generate(schedule, coordinates, depth, context, budget)
+        calls.append((bool(coordinates), budget, made is not None))
+        return made
+
+    monkeypatch.setattr(astgen, "_generate", record)
+    A, B = ts.placeholder((10, 10), name="A"), ts.placeholder((10, 11), name="B")
+    bias = ts.placeholder((11,), name="bias")
+    k = ts.reduce_axis((0, 10), name="k")
+    C = ts.compute((10, 11), lambda i, j: ts.sum(A[i, k] * B[k, j], axis=k), name="C")
+    D = ts.compute((10, 11), lambda i, j: ts.maximum(C[i, j] + bias[j], 0.0), name="D")
+    s = ts.create_schedule(D.op)
+    s[D].reorder(*reversed(D.op.axis))
+    s[C].compute_at(s[D], D.op.axis[0])
+    io, jo, ii, ji = s[C].tile(*C.op.axis, 4, 5)
+    s[C].reorder(ii, k, ji, jo, io)
+    s[C].fuse(jo, io)
+    f = ts.build(s, [A, B, bias, D], name="tiled_fused_at_row")
+    largest = max(budget for _, budget in astgen.TREE_ATTEMPTS)
+    assert calls[-1][2] and all(budget < largest for _, budget, _ in calls), calls
+    a, b, c = rand((10, 10)), rand((10, 11)), rand(11)
+    np.testing.assert_allclose(f(a, b, c), np.maximum(a @ b + c, 0), rtol=1e-4, atol=1e-5)
