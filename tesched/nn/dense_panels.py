@@ -7,7 +7,8 @@ builds at run time, as wide as its default tile). The graph packs constant weigh
 The default schedule reads the panels in place, with no copy at run time:
 
 - when a divisor of the rows between :data:`MIN_TILE_ROWS` and :data:`GEMM_ROWS` exists, register tiles of
-  that many rows x one panel's ``B`` columns (the reduction outermost and unrolled by
+  rows (the divisor up to :data:`GEMM_ROWS` the target's register file holds best: 8 with AVX-512, 4 with
+  AVX2, see :mod:`tesched.tiling`) x one panel's ``B`` columns (the reduction outermost and unrolled by
   :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer
   (parallel) loop: :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
 - otherwise (a matrix-vector product, a recurrent cell at batch 1), per row and tile of
@@ -35,6 +36,7 @@ from tesched.nn.schedule import (
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target, current_target
 from tesched.te.tensor import Tensor
+from tesched.tiling import RegisterFile, accumulator_tile, divisors
 
 GEMM_ROWS = 8
 """Rows of a GEMM register tile (at most)."""
@@ -112,9 +114,11 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
     element: the product is stored whole instead, through a write cache, and computed in tiles, and the
     host gets the injective schedule."""
     product, host = stored_whole(s, product, host)
-    tile_rows = largest_divisor(int(product.shape[0]), GEMM_ROWS)
-    if tile_rows >= MIN_TILE_ROWS:
-        register_tiles(s, product, host, tile_rows, _block_of(product))
+    rows = int(product.shape[0])
+    if largest_divisor(rows, GEMM_ROWS) >= MIN_TILE_ROWS:
+        block = _block_of(product)
+        tile_rows, _ = accumulator_tile(divisors(rows, GEMM_ROWS), [block], RegisterFile.of(dtype=product.dtype))
+        register_tiles(s, product, host, tile_rows, block)
     else:
         _gemv_tiles(s, product, host)
 
