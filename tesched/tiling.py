@@ -51,8 +51,7 @@ class RegisterFile:
     def of(cls, target: Target | None = None, dtype: str = "float32") -> "RegisterFile":
         """The register file of ``target`` (the current one by default) for elements of ``dtype``."""
         t = target or current_target()
-        return cls(t.vector_registers or PORTABLE_REGISTERS, t.lanes(dtype) if t.vector_registers else 1,
-                   t.has("avx512f"))
+        return cls(t.vector_registers or PORTABLE_REGISTERS, t.lanes(dtype), t.has("avx512f"))
 
     def vectors(self, columns: int) -> int:
         """Vector registers ``columns`` contiguous elements take (:func:`vector_chunks`; one without SIMD)."""

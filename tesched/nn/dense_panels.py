@@ -12,7 +12,7 @@ The default schedule reads the panels in place, with no copy at run time:
   :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer
   (parallel) loop: :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
 - otherwise (a matrix-vector product, a recurrent cell at batch 1), per row and tile of
-  :data:`GEMV_PANELS` panels, the reduction outermost and the tile's columns split into SIMD vectors,
+  up to :data:`GEMV_PANELS` panels, the reduction outermost and the tile's columns split into SIMD vectors,
   unrolled: one accumulator register per vector, each step one broadcast of ``x`` and contiguous loads of
   the panels, and no horizontal sums (the reduction of :func:`~tesched.nn.dense.schedule_dense` on the
   original layout ends with one per output).
@@ -48,8 +48,9 @@ PANEL_VECTORS = 2
 """SIMD vectors of columns per panel: a GEMM register tile is GEMM_ROWS x PANEL_VECTORS vectors."""
 
 GEMV_PANELS = 4
-"""Panels a matrix-vector tile covers: 8 independent vector accumulators with AVX-512 float32, enough to
-hide the latency of the multiply-adds."""
+"""Panels a matrix-vector tile covers, at most: 8 independent vector accumulators with AVX-512 float32,
+enough to hide the latency of the multiply-adds (fewer panels when their vectors would not fit the
+target's register file, see :mod:`tesched.tiling`)."""
 
 
 def panel_width(columns: int, dtype: str = "float32", target: Target | None = None) -> int:
@@ -126,7 +127,8 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
 def _gemv_tiles(s: Schedule, product: Tensor, host: Tensor) -> None:
     block = _block_of(product)
     columns = int(product.shape[1])
-    tile = block * largest_divisor(columns // block, GEMV_PANELS)
+    rf = RegisterFile.of(dtype=product.dtype)
+    _, tile = accumulator_tile([1], [block * p for p in divisors(columns // block, GEMV_PANELS)], rf)
     pstage, hstage = s[product], s[host]
     i, j = hstage.op.axis
     jo, ji = hstage.split(j, tile)
@@ -134,8 +136,7 @@ def _gemv_tiles(s: Schedule, product: Tensor, host: Tensor) -> None:
     pstage.compute_at(hstage, outer)
     pi, pj = pstage.op.axis
     panel, column = pstage.split(pj, block)
-    lanes = current_target().lanes(product.dtype)
-    vectors, vector = pstage.split(column, largest_divisor(block, lanes))
+    vectors, vector = pstage.split(column, largest_divisor(block, rf.lanes))
     pstage.reorder(pi, *pstage.op.reduce_axis, panel, vectors, vector)
     pstage.unroll(panel)
     pstage.unroll(vectors)
