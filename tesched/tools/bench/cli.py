@@ -81,7 +81,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     target = Target(args.target) if args.target else None
     child_env = child_environment(target) if target is not None else None
-    if child_env is not None:
+    if target is not None and child_env is not None:
         extra = sorted(set(child_env.items()) - set(os.environ.items()))
         print(f"note: re-running for {target.name} with NumPy and PyTorch held to its instruction set: "
               + ", ".join(f"{k}={v}" for k, v in extra), file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@ from typing import Callable
 import numpy as np
 
 import tesched as ts
+from tesched.target import current_target
 from tesched.tools.bench.build_times import BuildTime, measure_build_times
 from tesched.tools.bench.catalog import workloads
 from tesched.tools.bench.peak import NATIVE, Peak, measure_peak
