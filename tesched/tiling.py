@@ -111,8 +111,3 @@ def accumulator_tile(row_options: Iterable[int], column_options: Iterable[int],
 def divisors(n: int, at_most: int) -> list[int]:
     """The divisors of ``n`` up to ``at_most``."""
     return [d for d in range(1, min(n, at_most) + 1) if n % d == 0]
-
-
-def vector_multiples(n: int, lanes: int, at_most_vectors: int) -> list[int]:
-    """Multiples of ``lanes`` up to ``at_most_vectors`` vectors that divide ``n`` (none when lanes do not)."""
-    return [v * lanes for v in range(1, at_most_vectors + 1) if n % (v * lanes) == 0]
