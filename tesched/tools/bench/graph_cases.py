@@ -34,7 +34,13 @@ from tesched import graph as G
 from tesched.nn import winograd
 from tesched.recipes import conv_chain
 from tesched.tools.bench.cell_cases import cell_outputs, numpy_cell
-from tesched.tools.bench.conv_cases import CONV_CHAIN_TILE, EPSILON, graph_batch_norm, numpy_conv2d
+from tesched.tools.bench.conv_cases import (
+    CONV_CHAIN_TILE,
+    EPSILON,
+    graph_batch_norm,
+    numpy_conv2d,
+    numpy_conv_bn_relu,
+)
 from tesched.tools.bench.workloads import Case, random_arrays
 
 
@@ -77,13 +83,6 @@ def _numpy_bn(y: np.ndarray, stats: list[np.ndarray]) -> np.ndarray:
     return (y - mean) / np.sqrt(var + EPSILON) * gamma + beta
 
 
-def _numpy_bn_factors(stats: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Batch norm as a per-channel ``(scale, shift)`` in float32, computed once (as a NumPy user would)."""
-    gamma, beta, mean, var = stats
-    scale = gamma / np.sqrt(var + np.float32(EPSILON))
-    return scale[:, None, None], (beta - mean * scale)[:, None, None]
-
-
 def _torch_bn(torch: ModuleType, y: Any, stats: list[np.ndarray]) -> Any:
     gamma, beta, mean, var = (torch.from_numpy(s) for s in stats)
     return torch.nn.functional.batch_norm(y, mean, var, gamma, beta, False, 0.0, EPSILON)
@@ -103,16 +102,8 @@ def conv_bn_relu(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
     exe = G.build(f)
     reference = np.maximum(_numpy_bn(numpy_conv2d(data[0].astype(np.float64), weight.astype(np.float64),
                                                   depthwise), stats), 0)[None]
-    scale, shift = _numpy_bn_factors(stats)
-
-    def numpy_variant() -> np.ndarray:
-        out = numpy_conv2d(data[0], weight, depthwise)
-        out *= scale
-        out += shift
-        return np.maximum(out, 0.0, out=out)[None]
-
     variants: dict[str, Callable[[], Any]] = {"graph": lambda: exe(data), "hand": exe.prepare(data),
-                                              "numpy": numpy_variant}
+                                              "numpy": numpy_conv_bn_relu(data, weight, depthwise, stats)}
     if torch is not None:
         F = torch.nn.functional
         td, tw = torch.from_numpy(data), torch.from_numpy(weight)
