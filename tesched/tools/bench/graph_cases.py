@@ -169,10 +169,11 @@ def conv_relu_conv(quick: bool, torch: ModuleType | None) -> GraphCase:
     data = G.var("x", shape=x.shape)
     f = G.Function([data], G.nn.conv2d(G.nn.relu(G.nn.conv2d(data, G.const(w1), padding=1)), G.const(w2), padding=1))
     exe = G.build(f)
+    def numpy_variant() -> np.ndarray:
+        return numpy_conv2d(np.maximum(numpy_conv2d(x[0], w1, False), 0), w2, False)[None]
+
     variants: dict[str, Callable[[], Any]] = {"graph": lambda: exe(x), "graph prepared": exe.prepare(x),
-                                              "hand": hand.prepare(x, w1, w2),
-                                              "numpy": lambda: numpy_conv2d(np.maximum(numpy_conv2d(x[0], w1, False), 0),
-                                                                            w2, False)[None]}
+                                              "hand": hand.prepare(x, w1, w2), "numpy": numpy_variant}
     if torch is not None:
         F = torch.nn.functional
         tx, tw1, tw2 = (torch.from_numpy(a) for a in (x, w1, w2))

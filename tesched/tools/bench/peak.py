@@ -1,8 +1,9 @@
 """The machine's peak FP32 FMA throughput, measured by ``peak_flops.c`` (beside this module).
 
 The C program (independent FMA chains in SIMD registers, one per OpenMP thread) is compiled with
-``gcc -O3 -march=native -fopenmp`` (or another ``-march``: the suite's target's) into a temporary directory and run in a few bursts per thread count; its JSON lines give
-the fastest and the median of its repeats in GFLOP/s. Without the source (an installed package
+``gcc -O3 -march=native -fopenmp`` (or the ``-march`` of the suite's target) into a temporary directory
+and run in a few bursts per thread count; its JSON lines give the fastest and the median of its repeats
+in GFLOP/s. Without the source (an installed package
 has no ``benchmarks/``) or a compiler, :func:`measure_peak` returns None. ``python -m
 tesched.tools.bench.peak`` prints the figures.
 """
