@@ -86,6 +86,14 @@ def _host_vector_bytes(features: frozenset[str]) -> int:
     return 16
 
 
+def _vector_registers(features: frozenset[str], width: int, base: str) -> int:
+    """SIMD registers the generated code may use: 32 with AVX-512 (zmm0-31, and ymm/xmm0-31 with AVX512VL),
+    16 with AVX2, AVX or SSE (ymm/xmm0-15), none for portable C and GPU targets."""
+    if width == 0 or base == "c" or base in GPU_PRESETS:
+        return 0
+    return 32 if "avx512f" in features else 16
+
+
 @dataclass(frozen=True, init=False)
 class Target:
     """A code-generation target.
@@ -102,13 +110,14 @@ class Target:
 
     Example
     -------
-    >>> ts.Target("x86-64-avx2").vector_bytes
-    32
+    >>> ts.Target("x86-64-avx2").vector_bytes, ts.Target("x86-64-avx2").vector_registers
+    (32, 16)
     """
 
     name: str
     features: frozenset[str]
     vector_bytes: int
+    vector_registers: int              # SIMD registers of vector_bytes each (0: no SIMD register file)
     flags: tuple[str, ...]
     compiler: tuple[str, ...]
     threads: int | None = field(default=None)
@@ -147,6 +156,7 @@ class Target:
         object.__setattr__(self, "name", spec.strip() if base != "host" else "host")
         object.__setattr__(self, "features", frozenset(features) | frozenset(extra))
         object.__setattr__(self, "vector_bytes", width)
+        object.__setattr__(self, "vector_registers", _vector_registers(self.features, width, base))
         object.__setattr__(self, "flags", _BASE_FLAGS[:1] + march + feature_flags + _BASE_FLAGS[1:])
         object.__setattr__(self, "compiler", env.compiler)
         object.__setattr__(self, "threads", threads)
@@ -163,6 +173,7 @@ class Target:
         object.__setattr__(out, "gpu_shared_bytes", shared_bytes)
         if vector_bytes is not None:
             object.__setattr__(out, "vector_bytes", vector_bytes)
+            object.__setattr__(out, "vector_registers", 0)
         return out
 
     def lanes(self, dtype: str = "float32") -> int:

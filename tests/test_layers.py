@@ -19,6 +19,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tesched.errors", "tesched.version"),
     ("tesched.config",),
     ("tesched.target",),
+    ("tesched.tiling",),
     ("tesched.te",),
     ("tesched.arith", "tesched.schedule"),
     ("tesched.ir", "tesched.autodiff"),

@@ -80,3 +80,10 @@ def test_amx_features_bring_the_tile_registers():
     assert both.has("amx_tile", "amx_int8", "amx_bf16") and both.flags.count("-mamx-tile") == 1
     # AMX kernels check the CPU and the OS themselves when they load, so an exported library does not require it
     assert not bf16.isa_features & {"amx_tile", "amx_bf16", "amx_int8"}
+
+
+def test_vector_registers_follow_the_instruction_set():
+    assert [ts.Target(t).vector_registers for t in ("x86-64-avx512", "x86-64-avx2", "x86-64", "c")] == [32, 16, 16, 0]
+    host = ts.Target()
+    assert host.vector_registers == (32 if "avx512f" in host.features else 16)
+    assert ts.Target("opencl").vector_registers == 0

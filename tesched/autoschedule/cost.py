@@ -30,7 +30,9 @@ Every figure it uses comes from the declarations or from exact polyhedral counts
   it fits in L2, else at memory bandwidth.
 - **register tiles** of a reduction (the *anchor* of its host): a tile of ``u`` rows x ``v`` columns
   (``v`` along the contiguous output axis, in the vector chunks tesched's vectorizer emits: full vectors,
-  then halves and quarters) keeps ``u x chunks(v)`` accumulators in vector registers (at most ``registers - 4``, and at most 2 KiB, the size tesched promotes); per
+  then halves and quarters) keeps ``u x chunks(v)`` accumulators in vector registers (with its operands
+  within the target's register file, :func:`tesched.tiling.fits`, and at most 2 KiB, the size tesched
+  promotes); per
   reduction step it issues ``u x v / lanes`` FMAs and loads what the step reads (a contiguous read:
   ``v / lanes`` vectors per row it depends on; an invariant read: one broadcast per row; a strided read:
   ``v`` scalars). The tile with the most FMAs per load wins; non-dividing tiles pay for their remainder.
@@ -46,6 +48,7 @@ from dataclasses import dataclass
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import StageInfo
 from tesched.poly.analysis import Read
+from tesched.tiling import fits, vector_chunks
 
 OPS_PER_SECOND = 2.0e9
 L1_BYTES_PER_SECOND = 200e9
@@ -110,20 +113,6 @@ class RegisterTile:
     accumulators: int
 
 
-def vector_chunks(width: int, lanes: int) -> int:
-    """SIMD operations tesched's vectorizer emits for ``width`` contiguous elements: full vectors, then
-    halves, quarters... down to a quarter vector, then scalars (see :mod:`tesched.transform.vectorize`)."""
-    chunks, rest = width // lanes, width % lanes
-    part, smallest = lanes // 2, max(2, lanes // 4)
-    while rest:
-        while part >= smallest and rest < part:
-            part //= 2
-        step = part if part >= smallest else 1
-        rest -= step
-        chunks += 1
-    return chunks
-
-
 def _prefer_divisors(options: set[int], extent: int) -> list[int]:
     """The options that divide ``extent`` (no remainder loop) if there are any besides 1, else all."""
     dividing = sorted(o for o in options if extent % o == 0)
@@ -133,7 +122,8 @@ def _prefer_divisors(options: set[int], extent: int) -> list[int]:
 def register_tiles(reads: list[Read], extents: list[int], vector_axis: int, u_axis: int | None,
                    machine: Machine, itemsize: int) -> list[RegisterTile]:
     """Candidate register tiles, best first (most vector FMAs per load, remainders penalised)."""
-    lanes = machine.lanes(itemsize)
+    rf = machine.register_file(itemsize)
+    lanes = rf.lanes
     v_extent = extents[vector_axis]
     u_extent = extents[u_axis] if u_axis is not None else 1
     v_options = _prefer_divisors({min(v_extent, lanes * m) for m in (1, 2, 3, 4)} |
@@ -144,7 +134,7 @@ def register_tiles(reads: list[Read], extents: list[int], vector_axis: int, u_ax
         vectors = vector_chunks(v, lanes)
         for u in u_options:
             accumulators = u * vectors
-            if accumulators > machine.registers - 4 or u * v * itemsize > REGISTER_TILE_BYTES:
+            if not fits(u, vectors, rf) or u * v * itemsize > REGISTER_TILE_BYTES:
                 continue
             loads = 0.0
             for r in reads:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tesched.driver.threads import get_num_threads
 from tesched.target import Target, as_target
+from tesched.tiling import PORTABLE_REGISTERS, RegisterFile
 
 _CACHE_DIR = Path("/sys/devices/system/cpu/cpu0/cache")
 _DEFAULT_CACHES = {1: 32 << 10, 2: 1 << 20, 3: 8 << 20}
@@ -28,7 +29,8 @@ class Machine:
     threads
         Threads a ``parallel`` loop uses.
     registers
-        SIMD registers (32 with AVX-512, 16 otherwise).
+        SIMD registers (the target's: 32 with AVX-512, 16 with AVX2; :data:`tesched.tiling.PORTABLE_REGISTERS`
+        without SIMD).
     l1_bytes, l2_bytes, l3_bytes
         Data cache capacities per core (L3: shared).
     target
@@ -42,10 +44,16 @@ class Machine:
     l2_bytes: int
     l3_bytes: int
     target: str = "host"
+    embedded_broadcast: bool = False
+    """Whether a multiply-add reads a broadcast operand from memory (AVX-512)."""
 
     def lanes(self, itemsize: int) -> int:
         """SIMD lanes for elements of ``itemsize`` bytes."""
         return max(1, self.vector_bytes // itemsize)
+
+    def register_file(self, itemsize: int) -> RegisterFile:
+        """The register file tiles of elements of ``itemsize`` bytes are sized by (see :mod:`tesched.tiling`)."""
+        return RegisterFile(self.registers, self.lanes(itemsize), self.embedded_broadcast)
 
     def describe(self) -> str:
         """One line for people: SIMD width, registers, threads and cache sizes."""
@@ -81,7 +89,8 @@ def from_target(target: Target) -> Machine:
     width = target.vector_bytes
     caches = _data_caches()
     threads = target.threads or get_num_threads()
-    return Machine(width, threads, 32 if width == 64 else 16, caches[1], caches[2], caches[3], target.name)
+    return Machine(width, threads, target.vector_registers or PORTABLE_REGISTERS, caches[1], caches[2], caches[3],
+                   target.name, target.has("avx512f"))
 
 
 def host_machine() -> Machine:

@@ -25,6 +25,7 @@ from tesched.nn.shape import padding4, pair, window_output
 from tesched.nn.transform import pad
 from tesched.schedule.schedule import Schedule
 from tesched.te.tensor import Tensor
+from tesched.tiling import RegisterFile, accumulator_tile, divisors
 
 IntOrPair = int | Sequence[int]
 
@@ -109,8 +110,8 @@ def _pad_stage(conv: Tensor) -> Tensor | None:
     return first if op_of(first) == "pad" else None
 
 
-POINTWISE_COLUMNS = 48
-"""A pointwise (1x1, stride 1) convolution's tile spans whole rows, at least this many positions."""
+POINTWISE_VECTORS = 8
+"""A pointwise convolution's register tile spans at most this many SIMD vectors of positions."""
 
 
 def _is_pointwise(conv: Tensor) -> bool:
@@ -120,13 +121,21 @@ def _is_pointwise(conv: Tensor) -> bool:
             and data.ndim == 4 and tuple(data.shape[2:]) == tuple(conv.shape[2:]))
 
 
+def pointwise_tile(channels: int, height: int, width: int, rf: RegisterFile) -> tuple[int, int]:
+    """``(output channels, rows)`` of a pointwise convolution's register tile: channels dividing ``channels``
+    (at most :data:`CHANNEL_TILE`) x a band of whole rows (at most :data:`POINTWISE_VECTORS` vectors, or one
+    row), chosen by :func:`~tesched.tiling.accumulator_tile`."""
+    bands = [rows * width for rows in divisors(height, height) if rows * width <= POINTWISE_VECTORS * rf.lanes]
+    tile, positions = accumulator_tile(divisors(channels, CHANNEL_TILE), bands or [width], rf)
+    return tile, positions // width
+
+
 def _schedule_pointwise(s: Schedule, conv: Tensor, host: Tensor) -> None:
-    """A GEMM over the flattened image: per tile of CHANNEL_TILE output channels and a band of rows
-    (at least POINTWISE_COLUMNS positions, fused into one vectorized loop), the reduction over input
-    channels outside, then the host's tile (the epilogue) over the same fused positions."""
-    height, width = int(conv.shape[2]), int(conv.shape[3])
-    tile = largest_divisor(int(conv.shape[1]), CHANNEL_TILE)
-    rows = largest_divisor(height, max(1, -(-POINTWISE_COLUMNS // width)))
+    """A GEMM over the flattened image: per tile of output channels and band of rows (:func:`pointwise_tile`,
+    the band's positions fused into one vectorized loop), the reduction over input channels outside, then
+    the host's tile (the epilogue) over the same fused positions."""
+    tile, rows = pointwise_tile(int(conv.shape[1]), int(conv.shape[2]), int(conv.shape[3]),
+                                RegisterFile.of(dtype=conv.dtype))
     cstage, hstage = s[conv], s[host]
     n, k, h, w = hstage.op.axis
     ko, ki = hstage.split(k, tile)

@@ -28,14 +28,16 @@ from tesched.nn.schedule import (
 )
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.tensor import IterVar, Tensor
+from tesched.tiling import RegisterFile, accumulator_tile, divisors
 
 IntOrPair = int | Sequence[int]
 
 CHANNEL_BLOCK = 64
-"""Output channels of a register tile (four AVX-512 vectors of float32)."""
+"""Output channels of a register tile, at most (four AVX-512 vectors of float32)."""
 
 WIDTH_TILE = 7
-"""Output positions of a register tile along a row (7 x 4 vector accumulators)."""
+"""Output positions of a register tile along a row, at most (7 x 4 vector accumulators with AVX-512; the
+target's register file decides, see :func:`register_tile`)."""
 
 PARALLEL_BLOCKS = 4
 """With fewer blocks of output channels than this, threads share chunks of output rows instead."""
@@ -50,6 +52,15 @@ CHUNKED_BLOCK_BYTES = 64 * 1024
 """A block of output channels whose whole output is at most this large (float32) is accumulated over
 chunks of :data:`INPUT_CHUNK` input channels, each chunk's weights used for every row while they are in
 the L1 cache, instead of row by row over all the weights (a 512-channel 3x3 layer: 1.2 MB per block)."""
+
+
+def register_tile(out_width: int, out_channels: int, rf: RegisterFile, block: int | None = None) -> tuple[int, int]:
+    """``(positions, channels)`` of a register tile: positions dividing a row of ``out_width`` (at most
+    :data:`WIDTH_TILE`) x a block of output channels dividing ``out_channels`` (at most
+    :data:`CHANNEL_BLOCK`; ``block`` when the weights are already stored in blocks), chosen by
+    :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 64 with AVX-512, 2 x 32 with AVX2."""
+    blocks = [block] if block else divisors(out_channels, CHANNEL_BLOCK)
+    return accumulator_tile(divisors(out_width, WIDTH_TILE), blocks, rf)
 
 
 def weight_last(weight: np.ndarray, block: int | None = None) -> np.ndarray:
@@ -101,8 +112,10 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
     (:func:`_chunked_reduction`)."""
     hstage = s[host]
     n, k, h, w = hstage.op.axis
-    ko, ki = hstage.split(k, int(core.shape[4]))
-    wo, wi = hstage.split(w, largest_divisor(int(host.shape[3]), WIDTH_TILE))
+    block = int(core.shape[4])
+    positions, _ = register_tile(int(host.shape[3]), block, RegisterFile.of(dtype=core.dtype), block)
+    ko, ki = hstage.split(k, block)
+    wo, wi = hstage.split(w, positions)
     work = reduction_work(core)
     blocks = int(core.shape[1])
     if blocks >= PARALLEL_BLOCKS or int(host.shape[2]) < ROW_CHUNKS:
@@ -118,7 +131,7 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
     channels = static_extent(core.op.reduce_axis[0])
     block_bytes = int(core.shape[2]) * int(core.shape[3]) * int(core.shape[4]) * 4
     if block_bytes <= CHUNKED_BLOCK_BYTES and channels >= 2 * INPUT_CHUNK:
-        _chunked_reduction(s, core, hstage, ko, int(host.shape[3]))
+        _chunked_reduction(s, core, hstage, ko, positions)
     else:
         _row_tiles(s, core, hstage, wo)
     padded = [t for t in core.op.input_tensors if op_of(t) == "pad"]
@@ -144,17 +157,16 @@ def _row_tiles(s: Schedule, core: Tensor, hstage: Stage, loop: IterVar) -> None:
     tstage.vectorize(tf)
 
 
-def _chunked_reduction(s: Schedule, core: Tensor, hstage: Stage, loop: IterVar, width: int) -> None:
+def _chunked_reduction(s: Schedule, core: Tensor, hstage: Stage, loop: IterVar, positions: int) -> None:
     """``core``'s whole block computed inside ``loop`` of the host: per chunk of :data:`INPUT_CHUNK` input
-    channels, every row, and per tile of :data:`WIDTH_TILE` positions of the row the chunk's window
-    offsets, positions unrolled and channels vectorized (the tile's sums stay in registers over the
-    chunk)."""
+    channels, every row, and per tile of ``positions`` of the row the chunk's window offsets, positions
+    unrolled and channels vectorized (the tile's sums stay in registers over the chunk)."""
     cstage = s[core]
     cstage.compute_at(hstage, loop)
     cn, cko, cy, cx, cf = cstage.op.axis
     rc, ry, rx = cstage.op.reduce_axis
     rco, rci = cstage.split(rc, largest_divisor(static_extent(rc), INPUT_CHUNK))
-    cxo, cxi = cstage.split(cx, largest_divisor(width, WIDTH_TILE))
+    cxo, cxi = cstage.split(cx, positions)
     cstage.reorder(cn, cko, rco, cy, cxo, rci, ry, rx, cxi, cf)
     cstage.unroll(cxi)
     cstage.vectorize(cf)

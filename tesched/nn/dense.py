@@ -19,8 +19,8 @@ from tesched.nn.schedule import (
     stored_whole,
 )
 from tesched.schedule.schedule import Schedule
-from tesched.target import current_target
 from tesched.te.tensor import IterVar, PlaceholderOp, Tensor
+from tesched.tiling import RegisterFile, accumulator_tile, divisors
 
 COLUMN_TILE = 16
 """Output columns one iteration of a product's loop nest computes."""
@@ -30,8 +30,9 @@ LANES = 16
 
 REGISTER_ROWS = 8
 REGISTER_VECTORS = 2
-"""A matmul register tile: REGISTER_ROWS rows x REGISTER_VECTORS SIMD vectors of columns (8 x 32 float32
-with AVX-512): 16 accumulators, two vector loads of ``b`` and eight broadcasts of ``a`` per step."""
+"""A matmul register tile: at most REGISTER_ROWS rows x REGISTER_VECTORS SIMD vectors of columns, as many
+as the target's register file holds (:func:`matmul_tile`): 8 x 32 float32 with AVX-512 (16 accumulators,
+two vector loads of ``b`` and eight broadcasts of ``a`` per step), 4 x 16 with AVX2's 16 registers."""
 
 REDUCTION_UNROLL = 4
 """Reduction steps of a register tile unrolled together."""
@@ -141,6 +142,16 @@ def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, t
     return jo
 
 
+def matmul_tile(rows: int, columns: int, rf: RegisterFile) -> tuple[int, int]:
+    """``(rows, columns)`` of a product's register tile: rows dividing ``rows`` (at most REGISTER_ROWS) x
+    columns, the largest divisor of ``columns`` up to REGISTER_VECTORS vectors or, when it is whole vectors,
+    fewer of them, chosen by :func:`~tesched.tiling.accumulator_tile` for ``rf``."""
+    widest = largest_divisor(columns, REGISTER_VECTORS * rf.lanes)
+    widths = [v * rf.lanes for v in divisors(widest // rf.lanes, REGISTER_VECTORS)] if widest % rf.lanes == 0 \
+        else [widest]
+    return accumulator_tile(divisors(rows, REGISTER_ROWS), widths, rf)
+
+
 @register_schedule("matmul")
 def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     """TVM's "How to optimize GEMM on CPU" steps with tesched's primitives. The output is cut into
@@ -152,10 +163,9 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
     product, host = stored_whole(s, product, host)
     rows, columns = (int(d) for d in product.shape)
-    lanes = current_target().lanes(product.dtype)
-    tile_rows = largest_divisor(rows, REGISTER_ROWS)
-    tile_columns = largest_divisor(columns, REGISTER_VECTORS * lanes)
-    if tile_columns % lanes or tile_rows * tile_columns < 4 * lanes:
+    rf = RegisterFile.of(dtype=product.dtype)
+    tile_rows, tile_columns = matmul_tile(rows, columns, rf)
+    if tile_columns % rf.lanes or tile_rows * tile_columns < 4 * rf.lanes:
         _schedule_columns(s, product, host, vector_columns=True)
         return
     jo = register_tiles(s, product, host, tile_rows, tile_columns)

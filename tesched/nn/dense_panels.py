@@ -7,11 +7,12 @@ builds at run time, as wide as its default tile). The graph packs constant weigh
 The default schedule reads the panels in place, with no copy at run time:
 
 - when a divisor of the rows between :data:`MIN_TILE_ROWS` and :data:`GEMM_ROWS` exists, register tiles of
-  that many rows x one panel's ``B`` columns (the reduction outermost and unrolled by
+  rows (the divisor up to :data:`GEMM_ROWS` the target's register file holds best: 8 with AVX-512, 4 with
+  AVX2, see :mod:`tesched.tiling`) x one panel's ``B`` columns (the reduction outermost and unrolled by
   :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer
   (parallel) loop: :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
 - otherwise (a matrix-vector product, a recurrent cell at batch 1), per row and tile of
-  :data:`GEMV_PANELS` panels, the reduction outermost and the tile's columns split into SIMD vectors,
+  up to :data:`GEMV_PANELS` panels, the reduction outermost and the tile's columns split into SIMD vectors,
   unrolled: one accumulator register per vector, each step one broadcast of ``x`` and contiguous loads of
   the panels, and no horizontal sums (the reduction of :func:`~tesched.nn.dense.schedule_dense` on the
   original layout ends with one per output).
@@ -35,6 +36,7 @@ from tesched.nn.schedule import (
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target, current_target
 from tesched.te.tensor import Tensor
+from tesched.tiling import RegisterFile, accumulator_tile, divisors
 
 GEMM_ROWS = 8
 """Rows of a GEMM register tile (at most)."""
@@ -46,8 +48,9 @@ PANEL_VECTORS = 2
 """SIMD vectors of columns per panel: a GEMM register tile is GEMM_ROWS x PANEL_VECTORS vectors."""
 
 GEMV_PANELS = 4
-"""Panels a matrix-vector tile covers: 8 independent vector accumulators with AVX-512 float32, enough to
-hide the latency of the multiply-adds."""
+"""Panels a matrix-vector tile covers, at most: 8 independent vector accumulators with AVX-512 float32,
+enough to hide the latency of the multiply-adds (fewer panels when their vectors would not fit the
+target's register file, see :mod:`tesched.tiling`)."""
 
 
 def panel_width(columns: int, dtype: str = "float32", target: Target | None = None) -> int:
@@ -112,9 +115,11 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
     element: the product is stored whole instead, through a write cache, and computed in tiles, and the
     host gets the injective schedule."""
     product, host = stored_whole(s, product, host)
-    tile_rows = largest_divisor(int(product.shape[0]), GEMM_ROWS)
-    if tile_rows >= MIN_TILE_ROWS:
-        register_tiles(s, product, host, tile_rows, _block_of(product))
+    rows = int(product.shape[0])
+    if largest_divisor(rows, GEMM_ROWS) >= MIN_TILE_ROWS:
+        block = _block_of(product)
+        tile_rows, _ = accumulator_tile(divisors(rows, GEMM_ROWS), [block], RegisterFile.of(dtype=product.dtype))
+        register_tiles(s, product, host, tile_rows, block)
     else:
         _gemv_tiles(s, product, host)
 
@@ -122,7 +127,8 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
 def _gemv_tiles(s: Schedule, product: Tensor, host: Tensor) -> None:
     block = _block_of(product)
     columns = int(product.shape[1])
-    tile = block * largest_divisor(columns // block, GEMV_PANELS)
+    rf = RegisterFile.of(dtype=product.dtype)
+    _, tile = accumulator_tile([1], [block * p for p in divisors(columns // block, GEMV_PANELS)], rf)
     pstage, hstage = s[product], s[host]
     i, j = hstage.op.axis
     jo, ji = hstage.split(j, tile)
@@ -130,8 +136,7 @@ def _gemv_tiles(s: Schedule, product: Tensor, host: Tensor) -> None:
     pstage.compute_at(hstage, outer)
     pi, pj = pstage.op.axis
     panel, column = pstage.split(pj, block)
-    lanes = current_target().lanes(product.dtype)
-    vectors, vector = pstage.split(column, largest_divisor(block, lanes))
+    vectors, vector = pstage.split(column, largest_divisor(block, rf.lanes))
     pstage.reorder(pi, *pstage.op.reduce_axis, panel, vectors, vector)
     pstage.unroll(panel)
     pstage.unroll(vectors)

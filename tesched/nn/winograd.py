@@ -39,6 +39,7 @@ from tesched.schedule.schedule import Schedule
 from tesched.target import current_target
 from tesched.te.expr import Expr
 from tesched.te.tensor import IterVar, Tensor
+from tesched.tiling import RegisterFile, accumulator_tile, divisors
 
 TILES = (4, 2)
 """Output tile sizes supported, preferred first."""
@@ -247,9 +248,10 @@ BAND_COLUMNS = 32
 MIN_BANDS = 8
 """Bands a layer is cut into at least, when its tile rows allow: enough to keep threads evenly busy."""
 CHANNEL_BLOCK = 64
-"""Output channels of a register tile of the products (four AVX-512 vectors of float32)."""
+"""Output channels of a register tile of the products, at most (four AVX-512 vectors of float32)."""
 TILE_GROUP = 7
-"""Tiles of a register tile of the products (7 x 4 vector accumulators)."""
+"""Tiles of a register tile of the products, at most (7 x 4 vector accumulators with AVX-512; the target's
+register file decides, see :func:`product_tile`)."""
 MIN_TILE_COLUMNS = 7
 """Tiles a row of tiles holds at least: the transforms before the products are vectorized along it."""
 
@@ -264,6 +266,13 @@ def band_rows(tile_rows: int, tile_columns: int) -> int:
 
 EPILOGUE_CHANNELS = 16
 """Output channels whose values the epilogue moves back into NCHW order in one unrolled step."""
+
+
+def product_tile(tile_columns: int, out_channels: int, rf: RegisterFile) -> tuple[int, int]:
+    """``(tiles, channels)`` of the products' register tile: tiles dividing a row of ``tile_columns`` tiles
+    (at most :data:`TILE_GROUP`) x output channels dividing ``out_channels`` (at most :data:`CHANNEL_BLOCK`),
+    chosen by :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 64 with AVX-512, 2 x 32 with AVX2."""
+    return accumulator_tile(divisors(tile_columns, TILE_GROUP), divisors(out_channels, CHANNEL_BLOCK), rf)
 
 
 def _pipeline(host: Tensor) -> dict[str, Tensor]:
@@ -294,10 +303,10 @@ def _place(s: Schedule, t: Tensor, host_stage, loop: IterVar, order: tuple[int, 
 @register_schedule("winograd_gemm")
 def schedule_winograd(s: Schedule, product: Tensor, host: Tensor) -> None:
     """Bands of tile rows in parallel. Per band: the padded input rows it reads, split into phases, their
-    row transform and the tile transform (vectorized along a row of tiles); then per block of
-    :data:`CHANNEL_BLOCK` output channels the products (register tiles of :data:`TILE_GROUP` tiles x the
-    block, vectorized along output channels, input channels outside), the column and the last transforms
-    (vectorized along output channels), and the epilogue (``host``), which reads the block back into NCHW
+    row transform and the tile transform (vectorized along a row of tiles); then per block of output
+    channels the products (register tiles of tiles x the block, :func:`product_tile`, vectorized along
+    output channels, input channels outside), the column and the last transforms (vectorized along output
+    channels), and the epilogue (``host``), which reads the block back into NCHW
     order (unrolled over :data:`EPILOGUE_CHANNELS` channels and a tile's columns). The transforms'
     constant coefficients are chosen by unrolled loops, so only their nonzero terms are computed."""
     found = _pipeline(host)
@@ -321,7 +330,7 @@ def _schedule_bands(s: Schedule, host: Tensor, found: dict[str, Tensor]) -> None
     hstage = s[host]
     b, ko, ty, i, tx, j = hstage.op.axis
     tyo, tyi = hstage.split(ty, band_rows(th, tw))
-    block = largest_divisor(k, CHANNEL_BLOCK)
+    group, block = product_tile(int(product.shape[4]), k, RegisterFile.of(dtype=product.dtype))
     koo, koi = hstage.split(ko, block)
     kc, kv = hstage.split(koi, largest_divisor(block, EPILOGUE_CHANNELS))
     hstage.reorder(b, tyo, koo, tyi, i, tx, kc, kv, j)
@@ -331,7 +340,7 @@ def _schedule_bands(s: Schedule, host: Tensor, found: dict[str, Tensor]) -> None
     hstage.unroll(j)
     _place(s, found["winograd_last"], hstage, koo, (0, 1, 2, 3, 4, 5), unrolled=4)             # (n, ty, i, tx, j, k)
     _place(s, found["winograd_cols"], hstage, koo, (0, 1, 3, 4, 2, 5), unrolled=2)   # (n, ty, i, nu, tx, k)
-    _schedule_products(s, product, hstage, koo)
+    _schedule_products(s, product, hstage, koo, group)
     _place(s, found["winograd_input"], hstage, band, (0, 3, 4, 1, 2, 5), unrolled=2)  # (n, xi, nu, c, ty, tx)
     _place(s, found["winograd_rows"], hstage, band, (0, 1, 2, 4, 3, 5), unrolled=3)   # (n, c, ty, xi, r, q)
     sstage = s[found["winograd_split"]]
@@ -339,14 +348,14 @@ def _schedule_bands(s: Schedule, host: Tensor, found: dict[str, Tensor]) -> None
     sstage.vectorize(sstage.op.axis[-1])
 
 
-def _schedule_products(s: Schedule, product: Tensor, hstage, loop: IterVar) -> None:
+def _schedule_products(s: Schedule, product: Tensor, hstage, loop: IterVar, group: int) -> None:
     """The products of a block of output channels, for every point of the transformed tile: register
-    tiles of TILE_GROUP tiles x the block's channels (vectorized), accumulated over the input channels."""
+    tiles of ``group`` tiles x the block's channels (vectorized), accumulated over the input channels."""
     local = s.cache_write(product, "local")
     pstage = s[product]
     pstage.compute_at(hstage, loop)
     pb, pxi, pnu, pty, ptx, pko = pstage.op.axis
-    txo, txi = pstage.split(ptx, largest_divisor(int(product.shape[4]), TILE_GROUP))
+    txo, txi = pstage.split(ptx, group)
     pstage.reorder(pb, pxi, pnu, pty, txo, txi, pko)
     pstage.unroll(txi)
     pstage.vectorize(pko)

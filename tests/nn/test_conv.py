@@ -7,6 +7,8 @@ import pytest
 import tesched as ts
 import tesched.nn as nn
 
+from targets import AVX512
+
 from .helpers import ATOL, RTOL, conv2d_reference, run
 
 
@@ -32,13 +34,17 @@ def test_conv2d_bias_relu_matches_reference(rand, channels, size, out_channels, 
     np.testing.assert_allclose(out, np.maximum(ref, 0), rtol=RTOL, atol=ATOL)
 
 
-def test_pointwise_conv_tiles_flattened_rows():
+@pytest.mark.parametrize("target, positions", [(AVX512, 112), ("x86-64-avx2", 28)])
+def test_pointwise_conv_tiles_flattened_rows(target, positions):
+    """Bands of whole rows computed as one contiguous, vectorized loop: 4 rows of 28 (2 channels x 7
+    AVX-512 vectors), or one row with AVX2 (2 channels x 3.5 vectors; 2 x 7 would not fit 16 registers)."""
     x = ts.placeholder((1, 16, 28, 28), name="x")
     w = ts.placeholder((16, 16, 1, 1), name="w")
     y = nn.relu(nn.conv2d(x, w))
-    lowered = ts.lower(nn.default_schedule(y), [x, w, y])
-    # two rows of 28 (>= POINTWISE_COLUMNS positions) computed as one contiguous, vectorized loop
-    assert re.search(r"vectorized for yy\.xx\.fused in \[56 \* \S+, 56 \* \S+ \+ 56\)", str(lowered))
+    with ts.Target(target):
+        lowered = ts.lower(nn.default_schedule(y), [x, w, y])
+    p = positions
+    assert re.search(rf"vectorized for yy\.xx\.fused in \[{p} \* \S+, {p} \* \S+ \+ {p}\)", str(lowered))
 
 
 def test_conv2d_alone_matches_reference(rand):

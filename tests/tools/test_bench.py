@@ -132,3 +132,27 @@ def test_blas_threads_are_set_and_reported_through_threadpoolctl():
     pools = [p for p in thread_pools() if p["user_api"] == "blas"]
     assert pools and all(p["num_threads"] == 1 for p in pools)
     assert "blas" in describe_thread_pools(pools)
+
+
+def test_peers_are_held_to_a_narrower_target_only():
+    from tesched.tools.bench.peers import RESTRICTED, child_environment, peer_environment
+    import tesched as ts
+    avx2, avx512 = ts.Target("x86-64-avx2"), ts.Target("x86-64-avx512")
+    env = peer_environment(avx2, host=avx512)
+    assert env["OPENBLAS_CORETYPE"] == "Haswell" and env["ATEN_CPU_CAPABILITY"] == "avx2"
+    assert env["ONEDNN_MAX_CPU_ISA"] == "AVX2" and env["MKL_ENABLE_INSTRUCTIONS"] == "AVX2"
+    assert not any(f in env.get("NPY_DISABLE_CPU_FEATURES", "").split() for f in ("AVX2", "X86_V3", "FMA3"))
+    assert peer_environment(ts.Target("x86-64"), host=avx2)["OPENBLAS_CORETYPE"] == "Nehalem"
+    assert peer_environment(avx512, host=avx512) == {} and peer_environment(avx2, host=avx2) == {}
+    assert child_environment(avx2, {RESTRICTED: "1"}) is None            # the child does not re-run itself
+
+
+def test_the_command_line_builds_for_the_target_and_says_what_the_peers_use(monkeypatch, capsys):
+    from tesched.tools.bench.peers import RESTRICTED
+    monkeypatch.setenv(RESTRICTED, "1")                                   # report in this process
+    main(["--graph", "--quick", "--repeat", "1", "--only", "gemm", "--no-torch", "--target", "x86-64-avx2"])
+    printed = capsys.readouterr().out
+    assert "tesched target: x86-64-avx2" in printed and "graph >= 0.95x numpy" in printed
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--graph", "--target", "nosuch"])
+    assert exit_info.value.code == 2 and "--target" in capsys.readouterr().err

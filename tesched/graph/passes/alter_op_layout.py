@@ -18,7 +18,8 @@
 - any other ``nn.conv2d`` with one group, a window larger than 1x1, a constant ``W`` and a multiple of the
   SIMD width of output channels, which is strided or whose output rows are narrower than
   :data:`NARROW_ROW` (rows that fill SIMD vectors poorly), becomes ``nn.conv2d_weight_last(x, W')`` with
-  ``W'`` stored ``(K / B, C, KH, KW, B)`` (blocks of output channels, each block's weights contiguous):
+  ``W'`` stored ``(K / B, C, KH, KW, B)`` (blocks of output channels, each block's weights contiguous, ``B``
+  from the target's register file: :func:`tesched.nn.conv_channels.register_tile`):
   vectorized along output channels instead of along the row.
 
 Everything else is left as it is. The rewritten graph computes the same values (to float32 rounding).
@@ -34,11 +35,12 @@ from tesched.graph.ops_transform import reshape
 from tesched.graph.ops_winograd import winograd_conv2d
 from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
-from tesched.nn.conv_channels import weight_last
+from tesched.nn.conv_channels import register_tile, weight_last
 from tesched.nn.dense_panels import pack_dense_panels, panel_width
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis
 from tesched.target import current_target
+from tesched.tiling import RegisterFile
 
 GEMM_MIN_ROWS = 8
 """A dense product with at least this many rows is a GEMM (register tiles of 8 rows fill up)."""
@@ -89,7 +91,8 @@ def _conv_weight_last(node: Call) -> Expr | None:
             not current_target().vector_bytes or \
             k % current_target().lanes(str(weight.data.dtype)) or not (strided or narrow):
         return None                 # (without SIMD there are no output-channel vectors to gain)
-    return conv2d_weight_last(x, Constant(weight_last(weight.data), name=weight.name), attrs["strides"],
+    _, block = register_tile(node.tensor_type.shape[3], k, RegisterFile.of(dtype=str(weight.data.dtype)))
+    return conv2d_weight_last(x, Constant(weight_last(weight.data, block), name=weight.name), attrs["strides"],
                               attrs["padding"], attrs["dilation"])
 
 

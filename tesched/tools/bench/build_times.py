@@ -3,8 +3,8 @@
 For two kernels, the tiny add of the call-overhead row and the default-scheduled GEMM, it times
 ``ts.build`` from declaration on: cold (the compiler runs), cached in the same process (lowering runs
 again, the compiled module is reused), and cached in a new process (``python -m
-tesched.tools.bench.build_times PROBE NAME SIZE`` rebuilds it from the disk cache and prints the
-seconds). Kernel names carry a fresh suffix, so no module loaded earlier in the process is reused.
+tesched.tools.bench.build_times PROBE NAME SIZE`` rebuilds it from the disk cache, for the same target,
+and prints the seconds). Kernel names carry a fresh suffix, so no module loaded earlier in the process is reused.
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from unittest import mock
 import tesched as ts
 import tesched.nn as nn
 from tesched.driver.kernel import Kernel
+from tesched.target import current_target
 
 
 @dataclass(frozen=True)
@@ -64,7 +65,7 @@ def measure_build_times(probes: list[tuple[str, int]]) -> list[BuildTime]:
             if not compiled or recompiled:
                 raise RuntimeError(f"build probe {name}: the cold build must compile and the cached one not")
             child = subprocess.run([sys.executable, "-m", __name__, kind, name, str(size)], capture_output=True,
-                                   text=True, check=True, env=dict(os.environ))
+                                   text=True, check=True, env=dict(os.environ, TESCHED_TARGET=current_target().name))
             fresh = json.loads(child.stdout.strip().splitlines()[-1])
             if fresh["compiled"]:
                 raise RuntimeError(f"build probe {name}: a new process did not find the kernel on disk")

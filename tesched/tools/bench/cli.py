@@ -1,17 +1,27 @@
-"""Command line of the suite: ``python -m tesched.bench [--graph] [--threads N] [--repeat R] [--quick]
-[--only KEY ...] [--json PATH] [--plot PATH] [--no-peak] [--no-build] [--no-torch]``."""
+"""Command line of the suite: ``python -m tesched.bench [--graph] [--target NAME] [--threads N] [--repeat R]
+[--quick] [--only KEY ...] [--json PATH] [--plot PATH] [--no-peak] [--no-build] [--no-torch]``.
+
+With ``--target``, every tesched kernel is built for that target; when this CPU has a wider instruction
+set, the command re-runs itself in a child process whose NumPy and PyTorch are held to the target's
+(:mod:`.peers`), and the table says which."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Sequence
 
 from tesched.config import prefer_passive_openmp
+from tesched.errors import ConfigError
+from tesched.target import Target
 from tesched.tools.bench.catalog import workloads
 from tesched.tools.bench.graph_cases import GRAPH_CASES
 from tesched.tools.bench.graph_suite import format_graph_table, graph_json, run_graph_suite
+from tesched.tools.bench.peers import child_environment
 from tesched.tools.bench.report import format_table, plot, write_json
 from tesched.tools.bench.suite import run_suite
 from tesched.tools.bench.threads import BENCH_EXTRA, optional_module
@@ -24,6 +34,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--graph", action="store_true",
                         help="the model path: each workload built through tesched.graph and called plainly, against "
                              "the suite's hand kernels, NumPy and PyTorch, with the issue's targets")
+    parser.add_argument("--target", default=None,
+                        help="build every tesched kernel for this target (x86-64-avx2, x86-64-avx512, x86-64, c; "
+                             "default: the host); on a CPU with a wider instruction set, NumPy and PyTorch are held "
+                             "to the target's (the suite re-runs itself with their variables set)")
     parser.add_argument("--threads", type=int, default=None, help="threads for every library (default: all cores)")
     parser.add_argument("--repeat", type=int, default=None, help="interleaved timing rounds (default 50, quick 3)")
     parser.add_argument("--quick", action="store_true", help="tiny sizes and few rounds (a smoke test)")
@@ -43,6 +57,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         parser.error("--threads must be at least 1")
     if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.target is not None:
+        try:
+            Target(args.target)
+        except ConfigError as err:
+            parser.error(f"--target: {err}")
     return args
 
 
@@ -60,6 +79,19 @@ def missing_dependencies(args: argparse.Namespace) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the suite the command line ``argv`` asks for and print its table."""
     args = parse_args(argv)
+    target = Target(args.target) if args.target else None
+    child_env = child_environment(target) if target is not None else None
+    if target is not None and child_env is not None:
+        extra = sorted(set(child_env.items()) - set(os.environ.items()))
+        print(f"note: re-running for {target.name} with NumPy and PyTorch held to its instruction set: "
+              + ", ".join(f"{k}={v}" for k, v in extra), file=sys.stderr, flush=True)
+        arguments = list(sys.argv[1:] if argv is None else argv)
+        raise SystemExit(subprocess.call([sys.executable, "-m", "tesched.bench", *arguments], env=child_env))
+    with target if target is not None else contextlib.nullcontext():
+        _run(args)
+
+
+def _run(args: argparse.Namespace) -> None:
     wait_policy = prefer_passive_openmp()    # before torch or a kernel loads an OpenMP runtime
     print(f"note: OMP_WAIT_POLICY={wait_policy}", file=sys.stderr, flush=True)
     progress = lambda message: print(f"... {message}", file=sys.stderr, flush=True)  # noqa: E731

@@ -11,7 +11,7 @@ per-channel scale and shift computed once. The references are the same formulas 
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -51,6 +51,24 @@ def numpy_conv2d(x: np.ndarray, w: np.ndarray, depthwise: bool) -> np.ndarray:
     return out
 
 
+def numpy_conv_bn_relu(data: np.ndarray, weight: np.ndarray, depthwise: bool,
+                       stats: Sequence[np.ndarray]) -> Callable[[], np.ndarray]:
+    """conv2d + batch_norm + relu of ``data`` (NCHW, batch 1) as a NumPy user writes it: the convolution by
+    :func:`numpy_conv2d`, batch norm (``stats`` = gamma, beta, mean, var) as a per-channel scale and shift
+    computed once, both applied in place."""
+    gamma, beta, mean, var = stats
+    scale = gamma / np.sqrt(var + EPSILON)
+    shift = (beta - mean * scale)[:, None, None]
+    scale = scale[:, None, None]
+
+    def variant() -> np.ndarray:
+        out = numpy_conv2d(data[0], weight, depthwise)
+        out *= scale
+        out += shift
+        return np.maximum(out, 0.0, out=out)[None]
+    return variant
+
+
 def _conv_bn_relu(name: str, channels: int, size: int, out_channels: int, kernel: int, depthwise: bool,
                   torch: ModuleType | None) -> Case:
     groups = channels if depthwise else 1
@@ -70,16 +88,7 @@ def _conv_bn_relu(name: str, channels: int, size: int, out_channels: int, kernel
     fused = G.build(f, params=params)
     unfused = G.build(f, params=params, disabled_passes=["fuse_ops"])
 
-    scale = gamma / np.sqrt(var + EPSILON)
-    shift = (beta - mean * scale)[:, None, None]
-    scale = scale[:, None, None]
-
-    def numpy_variant() -> np.ndarray:
-        out = numpy_conv2d(data[0], weight, depthwise)
-        out *= scale
-        out += shift
-        return np.maximum(out, 0.0, out=out)[None]
-
+    numpy_variant = numpy_conv_bn_relu(data, weight, depthwise, [gamma, beta, mean, var])
     conv64 = numpy_conv2d(data[0].astype(np.float64), weight.astype(np.float64), depthwise)
     bn64 = (conv64 - mean[:, None, None]) / np.sqrt(var[:, None, None] + np.float64(EPSILON)) * gamma[:, None, None] \
         + beta[:, None, None]

@@ -13,6 +13,10 @@ reports as tesched fused: a prepared call) and, where they apply, NumPy and PyTo
 - call overhead: the plain call of the RNN and LSTM cells' executables and of a 4-argument kernel,
   against their prepared calls.
 
+Each case also carries the anchor workloads' standing against the peers, on every target (the
+AVX-512 figures an AVX2 build must match): GEMM at least 0.95x NumPy, conv1x1 + BN + ReLU at least 1.0x
+PyTorch, the depthwise conv, the cells and conv -> relu -> conv ahead of both NumPy and PyTorch.
+
 Every variant is checked against a float64 reference before it is timed. This module builds cases; the
 timing and the report are :mod:`.graph_suite`'s.
 """
@@ -30,7 +34,13 @@ from tesched import graph as G
 from tesched.nn import winograd
 from tesched.recipes import conv_chain
 from tesched.tools.bench.cell_cases import cell_outputs, numpy_cell
-from tesched.tools.bench.conv_cases import CONV_CHAIN_TILE, EPSILON, graph_batch_norm, numpy_conv2d
+from tesched.tools.bench.conv_cases import (
+    CONV_CHAIN_TILE,
+    EPSILON,
+    graph_batch_norm,
+    numpy_conv2d,
+    numpy_conv_bn_relu,
+)
 from tesched.tools.bench.workloads import Case, random_arrays
 
 
@@ -92,7 +102,8 @@ def conv_bn_relu(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
     exe = G.build(f)
     reference = np.maximum(_numpy_bn(numpy_conv2d(data[0].astype(np.float64), weight.astype(np.float64),
                                                   depthwise), stats), 0)[None]
-    variants: dict[str, Callable[[], Any]] = {"graph": lambda: exe(data), "hand": exe.prepare(data)}
+    variants: dict[str, Callable[[], Any]] = {"graph": lambda: exe(data), "hand": exe.prepare(data),
+                                              "numpy": numpy_conv_bn_relu(data, weight, depthwise, stats)}
     if torch is not None:
         F = torch.nn.functional
         td, tw = torch.from_numpy(data), torch.from_numpy(weight)
@@ -103,7 +114,8 @@ def conv_bn_relu(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
     flops = 2.0 * k * (c // groups) * kernel * kernel * s * s
     case = Case(name, flops, [reference], variants, kernels={"graph": len(exe.kernels)},
                 note="hand: the same graph's prepared call (the suite's fused variant)")
-    return GraphCase(key, case, [Target("hand", 1 / 1.1)])
+    standing = [Target("torch", 1.0)] if not depthwise else [Target("numpy", 1.0), Target("torch", 1.0)]
+    return GraphCase(key, case, [Target("hand", 1 / 1.1), *standing])
 
 
 def cell(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
@@ -135,7 +147,7 @@ def cell(key: str, quick: bool, torch: ModuleType | None) -> GraphCase:
     case = Case(f"{'RNN' if gates == 1 else 'LSTM'} cell, hidden {hidden}", 4.0 * gates * hidden * hidden,
                 reference, variants, kernels={"graph": len(exe.kernels)},
                 rtol=1e-4, atol=1e-5, note="hand: nn.rnn_cell / nn.lstm_cell, one kernel, prepared call")
-    return GraphCase(key, case, [Target("hand", 1 / 1.1, kernels=1)])
+    return GraphCase(key, case, [Target("hand", 1 / 1.1, kernels=1), Target("numpy", 1.0), Target("torch", 1.0)])
 
 
 def _winograd_note(exe: G.Executable, x: np.ndarray, weight: np.ndarray) -> str:
@@ -157,8 +169,11 @@ def conv_relu_conv(quick: bool, torch: ModuleType | None) -> GraphCase:
     data = G.var("x", shape=x.shape)
     f = G.Function([data], G.nn.conv2d(G.nn.relu(G.nn.conv2d(data, G.const(w1), padding=1)), G.const(w2), padding=1))
     exe = G.build(f)
+    def numpy_variant() -> np.ndarray:
+        return numpy_conv2d(np.maximum(numpy_conv2d(x[0], w1, False), 0), w2, False)[None]
+
     variants: dict[str, Callable[[], Any]] = {"graph": lambda: exe(x), "graph prepared": exe.prepare(x),
-                                              "hand": hand.prepare(x, w1, w2)}
+                                              "hand": hand.prepare(x, w1, w2), "numpy": numpy_variant}
     if torch is not None:
         F = torch.nn.functional
         tx, tw1, tw2 = (torch.from_numpy(a) for a in (x, w1, w2))
@@ -166,7 +181,7 @@ def conv_relu_conv(quick: bool, torch: ModuleType | None) -> GraphCase:
     case = Case(f"conv3x3->relu->conv3x3 {c}x{s}x{s}", float(chain.flops), [conv_chain.reference(x, w1, w2)],
                 variants, kernels={"graph": len(exe.kernels)},
                 note="hand: recipes.conv_chain fused (one kernel, bands of rows); " + _winograd_note(exe, x, w1))
-    return GraphCase("conv_conv", case, [Target("hand", 1 / 1.1), Target("torch", 1.4)])
+    return GraphCase("conv_conv", case, [Target("hand", 1 / 1.1), Target("torch", 1.4), Target("numpy", 1.0)])
 
 
 def gemm(quick: bool, torch: ModuleType | None) -> GraphCase:
@@ -188,7 +203,7 @@ def gemm(quick: bool, torch: ModuleType | None) -> GraphCase:
     case = Case(f"GEMM {n}x{n}x{n} through G.nn.dense", 2.0 * n ** 3, [a.astype(np.float64) @ w.T.astype(np.float64)],
                 variants, kernels={"graph": len(exe.kernels)}, rtol=1e-4, atol=1e-3 * np.sqrt(n),
                 note="hand: nn.matmul default schedule on the transposed weight; NumPy: a @ w.T")
-    return GraphCase("gemm", case, [Target("hand", 1 / 1.1), Target("numpy", 1.5)])
+    return GraphCase("gemm", case, [Target("hand", 1 / 1.1), Target("numpy", 1.5), Target("numpy", 0.95)])
 
 
 def resnet_block(quick: bool, torch: ModuleType | None) -> GraphCase:

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from tesched.tools.bench.graph_cases import GRAPH_CASES, GraphCase, call_overheads
+from tesched.target import current_target
+from tesched.tools.bench.peers import describe_peers, describe_target
 from tesched.tools.bench.suite import _load
 from tesched.tools.bench.threads import describe_thread_pools, optional_module, recorded_pools, set_all_threads
 from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, busy_warning, time_interleaved
@@ -81,7 +83,8 @@ def run_graph_suite(threads: int | None = None, repeat: int = 30, quick: bool = 
     threads = threads or os.cpu_count() or 1
     torch = optional_module("torch") if use_torch else None
     environment: dict[str, object] = {"threads_set": set_all_threads(threads, torch),
-                                      "torch": getattr(torch, "__version__", None), "load_average_start": _load()}
+                                      "torch": getattr(torch, "__version__", None), "target": current_target().name,
+                                      "peers": describe_peers(torch), "load_average_start": _load()}
     result = GraphSuiteResult(threads, repeat, environment)
     settle = 0.0 if quick else SETTLE_SECONDS
     for key, make in GRAPH_CASES:
@@ -115,7 +118,7 @@ def format_graph_table(result: GraphSuiteResult) -> str:
     lines = [f"tesched.graph against the hand kernels | threads {result.threads} | {result.repeat} interleaved "
              f"rounds | PyTorch {env['torch'] or 'not installed'}",
              f"load average at start {env.get('load_average_start')}, at end {env.get('load_average_end')}",
-             describe_thread_pools(recorded_pools(env)),
+             describe_target(env), describe_thread_pools(recorded_pools(env)),
              "times: microseconds per call, median (min); graph: plain exe(*inputs); vs X: X median / graph median", ""]
     width = max([len(r.name) for r in result.rows] + [8])
     header = f"{'workload':<{width}}  {'kernels':>7}  " + "  ".join(f"{v + ' us':>21}" for v in LABELS) + \

@@ -1,8 +1,9 @@
 """The machine's peak FP32 FMA throughput, measured by ``peak_flops.c`` (beside this module).
 
 The C program (independent FMA chains in SIMD registers, one per OpenMP thread) is compiled with
-``gcc -O3 -march=native -fopenmp`` into a temporary directory and run in a few bursts per thread count; its JSON lines give
-the fastest and the median of its repeats in GFLOP/s. Without the source (an installed package
+``gcc -O3 -march=native -fopenmp`` (or the ``-march`` of the suite's target) into a temporary directory
+and run in a few bursts per thread count; its JSON lines give the fastest and the median of its repeats
+in GFLOP/s. Without the source (an installed package
 has no ``benchmarks/``) or a compiler, :func:`measure_peak` returns None. ``python -m
 tesched.tools.bench.peak`` prints the figures.
 """
@@ -22,7 +23,8 @@ from pathlib import Path
 from tesched.config import settings
 
 SOURCE = Path(__file__).resolve().parent / "peak_flops.c"
-FLAGS = ("-O3", "-march=native", "-fopenmp")
+FLAGS = ("-O3", "-fopenmp")
+NATIVE = ("-march=native",)
 FULL_ITERATIONS, QUICK_ITERATIONS = 500_000, 100_000
 """FMA steps per chain and repeat: about a millisecond per repeat, short enough that on a shared machine
 some repeats run undisturbed (the best repeat is the peak; the median shows the load)."""
@@ -42,13 +44,14 @@ class Peak:
     vector_bytes: int
 
 
-def compile_peak(directory: Path, source: Path = SOURCE) -> Path | None:
-    """The compiled benchmark in ``directory``, or None without source or compiler."""
+def compile_peak(directory: Path, source: Path = SOURCE, march: tuple[str, ...] = NATIVE) -> Path | None:
+    """The compiled benchmark in ``directory`` (for the instruction set ``march`` names), or None without
+    source or compiler."""
     cc = settings().compiler
     if not source.is_file() or shutil.which(cc[0]) is None:
         return None
     exe = directory / "peak_flops"
-    done = subprocess.run([*cc, *FLAGS, str(source), "-o", str(exe)], capture_output=True, text=True)
+    done = subprocess.run([*cc, *FLAGS, *march, str(source), "-o", str(exe)], capture_output=True, text=True)
     if done.returncode != 0:
         raise RuntimeError(f"compiling {source} failed:\n{done.stderr}")
     return exe
@@ -61,10 +64,12 @@ def run_peak(exe: Path, threads: int, iterations: int, repeats: int) -> Peak:
     return Peak(out["threads"], out["best_gflops"], out["median_gflops"], out["vector_bytes"])
 
 
-def measure_peak(thread_counts: tuple[int, ...], quick: bool = False) -> dict[int, Peak] | None:
-    """Peak GFLOP/s per thread count, or None when the benchmark cannot be built here."""
+def measure_peak(thread_counts: tuple[int, ...], quick: bool = False,
+                 march: tuple[str, ...] = NATIVE) -> dict[int, Peak] | None:
+    """Peak GFLOP/s per thread count with the SIMD width of ``march`` (``-march`` flags; this CPU's by
+    default), or None when the benchmark cannot be built here."""
     with tempfile.TemporaryDirectory(prefix="tesched-peak-") as tmp:
-        exe = compile_peak(Path(tmp))
+        exe = compile_peak(Path(tmp), march=march)
         if exe is None:
             return None
         iterations = QUICK_ITERATIONS if quick else FULL_ITERATIONS

@@ -13,6 +13,7 @@ import textwrap
 from dataclasses import asdict
 from pathlib import Path
 
+from tesched.tools.bench.peers import describe_target
 from tesched.tools.bench.suite import Row, SuiteResult
 from tesched.tools.bench.threads import describe_thread_pools, optional_module, recorded_pools
 from tesched.tools.bench.timing import busy_warning
@@ -59,7 +60,7 @@ def format_table(result: SuiteResult) -> str:
     lines = [f"tesched {env['tesched']} | {env['cpu']}, {env['cores']} cores | threads {result.threads} | "
              f"{result.repeat} interleaved rounds | NumPy {env['numpy']} | PyTorch {env['torch'] or 'not installed'}",
              f"load average at start {env.get('load_average_start')}, at end {env.get('load_average_end')}",
-             describe_thread_pools(recorded_pools(env)),
+             describe_target(env), describe_thread_pools(recorded_pools(env)),
              "times: microseconds per call, median (min); speed-up: other median / fused median (>1: tesched faster)",
              ""]
     width = max([len(r.name) for r in result.rows] + [8])

@@ -12,9 +12,11 @@ from typing import Callable
 import numpy as np
 
 import tesched as ts
+from tesched.target import current_target
 from tesched.tools.bench.build_times import BuildTime, measure_build_times
 from tesched.tools.bench.catalog import workloads
-from tesched.tools.bench.peak import Peak, measure_peak
+from tesched.tools.bench.peak import NATIVE, Peak, measure_peak
+from tesched.tools.bench.peers import describe_peers
 from tesched.tools.bench.threads import optional_module, set_all_threads
 from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, time_interleaved
 
@@ -68,14 +70,16 @@ def run_suite(threads: int | None = None, repeat: int = 50, quick: bool = False,
     threads = threads or os.cpu_count() or 1
     torch = optional_module("torch") if use_torch else None
     set_threads = set_all_threads(threads, torch)
+    target = current_target()
     environment = {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
                    "numpy": np.__version__, "tesched": ts.__version__,
                    "torch": getattr(torch, "__version__", None), "threads_set": set_threads,
-                   "load_average_start": _load()}
+                   "target": target.name, "peers": describe_peers(torch), "load_average_start": _load()}
     peaks = None
     if peak:
         progress("peak FMA throughput")
-        peaks = measure_peak((1, threads), quick=quick)
+        march = tuple(f for f in target.flags if f.startswith("-march")) if target.name != "host" else NATIVE
+        peaks = measure_peak((1, threads), quick=quick, march=march)
     build_results = []
     if build:
         progress("build times")
