@@ -1,6 +1,6 @@
 """The cost model of the automatic scheduler: estimated seconds for a stage under a placement and tiling.
 
-Every figure it uses comes from the declarations or from exact polyhedral counts
+Every figure it uses comes from the declarations or from polyhedral counts
 (:mod:`tesched.poly.analysis`); nothing is measured. The model, per stage ``S``:
 
 - **work** ``W(S)``: points x reduction extent x scalar operations per point (loads, arithmetic, a call
@@ -13,7 +13,9 @@ Every figure it uses comes from the declarations or from exact polyhedral counts
   ``factor x ops(S) <= ops(S) + STORE_OPS + factor`` (computing once costs a store, and each read a load),
   and never when ``S`` guards a load with a select (padding: the vectorizer cannot keep such a select).
 - **compute at a tile** of a host: ``S`` computes the box of what the tile needs; over all tiles that is
-  ``redundancy x points`` (exact, from isl: halos of overlapping tiles are recomputed). Its buffer is the
+  ``redundancy x points`` (box hulls per tile by interval arithmetic, :mod:`tesched.poly.intervals`: halos
+  of overlapping tiles are recomputed). A stage whose box would follow more than :data:`MAX_RESAMPLINGS`
+  resampling reads (``2*x``, ``x // 2``: pyramid levels) from the host is stored whole instead. Its buffer is the
   box of one tile; every point computed is written to it and read back (``2 x itemsize`` bytes) at the
   bandwidth of the cache the buffers of one tile fit in (L1, L2, else memory), and each iteration of the
   loop it is computed in costs :data:`ITERATION_OPS` (loop and region set-up).
@@ -55,6 +57,7 @@ STORE_OPS = 2
 PARALLEL_MIN_OPS = 1 << 18
 PARALLEL_ITERATIONS_PER_THREAD = 4
 MAX_REDUNDANCY = 1.5
+MAX_RESAMPLINGS = 2
 REGISTER_TILE_BYTES = 2048
 ITERATION_OPS = 64
 ROW_OPS = 32

@@ -20,7 +20,8 @@ from tesched.autoschedule.plan import Plan, StagePlan
 from tesched.autoschedule.state import DecideState
 from tesched.poly.analysis import NotModelable, Region, inlined_body, tile_regions
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
-from tesched.te.visit import collect
+from tesched.te.expr import Binary, Const
+from tesched.te.visit import collect, walk
 
 PACK_MIN_REUSE = 4
 """A panel is packed only when at least this many inner tiles read the copy."""
@@ -29,8 +30,9 @@ PACK_MIN_REUSE = 4
 def decide(pipe: Pipeline, machine: Machine) -> Plan:
     """The plan of least modelled cost for ``pipe`` on ``machine``."""
     forced: set[int] = set()
+    memo: dict[tuple, object] = {}
     while True:
-        state = DecideState(pipe, machine, set(forced))
+        state = DecideState(pipe, machine, set(forced), memo=memo)
         _place(state)
         demoted = _tile_hosts(state)
         if not demoted:
@@ -58,6 +60,19 @@ def _reads_of(state: DecideState, reader: StageInfo, producer: StageInfo) -> lis
             seen.add(key)
             found.append(r)
     return found
+
+
+def _resamples(state: DecideState, reader: StageInfo, producer: StageInfo) -> int:
+    """1 if ``reader`` reads ``producer`` at a scaled or divided index (a pyramid level), else 0."""
+    for r in _reads_of(state, reader, producer):
+        for index in r.indices:
+            for node in walk(index):
+                if isinstance(node, Binary) and node.op in ("floordiv", "floormod", "div"):
+                    return 1
+                if isinstance(node, Binary) and node.op == "mul" and any(
+                        isinstance(c, Const) and c.value not in (1, -1) for c in (node.a, node.b)):
+                    return 1
+    return 0
 
 
 def _inline_factor(state: DecideState, info: StageInfo, readers: list[int]) -> float:
@@ -115,6 +130,14 @@ def _place(state: DecideState) -> None:
             continue
         host = hosts.pop()
         assert host is not None
+        depth = max(state.resamplings.get(r, 0) + _resamples(state, pipe[r], info) for r in readers)
+        if depth > cost.MAX_RESAMPLINGS:
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=(why, (
+                f"stored whole: its box at a tile of {pipe[host].name} would follow {depth} resampling reads "
+                f"(2*x, x // 2), more than {cost.MAX_RESAMPLINGS}: each one widens the halo and divides the "
+                "bounds of the box once more")))
+            continue
+        state.resamplings[k] = depth
         if info.kind == "reduction" and host not in state.anchor and _identity_read(state, pipe[host], info):
             state.anchor[host] = k
             state.plans[k] = StagePlan(k, info.name, "at", host=host, reasons=(
@@ -225,7 +248,7 @@ def _register_tiled(state: DecideState, host: StageInfo, anchor: StageInfo, plan
         f"{best.fmas_per_load:.2f} FMAs per load; per reduction step it reads {reg}); reduce loops outside "
         f"the tile, the innermost unrolled by {k_unroll}",
         reduce_outer=True, unroll_axis=u_axis, vectorize=True, k_unroll=k_unroll, cache_write=anchor is host)
-    regions = tile_regions(host.op, tile, [anchor.op] if anchor is not host else [], inlined)
+    regions = state.regions(host.op, tile, [anchor.op] if anchor is not host else [])
     reused = {a: sum(r.volume for name, r in regions.items() if name != anchor.name and
                      all(x.strides[a] == 0 for x in anchor_reads if x.tensor.name == name))
               for a in range(ndim) if tile[a] < extents[a]}

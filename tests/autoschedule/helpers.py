@@ -126,3 +126,28 @@ def pipelines(draw, heights=st.integers(3, 12), widths=st.integers(3, 20), lengt
             a = step(a)
         return a
     return A, t, ref
+
+
+def interpolate_reference(a, levels):
+    """NumPy version of :func:`tesched.recipes.pyramid.interpolate` (float64)."""
+    def down(p):
+        h, w = p.shape
+        ch, cw = max(h >> 1, 1), max(w >> 1, 1)
+        x = np.arange(cw)
+        dx = (p[:, np.maximum(2 * x - 1, 0)] + 2 * p[:, np.minimum(2 * x, w - 1)] + p[:, np.minimum(2 * x + 1, w - 1)]) / 4
+        y = np.arange(ch)
+        return (dx[np.maximum(2 * y - 1, 0)] + 2 * dx[np.minimum(2 * y, h - 1)] + dx[np.minimum(2 * y + 1, h - 1)]) / 4
+
+    def up(c, shape):
+        (ch, cw), (h, w) = c.shape, shape
+        x, y = np.arange(w), np.arange(h)
+        ux = (c[:, np.minimum(x // 2, cw - 1)] + c[:, np.minimum((x + 1) // 2, cw - 1)]) / 2
+        return (ux[np.minimum(y // 2, ch - 1)] + ux[np.minimum((y + 1) // 2, ch - 1)]) / 2
+
+    pyramid = [a]
+    for _ in range(1, levels):
+        pyramid.append(down(pyramid[-1]))
+    out = pyramid[-1]
+    for level in reversed(pyramid[:-1]):
+        out = level * 0.5 + up(out, level.shape) * 0.5
+    return out

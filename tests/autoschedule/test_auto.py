@@ -1,6 +1,8 @@
 """Tests of auto_schedule and explain_schedule: every schedule it emits is legal and computes what the
 pipeline declares (checked against NumPy), its decisions come with reasons, and stages it cannot model
 keep the user's schedule."""
+import importlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,10 @@ from hypothesis import strategies as st
 import tesched as ts
 import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
-from tests.autoschedule.helpers import blur, data, histogram, histogram_grid, matmul_relu, pipelines, run, softmax_matmul
+from tesched.poly import analysis
+from tesched.recipes.pyramid import interpolate
+from tests.autoschedule.helpers import (blur, data, histogram, histogram_grid, interpolate_reference, matmul_relu,
+                                        pipelines, run, softmax_matmul)
 from targets import AVX512, pinned
 
 
@@ -182,3 +187,31 @@ def test_large_matmul_packs_its_strided_panel():
     _, outputs, _ = matmul_relu(1024, 1024, 1024)
     text = ts.explain_schedule(ts.auto_schedule(outputs))
     assert "packed panel" in text and "pack B (1024x" in text
+
+
+@pytest.mark.parametrize("levels, shape", [(10, (64, 48)), (4, (40, 72))])
+def test_pyramid_decides_with_work_bounded_by_its_stages(levels, shape, monkeypatch):
+    """A deep pyramid (46 stages at 10 levels) is decided with a number of tile-region computations and
+    of read boxes linear in its stages (each a fixed number of NumPy interval operations), and its
+    schedule computes the reference."""
+    work = {"regions": 0, "boxes": 0}
+
+    def counted(name, fn):
+        def call(*args, **kwargs):
+            work[name] += 1
+            return fn(*args, **kwargs)
+        return call
+
+    state = importlib.import_module("tesched.autoschedule.state")
+    monkeypatch.setattr(state, "tile_regions", counted("regions", analysis.tile_regions))
+    monkeypatch.setattr(analysis, "_read_box", counted("boxes", analysis._read_box))
+    A = ts.placeholder(shape, name="A")
+    out = interpolate(A, levels)
+    s = ts.auto_schedule(out)
+    stages = len(s.stages)
+    assert 0 < work["regions"] <= 4 * stages and work["boxes"] <= 20 * stages, work
+    text = ts.explain_schedule(s)
+    assert "vectorized" in text
+    a = data(*shape)
+    np.testing.assert_allclose(ts.build(s, [A, out])(a), interpolate_reference(a.astype(np.float64), levels),
+                               rtol=1e-5, atol=1e-5)
