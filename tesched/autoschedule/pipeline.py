@@ -14,15 +14,14 @@ from tesched.poly.analysis import NotModelable, constant_shape, reads
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.expr import Call, Expr, Select
+from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
 from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.visit import collect, walk
 
 CALL_COST = 12
-"""Scalar operations one call of ``exp``/``log``/``tanh``... is counted as."""
-
-KNOWN_CALLS = {"exp", "log", "log2", "log1p", "erf", "sqrt", "tanh", "sigmoid", "abs", "floor", "ceil"}
+"""Scalar operations one call of ``exp``/``log``/``pow``... is counted as."""
 
 
 @dataclass(eq=False)
@@ -105,7 +104,7 @@ def _opaque_reason(stage: Stage) -> str:
     user = scheduled_by_user(stage)
     if user:
         return user
-    unknown = sorted({c.name for c in collect(op.body, Call) if c.name not in KNOWN_CALLS})
+    unknown = sorted({c.name for c in collect(op.body, Call) if c.name not in PURE_CALLS})
     if unknown:
         return f"it calls external functions ({', '.join(unknown)})"
     try:

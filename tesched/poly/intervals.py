@@ -7,7 +7,8 @@ loop has length 1 there), so one evaluation bounds an index for every tile of a 
 floating arithmetic, ``min``/``max``, ``//`` and ``%`` by constants, selects, monotone calls
 (``floor``, ``exp``...) and casts (a float cast to an integer truncates) are followed; a tensor read is
 only known by its type's range (a float read: unbounded), so a data-dependent index is bounded by what
-clamps it. The bounds are exact for an index in which every variable appears once through monotone
+clamps it. Floating results are widened by their rounding (:data:`ROUNDING`), so a bound proved here
+holds for the values C computes. The bounds are exact for an integer index in which every variable appears once through monotone
 operations (``2*x - 1``, ``x // 2``, ``min(x + 1, n - 1)``), and a superset otherwise. A grid that would
 grow past :data:`MAX_GRID` tiles is relaxed to its hull over all tiles (a superset: a box hull instead of
 exact per-tile boxes).
@@ -77,7 +78,8 @@ def span(e: Expr, leaves: Mapping[int, Span]) -> Span:
     if isinstance(e, Select):
         return hull(span(e.true_value, leaves), span(e.false_value, leaves))
     if isinstance(e, Binary) and e.dtype != "bool":
-        return _in_type(_binary(e, leaves), e.dtype)
+        value = _in_type(_binary(e, leaves), e.dtype)
+        return value if e.op in ("min", "max") else _rounded(value, e.dtype)
     if isinstance(e, Unary) and e.op == "neg":
         lo, hi = span(e.a, leaves)
         return _in_type((-hi, -lo), e.dtype)
@@ -85,7 +87,7 @@ def span(e: Expr, leaves: Mapping[int, Span]) -> Span:
         lo, hi = span(e.args[0], leaves)
         fn = MONOTONE_CALLS[e.name]
         with np.errstate(all="ignore"):
-            return _fit(fn(lo), fn(hi))
+            return _rounded(_fit(fn(lo), fn(hi)), e.dtype)
     if isinstance(e, Call) and e.name == "abs" and len(e.args) == 1:
         lo, hi = span(e.args[0], leaves)
         low = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
@@ -99,11 +101,23 @@ def _cast(e: Cast, inner: Span) -> Span:
     if e.dtype == "bool":
         return np.array(0.0), np.array(1.0)
     if dt.is_float(e.dtype):
-        return inner
+        return _rounded(inner, e.dtype)
     lo, hi = inner
     if dt.is_float(e.value.dtype):
         lo, hi = np.trunc(lo), np.trunc(hi)      # C converts toward zero (outside the type: undefined)
     return _in_type((lo, hi), e.dtype)
+
+
+ROUNDING = 2.0 ** -20
+"""Relative widening of every floating result: each operation rounds (by at most half a unit in the last
+place, 2**-24 in float32), so bounds computed exactly in float64 are widened to hold the rounded values."""
+
+
+def _rounded(value: Span, dtype: str) -> Span:
+    if not dt.is_float(dtype):
+        return value
+    lo, hi = value
+    return lo - np.abs(lo) * ROUNDING, hi + np.abs(hi) * ROUNDING     # 0 is exact: it stays
 
 
 def _in_type(value: Span, dtype: str) -> Span:

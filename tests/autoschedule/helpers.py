@@ -151,3 +151,52 @@ def interpolate_reference(a, levels):
     for level in reversed(pyramid[:-1]):
         out = level * 0.5 + up(out, level.shape) * 0.5
     return out
+
+
+def lut_curve(h=24, w=40):
+    """A tone curve through a 256-entry lookup table computed with ``pow``, indexed per pixel at
+    ``int32(clamp(v, 0, 1) * 255 + 0.5)`` (a gather whose index interval arithmetic bounds)."""
+    img = ts.placeholder((h, w), name="img")
+    curve = ts.compute((256,), lambda i: ts.power(ts.cast("float32", i) / 255.0, 1.0 / 2.2), name="curve")
+    gray = ts.compute((h, w), lambda y, x: img[y, x] * 0.8 + 0.1, name="gray")
+    out = ts.compute((h, w), lambda y, x: curve[ts.cast("int32", ts.clamp(gray[y, x], 0.0, 1.0) * 255.0 + 0.5)],
+                     name="toned")
+
+    def reference(a):
+        table = (np.arange(256, dtype=np.float64) / 255.0) ** (1 / 2.2)
+        g = (a.astype(np.float32) * np.float32(0.8) + np.float32(0.1)).astype(np.float32)
+        return table[(np.clip(g, 0, 1) * np.float32(255.0) + np.float32(0.5)).astype(np.int32)]
+    return [img], [out], reference
+
+
+def bilateral_slice(h=32, w=40, cell=8, depth=8):
+    """A bilateral-grid-like pipeline: a grid blurred along its intensity axis and x, then sliced per pixel
+    at its cell and at the linearly interpolated intensity level ``clamp(v, 0, 1) * (depth - 1)`` (a
+    gather along the grid's third dimension)."""
+    img = ts.placeholder((h, w), name="img")
+    gh, gw = h // cell + 1, w // cell + 1
+    grid = ts.placeholder((gh, gw, depth), name="grid")
+    bz = ts.compute((gh, gw, depth), lambda y, x, z: grid[y, x, ts.max(z - 1, 0)] + 2.0 * grid[y, x, z]
+                    + grid[y, x, ts.min(z + 1, depth - 1)], name="blurz")
+    bx = ts.compute((gh, gw, depth), lambda y, x, z: bz[y, ts.max(x - 1, 0), z] + 2.0 * bz[y, x, z]
+                    + bz[y, ts.min(x + 1, gw - 1), z], name="blurx")
+
+    def slice_(y, x):
+        v = ts.clamp(img[y, x], 0.0, 1.0) * float(depth - 1)
+        zi = ts.cast("int32", v)
+        zf = v - ts.cast("float32", zi)
+        return (bx[y // cell, x // cell, zi] * (1.0 - zf)
+                + bx[y // cell, x // cell, ts.min(zi + 1, depth - 1)] * zf)
+    out = ts.compute((h, w), slice_, name="slice")
+
+    def reference(a, g):
+        z = np.arange(depth)
+        b = g[:, :, np.maximum(z - 1, 0)] + 2 * g + g[:, :, np.minimum(z + 1, depth - 1)]
+        x = np.arange(gw)
+        b = b[:, np.maximum(x - 1, 0)] + 2 * b + b[:, np.minimum(x + 1, gw - 1)]
+        v = np.clip(a.astype(np.float32), 0, 1) * np.float32(depth - 1)
+        zi = v.astype(np.int32)
+        zf = v - zi
+        ys, xs = np.meshgrid(np.arange(h) // cell, np.arange(w) // cell, indexing="ij")
+        return b[ys, xs, zi] * (1 - zf) + b[ys, xs, np.minimum(zi + 1, depth - 1)] * zf
+    return [img, grid], [out], reference

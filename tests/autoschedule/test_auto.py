@@ -13,8 +13,8 @@ import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
 from tesched.poly import analysis
 from tesched.recipes.pyramid import interpolate
-from tests.autoschedule.helpers import (blur, data, histogram, histogram_grid, interpolate_reference, matmul_relu,
-                                        pipelines, run, softmax_matmul)
+from tests.autoschedule.helpers import (bilateral_slice, blur, data, histogram, histogram_grid, interpolate_reference,
+                                        lut_curve, matmul_relu, pipelines, run, softmax_matmul)
 from targets import AVX512, pinned
 
 
@@ -215,3 +215,29 @@ def test_pyramid_decides_with_work_bounded_by_its_stages(levels, shape, monkeypa
     a = data(*shape)
     np.testing.assert_allclose(ts.build(s, [A, out])(a), interpolate_reference(a.astype(np.float64), levels),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_a_lookup_table_with_pow_and_its_gather_are_scheduled():
+    inputs, outputs, reference = lut_curve(24, 40)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert "kept as scheduled" not in text and "left as declared" not in text, text
+    assert "curve: stored whole, tiles [256], vectorized" in text and "toned: stored whole" in text
+    gray = (np.arange(24 * 40, dtype=np.float64).reshape(24, 40) % 300 - 20.25) / 255.0     # away from .5 ties
+    img = ((gray - 0.1) / 0.8).astype(np.float32)
+    got, = run(ts.build(s, inputs + outputs), inputs, outputs, [img])
+    np.testing.assert_allclose(got, reference(img), rtol=1e-5, atol=1e-6)
+
+
+def test_a_bilateral_grid_slice_is_tiled_around_its_gather():
+    inputs, outputs, reference = bilateral_slice(48, 40)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert "left as declared" not in text and "rejected" not in text, text
+    assert "blurx: computed at outer loop" in text and "slice: stored whole, tiles" in text
+    assert "vectorized" in text.split("slice:")[1]
+    rng = np.random.default_rng(3)
+    img = rng.uniform(-0.2, 1.2, (48, 40)).astype(np.float32)
+    grid = rng.uniform(0, 1, (7, 6, 8)).astype(np.float32)
+    got, = run(ts.build(s, inputs + outputs), inputs, outputs, [img, grid])
+    np.testing.assert_allclose(got, reference(img, grid), rtol=1e-5, atol=1e-5)
