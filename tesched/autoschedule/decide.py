@@ -156,8 +156,9 @@ def _tile_hosts(state: DecideState) -> set[int]:
             continue
         try:
             demoted |= _tile_host(state, state.pipe[k])
-        except NotModelable as err:
+        except NotModelable as err:         # its members have no tile loop to be computed at: stored whole
             state.plans[k] = plan.with_(f"loops left as declared: {err}")
+            demoted |= set(state.members.get(k, [])) | ({state.anchor[k]} if k in state.anchor else set())
     return demoted
 
 

@@ -115,6 +115,7 @@ static void dot8(const float *a, int64_t sa, const float *b, int64_t sb, float *
     assert result is s
     text = ts.explain_schedule(s)
     assert "Z: kept as scheduled" in text and "it is tensorized" in text
+    assert text.splitlines()[1:3] == ["left as declared: 1 stage(s):", "    - Z: kept as scheduled: it is tensorized"]
     assert "P: stored whole" in text and "read by a stage kept as scheduled" in text
     xa, ya = data(16, 8), data(16, 8, seed=1)
     out = ts.build(s, [X, Y, O])(xa, ya)
@@ -221,7 +222,7 @@ def test_a_lookup_table_with_pow_and_its_gather_are_scheduled():
     inputs, outputs, reference = lut_curve(24, 40)
     s = ts.auto_schedule(outputs)
     text = ts.explain_schedule(s)
-    assert "kept as scheduled" not in text and "left as declared" not in text, text
+    assert "left as declared: 0 stage(s)" in text and "kept as scheduled" not in text, text
     assert "curve: stored whole, tiles [256], vectorized" in text and "toned: stored whole" in text
     gray = (np.arange(24 * 40, dtype=np.float64).reshape(24, 40) % 300 - 20.25) / 255.0     # away from .5 ties
     img = ((gray - 0.1) / 0.8).astype(np.float32)
@@ -233,7 +234,7 @@ def test_a_bilateral_grid_slice_is_tiled_around_its_gather():
     inputs, outputs, reference = bilateral_slice(48, 40)
     s = ts.auto_schedule(outputs)
     text = ts.explain_schedule(s)
-    assert "left as declared" not in text and "rejected" not in text, text
+    assert "left as declared: 0 stage(s)" in text and "rejected" not in text, text
     assert "blurx: computed at outer loop" in text and "slice: stored whole, tiles" in text
     assert "vectorized" in text.split("slice:")[1]
     rng = np.random.default_rng(3)
@@ -241,3 +242,29 @@ def test_a_bilateral_grid_slice_is_tiled_around_its_gather():
     grid = rng.uniform(0, 1, (7, 6, 8)).astype(np.float32)
     got, = run(ts.build(s, inputs + outputs), inputs, outputs, [img, grid])
     np.testing.assert_allclose(got, reference(img, grid), rtol=1e-5, atol=1e-5)
+
+
+def test_a_refused_plan_is_repaired_at_the_stage_the_check_names(monkeypatch):
+    """The legality check's error names a stage: that stage alone is stored whole, the others keep their
+    decisions, and explain_schedule lists it first with the reason."""
+    inputs, outputs, reference = blur(20, 24)
+    good = ts.explain_schedule(ts.auto_schedule(outputs))
+    assert "left as declared: 0 stage(s)" in good.splitlines()[1]
+    auto = importlib.import_module("tesched.autoschedule.auto")
+    real = auto.apply_plan
+    refused = []
+
+    def refuse_bx_once(sch, plan):
+        real(sch, plan)
+        if not refused and plan.by_index()[1].placement == "at":
+            refused.append(True)
+            raise ts.ScheduleError("stage bx is computed at a tile of by, but by has no outer loop (tile [])")
+
+    monkeypatch.setattr(auto, "apply_plan", refuse_bx_once)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert text.splitlines()[1] == "left as declared: 1 stage(s):"
+    assert text.splitlines()[2].startswith("    - bx: simplified: the schedule first chosen failed")
+    assert "by: stored whole, tiles" in text and "rejected by the dependence check" in text
+    a = data(22, 26)
+    np.testing.assert_allclose(ts.build(s, inputs + outputs)(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-5)
