@@ -36,6 +36,10 @@ Every figure it uses comes from the declarations or from polyhedral counts
   reduction step it issues ``u x v / lanes`` FMAs and loads what the step reads (a contiguous read:
   ``v / lanes`` vectors per row it depends on; an invariant read: one broadcast per row; a strided read:
   ``v`` scalars). The tile with the most FMAs per load wins; non-dividing tiles pay for their remainder.
+- **scatters** (``ts.scatter``: a histogram): parallel over their first loop when worth it, each thread
+  into a private copy of the tensor (an rfactor, copies summed after) when ``elements x threads x
+  PRIVATE_COPY_COST <= points`` (zeroing and summing the copies is small beside the scatter), else with
+  atomic additions (a ``sum`` of 32/64-bit elements), else serial.
 - **parallel loops**: outer loops are fused until they have ``PARALLEL_ITERATIONS_PER_THREAD x threads``
   iterations; nests below ``PARALLEL_MIN_OPS`` operations stay serial (starting threads costs more).
 
@@ -58,6 +62,7 @@ PARALLEL_MIN_OPS = 1 << 18
 PARALLEL_ITERATIONS_PER_THREAD = 4
 MAX_REDUNDANCY = 1.5
 MAX_RESAMPLINGS = 2
+PRIVATE_COPY_COST = 8
 REGISTER_TILE_BYTES = 2048
 ITERATION_OPS = 64
 ROW_OPS = 32

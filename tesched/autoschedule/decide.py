@@ -21,6 +21,7 @@ from tesched.autoschedule.state import DecideState
 from tesched.poly.analysis import NotModelable, Region, inlined_body, tile_regions
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.expr import Binary, Const
+from tesched.te.reduction import Reduce
 from tesched.te.visit import collect, walk
 
 PACK_MIN_REUSE = 4
@@ -79,7 +80,8 @@ def _inline_factor(state: DecideState, info: StageInfo, readers: list[int]) -> f
     total = 0
     for m in readers:
         reader = state.pipe[m]
-        total += reader.points * reader.reduce_extent * len(_reads_of(state, reader, info))
+        evaluations = reader.reduce_extent if reader.kind == "scatter" else reader.points * reader.reduce_extent
+        total += evaluations * len(_reads_of(state, reader, info))
     return total / max(info.points, 1)
 
 
@@ -97,6 +99,9 @@ def _place(state: DecideState) -> None:
             continue
         if info.kind == "opaque":
             state.plans[k] = StagePlan(k, info.name, "keep", reasons=(f"kept as scheduled: {info.why_opaque}",))
+            continue
+        if info.kind == "scatter":
+            state.plans[k] = _scatter_plan(state, info)
             continue
         if info.is_output:
             state.plans[k] = StagePlan(k, info.name, "root", reasons=("an output: stored whole",))
@@ -119,6 +124,10 @@ def _place(state: DecideState) -> None:
                    f"not inlined: its readers evaluate it {factor:.2f}x per point ({info.ops} operations each)")
         else:
             why = "a reduction: computed into a buffer"
+        if any(pipe[r].kind == "scatter" for r in readers):
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=(
+                why, "stored whole: read by a scatter, whose loops are its points (no tile to compute it at)"))
+            continue
         hosts = {k2 if state.plans[k2].placement == "root" else state.plans[k2].host for k2 in readers}
         only_host = next(iter(hosts))
         scalar_host = len(hosts) == 1 and only_host is not None and not pipe[only_host].op.axis
@@ -148,11 +157,34 @@ def _place(state: DecideState) -> None:
                 why, f"computed at a tile of {pipe[host].name}, the only loop nest that reads it"))
 
 
+def _scatter_plan(state: DecideState, info: StageInfo) -> StagePlan:
+    """A scatter's loops: serial when too small to share; else its outermost loop parallel, scattering
+    into one private copy of the tensor per thread (summed after) when the copies cost little beside the
+    points, or with atomic additions into the one tensor."""
+    machine, op = state.machine, info.op
+    plan = StagePlan(info.index, info.name, "root", reasons=(f"a scatter of {info.reduce_extent} points into "
+                                                             f"{info.points} elements: stored whole",))
+    first = op.reduce_axis[0].constant_extent or 1
+    if machine.threads < 2 or not cost.worth_parallel(info.reduce_extent * max(info.ops, 1)) or first < machine.threads:
+        return plan.with_("serial: too little work (or too short a first loop) to share between threads")
+    copies = machine.threads
+    if info.points * copies * cost.PRIVATE_COPY_COST <= info.reduce_extent:
+        return plan.with_(
+            f"privatised: {copies} copies of {info.name} ({info.points} elements each), one per part of loop "
+            f"{op.reduce_axis[0].name} in parallel (an rfactor), then summed", scatter="private", copies=copies)
+    combiner = op.body.combiner if isinstance(op.body, Reduce) else ""
+    if combiner == "sum" and op.output(0).dtype in ("float32", "float64", "int32", "int64"):
+        return plan.with_(f"atomic: loop {op.reduce_axis[0].name} parallel, its additions atomic (private "
+                          f"copies of {info.points} elements would cost more than the points)", scatter="atomic")
+    return plan.with_(f"serial: a {combiner} scatter cannot be atomic, and private copies of "
+                      f"{info.points} elements would cost more than its points")
+
+
 def _tile_hosts(state: DecideState) -> set[int]:
     """Give every host its loops; returns the members to store whole instead (too much recompute)."""
     demoted: set[int] = set()
     for k, plan in list(state.plans.items()):
-        if plan.placement != "root":
+        if plan.placement != "root" or state.pipe[k].kind == "scatter":
             continue
         try:
             demoted |= _tile_host(state, state.pipe[k])

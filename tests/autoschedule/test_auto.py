@@ -146,7 +146,7 @@ def test_random_pipelines_stay_correct(pipeline):
     np.testing.assert_allclose(got, ref(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
 
 
-def test_scatters_are_kept_gathers_and_scans_are_scheduled(rand):
+def test_small_scatters_stay_serial_gathers_and_scans_are_scheduled(rand):
     img = ts.placeholder((12, 9), "int32", name="img")
     ry, rx = ts.reduce_axis((0, 12), name="ry"), ts.reduce_axis((0, 9), name="rx")
     hist = ts.scatter_add((8,), img[ry, rx], 1.0, [ry, rx], name="hist")
@@ -154,7 +154,8 @@ def test_scatters_are_kept_gathers_and_scans_are_scheduled(rand):
     P = ts.compute((8,), lambda i: A[i] * 2.0, name="P")
     out = ts.compute((8,), lambda i: hist[i] + P[(i * 3) % 8], name="out")
     s = ts.auto_schedule(out)
-    assert "hist: kept as scheduled\n    - kept as scheduled: it is a scatter" in ts.explain_schedule(s)
+    assert "hist: stored whole\n    - a scatter of 108 points into 8 elements: stored whole\n    - serial" in \
+        ts.explain_schedule(s)
     image, a = rand((12, 9), "int32", 0, 7), rand((8,))
     expected = np.bincount(image.ravel(), minlength=8) + 2 * a[(np.arange(8) * 3) % 8]
     np.testing.assert_allclose(ts.build(s, [img, A, out])(image, a), expected, rtol=1e-6)
@@ -268,3 +269,24 @@ def test_a_refused_plan_is_repaired_at_the_stage_the_check_names(monkeypatch):
     assert "by: stored whole, tiles" in text and "rejected by the dependence check" in text
     a = data(22, 26)
     np.testing.assert_allclose(ts.build(s, inputs + outputs)(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bins, how", [(32, "2 private copies"), (1 << 15, "atomic updates")])
+def test_histograms_scatter_in_parallel_into_private_copies_or_atomically(bins, how):
+    """A weighted histogram of a computed bin: the bin is inlined into the scatter, the scatter's first loop
+    runs on both threads, into one copy of the histogram each when it is small, else atomically."""
+    n = 512
+    img = ts.placeholder((n, n), name="img")
+    b = ts.compute((n, n), lambda y, x: ts.cast("int32", ts.clamp(img[y, x], 0.0, 1.0) * float(bins - 1) + 0.5),
+                   name="bin")
+    ry, rx = ts.reduce_axis((0, n), name="ry"), ts.reduce_axis((0, n), name="rx")
+    hist = ts.scatter_add((bins,), b[ry, rx], img[ry, rx], [ry, rx], name="hist")
+    two = Machine(vector_bytes=32, threads=2, registers=16, l1_bytes=32 << 10, l2_bytes=1 << 20, l3_bytes=8 << 20)
+    s = ts.auto_schedule(hist, target=two)
+    text = ts.explain_schedule(s)
+    assert f"hist: stored whole, {how}" in text and "bin: inlined" in text, text
+    assert "checked(" not in str(ts.lower(s, [img, hist]))              # the float-derived bin is proved
+    a = np.random.default_rng(2).uniform(-0.1, 1.1, (n, n)).astype(np.float32)
+    index = (np.clip(a, 0, 1) * np.float32(bins - 1) + np.float32(0.5)).astype(np.int32)
+    np.testing.assert_allclose(ts.build(s, [img, hist])(a), np.bincount(index.ravel(), weights=a.ravel(),
+                               minlength=bins), rtol=1e-4, atol=1e-3)
