@@ -111,6 +111,11 @@ def _place(state: DecideState) -> None:
             state.plans[k] = StagePlan(k, info.name, "root", reasons=(
                 "read by a stage kept as scheduled: stored whole",))
             continue
+        if any(pipe[r].kind == "scatter" for r in readers):
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=(
+                "read by a scatter: stored whole, in vectorized loops of its own (a scatter's loops stay "
+                "scalar, and it has no tile loop to compute it at)",))
+            continue
         if info.kind == "pointwise":
             factor = _inline_factor(state, info, readers)
             guarded = info.guarded_load and (factor > 1.0 or any(pipe[r].kind == "reduction" for r in readers))
@@ -124,10 +129,6 @@ def _place(state: DecideState) -> None:
                    f"not inlined: its readers evaluate it {factor:.2f}x per point ({info.ops} operations each)")
         else:
             why = "a reduction: computed into a buffer"
-        if any(pipe[r].kind == "scatter" for r in readers):
-            state.plans[k] = StagePlan(k, info.name, "root", reasons=(
-                why, "stored whole: read by a scatter, whose loops are its points (no tile to compute it at)"))
-            continue
         hosts = {k2 if state.plans[k2].placement == "root" else state.plans[k2].host for k2 in readers}
         only_host = next(iter(hosts))
         scalar_host = len(hosts) == 1 and only_host is not None and not pipe[only_host].op.axis

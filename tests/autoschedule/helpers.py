@@ -3,6 +3,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import tesched as ts
+from tesched.recipes import image_apps
 
 
 def data(*shape, seed=0):
@@ -154,40 +155,20 @@ def interpolate_reference(a, levels):
 
 
 def lut_curve(h=24, w=40):
-    """A tone curve through a 256-entry lookup table computed with ``pow``, indexed per pixel at
-    ``int32(clamp(v, 0, 1) * 255 + 0.5)`` (a gather whose index interval arithmetic bounds)."""
-    img = ts.placeholder((h, w), name="img")
-    curve = ts.compute((256,), lambda i: ts.power(ts.cast("float32", i) / 255.0, 1.0 / 2.2), name="curve")
-    gray = ts.compute((h, w), lambda y, x: img[y, x] * 0.8 + 0.1, name="gray")
-    out = ts.compute((h, w), lambda y, x: curve[ts.cast("int32", ts.clamp(gray[y, x], 0.0, 1.0) * 255.0 + 0.5)],
-                     name="toned")
+    """:func:`tesched.recipes.image_apps.tone_curve` with its NumPy reference."""
+    inputs, out = image_apps.tone_curve(h, w)
 
     def reference(a):
         table = (np.arange(256, dtype=np.float64) / 255.0) ** (1 / 2.2)
         g = (a.astype(np.float32) * np.float32(0.8) + np.float32(0.1)).astype(np.float32)
         return table[(np.clip(g, 0, 1) * np.float32(255.0) + np.float32(0.5)).astype(np.int32)]
-    return [img], [out], reference
+    return inputs, [out], reference
 
 
 def bilateral_slice(h=32, w=40, cell=8, depth=8):
-    """A bilateral-grid-like pipeline: a grid blurred along its intensity axis and x, then sliced per pixel
-    at its cell and at the linearly interpolated intensity level ``clamp(v, 0, 1) * (depth - 1)`` (a
-    gather along the grid's third dimension)."""
-    img = ts.placeholder((h, w), name="img")
-    gh, gw = h // cell + 1, w // cell + 1
-    grid = ts.placeholder((gh, gw, depth), name="grid")
-    bz = ts.compute((gh, gw, depth), lambda y, x, z: grid[y, x, ts.max(z - 1, 0)] + 2.0 * grid[y, x, z]
-                    + grid[y, x, ts.min(z + 1, depth - 1)], name="blurz")
-    bx = ts.compute((gh, gw, depth), lambda y, x, z: bz[y, ts.max(x - 1, 0), z] + 2.0 * bz[y, x, z]
-                    + bz[y, ts.min(x + 1, gw - 1), z], name="blurx")
-
-    def slice_(y, x):
-        v = ts.clamp(img[y, x], 0.0, 1.0) * float(depth - 1)
-        zi = ts.cast("int32", v)
-        zf = v - ts.cast("float32", zi)
-        return (bx[y // cell, x // cell, zi] * (1.0 - zf)
-                + bx[y // cell, x // cell, ts.min(zi + 1, depth - 1)] * zf)
-    out = ts.compute((h, w), slice_, name="slice")
+    """:func:`tesched.recipes.image_apps.bilateral_slice` with its NumPy reference."""
+    inputs, out = image_apps.bilateral_slice(h, w, cell, depth)
+    gw = w // cell + 1
 
     def reference(a, g):
         z = np.arange(depth)
@@ -199,4 +180,4 @@ def bilateral_slice(h=32, w=40, cell=8, depth=8):
         zf = v - zi
         ys, xs = np.meshgrid(np.arange(h) // cell, np.arange(w) // cell, indexing="ij")
         return b[ys, xs, zi] * (1 - zf) + b[ys, xs, np.minimum(zi + 1, depth - 1)] * zf
-    return [img, grid], [out], reference
+    return inputs, [out], reference
