@@ -17,6 +17,11 @@ relations and the schedule tree we check two things:
 
 A data-dependent index (a gather's read, a scatter's write) may touch any element along its dimension.
 
+Both checks stay linear in the pipeline: the order is checked per pair of statements a flow links, and a
+loop is checked only against the storages it does not privatise (a buffer allocated inside the loop has
+the loop's value among its coordinates, so no two iterations share an element); an injective write
+conflicts with itself only within one instance, so its self-pairs are not built.
+
 A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
 instances involved. This module reads the model and the tree; it changes neither.
 """
@@ -218,9 +223,10 @@ def _private_storage(model: PolyModel, stage: str, var: object) -> set[str]:
     """The storages (tags) allocated inside loop ``var`` of ``stage``: each iteration of that loop has its
     own copy (the loop's value is a coordinate of the storage), so no access to one of them conflicts
     with an access in another iteration."""
-    owner = next((sm for sm in model.stages if sm.name == stage), None)
-    if owner is None:
+    owners = [sm for sm in model.stages if sm.name == stage]
+    if len(owners) != 1:                 # two stages of one name: no storage is taken for private
         return set()
+    owner = owners[0]
     level = next((k for k, v in enumerate(owner.leaves) if v is var), None)
     if level is None:
         return set()
