@@ -1,6 +1,7 @@
 """Automatic scheduling against schedules written by hand and against Halide 21's autoschedulers.
 
-For each pipeline of ``autoschedule_pipelines.py``: tesched naive (every stage at the root, no loop
+For each pipeline of ``autoschedule_pipelines.py`` and ``autoschedule_images.py`` (pyramid, gathers,
+scatter; no Halide definitions): tesched naive (every stage at the root, no loop
 transformation), ``auto_schedule``, ``tune`` (``--trials`` measurements, ``--budget`` seconds, a fresh
 tuning database), the hand or library-default schedule where one exists, and Halide 21's Mullapudi2016,
 Li2018 and Adams2019 (``pip install halide==21.0.0``; skipped when absent) on the same definition. Every
@@ -26,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from autoschedule_images import IMAGE_PIPELINES  # noqa: E402
 from autoschedule_pipelines import PIPELINES, Pipeline, stencil_chain  # noqa: E402
 
 import tesched as ts  # noqa: E402
@@ -71,7 +73,7 @@ def tesched_variant(sch: ts.Schedule, pipe: Pipeline):
 
 
 def measure_pipeline(key: str, args, hl) -> dict:
-    pipe = PIPELINES[key]()
+    pipe = {**PIPELINES, **IMAGE_PIPELINES}[key]()
     variants, info = {}, {}
     variants["naive"] = tesched_variant(ts.create_schedule([o.op for o in pipe.outputs]), pipe)
     reference = [o.copy() for o in variants["naive"]()]
@@ -89,7 +91,7 @@ def measure_pipeline(key: str, args, hl) -> dict:
         variants["tuned"] = tesched_variant(result.schedule, pipe)
     if pipe.hand is not None:
         variants[pipe.hand_label] = tesched_variant(pipe.hand(), pipe)
-    if hl is not None and not args.no_halide:
+    if hl is not None and not args.no_halide and pipe.halide is not None:
         for name in HALIDE_SCHEDULERS:
             try:
                 outs = [np.empty([int(d) for d in t.shape], np.float32) for t in pipe.outputs]
@@ -170,13 +172,13 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--trials", type=int, default=64)
     ap.add_argument("--budget", type=float, default=60.0, help="seconds of tuning per pipeline")
-    ap.add_argument("--only", default="", help="comma-separated pipeline keys: " + ",".join(PIPELINES))
+    ap.add_argument("--only", default="", help="comma-separated pipeline keys: " + ",".join({**PIPELINES, **IMAGE_PIPELINES}))
     ap.add_argument("--no-halide", action="store_true")
     ap.add_argument("--no-tune", action="store_true")
     args = ap.parse_args()
     ts.set_num_threads(args.threads)
     hl = None if args.no_halide else load_halide(args.threads)
-    keys = [k for k in args.only.split(",") if k] or list(PIPELINES)
+    keys = [k for k in args.only.split(",") if k] or list({**PIPELINES, **IMAGE_PIPELINES})
     results = []
     for key in keys:
         print(f"... {key}", file=sys.stderr, flush=True)

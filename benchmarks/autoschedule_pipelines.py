@@ -25,7 +25,7 @@ class Pipeline:
     inputs: list            # tesched placeholders
     outputs: list           # tesched output tensors
     arrays: list            # NumPy inputs
-    halide: Callable        # hl module -> (list of output Funcs, list of (ImageParam, array))
+    halide: Callable | None  # hl module -> (list of output Funcs, list of (ImageParam, array)); None: none
     hand: Callable | None = None       # a hand-written or library schedule
     hand_label: str = "default"
     tolerance: float = 1e-3

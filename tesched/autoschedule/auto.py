@@ -10,6 +10,7 @@ built or timed here.
 """
 from __future__ import annotations
 
+import re
 import time
 import weakref
 from dataclasses import dataclass, field
@@ -119,13 +120,30 @@ def auto_schedule(outputs: Outputs, target: object = None) -> Schedule:
 
 
 def _fallback(plan: Plan, err: Exception) -> tuple[Plan, str]:
-    """The plan with the most elaborate stage simplified (tiles dropped, then stored whole)."""
-    for p in reversed(plan.stages):
-        if p.placement == "at" or p.pack or p.rfactor or p.cache_write or p.tile:
-            simple = StagePlan(p.index, p.stage, "root", reasons=p.reasons + (
-                f"simplified: the schedule first chosen failed the legality check ({err})",))
-            return plan.replace_stage(simple), f"{p.stage}: {err}"
+    """The plan with one stage simplified (stored whole, loops as declared): the first stage the error
+    names that has decisions to drop, else the last stage that has; the other stages keep theirs."""
+    elaborate = [p for p in reversed(plan.stages)
+                 if p.placement == "at" or p.pack or p.rfactor or p.cache_write or p.tile]
+    found = [(m.start(), k) for k, p in enumerate(elaborate)
+             if (m := re.search(rf"(?<![\w.]){re.escape(p.stage)}(?!\w)", str(err))) is not None]
+    named = [elaborate[k] for _, k in sorted(found)]         # the first one named: the error's subject
+    for p in named[:1] or elaborate[:1]:
+        simple = StagePlan(p.index, p.stage, "root", reasons=p.reasons + (
+            f"simplified: the schedule first chosen failed the legality check ({err})",))
+        return plan.replace_stage(simple), f"{p.stage}: {err}"
     raise ScheduleError(f"auto_schedule: no legal schedule found: {err}") from err
+
+
+def left_as_declared(plan: Plan) -> list[tuple[str, str]]:
+    """The stages of ``plan`` whose loops stay as declared (no tiling, parallel or vector loop chosen),
+    with why: kept as the user scheduled them, not modelled, or simplified after a failed check."""
+    out = []
+    for p in plan.stages:
+        why = next((r for r in p.reasons if r.startswith(("kept as scheduled", "loops left as declared",
+                                                            "simplified"))), None)
+        if why is not None:
+            out.append((p.stage, why))
+    return out
 
 
 def explain_schedule(sch: Schedule) -> str:
@@ -139,7 +157,9 @@ def explain_schedule(sch: Schedule) -> str:
     Returns
     -------
     str
-        One block per stage: where it is computed, its loops, and why (footprints, reuse, cost).
+        First the stages left as declared (kept as scheduled, not modelled, or simplified after a failed
+        legality check) and why; then one block per stage: where it is computed, its loops, and why
+        (footprints, reuse, cost).
     """
     if not isinstance(sch, Schedule):
         raise TypeError(f"explain_schedule takes a Schedule, got {type(sch).__name__}")
@@ -148,6 +168,9 @@ def explain_schedule(sch: Schedule) -> str:
         return "this schedule was not made by auto_schedule or tune: it has no recorded decisions"
     lines = [f"{info.source} for {', '.join(op.name for op in sch.outputs)} on {info.machine.describe()} "
              f"(decided in {info.seconds * 1e3:.0f} ms)"]
+    declared = left_as_declared(info.plan)
+    lines.append(f"left as declared: {len(declared)} stage(s)" + (":" if declared else ""))
+    lines += [f"    - {stage}: {why}" for stage, why in declared]
     for p in info.plan.stages:
         lines.append(f"{p.stage}: {_summary(p, info.plan)}")
         lines += [f"    - {r}" for r in p.reasons]
@@ -173,7 +196,8 @@ def _summary(p: StagePlan, plan: Plan) -> str:
         parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))
     for flag, text in ((p.parallel, f"parallel x{p.parallel}"), (p.vectorize, "vectorized"),
                        (p.cache_write, "write cache"), (p.reduce_outer, "register tile"),
-                       (p.rfactor, f"rfactor {p.rfactor}"), (p.pack, "packed panel"), (p.band, f"bands {list(p.band)}")):
+                       (p.rfactor, f"rfactor {p.rfactor}"), (p.scatter == "private", f"{p.copies} private copies"),
+                       (p.scatter == "atomic", "atomic updates"), (p.pack, "packed panel"), (p.band, f"bands {list(p.band)}")):
         if flag:
             parts.append(text)
     return ", ".join(parts)

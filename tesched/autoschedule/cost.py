@@ -1,6 +1,6 @@
 """The cost model of the automatic scheduler: estimated seconds for a stage under a placement and tiling.
 
-Every figure it uses comes from the declarations or from exact polyhedral counts
+Every figure it uses comes from the declarations or from polyhedral counts
 (:mod:`tesched.poly.analysis`); nothing is measured. The model, per stage ``S``:
 
 - **work** ``W(S)``: points x reduction extent x scalar operations per point (loads, arithmetic, a call
@@ -13,7 +13,9 @@ Every figure it uses comes from the declarations or from exact polyhedral counts
   ``factor x ops(S) <= ops(S) + STORE_OPS + factor`` (computing once costs a store, and each read a load),
   and never when ``S`` guards a load with a select (padding: the vectorizer cannot keep such a select).
 - **compute at a tile** of a host: ``S`` computes the box of what the tile needs; over all tiles that is
-  ``redundancy x points`` (exact, from isl: halos of overlapping tiles are recomputed). Its buffer is the
+  ``redundancy x points`` (box hulls per tile by interval arithmetic, :mod:`tesched.poly.intervals`: halos
+  of overlapping tiles are recomputed). A stage whose box would follow more than :data:`MAX_RESAMPLINGS`
+  resampling reads (``2*x``, ``x // 2``: pyramid levels) from the host is stored whole instead. Its buffer is the
   box of one tile; every point computed is written to it and read back (``2 x itemsize`` bytes) at the
   bandwidth of the cache the buffers of one tile fit in (L1, L2, else memory), and each iteration of the
   loop it is computed in costs :data:`ITERATION_OPS` (loop and region set-up).
@@ -36,6 +38,10 @@ Every figure it uses comes from the declarations or from exact polyhedral counts
   reduction step it issues ``u x v / lanes`` FMAs and loads what the step reads (a contiguous read:
   ``v / lanes`` vectors per row it depends on; an invariant read: one broadcast per row; a strided read:
   ``v`` scalars). The tile with the most FMAs per load wins; non-dividing tiles pay for their remainder.
+- **scatters** (``ts.scatter``: a histogram): parallel over their first loop when worth it, each thread
+  into a private copy of the tensor (an rfactor, copies summed after) when ``elements x threads x
+  PRIVATE_COPY_COST <= points`` (zeroing and summing the copies is small beside the scatter), else with
+  atomic additions (a ``sum`` of 32/64-bit elements), else serial.
 - **parallel loops**: outer loops are fused until they have ``PARALLEL_ITERATIONS_PER_THREAD x threads``
   iterations; nests below ``PARALLEL_MIN_OPS`` operations stay serial (starting threads costs more).
 
@@ -58,6 +64,8 @@ STORE_OPS = 2
 PARALLEL_MIN_OPS = 1 << 18
 PARALLEL_ITERATIONS_PER_THREAD = 4
 MAX_REDUNDANCY = 1.5
+MAX_RESAMPLINGS = 2
+PRIVATE_COPY_COST = 8
 REGISTER_TILE_BYTES = 2048
 ITERATION_OPS = 64
 ROW_OPS = 32

@@ -20,7 +20,9 @@ from tesched.autoschedule.plan import Plan, StagePlan
 from tesched.autoschedule.state import DecideState
 from tesched.poly.analysis import NotModelable, Region, inlined_body, tile_regions
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
-from tesched.te.visit import collect
+from tesched.te.expr import Binary, Const
+from tesched.te.reduction import Reduce
+from tesched.te.visit import collect, walk
 
 PACK_MIN_REUSE = 4
 """A panel is packed only when at least this many inner tiles read the copy."""
@@ -29,8 +31,9 @@ PACK_MIN_REUSE = 4
 def decide(pipe: Pipeline, machine: Machine) -> Plan:
     """The plan of least modelled cost for ``pipe`` on ``machine``."""
     forced: set[int] = set()
+    memo: dict[tuple, object] = {}
     while True:
-        state = DecideState(pipe, machine, set(forced))
+        state = DecideState(pipe, machine, set(forced), memo=memo)
         _place(state)
         demoted = _tile_hosts(state)
         if not demoted:
@@ -60,11 +63,25 @@ def _reads_of(state: DecideState, reader: StageInfo, producer: StageInfo) -> lis
     return found
 
 
+def _resamples(state: DecideState, reader: StageInfo, producer: StageInfo) -> int:
+    """1 if ``reader`` reads ``producer`` at a scaled or divided index (a pyramid level), else 0."""
+    for r in _reads_of(state, reader, producer):
+        for index in r.indices:
+            for node in walk(index):
+                if isinstance(node, Binary) and node.op in ("floordiv", "floormod", "div"):
+                    return 1
+                if isinstance(node, Binary) and node.op == "mul" and any(
+                        isinstance(c, Const) and c.value not in (1, -1) for c in (node.a, node.b)):
+                    return 1
+    return 0
+
+
 def _inline_factor(state: DecideState, info: StageInfo, readers: list[int]) -> float:
     total = 0
     for m in readers:
         reader = state.pipe[m]
-        total += reader.points * reader.reduce_extent * len(_reads_of(state, reader, info))
+        evaluations = reader.reduce_extent if reader.kind == "scatter" else reader.points * reader.reduce_extent
+        total += evaluations * len(_reads_of(state, reader, info))
     return total / max(info.points, 1)
 
 
@@ -83,6 +100,9 @@ def _place(state: DecideState) -> None:
         if info.kind == "opaque":
             state.plans[k] = StagePlan(k, info.name, "keep", reasons=(f"kept as scheduled: {info.why_opaque}",))
             continue
+        if info.kind == "scatter":
+            state.plans[k] = _scatter_plan(state, info)
+            continue
         if info.is_output:
             state.plans[k] = StagePlan(k, info.name, "root", reasons=("an output: stored whole",))
             continue
@@ -90,6 +110,11 @@ def _place(state: DecideState) -> None:
         if any(state.plans[r].placement == "keep" for r in readers):
             state.plans[k] = StagePlan(k, info.name, "root", reasons=(
                 "read by a stage kept as scheduled: stored whole",))
+            continue
+        if any(pipe[r].kind == "scatter" for r in readers):
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=(
+                "read by a scatter: stored whole, in vectorized loops of its own (a scatter's loops stay "
+                "scalar, and it has no tile loop to compute it at)",))
             continue
         if info.kind == "pointwise":
             factor = _inline_factor(state, info, readers)
@@ -115,6 +140,14 @@ def _place(state: DecideState) -> None:
             continue
         host = hosts.pop()
         assert host is not None
+        depth = max(state.resamplings.get(r, 0) + _resamples(state, pipe[r], info) for r in readers)
+        if depth > cost.MAX_RESAMPLINGS:
+            state.plans[k] = StagePlan(k, info.name, "root", reasons=(why, (
+                f"stored whole: its box at a tile of {pipe[host].name} would follow {depth} resampling reads "
+                f"(2*x, x // 2), more than {cost.MAX_RESAMPLINGS}: each one widens the halo and divides the "
+                "bounds of the box once more")))
+            continue
+        state.resamplings[k] = depth
         if info.kind == "reduction" and host not in state.anchor and _identity_read(state, pipe[host], info):
             state.anchor[host] = k
             state.plans[k] = StagePlan(k, info.name, "at", host=host, reasons=(
@@ -125,16 +158,40 @@ def _place(state: DecideState) -> None:
                 why, f"computed at a tile of {pipe[host].name}, the only loop nest that reads it"))
 
 
+def _scatter_plan(state: DecideState, info: StageInfo) -> StagePlan:
+    """A scatter's loops: serial when too small to share; else its outermost loop parallel, scattering
+    into one private copy of the tensor per thread (summed after) when the copies cost little beside the
+    points, or with atomic additions into the one tensor."""
+    machine, op = state.machine, info.op
+    plan = StagePlan(info.index, info.name, "root", reasons=(f"a scatter of {info.reduce_extent} points into "
+                                                             f"{info.points} elements: stored whole",))
+    first = op.reduce_axis[0].constant_extent or 1
+    if machine.threads < 2 or not cost.worth_parallel(info.reduce_extent * max(info.ops, 1)) or first < machine.threads:
+        return plan.with_("serial: too little work (or too short a first loop) to share between threads")
+    copies = machine.threads
+    if info.points * copies * cost.PRIVATE_COPY_COST <= info.reduce_extent:
+        return plan.with_(
+            f"privatised: {copies} copies of {info.name} ({info.points} elements each), one per part of loop "
+            f"{op.reduce_axis[0].name} in parallel (an rfactor), then summed", scatter="private", copies=copies)
+    combiner = op.body.combiner if isinstance(op.body, Reduce) else ""
+    if combiner == "sum" and op.output(0).dtype in ("float32", "float64", "int32", "int64"):
+        return plan.with_(f"atomic: loop {op.reduce_axis[0].name} parallel, its additions atomic (private "
+                          f"copies of {info.points} elements would cost more than the points)", scatter="atomic")
+    return plan.with_(f"serial: a {combiner} scatter cannot be atomic, and private copies of "
+                      f"{info.points} elements would cost more than its points")
+
+
 def _tile_hosts(state: DecideState) -> set[int]:
     """Give every host its loops; returns the members to store whole instead (too much recompute)."""
     demoted: set[int] = set()
     for k, plan in list(state.plans.items()):
-        if plan.placement != "root":
+        if plan.placement != "root" or state.pipe[k].kind == "scatter":
             continue
         try:
             demoted |= _tile_host(state, state.pipe[k])
-        except NotModelable as err:
+        except NotModelable as err:         # its members have no tile loop to be computed at: stored whole
             state.plans[k] = plan.with_(f"loops left as declared: {err}")
+            demoted |= set(state.members.get(k, [])) | ({state.anchor[k]} if k in state.anchor else set())
     return demoted
 
 
@@ -225,7 +282,7 @@ def _register_tiled(state: DecideState, host: StageInfo, anchor: StageInfo, plan
         f"{best.fmas_per_load:.2f} FMAs per load; per reduction step it reads {reg}); reduce loops outside "
         f"the tile, the innermost unrolled by {k_unroll}",
         reduce_outer=True, unroll_axis=u_axis, vectorize=True, k_unroll=k_unroll, cache_write=anchor is host)
-    regions = tile_regions(host.op, tile, [anchor.op] if anchor is not host else [], inlined)
+    regions = state.regions(host.op, tile, [anchor.op] if anchor is not host else [])
     reused = {a: sum(r.volume for name, r in regions.items() if name != anchor.name and
                      all(x.strides[a] == 0 for x in anchor_reads if x.tensor.name == name))
               for a in range(ndim) if tile[a] < extents[a]}

@@ -1,7 +1,8 @@
 """The pipeline an automatic schedule is made for: its stages in order, what each one is and who reads it.
 
 A pipeline is everything the outputs read, as ``create_schedule`` orders it (inputs first). Each compute
-stage is classified: ``pointwise`` (no reduction), ``reduction``, or ``opaque`` when the cost model cannot
+stage is classified: ``pointwise`` (no reduction), ``reduction``, ``scatter`` (``ts.scatter``: its loops are
+the points it scatters, its writes go anywhere in its tensor), or ``opaque`` when the cost model cannot
 reason about it (a tensorized stage, a stage the user already scheduled, an operation that is not a
 compute, symbolic sizes); an opaque stage keeps the schedule it has. This module only describes; it
 decides nothing.
@@ -14,15 +15,14 @@ from tesched.poly.analysis import NotModelable, constant_shape, reads
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.expr import Call, Expr, Select
+from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
 from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.visit import collect, walk
 
 CALL_COST = 12
-"""Scalar operations one call of ``exp``/``log``/``tanh``... is counted as."""
-
-KNOWN_CALLS = {"exp", "log", "log2", "log1p", "erf", "sqrt", "tanh", "sigmoid", "abs", "floor", "ceil"}
+"""Scalar operations one call of ``exp``/``log``/``pow``... is counted as."""
 
 
 @dataclass(eq=False)
@@ -31,7 +31,7 @@ class StageInfo:
 
     index: int
     stage: Stage
-    kind: str                                   # input | pointwise | reduction | opaque
+    kind: str                                   # input | pointwise | reduction | scatter | opaque
     why_opaque: str = ""
     readers: list[int] = field(default_factory=list)
     ops: int = 0                                # scalar operations per point (loads included)
@@ -100,12 +100,10 @@ def _opaque_reason(stage: Stage) -> str:
     op = stage.op
     if not isinstance(op, ComputeOp):
         return f"{type(op).__name__} is not a compute the cost model knows"
-    if isinstance(op, ScatterOp):
-        return "it is a scatter (its loops are the points it scatters; its writes go anywhere in its tensor)"
     user = scheduled_by_user(stage)
     if user:
         return user
-    unknown = sorted({c.name for c in collect(op.body, Call) if c.name not in KNOWN_CALLS})
+    unknown = sorted({c.name for c in collect(op.body, Call) if c.name not in PURE_CALLS})
     if unknown:
         return f"it calls external functions ({', '.join(unknown)})"
     try:
@@ -135,7 +133,8 @@ class Pipeline:
                 else:
                     op = st.op
                     assert isinstance(op, ComputeOp)
-                    info.kind = "reduction" if op.reduce_axis else "pointwise"
+                    info.kind = ("scatter" if isinstance(op, ScatterOp) else
+                                 "reduction" if op.reduce_axis else "pointwise")
                     info.ops = operation_count(op.body)
                     info.guarded_load = _has_guarded_load(op.body)
                     info.points = _product(constant_shape(op.output(0)))

@@ -22,7 +22,10 @@ names its stage by position (``create_schedule`` order, inputs included) and say
   innermost reduce axis split into that many lanes computed as a vectorized partial reduction) and
   ``cache_write`` (a reduction computed in a write cache at its own tile: the register tile of an output),
   ``pack`` (inputs, by stage position, copied per outer loop ``pack_level`` of the host into a contiguous
-  local panel the stage reads instead: ``cache_read`` packing).
+  local panel the stage reads instead: ``cache_read`` packing);
+- for a scatter (``ts.scatter``, a root stage), ``scatter``: ``private`` (its outermost loop split into
+  ``copies`` parts, each scattering into its own copy of the tensor, in parallel: an ``rfactor``; the
+  copies are summed after) or ``atomic`` (that loop parallel, the updates atomic additions); empty: serial.
 
 Every field is a JSON value, so a plan is stored and compared as text. ``reasons`` explain a decision and
 are not part of the schedule (two plans with equal fields but different reasons are the same schedule).
@@ -34,9 +37,11 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Sequence
 
 from tesched.schedule.schedule import Schedule, Stage
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import IterVar
 
 PLACEMENTS = ("inline", "root", "at", "keep")
+SCATTERS = ("", "private", "atomic")
 _TUPLES = ("tile", "band", "outer_order", "pack", "reasons")
 
 
@@ -62,6 +67,8 @@ class StagePlan:
     cache_write: bool = False
     pack: tuple[int, ...] = ()
     pack_level: int = 0
+    scatter: str = ""
+    copies: int = 0
     reasons: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
@@ -69,6 +76,9 @@ class StagePlan:
             raise ValueError(f"stage {self.stage}: placement {self.placement!r} is not one of {PLACEMENTS}")
         if self.placement == "at" and self.host is None:
             raise ValueError(f"stage {self.stage}: placement 'at' needs a host stage")
+        if self.scatter not in SCATTERS or (self.scatter == "private" and self.copies < 2):
+            raise ValueError(f"stage {self.stage}: scatter {self.scatter!r} with {self.copies} copies is not one of "
+                             f"{SCATTERS} (private: at least 2 copies)")
         if self.store_level is not None and self.placement != "at":
             raise ValueError(f"stage {self.stage}: store_level {self.store_level} needs placement 'at' "
                              f"(it is {self.placement!r})")
@@ -153,9 +163,13 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
     for p in plan.stages:
         if p.placement == "inline":
             stages[p.index].compute_inline()
+        if p.scatter:
+            _scatter(sch, stages[p.index], p)
     loops: dict[int, _HostLoops] = {}
     for p in plan.stages:
-        if p.placement == "root":
+        if p.placement == "root" and isinstance(stages[p.index].op, ScatterOp):
+            loops[p.index] = _HostLoops([], [])     # its loops are its points: arranged by _scatter
+        elif p.placement == "root":
             loops[p.index] = _arrange_host(stages[p.index], p)
             if p.index in anchors:
                 _attach(anchors[p.index], stages[p.index], loops[p.index], p)
@@ -194,6 +208,21 @@ def _rfactor(sch: Schedule, st: Stage, p: StagePlan) -> Stage:
     if p.unroll_axis is not None and 0 <= p.unroll_axis < len(axes) - 1:
         partial.unroll(axes[p.unroll_axis])
     return partial
+
+
+def _scatter(sch: Schedule, st: Stage, p: StagePlan) -> None:
+    """A scatter's outermost loop in parallel: over ``p.copies`` private copies of its tensor (an rfactor
+    of that loop's parts, the copies then summed), or with atomic updates."""
+    if p.placement != "root" or not st.op.reduce_axis:
+        raise ValueError(f"stage {p.stage}: scatter {p.scatter!r} needs a root scatter stage")
+    first = st.op.reduce_axis[0]
+    if p.scatter == "atomic":
+        st.atomic().parallel(first)
+        return
+    part, _ = st.split(first, nparts=p.copies)
+    out = sch.rfactor(st.op.output(0), part)
+    partial = sch[out[0] if isinstance(out, list) else out]
+    partial.parallel(partial.leaf_iter_vars[0])
 
 
 def _constant_extent(axis: IterVar, p: StagePlan) -> int:

@@ -12,8 +12,8 @@ from typing import Sequence
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline
 from tesched.autoschedule.plan import StagePlan
-from tesched.poly.analysis import Read, Region, reads, tile_regions
-from tesched.te.tensor import ComputeOp
+from tesched.poly.analysis import Read, Region, accesses, reads, tile_regions
+from tesched.te.tensor import ComputeOp, TensorRead
 
 
 @dataclass
@@ -26,8 +26,9 @@ class DecideState:
     plans: dict[int, StagePlan] = field(default_factory=dict)
     anchor: dict[int, int] = field(default_factory=dict)            # host -> anchor stage
     members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it
+    resamplings: dict[int, int] = field(default_factory=dict)       # member -> resampling reads up to its host
     reads_memo: dict[tuple, list[Read]] = field(default_factory=dict)
-    regions_memo: dict[tuple, dict[str, Region]] = field(default_factory=dict)
+    memo: dict[tuple, object] = field(default_factory=dict)     # shared by the rounds of one decision
 
     def inlined_ops(self) -> list[ComputeOp]:
         """The operations decided inline so far."""
@@ -41,10 +42,19 @@ class DecideState:
             self.reads_memo[key] = reads(op, inlined)
         return self.reads_memo[key]
 
-    def regions(self, host: ComputeOp, tile: Sequence[int], ops: Sequence[ComputeOp]) -> dict[str, Region]:
-        """``analysis.tile_regions`` of ``host`` per ``tile`` with ``ops`` computed in it (memoised)."""
+    def accesses(self, op: ComputeOp) -> list[TensorRead]:
+        """``analysis.accesses`` of ``op`` with the current inlining (memoised)."""
         inlined = self.inlined_ops()
-        key = (id(host), tuple(tile), tuple(map(id, ops)), frozenset(map(id, inlined)))
-        if key not in self.regions_memo:
-            self.regions_memo[key] = tile_regions(host, tile, ops, inlined)
-        return self.regions_memo[key]
+        key = ("accesses", id(op), frozenset(map(id, inlined)))
+        if key not in self.memo:
+            self.memo[key] = accesses(op, inlined)
+        return self.memo[key]  # type: ignore[return-value]
+
+    def regions(self, host: ComputeOp, tile: Sequence[int], ops: Sequence[ComputeOp]) -> dict[str, Region]:
+        """``analysis.tile_regions`` of ``host`` per ``tile`` with ``ops`` computed in it (memoised: the
+        footprints of a stage per host loop are computed once per decision)."""
+        inlined = self.inlined_ops()
+        key = ("regions", id(host), tuple(tile), tuple(map(id, ops)), frozenset(map(id, inlined)))
+        if key not in self.memo:
+            self.memo[key] = tile_regions(host, tile, ops, inlined, reads_of=self.accesses)
+        return self.memo[key]  # type: ignore[return-value]

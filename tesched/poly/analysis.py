@@ -1,29 +1,33 @@
-"""Exact polyhedral facts about a pipeline's declarations, for cost models (the automatic scheduler).
+"""Polyhedral facts about a pipeline's declarations, for cost models (the automatic scheduler).
 
 Everything here is computed from the ``te`` declarations alone (no schedule, no lowering): a stage's
 reads, with stages marked as inlined substituted into their readers; the stride of each read along each
-axis (contiguity, reuse); and, for a rectangular tiling of a *host* stage's data-parallel axes, the
-region of every other tensor the tile touches, as tesched's ``compute_at`` computes it (the bounding
-box of the exact footprint, clipped at the tensor's borders, composed through the stages computed at
-the same tile): the buffer's extents, the box volume of an interior tile, and the exact number of points
-computed over all tiles (halo recompute included), counted by isl.
+axis (contiguity, reuse); and, for a rectangular tiling of a *host* stage's loops, the region of every
+other tensor the tile touches, as tesched's ``compute_at`` computes it (the bounding box of the
+footprint, clipped at the tensor's borders, composed through the stages computed at the same tile): the
+buffer's extents, their volume, and the number of points computed over all tiles (halo recompute
+included). Regions are boxes bounded by interval arithmetic on the indices, for every tile at once
+(:mod:`.intervals`): exact for indices such as ``2*x - 1``, ``x // 2`` or ``min(x + 1, n - 1)``, a
+superset for others, and, along a data-dependent index (a gather), the whole dimension or what clamps
+it. Their cost grows with the number of stages and reads, not with the depth of a chain of them.
 
 What it does not do: choose schedules, time anything, or check a schedule's legality (that is
 :mod:`tesched.poly.deps`, reached through ``Schedule.check``). Shapes must be constant; a symbolic size
-or a non-affine read raises :class:`NotModelable` naming the stage, and callers keep such stages out of
-tiled groups.
+raises :class:`NotModelable` naming the stage, and callers keep such stages out of tiled groups.
 """
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
-from typing import Collection, Mapping, Sequence
+from typing import Callable, Collection, Mapping, Sequence
 
 import islpy as isl
+import numpy as np
 
+from tesched.poly import intervals
 from tesched.poly.affine import NotAffine, to_isl
-from tesched.te.expr import Expr
+from tesched.poly.intervals import Span
+from tesched.te.expr import Expr, Var
 from tesched.te.reduction import Reduce
 from tesched.te.tensor import ComputeOp, IterVar, Operation, Tensor, TensorRead
 from tesched.te.visit import collect, rewrite, substitute
@@ -94,13 +98,6 @@ def _names(op: ComputeOp) -> dict[int, str]:
     return {id(v): f"a{k}" for k, v in enumerate(_axes(op))}
 
 
-def _affine(op: ComputeOp, e: Expr) -> str:
-    try:
-        return to_isl(e, _names(op))
-    except NotAffine as err:
-        raise NotModelable(f"stage {op.name} reads at a non-affine index ({err})") from None
-
-
 def reads(op: ComputeOp, inlined: Collection[Operation] = ()) -> list[Read]:
     """Every distinct read of a tensor in ``op``'s body (reads of ``inlined`` ops expanded), with strides."""
     body = inlined_body(op, inlined)
@@ -119,13 +116,21 @@ def reads(op: ComputeOp, inlined: Collection[Operation] = ()) -> list[Read]:
 
 
 def _stride(op: ComputeOp, read: TensorRead, axis: int, axes: list[IterVar]) -> int | None:
+    """How far ``read``'s row-major flat index moves when ``axis`` grows by one; a data-dependent index
+    that does not involve the axis (the row of a gather ``C[idx[i], j]``, along ``j``) does not move."""
     try:
         shape = constant_shape(read.tensor)
-        flat = "0"
-        for idx, extent in zip(read.indices, shape):
-            flat = f"({flat}) * {extent} + ({to_isl(idx, _names(op))})"
-    except (NotAffine, NotModelable):
+    except NotModelable:
         return None
+    flat = "0"
+    for idx, extent in zip(read.indices, shape):
+        try:
+            term = to_isl(idx, _names(op))
+        except NotAffine:
+            if any(v is axes[axis] for v in collect(idx, Var)):
+                return None
+            term = "0"
+        flat = f"({flat}) * {extent} + ({term})"
     coords = ", ".join(f"a{k}" for k in range(len(axes)))
     try:
         aff = isl.PwAff(f"{{ [{coords}] -> [({flat})] }}")
@@ -138,84 +143,11 @@ def _stride(op: ComputeOp, read: TensorRead, axis: int, axes: list[IterVar]) -> 
     return int(value.to_python()) if value.is_int() else None
 
 
-def _domain_text(op: ComputeOp) -> tuple[str, str]:
-    """(``S[a0, ...]``, constraints) of ``op``'s iteration domain."""
-    conds = []
-    for k, v in enumerate(_axes(op)):
-        lo, ext = v.range.min, v.range.extent
-        if not isinstance(lo, int) or not isinstance(ext, int):
-            raise NotModelable(f"stage {op.name}: axis {v.name} has a symbolic range")
-        conds.append(f"{lo} <= a{k} < {lo + ext}")
-    coords = ", ".join(f"a{k}" for k in range(len(_axes(op))))
-    return f"[{coords}]", " and ".join(conds) or "true"
-
-
-def _tensor_set(tensor: Tensor) -> isl.Set:
-    return _box_set(constant_shape(tensor))
-
-
-@functools.lru_cache(maxsize=256)
-def _box_set(shape: tuple[int, ...]) -> isl.Set:
-    coords = ", ".join(f"x{k}" for k in range(len(shape)))
-    conds = " and ".join(f"0 <= x{k} < {d}" for k, d in enumerate(shape)) or "true"
-    return isl.Set(f"{{ [{coords}] : {conds} }}")
-
-
 def _size(tensor: Tensor) -> int:
     size = 1
     for d in constant_shape(tensor):
         size *= d
     return size
-
-
-def _tiled_instances(host: ComputeOp, tile: Sequence[int], reduce_tile: Sequence[int] | None) -> isl.Map:
-    """``[tile index] -> host[instance]``: the host's instances in each tile."""
-    axes = _axes(host)
-    sizes = list(tile) + (list(reduce_tile) if reduce_tile is not None else [])
-    if len(tile) != len(host.axis):
-        raise ValueError(f"tile of {host.name}: {len(tile)} sizes for {len(host.axis)} axes")
-    if reduce_tile is not None and len(reduce_tile) != len(host.reduce_axis):
-        raise ValueError(f"reduce_tile of {host.name}: {len(reduce_tile)} sizes for {len(host.reduce_axis)} axes")
-    space, conds = _domain_text(host)
-    ts_ = [f"t{k}" for k in range(len(sizes))]
-    links = [f"t{k} = floor((a{k} - {axes[k].range.min})/{int(size)})"
-             for k, size in enumerate(sizes)]
-    if any(int(s) < 1 for s in sizes):
-        raise ValueError(f"tile of {host.name}: sizes must be positive, got {list(sizes)}")
-    return isl.Map(f"{{ [{', '.join(ts_)}] -> {space} : {' and '.join([conds] + links)} }}")
-
-
-def _access(op: ComputeOp, read: Read) -> isl.Map:
-    space, conds = _domain_text(op)
-    idx = ", ".join(_affine(op, i) for i in read.indices)
-    return isl.Map(f"{{ {space} -> [{idx}] : {conds} }}")
-
-
-def _boxed(region: isl.Map, tensor: Tensor) -> isl.Map:
-    """Per tile, the bounding box of ``region``, clipped to the tensor (what ``compute_at`` computes)."""
-    n = tensor.ndim
-    coords = ", ".join(f"x{k}" for k in range(n))
-    box = isl.Map.from_domain_and_range(region.domain(), _tensor_set(tensor))
-    for d in range(n):
-        for bound, op in ((region.dim_min(d), ">="), (region.dim_max(d), "<=")):
-            rel = isl.Map(f"{{ [v] -> [{coords}] : x{d} {op} v }}")
-            box = box.intersect(isl.Map.from_pw_aff(bound).apply_range(rel))
-    return box.coalesce()
-
-
-def _region(tensor: Tensor, box: isl.Map) -> Region:
-    sizes = [box.dim_max(d).sub(box.dim_min(d)).add_constant_val(isl.Val(1)) for d in range(tensor.ndim)]
-    extents = [int(size.as_map().range().dim_max_val(0).to_python()) for size in sizes]
-    volume = 1
-    for e in extents:
-        volume *= e
-    return Region(tensor, tuple(extents), volume, _computed_points(box, sizes), _size(tensor))
-
-
-def _computed_points(box: isl.Map, sizes: list[isl.PwAff]) -> int:
-    """Points of the box summed over tiles (see :func:`points_by_constant_pieces`), else tile by tile."""
-    total = points_by_constant_pieces(box, sizes)
-    return _summed_over_tiles(box, sizes) if total is None else total
 
 
 def points_by_constant_pieces(box: isl.Map, sizes: Sequence[isl.PwAff]) -> int | None:
@@ -240,30 +172,106 @@ def points_by_constant_pieces(box: isl.Map, sizes: Sequence[isl.PwAff]) -> int |
     return total
 
 
-MAX_ENUMERATED_TILES = 1 << 14
+def accesses(op: ComputeOp, inlined: Collection[Operation] = ()) -> list[TensorRead]:
+    """Every distinct read in ``op``'s body (reads of ``inlined`` ops expanded), without strides."""
+    found: dict[tuple, TensorRead] = {}
+    for r in collect(inlined_body(op, inlined), TensorRead):
+        found.setdefault((id(r.tensor), tuple(repr(i) for i in r.indices)), r)
+    return list(found.values())
 
 
-def _summed_over_tiles(box: isl.Map, sizes: list[isl.PwAff]) -> int:
-    """Box volumes summed tile by tile (extents that vary with the tile, e.g. clipped at a border)."""
-    tiles = box.domain()
-    if int(tiles.count_val().to_python()) > MAX_ENUMERATED_TILES:
-        return int(box.wrap().count_val().to_python())
-    total = [0]
+Box = list[Span]
 
-    def add(point: isl.Point) -> None:
-        volume = 1
-        for size in sizes:
-            volume *= int(size.eval(point).to_python())
-        total[0] += volume
 
-    tiles.foreach_point(add)
-    return total[0]
+def _axis_spans(op: ComputeOp, box: Box | None, tile: Sequence[int] | None, reduce_tile: Sequence[int] | None,
+                ndim: int) -> dict[int, Span]:
+    """The interval of every axis of ``op``: ``box`` along its data axes (or, for the host, its ``tile``
+    loops), each reduce axis whole or in ``reduce_tile`` loops (grid dimensions after the data axes)."""
+    out: dict[int, Span] = {}
+    for k, v in enumerate(_axes(op)):
+        lo, ext = v.range.min, v.range.extent
+        if not isinstance(lo, int) or not isinstance(ext, int):
+            raise NotModelable(f"stage {op.name}: axis {v.name} has a symbolic range")
+        data = k < len(op.axis)
+        if data and box is not None:
+            out[id(v)] = box[k]
+        elif data and tile is not None:
+            out[id(v)] = intervals.tiles(k, ndim, lo, ext, int(tile[k]))
+        elif not data and reduce_tile is not None:
+            out[id(v)] = intervals.tiles(k, ndim, lo, ext, int(reduce_tile[k - len(op.axis)]))
+        else:
+            out[id(v)] = (np.array(float(lo)), np.array(float(lo + ext - 1)))
+    return out
+
+
+def _read_box(read: TensorRead, spans: dict[int, Span]) -> Box:
+    """The box ``read`` touches, clipped to its tensor (empty where a bound crosses the other)."""
+    shape = constant_shape(read.tensor)
+    box = []
+    for index, extent in zip(read.indices, shape):
+        lo, hi = intervals.span(index, spans)
+        box.append((np.maximum(np.ceil(lo), 0.0), np.minimum(np.floor(hi), float(extent - 1))))
+    return box
+
+
+def _union(a: Box, b: Box) -> Box:
+    """The bounding box of two boxes (one empty on a tile: the other there)."""
+    def empty(box: Box) -> np.ndarray | bool:
+        out: np.ndarray | bool = False
+        for lo, hi in box:
+            out = out | (lo > hi)
+        return out
+
+    ea, eb = empty(a), empty(b)
+    if not np.any(ea) and not np.any(eb):
+        return [intervals.hull(x, y) for x, y in zip(a, b)]
+    return [intervals.hull((np.where(ea, ly, la), np.where(ea, hy, ha)), (np.where(eb, la, ly), np.where(eb, ha, hy)))
+            for (la, ha), (ly, hy) in zip(a, b)]
+
+
+def _region(tensor: Tensor, box: Box, counts: list[int]) -> Region:
+    lengths = [np.maximum(hi - lo + 1, 0.0) for lo, hi in box]
+    extents = tuple(int(length.max()) for length in lengths)
+    volume = 1
+    for e in extents:
+        volume *= e
+    return Region(tensor, extents, volume, _summed_over_tiles(lengths, counts), _size(tensor))
+
+
+def _summed_over_tiles(lengths: list[np.ndarray], counts: list[int]) -> int:
+    """Sum over every tile of the grid (``counts`` tiles per grid dimension) of the product of
+    ``lengths`` (each broadcast over the grid): per group of grid dimensions that lengths tie together,
+    the sum over that group's tiles; a grid dimension no length depends on multiplies by its count."""
+    groups: list[tuple[set[int], np.ndarray]] = []
+    for length in lengths:
+        dims = {d for d, n in enumerate(length.shape) if n > 1}
+        joined = [g for g in groups if g[0] & dims]
+        product = length
+        for g in joined:
+            dims |= g[0]
+            product = product * g[1]
+        if product.size > intervals.MAX_GRID:                  # bound it by its largest tile
+            product = np.array(float(product.max()) * float(np.prod([counts[d] for d in dims]))).reshape(
+                [1] * len(counts))
+            dims = set()
+        groups = [g for g in groups if not g[0] & dims] + [(dims, product)]
+    total = 1.0
+    free = set(range(len(counts)))
+    for dims, product in groups:
+        free -= dims
+        total *= float(product.sum())
+    for d in free:
+        total *= counts[d]
+    return int(round(total))
 
 
 def tile_regions(host: ComputeOp, tile: Sequence[int], computed_at_tile: Sequence[ComputeOp] = (),
-                 inlined: Collection[Operation] = (), reduce_tile: Sequence[int] | None = None
-                 ) -> dict[str, Region]:
-    """Regions touched per tile of ``host``, by tensor name.
+                 inlined: Collection[Operation] = (), reduce_tile: Sequence[int] | None = None,
+                 reads_of: Callable[[ComputeOp], Sequence[TensorRead]] | None = None) -> dict[str, Region]:
+    """Regions touched per tile of ``host``, by tensor name: per tile, the bounding box of what the tile's
+    instances read (interval arithmetic on the indices, evaluated for all tiles at once: see
+    :mod:`.intervals`; a data-dependent index touches its whole dimension, or what clamps it), clipped
+    at the tensor's borders, composed through the stages computed at the same tile.
 
     Parameters
     ----------
@@ -278,6 +286,8 @@ def tile_regions(host: ComputeOp, tile: Sequence[int], computed_at_tile: Sequenc
         Ops substituted into their readers.
     reduce_tile
         Tile extents of ``host``'s reduce axes (default: whole reductions inside each tile).
+    reads_of
+        The reads of an op with ``inlined`` expanded (default :func:`accesses`; callers pass a memo).
 
     Returns
     -------
@@ -290,35 +300,34 @@ def tile_regions(host: ComputeOp, tile: Sequence[int], computed_at_tile: Sequenc
     >>> regions = tile_regions(blur_y.op, (8, 512), computed_at_tile=[blur_x.op])
     >>> regions["blur_x"].extents, regions["blur_x"].redundancy     # (10, 512), 1.25
     """
-    touched: dict[int, isl.Map] = {}          # id(op of tensor) -> [tile] -> elements read
-    tensors: dict[int, Tensor] = {}
+    if len(tile) != len(host.axis):
+        raise ValueError(f"tile of {host.name}: {len(tile)} sizes for {len(host.axis)} axes")
+    if reduce_tile is not None and len(reduce_tile) != len(host.reduce_axis):
+        raise ValueError(f"reduce_tile of {host.name}: {len(reduce_tile)} sizes for {len(host.reduce_axis)} axes")
+    sizes = list(tile) + list(reduce_tile or ())
+    if any(int(s) < 1 for s in sizes):
+        raise ValueError(f"tile of {host.name}: sizes must be positive, got {list(sizes)}")
+    constant_shape(host.output(0))
+    listed = reads_of or (lambda op: accesses(op, inlined))
+    spans = _axis_spans(host, None, tile, reduce_tile, len(sizes))
+    counts = [int(np.size(spans[id(v)][0])) for v in _axes(host)[:len(sizes)]]
+    touched: dict[int, tuple[Tensor, Box]] = {}          # id(op of tensor) -> (tensor, box per tile)
     regions: dict[str, Region] = {}
-    instances = _tiled_instances(host, tile, reduce_tile)
     for k, op in enumerate([host] + list(computed_at_tile)):
         if k > 0:
             if id(op) not in touched:
                 raise ValueError(f"{op.name} is computed at the tile of {host.name} but no stage of the tile "
                                  "reads it (list consumers before producers)")
-            box = _boxed(touched.pop(id(op)).coalesce(), tensors.pop(id(op)))
-            regions[op.name] = _region(op.output(0), box)
-            instances = _instances_of(op, box)
-        for read in reads(op, inlined):
-            part = instances.apply_range(_access(op, read)).intersect_range(_tensor_set(read.tensor))
+            tensor, box = touched.pop(id(op))
+            regions[op.name] = _region(op.output(0), box, counts)
+            spans = _axis_spans(op, box, None, None, len(sizes))
+        for read in listed(op):
+            part = _read_box(read, spans)
             key = id(read.tensor.op)
-            touched[key] = touched[key].union(part) if key in touched else part
-            tensors[key] = read.tensor
-    for key, part in touched.items():
-        regions.setdefault(tensors[key].name, _region(tensors[key], _boxed(part.coalesce(), tensors[key])))
+            touched[key] = (read.tensor, _union(touched[key][1], part) if key in touched else part)
+    for tensor, box in touched.values():
+        regions.setdefault(tensor.name, _region(tensor, box, counts))
     return regions
-
-
-def _instances_of(op: ComputeOp, region: isl.Map) -> isl.Map:
-    """``[tile] -> op[instance]`` for the points of ``region`` (every reduce step of each point)."""
-    space, conds = _domain_text(op)
-    n = len(op.axis)
-    data = ", ".join(f"a{k}" for k in range(n))
-    to_point = isl.Map(f"{{ {space} -> [{data}] : {conds} }}")
-    return region.apply_range(to_point.reverse())
 
 
 def register_footprint(host: ComputeOp, tile: Sequence[int], inlined: Collection[Operation] = ()

@@ -17,6 +17,11 @@ relations and the schedule tree we check two things:
 
 A data-dependent index (a gather's read, a scatter's write) may touch any element along its dimension.
 
+Both checks stay linear in the pipeline: the order is checked per pair of statements a flow links, and a
+loop is checked only against the storages it does not privatise (a buffer allocated inside the loop has
+the loop's value among its coordinates, so no two iterations share an element); an injective write
+conflicts with itself only within one instance, so its self-pairs are not built.
+
 A violation raises :class:`~tesched.errors.ScheduleError` naming the stage, the loop, the element and two
 instances involved. This module reads the model and the tree; it changes neither.
 """
@@ -164,16 +169,69 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
     acc = Accesses(model)
     schedule = tree.schedule
     flow = acc.writes.apply_range(acc.reads.reverse()).subtract(_same_stage_updates(model))
-    time = schedule.get_map()
-    late = flow.subtract(time.lex_lt_union_map(time))
-    if not late.is_empty():
+    late = _late(flow, schedule.get_map())
+    if late is not None:
         src, sv, dst, dv = _example(late)
         raise ScheduleError(f"{describe(model, dst, dv)} would read a value before "
                             f"{describe(model, src, sv)} writes it: the schedule breaks a dependence")
-    conflicts = (acc.writes.apply_range(acc.reads.reverse())
-                 .union(acc.writes.apply_range(acc.writes.reverse())))
-    conflicts = conflicts.union(conflicts.reverse())
+    conflicts: dict[str, isl.UnionMap] = {}
+    writes, reads = _by_storage(acc.writes), _by_storage(acc.reads)
+    for tag, ws in writes.items():
+        pairs = isl.UnionMap.empty(model.context.get_space())
+        for i, a in enumerate(ws):
+            for b in ws[i:]:
+                if a is not b or not a.is_injective():   # an injective write meets itself only in one instance
+                    pairs = pairs.union(isl.UnionMap(a.apply_range(b.reverse())))
+            for r in reads.get(tag, []):
+                pairs = pairs.union(isl.UnionMap(a.apply_range(r.reverse())))
+        conflicts[tag] = pairs.union(pairs.reverse())
     _check_loops(model, tree, schedule.get_root(), conflicts)
+
+
+def _late(flow: isl.UnionMap, time: isl.UnionMap) -> isl.UnionMap | None:
+    """The pairs of ``flow`` (writer -> reader instances) the schedule ``time`` does not run in order, or
+    None; judged per pair of statements (the order between every two statements would be quadratic)."""
+    when: dict[str, isl.UnionMap] = {}
+
+    def add(m: isl.Map) -> None:
+        name = m.get_tuple_name(isl.dim_type.in_)
+        when[name] = when[name].union(isl.UnionMap(m)) if name in when else isl.UnionMap(m)
+
+    time.foreach_map(add)
+    found: list[isl.UnionMap] = []
+
+    def check(m: isl.Map) -> None:
+        if found:
+            return
+        src, dst = m.get_tuple_name(isl.dim_type.in_), m.get_tuple_name(isl.dim_type.out)
+        late = isl.UnionMap(m).subtract(when[src].lex_lt_union_map(when[dst]))
+        if not late.is_empty():
+            found.append(late)
+
+    flow.foreach_map(check)
+    return found[0] if found else None
+
+
+def _by_storage(accesses: isl.UnionMap) -> dict[str, list[isl.Map]]:
+    """The maps of ``accesses`` (one per statement) by the storage (tensor tag) they touch."""
+    out: dict[str, list[isl.Map]] = {}
+    accesses.foreach_map(lambda m: out.setdefault(m.get_tuple_name(isl.dim_type.out), []).append(m))
+    return out
+
+
+def _private_storage(model: PolyModel, stage: str, var: object) -> set[str]:
+    """The storages (tags) allocated inside loop ``var`` of ``stage``: each iteration of that loop has its
+    own copy (the loop's value is a coordinate of the storage), so no access to one of them conflicts
+    with an access in another iteration."""
+    owners = [sm for sm in model.stages if sm.name == stage]
+    if len(owners) != 1:                 # two stages of one name: no storage is taken for private
+        return set()
+    owner = owners[0]
+    level = next((k for k, v in enumerate(owner.leaves) if v is var), None)
+    if level is None:
+        return set()
+    return {sm.tag for sm in model.stages
+            if (owner, level) in [(s, t) for s, lv in sm.chain() for t in range(lv + 1)][:sm.store_len]}
 
 
 def _carried(band: isl.ScheduleNode, pairs: isl.UnionMap) -> bool:
@@ -206,7 +264,8 @@ def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
     return ""
 
 
-def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, conflicts: isl.UnionMap) -> None:
+def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode,
+                 conflicts: dict[str, isl.UnionMap]) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
@@ -214,7 +273,11 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode, c
                                            or ivdep):
             band = node.child(0)
             dom = band.get_domain()
-            local = conflicts.intersect_domain(dom).intersect_range(dom)
+            private = _private_storage(model, info.stage, info.var)
+            local = isl.UnionMap.empty(model.context.get_space())
+            for tag, pairs in conflicts.items():
+                if tag not in private:
+                    local = local.union(pairs.intersect_domain(dom).intersect_range(dom))
             if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
                 # innermost reduction loop: each lane keeps its own partial result

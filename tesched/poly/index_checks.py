@@ -4,19 +4,24 @@ The bounds check (:mod:`.bounds`) proves the affine dimensions of every read wit
 a data-dependent index (``A[I[i]]``, a lookup table at a computed value), at a non-affine one, or kept
 inside only by a data-dependent condition, is left in ``model.unproven``. Before such a read becomes a
 load, :func:`checked_body` tries once more with interval arithmetic (``clamp(x, 0, 255)``, a ``uint8``
-value, ``x % 16``, an axis's range all bound an index without isl), and wraps what remains unproven in an
+value, ``x % 16``, an axis's range, a float clamped then scaled and converted, ``int32(clamp(v, 0.0, 1.0) *
+10.0 + 0.5)``, all bound an index without isl; such a float-derived index is still clamped, for NaN), and
+wraps what remains unproven in an
 :class:`~tesched.ir.nodes.CheckedIndex`: the kernel compares it with the extent and, outside, reports the
 read (tensor, stage, index, dimension, shape), which the caller raises as
 :class:`~tesched.errors.BoundsError`. This module changes no loop and knows nothing of C.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from tesched.ir.nodes import CheckedIndex
+from tesched.poly import intervals
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
 from tesched.te.tensor import IterVar, TensorRead
-from tesched.te.visit import rewrite
+from tesched.te.visit import collect, rewrite
 
 Interval = tuple[int, int]
 
@@ -45,6 +50,8 @@ def index_range(e: Expr) -> Interval | None:
         return _dtype_range(e.dtype)
     if isinstance(e, Var):
         return None
+    if isinstance(e, Cast) and dt.is_float(e.value.dtype):
+        return _float_cast_range(e)
     if isinstance(e, Cast):
         inner = index_range(e.value) if dt.is_int(e.value.dtype) else None
         low, high = _dtype_range(e.dtype)
@@ -55,6 +62,18 @@ def index_range(e: Expr) -> Interval | None:
     if isinstance(e, Binary):
         return _binary_range(e)
     return None
+
+
+def _float_cast_range(e: Cast) -> Interval:
+    """The range of a floating value converted to an integer: interval arithmetic through the float
+    expression (``clamp``, scaling, rounding, with rounding errors), loops at their ranges; outside the
+    type, the type's range."""
+    leaves: dict[int, intervals.Span] = {}
+    for v in collect(e.value, IterVar):
+        if v.dom is not None and isinstance(v.dom.min, int) and isinstance(v.dom.extent, int):
+            leaves[id(v)] = (np.array(float(v.dom.min)), np.array(float(v.dom.min + v.dom.extent - 1)))
+    lo, hi = intervals.span(e, leaves)
+    return int(lo), int(hi)
 
 
 def _dtype_range(dtype: str) -> Interval:
@@ -103,10 +122,21 @@ def checked_body(model: PolyModel, sm: StageModel, body: Expr) -> Expr:
             proven = span is not None and isinstance(extent, int) and 0 <= span[0] and span[1] < extent
             if k in dims and not proven:
                 index = CheckedIndex(index, extent, _message(sm, e, k))
+            elif k in dims and any(dt.is_float(c.value.dtype) for c in collect(index, Cast)):
+                index = _nan_safe(index, extent)
             indices.append(index)
         return TensorRead(e.tensor, tuple(indices))
 
     return rewrite(body, visit) if model.unproven else body
+
+
+def _nan_safe(index: Expr, extent: int) -> Expr:
+    """``index``, proved in ``[0, extent)`` for every number its float part can hold, clamped there anyway:
+    a NaN converted to an integer is undefined in C (x86 gives the type's minimum), so a NaN pixel reads
+    an edge element instead of memory outside the tensor. Two integer operations, no branch: the loop
+    still vectorizes."""
+    low, high = Const(0, index.dtype), Const(extent - 1, index.dtype)
+    return Binary("min", Binary("max", index, low, index.dtype), high, index.dtype)
 
 
 def _message(sm: StageModel, read: TensorRead, dim: int) -> str:

@@ -22,6 +22,8 @@ from tesched.te.reducer import builtin
 
 FLOAT_FUNCTIONS = ("exp", "log", "log2", "log1p", "erf", "sqrt", "tanh", "sigmoid", "floor", "ceil", "rint", "trunc",
                    "pow", "fmod", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "atan2")
+PURE_CALLS = frozenset(FLOAT_FUNCTIONS + ("abs", "popcount", "count_leading_zeros", "count_trailing_zeros"))
+"""The calls this module builds: pure math of their arguments (no memory, no side effect)."""
 
 
 def _unary_float(name: str, x: object) -> Expr:

@@ -3,6 +3,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import tesched as ts
+from tesched.recipes import image_apps
 
 
 def data(*shape, seed=0):
@@ -126,3 +127,57 @@ def pipelines(draw, heights=st.integers(3, 12), widths=st.integers(3, 20), lengt
             a = step(a)
         return a
     return A, t, ref
+
+
+def interpolate_reference(a, levels):
+    """NumPy version of :func:`tesched.recipes.pyramid.interpolate` (float64)."""
+    def down(p):
+        h, w = p.shape
+        ch, cw = max(h >> 1, 1), max(w >> 1, 1)
+        x = np.arange(cw)
+        dx = (p[:, np.maximum(2 * x - 1, 0)] + 2 * p[:, np.minimum(2 * x, w - 1)] + p[:, np.minimum(2 * x + 1, w - 1)]) / 4
+        y = np.arange(ch)
+        return (dx[np.maximum(2 * y - 1, 0)] + 2 * dx[np.minimum(2 * y, h - 1)] + dx[np.minimum(2 * y + 1, h - 1)]) / 4
+
+    def up(c, shape):
+        (ch, cw), (h, w) = c.shape, shape
+        x, y = np.arange(w), np.arange(h)
+        ux = (c[:, np.minimum(x // 2, cw - 1)] + c[:, np.minimum((x + 1) // 2, cw - 1)]) / 2
+        return (ux[np.minimum(y // 2, ch - 1)] + ux[np.minimum((y + 1) // 2, ch - 1)]) / 2
+
+    pyramid = [a]
+    for _ in range(1, levels):
+        pyramid.append(down(pyramid[-1]))
+    out = pyramid[-1]
+    for level in reversed(pyramid[:-1]):
+        out = level * 0.5 + up(out, level.shape) * 0.5
+    return out
+
+
+def lut_curve(h=24, w=40):
+    """:func:`tesched.recipes.image_apps.tone_curve` with its NumPy reference."""
+    inputs, out = image_apps.tone_curve(h, w)
+
+    def reference(a):
+        table = (np.arange(256, dtype=np.float64) / 255.0) ** (1 / 2.2)
+        g = (a.astype(np.float32) * np.float32(0.8) + np.float32(0.1)).astype(np.float32)
+        return table[(np.clip(g, 0, 1) * np.float32(255.0) + np.float32(0.5)).astype(np.int32)]
+    return inputs, [out], reference
+
+
+def bilateral_slice(h=32, w=40, cell=8, depth=8):
+    """:func:`tesched.recipes.image_apps.bilateral_slice` with its NumPy reference."""
+    inputs, out = image_apps.bilateral_slice(h, w, cell, depth)
+    gw = w // cell + 1
+
+    def reference(a, g):
+        z = np.arange(depth)
+        b = g[:, :, np.maximum(z - 1, 0)] + 2 * g + g[:, :, np.minimum(z + 1, depth - 1)]
+        x = np.arange(gw)
+        b = b[:, np.maximum(x - 1, 0)] + 2 * b + b[:, np.minimum(x + 1, gw - 1)]
+        v = np.clip(a.astype(np.float32), 0, 1) * np.float32(depth - 1)
+        zi = v.astype(np.int32)
+        zf = v - zi
+        ys, xs = np.meshgrid(np.arange(h) // cell, np.arange(w) // cell, indexing="ij")
+        return b[ys, xs, zi] * (1 - zf) + b[ys, xs, np.minimum(zi + 1, depth - 1)] * zf
+    return inputs, [out], reference

@@ -1,6 +1,8 @@
 """Tests of auto_schedule and explain_schedule: every schedule it emits is legal and computes what the
 pipeline declares (checked against NumPy), its decisions come with reasons, and stages it cannot model
 keep the user's schedule."""
+import importlib
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,7 +11,11 @@ from hypothesis import strategies as st
 import tesched as ts
 import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
-from tests.autoschedule.helpers import blur, data, histogram, histogram_grid, matmul_relu, pipelines, run, softmax_matmul
+from tesched.poly import analysis
+from tesched.recipes import image_apps
+from tesched.recipes.pyramid import interpolate
+from tests.autoschedule.helpers import (bilateral_slice, blur, data, histogram, histogram_grid, interpolate_reference,
+                                        lut_curve, matmul_relu, pipelines, run, softmax_matmul)
 from targets import AVX512, pinned
 
 
@@ -110,6 +116,7 @@ static void dot8(const float *a, int64_t sa, const float *b, int64_t sb, float *
     assert result is s
     text = ts.explain_schedule(s)
     assert "Z: kept as scheduled" in text and "it is tensorized" in text
+    assert text.splitlines()[1:3] == ["left as declared: 1 stage(s):", "    - Z: kept as scheduled: it is tensorized"]
     assert "P: stored whole" in text and "read by a stage kept as scheduled" in text
     xa, ya = data(16, 8), data(16, 8, seed=1)
     out = ts.build(s, [X, Y, O])(xa, ya)
@@ -140,7 +147,7 @@ def test_random_pipelines_stay_correct(pipeline):
     np.testing.assert_allclose(got, ref(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
 
 
-def test_scatters_are_kept_gathers_and_scans_are_scheduled(rand):
+def test_small_scatters_stay_serial_gathers_and_scans_are_scheduled(rand):
     img = ts.placeholder((12, 9), "int32", name="img")
     ry, rx = ts.reduce_axis((0, 12), name="ry"), ts.reduce_axis((0, 9), name="rx")
     hist = ts.scatter_add((8,), img[ry, rx], 1.0, [ry, rx], name="hist")
@@ -148,7 +155,8 @@ def test_scatters_are_kept_gathers_and_scans_are_scheduled(rand):
     P = ts.compute((8,), lambda i: A[i] * 2.0, name="P")
     out = ts.compute((8,), lambda i: hist[i] + P[(i * 3) % 8], name="out")
     s = ts.auto_schedule(out)
-    assert "hist: kept as scheduled\n    - kept as scheduled: it is a scatter" in ts.explain_schedule(s)
+    assert "hist: stored whole\n    - a scatter of 108 points into 8 elements: stored whole\n    - serial" in \
+        ts.explain_schedule(s)
     image, a = rand((12, 9), "int32", 0, 7), rand((8,))
     expected = np.bincount(image.ravel(), minlength=8) + 2 * a[(np.arange(8) * 3) % 8]
     np.testing.assert_allclose(ts.build(s, [img, A, out])(image, a), expected, rtol=1e-6)
@@ -182,3 +190,100 @@ def test_large_matmul_packs_its_strided_panel():
     _, outputs, _ = matmul_relu(1024, 1024, 1024)
     text = ts.explain_schedule(ts.auto_schedule(outputs))
     assert "packed panel" in text and "pack B (1024x" in text
+
+
+@pytest.mark.parametrize("levels, shape", [(10, (64, 48)), (4, (40, 72))])
+def test_pyramid_decides_with_work_bounded_by_its_stages(levels, shape, monkeypatch):
+    """A deep pyramid (46 stages at 10 levels) is decided with a number of tile-region computations and
+    of read boxes linear in its stages (each a fixed number of NumPy interval operations), and its
+    schedule computes the reference."""
+    work = {"regions": 0, "boxes": 0}
+
+    def counted(name, fn):
+        def call(*args, **kwargs):
+            work[name] += 1
+            return fn(*args, **kwargs)
+        return call
+
+    state = importlib.import_module("tesched.autoschedule.state")
+    monkeypatch.setattr(state, "tile_regions", counted("regions", analysis.tile_regions))
+    monkeypatch.setattr(analysis, "_read_box", counted("boxes", analysis._read_box))
+    A = ts.placeholder(shape, name="A")
+    out = interpolate(A, levels)
+    s = ts.auto_schedule(out)
+    stages = len(s.stages)
+    assert 0 < work["regions"] <= 4 * stages and work["boxes"] <= 20 * stages, work
+    text = ts.explain_schedule(s)
+    assert "vectorized" in text
+    a = data(*shape)
+    np.testing.assert_allclose(ts.build(s, [A, out])(a), interpolate_reference(a.astype(np.float64), levels),
+                               rtol=1e-5, atol=1e-5)
+
+
+def test_a_lookup_table_with_pow_and_its_gather_are_scheduled():
+    inputs, outputs, reference = lut_curve(24, 40)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert "left as declared: 0 stage(s)" in text and "kept as scheduled" not in text, text
+    assert "curve: stored whole, tiles [256], vectorized" in text and "toned: stored whole" in text
+    gray = (np.arange(24 * 40, dtype=np.float64).reshape(24, 40) % 300 - 20.25) / 255.0     # away from .5 ties
+    img = ((gray - 0.1) / 0.8).astype(np.float32)
+    got, = run(ts.build(s, inputs + outputs), inputs, outputs, [img])
+    np.testing.assert_allclose(got, reference(img), rtol=1e-5, atol=1e-6)
+
+
+def test_a_bilateral_grid_slice_is_tiled_around_its_gather():
+    inputs, outputs, reference = bilateral_slice(48, 40)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert "left as declared: 0 stage(s)" in text and "rejected" not in text, text
+    assert "blurx: computed at outer loop" in text and "slice: stored whole, tiles" in text
+    assert "vectorized" in text.split("slice:")[1]
+    rng = np.random.default_rng(3)
+    img = rng.uniform(-0.2, 1.2, (48, 40)).astype(np.float32)
+    grid = rng.uniform(0, 1, (7, 6, 8)).astype(np.float32)
+    got, = run(ts.build(s, inputs + outputs), inputs, outputs, [img, grid])
+    np.testing.assert_allclose(got, reference(img, grid), rtol=1e-5, atol=1e-5)
+
+
+def test_a_refused_plan_is_repaired_at_the_stage_the_check_names(monkeypatch):
+    """The legality check's error names a stage: that stage alone is stored whole, the others keep their
+    decisions, and explain_schedule lists it first with the reason."""
+    inputs, outputs, reference = blur(20, 24)
+    good = ts.explain_schedule(ts.auto_schedule(outputs))
+    assert "left as declared: 0 stage(s)" in good.splitlines()[1]
+    auto = importlib.import_module("tesched.autoschedule.auto")
+    real = auto.apply_plan
+    refused = []
+
+    def refuse_bx_once(sch, plan):
+        real(sch, plan)
+        if not refused and plan.by_index()[1].placement == "at":
+            refused.append(True)
+            raise ts.ScheduleError("stage bx is computed at a tile of by, but by has no outer loop (tile [])")
+
+    monkeypatch.setattr(auto, "apply_plan", refuse_bx_once)
+    s = ts.auto_schedule(outputs)
+    text = ts.explain_schedule(s)
+    assert text.splitlines()[1] == "left as declared: 1 stage(s):"
+    assert text.splitlines()[2].startswith("    - bx: simplified: the schedule first chosen failed")
+    assert "by: stored whole, tiles" in text and "rejected by the dependence check" in text
+    a = data(22, 26)
+    np.testing.assert_allclose(ts.build(s, inputs + outputs)(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("bins, how", [(32, "2 private copies"), (1 << 15, "atomic updates")])
+def test_histograms_scatter_in_parallel_into_private_copies_or_atomically(bins, how):
+    """A weighted histogram of a computed bin: the bin is computed whole in vectorized loops, the scatter's
+    first loop runs on both threads, into one copy of the histogram each when it is small, else atomically."""
+    n = 512
+    (img,), hist = image_apps.histogram(n, n, bins)
+    two = Machine(vector_bytes=32, threads=2, registers=16, l1_bytes=32 << 10, l2_bytes=1 << 20, l3_bytes=8 << 20)
+    s = ts.auto_schedule(hist, target=two)
+    text = ts.explain_schedule(s)
+    assert f"hist: stored whole, {how}" in text and "bin: stored whole, tiles [1, 512], parallel x1, vectorized" in text
+    assert "(a scatter's loops stay scalar" in text
+    a = np.random.default_rng(2).uniform(-0.1, 1.1, (n, n)).astype(np.float32)
+    index = (np.clip(a, 0, 1) * np.float32(bins - 1) + np.float32(0.5)).astype(np.int32)
+    np.testing.assert_allclose(ts.build(s, [img, hist])(a), np.bincount(index.ravel(), weights=a.ravel(),
+                               minlength=bins), rtol=1e-4, atol=1e-3)

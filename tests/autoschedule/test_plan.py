@@ -68,3 +68,20 @@ def test_store_levels_that_do_not_fit():
                    StagePlan(2, "by", "root", tile=(1, 20), band=(8, 20))))
     with pytest.raises(ValueError, match="store_level 1 is inside the loop it is computed at"):
         apply_plan(ts.create_schedule(outputs[0].op), inside)
+
+
+def test_scatter_plans_round_trip_and_refuse_what_does_not_fit():
+    img = ts.placeholder((8, 6), "int32", name="img")
+    ry, rx = ts.reduce_axis((0, 8), name="ry"), ts.reduce_axis((0, 6), name="rx")
+    hist = ts.scatter_add((4,), img[ry, rx], 1.0, [ry, rx], name="hist")
+    plan = Plan((StagePlan(1, "hist", "root", scatter="private", copies=4),))
+    assert Plan.from_json(json.loads(json.dumps(plan.to_json()))).key() == plan.key()
+    s = apply_plan(ts.create_schedule(hist.op), plan)
+    a = np.random.default_rng(0).integers(0, 4, (8, 6)).astype(np.int32)
+    np.testing.assert_allclose(ts.build(s, [img, hist])(a), np.bincount(a.ravel(), minlength=4))
+    with pytest.raises(ValueError, match="scatter 'many' with 0 copies is not one of"):
+        StagePlan(1, "hist", "root", scatter="many")
+    with pytest.raises(ValueError, match="private: at least 2 copies"):
+        StagePlan(1, "hist", "root", scatter="private", copies=1)
+    with pytest.raises(ValueError, match="scatter 'atomic' needs a root scatter stage"):
+        apply_plan(ts.create_schedule(hist.op), Plan((StagePlan(0, "img", "root", scatter="atomic"),)))

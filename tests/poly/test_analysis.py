@@ -1,5 +1,6 @@
 """Tests of tesched.poly.analysis: reads with strides, tile regions (extents, exact computed points with
-halos and clipped borders, checked by brute force), register footprints, and what it refuses."""
+halos, clipped borders and pyramid accesses, checked by brute force; gathers), register footprints, and
+what it refuses."""
 import itertools
 
 import numpy as np
@@ -80,18 +81,54 @@ def test_producer_must_be_read_by_the_tile():
         an.tile_regions(by.op, (2, 4), [other.op])
 
 
-def test_symbolic_and_non_affine_are_not_modelable():
+def test_symbolic_sizes_are_not_modelable():
     n = ts.var("n")
     A = ts.placeholder((n,), name="A")
     B = ts.compute((n,), lambda i: A[i] + 1.0, name="B")
     with pytest.raises(an.NotModelable, match="symbolic"):
         an.tile_regions(B.op, (4,))
+
+
+def test_gather_touches_its_whole_dimension_or_what_clamps_it():
     idx = ts.placeholder((8,), dtype="int32", name="idx")
-    C = ts.placeholder((8,), name="C")
-    G = ts.compute((8,), lambda i: C[idx[i]], name="G")
-    with pytest.raises(an.NotModelable, match="stage G reads at a non-affine index"):
-        an.tile_regions(G.op, (4,))
-    assert [r.strides for r in an.reads(G.op) if r.tensor.name == "C"] == [(None,)]
+    C = ts.placeholder((8, 6), name="C")
+    G = ts.compute((8, 6), lambda i, j: C[idx[i], j], name="G")
+    regions = an.tile_regions(G.op, (4, 2))
+    assert regions["C"].extents == (8, 2) and regions["idx"].extents == (4,)
+    assert regions["C"].computed == 2 * 3 * 8 * 2          # every tile: all 8 rows of its 2 columns
+    assert [r.strides for r in an.reads(G.op) if r.tensor.name == "C"] == [(None, 1)]
+    V = ts.placeholder((8, 6), name="V")
+    lut = ts.compute((8, 6), lambda i, j: C[ts.cast("int32", ts.clamp(V[i, j], 0.0, 1.0) * 4.0 + 0.5), j], name="lut")
+    assert an.tile_regions(lut.op, (8, 6))["C"].extents == (5, 6)     # rows 0..4: the clamp bounds it
+
+
+def pyramid_step(n, up):
+    """A 2x downsampling ([1 2 1] at 2x) or upsampling (x // 2, (x + 1) // 2) of a computed level."""
+    A = ts.placeholder((2 * n + 3,), name="A")
+    P = ts.compute((2 * n + 3,), lambda x: A[x] * 2.0, name="P")
+    if up:
+        m = 2 * (2 * n + 3)
+        out = ts.compute((m,), lambda x: P[ts.min(x // 2, 2 * n + 2)] + P[ts.min((x + 1) // 2, 2 * n + 2)],
+                         name="out")
+    else:
+        out = ts.compute((n + 1,), lambda x: P[ts.max(2 * x - 1, 0)] + P[2 * x] + P[2 * x + 1], name="out")
+    return P, out
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 20), size=st.integers(1, 9), up=st.booleans())
+def test_pyramid_regions_are_exact(n, size, up):
+    P, out = pyramid_step(n, up)
+    extent = int(out.shape[0])
+    boxes = []
+    for start in range(0, extent, size):
+        xs = range(start, min(start + size, extent))
+        touched = ([min(x // 2, 2 * n + 2) for x in xs] + [min((x + 1) // 2, 2 * n + 2) for x in xs] if up else
+                   [i for x in xs for i in (max(2 * x - 1, 0), 2 * x, 2 * x + 1)])
+        boxes.append(max(touched) - min(touched) + 1)
+    region = an.tile_regions(out.op, (size,), [P.op])["P"]
+    assert region.extents == (max(boxes),) and region.computed == sum(boxes)
+    assert an.tile_regions(out.op, (size,), [P.op])["A"].computed == sum(boxes)
 
 
 def test_bad_tile_arguments():

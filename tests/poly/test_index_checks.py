@@ -178,3 +178,27 @@ def test_the_affine_part_of_a_data_dependent_condition_proves_what_it_can(rand, 
         c[0] = 1.0
         with pytest.raises(ts.BoundsError, match=r"A\[i - 1\]"):
             f(a, c)
+
+
+def test_a_float_clamped_scaled_and_converted_index_is_proved_and_nan_safe():
+    V = ts.placeholder((6, 16), name="V")
+    T = ts.placeholder((11,), name="T")
+    out = ts.compute((6, 16), lambda y, x: T[ts.cast("int32", ts.clamp(V[y, x], 0.0, 1.0) * 10.0 + 0.5)], name="out")
+    unclamped = ts.compute((6, 16), lambda y, x: T[ts.cast("int32", V[y, x] * 10.0)], name="unclamped")
+    s = ts.create_schedule(out.op)
+    s[out].vectorize(out.op.axis[1])
+    text = str(ts.lower(s, [V, T, out]))
+    assert "checked(" not in text and "min(max(int32(" in text     # proved; clamped only against NaN
+    assert "checked(" in str(ts.lower(ts.create_schedule(unclamped.op), [V, T, unclamped]))
+    f = ts.build(s, [V, T, out])
+    v = np.random.default_rng(1).uniform(-0.5, 1.5, (6, 16)).astype(np.float32)
+    v[0, :4] = [np.nan, np.inf, -np.inf, 0.5]
+    table = np.arange(11, dtype=np.float32) * 3.0
+    got = f(v, table)
+    index = (np.clip(np.nan_to_num(v, nan=0.0), 0, 1) * np.float32(10) + np.float32(0.5)).astype(np.int32)
+    np.testing.assert_array_equal(got[:, 4:], table[index][:, 4:])
+    assert got[0, 1] == table[10] and got[0, 2] == table[0] and got[0, 3] == table[5]
+    assert got[0, 0] in (table[0], table[10])                         # NaN: an edge, never outside
+    g = ts.build(ts.create_schedule(unclamped.op), [V, T, unclamped])
+    with pytest.raises(ts.BoundsError, match="T is accessed out of bounds by stage unclamped"):
+        g(v, table)
