@@ -17,6 +17,7 @@ from tesched.frontend import convert_arith as arith
 from tesched.frontend import convert_attention as attention
 from tesched.frontend import convert_logic as logic
 from tesched.frontend import convert_nn as nn
+from tesched.frontend import convert_norm as norm
 from tesched.frontend import convert_rnn as rnn
 from tesched.frontend import convert_shape as shape
 from tesched.frontend.call import AtenCall
@@ -75,7 +76,7 @@ CONVERTERS: dict[str, Converter] = {
     "aten.lstm.input": rnn.lstm, "aten.gru.input": rnn.gru,
     "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
     "aten.bmm.default": attention.bmm,
-    **logic.CONVERTERS,
+    **logic.CONVERTERS, **norm.CONVERTERS,
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"
@@ -86,8 +87,6 @@ REJECTED: dict[str, tuple[str, str]] = {
     "aten._native_batch_norm_legit_functional.default": (("batch norm in training mode (batch statistics, running "
                                                          "statistics updated)"), _EVAL),
     "aten._native_batch_norm_legit.default": ("batch norm in training mode (batch statistics)", _EVAL),
-    "aten._native_batch_norm_legit.no_stats": ("batch norm without running statistics (batch statistics)",
-                                               "track_running_stats=True and " + _EVAL),
     "aten.native_dropout.default": ("dropout in training mode (random)", "model.eval() before importing"),
     **{f"aten.{name}.default": ("random numbers", "random tensors made outside the model and passed as inputs")
        for name in ("rand", "randn", "rand_like", "randn_like", "randint", "normal", "uniform", "bernoulli")},
