@@ -16,6 +16,7 @@ from tesched import graph as G
 from tesched.frontend import convert_arith as arith
 from tesched.frontend import convert_attention as attention
 from tesched.frontend import convert_logic as logic
+from tesched.frontend import convert_lookup as lookup
 from tesched.frontend import convert_nn as nn
 from tesched.frontend import convert_norm as norm
 from tesched.frontend import convert_rnn as rnn
@@ -76,7 +77,7 @@ CONVERTERS: dict[str, Converter] = {
     "aten.lstm.input": rnn.lstm, "aten.gru.input": rnn.gru,
     "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
     "aten.bmm.default": attention.bmm,
-    **logic.CONVERTERS, **norm.CONVERTERS,
+    **logic.CONVERTERS, **norm.CONVERTERS, **lookup.CONVERTERS,
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"
