@@ -2,10 +2,14 @@
 operands with broadcasting, ``q @ k.transpose(-2, -1)``, ``baddbmm`` and ``einsum`` (which decompose to
 bmm), ``nn.MultiheadAttention`` without a mask (batch first and not) and with a key padding mask and an
 attention mask, ``scaled_dot_product_attention`` without a mask, with a bool and an additive float mask,
-causal and with a scale, a ``TransformerEncoderLayer``, and a Linear over a 3-D tensor."""
+causal and with a scale, a ``TransformerEncoderLayer``, and a Linear over a 3-D tensor; the attentions
+become one fused ``nn.attention``."""
 import pytest
 
-from .helpers import Case, Lambda, check_case, rand, torch
+from tesched import graph as G
+from tesched.frontend import from_exported_program
+
+from .helpers import Case, Lambda, check_case, exported, rand, torch
 
 nn = torch.nn
 
@@ -75,3 +79,10 @@ def test_matches_pytorch(case):
 def test_compiled(index):
     text = str(check_case(CASES[index], build=True))
     assert "nn.batch_matmul" in text
+
+
+@pytest.mark.parametrize("index", [2, 6, 7, 8], ids=["scores", "sdpa", "masked_mha", "encoder_layer"])
+def test_attention_becomes_one_fused_op(index):
+    _, program, _ = exported(CASES[index])
+    optimized = str(G.optimize(from_exported_program(program)))
+    assert "nn.attention(" in optimized and "nn.softmax(" not in optimized
