@@ -35,7 +35,8 @@ def exp_nonpositive(x: Expr) -> Expr:
     vectorized loop keeps it in SIMD code (a call of ``expf`` runs one lane at a time). ``x = -m ln 2 + r``
     with ``m = round(-x / ln 2)`` and ``|r| <= ln 2 / 2``; ``exp(r)`` by its Taylor polynomial of degree 7
     (error below 2e-8 there) and ``2**-m`` as a product over the bits of ``m``. ``x`` below -87 counts as
-    -87 (a result under ``2**-125``, where the softmax weights it serves are below float32's resolution)."""
+    -87 (a result under ``2**-125``, where the softmax weights it serves are below float32's resolution);
+    a NaN gives NaN."""
     clamped = ts.maximum(x, EXP_FLOOR)
     m = (clamped * -1.4426950408889634 + 0.5).astype("int32")       # truncation of a non-negative: a floor
     mf = m.astype("float32")
@@ -45,7 +46,7 @@ def exp_nonpositive(x: Expr) -> Expr:
         value = value * r + 1.0 / math.factorial(k)
     for bit in range(7):                                             # m <= 126
         value = value * ts.select(((m >> bit) & 1) != 0, 2.0 ** -(2 ** bit), 1.0)
-    return value
+    return ts.select(x == x, value, x)                               # a NaN stays NaN
 
 
 def attention(q: Tensor, kt: Tensor, v: Tensor, bias: Tensor | None = None, scale: float = 1.0) -> Tensor:

@@ -34,15 +34,17 @@ def test_attention_matches_numpy(rand, bias_shape):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_exp_nonpositive_matches_numpy_to_float32_precision():
-    x = ts.placeholder((4096,), name="x")
+def test_exp_nonpositive_matches_numpy_to_float32_precision_and_keeps_nan():
+    x = ts.placeholder((4097,), name="x")
     e = ts.compute(x.shape, lambda i: exp_nonpositive(x[i]), name="e")
     s = ts.create_schedule(e.op)
     s[e].vectorize(e.op.axis[0])
     f = ts.build(s, [x, e], name="exp_nonpositive")
-    xa = -np.concatenate([np.linspace(0, 1, 2048), np.geomspace(1, 86, 2048)]).astype(np.float32)
+    xa = -np.concatenate([np.linspace(0, 1, 2048), np.geomspace(1, 86, 2048), [np.nan]]).astype(np.float32)
     assert "expf" not in f.c_source
-    np.testing.assert_allclose(f(xa), np.exp(xa.astype(np.float64)), rtol=5e-7, atol=0)
+    got = f(xa)
+    np.testing.assert_allclose(got[:-1], np.exp(xa[:-1].astype(np.float64)), rtol=5e-7, atol=0)
+    assert np.isnan(got[-1])
 
 
 def test_shapes_are_checked():

@@ -61,12 +61,16 @@ def _keeps_rows(node: Call) -> bool:
     return len(before) >= 2 and len(after) >= 2 and before[-2:] == after[-2:]
 
 
-def _unguarded(node: Expr, counts: dict[int, int]) -> tuple[Expr, Expr | None]:
-    """``(softmax, logits guarded)`` under ``where(not any(logits != -inf), 0, softmax)``, else ``(node, None)``."""
+def _unguarded(node: Expr) -> tuple[Expr, Expr | None]:
+    """``(softmax, logits guarded)`` under ``where(not any(logits != -inf, -1), 0, softmax)``, else
+    ``(node, None)``."""
     if not (_op(node, "where") and _scalar(node.args[1]) == 0.0 and _op(node.args[2], "nn.softmax")):
         return node, None
     cond = node.args[0]
-    if not (_op(cond, "logical_not") and _op(cond.args[0], "any")):
+    if not (_op(cond, "logical_not") and _op(cond.args[0], "any") and cond.args[0].attrs["keepdims"]):
+        return node, None
+    ndim, axis = node.tensor_type.ndim, cond.args[0].attrs["axis"]
+    if [a % ndim for a in ([axis] if isinstance(axis, int) else axis or [])] != [ndim - 1]:
         return node, None
     inner = cond.args[0].args[0]
     if _op(inner, "logical_not"):
@@ -78,10 +82,12 @@ def _unguarded(node: Expr, counts: dict[int, int]) -> tuple[Expr, Expr | None]:
 
 def _match(pv: Call, counts: dict[int, int]) -> _Match | None:
     weights, v = pv.args
+    if pv.tensor_type.dtype != "float32":                  # the kernel's exponential is float32's
+        return None
     node = weights
     while _op(node, "reshape") and _keeps_rows(node) and counts[id(node)] == 1:
         node = node.args[0]
-    softmax, guarded = _unguarded(node, counts)
+    softmax, guarded = _unguarded(node)
     if softmax is not node and counts[id(node)] != 1:
         return None
     if not _op(softmax, "nn.softmax") or counts[id(softmax)] != 1 or \
