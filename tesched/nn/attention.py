@@ -1,6 +1,8 @@
 """Fused attention: ``attention(q, kt, v, bias, scale)[b, i, j] = sum_n softmax_n(scale * q[b, i] . kt[b, :, n]
 + bias[b, i, n]) * v[b, n, j]`` in one kernel, for ``q`` ``(B, M, D)``, ``kt`` the keys transposed ``(B, D, N)``,
 ``v`` ``(B, N, Dv)`` and an optional additive ``bias`` broadcast to ``(B, M, N)`` (``-inf`` masks a key out).
+``causal=c`` masks out the keys ``n > i + c`` of query ``i`` by comparing indices (``c = 0``: PyTorch's
+``is_causal``), so a causal mask costs no ``M x N`` tensor.
 
 A row whose keys are all masked out gives zeros (as PyTorch's decomposed ``scaled_dot_product_attention``
 does). The default schedule computes one query row at a time inside the output's loop over rows (parallel
@@ -49,7 +51,8 @@ def exp_nonpositive(x: Expr) -> Expr:
     return ts.select(x == x, value, x)                               # a NaN stays NaN
 
 
-def attention(q: Tensor, kt: Tensor, v: Tensor, bias: Tensor | None = None, scale: float = 1.0) -> Tensor:
+def attention(q: Tensor, kt: Tensor, v: Tensor, bias: Tensor | None = None, scale: float = 1.0,
+              causal: int | None = None) -> Tensor:
     """Softmax attention of ``q`` over keys ``kt`` (transposed) and values ``v``; see the module doc."""
     if q.ndim != 3 or kt.ndim != 3 or v.ndim != 3:
         raise ValueError(f"attention: q, kt and v must be 3-D, got {q.shape}, {kt.shape} and {v.shape}")
@@ -67,7 +70,9 @@ def attention(q: Tensor, kt: Tensor, v: Tensor, bias: Tensor | None = None, scal
 
     def logit(b, i, n):
         value = scores[b, i, n] * scale
-        return value + broadcast_read(bias, (b, i, n)) if bias is not None else value
+        if bias is not None:
+            value = value + broadcast_read(bias, (b, i, n))
+        return value if causal is None else ts.select(n <= i + causal, value, float("-inf"))
 
     n1 = ts.reduce_axis((0, keys), "n")
     biggest = compute((batch, rows), lambda b, i: ts.max(logit(b, i, n1), axis=n1), name="attention_max",

@@ -6,7 +6,9 @@ Also looked through: the guard PyTorch's decomposed ``scaled_dot_product_attenti
 softmax, ``where(not any(logits != -inf), 0, softmax)``, which zeroes a row masked out whole, as
 ``nn.attention`` does anyway. Every value of the chain must feed only the chain (attention weights also
 returned to the caller leave the graph as it is). Without the guard, a row whose logits are all ``-inf``
-gives zeros after the rewrite where PyTorch's plain softmax gives NaN.
+gives zeros after the rewrite where PyTorch's plain softmax gives NaN. A constant causal mask (0 up to the
+diagonal ``n <= i + c``, ``-inf`` after it: what ``is_causal=True`` folds to) becomes the op's ``causal=c``,
+so no ``M x N`` constant is kept.
 """
 from __future__ import annotations
 
@@ -133,6 +135,20 @@ def _batched_bias(bias: Expr, factor: float, shape: tuple[int, ...], batch: int)
     return bias if factor == 1.0 else multiply(bias, factor)
 
 
+def causal_offset(bias: Expr, factor: float) -> int | None:
+    """``c`` when ``factor * bias`` is the constant causal mask of offset ``c``: 0 where key ``n <= i + c``
+    (query ``i``), ``-inf`` elsewhere, over the whole last two axes (leading axes of one element)."""
+    if not isinstance(bias, Constant) or factor <= 0 or bias.data.ndim < 2 or bias.data.size != \
+            bias.data.shape[-1] * bias.data.shape[-2]:
+        return None
+    rows, keys = (int(d) for d in bias.data.shape[-2:])
+    mask = bias.data.reshape(rows, keys)
+    offset = int(np.count_nonzero(mask[0] == 0)) - 1
+    above = np.arange(keys)[None, :] > np.arange(rows)[:, None] + offset
+    expected = np.where(above, -np.inf, 0.0)
+    return offset if np.array_equal(mask, expected) else None
+
+
 def fuse_attention(f: Function) -> Function:
     """Replace each attention chain of ``f`` by one ``nn.attention`` (see the module doc)."""
     counts = use_counts(f.body)
@@ -150,8 +166,14 @@ def fuse_attention(f: Function) -> Function:
             continue
         batch = node.tensor_type.shape[0]
         total: Expr | None = None
+        causal: int | None = None
         for bias, factor, shape in match.biases:
+            offset = causal_offset(memo[id(bias)], factor) if shape[-2:] == bias.tensor_type.shape[-2:] else None
+            if offset is not None and causal is None:
+                causal = offset                     # a mask computed from indices in the kernel
+                continue
             term = _batched_bias(memo[id(bias)], factor, shape, batch)
             total = term if total is None else add(total, term)
-        memo[id(node)] = attention(memo[id(match.q)], memo[id(match.kt)], memo[id(match.v)], total, match.scale)
+        memo[id(node)] = attention(memo[id(match.q)], memo[id(match.kt)], memo[id(match.v)], total, match.scale,
+                                   causal)
     return f.with_body(memo[id(f.body)])

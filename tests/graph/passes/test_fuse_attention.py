@@ -67,3 +67,31 @@ def test_weights_read_elsewhere_are_not_fused(rand):
     weights = G.nn.softmax(G.nn.batch_matmul(q, kt), -1)
     f = G.Function([q, kt, v], G.Tuple([G.nn.batch_matmul(weights, v), weights]))
     assert "nn.attention" not in op_names(fuse_attention(f))
+
+
+@pytest.mark.parametrize("offset", [0, -1, 2])
+def test_a_constant_causal_mask_becomes_the_causal_attribute(rand, offset):
+    q, kt, v = G.var("q", (3, M, D)), G.var("kt", (3, D, N)), G.var("v", (3, N, D))
+    keep = np.arange(N)[None, :] <= np.arange(M)[:, None] + offset
+    mask = G.const(np.where(keep, 0.0, -np.inf).astype(np.float32))
+    logits = G.add(G.multiply(G.nn.batch_matmul(q, kt), 0.5), mask)
+    f = G.Function([q, kt, v], G.nn.batch_matmul(G.nn.softmax(logits, -1), v))
+    fused = fuse_attention(f)
+    call = fused.body
+    assert call.op_name == "nn.attention" and call.attrs["causal"] == offset and len(call.args) == 3
+    data = [rand(p.tensor_type.shape, low=-1) for p in f.params]
+    got, want = G.interpret(fused, *data), G.interpret(f, *data)
+    seen = max(0, -offset)                  # query rows before it see no key: zeros (plain softmax: NaN)
+    np.testing.assert_allclose(got[:, seen:], want[:, seen:], rtol=1e-5, atol=1e-6)
+    assert np.all(got[:, :seen] == 0)
+    if offset == 0:
+        np.testing.assert_allclose(G.build(f)(*data), G.interpret(f, *data), rtol=1e-5, atol=1e-6)
+
+
+def test_a_mask_that_is_not_causal_stays_a_bias():
+    q, kt, v = G.var("q", (3, M, D)), G.var("kt", (3, D, N)), G.var("v", (3, N, D))
+    mask = np.zeros((M, N), np.float32)
+    mask[2, 1] = -np.inf
+    logits = G.add(G.nn.batch_matmul(q, kt), G.const(mask))
+    fused = fuse_attention(G.Function([q, kt, v], G.nn.batch_matmul(G.nn.softmax(logits, -1), v)))
+    assert fused.body.op_name == "nn.attention" and fused.body.attrs["causal"] is None and len(fused.body.args) == 4
