@@ -71,6 +71,8 @@ def _imported(name):
 def test_transformers_import_and_match_eager(name):
     fn, arrays, want = _imported(name)
     np.testing.assert_allclose(G.interpret(fn, *arrays), want, rtol=1e-3, atol=1e-4)
+    optimized = str(G.optimize(fn))
+    assert "nn.softmax(" not in optimized and ("nn.attention(" in optimized) == (name != "mlp_mixer")
 
 
 def test_gpt_block_compiled_matches_eager():
