@@ -4,8 +4,9 @@ linear; seq 128, d 256, batch 1) imported with ``tesched.frontend`` against PyTo
 Checks the built graph against eager (max error relative to the output's scale), then times both in one
 process, interleaved (:func:`tesched.tools.bench.timing.time_interleaved`), at the same thread count, and
 prints the medians, spreads, processor times and the ratio ``eager / tesched`` (above 1: tesched is faster).
-The attention here is unfused (batched products and a softmax as separate kernels): no fused attention op
-exists yet. ONNX Runtime and ``torch.compile`` are ``benchmarks/torch_models.py``'s business.
+The scores, scale, softmax and product with v become one ``nn.attention`` kernel (the ``fuse_attention``
+pass); ``tesched.unfused``, built without that pass (batched products and a softmax as separate kernels),
+is timed in the same rounds. ONNX Runtime and ``torch.compile`` are ``benchmarks/torch_models.py``'s business.
 
 Run:  python benchmarks/attention_block.py [--seq 128] [--dim 256] [--heads 4] [--rounds 15] [--threads 2]
 """
@@ -53,7 +54,8 @@ def main() -> None:
           f"load average {os.getloadavg()[0]:.1f}")
     torch.manual_seed(0)
     model, x = attention_block(torch, args.dim, args.heads), torch.rand(1, args.seq, args.dim)
-    exe = G.build(from_torch(model, (x,)))
+    fn = from_torch(model, (x,))
+    exe, unfused = G.build(fn), G.build(fn, disabled_passes=["fuse_attention"])
     array = x.numpy()
     with torch.inference_mode():
         want = model(x).numpy()
@@ -65,12 +67,15 @@ def main() -> None:
         with torch.inference_mode():
             model(x)
 
-    timings = time_interleaved({"tesched": lambda: exe(array), "torch.eager": eager}, args.rounds)
+    timings = time_interleaved({"tesched": lambda: exe(array), "tesched.unfused": lambda: unfused(array),
+                                "torch.eager": eager}, args.rounds)
     for label, t in timings.items():
-        print(f"{label:12s} median {t.median * 1e3:8.3f} ms  spread {100 * t.spread / t.median:5.1f}%  "
+        print(f"{label:15s} median {t.median * 1e3:8.3f} ms  spread {100 * t.spread / t.median:5.1f}%  "
               f"cpu {t.cpu_median * 1e3:8.3f} ms")
     print(f"eager / tesched: {timings['torch.eager'].median / timings['tesched'].median:.2f} (wall), "
           f"{timings['torch.eager'].cpu_median / timings['tesched'].cpu_median:.2f} (processor time)")
+    print(f"unfused / fused: {timings['tesched.unfused'].median / timings['tesched'].median:.2f} (wall), "
+          f"{timings['tesched.unfused'].cpu_median / timings['tesched'].cpu_median:.2f} (processor time)")
 
 
 if __name__ == "__main__":

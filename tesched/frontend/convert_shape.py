@@ -1,8 +1,8 @@
 """Converters of the ATen ops that move, copy or create data: the view family (``view``, ``reshape``,
 ``squeeze``, ``unsqueeze``, ``flatten``: a ``reshape`` to the shape PyTorch inferred), ``permute`` and
 ``transpose``, ``expand``, ``cat``, ``split``/``split_with_sizes``/``unbind``, ``slice`` and ``select``,
-``constant_pad_nd``, the identities (``clone``, ``alias``, ``contiguous``, a ``_to_copy`` that keeps the
-dtype, inference ``dropout``), trace-time checks (``_assert_tensor_metadata``) and the constant factories
+``constant_pad_nd``, the identities (``clone``, ``alias``, ``contiguous``, ``lift_fresh_copy``,
+inference ``dropout``), trace-time checks (``_assert_tensor_metadata``) and the constant factories
 (``full``, ``zeros``, ``ones``, ``arange``, ``scalar_tensor``, the ``*_like`` forms), which become graph
 constants.
 

@@ -15,7 +15,10 @@ from typing import Any
 from tesched import graph as G
 from tesched.frontend import convert_arith as arith
 from tesched.frontend import convert_attention as attention
+from tesched.frontend import convert_logic as logic
+from tesched.frontend import convert_lookup as lookup
 from tesched.frontend import convert_nn as nn
+from tesched.frontend import convert_norm as norm
 from tesched.frontend import convert_rnn as rnn
 from tesched.frontend import convert_shape as shape
 from tesched.frontend.call import AtenCall
@@ -29,7 +32,7 @@ _UNARY = {
 }
 
 _IDENTITIES = ("clone.default", "alias.default", "contiguous.default", "detach.default", "detach_.default",
-               "lift_fresh_copy.default", "_to_copy.default")
+               "lift_fresh_copy.default")
 _VIEWS = ("view.default", "_unsafe_view.default", "reshape.default", "squeeze.default", "squeeze.dim",
           "squeeze.dims", "unsqueeze.default", "flatten.using_ints")
 
@@ -74,6 +77,7 @@ CONVERTERS: dict[str, Converter] = {
     "aten.lstm.input": rnn.lstm, "aten.gru.input": rnn.gru,
     "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
     "aten.bmm.default": attention.bmm,
+    **logic.CONVERTERS, **norm.CONVERTERS, **lookup.CONVERTERS,
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"
@@ -84,8 +88,6 @@ REJECTED: dict[str, tuple[str, str]] = {
     "aten._native_batch_norm_legit_functional.default": (("batch norm in training mode (batch statistics, running "
                                                          "statistics updated)"), _EVAL),
     "aten._native_batch_norm_legit.default": ("batch norm in training mode (batch statistics)", _EVAL),
-    "aten._native_batch_norm_legit.no_stats": ("batch norm without running statistics (batch statistics)",
-                                               "track_running_stats=True and " + _EVAL),
     "aten.native_dropout.default": ("dropout in training mode (random)", "model.eval() before importing"),
     **{f"aten.{name}.default": ("random numbers", "random tensors made outside the model and passed as inputs")
        for name in ("rand", "randn", "rand_like", "randn_like", "randint", "normal", "uniform", "bernoulli")},
@@ -94,9 +96,6 @@ REJECTED: dict[str, tuple[str, str]] = {
     "higher_order.while_loop": ("torch.while_loop", _CONTROL_FLOW),
     "higher_order.map_impl": ("torch.map", "a Python loop over a fixed number of steps, unrolled by torch.export"),
     "aten._local_scalar_dense.default": ("a tensor's value read as a Python number (.item())", _CONTROL_FLOW),
-    "aten.where.self": ("torch.where", "arithmetic on a mask (mask * a + (1 - mask) * b), or torch.clamp / relu"),
-    **{f"aten.{cmp}.{form}": ("comparisons (boolean tensors)", "torch.clamp / relu arithmetic instead of masks")
-       for cmp in ("gt", "ge", "lt", "le", "eq", "ne") for form in ("Scalar", "Tensor")},
 }
 
 

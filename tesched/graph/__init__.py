@@ -50,6 +50,23 @@ from tesched.graph.ops_elemwise import (
     subtract,
     tanh,
 )
+from tesched.graph.ops_gather import gather
+from tesched.graph.ops_logic import (
+    all,
+    any,
+    cast,
+    equal,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    logical_and,
+    logical_not,
+    logical_or,
+    logical_xor,
+    not_equal,
+    where,
+)
 from tesched.graph.ops_reduce import max, mean, sum
 from tesched.graph.ops_transform import broadcast_to, concatenate, reshape, split, strided_slice, take, transpose
 from tesched.graph.params import bind_params
@@ -77,4 +94,6 @@ __all__ = [
     "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",
     "passes", "pattern", "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take",
     "tanh", "transpose", "var", "wildcard",
+    "all", "any", "cast", "gather", "equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",
+    "logical_or", "logical_xor", "not_equal", "where",
 ]

@@ -1,4 +1,5 @@
 """The ``G.nn`` namespace: neural-network graph builders under Relay's names (``G.nn.conv2d``, ...)."""
+from tesched.graph.ops_attention import attention
 from tesched.graph.ops_elemwise import bias_add, relu
 from tesched.graph.ops_matmul import batch_matmul
 from tesched.graph.ops_nn import (
@@ -28,7 +29,7 @@ from tesched.graph.ops_rnn import gru_cell, lstm_cell, rnn_cell
 from tesched.graph.ops_transform import pad
 from tesched.graph.ops_winograd import winograd_conv2d
 
-__all__ = ["avg_pool2d", "batch_matmul", "batch_norm", "bias_add", "conv2d", "conv2d_weight_last", "dense", "dense_panels",
+__all__ = ["attention", "avg_pool2d", "batch_matmul", "batch_norm", "bias_add", "conv2d", "conv2d_weight_last", "dense", "dense_panels",
            "depthwise_conv2d",
            "global_avg_pool2d", "gru_cell", "layer_norm", "lstm_cell", "matmul", "max_pool2d", "pad", "relu",
            "rnn_cell", "softmax", "winograd_conv2d",

@@ -171,6 +171,8 @@ class LoopVectorizer:
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
             a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
+            if e.a.dtype == "bool" and b.dtype != a.dtype:   # masks of values of different widths
+                b = ir.VCast(a.dtype, b)
             return Binary(e.op, a, b, _mask_dtype(ir.split_dtype(a.dtype)[0], lanes))
         if isinstance(e, Binary) and e.op in ("and", "or"):
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)

@@ -53,11 +53,6 @@ def test_compiled():
     check_case(CASES[5], build=True)
 
 
-def test_a_cast_to_another_dtype_is_refused():
-    with pytest.raises(UnsupportedOpError, match="a conversion from float32 to float64"):
-        from_torch(Lambda(lambda x: x.double() * 2), (rand(3),))
-
-
 def test_cropping_with_negative_padding_is_refused():
     with pytest.raises(UnsupportedOpError, match=r"negative padding .*aten.slice"):
         from_torch(Lambda(lambda x: F.pad(x, (-1, 0))), (rand(2, 5),))

@@ -46,3 +46,35 @@ def test_small_blocks_import_or_name_the_missing_op(name):
     got = G.build(fn)(*numpy_inputs(inputs))
     assert np.isfinite(np.asarray(got)).all()
     assert max_relative_error(got, want) <= TOLERANCE
+
+
+SMALL_TRANSFORMERS = {
+    "encoder_layer": (lambda: modern.EncoderLayer(32, 4, 64), lambda: (torch.rand(1, 16, 32),)),
+    "encoder_stack": (lambda: modern.EncoderStack(2, 32, 4), lambda: (torch.rand(1, 16, 32),)),
+    "gpt_block": (lambda: modern.GPTBlock(50, 16, 32, 4), lambda: (torch.randint(0, 50, (1, 16)),)),
+    "vit_tiny": (lambda: modern.ViTTiny(32, 8, 32, 2, 2, 10), lambda: (torch.rand(1, 3, 32, 32),)),
+    "mlp_mixer": (lambda: modern.MLPMixer(32, 8, 32, 2, 10), lambda: (torch.rand(1, 3, 32, 32),)),
+}
+"""The transformer architectures of the zoo at test sizes (the same code as the benchmark's)."""
+
+
+def _imported(name):
+    torch.manual_seed(0)
+    make, inputs_of = SMALL_TRANSFORMERS[name]
+    model, inputs = make().eval(), inputs_of()
+    with torch.no_grad():
+        want = model(*inputs)
+    return from_torch(model, inputs), numpy_inputs(inputs), want
+
+
+@pytest.mark.parametrize("name", sorted(SMALL_TRANSFORMERS))
+def test_transformers_import_and_match_eager(name):
+    fn, arrays, want = _imported(name)
+    assert max_relative_error(G.interpret(fn, *arrays), want) <= TOLERANCE
+    optimized = str(G.optimize(fn))
+    assert "nn.softmax(" not in optimized and ("nn.attention(" in optimized) == (name != "mlp_mixer")
+
+
+def test_gpt_block_compiled_matches_eager():
+    fn, arrays, want = _imported("gpt_block")
+    assert max_relative_error(G.build(fn)(*arrays), want) <= TOLERANCE

@@ -5,11 +5,13 @@ import pytest
 from tesched.frontend import supported_ops
 from tesched.frontend.op_table import CONVERTERS, REJECTED, rejection
 
-from . import test_convert_arith, test_convert_attention, test_convert_nn, test_convert_rnn, test_convert_shape
+from . import (test_convert_arith, test_convert_attention, test_convert_logic, test_convert_lookup, test_convert_nn,
+               test_convert_norm, test_convert_rnn, test_convert_shape)
 from .helpers import exported, ops_of
 
 ALL_CASES = (test_convert_arith.CASES + test_convert_nn.CASES + test_convert_rnn.CASES + test_convert_shape.CASES
-             + test_convert_attention.CASES)
+             + test_convert_attention.CASES + test_convert_logic.CASES + test_convert_norm.CASES
+             + test_convert_lookup.CASES)
 
 
 def test_every_supported_op_is_exercised_by_a_converter_test():

@@ -40,7 +40,10 @@ def every_op_call():
         G.nn.winograd_conv2d(img, np.linspace(-1, 1, 6 * 4 * 9, dtype="float32").reshape(6, 4, 3, 3), 2,
                              padding=(1, 1, 1, 2)),
         G.nn.batch_matmul(G.reshape(img, (4, 6, 5)), G.reshape(G.transpose(img), (4, 5, 6))),
-        *quantized_calls(img, mat),
+        *quantized_calls(img, mat), *mask_calls(mat, vec),
+        G.gather(mat, G.const(np.array([[2, 0, 1, 2], [0, 1, 5, -1]], dtype="int64")), 0),
+        G.nn.attention(G.reshape(img, (4, 6, 5)), G.reshape(G.transpose(img), (4, 5, 6)), G.reshape(img, (4, 6, 5)),
+                       G.const(np.where(np.eye(6) > 0, -np.inf, 0.5).astype("float32")), 0.5, causal=1),
     ]
     return [img, w, w3, dw, vec, mat, wmat, *stats], calls
 
@@ -54,6 +57,19 @@ def quantized_calls(img, mat):
     scales, offsets = G.const(np.full(5, 0.01, np.float32)), G.const(np.arange(5, dtype=np.int32))
     dense = G.nn.requantize(G.nn.dense_packed(q, packed_dense), scales, offsets, 2, relu=True)
     return [G.nn.dequantize(dense, 0.1, 2), G.nn.conv2d_nhwc_packed(qimg, packed_conv, padding=1, pad_value=3)]
+
+
+def mask_calls(mat, vec):
+    """The comparison and logic ops, their bool results cast to float32 and weighted into one output (an
+    executable takes at most 64 arguments)."""
+    above, below = G.greater(mat, vec), G.less_equal(mat, 0.9)
+    masks = [G.equal(mat, mat), G.not_equal(vec, 1.0), G.less(mat, vec), G.greater_equal(vec, mat),
+             G.logical_and(above, below), G.logical_or(above, G.logical_not(below)), G.logical_xor(above, below),
+             G.any(above, 1, keepdims=True), G.all(below, 0, keepdims=True)]
+    total = G.where(above, mat, -1.0)
+    for k, m in enumerate(masks):
+        total = G.add(total, G.multiply(G.cast(m, "float32"), float(2 ** (k + 1))))
+    return [total]
 
 
 def test_numpy_evaluation_matches_compiled_kernels(rand):

@@ -445,7 +445,8 @@ def test_masked_loads_are_one_instruction_where_the_isa_has_one(target, instruct
 @pytest.mark.parametrize("vector_masks", [True, False])
 def test_bool_stages_and_inputs_read_by_vectorized_consumers(target, dtype, vector_masks):
     """Bool lanes are masks in registers and bytes of 0 or 1 in memory: a bool input, a bool stage computed
-    whole (vectorized or not) and its negation, combined with comparisons and read by vectorized selects."""
+    whole (vectorized or not) and its negation, combined with comparisons and read by vectorized selects; the
+    exclusive or of a byte mask and a mask of the values' width."""
     if target != "host" and not runs_here(target):
         pytest.skip(f"this CPU cannot run code built for {target}")
     n = 70
@@ -454,15 +455,17 @@ def test_bool_stages_and_inputs_read_by_vectorized_consumers(target, dtype, vect
     M = ts.compute((n,), lambda i: A[i] > 3, name="M")
     N = ts.compute((n,), lambda i: (M[i] & (A[i] < 9)) | ~K[i], name="N")
     B = ts.compute((n,), lambda i: ts.if_then_else(N[i] & ~M[i], A[i], A[i] * 2), name="B")
-    s = ts.create_schedule(B.op)
-    for t in ((M, N, B) if vector_masks else (B,)):
+    X = ts.compute((n,), lambda i: K[i] ^ (A[i] < 5), name="X")
+    s = ts.create_schedule([B.op, X.op])
+    for t in ((M, N, B, X) if vector_masks else (B, X)):
         s[t].vectorize(t.op.axis[0])
     with ts.Target(target):
-        f = ts.build(s, [A, K, M, N, B], name=f"bool_lanes_{dtype}")
+        f = ts.build(s, [A, K, M, N, B, X], name=f"bool_lanes_{dtype}")
     assert "ts_vload_i8x" in f.c_source and (not vector_masks or "ts_vstore_i8x" in f.c_source)
     a = (np.arange(n) % 13).astype(dtype)
     k = np.arange(n) % 3 != 0
-    m, nn_, b = f(a, k)
+    m, nn_, b, x = f(a, k)
+    np.testing.assert_array_equal(x, k ^ (a < 5))
     np.testing.assert_array_equal(m, a > 3)
     np.testing.assert_array_equal(nn_, ((a > 3) & (a < 9)) | ~k)
     np.testing.assert_array_equal(b, np.where(nn_ & ~m, a, a * 2))

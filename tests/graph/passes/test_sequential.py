@@ -26,7 +26,8 @@ def test_passes_run_in_order_and_are_traced():
 def test_default_sequence_names_and_disabling():
     assert default_sequence().names == list(DEFAULT_PASSES)
     assert default_sequence(disabled_passes=["fuse_ops", "fold_constant"]).names == [
-        "simplify_inference", "fold_scale_axis", "combine_constant_adds", "combine_parallel_dense", "alter_op_layout"]
+        "simplify_inference", "fold_scale_axis", "combine_constant_adds", "combine_parallel_dense", "fuse_attention",
+        "alter_op_layout"]
     with pytest.raises(ValueError, match=r"unknown passes \['fuse'\]"):
         default_sequence(disabled_passes=["fuse"])
     assert pass_name(functools.partial(fuse_ops, rules=None)) == "fuse_ops"
