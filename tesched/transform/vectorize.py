@@ -149,6 +149,8 @@ class LoopVectorizer:
             return ir.Broadcast(substitute(e, {var: base}), lanes)
         if isinstance(e, ir.Load):
             flat = ir.flat_index(e.buffer, e.indices)
+            if any(id(n) in self.vector_of for n in walk(flat)):
+                raise CannotVectorize(f"access to {e.buffer.name} is gathered (its index is a vector let)")
             step = coefficient(flat, var)
             if self.mask is not None:
                 return self.masked_load(e, base, simplify(substitute(flat, {var: base})), step, lanes)
