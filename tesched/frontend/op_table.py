@@ -18,6 +18,7 @@ from tesched.frontend import convert_attention as attention
 from tesched.frontend import convert_nn as nn
 from tesched.frontend import convert_rnn as rnn
 from tesched.frontend import convert_shape as shape
+from tesched.frontend import convert_vision as vision
 from tesched.frontend.call import AtenCall
 
 Converter = Callable[[AtenCall], Any]
@@ -74,6 +75,8 @@ CONVERTERS: dict[str, Converter] = {
     "aten.lstm.input": rnn.lstm, "aten.gru.input": rnn.gru,
     "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
     "aten.bmm.default": attention.bmm,
+    **{f"aten.upsample_nearest{n}d.vec": vision.upsample_nearest for n in (1, 2, 3)},
+    **{f"aten.upsample_{name}.vec": vision.upsample_linear for name in ("linear1d", "bilinear2d", "trilinear3d")},
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"

@@ -1,0 +1,72 @@
+"""Resampling (``F.interpolate``) and transposed convolutions (``ConvTranspose1d/2d``) against PyTorch: the
+interpreted graph for every form, and compiled kernels for a few."""
+import pytest
+
+from tesched.frontend import supported_ops
+
+from .helpers import Case, Lambda, check_case, exported, ops_of, rand, torch
+
+F = torch.nn.functional
+nn = torch.nn
+
+
+def image(h=5, w=6):
+    return lambda: (rand(1, 3, h, w),)
+
+
+INTERPOLATE = [
+    Case("nearest", lambda: Lambda(lambda x: (F.interpolate(x, scale_factor=2), F.interpolate(x, size=(7, 9)),
+                                              F.interpolate(x, scale_factor=1.5), F.interpolate(x, size=(3, 4)),
+                                              F.interpolate(x, scale_factor=(1.1, 0.7)))), image()),
+    Case("bilinear", lambda: Lambda(lambda x: tuple(
+        F.interpolate(x, mode="bilinear", align_corners=corners, **size)
+        for corners in (True, False)
+        for size in ({"scale_factor": 2}, {"size": (7, 13)}, {"scale_factor": 1.7}, {"size": (3, 4)})) + (
+        F.interpolate(x, mode="bilinear", scale_factor=2, recompute_scale_factor=True),)), image()),
+    Case("linear_1d_3d", lambda: Lambda(lambda x, v: (F.interpolate(x, scale_factor=2.5, mode="linear"),
+                                                      F.interpolate(x, size=4, mode="nearest"),
+                                                      F.interpolate(v, scale_factor=2, mode="trilinear",
+                                                                    align_corners=True),
+                                                      F.interpolate(v, size=(2, 5, 7)))),
+         lambda: (rand(1, 2, 7), rand(1, 2, 3, 4, 5)), raw=True),
+    Case("upsample_modules", lambda: nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear"),
+                                                   nn.UpsamplingNearest2d(scale_factor=3)), image(4, 4)),
+]
+
+TRANSPOSED = [
+    Case("unet_2x2", lambda: nn.ConvTranspose2d(3, 4, 2, stride=2), image()),
+    Case("stride2_pad_outpad", lambda: nn.ConvTranspose2d(3, 4, 3, stride=2, padding=1, output_padding=1), image()),
+    Case("stride1", lambda: nn.ConvTranspose2d(3, 5, 3, padding=1, bias=False), image()),
+    Case("groups_dilation", lambda: nn.ConvTranspose2d(4, 6, 3, stride=(2, 3), padding=(2, 1), groups=2,
+                                                       dilation=2, output_padding=(1, 0)), lambda: (rand(1, 4, 5, 4),)),
+    Case("large_padding", lambda: nn.ConvTranspose2d(3, 2, 5, stride=2, padding=4), image(6, 7)),
+    Case("stride3_kernel4", lambda: nn.ConvTranspose2d(2, 3, 4, stride=3, padding=1, output_padding=2),
+         lambda: (rand(2, 2, 3, 4),)),
+    Case("transposed_1d", lambda: nn.Sequential(nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1),
+                                                nn.ConvTranspose1d(4, 2, 4, stride=1, groups=2)),
+         lambda: (rand(1, 3, 9),)),
+    Case("conv1d", lambda: nn.Sequential(nn.Conv1d(3, 8, 5, stride=2, padding=2), nn.ReLU(),
+                                         nn.Conv1d(8, 4, 3, dilation=2, groups=4)), lambda: (rand(1, 3, 20),)),
+]
+
+
+@pytest.mark.parametrize("case", INTERPOLATE + TRANSPOSED, ids=str)
+def test_matches_pytorch(case):
+    check_case(case)
+
+
+@pytest.mark.parametrize("case", [INTERPOLATE[1], TRANSPOSED[1], TRANSPOSED[3]], ids=str)
+def test_compiled(case):
+    check_case(case, build=True)
+
+
+def test_upsampling_ops_are_listed():
+    _, program, _ = exported(INTERPOLATE[2])
+    assert ops_of(program) <= set(supported_ops())
+    assert {"aten.upsample_nearest2d.vec", "aten.upsample_bilinear2d.vec"} <= set(supported_ops())
+
+
+def test_a_2x2_stride_2_transposed_convolution_is_one_1x1_convolution():
+    fn = check_case(TRANSPOSED[0])
+    convs = [line for line in str(fn).splitlines() if "nn.conv2d(" in line]
+    assert len(convs) == 1, str(fn)
