@@ -16,6 +16,7 @@ from tesched import graph as G
 from tesched.frontend import convert_arith as arith
 from tesched.frontend import convert_attention as attention
 from tesched.frontend import convert_nn as nn
+from tesched.frontend import convert_rearrange as rearrange
 from tesched.frontend import convert_rnn as rnn
 from tesched.frontend import convert_shape as shape
 from tesched.frontend import convert_vision as vision
@@ -77,6 +78,9 @@ CONVERTERS: dict[str, Converter] = {
     "aten.bmm.default": attention.bmm,
     **{f"aten.upsample_nearest{n}d.vec": vision.upsample_nearest for n in (1, 2, 3)},
     **{f"aten.upsample_{name}.vec": vision.upsample_linear for name in ("linear1d", "bilinear2d", "trilinear3d")},
+    "aten.repeat.default": rearrange.repeat, "aten.flip.default": rearrange.flip, "aten.roll.default": rearrange.roll,
+    "aten.index_select.default": rearrange.index_select, "aten.fmod.Scalar": rearrange.fmod,
+    "aten.cumsum.default": rearrange.cumsum,
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"
