@@ -11,6 +11,7 @@ A core-ATen program (``run_decompositions()``) has these already unrolled into `
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def _stack(pieces: list[Expr], axis: int) -> Expr:
     return pieces[0] if len(pieces) == 1 else G.concatenate(pieces, axis=axis)
 
 
-def _direction(step: Step, inputs: list[Expr], state: State, weights: Sequence[Expr | None],
+def _direction(step: Step, inputs: list[Expr], state: State, weights: Sequence[Expr],
                reverse: bool) -> tuple[list[Expr], State]:
     """One layer in one direction: its output at each time step (in time order) and its final state."""
     outputs = []
@@ -110,7 +111,7 @@ def _sequence(step: Step) -> Callable[[AtenCall], tuple[Expr, ...]]:
             per_direction = []
             for d in range(directions):
                 first = (layer * directions + d) * per_layer
-                weights = list(call["params"][first:first + per_layer]) + [None, None]
+                weights: list[Any] = list(call["params"][first:first + per_layer]) + [None, None]
                 outputs, final = _direction(step, inputs, _layer_state(initial, layer * directions + d),
                                             weights[:4], reverse=d == 1)
                 per_direction.append(outputs)
