@@ -48,6 +48,12 @@ def source_tables(size: int, out: int, scale: float | None, method: str,
     return lo, np.minimum(lo + 1, size - 1), np.clip(src - lo.astype(np.float32), 0, 1).astype(np.float32)
 
 
+def _inside(index: Expr, size: int) -> Expr:
+    """``index`` limited to ``[0, size)``: always true of PyTorch's sources, and visibly so to the bounds
+    analysis, which then checks no read at run time."""
+    return ts.minimum(ts.maximum(index, ts.const(0, "int32")), ts.const(size - 1, "int32"))
+
+
 def _nearest_index(o: Expr, size: int, out: int, scale: float | None) -> Expr:
     """The nearest source of output coordinate ``o``, in integers when a ratio ``p / q`` matches."""
     want = source_tables(size, out, scale, "nearest")[0]
@@ -58,7 +64,7 @@ def _nearest_index(o: Expr, size: int, out: int, scale: float | None) -> Expr:
                 return o
             return o // ratio.denominator if ratio.numerator == 1 else o * ratio.numerator // ratio.denominator
     index = ts.cast("int32", ts.floor(ts.cast("float32", o) * float(step)))
-    return ts.minimum(index, ts.const(size - 1, "int32"))
+    return _inside(index, size)
 
 
 def _linear_source(o: Expr, size: int, out: int, scale: float | None, align_corners: bool
@@ -67,7 +73,7 @@ def _linear_source(o: Expr, size: int, out: int, scale: float | None, align_corn
     step = float(_step(size, out, scale, align_corners, "linear"))
     dst = ts.cast("float32", o)
     src = dst * step if align_corners else ts.maximum((dst + 0.5) * step - 0.5, ts.const(0.0, "float32"))
-    lo = ts.minimum(ts.cast("int32", src), ts.const(size - 1, "int32"))
+    lo = _inside(ts.cast("int32", src), size)
     hi = ts.minimum(lo + 1, ts.const(size - 1, "int32"))
     weight = ts.clamp(src - ts.cast("float32", lo), 0.0, 1.0)
     return lo, hi, weight
