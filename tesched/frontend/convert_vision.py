@@ -4,7 +4,9 @@ either ``align_corners``) become ``nn.upsample`` (core ATen keeps only the 2-D o
 turns 1-D and 3-D resampling into index arithmetic, which is not converted, so those import from a program
 exported without decompositions); a transposed ``convolution`` (``ConvTranspose1d/2d``: any
 stride, padding, output padding, dilation and groups; 1-D as 2-D with a height of one) becomes
-``nn.conv2d_transpose`` (sub-pixel convolutions, see :mod:`tesched.graph.ops_conv_transpose`).
+``nn.conv2d_transpose`` (sub-pixel convolutions, see :mod:`tesched.graph.ops_conv_transpose`);
+``adaptive_max_pool2d`` (``nn.AdaptiveMaxPool1d/2d``) to a size that divides the input becomes
+``nn.max_pool2d``. (1-D max and average pooling reach the frontend as their 2-D ops.)
 
 Each converter takes an :class:`~.call.AtenCall` and returns a graph expression. Antialiased and bicubic
 resampling are not converted.
@@ -14,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from tesched import graph as G
-from tesched.frontend.call import AtenCall
+from tesched.frontend.call import AtenCall, Unavailable
 from tesched.graph.ir import Expr
 
 
@@ -52,3 +54,18 @@ def convolution_transpose(call: AtenCall) -> Expr:
 
 def _two(values: list) -> tuple[int, int]:
     return (int(values[0]), int(values[-1]))
+
+
+def adaptive_max_pool2d(call: AtenCall) -> tuple[Expr, Unavailable]:
+    """To a size that divides the input: ``nn.max_pool2d`` with the window as its stride (indices not
+    computed); a 3-D input is one unbatched image."""
+    x = call.tensor("self")
+    (height, width), (out_h, out_w) = x.tensor_type.shape[-2:], call.out.shape[-2:]
+    if height % out_h or width % out_w:
+        raise call.unsupported(f"output size {(out_h, out_w)} does not divide the input's {(height, width)}",
+                               "an output size that divides the input size (an nn.MaxPool2d)")
+    window = (height // out_h, width // out_w)
+    batched = x if x.tensor_type.ndim == 4 else G.reshape(x, (1,) + x.tensor_type.shape)
+    out = G.nn.max_pool2d(batched, window, window)
+    unavailable = call.unavailable("indices", "the pooled values (output 0)")
+    return (out if x.tensor_type.ndim == 4 else G.reshape(out, call.out.shape)), unavailable

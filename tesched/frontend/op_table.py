@@ -78,6 +78,7 @@ CONVERTERS: dict[str, Converter] = {
     "aten.bmm.default": attention.bmm,
     **{f"aten.upsample_nearest{n}d.vec": vision.upsample_nearest for n in (1, 2, 3)},
     **{f"aten.upsample_{name}.vec": vision.upsample_linear for name in ("linear1d", "bilinear2d", "trilinear3d")},
+    "aten.adaptive_max_pool2d.default": vision.adaptive_max_pool2d,
     "aten.repeat.default": rearrange.repeat, "aten.flip.default": rearrange.flip, "aten.roll.default": rearrange.roll,
     "aten.index_select.default": rearrange.index_select, "aten.fmod.Scalar": rearrange.fmod,
     "aten.cumsum.default": rearrange.cumsum,

@@ -1,5 +1,5 @@
-"""Resampling (``F.interpolate``) and transposed convolutions (``ConvTranspose1d/2d``) against PyTorch: the
-interpreted graph for every form, and compiled kernels for a few."""
+"""Resampling (``F.interpolate``, 1-D pooling) and transposed convolutions (``ConvTranspose1d/2d``) against
+PyTorch: the interpreted graph for every form, and compiled kernels for a few."""
 import pytest
 
 from tesched.frontend import supported_ops
@@ -45,6 +45,10 @@ TRANSPOSED = [
     Case("transposed_1d", lambda: nn.Sequential(nn.ConvTranspose1d(3, 4, 3, stride=2, padding=1, output_padding=1),
                                                 nn.ConvTranspose1d(4, 2, 4, stride=1, groups=2)),
          lambda: (rand(1, 3, 9),)),
+    Case("pool_1d", lambda: Lambda(lambda x: (F.max_pool1d(x, 3, 2, 1), F.avg_pool1d(x, 2), F.adaptive_avg_pool1d(x, 4),
+                                              F.adaptive_max_pool1d(x, 1), F.adaptive_max_pool1d(x, 3),
+                                              F.max_pool1d(x, 5, ceil_mode=True), F.adaptive_max_pool2d(x, (1, 4)))),
+         lambda: (rand(1, 3, 12),)),
     Case("conv1d", lambda: nn.Sequential(nn.Conv1d(3, 8, 5, stride=2, padding=2), nn.ReLU(),
                                          nn.Conv1d(8, 4, 3, dilation=2, groups=4)), lambda: (rand(1, 3, 20),)),
 ]
@@ -55,7 +59,7 @@ def test_matches_pytorch(case):
     check_case(case)
 
 
-@pytest.mark.parametrize("case", [INTERPOLATE[1], TRANSPOSED[1], TRANSPOSED[3]], ids=str)
+@pytest.mark.parametrize("case", [INTERPOLATE[1], TRANSPOSED[1], TRANSPOSED[3], TRANSPOSED[-2]], ids=str)
 def test_compiled(case):
     check_case(case, build=True)
 
