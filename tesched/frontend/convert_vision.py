@@ -1,9 +1,9 @@
-"""Converters of the ATen ops of resampling: ``upsample_nearest{1,2,3}d.vec`` and ``upsample_linear1d`` /
-``upsample_bilinear2d`` / ``upsample_trilinear3d.vec`` (``F.interpolate`` with ``size`` or ``scale_factor``,
-either ``align_corners``) become ``nn.upsample`` (core ATen keeps only the 2-D ones: ``run_decompositions()``
-turns 1-D and 3-D resampling into index arithmetic, which is not converted, so those import from a program
-exported without decompositions); a transposed ``convolution`` (``ConvTranspose1d/2d``: any
-stride, padding, output padding, dilation and groups; 1-D as 2-D with a height of one) becomes
+"""Converters of the ATen ops of resampling: ``upsample_nearest{1,2,3}d``, ``_upsample_nearest_exact{1,2,3}d``,
+``upsample_linear1d``, ``upsample_bilinear2d`` and ``upsample_trilinear3d`` (the ``.vec`` forms:
+``F.interpolate`` with ``size`` or ``scale_factor``, either ``align_corners``) become ``nn.upsample``
+(:mod:`.decompose` keeps them whole: PyTorch's default decompositions turn all but the 2-D ones into index
+arithmetic, which is not converted); a transposed ``convolution`` (``ConvTranspose1d/2d``: any stride,
+padding, output padding, dilation and groups; 1-D as 2-D with a height of one) becomes
 ``nn.conv2d_transpose`` (sub-pixel convolutions, see :mod:`tesched.graph.ops_conv_transpose`);
 ``adaptive_max_pool2d`` (``nn.AdaptiveMaxPool1d/2d``) to a size that divides the input becomes
 ``nn.max_pool2d``. (1-D max and average pooling reach the frontend as their 2-D ops.)
@@ -32,6 +32,7 @@ def _upsample(method: str) -> Callable[[AtenCall], Expr]:
 
 
 upsample_nearest = _upsample("nearest")
+upsample_nearest_exact = _upsample("nearest_exact")
 upsample_linear = _upsample("linear")
 
 

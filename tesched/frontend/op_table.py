@@ -77,6 +77,7 @@ CONVERTERS: dict[str, Converter] = {
     "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
     "aten.bmm.default": attention.bmm,
     **{f"aten.upsample_nearest{n}d.vec": vision.upsample_nearest for n in (1, 2, 3)},
+    **{f"aten._upsample_nearest_exact{n}d.vec": vision.upsample_nearest_exact for n in (1, 2, 3)},
     **{f"aten.upsample_{name}.vec": vision.upsample_linear for name in ("linear1d", "bilinear2d", "trilinear3d")},
     "aten.adaptive_max_pool2d.default": vision.adaptive_max_pool2d,
     "aten.repeat.default": rearrange.repeat, "aten.flip.default": rearrange.flip, "aten.roll.default": rearrange.roll,

@@ -1,6 +1,6 @@
-"""The resampling graph op ``nn.upsample`` (nearest or (bi/tri)linear over the axes after the first two, with
-PyTorch's ``F.interpolate`` conventions; see :mod:`tesched.nn.resize`) and its builder. It is injective,
-so it fuses with the reshapes, concatenations and elementwise ops around it.
+"""The resampling graph op ``nn.upsample`` (nearest, nearest-exact or (bi/tri)linear over the axes after the
+first two, with PyTorch's ``F.interpolate`` conventions; see :mod:`tesched.nn.resize`) and its builder. It is
+injective, so it fuses with the reshapes, concatenations and elementwise ops around it.
 """
 from __future__ import annotations
 
@@ -21,9 +21,9 @@ _UPSAMPLE = register_op(
 
 def upsample(data: Expr, size: Sequence[int], scales: Sequence[float | None] | None = None, method: str = "nearest",
              align_corners: bool = False) -> Call:
-    """``data`` (``(N, C, *spatial)``) resampled to spatial ``size`` by ``method`` (``"nearest"`` or
-    ``"linear"``); ``scales`` are the scale factors the caller gave, which set PyTorch's sampling step (see
-    :func:`tesched.nn.upsample`)."""
+    """``data`` (``(N, C, *spatial)``) resampled to spatial ``size`` by ``method`` (``"nearest"``,
+    ``"nearest_exact"`` or ``"linear"``); ``scales`` are the scale factors the caller gave, which set
+    PyTorch's sampling step (see :func:`tesched.nn.upsample`)."""
     spatial = len(tuple(size))
     factors = (None,) * spatial if scales is None else tuple(None if s is None else float(s) for s in scales)
     return Call(_UPSAMPLE, [data], {"size": tuple(int(s) for s in size), "scales": factors, "method": str(method),

@@ -1,14 +1,16 @@
-"""Resampling of the trailing (spatial) axes of an ``(N, C, ...)`` tensor: ``upsample`` by nearest neighbour or
-(bi/tri)linear interpolation, with PyTorch's ``F.interpolate`` conventions (``align_corners``, and a scale
-factor that, when given, sets the sampling step instead of ``in / out``).
+"""Resampling of the trailing (spatial) axes of an ``(N, C, ...)`` tensor: ``upsample`` by nearest neighbour
+(PyTorch's ``nearest`` or ``nearest-exact``) or (bi/tri)linear interpolation, with ``F.interpolate``'s
+conventions (``align_corners``, and a scale factor that, when given, sets the sampling step instead of
+``in / out``).
 
 Each output coordinate ``o`` of an axis reads the input at a source position computed as PyTorch does
-(in float32): nearest ``min(floor(o * scale), in - 1)``; linear ``o * (in - 1) / (out - 1)`` with
-``align_corners``, else ``max((o + 0.5) * scale - 0.5, 0)``, between input ``floor(src)`` and the next
-one. A nearest index that an integer formula ``o * p // q`` reproduces (every integer scale factor, and
-every ``size=`` whose scale is ``in / out``) is computed in integers. :func:`source_tables` gives the same
-indices and weights in NumPy, for references. The stage is ``injective``; it schedules like any
-injective op. This module does not resize down with antialiasing, nor bicubic.
+(in float32): nearest ``min(floor(o * scale), in - 1)``; nearest-exact ``floor((o + 0.5) * scale)``;
+linear ``o * (in - 1) / (out - 1)`` with ``align_corners``, else ``max((o + 0.5) * scale - 0.5, 0)``,
+between input ``floor(src)`` and the next one. A nearest index that an integer formula reproduces (every
+integer scale factor, and every ``size=`` whose scale is ``in / out``) is computed in integers.
+:func:`source_tables` gives the same indices and weights in NumPy, for references. The stage is
+``injective``; it schedules like any injective op. This module does not resize with antialiasing, nor
+bicubic.
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from tesched.nn.pattern import Pattern, compute
 from tesched.te.expr import Expr
 from tesched.te.tensor import Tensor
 
-METHODS = ("nearest", "linear")
+METHODS = ("nearest", "nearest_exact", "linear")
 
 
 def _step(size: int, out: int, scale: float | None, align_corners: bool, method: str) -> np.float32:
@@ -37,6 +39,9 @@ def source_tables(size: int, out: int, scale: float | None, method: str,
     """``(lo, hi, weight)`` per output coordinate of one axis: the output is ``x[lo] * (1 - weight) +
     x[hi] * weight`` (nearest: ``hi == lo`` and ``weight == 0``)."""
     step, dst = _step(size, out, scale, align_corners, method), np.arange(out, dtype=np.float32)
+    if method == "nearest_exact":
+        lo = np.minimum(np.floor((dst + np.float32(0.5)) * step).astype(np.int64), size - 1)
+        return lo, lo, np.zeros(out, np.float32)
     if method == "nearest":
         if out in (size, 2 * size):  # PyTorch's special cases, whatever the scale
             lo = np.arange(out) * size // out
@@ -67,6 +72,16 @@ def _nearest_index(o: Expr, size: int, out: int, scale: float | None) -> Expr:
     return _inside(index, size)
 
 
+def _nearest_exact_index(o: Expr, size: int, out: int, scale: float | None) -> Expr:
+    """The source of output coordinate ``o`` by the pixel centres (``nearest-exact``): in integers,
+    ``(2o + 1) * size // (2 * out)``, when that matches PyTorch's float32 formula."""
+    want = source_tables(size, out, scale, "nearest_exact")[0]
+    if np.array_equal((2 * np.arange(out) + 1) * size // (2 * out), want):
+        return (o * 2 + 1) * size // (2 * out)
+    step = float(_step(size, out, scale, False, "nearest"))
+    return _inside(ts.cast("int32", ts.floor((ts.cast("float32", o) + 0.5) * step)), size)
+
+
 def _linear_source(o: Expr, size: int, out: int, scale: float | None, align_corners: bool
                    ) -> tuple[Expr, Expr, Expr]:
     """``(lo, hi, weight)`` of output coordinate ``o`` for linear interpolation."""
@@ -81,8 +96,9 @@ def _linear_source(o: Expr, size: int, out: int, scale: float | None, align_corn
 
 def upsample(x: Tensor, size: Sequence[int], scales: Sequence[float | None] | None = None,
              method: str = "nearest", align_corners: bool = False) -> Tensor:
-    """``x`` (``(N, C, *spatial)``) resampled to spatial ``size`` by ``method`` (``"nearest"`` or
-    ``"linear"``: bilinear on two axes, trilinear on three).
+    """``x`` (``(N, C, *spatial)``) resampled to spatial ``size`` by ``method`` (``"nearest"``,
+    ``"nearest_exact"`` (PyTorch's ``nearest-exact``: by pixel centres) or ``"linear"``: bilinear on two
+    axes, trilinear on three).
 
     Parameters
     ----------
@@ -94,7 +110,7 @@ def upsample(x: Tensor, size: Sequence[int], scales: Sequence[float | None] | No
         The scale factor of each spatial axis when the caller gave one (PyTorch then samples with step
         ``1 / scale`` rather than ``in / out``); ``None`` for an axis sized by ``size`` alone.
     method : str
-        ``"nearest"`` or ``"linear"``.
+        ``"nearest"``, ``"nearest_exact"`` or ``"linear"``.
     align_corners : bool
         Linear only: the corner samples of input and output coincide.
     """
@@ -106,14 +122,16 @@ def upsample(x: Tensor, size: Sequence[int], scales: Sequence[float | None] | No
     if spatial < 1 or len(size) != spatial or len(factors) != spatial or min(size, default=0) < 1:
         raise ValueError(f"upsample: data {x.shape} needs one positive output size (and scale) per axis after the "
                          f"first two, got size {size} and scales {scales}")
-    if method == "nearest" and align_corners:
+    if method != "linear" and align_corners:
         raise ValueError("upsample: align_corners applies to linear interpolation only")
     if method == "linear" and not x.dtype.startswith("float"):
         raise TypeError(f"upsample: linear interpolation needs floating data, got {x.dtype}")
     axes = list(zip(x.shape[2:], size, factors))
 
+    index = _nearest_exact_index if method == "nearest_exact" else _nearest_index
+
     def nearest(*i: Expr) -> Expr:
-        return x[i[:2] + tuple(_nearest_index(o, n, m, s) for o, (n, m, s) in zip(i[2:], axes))]
+        return x[i[:2] + tuple(index(o, n, m, s) for o, (n, m, s) in zip(i[2:], axes))]
 
     def linear(*i: Expr) -> Expr:
         sources = [_linear_source(o, n, m, s, align_corners) for o, (n, m, s) in zip(i[2:], axes)]
@@ -130,7 +148,7 @@ def upsample(x: Tensor, size: Sequence[int], scales: Sequence[float | None] | No
         assert total is not None
         return total
 
-    return compute(x.shape[:2] + size, nearest if method == "nearest" else linear, name=f"upsample_{method}",
+    return compute(x.shape[:2] + size, linear if method == "linear" else nearest, name=f"upsample_{method}",
                    pattern=Pattern.INJECTIVE, op="upsample")
 
 

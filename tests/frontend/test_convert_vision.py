@@ -2,9 +2,10 @@
 PyTorch: the interpreted graph for every form, and compiled kernels for a few."""
 import pytest
 
-from tesched.frontend import supported_ops
+from tesched import graph as G
+from tesched.frontend import UnsupportedOpError, from_torch, supported_ops
 
-from .helpers import Case, Lambda, check_case, exported, ops_of, rand, torch
+from .helpers import TOLERANCE, Case, Lambda, check_case, max_relative_error, rand, torch
 
 F = torch.nn.functional
 nn = torch.nn
@@ -29,6 +30,12 @@ INTERPOLATE = [
                                                                     align_corners=True),
                                                       F.interpolate(v, size=(2, 5, 7)))),
          lambda: (rand(1, 2, 7), rand(1, 2, 3, 4, 5)), raw=True),
+    Case("nearest_exact", lambda: Lambda(lambda x: (F.interpolate(x, scale_factor=2, mode="nearest-exact"),
+                                                    F.interpolate(x, size=(7, 9), mode="nearest-exact"),
+                                                    F.interpolate(x, scale_factor=1.7, mode="nearest-exact"),
+                                                    F.interpolate(x[0], scale_factor=3, mode="nearest-exact"),
+                                                    F.interpolate(x[None], size=(2, 3, 4), mode="nearest-exact"))),
+         image(), raw=True),
     Case("upsample_modules", lambda: nn.Sequential(nn.Upsample(scale_factor=2, mode="bilinear"),
                                                    nn.UpsamplingNearest2d(scale_factor=3)), image(4, 4)),
 ]
@@ -64,10 +71,30 @@ def test_compiled(case):
     check_case(case, build=True)
 
 
+def test_from_torch_keeps_the_resampling_that_core_aten_would_turn_into_index_arithmetic():
+    model, x = Lambda(lambda v: F.interpolate(v, scale_factor=2.5, mode="linear")), rand(1, 2, 7)
+    fn = from_torch(model, (x,))
+    assert "nn.upsample(" in str(fn)
+    assert max_relative_error(G.interpret(fn, x.numpy()), model(x)) <= TOLERANCE
+
+
 def test_upsampling_ops_are_listed():
-    _, program, _ = exported(INTERPOLATE[2])
-    assert ops_of(program) <= set(supported_ops())
     assert {"aten.upsample_nearest2d.vec", "aten.upsample_bilinear2d.vec"} <= set(supported_ops())
+
+
+def test_resampling_that_is_not_converted_names_its_op_module_and_line():
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(3, 3, 1)
+
+        def forward(self, x):
+            return F.interpolate(self.conv(x), scale_factor=2, mode="bicubic")
+
+    with pytest.raises(UnsupportedOpError, match=r"(?s)aten.upsample_bicubic2d.vec in the model's own forward "
+                                                 r"\(Head\).*Nearest supported alternative: aten.upsample_.*"
+                                                 r"test_convert_vision.py.*mode=\"bicubic\""):
+        from_torch(Head().eval(), (rand(1, 3, 4, 4),))
 
 
 def test_a_2x2_stride_2_transposed_convolution_is_one_1x1_convolution():
