@@ -21,17 +21,19 @@ CASES = [  # (input shape, F.interpolate arguments, mode, align_corners)
     ((1, 3, 5, 6), {"size": (3, 4)}, "bilinear", True),
     ((1, 2, 7), {"scale_factor": 2.5}, "linear", False),
     ((1, 2, 3, 4, 5), {"scale_factor": 2}, "trilinear", True),
+    ((1, 3, 5, 6), {"size": (7, 13)}, "nearest-exact", False),
+    ((1, 3, 5, 6), {"scale_factor": 1.7}, "nearest-exact", False),
 ]
 
 
 @pytest.mark.parametrize("shape, how, mode, corners", CASES)
 def test_matches_interpolate(shape, how, mode, corners):
     x = np.random.default_rng(0).random(shape, dtype=np.float32)
-    extra = {} if mode == "nearest" else {"align_corners": corners}
+    extra = {"align_corners": corners} if mode.endswith("linear") else {}
     want = F.interpolate(torch.from_numpy(x), mode=mode, **how, **extra).numpy()
     factor = how.get("scale_factor")
     scales = None if factor is None else list(factor) if isinstance(factor, tuple) else [factor] * (len(shape) - 2)
-    method = "nearest" if mode == "nearest" else "linear"
+    method = "linear" if mode.endswith("linear") else mode.replace("-", "_")
     np.testing.assert_allclose(upsample_reference(x, want.shape[2:], scales, method, corners), want, atol=1e-6)
     X = ts.placeholder(shape, name="X")
     got, _ = run(nn.upsample(X, want.shape[2:], scales, method, corners), [X], [x], name="upsample_test")
