@@ -1,6 +1,8 @@
-"""Converters of the ATen ops that tile, reverse, rotate, gather or accumulate along axes of any rank:
+"""Converters of the ATen ops that tile, reverse, rotate, pad, gather or accumulate along axes of any rank:
 ``repeat`` (``Tensor.repeat``, ``tile``: a reshape, ``broadcast_to`` and reshape), ``flip`` (slices with
-step -1), ``roll`` (two slices joined), ``index_select`` (slices when the index is a constant run or
+step -1), ``roll`` (two slices joined), ``pad`` (``F.pad`` in every mode: ``constant`` as ``nn.pad`` after
+cropping negative widths, ``reflect``/``replicate``/``circular`` as ``take`` by constant indices along each
+padded axis; :mod:`.decompose` keeps it whole), ``index_select`` (slices when the index is a constant run or
 rotation, ``take`` otherwise), ``fmod.Scalar`` of a constant (what ``roll`` decomposes to:
 ``index_select`` by ``(arange + shift) % n``, folded here at import) and ``cumsum`` (``nn.cumsum``).
 
@@ -9,6 +11,7 @@ Each converter takes an :class:`~.call.AtenCall` and returns a graph expression.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -65,6 +68,40 @@ def roll(call: AtenCall) -> Expr:
     for shift, dim in zip(shifts, dims):
         x = _rotated(x, dim % x.tensor_type.ndim, shift)
     return x
+
+
+_NUMPY_MODES: dict[str, Literal["reflect", "edge", "wrap"]] = {"reflect": "reflect", "replicate": "edge",
+                                                               "circular": "wrap"}
+
+
+def padded(x: Expr, pad: Sequence[int], mode: str = "constant", value: float = 0.0) -> Expr:
+    """``x`` padded by ``pad`` (``(before, after)`` pairs from the last axis backwards, as ``F.pad``); a
+    negative width crops (constant mode)."""
+    shape = x.tensor_type.shape
+    widths = [(0, 0)] * len(shape)
+    for k in range(len(pad) // 2):
+        widths[len(shape) - 1 - k] = (int(pad[2 * k]), int(pad[2 * k + 1]))
+    if mode == "constant":
+        if any(w < 0 for pair in widths for w in pair):
+            ends = [d - max(0, -hi) for d, (_, hi) in zip(shape, widths)]
+            x = G.strided_slice(x, [max(0, -lo) for lo, _ in widths], ends)
+            widths = [(max(0, lo), max(0, hi)) for lo, hi in widths]
+        return G.nn.pad(x, widths, pad_value=value) if any(lo or hi for lo, hi in widths) else x
+    if mode not in _NUMPY_MODES:
+        raise ValueError(f"padding mode {mode!r} (constant, reflect, replicate or circular)")
+    for axis, (lo, hi) in enumerate(widths):
+        if lo or hi:
+            if min(lo, hi) < 0:
+                raise ValueError(f"negative {mode} padding {(lo, hi)}")
+            index = np.pad(np.arange(shape[axis]), (lo, hi), mode=_NUMPY_MODES[mode])
+            x = G.take(x, Constant(index.astype(np.int64)), axis=axis)
+    return x
+
+
+def pad(call: AtenCall) -> Expr:
+    """``F.pad`` in any mode (``value`` for the constant mode)."""
+    value = call["value"]
+    return padded(call.tensor("self"), call["pad"], str(call["mode"]), 0.0 if value is None else float(value))
 
 
 def constant_value(expr: Expr) -> np.ndarray | None:

@@ -1,6 +1,7 @@
 """Core ATen for the frontend: ``run_decompositions`` with PyTorch's default table, except for the ops the op
 table converts better whole than decomposed (resampling of every rank, which PyTorch otherwise rewrites into
-index arithmetic of ``arange``, casts and ``aten.index``; ``roll``), and for their siblings that are
+index arithmetic of ``arange``, casts and ``aten.index``; ``roll``; ``pad``, whose reflecting, replicating
+and circular modes become ``aten.index`` too), and for their siblings that are
 not converted (bicubic, antialiased), so that an error names the op the model called.
 """
 from __future__ import annotations
@@ -13,7 +14,7 @@ KEPT_WHOLE = frozenset(
     [f"aten.upsample_{name}.vec" for name in ("nearest1d", "nearest3d", "linear1d", "trilinear3d", "bicubic2d")]
     + [f"aten._upsample_nearest_exact{n}d.vec" for n in (1, 2, 3)]
     + [f"aten._upsample_{name}_aa.vec" for name in ("bilinear2d", "bicubic2d")]
-    + ["aten.roll.default"])
+    + ["aten.roll.default", "aten.pad.default"])
 """The ops :func:`core_aten` leaves as they are."""
 
 

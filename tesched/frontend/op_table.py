@@ -82,7 +82,7 @@ CONVERTERS: dict[str, Converter] = {
     "aten.adaptive_max_pool2d.default": vision.adaptive_max_pool2d,
     "aten.repeat.default": rearrange.repeat, "aten.flip.default": rearrange.flip, "aten.roll.default": rearrange.roll,
     "aten.index_select.default": rearrange.index_select, "aten.fmod.Scalar": rearrange.fmod,
-    "aten.cumsum.default": rearrange.cumsum,
+    "aten.cumsum.default": rearrange.cumsum, "aten.pad.default": rearrange.pad,
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"

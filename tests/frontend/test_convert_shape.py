@@ -28,7 +28,8 @@ CASES = [
     Case("split_raw", lambda: Lambda(lambda x: (x.split(2, 3), x.unbind(1), x.split([3, 3], -1))), image, raw=True),
     Case("slices", lambda: Lambda(lambda x: (x[:, 1:, ::2, 3], x[..., -3:], x.select(1, -1), x.narrow(2, 1, 3),
                                              x[:, :, 1:100], x[:, :], x[1])), image),
-    Case("pad", lambda: Lambda(lambda x: (F.pad(x, (1, 2, 0, 3), value=0.5), F.pad(x, (2, 0)))), image),
+    Case("pad", lambda: Lambda(lambda x: (F.pad(x, (1, 2, 0, 3), value=0.5), F.pad(x, (2, 0)), F.pad(x, (-1, 2, 0, -2)),
+                                          F.pad(x, (-1, -1)))), image),
     Case("any_rank", lambda: Lambda(lambda x, v: (
         x.flatten(), x.flatten(1, 3), x.unflatten(2, (2, 2)), x.unflatten(-1, (1, 2)), x.chunk(2, 2), x.chunk(3, -2),
         torch.split(x, [1, 2], 1), torch.stack([x, x * 2], 0), torch.stack([x, x], -1), torch.cat([x, x], 4),
@@ -63,7 +64,3 @@ def test_a_cast_to_another_dtype_is_refused():
     with pytest.raises(UnsupportedOpError, match="a conversion from float32 to float64"):
         from_torch(Lambda(lambda x: x.double() * 2), (rand(3),))
 
-
-def test_cropping_with_negative_padding_is_refused():
-    with pytest.raises(UnsupportedOpError, match=r"negative padding .*aten.slice"):
-        from_torch(Lambda(lambda x: F.pad(x, (-1, 0))), (rand(2, 5),))
