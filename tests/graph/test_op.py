@@ -40,6 +40,7 @@ def every_op_call():
         G.nn.winograd_conv2d(img, np.linspace(-1, 1, 6 * 4 * 9, dtype="float32").reshape(6, 4, 3, 3), 2,
                              padding=(1, 1, 1, 2)),
         G.nn.batch_matmul(G.reshape(img, (4, 6, 5)), G.reshape(G.transpose(img), (4, 5, 6))),
+        G.nn.upsample(img, (9, 10), [1.5, 2.0], "linear"), G.nn.upsample(img, (12, 7)), G.cumsum(img, 2),
         *quantized_calls(img, mat),
     ]
     return [img, w, w3, dw, vec, mat, wmat, *stats], calls
