@@ -33,6 +33,8 @@ SMALL = {  # name -> (small model, inputs): the zoo's architectures at sizes tha
     "unet": (lambda: modern.UNet(3, 4, 2), lambda: (torch.rand(1, 3, 16, 16),)),
     "dense_block": (lambda: modern.DenseBlock(8, 4, 2), lambda: (torch.rand(1, 8, 8, 8),)),
     "resnext_block": (lambda: modern.ResNeXtBlock(32, 16, 4), lambda: (torch.rand(1, 32, 8, 8),)),
+    "gru2": (lambda: modern.StackedRNN("gru", 8, 8), lambda: (torch.rand(1, 4, 8),)),
+    "lstm2": (lambda: modern.StackedRNN("lstm", 8, 8), lambda: (torch.rand(1, 4, 8),)),
 }
 
 
@@ -57,3 +59,9 @@ def test_small_blocks_match_eager_compiled(name):
     fn, arrays, want = imported(name)
     got = G.build(fn)(*arrays)
     assert max_relative_error(got, want) <= TOLERANCE
+
+
+@pytest.mark.parametrize("name", ["gru2", "lstm2"])
+def test_stacked_recurrent_layers_match_eager(name):
+    fn, arrays, want = imported(name)
+    assert max_relative_error(G.interpret(fn, *arrays), want) <= TOLERANCE
