@@ -1,5 +1,5 @@
-"""Converters of the ATen lookups by integer indices: ``index_select`` (``take`` along ``dim``) and
-``gather`` (``torch.gather``). ``embedding`` is in :mod:`.convert_nn`. Indices outside the axis are clipped
+"""Converters of the ATen lookups by integer indices: ``gather`` (``torch.gather``). ``embedding`` is in
+:mod:`.convert_nn`, ``index_select`` in :mod:`.convert_rearrange`. Indices outside the axis are clipped
 to it, where PyTorch raises; each converter takes an :class:`~.call.AtenCall` and returns a graph expression.
 """
 from __future__ import annotations
@@ -11,18 +11,12 @@ from tesched.frontend.call import AtenCall
 from tesched.graph.ir import Expr
 
 
-def index_select(call: AtenCall) -> Expr:
-    """``self`` at the 1-D ``index`` along ``dim``."""
-    x = call.tensor("self")
-    return G.take(x, call.tensor("index"), axis=int(call["dim"]) % max(x.tensor_type.ndim, 1))
-
-
 def gather(call: AtenCall) -> Expr:
     """``self`` read along ``dim`` at ``index`` (of the same rank)."""
     return G.gather(call.tensor("self"), call.tensor("index"), int(call["dim"]))
 
 
 CONVERTERS: dict[str, Callable[[AtenCall], Expr]] = {
-    "aten.index_select.default": index_select, "aten.gather.default": gather,
+    "aten.gather.default": gather,
 }
 """The op table's rows for this module's converters (merged into :data:`.op_table.CONVERTERS`)."""

@@ -1,8 +1,8 @@
 """Converters of the neural-network ATen ops: ``convolution`` (2-D, and 1-D as 2-D with a height of one;
-any stride, padding, dilation and groups), inference batch norm, layer norm, ``addmm``/``mm`` (a product
-with a transposed weight becomes ``nn.dense``), max and average pooling (``ceil_mode`` as extra padding at
-the bottom and right), adaptive average pooling to a size that divides the input, ``embedding``,
-``softmax`` and ``log_softmax``.
+any stride, padding, dilation and groups; transposed ones by :mod:`.convert_vision`), inference batch norm,
+layer norm, ``addmm``/``mm`` (a product with a transposed weight becomes ``nn.dense``), max and average
+pooling (``ceil_mode`` as extra padding at the bottom and right), adaptive average pooling to a size that
+divides the input, ``embedding``, ``softmax`` and ``log_softmax``.
 
 Each converter takes an :class:`~.call.AtenCall` and returns a graph expression, or a tuple whose extra
 outputs (pool indices, saved statistics) are :class:`~.call.Unavailable`.
@@ -15,6 +15,7 @@ import numpy as np
 
 from tesched import graph as G
 from tesched.frontend.call import AtenCall, Unavailable
+from tesched.frontend.convert_vision import convolution_transpose
 from tesched.graph.ir import Call, Constant, Expr
 
 
@@ -35,8 +36,7 @@ def _optional_vector(value: object, size: int, fill: float, dtype: str) -> Expr:
 def convolution(call: AtenCall) -> Expr:
     """``aten.convolution``: NCHW (or NCL) data, OIHW (OIL) weight, optional bias."""
     if call["transposed"]:
-        raise call.unsupported("transposed convolution", "aten.convolution with transposed=False (nn.Conv2d); "
-                               "an upsampling followed by nn.Conv2d")
+        return convolution_transpose(call)
     x, weight = call.tensor("input"), call.tensor("weight")
     rank = x.tensor_type.ndim
     if rank not in (3, 4):

@@ -1,16 +1,17 @@
 """Converters of PyTorch's recurrent ops when a program still holds them (``torch.export`` without
 decompositions, or a decomposition table that keeps them): the cells ``lstm_cell``, ``gru_cell``,
 ``rnn_tanh_cell``, ``rnn_relu_cell`` and the sequences ``lstm.input``, ``gru.input``, ``rnn_tanh.input``,
-``rnn_relu.input`` (any number of layers, one direction, time- or batch-major, batched or not), unrolled
-over the time steps into the graph's cell builders (:mod:`tesched.graph.ops_rnn`).
+``rnn_relu.input`` (any number of layers, one or two directions, time- or batch-major, batched or not),
+unrolled over the time steps into the graph's cell builders (:mod:`tesched.graph.ops_rnn`).
 
 A core-ATen program (``run_decompositions()``) has these already unrolled into ``addmm``, ``sigmoid``,
-``tanh`` and ``mul``; both paths give the same graph ops. Bidirectional RNNs, LSTMs with ``proj_size``
-and training-mode dropout between layers raise :class:`~.errors.UnsupportedOpError`.
+``tanh`` and ``mul`` (a bidirectional one also ``flip``); both paths give the same graph ops. LSTMs with
+``proj_size`` and training-mode dropout between layers raise :class:`~.errors.UnsupportedOpError`.
 """
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -77,15 +78,23 @@ def _stack(pieces: list[Expr], axis: int) -> Expr:
     return pieces[0] if len(pieces) == 1 else G.concatenate(pieces, axis=axis)
 
 
+def _direction(step: Step, inputs: list[Expr], state: State, weights: Sequence[Expr],
+               reverse: bool) -> tuple[list[Expr], State]:
+    """One layer in one direction: its output at each time step (in time order) and its final state."""
+    outputs = []
+    for x_t in reversed(inputs) if reverse else inputs:
+        state = step(x_t, state, weights)
+        outputs.append(state[0])
+    return (outputs[::-1] if reverse else outputs), state
+
+
 def _sequence(step: Step) -> Callable[[AtenCall], tuple[Expr, ...]]:
     def convert(call: AtenCall) -> tuple[Expr, ...]:
         x, hx = call.tensor("input"), call["hx"]
         initial = list(hx) if isinstance(hx, (list, tuple)) else [hx]
         layers, per_layer = int(call["num_layers"]), 4 if call["has_biases"] else 2
-        if call["bidirectional"]:
-            raise call.unsupported("a bidirectional RNN", "bidirectional=False (run a second RNN on the "
-                                   "reversed sequence)")
-        if len(call["params"]) != layers * per_layer:
+        directions = 2 if call["bidirectional"] else 1
+        if len(call["params"]) != layers * directions * per_layer:
             raise call.unsupported("an LSTM with proj_size", "proj_size=0 followed by nn.Linear")
         if call["train"] and call["dropout"] and layers > 1:
             raise call.unsupported("dropout between layers in training mode", "model.eval() before importing")
@@ -99,20 +108,23 @@ def _sequence(step: Step) -> Callable[[AtenCall], tuple[Expr, ...]]:
                                         (batch, -1)) for t in range(steps)]
         finals: list[State] = []
         for layer in range(layers):
-            weights = list(call["params"][layer * per_layer:(layer + 1) * per_layer]) + [None, None]
-            state = _layer_state(initial, layer)
-            outputs = []
-            for x_t in inputs:
-                state = step(x_t, state, weights[:4])
-                outputs.append(state[0])
-            inputs, finals = outputs, finals + [state]
-        hidden = inputs[0].tensor_type.shape[-1]
-        per_step = (batch, 1, hidden) if time_axis else (1, batch, hidden)
+            per_direction = []
+            for d in range(directions):
+                first = (layer * directions + d) * per_layer
+                weights: list[Any] = list(call["params"][first:first + per_layer]) + [None, None]
+                outputs, final = _direction(step, inputs, _layer_state(initial, layer * directions + d),
+                                            weights[:4], reverse=d == 1)
+                per_direction.append(outputs)
+                finals.append(final)
+            inputs = per_direction[0] if directions == 1 else \
+                [G.concatenate(list(both), axis=1) for both in zip(*per_direction)]
+        width, hidden = inputs[0].tensor_type.shape[-1], finals[0][0].tensor_type.shape[-1]
+        per_step = (batch, 1, width) if time_axis else (1, batch, width)
         output = _stack([G.reshape(h, per_step) for h in inputs], time_axis)
         last = [_stack([G.reshape(f[k], (1, batch, hidden)) for f in finals], 0) for k in range(len(finals[0]))]
         if unbatched:
-            output = G.reshape(output, (steps, hidden))
-            last = [G.reshape(h, (layers, hidden)) for h in last]
+            output = G.reshape(output, (steps, width))
+            last = [G.reshape(h, (len(finals), hidden)) for h in last]
         return (output, *last)
     return convert
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from tesched import graph as G
 from tesched.frontend.call import AtenCall
+from tesched.frontend.convert_rearrange import padded
 from tesched.graph.ir import Constant, Expr
 
 
@@ -135,15 +136,9 @@ def select(call: AtenCall) -> Expr:
 
 
 def constant_pad_nd(call: AtenCall) -> Expr:
-    """Padding with a constant; ``pad`` lists (before, after) from the last axis backwards."""
-    x = call.tensor("self")
-    pad = [int(p) for p in call["pad"]]
-    if any(p < 0 for p in pad):
-        raise call.unsupported("negative padding (cropping)", "aten.slice (x[..., a:b])")
-    widths = [(0, 0)] * x.tensor_type.ndim
-    for k in range(len(pad) // 2):
-        widths[-1 - k] = (pad[2 * k], pad[2 * k + 1])
-    return G.nn.pad(x, widths, pad_value=float(call["value"]))
+    """Padding with a constant; ``pad`` lists (before, after) from the last axis backwards (a negative
+    width crops)."""
+    return padded(call.tensor("self"), call["pad"], "constant", float(call["value"]))
 
 
 def constant_like_output(fill: float | None = None):

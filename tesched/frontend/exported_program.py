@@ -8,9 +8,10 @@ picks an output of a multi-output op; the outputs become the function's body (a 
 
 Every converted value is checked against the shape and dtype PyTorch recorded for the node, so a
 conversion can never silently change a shape. A program with ops outside the table is first decomposed
-to core ATen (``run_decompositions()``). Unsupported ops raise :class:`~.errors.UnsupportedOpError` naming
-the op, the module path (``layer3.1.conv2``) and the nearest supported alternative; dynamic shapes, buffer
-updates (training mode) and non-tensor outputs raise :class:`~.errors.FrontendError`.
+to core ATen (``run_decompositions()``, keeping resampling whole: see :mod:`.decompose`). Unsupported ops
+raise :class:`~.errors.UnsupportedOpError` naming the op, the module path (``layer3.1.conv2``) and the nearest
+supported alternative; dynamic shapes, buffer updates (training mode) and non-tensor outputs raise
+:class:`~.errors.FrontendError`.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import os
 from typing import Any
 
 from tesched.frontend.call import AtenCall, Unavailable
+from tesched.frontend.decompose import core_aten
 from tesched.frontend.errors import FrontendError, UnsupportedOpError, describe_module
 from tesched.frontend.lazy_torch import require_torch
 from tesched.frontend.op_table import REJECTED, converter_for, rejection
@@ -273,6 +275,6 @@ def from_exported_program(program: Any) -> Function:
         raise TypeError(f"from_exported_program: expected a torch.export.ExportedProgram, got "
                         f"{type(program).__name__} (use from_torch for an nn.Module)")
     if _needs_decomposition(program):
-        program = program.run_decompositions()
+        program = core_aten(program)
     return _Importer(program).function()
 

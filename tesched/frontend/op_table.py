@@ -19,8 +19,10 @@ from tesched.frontend import convert_logic as logic
 from tesched.frontend import convert_lookup as lookup
 from tesched.frontend import convert_nn as nn
 from tesched.frontend import convert_norm as norm
+from tesched.frontend import convert_rearrange as rearrange
 from tesched.frontend import convert_rnn as rnn
 from tesched.frontend import convert_shape as shape
+from tesched.frontend import convert_vision as vision
 from tesched.frontend.call import AtenCall
 
 Converter = Callable[[AtenCall], Any]
@@ -78,6 +80,13 @@ CONVERTERS: dict[str, Converter] = {
     "aten.rnn_tanh.input": rnn.rnn_tanh, "aten.rnn_relu.input": rnn.rnn_relu,
     "aten.bmm.default": attention.bmm,
     **logic.CONVERTERS, **norm.CONVERTERS, **lookup.CONVERTERS,
+    **{f"aten.upsample_nearest{n}d.vec": vision.upsample_nearest for n in (1, 2, 3)},
+    **{f"aten._upsample_nearest_exact{n}d.vec": vision.upsample_nearest_exact for n in (1, 2, 3)},
+    **{f"aten.upsample_{name}.vec": vision.upsample_linear for name in ("linear1d", "bilinear2d", "trilinear3d")},
+    "aten.adaptive_max_pool2d.default": vision.adaptive_max_pool2d,
+    "aten.repeat.default": rearrange.repeat, "aten.flip.default": rearrange.flip, "aten.roll.default": rearrange.roll,
+    "aten.index_select.default": rearrange.index_select, "aten.fmod.Scalar": rearrange.fmod,
+    "aten.cumsum.default": rearrange.cumsum, "aten.pad.default": rearrange.pad,
 }
 
 _EVAL = "model.eval() before importing, which uses the running statistics"

@@ -1,5 +1,6 @@
 """``from_torch``: an ``nn.Module`` and example inputs become a :class:`tesched.graph.Function`, through
-``torch.export.export(model, inputs).run_decompositions()`` (core ATen) and :func:`.from_exported_program`.
+``torch.export.export(model, inputs).run_decompositions()`` (core ATen, resampling kept whole: see
+:mod:`.decompose`) and :func:`.from_exported_program`.
 
 A model ``torch.export`` cannot trace raises :class:`~.errors.FrontendError` that says why, in particular for
 data-dependent control flow (an ``if`` on a tensor's value). The model is traced in the mode it is in:
@@ -10,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tesched.frontend.decompose import core_aten
 from tesched.frontend.errors import FrontendError
 from tesched.frontend.exported_program import from_exported_program
 from tesched.frontend.lazy_torch import require_torch
@@ -60,4 +62,4 @@ def from_torch(model: Any, example_inputs: Sequence[Any] | Any) -> Function:
         program = torch.export.export(model, inputs)
     except Exception as err:  # torch.export raises many kinds; each is explained and chained
         raise FrontendError(_explain(model, err)) from err
-    return from_exported_program(program.run_decompositions())
+    return from_exported_program(core_aten(program))

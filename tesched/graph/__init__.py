@@ -68,6 +68,7 @@ from tesched.graph.ops_logic import (
     where,
 )
 from tesched.graph.ops_reduce import max, mean, sum
+from tesched.graph.ops_scan import cumsum
 from tesched.graph.ops_transform import broadcast_to, concatenate, reshape, split, strided_slice, take, transpose
 from tesched.graph.params import bind_params
 from tesched.graph.partition import partition
@@ -90,7 +91,7 @@ __all__ = [
     "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
     "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
-    "const", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op",
+    "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op",
     "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",
     "passes", "pattern", "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take",
     "tanh", "transpose", "var", "wildcard",

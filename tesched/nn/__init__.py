@@ -4,9 +4,10 @@ Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, `
 (``dense`` by a weight packed with ``pack_dense_panels``), ``batch_norm``,
 ``layer_norm``, ``bias_add``, ``add``/``subtract``/``multiply``/``divide`` (NumPy broadcasting), ``relu``,
 ``sigmoid``, ``tanh``, ``exp``, ``erf``, ``sqrt``, ``rsqrt``, ``log``, ``abs``, ``negative``, ``clip``,
-``pad``, ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``, ``softmax``, ``reshape``, ``transpose``,
-``concatenate``, ``strided_slice``, ``split``, ``broadcast_to``, ``take``, ``sum``/``mean``/``max``, the
-cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas), and the quantized and low-precision ops
+``pad``, ``upsample`` (nearest and linear resampling), ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``,
+``softmax``, ``reshape``, ``transpose``,
+``concatenate``, ``strided_slice``, ``split``, ``broadcast_to``, ``take``, ``sum``/``mean``/``max``,
+``cumsum``, the cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas), and the quantized and low-precision ops
 ``quantize``, ``dequantize``, ``requantize``, ``dense_packed``, ``conv2d_nhwc_packed``, ``qdense``,
 ``qconv2d`` (see :mod:`tesched.nn.quantized`). Each returns tensors; schedule them with
 ``default_schedule(outputs)`` and build as usual::
@@ -18,6 +19,7 @@ cells ``rnn_cell`` and ``lstm_cell`` (PyTorch's formulas), and the quantized and
 """
 from tesched.nn.conv import conv2d, depthwise_conv2d
 from tesched.nn.batch_matmul import batch_matmul
+from tesched.nn.cumsum import cumsum
 from tesched.nn.dense import dense, matmul
 from tesched.nn.dense_panels import dense_panels, pack_dense_panels, unpack_dense_panels
 from tesched.nn.elemwise import (
@@ -56,6 +58,7 @@ from tesched.nn.quantized import (
 )
 from tesched.nn.quantized_schedule import schedule_conv2d_nhwc_packed, schedule_dense_packed
 from tesched.nn.reduce import max, mean, sum
+from tesched.nn.resize import upsample
 from tesched.nn.rnn import lstm_cell, rnn_cell
 from tesched.nn.schedule import default_schedule, register_schedule, schedule_injective, schedule_reduction
 from tesched.nn.softmax import softmax
@@ -70,5 +73,5 @@ __all__ = [
     "conv2d_nhwc_packed", "dense_packed", "dequantize", "pack_conv_weight", "pack_dense_weight", "qconv2d",
     "qdense", "quantize", "quantized_conv_params", "quantized_dense_params", "requantize",
     "schedule_conv2d_nhwc_packed", "schedule_dense_packed", "dense_panels", "pack_dense_panels",
-    "unpack_dense_panels",
+    "unpack_dense_panels", "upsample", "cumsum",
 ]

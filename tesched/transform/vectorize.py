@@ -9,7 +9,8 @@ possible its branches read with masked loads and are blended). The trip count is
 into full-width chunks (a loop over them when there are many) and narrower tails. When the trip count is
 only known at run time, the vector code handles full tiles and the remainder runs the scalar loop.
 Anything else (calls such as ``exp``, gathered accesses, inner loops) keeps the scalar loop, which the C
-code marks ``#pragma omp simd`` for gcc's vectorizer.
+code marks ``#pragma omp simd`` for gcc's vectorizer, after moving out the selects whose conditions do not
+change with it (:mod:`.unswitch`).
 
 A body wrapped in ``let`` bindings (shared subexpressions, see :mod:`tesched.ir.cse`) gets vector lets
 for the bindings that change with the loop and scalar ones for the others.
@@ -37,6 +38,7 @@ from tesched.transform.narrow_indices import narrow_comparisons
 from tesched.transform.select_split import split_at_conditions
 from tesched.transform.simplify_indices import RangeMutator, loop_range
 from tesched.transform.tuple_reduction import tuple_update, vectorize_tuple_reduction, widest_value
+from tesched.transform.unswitch import unswitch
 
 _ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -149,6 +151,8 @@ class LoopVectorizer:
             return ir.Broadcast(substitute(e, {var: base}), lanes)
         if isinstance(e, ir.Load):
             flat = ir.flat_index(e.buffer, e.indices)
+            if any(id(n) in self.vector_of for n in walk(flat)):
+                raise CannotVectorize(f"access to {e.buffer.name} is gathered (its index is a vector let)")
             step = coefficient(flat, var)
             if self.mask is not None:
                 return self.masked_load(e, base, simplify(substitute(flat, {var: base})), step, lanes)
@@ -417,6 +421,9 @@ class _Vectorize(RangeMutator):
                 or _vectorize_parts(s, self.vector_bytes, ranges) or LoopVectorizer(s, self.vector_bytes, ranges).run()
             if done is not None:
                 return done
+            unswitched = unswitch(s)
+            if unswitched is not None:
+                return self.visit(unswitched)
         return super().visit_For(s)
 
 

@@ -70,8 +70,8 @@ def test_batch_norm_keeps_its_parameters_by_name():
 
 
 @pytest.mark.parametrize("model, inputs, message", [
-    (nn.Sequential(nn.ReLU(), nn.ConvTranspose2d(3, 2, 2)), (rand(1, 3, 4, 4),),
-     r"aten.convolution.default in module `1` \(ConvTranspose2d\) is not supported: transposed convolution"),
+    (nn.Sequential(nn.ReLU(), nn.ConvTranspose3d(3, 2, 2)), (rand(1, 3, 4, 4, 4),),
+     r"aten.convolution.default in module `1` \(ConvTranspose3d\) is not supported: a 3-D transposed convolution"),
     (Lambda(lambda x: F.max_pool2d(x, 2, dilation=2)), (rand(1, 2, 8, 8),), r"dilation \[2, 2\]"),
     (Lambda(lambda x: F.avg_pool2d(x, 2, divisor_override=3)), (rand(1, 2, 4, 4),), "divisor_override"),
     (Lambda(lambda x: F.adaptive_avg_pool2d(x, 3)), (rand(1, 2, 4, 4),), r"output size \(3, 3\) does not divide"),

@@ -28,7 +28,14 @@ CASES = [
     Case("split_raw", lambda: Lambda(lambda x: (x.split(2, 3), x.unbind(1), x.split([3, 3], -1))), image, raw=True),
     Case("slices", lambda: Lambda(lambda x: (x[:, 1:, ::2, 3], x[..., -3:], x.select(1, -1), x.narrow(2, 1, 3),
                                              x[:, :, 1:100], x[:, :], x[1])), image),
-    Case("pad", lambda: Lambda(lambda x: (F.pad(x, (1, 2, 0, 3), value=0.5), F.pad(x, (2, 0)))), image),
+    Case("pad", lambda: Lambda(lambda x: (F.pad(x, (1, 2, 0, 3), value=0.5), F.pad(x, (2, 0)), F.pad(x, (-1, 2, 0, -2)),
+                                          F.pad(x, (-1, -1)))), image),
+    Case("any_rank", lambda: Lambda(lambda x, v: (
+        x.flatten(), x.flatten(1, 3), x.unflatten(2, (2, 2)), x.unflatten(-1, (1, 2)), x.chunk(2, 2), x.chunk(3, -2),
+        torch.split(x, [1, 2], 1), torch.stack([x, x * 2], 0), torch.stack([x, x], -1), torch.cat([x, x], 4),
+        x[:, :1].expand(2, 3, 4, 5, 2), x.unsqueeze(0).expand(3, -1, -1, -1, -1, -1),
+        F.pad(x, (1, 2, 0, 1, 1, 1, 0, 0, 1, 0)), torch.stack([v, v]), v.unflatten(0, (7, 1)), v.chunk(3),
+        F.pad(v, (2, 1), value=2.0), torch.cat([v, v]))), lambda: (rand(2, 3, 4, 5, 2), rand(7))),
     Case("identities", lambda: Lambda(lambda x: (x.clone() + 1, x.float() * 2, x.permute(0, 2, 1, 3).contiguous(),
                                                  torch.nn.functional.dropout(x, 0.5, training=False))), image),
     Case("identities_raw", lambda: Lambda(lambda x: (x.clone(), x.detach() + 1, F.dropout(x, 0.3, training=False),
@@ -53,6 +60,3 @@ def test_compiled():
     check_case(CASES[5], build=True)
 
 
-def test_cropping_with_negative_padding_is_refused():
-    with pytest.raises(UnsupportedOpError, match=r"negative padding .*aten.slice"):
-        from_torch(Lambda(lambda x: F.pad(x, (-1, 0))), (rand(2, 5),))

@@ -6,12 +6,13 @@ from tesched.frontend import supported_ops
 from tesched.frontend.op_table import CONVERTERS, REJECTED, rejection
 
 from . import (test_convert_arith, test_convert_attention, test_convert_logic, test_convert_lookup, test_convert_nn,
-               test_convert_norm, test_convert_rnn, test_convert_shape)
+               test_convert_norm, test_convert_rearrange, test_convert_rnn, test_convert_shape, test_convert_vision)
 from .helpers import exported, ops_of
 
 ALL_CASES = (test_convert_arith.CASES + test_convert_nn.CASES + test_convert_rnn.CASES + test_convert_shape.CASES
              + test_convert_attention.CASES + test_convert_logic.CASES + test_convert_norm.CASES
-             + test_convert_lookup.CASES)
+             + test_convert_lookup.CASES + test_convert_vision.INTERPOLATE + test_convert_vision.TRANSPOSED
+             + test_convert_rearrange.CASES)
 
 
 def test_every_supported_op_is_exercised_by_a_converter_test():

@@ -44,6 +44,8 @@ def every_op_call():
         G.gather(mat, G.const(np.array([[2, 0, 1, 2], [0, 1, 5, -1]], dtype="int64")), 0),
         G.nn.attention(G.reshape(img, (4, 6, 5)), G.reshape(G.transpose(img), (4, 5, 6)), G.reshape(img, (4, 6, 5)),
                        G.const(np.where(np.eye(6) > 0, -np.inf, 0.5).astype("float32")), 0.5, causal=1),
+        G.nn.upsample(img, (9, 10), [1.5, 2.0], "linear"), G.nn.upsample(img, (12, 7)), G.cumsum(img, 2),
+        *quantized_calls(img, mat),
     ]
     return [img, w, w3, dw, vec, mat, wmat, *stats], calls
 

@@ -84,6 +84,24 @@ def test_gathered_access_falls_back_to_gcc():
     np.testing.assert_allclose(f(a), a[(np.arange(32) ** 2) % 64] + 1)
 
 
+
+def test_access_gathered_through_a_shared_value_falls_back_to_gcc():
+    """The index is a value the body also uses elsewhere (a ``let`` that changes with the loop), as in a
+    linear interpolation: its vector form cannot index memory."""
+    A = ts.placeholder((8, 16), name="A")
+
+    def interpolate(y, x):
+        src = ts.cast("float32", x) * 0.45
+        return A[y, ts.cast("int32", src)] * (src - ts.cast("float32", ts.cast("int32", src)))
+
+    B = ts.compute((8, 16), interpolate, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].vectorize(B.op.axis[1])
+    f = ts.build(s, [A, B], name="simd_gathered_let")
+    a = np.random.default_rng(0).random((8, 16), dtype=np.float32)
+    src = np.arange(16, dtype=np.float32) * np.float32(0.45)
+    np.testing.assert_allclose(f(a), a[:, src.astype(int)] * (src - src.astype(int)), rtol=1e-6)
+
 @pytest.mark.parametrize("dtype", ["float64", "int32", "int64"])
 def test_other_dtypes(dtype):
     A = ts.placeholder((40,), dtype, name="A")

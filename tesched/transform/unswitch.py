@@ -1,0 +1,54 @@
+"""Loop unswitching for the loops :mod:`.vectorize` leaves scalar: a select whose condition does not change
+with the loop (``c < 32 ? upsampled : skip``, a concatenation along an outer axis) moves out of it, as
+``if (c < 32) loop(upsampled) else loop(skip)``, so each version's body is free of that branch and the C
+compiler's vectorizer, which gives up on a loop whose body reads memory under a condition, can take it.
+Each version is offered to the vectorizer again. This module only moves conditions.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import map_stmt, walk_stmts
+from tesched.te.expr import Expr, Select
+from tesched.te.visit import rewrite, structural_key, walk
+from tesched.transform.unroll import substitute_loop_var
+
+
+def _invariant_condition(loop: ir.For) -> Expr | None:
+    """The condition of the first select in ``loop``'s body that neither its variable nor a value bound
+    inside it changes."""
+    inner = {id(loop.var)} | {id(s.var) for s in walk_stmts(loop.body) if isinstance(s, ir.LetStmt)}
+    found: list[Expr] = []
+
+    def look(e: Expr) -> Expr:
+        if not found:
+            found.extend(n.cond for n in walk(e) if isinstance(n, Select)
+                         and not any(id(v) in inner for v in walk(n.cond)))
+        return e
+
+    map_stmt(loop.body, look)
+    return found[0] if found else None
+
+
+def _decided(stmt: ir.Stmt, cond: Expr, taken: bool) -> ir.Stmt:
+    key = structural_key(cond)
+
+    def pick(n: Expr) -> Expr | None:
+        if isinstance(n, Select) and structural_key(n.cond) == key:
+            return rewrite(n.true_value if taken else n.false_value, pick)
+        return None
+
+    return map_stmt(stmt, lambda e: rewrite(e, pick))
+
+
+def unswitch(loop: ir.For) -> ir.Stmt | None:
+    """``if (cond) loop[cond := true] else loop[cond := false]`` for a loop-invariant select condition of
+    ``loop``'s body, or ``None`` when there is none."""
+    cond = _invariant_condition(loop)
+    if cond is None:
+        return None
+    then_loop = replace(loop, body=_decided(loop.body, cond, True))
+    var = ir.LoopVar(loop.var.name)
+    else_loop = replace(loop, var=var, body=substitute_loop_var(_decided(loop.body, cond, False), loop.var, var))
+    return ir.IfThenElse(cond, then_loop, else_loop)
