@@ -29,11 +29,6 @@ from tesched.te.visit import structural_key
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 
 
-def size(e: Expr) -> int:
-    """The number of nodes of ``e`` as a tree (shared subexpressions counted at each use)."""
-    return 1 + sum(size(c) for c in e.children())
-
-
 def simplify(e: Expr, ranges: VarRanges | None = None) -> Expr:
     """``e`` simplified under ``ranges`` (equal to ``e`` wherever the variables lie in their ranges)."""
     return _Simplifier(ranges or VarRanges()).run(e)

@@ -70,10 +70,12 @@ class Kernel:
         arg_dims = self._args.arg_dims()
         checkable = arg_dims is not None and all(describable(s.dtype) for s in self._specs)
         n_args, n_params = len(self._specs), len(self._args.params)
-        direct = not checkable or arg_dims is None or not self._address or not self._through_helper
-        self._program = None if direct else Program(
-            [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(self._specs, arg_dims))], [0] * n_args,
-            [(self._address, list(range(n_args)) + [-p - 1 for p in range(n_params)])], n_params=n_params)
+        self._program: Program | None = None
+        if checkable and arg_dims is not None and self._address and self._through_helper:
+            self._program = Program(
+                [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(self._specs, arg_dims))],
+                [0] * n_args, [(self._address, list(range(n_args)) + [-p - 1 for p in range(n_params)])],
+                n_params=n_params)
 
     def __repr__(self) -> str:
         return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}])"

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tesched.arith.simplify import size
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import StageGraph
 from tesched.te.expr import Expr
 from tesched.te.reduction import MultiValue
 from tesched.te.tensor import ComputeOp, TensorRead
-from tesched.te.visit import rewrite, structural_key
+from tesched.te.visit import rewrite, structural_key, tree_size
 
 
 def inline_bodies(sch: StageGraph, canonical: Callable[[Expr], Expr] = lambda e: e) -> dict[int, Expr]:
@@ -54,7 +53,7 @@ def inline_bodies(sch: StageGraph, canonical: Callable[[Expr], Expr] = lambda e:
                         value = value.values[tensor.value_index]
                     # the smaller of each index and its canonical form: indices do not grow along the chain
                     # (``((i + 2) + 2) + 2`` is ``i + 6``), and stay as written where shorter (``7 - i``)
-                    smaller = [f if size(f) < size(i) else i for i, f in zip(indices, forms)]
+                    smaller = [f if tree_size(f) < tree_size(i) else i for i, f in zip(indices, forms)]
                     shared[key] = rewrite(value, expand({id(a): x for a, x in zip(tensor.op.axis, smaller)}))
                 else:
                     shared[key] = TensorRead(tensor, tuple(indices))

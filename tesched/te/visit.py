@@ -114,3 +114,8 @@ def structural_key(e: Expr, memo: dict[int, tuple] | None = None) -> tuple:
                tuple(structural_key(c, memo) for c in e.children()))
     memo[id(e)] = key
     return key
+
+
+def tree_size(e: Expr) -> int:
+    """The number of nodes of ``e`` as a tree (shared subexpressions counted at each use)."""
+    return 1 + sum(tree_size(c) for c in e.children())
