@@ -24,6 +24,7 @@ from tesched.nn.schedule import (
     largest_divisor,
     reduction_work,
     register_schedule,
+    schedule_reduction,
     static_extent,
 )
 from tesched.schedule.schedule import Schedule, Stage
@@ -111,6 +112,9 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
     (:data:`CHUNKED_BLOCK_BYTES`) is computed whole before its epilogue, by chunks of input channels
     (:func:`_chunked_reduction`)."""
     hstage = s[host]
+    if len(hstage.op.axis) != 4:     # the host is not the NCHW result (a fused reader of another rank)
+        schedule_reduction(s, core, host)
+        return
     n, k, h, w = hstage.op.axis
     block = int(core.shape[4])
     positions, _ = register_tile(int(host.shape[3]), block, RegisterFile.of(dtype=core.dtype), block)
