@@ -14,6 +14,7 @@ import sys
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import platformdirs
 
@@ -102,6 +103,12 @@ def settings() -> Settings:
         compiler=tuple(shlex.split(compiler)),
         build_log=Path(os.environ["TESCHED_BUILD_LOG"]) if os.environ.get("TESCHED_BUILD_LOG") else None,
     )
+
+
+def variables_set(names: Iterable[str]) -> dict[str, str]:
+    """The variables among ``names`` that are set, with their values (for reports of what other libraries
+    were told, such as the peers of a benchmark)."""
+    return {name: os.environ[name] for name in names if name in os.environ}
 
 
 def prefer_passive_openmp() -> str:

@@ -17,6 +17,7 @@ import importlib
 import os
 from typing import Mapping
 
+from tesched.config import variables_set
 from tesched.target import Target
 
 RESTRICTED = "TESCHED_BENCH_PEERS_RESTRICTED"
@@ -80,7 +81,7 @@ def describe_peers(torch: object | None = None) -> str:
     """What the loaded peers chose: the restricting variables set, OpenBLAS's core type, PyTorch's CPU
     capability."""
     names = [*_LIMITS["avx2"], "NPY_DISABLE_CPU_FEATURES"]
-    set_here = {n: os.environ[n] for n in names if n in os.environ}
+    set_here = variables_set(names)
     parts = [("peers restricted: " + ", ".join(f"{k}={v}" for k, v in set_here.items())) if set_here
              else "peers unrestricted (they use every instruction set of this CPU)"]
     try:
