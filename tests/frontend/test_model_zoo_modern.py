@@ -39,9 +39,10 @@ SMALL = {  # name -> (small model, inputs): the zoo's architectures at sizes tha
 }
 
 
-def imported(name):
+def imported(name, table=None):
+    """The model ``name`` of ``table`` (default :data:`SMALL`) imported, its NumPy inputs, eager's result."""
     torch.manual_seed(0)
-    make, inputs_of = SMALL[name]
+    make, inputs_of = (SMALL if table is None else table)[name]
     model, inputs = make().eval(), inputs_of()
     with torch.no_grad():
         want = model(*inputs)
@@ -72,25 +73,16 @@ SMALL_TRANSFORMERS = {
 """The transformer architectures of the zoo at test sizes (the same code as the benchmark's)."""
 
 
-def _imported(name):
-    torch.manual_seed(0)
-    make, inputs_of = SMALL_TRANSFORMERS[name]
-    model, inputs = make().eval(), inputs_of()
-    with torch.no_grad():
-        want = model(*inputs)
-    return from_torch(model, inputs), numpy_inputs(inputs), want
-
-
 @pytest.mark.parametrize("name", sorted(SMALL_TRANSFORMERS))
 def test_transformers_import_and_match_eager(name):
-    fn, arrays, want = _imported(name)
+    fn, arrays, want = imported(name, SMALL_TRANSFORMERS)
     assert max_relative_error(G.interpret(fn, *arrays), want) <= TOLERANCE
     optimized = str(G.optimize(fn))
     assert "nn.softmax(" not in optimized and ("nn.attention(" in optimized) == (name != "mlp_mixer")
 
 
 def test_gpt_block_compiled_matches_eager():
-    fn, arrays, want = _imported("gpt_block")
+    fn, arrays, want = imported("gpt_block", SMALL_TRANSFORMERS)
     assert max_relative_error(G.build(fn)(*arrays), want) <= TOLERANCE
 
 
