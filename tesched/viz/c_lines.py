@@ -123,8 +123,8 @@ def c_lines(func: LoweredFunc, target: Target, profiled: bool = False,
     src = gen.function()
     if expected is not None and src.source != expected:
         return CSource(src.name, expected, src.declaration, src.profile), None
-    # lines before the function body: after it come the status return, the closing brace and a newline
-    first = len(src.source.split("\n")) - len(gen.lines) - 3
+    # the recorded lines follow the body's first line, which declares the status variable
+    first = src.source.split("\n").index(f"  int {gen.status} = 0;") + 1
     spans = {k: [(a + first + 1, b + first + 1) for a, b in _merge(r)] for k, r in gen.spans.items()}
     parent = _enclosing(func.body, number)
     for k in range(len(number)):
