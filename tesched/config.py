@@ -34,6 +34,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("TESCHED_CACHE_DIR", "directory of the compiled-kernel cache",
              "the user cache directory of tesched (platformdirs: ~/.cache/tesched on Linux)"),
     Variable("TESCHED_DEBUG", "1: log every lowering pass with its output and time (logger `tesched`)", "0"),
+    Variable("TESCHED_VERIFY", "1: check the loop IR's invariants after every lowering pass (`tesched.ir.verify`; "
+             "also on with `TESCHED_DEBUG`)", "0"),
     Variable("TESCHED_TARGET", "default target of `build` (`host`, `x86-64-avx512`, `x86-64-avx2`, "
              "`x86-64`, `c`)", "host"),
     Variable("TESCHED_VECTOR_BYTES", "SIMD width of the host target in bytes (16, 32 or 64)",
@@ -61,6 +63,7 @@ class Settings:
     cache_dir: Path
     debug: bool
     target: str
+    verify: bool
     vector_bytes: int | None
     num_threads: int | None
     intrin_isa: str | None
@@ -96,6 +99,7 @@ def settings() -> Settings:
         cache_dir=cache,
         debug=_flag("TESCHED_DEBUG"),
         target=os.environ.get("TESCHED_TARGET", "").strip() or "host",
+        verify=_flag("TESCHED_VERIFY") or _flag("TESCHED_DEBUG"),
         vector_bytes=_positive("TESCHED_VECTOR_BYTES", (16, 32, 64)),
         num_threads=_positive("TESCHED_NUM_THREADS"),
         intrin_isa=os.environ.get("TESCHED_INTRIN_ISA", "").strip() or None,

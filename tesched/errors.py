@@ -40,3 +40,8 @@ class ModuleLoadError(TeschedError, RuntimeError):
 class GradientError(TeschedError, ValueError):
     """``ts.gradient`` cannot differentiate a pipeline: an integer input, a ``head`` of the wrong shape, or a
     stage or function with no derivative; the message names it."""
+
+
+class InternalError(TeschedError, RuntimeError):
+    """A bug in tesched itself, not in the user's program: a lowering pass broke an invariant of the loop
+    IR (see :mod:`tesched.ir.verify`). The message names the pass; please report it with the program."""

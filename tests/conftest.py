@@ -16,6 +16,10 @@ from typing import Callable
 import numpy as np
 import pytest
 
+# the loop IR is checked after every lowering pass in the suite (tesched.ir.verify): a pass that breaks an
+# invariant fails the test that lowered through it with an InternalError naming the pass
+os.environ.setdefault("TESCHED_VERIFY", "1")
+
 SLOW_REASON = "slow: run with `python -m pytest --slow -m slow` (.ci/run does, after the default suite)"
 
 

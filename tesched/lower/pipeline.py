@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 
 from tesched.config import debug_logger, settings
 from tesched.ir import nodes as ir
+from tesched.ir.verify import verify
 from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import notify_lowered
@@ -201,14 +202,17 @@ def describe(state: object) -> str:
 
 def run_passes(state: object, passes: Sequence[Pass], target: Target, debug: bool | None = None) -> Any:
     """Run ``passes`` on ``state`` in order, logging each when debugging."""
-    if debug is None:
-        debug = settings().debug
+    env = settings()
+    debug = env.debug if debug is None else debug
     log = debug_logger("tesched.lower", debug)
     for p in passes:
         t0 = time.perf_counter()
         state = p.run(state, target)
         if debug:
             log.info("--- after %s (%.1f ms)\n%s", p.name, (time.perf_counter() - t0) * 1e3, describe(state))
+        if (env.verify or debug) and isinstance(state, LoweredFunc):
+            intermediates = [b for sm in state.model.stages for b in sm.buffers if b.scope is ir.BufferScope.GLOBAL]
+            verify(state.body, state.args, state.params, intermediates, p.name)
     return state
 
 

@@ -1,0 +1,142 @@
+"""Invariants of the loop IR, checked after each lowering pass in debug mode and in the test suite.
+
+:func:`verify` walks a function body once and raises :class:`~tesched.errors.InternalError` (a compiler
+bug, not a user error) naming the pass that broke one of these:
+
+- every buffer read or written is an argument, an intermediate of the model, or allocated around the
+  access;
+- every variable is in scope: a loop's, a ``let``'s, a promoted register, a buffer origin declared by its
+  allocation, or a symbolic size of the function;
+- no tensor read (``TensorRead``) survives lowering;
+- a load or store has one index per dimension of its buffer, or one element offset;
+- a store writes its buffer's element type (a vector store, vectors of it); both operands of an arithmetic
+  or comparison node have the same number of lanes, and vector operands the same element type;
+- a loop bound to a GPU index says which, and no other loop does.
+
+The walk keeps its own stack (a ``let`` chain may be thousands deep). It checks; it changes nothing.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from tesched.errors import InternalError
+from tesched.ir import nodes as ir
+from tesched.ir.visitor import child_fields
+from tesched.te.expr import Binary, Expr, Var
+from tesched.te.tensor import TensorRead
+from tesched.te.visit import walk
+
+_SAME_TYPED = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max", "lt", "le", "gt", "ge", "eq",
+               "ne", "and", "or", "bitand", "bitor", "bitxor")
+
+
+def verify(body: ir.Stmt, args: Sequence[ir.Buffer], params: Iterable[Var], intermediates: Iterable[ir.Buffer],
+           after: str) -> None:
+    """Check the invariants of the module docstring on ``body``, a function of buffers ``args`` and sizes
+    ``params`` whose root intermediates are ``intermediates``; ``after`` names the pass that produced it."""
+    _Verifier(after, [*args, *intermediates], params).run(body)
+
+
+class _Verifier:
+    def __init__(self, after: str, buffers: Sequence[ir.Buffer], params: Iterable[Var]):
+        self.after = after
+        self.buffers: dict[int, int] = {}       # id -> how many scopes hold it (arguments: one, forever)
+        self.vars: dict[int, int] = {}
+        for b in buffers:
+            self._enter_buffer(b)
+        for p in params:
+            self.vars[id(p)] = 1
+
+    def fail(self, what: str) -> None:
+        raise InternalError(f"after the lowering pass {self.after!r}: {what}")
+
+    # scopes -----------------------------------------------------------------------------------------
+    def _enter_buffer(self, b: ir.Buffer) -> None:
+        self.buffers[id(b)] = self.buffers.get(id(b), 0) + 1
+        for off in b.offsets:
+            if isinstance(off, ir.OriginVar):
+                self.vars[id(off)] = self.vars.get(id(off), 0) + 1
+
+    def _declared(self, s: ir.Stmt) -> tuple[list[Var], list[ir.Buffer]]:
+        if isinstance(s, ir.For):
+            return [s.var], []
+        if isinstance(s, ir.LetStmt):
+            return [s.var], []
+        if isinstance(s, ir.Registers):
+            return list(s.variables), []
+        if isinstance(s, ir.Allocate):
+            return [], [s.buffer]
+        return [], []
+
+    def _leave(self, variables: list[Var], buffers: list[ir.Buffer]) -> None:
+        for v in variables:
+            self.vars[id(v)] -= 1
+        for b in buffers:
+            self.buffers[id(b)] -= 1
+            for off in b.offsets:
+                if isinstance(off, ir.OriginVar):
+                    self.vars[id(off)] -= 1
+
+    # the walk ---------------------------------------------------------------------------------------
+    def run(self, body: ir.Stmt) -> None:
+        stack: list[object] = [body]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, tuple):         # leaving a statement's scope
+                self._leave(*item)
+                continue
+            assert isinstance(item, ir.Stmt)
+            self.statement(item)
+            variables, buffers = self._declared(item)
+            if isinstance(item, ir.LetStmt):
+                self.expression(item.value)     # a let's value is outside its own scope
+            for v in variables:
+                self.vars[id(v)] = self.vars.get(id(v), 0) + 1
+            for b in buffers:
+                self._enter_buffer(b)
+            stack.append((variables, buffers))
+            kids = [value for _, field in child_fields(item)
+                    for value in (field if isinstance(field, (list, tuple)) else (field,))]
+            for kid in reversed(kids):
+                if isinstance(kid, ir.Stmt):
+                    stack.append(kid)
+                elif isinstance(kid, Expr) and not (isinstance(item, ir.LetStmt) and kid is item.value):
+                    self.expression(kid)
+
+    def statement(self, s: ir.Stmt) -> None:
+        if isinstance(s, ir.For) and s.kind.bound != bool(s.thread):
+            self.fail(f"loop {s.var.name} of kind {s.kind.value} has GPU index {s.thread or 'none'}")
+        if isinstance(s, (ir.Store, ir.VStore)):
+            self.access(s.buffer, s.indices if isinstance(s, ir.Store) else (s.index,))
+            base, _ = ir.split_dtype(s.value.dtype)
+            if base != s.buffer.dtype:
+                self.fail(f"a store of {s.value.dtype} into buffer {s.buffer.name} of {s.buffer.dtype}")
+        if isinstance(s, ir.Assign) and not self.vars.get(id(s.var)):
+            self.fail(f"an assignment to {s.var.name}, which no enclosing statement declares")
+
+    def access(self, buffer: ir.Buffer, indices: Sequence[Expr]) -> None:
+        if not self.buffers.get(id(buffer)):
+            self.fail(f"buffer {buffer.name} is accessed where it is neither an argument nor allocated")
+        if len(indices) not in (1, len(buffer.shape)):
+            self.fail(f"buffer {buffer.name} of {len(buffer.shape)} dimensions is accessed with "
+                      f"{len(indices)} indices")
+
+    def expression(self, e: Expr) -> None:
+        for node in walk(e):
+            if isinstance(node, TensorRead):
+                self.fail(f"a read of tensor {node.tensor.name} survived lowering")
+            elif isinstance(node, (ir.Load, ir.Address)):
+                self.access(node.buffer, node.indices)
+            elif isinstance(node, (ir.VLoad, ir.VLoadStrided, ir.VLoadMasked)):
+                self.access(node.buffer, (node.index,))
+            elif isinstance(node, Var) and not self.vars.get(id(node)):
+                self.fail(f"variable {node.name} is used outside the statement that declares it")
+            elif isinstance(node, Binary) and node.op in _SAME_TYPED and _vector_mismatch(node.a.dtype, node.b.dtype):
+                self.fail(f"operands of {node.op} have types {node.a.dtype} and {node.b.dtype}")
+
+
+def _vector_mismatch(a: str, b: str) -> bool:
+    """Whether two operand types differ in lanes, or are vectors of different elements (scalar integers
+    of different widths meet in index arithmetic, as C's promotions allow)."""
+    (base_a, lanes_a), (base_b, lanes_b) = ir.split_dtype(a), ir.split_dtype(b)
+    return lanes_a != lanes_b or (lanes_a > 1 and base_a != base_b)
