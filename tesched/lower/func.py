@@ -45,7 +45,7 @@ class LoweredFunc:
         The loop IR.
     model : PolyModel
         The polyhedral model it was lowered from (domains, footprints, buffers).
-    promotions : tuple of Promotion, optional
+    promotions : tuple of tesched.transform.registers.Promotion or None
         Once finished for a target (as ``build`` does), what register promotion did with its local buffers
         of constant size; None for what ``lower()`` returns (see :meth:`register_promotions`).
     """
