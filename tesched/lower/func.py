@@ -2,7 +2,9 @@
 
 A function over buffers (the arguments, in call order) and size parameters, whose body is loop IR.
 ``print()`` shows it as pseudo-code, headed by the redundancy of every stage computed inside another
-(how many points it computes relative to its size: a recomputed halo shows as more than 1.00x).
+(how many points it computes relative to its size: a recomputed halo shows as more than 1.00x) and by
+what register promotion does with its local buffers of constant size on the current target (promoted, or
+kept in memory for their size; see :mod:`tesched.transform.registers`).
 """
 from __future__ import annotations
 
@@ -13,13 +15,16 @@ from typing import Any
 
 from tesched.ir import nodes as ir
 from tesched.ir.printer import IRPrinter
-from tesched.lower.hooks import write_page
+from tesched.ir.visitor import walk_stmts
+from tesched.lower.hooks import finish_for_target, write_page
 from tesched.poly.buffers import redundancy
 from tesched.poly.model import PolyModel
 from tesched.poly.traffic import Traffic, global_traffic
 from tesched.poly.tree import build_tree
+from tesched.target import Target, current_target
 from tesched.te.expr import Var
 from tesched.te.tensor import Tensor
+from tesched.transform.registers import Promotion
 
 
 @dataclass(frozen=True, eq=False)
@@ -40,6 +45,9 @@ class LoweredFunc:
         The loop IR.
     model : PolyModel
         The polyhedral model it was lowered from (domains, footprints, buffers).
+    promotions : tuple of tesched.transform.registers.Promotion or None
+        Once finished for a target (as ``build`` does), what register promotion did with its local buffers
+        of constant size; None for what ``lower()`` returns (see :meth:`register_promotions`).
     """
 
     name: str
@@ -48,6 +56,7 @@ class LoweredFunc:
     params: tuple[Var, ...]
     body: ir.Stmt
     model: PolyModel
+    promotions: tuple[Promotion, ...] | None = None
 
     @cached_property
     def redundancy(self) -> dict[str, float]:
@@ -61,6 +70,16 @@ class LoweredFunc:
         ``tesched.poly.traffic``): what fusing stages into one kernel saves. Sizes must be constant."""
         return global_traffic(self.model, build_tree(self.model))
 
+    def register_promotions(self, target: Target | None = None) -> tuple[Promotion, ...]:
+        """What register promotion does with the local buffers of constant size: this function's own once
+        finished for a target, else those a build for ``target`` (the current one by default) makes."""
+        if self.promotions is not None:
+            return self.promotions
+        if not any(isinstance(s, ir.Allocate) and s.buffer.scope is ir.BufferScope.LOCAL
+                   and s.buffer.constant_shape() is not None for s in walk_stmts(self.body)):
+            return ()
+        return finish_for_target(self, target or current_target()).promotions or ()
+
     def __str__(self) -> str:
         printer = IRPrinter()
         sig = ", ".join(f"{printer.buffer(b)}: {b.dtype}[{', '.join(printer.dim(d) for d in b.shape)}]"
@@ -69,6 +88,7 @@ class LoweredFunc:
             sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)
         notes = "".join(f"# {stage}: computes {factor:.2f}x its points (recomputed halo or re-executed "
                         f"per outer iteration)\n" for stage, factor in self.redundancy.items())
+        notes += "".join(f"# {promotion}\n" for promotion in self.register_promotions())
         return notes + f"def {self.name}({sig}):\n" + printer.stmt(self.body, 1)
 
     def __repr__(self) -> str:

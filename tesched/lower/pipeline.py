@@ -15,6 +15,7 @@ loop IR. The ``build`` phase (unrolling, explicit SIMD, registers) prepares that
 from __future__ import annotations
 
 import time
+import weakref
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any, Callable, Sequence
@@ -24,7 +25,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.verify import verify
 from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
 from tesched.lower.func import LoweredFunc
-from tesched.lower.hooks import notify_lowered
+from tesched.lower.hooks import notify_lowered, set_finisher
 from tesched.poly.astgen import LoopAst, generate_ast
 from tesched.poly.buffers import allocate_buffers
 from tesched.poly.bounds import check_bounds
@@ -41,7 +42,7 @@ from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.flatten_indices import flatten_indices
-from tesched.transform.registers import promote
+from tesched.transform.registers import promote_with_report
 from tesched.transform.simplify_indices import normalize_loops, simplify_indices
 from tesched.transform.unroll import unroll
 from tesched.transform.vectorize import vectorize
@@ -159,6 +160,11 @@ def _on_body(transform: Callable[[ir.Stmt, Target], ir.Stmt]) -> Callable[[Lower
     return run
 
 
+def _promote_registers(func: LoweredFunc, target: Target) -> LoweredFunc:
+    body, promotions = promote_with_report(func.body, target)
+    return replace(func, body=body, promotions=promotions)
+
+
 PASSES: tuple[Pass, ...] = (
     Pass("check arguments", _check_arguments),
     Pass("inline and parameters", _inline),
@@ -181,7 +187,7 @@ PASSES: tuple[Pass, ...] = (
          Phase.BUILD),
     Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes, target.features)),
          Phase.BUILD),
-    Pass("promote registers", _on_body(lambda body, target: promote(body)), Phase.BUILD),
+    Pass("promote registers", _promote_registers, Phase.BUILD),
 )
 
 
@@ -234,9 +240,18 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool
     return func
 
 
+_finished: "weakref.WeakKeyDictionary[LoweredFunc, dict[str, LoweredFunc]]" = weakref.WeakKeyDictionary()
+
+
 def lower_for_target(func: LoweredFunc, target: Target, debug: bool | None = None) -> LoweredFunc:
-    """The ``build`` phase of the pipeline (unroll, explicit SIMD, registers) for ``target``."""
-    return run_passes(func, tuple(p for p in PASSES if p.phase is Phase.BUILD), target, debug)
+    """The ``build`` phase of the pipeline (unroll, explicit SIMD, registers) for ``target``, run once per
+    function and target (printing a function, then building it, finishes it once) unless debugging."""
+    if debug is None:
+        debug = settings().debug
+    done = _finished.setdefault(func, {})
+    if debug or target.key not in done:
+        done[target.key] = run_passes(func, tuple(p for p in PASSES if p.phase is Phase.BUILD), target, debug)
+    return done[target.key]
 
 
 def check_schedule(sch: Schedule) -> None:
@@ -247,3 +262,4 @@ def check_schedule(sch: Schedule) -> None:
 
 
 set_legality_check(check_schedule)
+set_finisher(lower_for_target)

@@ -13,7 +13,6 @@ import tesched as ts
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import (
     element_count,
-    largest_divisor,
     parallel_outer,
     reduction_work,
     register_schedule,
@@ -152,9 +151,16 @@ def _schedule_pointwise(s: Schedule, conv: Tensor, host: Tensor) -> None:
     parallel_outer(hstage, [n, ko], reduction_work(conv))
 
 
+def row_tile(channels: int, width: int, rf: RegisterFile) -> int:
+    """Output channels computed together over a whole row of ``width``: the most, dividing ``channels`` and at
+    most :data:`CHANNEL_TILE`, whose accumulators (a row's vectors per channel) fit ``rf``'s registers, so
+    that they are promoted to registers (see :mod:`tesched.transform.registers`); one if none fits."""
+    return max((d for d in divisors(channels, CHANNEL_TILE) if d * rf.vectors(width) <= rf.registers), default=1)
+
+
 @register_schedule("conv2d")
 def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
-    """Per (batch, tile of CHANNEL_TILE output channels) in parallel and per output row: the conv row tile
+    """Per (batch, tile of output channels: :func:`row_tile`) in parallel and per output row: the conv row tile
     computed with the reduction loops outside, the channel tile unrolled and the row vectorized, then the
     host's row tile (the epilogue); the padded input is computed once, at the root. Pointwise
     convolutions tile bands of rows as one flattened, contiguous axis instead."""
@@ -164,7 +170,7 @@ def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
     if _is_pointwise(conv):
         _schedule_pointwise(s, conv, host)
         return
-    tile = largest_divisor(int(conv.shape[1]), CHANNEL_TILE)
+    tile = row_tile(int(conv.shape[1]), int(conv.shape[3]), RegisterFile.of(dtype=conv.dtype))
     cstage, hstage = s[conv], s[host]
     n, k, h, w = hstage.op.axis
     ko, ki = hstage.split(k, tile)

@@ -9,22 +9,97 @@ loop of a register tile, typically) are unrolled to get there. Buffers accessed 
 of their own scope are left in memory (threads would share them). A masked vector read (padding inside
 a vectorized loop) becomes a lane-wise select of its variable and zeros when some store writes exactly
 its slot (so the variable holds every lane it reads); otherwise the buffer stays in memory.
+
+Promotion is bounded by the target's register file (:class:`RegisterBudget`): each variable takes one
+register (a vector wider than the target's, several), and a buffer whose variables would take more
+registers than the target has stays an array, as does one of more bytes than the register file holds
+(checked first, before any unrolling). Portable C counts :data:`~tesched.tiling.PORTABLE_REGISTERS` scalar
+registers, GPU targets the registers of one thread. :func:`promote_with_report` also says, per buffer
+of constant size, whether it was promoted or kept in memory for its size (:class:`Promotion`); buffers
+kept in memory for their accesses (offsets known only at run time, an address passed on) are not listed.
 """
 from __future__ import annotations
 
-from dataclasses import replace
+import functools
+import math
+from dataclasses import dataclass, replace
 
 from tesched.arith.linear import constant_difference, constant_value, simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt
 from tesched.schedule.kinds import LoopKind
+from tesched.target import Target, current_target
 from tesched.te import dtype as dt
 from tesched.te.expr import Const, Expr, Select, Var
 from tesched.te.visit import rewrite, walk
+from tesched.tiling import PORTABLE_REGISTERS
 from tesched.transform.unroll import unroll_copies
 
-MAX_REGISTER_BYTES = 2048
 MAX_AUTO_UNROLL = 16
+PORTABLE_REGISTER_BYTES = 8
+"""Bytes of one scalar register of portable C (an element of any dtype up to float64 and int64)."""
+GPU_THREAD_REGISTERS = 255
+"""32-bit registers one GPU thread may use (CUDA's limit; OpenCL devices are alike)."""
+
+
+@dataclass(frozen=True)
+class RegisterBudget:
+    """The registers promoted variables may take: ``registers`` of ``register_bytes`` each, on the target
+    named ``target``."""
+
+    registers: int
+    register_bytes: int
+    target: str = ""
+
+    @classmethod
+    def of(cls, target: Target) -> "RegisterBudget":
+        """The register file of ``target``: its SIMD registers (16 or 32 on x86-64), the scalar registers
+        assumed for portable C, or a GPU thread's registers."""
+        if target.backend != "c":
+            return cls(GPU_THREAD_REGISTERS, 4, target.name)
+        if target.vector_registers:
+            return cls(target.vector_registers, target.vector_bytes, target.name)
+        return cls(PORTABLE_REGISTERS, PORTABLE_REGISTER_BYTES, target.name)
+
+    @property
+    def bytes(self) -> int:
+        return self.registers * self.register_bytes
+
+    def registers_for(self, nbytes: int) -> int:
+        """Registers one variable of ``nbytes`` takes."""
+        return max(1, math.ceil(nbytes / self.register_bytes))
+
+    def __str__(self) -> str:
+        return f"{self.registers} registers of {self.register_bytes} B"
+
+
+@dataclass(frozen=True)
+class Promotion:
+    """What promotion did with one local buffer of constant size: ``promoted`` to variables taking
+    ``registers`` registers, or kept in memory because it needs ``registers`` (at least, when
+    ``over_bytes``: its bytes exceed the whole register file) and the target has fewer."""
+
+    buffer: str
+    elements: int
+    dtype: str
+    registers: int
+    budget: RegisterBudget
+    promoted: bool
+    over_bytes: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return self.elements * dt.itemsize(self.dtype)
+
+    def __str__(self) -> str:
+        what, on = f"{self.buffer} ({self.elements} x {self.dtype}, {self.nbytes} B)", self.budget.target
+        if self.promoted:
+            return f"{what}: promoted to registers on {on} ({self.registers} of its {self.budget})"
+        if self.over_bytes:
+            return (f"{what}: kept in memory on {on}, larger than its register file ({self.budget}: "
+                    f"{self.budget.bytes} B)")
+        return (f"{what}: kept in memory on {on}, its variables would take {self.registers} registers of the "
+                f"{self.budget.registers} it has")
 
 
 Access = ir.Load | ir.VLoad | ir.VLoadMasked | ir.Address | ir.Store | ir.VStore
@@ -115,44 +190,68 @@ def _in_parallel_loop(stmt: ir.Stmt, buf: ir.Buffer) -> bool:
     return bool(hit)
 
 
-def promote(stmt: ir.Stmt) -> ir.Stmt:
-    """Replace qualifying local buffers of ``stmt`` by variables."""
+def promote(stmt: ir.Stmt, target: Target | None = None) -> ir.Stmt:
+    """Replace qualifying local buffers of ``stmt`` by variables, within the register file of ``target``
+    (the current one by default)."""
+    return promote_with_report(stmt, target or current_target())[0]
+
+
+def promote_with_report(stmt: ir.Stmt, target: Target) -> tuple[ir.Stmt, tuple[Promotion, ...]]:
+    """:func:`promote` for ``target``, and what it did with each local buffer of constant size (outer
+    buffers first)."""
+    budget = RegisterBudget.of(target)
+    report: list[Promotion] = []
+    return _promote(stmt, budget, report), tuple(report)
+
+
+def _promote(stmt: ir.Stmt, budget: RegisterBudget, report: list[Promotion]) -> ir.Stmt:
     def visit(s: ir.Stmt):
         if not isinstance(s, ir.Allocate):
             return None
-        body = promote(s.body)
-        buf = s.buffer
-        sizes = buf.constant_shape()
-        if (buf.scope is not ir.BufferScope.LOCAL or sizes is None
-                or any(isinstance(o, ir.OriginVar) for o in buf.offsets) or _in_parallel_loop(body, buf)):
-            return ir.Allocate(buf, body)
-        count = 1
-        for d in sizes:
-            count *= d
-        if count * dt.itemsize(buf.dtype) > MAX_REGISTER_BYTES:
-            return ir.Allocate(buf, body)
-        unrolled = _unroll_addressing_loops(body, buf)
-        slots: dict[tuple[int, int], None] = {}
-        accesses = _accesses(unrolled, buf)
-        for a in accesses:
-            slot = _slot(a, buf)
-            if slot is None:
-                return ir.Allocate(buf, body)
-            slots[slot] = None
-        stored = {_slot(a, buf) for a in accesses if isinstance(a, (ir.Store, ir.VStore))}
-        if any(isinstance(a, ir.VLoadMasked) and _slot(a, buf) not in stored for a in accesses):
-            return ir.Allocate(buf, body)      # a masked read of lanes no store writes as one slot
-        lanes_read = _lanes_read(unrolled, buf, slots)
-        ordered = sorted(slot for slot in slots if slot not in lanes_read)
-        for (o1, l1), (o2, _) in zip(ordered, ordered[1:]):
-            if o1 + l1 > o2:   # overlapping slots of different widths: keep the memory
-                return ir.Allocate(buf, body)
-        registers = [ir.RegisterVar(f"{buf.name}.r{k}", buf.dtype if slot[1] == 1 else ir.vector_dtype(buf.dtype, slot[1]))
-                     for k, slot in enumerate(ordered)]
-        variables: dict[tuple[int, int], Expr] = dict(zip(ordered, registers))
-        variables.update({slot: ir.Lane(variables[vector], slot[0] - vector[0]) for slot, vector in lanes_read.items()})
-        return ir.Registers(registers, _replace(unrolled, buf, variables))
+        inner: list[Promotion] = []
+        out, decision = _promote_buffer(s.buffer, _promote(s.body, budget, inner), budget)
+        report.extend(([decision] if decision is not None else []) + inner)
+        return out
     return map_stmt(stmt, lambda e: e, visit)
+
+
+def _promote_buffer(buf: ir.Buffer, body: ir.Stmt, budget: RegisterBudget) -> tuple[ir.Stmt, Promotion | None]:
+    """``buf`` replaced by variables in ``body`` (a :class:`~tesched.ir.nodes.Registers`), or its allocation
+    kept; with the decision when ``buf`` is a local buffer of constant size (None otherwise, and when its
+    accesses keep it in memory)."""
+    kept = ir.Allocate(buf, body)
+    sizes = buf.constant_shape()
+    if (buf.scope is not ir.BufferScope.LOCAL or sizes is None
+            or any(isinstance(o, ir.OriginVar) for o in buf.offsets) or _in_parallel_loop(body, buf)):
+        return kept, None
+    elements = math.prod(sizes)
+    decision = functools.partial(Promotion, buf.name, elements, buf.dtype, budget=budget)
+    if elements * dt.itemsize(buf.dtype) > budget.bytes:     # before unrolling anything
+        return kept, decision(budget.registers_for(elements * dt.itemsize(buf.dtype)), promoted=False, over_bytes=True)
+    unrolled = _unroll_addressing_loops(body, buf)
+    slots: dict[tuple[int, int], None] = {}
+    accesses = _accesses(unrolled, buf)
+    for a in accesses:
+        slot = _slot(a, buf)
+        if slot is None:
+            return kept, None
+        slots[slot] = None
+    stored = {_slot(a, buf) for a in accesses if isinstance(a, (ir.Store, ir.VStore))}
+    if any(isinstance(a, ir.VLoadMasked) and _slot(a, buf) not in stored for a in accesses):
+        return kept, None      # a masked read of lanes no store writes as one slot
+    lanes_read = _lanes_read(unrolled, buf, slots)
+    ordered = sorted(slot for slot in slots if slot not in lanes_read)
+    for (o1, l1), (o2, _) in zip(ordered, ordered[1:]):
+        if o1 + l1 > o2:   # overlapping slots of different widths: keep the memory
+            return kept, None
+    needed = sum(budget.registers_for(lanes * dt.itemsize(buf.dtype)) for _, lanes in ordered)
+    if needed > budget.registers:
+        return kept, decision(needed, promoted=False)
+    registers = [ir.RegisterVar(f"{buf.name}.r{k}", buf.dtype if slot[1] == 1 else ir.vector_dtype(buf.dtype, slot[1]))
+                 for k, slot in enumerate(ordered)]
+    variables: dict[tuple[int, int], Expr] = dict(zip(ordered, registers))
+    variables.update({slot: ir.Lane(variables[vector], slot[0] - vector[0]) for slot, vector in lanes_read.items()})
+    return ir.Registers(registers, _replace(unrolled, buf, variables)), decision(needed, promoted=True)
 
 
 def _replace(stmt: ir.Stmt, buf: ir.Buffer, variables: dict) -> ir.Stmt:

@@ -67,3 +67,20 @@ def test_a_kernel_of_the_wrong_layout_is_refused():
     with pytest.raises(ValueError,
                        match=r"conv2d_weight_last: kernel \(1, 3, 3, 3, 8\) must be \(K / B, C, KH, KW, B\)"):
         conv2d_weight_last(data, ts.placeholder((1, 3, 3, 3, 8), name="kernel"))
+
+
+@pytest.mark.parametrize("reader, reference", [
+    (lambda conv: nn.reshape(conv, (1, 16 * 6 * 6)), lambda conv: conv.reshape(1, 16 * 6 * 6)),
+    (lambda conv: nn.sum(conv, axis=(2, 3)), lambda conv: conv.sum(axis=(2, 3))),
+], ids=["flatten", "sum of rows"])
+def test_a_reader_of_another_rank_than_nchw_gets_the_generic_schedule(reader, reference, rand):
+    """The stage hosting the convolution is not its 4-D NCHW result: a flatten fused into it (rank 2), or,
+    when its reader is a reduction, its own blocked product (rank 5). It gets the generic reduction
+    schedule (this raised a ValueError unpacking the host's axes as n, k, h, w)."""
+    x, w = rand((1, 4, 6, 6), low=-1), rand((16, 4, 3, 3), low=-1)
+    data, packed = ts.placeholder(x.shape, name="data"), weight_last(w, 8)
+    kernel = ts.placeholder(packed.shape, name="kernel")
+    out = reader(conv2d_weight_last(data, kernel, 1, 1, 1))
+    f = ts.build(nn.default_schedule(out), [data, kernel, out], name="conv_weight_last_reader")
+    want = reference(conv2d_reference(np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1))), w, 1, 0, 1, 1))
+    np.testing.assert_allclose(f(x, packed), want, rtol=1e-4, atol=1e-4)
