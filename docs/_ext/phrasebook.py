@@ -37,9 +37,14 @@ ROWS: tuple[Row, ...] = (
     Row("input tensor", "``te.placeholder((n, m), name='A')``", "``ImageParam(Float(32), 2)``",
         "``ts.placeholder((n, m), name='A', dtype='float32')``", "shapes are ints or ``ts.var`` symbols",
         uses=("tesched.placeholder",)),
-    Row("symbolic size / scalar parameter", "``te.var('n')``", "``Param<int>``", "``ts.var('n')``",
-        "a symbolic extent becomes a kernel parameter; a built kernel reads it from the arrays' shapes",
-        uses=("tesched.var",)),
+    Row("symbolic size", "``te.var('n')``", "``Param<int>`` used as an extent, an input's ``width()``",
+        "``ts.var('n')``", "a symbolic extent becomes a kernel parameter; a built kernel reads it from the "
+        "arrays' shapes", uses=("tesched.var",)),
+    Row("runtime scalar parameter", "``te.var('alpha', 'float32')`` in ``tvm.build``'s arguments",
+        "``Param<float> sigma``, ``sigma.set(2.0f)``", "``ts.param('sigma', 'float32')``",
+        "a value passed at each call, after the arrays or by keyword (``f(a, b, sigma=2.0)``), so changing it "
+        "compiles nothing; listing it in ``build``'s arguments fixes its position; bool, integer and float "
+        "dtypes; not in shapes or loop extents (those are ``ts.var``)", uses=("tesched.param",)),
     Row("computed tensor", "``te.compute(shape, lambda i, j: ...)``", "``Func f; f(x, y) = ...``",
         "``ts.compute(shape, lambda i, j: ..., name='B')``",
         "pure definitions only: Halide's update definitions (``f(x) += ...``) are written as a new stage",

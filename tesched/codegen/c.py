@@ -284,7 +284,9 @@ class CodeGen(NodeFunctor):
         fname = self.names.fresh(f.name)
         params = [f"{dt.C_TYPES[b.dtype]} *restrict {self.name(b, b.name)}" for b in f.args]
         params += [f"int64_t {self.name(p, p.name)}" for p in f.params]
-        decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params)
+        params += [f"{dt.C_TYPES[p.dtype]} {self.name(p, p.name)}" for p in f.scalars]
+        decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params) \
+            + [dt.C_TYPES[p.dtype] for p in f.scalars]
         self.visit(f.body)
         sources = [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
         declaration = f"int {fname}({', '.join(decl_types) or 'void'});"

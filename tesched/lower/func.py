@@ -18,7 +18,7 @@ from tesched.poly.buffers import redundancy
 from tesched.poly.model import PolyModel
 from tesched.poly.traffic import Traffic, global_traffic
 from tesched.poly.tree import build_tree
-from tesched.te.expr import Var
+from tesched.te.expr import Param, Var
 from tesched.te.tensor import Tensor
 
 
@@ -40,6 +40,8 @@ class LoweredFunc:
         The loop IR.
     model : PolyModel
         The polyhedral model it was lowered from (domains, footprints, buffers).
+    scalars : tuple of Var
+        Runtime parameters (``ts.param``), passed after the sizes, each as a value of its dtype.
     """
 
     name: str
@@ -48,6 +50,7 @@ class LoweredFunc:
     params: tuple[Var, ...]
     body: ir.Stmt
     model: PolyModel
+    scalars: tuple[Param, ...] = ()
 
     @cached_property
     def redundancy(self) -> dict[str, float]:
@@ -67,6 +70,8 @@ class LoweredFunc:
                         for b in self.args)
         if self.params:
             sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)
+        if self.scalars:
+            sig += ", " + ", ".join(f"{p.name}: {p.dtype}" for p in self.scalars)
         notes = "".join(f"# {stage}: computes {factor:.2f}x its points (recomputed halo or re-executed "
                         f"per outer iteration)\n" for stage, factor in self.redundancy.items())
         return notes + f"def {self.name}({sig}):\n" + printer.stmt(self.body, 1)

@@ -38,6 +38,7 @@ from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
 from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
+from tesched.te.expr import Param
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.flatten_indices import flatten_indices
 from tesched.transform.registers import promote
@@ -49,11 +50,13 @@ from tesched.transform.vectorize import vectorize
 # pipeline states ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Request:
-    """What to lower: a schedule, the kernel's arguments in call order, and its name."""
+    """What to lower: a schedule, the kernel's arguments in call order, its name, and the runtime
+    parameters listed among the arguments (they come first among its scalars, in that order)."""
 
     schedule: Schedule
     args: tuple[Tensor, ...]
     name: str
+    params: tuple[Param, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,7 +104,7 @@ class Pass:
 
 # passes -------------------------------------------------------------------------------------------
 def _check_arguments(req: Request, target: Target) -> Request:
-    check_arguments(req.schedule, req.args)
+    check_arguments(req.schedule, req.args, req.params)
     return req
 
 
@@ -132,9 +135,10 @@ def _ast(st: TreeState, target: Target) -> AstState:
 def _loop_ir(st: AstState, target: Target) -> LoweredFunc:
     body, buffers = loop_ir(st.model, st.tree, st.ast)
     body = specialize(st.model, st.tree, body, lambda ast: loop_ir(st.model, st.tree, ast, buffers)[0])
-    args = st.request.args
+    args, listed = st.request.args, st.request.params
+    scalars = listed + tuple(p for p in st.model.scalars if all(p is not q for q in listed))
     return LoweredFunc(st.request.name, tuple(buffers[id(t)] for t in args), args, tuple(st.model.params),
-                       body, st.model)
+                       body, st.model, scalars)
 
 
 def _loop_nesting(func: LoweredFunc, target: Target) -> LoweredFunc:
@@ -223,7 +227,9 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool
     """``ts.lower`` (the facade documents its parameters): the ``lower`` phase of :data:`PASSES` on a
     checked request, the functions it returns shown to ``watch_lowering``'s watchers."""
     check_request(sch, args, name)
-    request = Request(sch, tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args), name)
+    params = tuple(a for a in args if isinstance(a, Param))
+    tensors = tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args if not isinstance(t, Param))
+    request = Request(sch, tensors, name, params)
     lowering = tuple(p for p in PASSES if p.phase is Phase.LOWER)
     func = run_passes(request, lowering, current_target(), debug)
     notify_lowered(func)

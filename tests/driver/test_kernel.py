@@ -158,3 +158,84 @@ def test_benchmark_reports_median_and_min(add_kernel, abc):
     assert result.repeat == 5
     assert 0 < result.min <= result.median
     assert "median" in str(result)
+
+
+# runtime parameters (ts.param) --------------------------------------------------------------------
+def _gauss(vectorize: bool = False):
+    """B = gain * exp(-A^2 / sigma) over (n, 40): float32 gain, float64 sigma."""
+    n = ts.var("n")
+    A = ts.placeholder((n, 40), name="A")
+    gain, sigma = ts.param("gain"), ts.param("sigma", "float64")
+    B = ts.compute((n, 40), lambda i, j: gain * ts.exp(-A[i, j] * A[i, j] / sigma.astype("float32")), name="B")
+    s = ts.create_schedule(B.op)
+    if vectorize:
+        _, ji = s[B].split(B.op.axis[1], 8)
+        s[B].vectorize(ji)
+        s[B].parallel(B.op.axis[0])
+    return s, A, B
+
+
+def _gauss_reference(a, gain, sigma):
+    return np.float32(gain) * np.exp(-a * a / np.float32(sigma))
+
+
+@pytest.mark.parametrize("vectorize", [False, True])
+def test_params_change_between_calls_without_compiling_again(vectorize, rand, monkeypatch):
+    from tesched.driver import build as build_module
+    compiles = []
+    real = build_module.compile_module
+    monkeypatch.setattr(build_module, "compile_module", lambda *a, **k: compiles.append(a[0]) or real(*a, **k))
+    s, A, B = _gauss(vectorize)
+    f = ts.build(s, [A, B])
+    built = len(compiles)
+    assert built <= 1
+    a = rand((5, 40), low=-2, high=2)
+    for gain, sigma in [(1.0, 2.0), (3.5, 0.25), (-0.5, 7.0)]:
+        np.testing.assert_allclose(f(a, gain=gain, sigma=sigma), _gauss_reference(a, gain, sigma), rtol=1e-5)
+        out = np.full_like(a, np.nan)
+        assert f(a, out, gain, sigma) is None        # positionally, after the arrays, in the order they were made
+        np.testing.assert_allclose(out, _gauss_reference(a, gain, sigma), rtol=1e-5)
+    assert len(compiles) == built
+
+
+def test_prepared_call_keeps_its_param_values(rand):
+    s, A, B = _gauss(vectorize=True)
+    f = ts.build(s, [A, B])
+    a, out = rand((3, 40)), np.zeros((3, 40), np.float32)
+    run = f.prepare(a, out, sigma=0.5, gain=2.0)
+    other = f.prepare(a, sigma=3.0, gain=-1.0)
+    run()
+    np.testing.assert_allclose(out, _gauss_reference(a, 2.0, 0.5), rtol=1e-5)
+    np.testing.assert_allclose(other(), _gauss_reference(a, -1.0, 3.0), rtol=1e-5)
+    np.testing.assert_allclose(out, _gauss_reference(a, 2.0, 0.5), rtol=1e-5)
+
+
+def test_integer_and_bool_params_and_params_listed_in_the_arguments(rand):
+    A = ts.placeholder((6, 9), dtype="int32", name="A")
+    shift, flip, scale = ts.param("shift", "int32"), ts.param("flip", "bool"), ts.param("scale", "float64")
+    B = ts.compute((6, 9), lambda i, j: ts.if_then_else(flip, A[i, (j + shift) % 9], A[i, j] * 2).astype("float64")
+                   * scale, name="B")
+    f = ts.build(ts.create_schedule(B.op), [A, B, scale, flip])    # listed: first, in this order
+    assert [p.name for p in f.signature.scalars] == ["scale", "flip", "shift"]
+    a = rand((6, 9), "int32", -50, 50)
+    cols = np.arange(9)
+    for sh, fl, sc in [(2, True, 0.5), (-4, True, 3.0), (5, False, -1.25)]:
+        expected = (a[:, (cols + sh) % 9] if fl else a * 2).astype(np.float64) * sc
+        np.testing.assert_allclose(f(a, sc, fl, sh), expected)
+        np.testing.assert_allclose(f(a, np.float64(sc), shift=np.int32(sh), flip=np.bool_(fl)), expected)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda f, a: f(a, sigma=1.0), TypeError, "missing param gain (float32)"),
+    (lambda f, a: f(a, 1.0, 2.0, 3.0), TypeError, "3 values after the arrays"),
+    (lambda f, a: f(a, gain=1.0, sigma=1.0, sgima=2.0), TypeError, "unexpected keyword argument 'sgima'"),
+    (lambda f, a: f(a, gain="1", sigma=1.0), TypeError, "param gain (float32): expected a number, got str"),
+    (lambda f, a: f(a, gain=True, sigma=1.0), TypeError, "param gain (float32): expected a number, got the bool"),
+    (lambda f, a: f(a, gain=1e39, sigma=1.0), ValueError, "param gain (float32): 1e+39 overflows float32"),
+    (lambda f, a: f(a, np.zeros((2, 40), np.float32), "x", 1.0), TypeError, "param gain (float32): expected a number"),
+])
+def test_bad_param_values_name_the_param(call, error, words, rand):
+    s, A, B = _gauss()
+    f = ts.build(s, [A, B])
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
+        call(f, rand((2, 40)))
