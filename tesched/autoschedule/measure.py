@@ -27,7 +27,7 @@ import numpy as np
 from tesched.autoschedule.plan import Plan, apply_plan
 from tesched.driver.build import build
 from tesched.schedule.schedule import create_schedule
-from tesched.te.expr import Param
+from tesched.te.expr import Param, Var
 from tesched.te.tensor import ComputeOp, Operation, Tensor
 
 MIN_REPEATS = 5
@@ -92,7 +92,7 @@ def random_inputs(args: Sequence[Tensor], seed: int) -> list[np.ndarray]:
     return arrays
 
 
-def param_values(params: Sequence[Param]) -> dict[str, object]:
+def param_values(params: Sequence[Var]) -> dict[str, object]:
     """A value for each runtime parameter of a measured kernel: ``True`` for a bool (the branch it guards
     runs), else 1 (a gain, a sigma, a shift that stays in range)."""
     return {p.name: True if p.dtype == "bool" else 1 for p in params}
