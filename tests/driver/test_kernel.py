@@ -239,3 +239,16 @@ def test_bad_param_values_name_the_param(call, error, words, rand):
     f = ts.build(s, [A, B])
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
         call(f, rand((2, 40)))
+
+
+def test_an_int_param_in_an_index_is_checked_when_the_kernel_runs(rand):
+    A = ts.placeholder((6, 9), name="A")
+    shift = ts.param("shift", "int32")
+    B = ts.compute((6, 4), lambda i, j: A[i, j + shift], name="B")
+    f = ts.build(ts.create_schedule(B.op), [A, B])
+    a = rand((6, 9))
+    for s in (0, 3, 5):
+        np.testing.assert_array_equal(f(a, s), a[:, s:s + 4])
+    for s in (6, -1):
+        with pytest.raises(ts.BoundsError, match=r"A\[i, j \+ shift\] reads dimension 1 at a data-dependent index"):
+            f(a, shift=s)
