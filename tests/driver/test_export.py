@@ -262,7 +262,7 @@ int main(int argc, char **argv) {
 """
 
 
-def test_runtime_params_follow_the_sizes_in_the_c_entry_and_survive_loading(tmp_path, rand):
+def test_runtime_params_follow_the_sizes_in_the_c_entry_and_survive_loading(tmp_path, rand, monkeypatch):
     n = ts.var("n")
     A = ts.placeholder((n,), name="A")
     gain, bias = ts.param("gain"), ts.param("bias", "int32")
@@ -281,3 +281,9 @@ def test_runtime_params_follow_the_sizes_in_the_c_entry_and_survive_loading(tmp_
         np.testing.assert_allclose(loaded(a, gain=g, bias=b), a * np.float32(g) + b, rtol=1e-6)
     with pytest.raises(TypeError, match=r"param bias \(int32\): expected an integer"):
         loaded(a, 1.0, 0.5)
+    from tesched.driver import kernel as kernel_module
+    monkeypatch.setattr(kernel_module, "helper_available", lambda: False)     # calls through cffi
+    direct = ts.load_module(library)
+    assert direct._program is None
+    np.testing.assert_allclose(direct(a, 0.5, 4), a * np.float32(0.5) + 4, rtol=1e-6)
+    np.testing.assert_allclose(direct.prepare(a, gain=3.0, bias=-2)(), a * np.float32(3.0) - 2, rtol=1e-6)
