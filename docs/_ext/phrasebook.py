@@ -82,6 +82,11 @@ ROWS: tuple[Row, ...] = (
         "``ts.lerp(a, b, w)``, ``ts.log2``, ``ts.log1p``, ``ts.erf``, ``ts.cast(dtype, x)``",
         "``lerp`` of floating endpoints only (Halide's fixed-point integer ``lerp`` is not provided)",
         uses=("tesched.lerp", "tesched.log2", "tesched.log1p", "tesched.erf", "tesched.cast")),
+    Row("call of a C function", "``tir.call_pure_extern('float32', 'f', x)``",
+        "``Expr::call_pure_extern``, ``HalideExtern_2``", "``ts.call_pure_extern('float32', 'f', x, source=C)``",
+        "``source`` (C text, best ``static inline``: gcc inlines and vectorizes it) is compiled into each "
+        "kernel; without it, a ``math.h`` function; the function must be pure; CPU targets only",
+        uses=("tesched.call_pure_extern",)),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
         "an index read from a tensor is checked when the kernel runs: out of the box it raises "
         "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),

@@ -21,6 +21,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tesched.codegen.extern import extern_calls
 from tesched.codegen.gpu import GpuSource, ScalarOnly, generate_gpu
 from tesched.codegen.signature import signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
@@ -350,6 +351,10 @@ class CudaRuntime:
 def build_gpu(func: LoweredFunc, target: Target) -> GpuKernel:
     """Finish ``func`` for GPU ``target``, generate its kernels and compile them (OpenCL: for the default
     device, against its limits; CUDA: PTX for each of :data:`CUDA_ARCHES`)."""
+    externs = extern_calls(func)
+    if externs:
+        raise BuildError(f"{func.name}: calls of extern C functions ({', '.join(e.name for e in externs)}) run on "
+                         f"CPU targets only, not on {target.backend}")
     if target.backend == "opencl":
         queue = opencl_queue()
         device = queue.device

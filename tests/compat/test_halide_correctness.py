@@ -10,7 +10,7 @@ floor division and modulo, which agree for positive divisors, the only ones used
 Where Halide accepts something tesched refuses or gets wrong, the case is marked ``xfail(strict=True)``
 with the gap as its reason.
 
-Summary: 70 cases (parametrized ones counted once per parameter), 65 pass, 5 xfail. Gaps (xfail here):
+Summary: 71 cases (parametrized ones counted once per parameter), 66 pass, 5 xfail. Gaps (xfail here):
 
 - ``fold_storage`` with a chosen factor, ``reorder_storage``, ``align_bounds``, ``compute_with``;
 - ``define_extern`` stages.
@@ -19,7 +19,8 @@ Gaps this suite found and that are closed (each with its own test beside the mod
 vectorized store of an int32 value of loop indices (it stored int64 lanes, past the row: wrong results
 and a crash), inline reductions (``sum(...) * 2 + 3``), ``BoundaryConditions::repeat_image`` and
 ``mirror_image``, ``popcount`` / ``count_leading_zeros`` / ``count_trailing_zeros``, and ``sin``, ``cos``
-and the other trigonometric functions, ``lerp``, and runtime parameters (``Param<float>``, ``ts.param``).
+and the other trigonometric functions, ``lerp``, runtime parameters (``Param<float>``, ``ts.param``) and
+calls of C functions (``HalideExtern``, ``ts.call_pure_extern``).
 """
 from __future__ import annotations
 
@@ -1038,6 +1039,19 @@ def test_param():
         want = np.arange(64, dtype=np.float32) * np.float32(value) if flipped else a + np.float32(value)
         np.testing.assert_allclose(outs[0], np.full(64, value, np.float32), **tolerance("float32"))
         np.testing.assert_allclose(outs[1], want, **tolerance("float32"))
+
+
+def test_c_function():
+    """c_function.cpp: ``f(x, y) = my_func(x, cast<float>(y))`` where ``my_func`` is the user's C function
+    (``HalideExtern_2``), vectorized; and a C math library function called by name."""
+    source = "static inline float my_func(int x, float y) { return (float)x * y; }"
+    f = ts.compute((16, 16), lambda x, y: ts.call_pure_extern("float32", "my_func", x, y.astype("float32"),
+                                                              source=source), name="f")
+    g = ts.compute((16, 16), lambda x, y: ts.call_pure_extern("float32", "hypotf", f[x, y], 3.0), name="g")
+    s = ts.create_schedule(g.op)
+    s[g].vectorize(g.op.axis[1])
+    x, y = coords(16, 16)
+    check(s, [g], [], [np.hypot((x * y).astype("float32"), np.float32(3))])
 
 
 def test_math_functions():

@@ -384,3 +384,16 @@ def test_runtime_params_compile_for_cuda():
     need_nvrtc()
     f = _params_kernel("cuda")
     assert "float gain, int8_t flip, int32_t bias)" in f.source and f.ptx
+
+
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+def test_extern_calls_are_refused_on_gpu_targets(target):
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((64,), lambda i: ts.call_pure_extern("float32", "hypotf", A[i], 1.0), name="B")
+    s = ts.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(o, ts.thread_axis("blockIdx.x"))
+    s[B].bind(i, ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.BuildError, match=rf"calls of extern C functions \(hypotf\) run on CPU targets only, "
+                                            rf"not on {target}"):
+        ts.build(s, [A, B], target=target)

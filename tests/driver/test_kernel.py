@@ -252,3 +252,35 @@ def test_an_int_param_in_an_index_is_checked_when_the_kernel_runs(rand):
     for s in (6, -1):
         with pytest.raises(ts.BoundsError, match=r"A\[i, j \+ shift\] reads dimension 1 at a data-dependent index"):
             f(a, shift=s)
+
+
+# calls of the user's C functions (ts.call_pure_extern) ----------------------------------------------
+SOFT_CLIP = "static inline float soft_clip(float x, float k) {\n  return x / (k + fabsf(x));\n}"
+
+
+def test_extern_calls_vectorized_and_parallel_match_numpy(rand):
+    A = ts.placeholder((8, 64), name="A")
+    k = ts.param("k")
+    B = ts.compute((8, 64), lambda i, j: ts.call_pure_extern("float32", "soft_clip", A[i, j] * 2.0, k,
+                                                             source=SOFT_CLIP), name="B")
+    C = ts.compute((8, 64), lambda i, j: ts.call_pure_extern("float32", "hypotf", B[i, j], A[i, j]), name="C")
+    s = ts.create_schedule(C.op)
+    s[C].vectorize(s[C].split(C.op.axis[1], 16)[1])
+    s[C].parallel(C.op.axis[0])
+    s[B].compute_at(s[C], C.op.axis[0])
+    f = ts.build(s, [A, C])
+    a = rand((8, 64), low=-3, high=3)
+    for kk in (1.0, 0.25):
+        b = (2 * a) / (np.float32(kk) + np.abs(2 * a))
+        np.testing.assert_allclose(f(a, k=kk), np.hypot(b, a), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, source, words", [
+    ("broken", "static inline float broken(float x) {\n  return x +* 2;\n}", r"call_pure_extern broken:2:\d+: error"),
+    ("no_such_function", None, r"call_pure_extern no_such_function:1:\d+: error: .no_such_function. undeclared"),
+])
+def test_an_extern_function_that_does_not_compile_is_named(name, source, words):
+    A = ts.placeholder((8,), name="A")
+    B = ts.compute((8,), lambda i: ts.call_pure_extern("float32", name, A[i], source=source), name="B")
+    with pytest.raises(ts.BuildError, match=words):
+        ts.build(ts.create_schedule(B.op), [A, B])
