@@ -3,9 +3,10 @@
 ``ts.call_pure_extern("float32", "soft_clip", A[i], 0.5, source=C_TEXT)`` is an expression: a call of the C
 function ``soft_clip`` on scalar arguments, returning a value of the dtype given. ``source`` (C text defining
 the function, best ``static inline`` so that gcc inlines and vectorizes it) is compiled into every kernel that
-calls it; without it the function must be one the C math library declares (``hypotf``, ``expm1``). The function must be *pure*: its result depends on its arguments only, with no side
-effect, because tesched evaluates it as often as the schedule needs (recomputed halos, hoisted out of
-loops, not at all where a select does not take its branch). This module declares calls only; the C code
+calls it; without it the function must be one the C math library declares (``hypotf``, ``expm1``). The
+function must be *pure*: its result depends on its arguments only, with no side effect, because tesched
+evaluates it as often as the schedule needs (recomputed halos, hoisted out of loops, not at all where a
+select does not take its branch). This module declares calls only; the C code
 generator writes them and names a source that does not compile in the compiler's diagnostic.
 """
 from __future__ import annotations
