@@ -10,6 +10,7 @@ module does not check arrays (:mod:`.arguments`).
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Mapping, Sequence
 
@@ -19,11 +20,15 @@ from tesched.te import dtype as dt
 from tesched.te.expr import Var
 
 _SCALARS = (bool, int, float, np.generic)
+_KINDS = {bool: "bool", int: "int", float: "float", np.bool_: "bool", np.float32: "float", np.float64: "float"}
+"""The common scalar types, found without ``isinstance`` on NumPy's abstract classes (slow)."""
+_range = functools.lru_cache(maxsize=None)(dt.value_range)
+_numpy = functools.lru_cache(maxsize=None)(dt.numpy_dtype)
 
 
 def is_scalar(value: object) -> bool:
     """Whether ``value`` is a Python or NumPy scalar (a parameter's value, never an array)."""
-    return isinstance(value, _SCALARS)
+    return type(value) in _KINDS or isinstance(value, _SCALARS)
 
 
 def scalar_value(param: Var, value: Any) -> np.ndarray:
@@ -40,20 +45,23 @@ def scalar_value(param: Var, value: Any) -> np.ndarray:
         return np.array(bool(value), np.bool_)
     if kind == "bool":
         raise TypeError(f"{what}: expected a number, got the bool {value!r}")
-    low, high = dt.value_range(dtype)
+    low, high = _range(dtype)
     if dt.is_int(dtype):
         if kind != "int":
             raise TypeError(f"{what}: expected an integer, got {type(value).__name__} {value!r}")
         if not low <= int(value) <= high:
             raise ValueError(f"{what}: {int(value)} does not fit in {dtype} ({low} to {high})")
-        return np.array(int(value), dt.numpy_dtype(dtype))
+        return np.array(int(value), _numpy(dtype))
     number = float(value)
     if math.isfinite(number) and not abs(number) <= high:
         raise ValueError(f"{what}: {number!r} overflows {dtype} (its largest value is {high})")
-    return np.array(number, dt.numpy_dtype(dtype))
+    return np.array(number, _numpy(dtype))
 
 
 def _kind(value: object) -> str | None:
+    kind = _KINDS.get(type(value))
+    if kind is not None:
+        return kind
     if isinstance(value, (bool, np.bool_)):
         return "bool"
     if isinstance(value, (int, np.integer)):
@@ -78,19 +86,24 @@ class ScalarParams:
             if key not in self.names:
                 listed = ", ".join(self.names) or "none"
                 raise TypeError(f"{self.name}: unexpected keyword argument {key!r} (its params: {listed})")
-        if not self.params:
+        params = self.params
+        if not params:
             return args, ()
-        free = [p for p in self.params if p.name not in keywords]
         n = max(len(args) - self.n_arrays, 0)      # past the arrays: values, whatever their type
         while n < len(args) and is_scalar(args[len(args) - 1 - n]):
             n += 1
+        if n == len(params) and not keywords:     # the common case: all of them after the arrays
+            cut = len(args) - n
+            return args[:cut], tuple([scalar_value(p, args[cut + k]) for k, p in enumerate(params)])
+        free = [p for p in params if p.name not in keywords]
         if n > len(free):
             raise TypeError(f"{self.name}: {n} values after the arrays, but it takes "
                             f"{len(free)} more params ({', '.join(p.name for p in free) or 'none'})")
         given = dict(keywords)
-        given.update((p.name, v) for p, v in zip(free, args[len(args) - n:]))
-        missing = [p for p in self.params if p.name not in given]
+        for p, v in zip(free, args[len(args) - n:]):
+            given[p.name] = v
+        missing = [p for p in params if p.name not in given]
         if missing:
             raise TypeError(f"{self.name}: missing param {', '.join(f'{p.name} ({p.dtype})' for p in missing)}; "
                             f"pass it after the arrays or by keyword ({missing[0].name}=...)")
-        return args[:len(args) - n], tuple(scalar_value(p, given[p.name]) for p in self.params)
+        return args[:len(args) - n], tuple([scalar_value(p, given[p.name]) for p in params])
