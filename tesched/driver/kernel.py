@@ -84,7 +84,9 @@ class Kernel:
                   + list(range(n_args, n_args + n_scalars)))], n_params=n_params)
 
     def __repr__(self) -> str:
-        return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}])"
+        params = ", ".join(f"{p.name}: {p.dtype}" for p in self.signature.scalars)
+        return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}]" \
+            + (f", params=[{params}])" if params else ")")
 
     def __call__(self, *arrays: Any, **params: Any) -> Any:
         """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs (torch

@@ -217,6 +217,7 @@ def test_integer_and_bool_params_and_params_listed_in_the_arguments(rand):
                    * scale, name="B")
     f = ts.build(ts.create_schedule(B.op), [A, B, scale, flip])    # listed: first, in this order
     assert [p.name for p in f.signature.scalars] == ["scale", "flip", "shift"]
+    assert repr(f).endswith("args=[A, B], params=[scale: float64, flip: bool, shift: int32])")
     a = rand((6, 9), "int32", -50, 50)
     cols = np.arange(9)
     for sh, fl, sc in [(2, True, 0.5), (-4, True, 3.0), (5, False, -1.25)]:
