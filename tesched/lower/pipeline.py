@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any, Callable, Sequence
 
 from tesched.config import debug_logger, settings
+from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
 from tesched.lower.func import LoweredFunc
@@ -137,6 +138,11 @@ def _loop_ir(st: AstState, target: Target) -> LoweredFunc:
     body = specialize(st.model, st.tree, body, lambda ast: loop_ir(st.model, st.tree, ast, buffers)[0])
     args, listed = st.request.args, st.request.params
     scalars = listed + tuple(p for p in st.model.scalars if all(p is not q for q in listed))
+    names = [p.name for p in scalars]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise LoweringError(f"{st.request.name}: two runtime parameters are named {twice[0]} (ts.param); a kernel's "
+                            "params are passed by name, so each needs its own")
     return LoweredFunc(st.request.name, tuple(buffers[id(t)] for t in args), args, tuple(st.model.params),
                        body, st.model, scalars)
 

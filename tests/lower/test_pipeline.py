@@ -68,6 +68,9 @@ def test_lowered_signature_lists_runtime_params_after_the_sizes():
     assert lowered.scalars == (gain, sigma) and lowered.params == (n,)
     with pytest.raises(ValueError, match="param gain appears twice in the arguments"):
         ts.lower(ts.create_schedule(B.op), [A, B, gain, gain])
+    C = ts.compute((n, 3), lambda i, j: B[i, j] * ts.param("gain"), name="C")
+    with pytest.raises(ts.LoweringError, match="two runtime parameters are named gain"):
+        ts.lower(ts.create_schedule(C.op), [A, C])
 
 
 # compute_at at every level of a tiled 3x3 stencil ------------------------------------------------
