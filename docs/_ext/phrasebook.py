@@ -37,9 +37,14 @@ ROWS: tuple[Row, ...] = (
     Row("input tensor", "``te.placeholder((n, m), name='A')``", "``ImageParam(Float(32), 2)``",
         "``ts.placeholder((n, m), name='A', dtype='float32')``", "shapes are ints or ``ts.var`` symbols",
         uses=("tesched.placeholder",)),
-    Row("symbolic size / scalar parameter", "``te.var('n')``", "``Param<int>``", "``ts.var('n')``",
-        "a symbolic extent becomes a kernel parameter; a built kernel reads it from the arrays' shapes",
-        uses=("tesched.var",)),
+    Row("symbolic size", "``te.var('n')``", "``Param<int>`` used as an extent, an input's ``width()``",
+        "``ts.var('n')``", "a symbolic extent becomes a kernel parameter; a built kernel reads it from the "
+        "arrays' shapes", uses=("tesched.var",)),
+    Row("runtime scalar parameter", "``te.var('alpha', 'float32')`` in ``tvm.build``'s arguments",
+        "``Param<float> sigma``, ``sigma.set(2.0f)``", "``ts.param('sigma', 'float32')``",
+        "a value passed at each call, after the arrays or by keyword (``f(a, b, sigma=2.0)``), so changing it "
+        "compiles nothing; listing it in ``build``'s arguments fixes its position; bool, integer and float "
+        "dtypes; not in shapes or loop extents (those are ``ts.var``)", uses=("tesched.param",)),
     Row("computed tensor", "``te.compute(shape, lambda i, j: ...)``", "``Func f; f(x, y) = ...``",
         "``ts.compute(shape, lambda i, j: ..., name='B')``",
         "pure definitions only: Halide's update definitions (``f(x) += ...``) are written as a new stage",
@@ -77,6 +82,11 @@ ROWS: tuple[Row, ...] = (
         "``ts.lerp(a, b, w)``, ``ts.log2``, ``ts.log1p``, ``ts.erf``, ``ts.cast(dtype, x)``",
         "``lerp`` of floating endpoints only (Halide's fixed-point integer ``lerp`` is not provided)",
         uses=("tesched.lerp", "tesched.log2", "tesched.log1p", "tesched.erf", "tesched.cast")),
+    Row("call of a C function", "``tir.call_pure_extern('float32', 'f', x)``",
+        "``Expr::call_pure_extern``, ``HalideExtern_2``", "``ts.call_pure_extern('float32', 'f', x, source=C)``",
+        "``source`` (C text, best ``static inline``: gcc inlines and vectorizes it) is compiled into each "
+        "kernel; without it, a ``math.h`` function; the function must be pure; CPU targets only",
+        uses=("tesched.call_pure_extern",)),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
         "an index read from a tensor is checked when the kernel runs: out of the box it raises "
         "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),

@@ -27,6 +27,7 @@ import numpy as np
 from tesched.autoschedule.plan import Plan, apply_plan
 from tesched.driver.build import build
 from tesched.schedule.schedule import create_schedule
+from tesched.te.expr import Param, Var
 from tesched.te.tensor import ComputeOp, Operation, Tensor
 
 MIN_REPEATS = 5
@@ -74,10 +75,13 @@ def host_lock(exclusive: bool) -> Iterator[None]:
 
 
 def random_inputs(args: Sequence[Tensor], seed: int) -> list[np.ndarray]:
-    """Seeded inputs in [-1, 1) (integers in [0, 8)) and empty outputs, in argument order."""
+    """Seeded inputs in [-1, 1) (integers in [0, 8)) and empty outputs, in argument order (runtime
+    parameters listed among the arguments are skipped: see :func:`param_values`)."""
     rng = np.random.default_rng(seed)
     arrays = []
     for t in args:
+        if isinstance(t, Param):
+            continue
         shape = tuple(int(d) for d in t.shape)
         if isinstance(t.op, ComputeOp):
             arrays.append(np.empty(shape, t.dtype))
@@ -86,6 +90,12 @@ def random_inputs(args: Sequence[Tensor], seed: int) -> list[np.ndarray]:
         else:
             arrays.append((rng.random(shape) * 2 - 1).astype(t.dtype))
     return arrays
+
+
+def param_values(params: Sequence[Var]) -> dict[str, object]:
+    """A value for each runtime parameter of a measured kernel: ``True`` for a bool (the branch it guards
+    runs), else 1 (a gain, a sigma, a shift that stays in range)."""
+    return {p.name: True if p.dtype == "bool" else 1 for p in params}
 
 
 def time_call(run: Callable[[], object], min_repeats: int = MIN_REPEATS,
@@ -113,7 +123,7 @@ def measure(task: MeasureTask) -> MeasureResult:
             apply_plan(sch, task.plan)
             kernel = build(sch, list(task.args), target=task.target, name="candidate")
         built = time.perf_counter() - t0
-        run = kernel.prepare(*random_inputs(task.args, task.seed))
+        run = kernel.prepare(*random_inputs(task.args, task.seed), **param_values(kernel.signature.scalars))
         with host_lock(exclusive=True):
             seconds = time_call(run)
         return MeasureResult(seconds, None, host, built)

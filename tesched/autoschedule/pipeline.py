@@ -15,6 +15,7 @@ from tesched.poly.analysis import NotModelable, constant_shape, reads
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.expr import Call, Expr, Select
+from tesched.te.extern import ExternCall
 from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
 from tesched.te.scatter import ScatterOp
@@ -103,7 +104,8 @@ def _opaque_reason(stage: Stage) -> str:
     user = scheduled_by_user(stage)
     if user:
         return user
-    unknown = sorted({c.name for c in collect(op.body, Call) if c.name not in PURE_CALLS})
+    unknown = sorted({c.name for c in collect(op.body, Call) if c.name not in PURE_CALLS
+                      and not isinstance(c, ExternCall)})
     if unknown:
         return f"it calls external functions ({', '.join(unknown)})"
     try:

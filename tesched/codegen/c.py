@@ -25,6 +25,7 @@ from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
 from tesched.codegen.argv import ARGV_SUFFIX, argv_function, argv_prototype
 from tesched.codegen.data_conditions import branches_on_data
 from tesched.codegen.c_expr import CExpr, c_type, memory_vector_type
+from tesched.codegen.extern import extern_calls, extern_text
 from tesched.codegen.hoist import loop_bases
 from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
@@ -282,12 +283,18 @@ class CodeGen(NodeFunctor):
         self.names.taken.update(c.function for c in calls)   # the intrinsics' C functions keep their names
         for call in calls:
             self.names.taken.update(re.findall(r"\b[A-Za-z_]\w*\b", call.intrin.impl.source))
+        externs = extern_calls(f)       # the user's C functions keep their names, and so do their sources'
+        self.names.taken.update(e.name for e in externs)
+        self.names.taken.update(n for e in externs for n in re.findall(r"\b[A-Za-z_]\w*\b", e.source or ""))
         fname = self.names.fresh(f.name)
         params = [f"{dt.C_TYPES[b.dtype]} *restrict {self.name(b, b.name)}" for b in f.args]
         params += [f"int64_t {self.name(p, p.name)}" for p in f.params]
-        decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params)
+        params += [f"{dt.C_TYPES[p.dtype]} {self.name(p, p.name)}" for p in f.scalars]
+        decl_types = [f"{dt.C_TYPES[b.dtype]} *" for b in f.args] + ["int64_t"] * len(f.params) \
+            + [dt.C_TYPES[p.dtype] for p in f.scalars]
         self.visit(f.body)
-        sources = [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
+        sources = [extern_text(externs, 3, f"{fname}.c")] if externs else []    # from line 3, after the include
+        sources += [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
         declaration = f"int {fname}({', '.join(decl_types) or 'void'});"
         argv = self.names.fresh(fname + ARGV_SUFFIX)
         declaration += f"\n{argv_prototype(argv)};"

@@ -19,6 +19,7 @@ from tesched.codegen.names import NameTable
 from tesched.ir import nodes as ir
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.extern import ExternCall
 from tesched.te.visit import NodeFunctor
 
 
@@ -278,6 +279,8 @@ class CExpr(NodeFunctor):
 
     def visit_Call(self, e: Call) -> str:
         args = ", ".join(self.text(a) for a in e.args)
+        if isinstance(e, ExternCall):     # the user's function (its source precedes the kernel)
+            return f"(({c_type(e.dtype)}){e.name}({args}))"
         if ir.split_dtype(e.dtype)[1] > 1:   # a vector helper of the runtime header (dot products)
             return f"ts_{e.name}_{_vec(e.dtype)}({args})"
         if e.name == "sigmoid":

@@ -1,7 +1,8 @@
 """The public C entry point of an exported kernel, and its header.
 
-``int conv_relu(const float *data, const float *weight, float *relu[, int64_t n...]);`` takes the buffers in
-the build's argument order (inputs ``const``), then the symbolic sizes. Before the kernel runs it checks
+``int conv_relu(const float *data, const float *weight, float *relu[, int64_t n...][, float sigma...]);``
+takes the buffers in the build's argument order (inputs ``const``), then the symbolic sizes, then the
+runtime parameters (``ts.param``) as values of their C types. Before the kernel runs it checks
 what :class:`~tesched.driver.kernel.Kernel` checks in Python and C can know: the CPU has the
 instruction-set features the kernel was compiled for, each size is at least 1, no array is ``NULL``, no
 byte count (of an argument or of a heap buffer) overflows int64, no output overlaps another argument.
@@ -38,10 +39,17 @@ def prototype(prefix: str, sig: Signature, names: Sequence[str] | None = None) -
     """``int prefix(const float *data, ..., int64_t n)``: the entry's prototype with ``names`` (default:
     the arguments' and sizes' own names, made valid C identifiers)."""
     if names is None:
-        names = public_names([a.name for a in sig.args] + [p.name for p in sig.params], taken=(prefix,))
+        names = _names(sig, prefix)
     params = [f"{'' if a.is_output else 'const '}{dt.C_TYPES[a.dtype]} *{n}" for a, n in zip(sig.args, names)]
-    params += [f"int64_t {n}" for n in names[len(sig.args):]]
+    params += [f"int64_t {n}" for n in names[len(sig.args):len(sig.args) + len(sig.params)]]
+    params += [f"{dt.C_TYPES[p.dtype]} {n}" for p, n in zip(sig.scalars, names[len(sig.args) + len(sig.params):])]
     return f"int {prefix}({', '.join(params) or 'void'})"
+
+
+def _names(sig: Signature, prefix: str) -> list[str]:
+    """The C names of the arguments, sizes and runtime parameters, in order."""
+    return public_names([a.name for a in sig.args] + [p.name for p in sig.params] + [p.name for p in sig.scalars],
+                        taken=(prefix,))
 
 
 def kernel_entry(sig: Signature, prefix: str, kernel: CSource, manifest_json: str, target_name: str,
@@ -70,14 +78,17 @@ def kernel_entry(sig: Signature, prefix: str, kernel: CSource, manifest_json: st
     -------
     EntryText
     """
-    names = public_names([a.name for a in sig.args] + [p.name for p in sig.params], taken=(prefix,))
+    names = _names(sig, prefix)
     width = max((len(n) for n in names), default=0)
     doc = [f"{sig.name}: a kernel exported by tesched for target {target_name}"
            + (f" (CPU features: {', '.join(sorted(features))})." if features else "."), "",
            f"  {prototype(prefix, sig, names)};", ""]
     doc += [f"  {n:<{width}}  {'output' if a.is_output else 'input':<6}  {a.dtype}[{', '.join(map(_text, a.shape))}]"
             for n, a in zip(names, sig.args)]
-    doc += [f"  {n:<{width}}  size    int64_t, at least 1" for n in names[len(sig.args):]]
+    n_arrays = len(sig.args)
+    doc += [f"  {n:<{width}}  size    int64_t, at least 1" for n in names[n_arrays:n_arrays + len(sig.params)]]
+    doc += [f"  {n:<{width}}  param   {p.dtype}{' (0 or 1)' if p.dtype == 'bool' else ''}"
+            for p, n in zip(sig.scalars, names[n_arrays + len(sig.params):])]
     doc += ["", "Arrays are C-contiguous (row-major); an output must not overlap another argument.",
             f"Returns TESCHED_OK (0), or an error code and {prefix}_last_error() says what went wrong:",
             *error_lines(["TESCHED_ERROR_ARGUMENT", "TESCHED_ERROR_SIZE", "TESCHED_ERROR_ALLOCATION",
@@ -147,9 +158,10 @@ class _EntryBody:
     def lines(self) -> list[str]:
         sig, name = self.sig, _user(self.sig.name)
         types = [f"{'' if a.is_output else 'const '}{dt.C_TYPES[a.dtype]} *" for a in sig.args]
-        types += ["int64_t"] * len(sig.params)
+        types += ["int64_t"] * len(sig.params) + [dt.C_TYPES[p.dtype] for p in sig.scalars]
         params = [f"{t}a{k}" for k, t in enumerate(types[:len(sig.args)])]
         params += [f"int64_t s{k}" for k in range(len(sig.params))]
+        params += [f"{dt.C_TYPES[p.dtype]} c{k}" for k, p in enumerate(sig.scalars)]
         note, note_values = self.sizes_note()
         self.emit("ts_message[0] = '\\0';")
         self.emit("if (ts_check_cpu()) return TESCHED_ERROR_CPU;")
@@ -172,7 +184,7 @@ class _EntryBody:
                         f"{name}: output {_user(a.name)} overlaps argument {_user(other.name)} in memory"))
         self.heap_buffers(note, note_values)
         casts = [f"({dt.C_TYPES[a.dtype]} *)a{k}" if not a.is_output else f"a{k}" for k, a in enumerate(sig.args)]
-        call = ", ".join(casts + [f"s{k}" for k in range(len(sig.params))])
+        call = ", ".join(casts + [f"s{k}" for k in range(len(sig.params))] + [f"c{k}" for k in range(len(sig.scalars))])
         self.emit(f"const int status = {self.kernel_function}({call});")
         self.emit("if (status == 0) return TESCHED_OK;")
         self.status_messages()

@@ -287,6 +287,7 @@ class GpuCodeGen(CodeGen):
         params = [f"{self.dialect.pointer}{dt.C_TYPES[b.dtype]} *{self.dialect.restrict} {self.name(b, b.name)}"
                   for b in self.func.args + tuple(self.scratch)]
         params += [f"int64_t {self.name(p, p.name)}" for p in self.func.params]
+        params += [f"{dt.C_TYPES[p.dtype]} {self.name(p, p.name)}" for p in self.func.scalars]
         launch.shared_bytes = self._shared_bytes
         self.kernel_texts.append("\n".join([f"{self.dialect.kernel} {launch.name}({', '.join(params)}) {{"]
                                            + self.shared_lines + body + ["}", ""]))

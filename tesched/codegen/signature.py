@@ -1,9 +1,10 @@
-"""The signature of a compiled kernel as data: its buffer arguments, size parameters and heap buffers.
+"""The signature of a compiled kernel as data: its buffer arguments, size and runtime parameters, heap buffers.
 
 :func:`signature_of` reads it from a lowered function: each argument's name, dtype, shape (integers and
 expressions of the size parameters) and whether the kernel writes it; the size parameters in call order;
-the buffers the kernel allocates on the heap, in the order of its error codes. :meth:`Signature.to_json`
-and :meth:`Signature.from_json` turn it into plain JSON data and back (shapes as small expression trees),
+the runtime parameters (``ts.param``) in call order; the buffers the kernel allocates on the heap, in
+the order of its error codes. :meth:`Signature.to_json` and :meth:`Signature.from_json` turn it into
+plain JSON data and back (shapes as small expression trees),
 so that a kernel loaded from an exported library checks its arguments exactly as the kernel it was
 exported from. This module writes no C and loads nothing.
 """
@@ -14,7 +15,7 @@ from typing import Any, Sequence
 
 from tesched.ir.nodes import Buffer, BufferScope
 from tesched.lower.func import LoweredFunc
-from tesched.te.expr import Binary, Cast, Const, Expr, Unary, Var
+from tesched.te.expr import Binary, Cast, Const, Expr, Param, Unary, Var
 from tesched.te.tensor import ComputeOp
 
 Dim = int | Expr
@@ -60,6 +61,8 @@ class Signature:
     checks : tuple of str
         The messages of its checked (data-dependent) indices: it returns ``-k`` when the ``k``-th was
         outside its tensor.
+    scalars : tuple of Var
+        The runtime parameters (``ts.param``), passed after the sizes as values of their dtypes.
     """
 
     name: str
@@ -67,6 +70,7 @@ class Signature:
     params: tuple[Var, ...]
     allocations: tuple[Buffer, ...] = ()
     checks: tuple[str, ...] = ()
+    scalars: tuple[Var, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The signature as JSON-compatible data (see :meth:`from_json`)."""
@@ -79,6 +83,7 @@ class Signature:
             "allocations": [{"name": b.name, "dtype": b.dtype, "shape": [_dim_to_json(d, index) for d in b.shape]}
                             for b in self.allocations],
             "checks": list(self.checks),
+            "scalars": [{"name": p.name, "dtype": p.dtype} for p in self.scalars],
         }
 
     @classmethod
@@ -103,7 +108,8 @@ class Signature:
             allocations = tuple(Buffer(str(b["name"]), [_dim_from_json(d, params) for d in b["shape"]], str(b["dtype"]),
                                        BufferScope.GLOBAL) for b in data["allocations"])
             checks = tuple(str(c) for c in data.get("checks", ()))
-            return cls(str(data["name"]), args, params, allocations, checks)
+            scalars = tuple(Param(str(p["name"]), str(p["dtype"])) for p in data.get("scalars", ()))
+            return cls(str(data["name"]), args, params, allocations, checks, scalars)
         except (KeyError, TypeError, ValueError) as err:
             raise ValueError(f"a kernel signature record is malformed ({type(err).__name__}: {err})") from None
 
@@ -127,7 +133,7 @@ def signature_of(func: LoweredFunc, allocations: Sequence[Buffer] = (), checks: 
     """
     args = tuple(Argument(buf.name, buf.dtype, tuple(buf.shape), isinstance(tensor.op, ComputeOp))
                  for buf, tensor in zip(func.args, func.arg_tensors))
-    return Signature(func.name, args, tuple(func.params), tuple(allocations), tuple(checks))
+    return Signature(func.name, args, tuple(func.params), tuple(allocations), tuple(checks), tuple(func.scalars))
 
 
 def _dim_to_json(d: Dim, params: dict[int, int]) -> Any:

@@ -21,11 +21,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from tesched.codegen.extern import extern_calls
 from tesched.codegen.gpu import GpuSource, ScalarOnly, generate_gpu
 from tesched.codegen.signature import signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.arrays import as_array
 from tesched.driver.arguments import KernelArguments
+from tesched.driver.scalars import ScalarParams
 from tesched.errors import BuildError, TeschedError
 from tesched.lower.func import LoweredFunc
 from tesched.lower.pipeline import lower_for_target
@@ -171,6 +173,7 @@ class GpuKernel:
         signature = signature_of(func)
         self._args = KernelArguments(func.name, signature, Allocations(func.name, (), evaluate_size))
         self._specs = self._args.specs
+        self._scalars = ScalarParams(func.name, func.scalars, len(self._specs))
         self._cuda: Any = None
         self._opencl_kernels = [] if program is None else \
             [gpu_module("pyopencl", "opencl").Kernel(program, k.name) for k in src.kernels]
@@ -198,10 +201,12 @@ class GpuKernel:
         return [(tuple(d if isinstance(d, int) else evaluate_size(d, known) for d in b.shape), np.dtype(b.dtype))
                 for b in self.gpu.scratch]
 
-    def __call__(self, *arrays: Any) -> Any:
+    def __call__(self, *arrays: Any, **params: Any) -> Any:
         """``f(inputs..., outputs...)``: NumPy arrays are copied in and the outputs back; device arrays
         (pyopencl arrays, CUDA array-interface objects) are used in place. ``f(inputs...)`` returns new
-        outputs (pyopencl arrays when an input is one, else NumPy arrays)."""
+        outputs (pyopencl arrays when an input is one, else NumPy arrays). Runtime parameters follow the
+        arrays or are passed by keyword, as for CPU kernels."""
+        arrays, scalars = self._scalars.split(arrays, params)
         args = self._args
         if len(arrays) == args.n_inputs < len(self._specs) and args.inputs_first:
             values = args.bind(list(arrays) + [None] * (len(self._specs) - len(arrays))) if args.params else []
@@ -211,19 +216,24 @@ class GpuKernel:
                 outputs = [cla.empty(self.queue, shape, dtype) for shape, dtype in shapes]
             else:
                 outputs = [np.empty(shape, dtype) for shape, dtype in shapes]
-            self(*arrays, *outputs)
+            self._run(arrays + tuple(outputs), scalars)
             return outputs[0] if len(outputs) == 1 else tuple(outputs)
         if len(arrays) != len(self._specs):
             raise TypeError(f"{self.name} takes {len(self._specs)} arrays ({', '.join(s.name for s in self._specs)})"
                             f" or its {args.n_inputs} inputs, got {len(arrays)}")
-        if self.target.backend == "opencl":
-            self._run_opencl(arrays)
-        else:
-            self._run_cuda(arrays)
+        self._run(arrays, scalars)
         return None
 
+    def _run(self, arrays: tuple, values: tuple[np.ndarray, ...]) -> None:
+        """Run on all the arrays and the parameters' values (0-d arrays of their dtypes)."""
+        scalars = [(v.astype(np.int8) if v.dtype == np.bool_ else v)[()] for v in values]   # bool: int8_t in C
+        if self.target.backend == "opencl":
+            self._run_opencl(arrays, scalars)
+        else:
+            self._run_cuda(arrays, scalars)
+
     # OpenCL -----------------------------------------------------------------------------------------
-    def _run_opencl(self, arrays: tuple) -> None:
+    def _run_opencl(self, arrays: tuple, scalars: Sequence[Any]) -> None:
         cla = gpu_module("pyopencl.array", "opencl")
         queue = self.queue
         for spec, arr in zip(self._specs, arrays):
@@ -241,18 +251,18 @@ class GpuKernel:
         buffers = [d.data for d in device + scratch]
         sizes = [np.int64(v) for v in values]
         for kernel, (blocks, threads) in zip(self._opencl_kernels, self._geometry(values)):
-            kernel(queue, tuple(b * t for b, t in zip(blocks, threads)), threads, *buffers, *sizes)
+            kernel(queue, tuple(b * t for b, t in zip(blocks, threads)), threads, *buffers, *sizes, *scalars)
         for spec, arr, dev in zip(self._specs, arrays, device):
             if spec.is_output and isinstance(arr, np.ndarray):
                 dev.get(queue, ary=arr)
         queue.finish()
 
     # CUDA -------------------------------------------------------------------------------------------
-    def _run_cuda(self, arrays: tuple) -> None:
+    def _run_cuda(self, arrays: tuple, scalars: Sequence[Any]) -> None:
         runtime = self._cuda or CudaRuntime.on(self.device.index or 0)
         self._cuda = runtime
         values = self._sizes(arrays)
-        runtime.run(self, arrays, values)
+        runtime.run(self, arrays, values, scalars)
 
 
 class CudaRuntime:
@@ -295,7 +305,7 @@ class CudaRuntime:
             raise TeschedError(f"CUDA driver call failed: {err}")
         return rest[0] if len(rest) == 1 else tuple(rest)
 
-    def run(self, kernel: GpuKernel, arrays: tuple, values: list[int]) -> None:
+    def run(self, kernel: GpuKernel, arrays: tuple, values: list[int], scalars: Sequence[Any] = ()) -> None:
         cuda = self.cuda
         if id(kernel) not in self.modules:
             ptx = kernel.ptx.get(self.arch) or compile_cuda(kernel.source, self.arch)
@@ -324,7 +334,8 @@ class CudaRuntime:
             owned.append(ptr)
             pointers.append(int(ptr))
         try:
-            args = [np.array([p], dtype=np.uint64) for p in pointers] + [np.array([v], np.int64) for v in values]
+            args = [np.array([p], dtype=np.uint64) for p in pointers] + [np.array([v], np.int64) for v in values] \
+                + [np.array([v]) for v in scalars]
             argv = np.array([a.ctypes.data for a in args], dtype=np.uint64)
             for launch, (blocks, threads) in zip(kernel.gpu.kernels, kernel._geometry(values)):
                 function = self._ok(cuda.cuModuleGetFunction(module, launch.name.encode()))
@@ -340,6 +351,10 @@ class CudaRuntime:
 def build_gpu(func: LoweredFunc, target: Target) -> GpuKernel:
     """Finish ``func`` for GPU ``target``, generate its kernels and compile them (OpenCL: for the default
     device, against its limits; CUDA: PTX for each of :data:`CUDA_ARCHES`)."""
+    externs = extern_calls(func)
+    if externs:
+        raise BuildError(f"{func.name}: calls of extern C functions ({', '.join(e.name for e in externs)}) run on "
+                         f"CPU targets only, not on {target.backend}")
     if target.backend == "opencl":
         queue = opencl_queue()
         device = queue.device

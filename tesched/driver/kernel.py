@@ -25,12 +25,14 @@ from tesched.driver.call import ArgSpec, Program, StepFailed, address, describab
 from tesched.driver.export import export_kernel, export_kernel_c
 from tesched.driver.manifest import BuildRecord
 from tesched.driver.profile import Profile, measure_profile, read_profile
+from tesched.driver.scalars import ScalarParams
 from tesched.driver.threads import sync_thread
 from tesched.driver.timing import BenchmarkResult, time_calls
 from tesched.errors import BoundsError
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target, as_target
+from tesched.te import dtype as dt
 
 
 class Kernel:
@@ -65,27 +67,36 @@ class Kernel:
                                                           signature.checks)
         self._args = KernelArguments(self.name, signature, self._allocations)
         self._specs = self._args.specs
+        self._scalars = ScalarParams(self.name, signature.scalars, len(self._specs))
         self._through_helper = func is not None or helper_available()   # else: no compiler, calls through cffi
         self._address = int(self._ffi.cast("uintptr_t", self._ffi.addressof(module.lib, src.argv))) if src.argv else 0
         arg_dims = self._args.arg_dims()
         checkable = arg_dims is not None and all(describable(s.dtype) for s in self._specs)
-        n_args, n_params = len(self._specs), len(self._args.params)
+        n_args, n_params, n_scalars = len(self._specs), len(self._args.params), len(signature.scalars)
         self._program: Program | None = None
         if checkable and arg_dims is not None and self._address and self._through_helper:
+            scalar_specs = [ArgSpec(dt.numpy_dtype(p.dtype), (), False, n_args + k)
+                            for k, p in enumerate(signature.scalars)]
             self._program = Program(
-                [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(self._specs, arg_dims))],
-                [0] * n_args, [(self._address, list(range(n_args)) + [-p - 1 for p in range(n_params)])],
-                n_params=n_params)
+                [ArgSpec(s.dtype, d, s.is_output, k) for k, (s, d) in enumerate(zip(self._specs, arg_dims))]
+                + scalar_specs, [0] * (n_args + n_scalars),
+                [(self._address, list(range(n_args)) + [-p - 1 for p in range(n_params)]
+                  + list(range(n_args, n_args + n_scalars)))], n_params=n_params)
 
     def __repr__(self) -> str:
-        return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}])"
+        params = ", ".join(f"{p.name}: {p.dtype}" for p in self.signature.scalars)
+        return f"Kernel({self.name!r}, args=[{', '.join(s.name for s in self._specs)}]" \
+            + (f", params=[{params}])" if params else ")")
 
-    def __call__(self, *arrays: Any) -> Any:
+    def __call__(self, *arrays: Any, **params: Any) -> Any:
         """``f(inputs..., outputs...)`` writes outputs in place; ``f(inputs...)`` returns new outputs (torch
-        tensors when an argument is one). Arguments may be any arrays :func:`~.arrays.as_array` reads."""
+        tensors when an argument is one). Arguments may be any arrays :func:`~.arrays.as_array` reads.
+        The values of runtime parameters (``ts.param``) follow the arrays, or are passed by keyword
+        (``f(a, out, sigma=2.0)``)."""
         sync_thread()
+        arrays, values = self._scalars.split(arrays, params)
         try:
-            return self._call(arrays)
+            return self._call(arrays, values)
         except StepFailed as failure:
             raise self.allocation_error(failure.status, arrays) from None
 
@@ -104,21 +115,21 @@ class Kernel:
             return err
         return MemoryError(f"{self.name}: failed with code {status}")
 
-    def _call(self, arrays: tuple) -> Any:
+    def _call(self, arrays: tuple, values: tuple[np.ndarray, ...]) -> Any:
         program = self._program
-        if program is not None and program.run(arrays):
+        if program is not None and program.run(arrays + values):
             return None
         torch = torch_module(arrays)
         arrays = tuple(as_array(a, f"argument {s.name}") for s, a in zip(self._specs, arrays)) + \
             arrays[len(self._specs):]
         if program is not None and self._args.output_shapes is not None and len(arrays) == self._args.n_inputs:
             outputs = [np.empty(shape, dtype) for shape, dtype in self._args.output_shapes]
-            if program.run(arrays + tuple(outputs)):
+            if program.run(arrays + tuple(outputs) + values):
                 return self._returned(outputs, torch)
-        elif program is not None and program.run(arrays):
+        elif program is not None and program.run(arrays + values):
             return None
-        args, outputs, values, write_back = self._args.checked(arrays)
-        self._invoke(args, values)
+        args, outputs, sizes, write_back = self._args.checked(arrays)
+        self._invoke(args, sizes, values)
         _copy_back(write_back)
         return self._returned(outputs, torch) if outputs else None
 
@@ -127,34 +138,37 @@ class Kernel:
         converted = [like(o, torch) for o in outputs]
         return converted[0] if len(converted) == 1 else tuple(converted)
 
-    def _invoke(self, args: list, values: list[int]) -> None:
-        """Run the kernel on checked arrays and sizes."""
+    def _invoke(self, args: list, sizes: list[int], values: tuple[np.ndarray, ...]) -> None:
+        """Run the kernel on checked arrays, sizes and parameter values."""
         if self._program is not None:
-            if not self._program.run(tuple(args)):
+            if not self._program.run(tuple(args) + values):
                 raise TypeError(f"{self.name}: the arguments passed the checks but their buffers could not be read")
             return
         from_buffer = self._ffi.from_buffer
-        status = self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *values)
+        status = self._fn(*[from_buffer(spec.ctype, a) for spec, a in zip(self._specs, args)], *sizes,
+                          *[v.item() for v in values])
         if status:
             raise StepFailed(0, status)
 
-    def prepare(self, *arrays: Any) -> Callable[[], Any]:
+    def prepare(self, *arrays: Any, **params: Any) -> Callable[[], Any]:
         """Check the arguments once and return a function of no arguments that runs the kernel on them
         (for calls in a loop: it skips the per-call checks). Omitted outputs are allocated here and
-        returned by each call."""
+        returned by each call; runtime parameters keep the values given here."""
+        given = arrays
+        arrays, scalars = self._scalars.split(arrays, params)
         torch = torch_module(arrays)
         args, outputs, values, write_back = self._args.checked(
             tuple(as_array(a, f"argument {s.name}") for s, a in zip(self._specs, arrays)) + arrays[len(self._specs):])
         result = None if not outputs else [like(o, torch) for o in outputs]
         value_map = self._args.value_map(values)
         if write_back:       # outputs read through aligned copies: the plain call copies them back each time
-            return lambda: self(*arrays)
+            return lambda: self(*given, **params)
         if not self._through_helper or not self._address:
-            return _direct_run(self, args, values, None if result is None else
+            return _direct_run(self, args, values, scalars, None if result is None else
                                (result[0] if len(result) == 1 else tuple(result)))
         sizes, size_addresses = value_slots(values)
-        words = [address(a) for a in args] + size_addresses
-        program = Program([], words, [(self.address, range(len(words)))], keep=(args, sizes))
+        words = [address(a) for a in args] + size_addresses + [address(v) for v in scalars]
+        program = Program([], words, [(self.address, range(len(words)))], keep=(args, sizes, scalars))
 
         def failed(status: int) -> Exception:
             try:
@@ -234,9 +248,10 @@ class Kernel:
         return self.lowered, as_target(target if target is not None else self.target)
 
     def benchmark(self, *arrays: np.ndarray, repeat: int = 20, number: int = 1,
-                  warmup: int = 1) -> BenchmarkResult:
-        """Median and minimum seconds per call over ``repeat`` timings of ``number`` calls each."""
-        return time_calls(lambda: self(*arrays), repeat, number, warmup)
+                  warmup: int = 1, **params: Any) -> BenchmarkResult:
+        """Median and minimum seconds per call over ``repeat`` timings of ``number`` calls each
+        (``params``: the values of runtime parameters)."""
+        return time_calls(lambda: self(*arrays, **params), repeat, number, warmup)
 
     # profiling --------------------------------------------------------------------------------------
     def _reader(self) -> Callable[[bool], Profile]:
@@ -250,14 +265,15 @@ class Kernel:
         the counters. Kernels with the same C source share their counters."""
         return self._reader()(reset)
 
-    def profile(self, *arrays: np.ndarray, repeat: int = 20) -> Profile:
-        """Time every stage over ``repeat`` calls on ``arrays``, in turns with the same kernel built
-        without timers, so the result reports what the timers cost (``Profile.overhead``). The result is
-        also kept in ``last_profile`` (``to_html`` draws it)."""
+    def profile(self, *arrays: np.ndarray, repeat: int = 20, **params: Any) -> Profile:
+        """Time every stage over ``repeat`` calls on ``arrays`` (and runtime parameters ``params``), in
+        turns with the same kernel built without timers, so the result reports what the timers cost
+        (``Profile.overhead``). The result is also kept in ``last_profile`` (``to_html`` draws it)."""
         read = self._reader()
         assert self.uninstrumented is not None
         plain = self.uninstrumented()
-        self.last_profile = measure_profile(self.prepare(*arrays), plain.prepare(*arrays), read, repeat)
+        self.last_profile = measure_profile(self.prepare(*arrays, **params), plain.prepare(*arrays, **params),
+                                            read, repeat)
         return self.last_profile
 
     def to_html(self, path: str | Path, **options: Any) -> Path:
@@ -288,9 +304,11 @@ def _bind_run(runner: Callable[[], None], program: Program, result: Any,
     return run
 
 
-def _direct_run(kernel: Kernel, args: list, values: list[int], result: Any) -> Callable[[], Any]:
+def _direct_run(kernel: Kernel, args: list, values: list[int], scalars: tuple[np.ndarray, ...],
+                result: Any) -> Callable[[], Any]:
     """A closure calling a loaded kernel's entry point through cffi on checked arrays (no call helper)."""
-    pointers = [kernel._ffi.from_buffer(spec.ctype, a) for spec, a in zip(kernel._specs, args)] + list(values)
+    pointers = [kernel._ffi.from_buffer(spec.ctype, a) for spec, a in zip(kernel._specs, args)] + list(values) \
+        + [v.item() for v in scalars]
     value_map = kernel._args.value_map(values)
 
     def run():

@@ -14,6 +14,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtVisitor
 from tesched.schedule.kinds import AttachType, LoopKind
 from tesched.schedule.schedule import Schedule
+from tesched.te.expr import Param
 from tesched.te.tensor import ComputeOp, PlaceholderOp, Tensor
 
 
@@ -27,12 +28,16 @@ def check_request(sch: object, args: object, name: object) -> None:
         raise TypeError(f"lower/build: name must be a str, got {type(name).__name__} {name!r}")
 
 
-def check_arguments(sch: Schedule, args: Sequence[object]) -> None:
-    """Every input read and every output must be an argument; arguments must be root stages."""
+def check_arguments(sch: Schedule, args: Sequence[object], params: Sequence[Param] = ()) -> None:
+    """Every input read and every output must be an argument; arguments must be root stages; a runtime
+    parameter is listed at most once."""
+    for k, p in enumerate(params):
+        if any(p is q for q in params[:k]):
+            raise ValueError(f"param {p.name} appears twice in the arguments")
     seen: set[int] = set()
     for t in args:
         if not isinstance(t, Tensor):
-            raise TypeError(f"lower/build arguments must be tensors, got {type(t).__name__}")
+            raise TypeError(f"lower/build arguments must be tensors or ts.param parameters, got {type(t).__name__}")
         if id(t) in seen:
             raise ValueError(f"tensor {t.name} appears twice in the arguments")
         seen.add(id(t))

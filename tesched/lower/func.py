@@ -22,7 +22,7 @@ from tesched.poly.model import PolyModel
 from tesched.poly.traffic import Traffic, global_traffic
 from tesched.poly.tree import build_tree
 from tesched.target import Target, current_target
-from tesched.te.expr import Var
+from tesched.te.expr import Param, Var
 from tesched.te.tensor import Tensor
 from tesched.transform.registers import Promotion
 
@@ -45,6 +45,8 @@ class LoweredFunc:
         The loop IR.
     model : PolyModel
         The polyhedral model it was lowered from (domains, footprints, buffers).
+    scalars : tuple of Var
+        Runtime parameters (``ts.param``), passed after the sizes, each as a value of its dtype.
     promotions : tuple of tesched.transform.registers.Promotion or None
         Once finished for a target (as ``build`` does), what register promotion did with its local buffers
         of constant size; None for what ``lower()`` returns (see :meth:`register_promotions`).
@@ -56,6 +58,7 @@ class LoweredFunc:
     params: tuple[Var, ...]
     body: ir.Stmt
     model: PolyModel
+    scalars: tuple[Param, ...] = ()
     promotions: tuple[Promotion, ...] | None = None
 
     @cached_property
@@ -86,6 +89,8 @@ class LoweredFunc:
                         for b in self.args)
         if self.params:
             sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)
+        if self.scalars:
+            sig += ", " + ", ".join(f"{p.name}: {p.dtype}" for p in self.scalars)
         notes = "".join(f"# {stage}: computes {factor:.2f}x its points (recomputed halo or re-executed "
                         f"per outer iteration)\n" for stage, factor in self.redundancy.items())
         notes += "".join(f"# {promotion}\n" for promotion in self.register_promotions())

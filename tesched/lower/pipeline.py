@@ -21,6 +21,7 @@ from enum import StrEnum
 from typing import Any, Callable, Sequence
 
 from tesched.config import debug_logger, settings
+from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.ir.verify import verify
 from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
@@ -40,6 +41,7 @@ from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
 from tesched.schedule.schedule import Schedule, set_legality_check
 from tesched.target import Target, current_target
+from tesched.te.expr import Param
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.flatten_indices import flatten_indices
 from tesched.transform.registers import promote_with_report
@@ -51,11 +53,13 @@ from tesched.transform.vectorize import vectorize
 # pipeline states ----------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Request:
-    """What to lower: a schedule, the kernel's arguments in call order, and its name."""
+    """What to lower: a schedule, the kernel's arguments in call order, its name, and the runtime
+    parameters listed among the arguments (they come first among its scalars, in that order)."""
 
     schedule: Schedule
     args: tuple[Tensor, ...]
     name: str
+    params: tuple[Param, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ class Pass:
 
 # passes -------------------------------------------------------------------------------------------
 def _check_arguments(req: Request, target: Target) -> Request:
-    check_arguments(req.schedule, req.args)
+    check_arguments(req.schedule, req.args, req.params)
     return req
 
 
@@ -134,9 +138,15 @@ def _ast(st: TreeState, target: Target) -> AstState:
 def _loop_ir(st: AstState, target: Target) -> LoweredFunc:
     body, buffers = loop_ir(st.model, st.tree, st.ast)
     body = specialize(st.model, st.tree, body, lambda ast: loop_ir(st.model, st.tree, ast, buffers)[0])
-    args = st.request.args
+    args, listed = st.request.args, st.request.params
+    scalars = listed + tuple(p for p in st.model.scalars if all(p is not q for q in listed))
+    names = [p.name for p in scalars]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise LoweringError(f"{st.request.name}: two runtime parameters are named {twice[0]} (ts.param); a kernel's "
+                            "params are passed by name, so each needs its own")
     return LoweredFunc(st.request.name, tuple(buffers[id(t)] for t in args), args, tuple(st.model.params),
-                       body, st.model)
+                       body, st.model, scalars)
 
 
 def _loop_nesting(func: LoweredFunc, target: Target) -> LoweredFunc:
@@ -218,7 +228,7 @@ def run_passes(state: object, passes: Sequence[Pass], target: Target, debug: boo
             log.info("--- after %s (%.1f ms)\n%s", p.name, (time.perf_counter() - t0) * 1e3, describe(state))
         if (env.verify or debug) and isinstance(state, LoweredFunc):
             intermediates = [b for sm in state.model.stages for b in sm.buffers if b.scope is ir.BufferScope.GLOBAL]
-            verify(state.body, state.args, state.params, intermediates, p.name)
+            verify(state.body, state.args, (*state.params, *state.scalars), intermediates, p.name)
     return state
 
 
@@ -233,7 +243,9 @@ def lower(sch: Schedule, args: Sequence[Tensor], name: str = "main", debug: bool
     """``ts.lower`` (the facade documents its parameters): the ``lower`` phase of :data:`PASSES` on a
     checked request, the functions it returns shown to ``watch_lowering``'s watchers."""
     check_request(sch, args, name)
-    request = Request(sch, tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args), name)
+    params = tuple(a for a in args if isinstance(a, Param))
+    tensors = tuple(sch.canonical(t) if isinstance(t, Tensor) else t for t in args if not isinstance(t, Param))
+    request = Request(sch, tensors, name, params)
     lowering = tuple(p for p in PASSES if p.phase is Phase.LOWER)
     func = run_passes(request, lowering, current_target(), debug)
     notify_lowered(func)

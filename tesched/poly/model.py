@@ -28,8 +28,9 @@ from tesched.schedule.inline import inline_bodies
 from tesched.schedule.kinds import LoopKind
 from tesched.schedule.schedule import Schedule
 from tesched.schedule.stage import Stage
-from tesched.te.expr import Expr, Var
+from tesched.te.expr import Expr, Param, Var
 from tesched.te.intrinsic import TensorIntrin
+from tesched.te.param import params_of, refuse_in_extent
 from tesched.te.tensor import ComputeOp, IterType, IterVar, PlaceholderOp, Tensor, TensorRead
 from tesched.te.visit import collect, walk
 
@@ -327,22 +328,26 @@ class PolyModel:
         return to_isl(e, names)
 
     def _collect_params(self) -> list[Var]:
+        """The size variables (isl parameters); the runtime parameters go to :attr:`scalars`."""
         found: dict[int, Var] = {}
 
         def scan(e: object) -> None:
             if isinstance(e, Expr):
                 for node in walk(e):
-                    if isinstance(node, Var) and not isinstance(node, IterVar):
+                    if isinstance(node, Var) and not isinstance(node, (IterVar, Param)):
                         found.setdefault(id(node), node)
 
+        bodies = []
         for st in self.schedule.stages:
-            for dim in st.op.output(0).shape:
-                scan(dim)
+            shape, ranges, body = list(st.op.output(0).shape), [], []
             if isinstance(st.op, ComputeOp):
-                scan(self.bodies.get(id(st.op), st.op.body))
-                for rv in st.op.reduce_axis:
-                    scan(rv.range.min)
-                    scan(rv.range.extent)
+                body = [self.bodies.get(id(st.op), st.op.body)]
+                ranges = [b for rv in st.op.reduce_axis for b in (rv.range.min, rv.range.extent)]
+            refuse_in_extent(shape + ranges, f"the shape or a reduction extent of {st.op.name}")
+            for e in shape + body + ranges:
+                scan(e)
+            bodies += body
+        self.scalars: list[Param] = params_of(bodies)
         return list(found.values())
 
     def tensor_domain(self, tensor: Tensor, tag: str, dims: frozenset[int] | None = None) -> isl.Set:

@@ -9,6 +9,7 @@ This module does not know tensors' schedules, loops or C; see :mod:`tesched.te.t
 """
 from __future__ import annotations
 
+import itertools
 from typing import Callable, Sequence
 
 import numpy as np
@@ -132,6 +133,19 @@ class Var(Expr):
     def __init__(self, name: str, dtype: str = "int32"):
         self.name = str(name)
         self.dtype = dt.normalize(dtype)
+
+
+class Param(Var):
+    """A runtime scalar parameter (``ts.param``, Halide's ``Param<T>``): a value of its dtype passed at call
+    time, usable in any expression but not in a shape or extent (a size is a ``ts.var``). ``serial``
+    orders parameters by creation (the order a kernel takes the ones not listed among its arguments)."""
+
+    __slots__ = ("serial",)
+    _made = itertools.count()
+
+    def __init__(self, name: str, dtype: str = "float32"):
+        super().__init__(name, dtype)
+        self.serial = next(Param._made)
 
 
 ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max")

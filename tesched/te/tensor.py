@@ -251,7 +251,8 @@ def var(name: str = "n", dtype: str = "int32") -> Var:
     """A symbolic size, usable in shapes; kernels read its value from their arguments' shapes."""
     checks.check_name(name, "var")
     if not dt.is_int(dt.normalize(dtype)) or dt.normalize(dtype) == "bool":
-        raise TypeError(f"var {name}: size variables must be integers, got dtype {dtype!r}")
+        raise TypeError(f"var {name}: size variables must be integers, got dtype {dtype!r}; a value passed at "
+                        f"call time is ts.param({name!r}, {dtype!r})")
     return Var(name, dtype)
 
 

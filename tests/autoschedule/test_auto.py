@@ -287,3 +287,16 @@ def test_histograms_scatter_in_parallel_into_private_copies_or_atomically(bins, 
     index = (np.clip(a, 0, 1) * np.float32(bins - 1) + np.float32(0.5)).astype(np.int32)
     np.testing.assert_allclose(ts.build(s, [img, hist])(a), np.bincount(index.ravel(), weights=a.ravel(),
                                minlength=bins), rtol=1e-4, atol=1e-3)
+
+
+def test_stages_calling_pure_extern_functions_are_scheduled():
+    source = "static inline float soft_clip(float x) { return x / (1.0f + fabsf(x)); }"
+    A = ts.placeholder((34, 66), name="A")
+    B = ts.compute((34, 66), lambda i, j: ts.call_pure_extern("float32", "soft_clip", A[i, j], source=source),
+                   name="B")
+    C = ts.compute((32, 64), lambda i, j: B[i, j] + B[i + 1, j + 1] + B[i + 2, j + 2], name="C")
+    s = ts.auto_schedule(C)
+    assert "external functions" not in ts.explain_schedule(s)
+    a = data(34, 66)
+    b = a / (1 + np.abs(a))
+    np.testing.assert_allclose(ts.build(s, [A, C])(a), b[:32, :64] + b[1:33, 1:65] + b[2:, 2:], rtol=1e-5)

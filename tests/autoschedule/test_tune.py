@@ -117,3 +117,16 @@ def test_tune_on_a_dask_local_cluster(tmp_path):
     assert len(result.history) == 3 and all(t.seconds is not None for t in result.history)
     a = data(10, 18)
     np.testing.assert_allclose(result.kernel(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-6)
+
+
+def test_tune_measures_kernels_with_runtime_params(tmp_path, pool):
+    A = ts.placeholder((20, 40), name="A")
+    gain, flip = ts.param("gain"), ts.param("flip", "bool")
+    B = ts.compute((20, 40), lambda i, j: ts.if_then_else(flip, A[i, j] * gain, A[i, j]), name="B")
+    C = ts.compute((18, 38), lambda i, j: B[i, j] + B[i + 1, j + 1] + B[i + 2, j + 2], name="C")
+    result = ts.tune([C], [A, C, gain, flip], trials=3, db=tmp_path / "db.json", executor=pool, progress=False)
+    assert all(t.error is None for t in result.history)
+    a = np.random.default_rng(0).random((20, 40), dtype=np.float32)
+    for g, f in [(2.0, True), (-0.5, False)]:
+        b = a * np.float32(g) if f else a
+        np.testing.assert_allclose(result.kernel(a, g, f), b[:18, :38] + b[1:19, 1:39] + b[2:, 2:], rtol=1e-5)

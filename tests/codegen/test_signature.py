@@ -53,3 +53,14 @@ def test_heap_buffers_keep_their_order_and_shapes():
 def test_malformed_records_raise_value_error():
     with pytest.raises(ValueError, match="kernel signature record is malformed"):
         Signature.from_json({"name": "k", "args": [{"name": "A"}], "params": [], "allocations": []})
+
+
+def test_runtime_params_round_trip_with_their_dtypes():
+    A = ts.placeholder((4,), name="A")
+    gain, flag = ts.param("gain", "float64"), ts.param("flag", "bool")
+    B = ts.compute((4,), lambda i: ts.if_then_else(flag, A[i].astype("float64") * gain, 0.0), name="B")
+    sig = signature_of(ts.lower(ts.create_schedule(B.op), [A, B]))
+    assert [(p.name, p.dtype) for p in sig.scalars] == [("gain", "float64"), ("flag", "bool")]
+    back = Signature.from_json(json.loads(json.dumps(sig.to_json())))
+    assert [(p.name, p.dtype) for p in back.scalars] == [("gain", "float64"), ("flag", "bool")]
+    assert back.to_json() == sig.to_json()

@@ -10,17 +10,17 @@ floor division and modulo, which agree for positive divisors, the only ones used
 Where Halide accepts something tesched refuses or gets wrong, the case is marked ``xfail(strict=True)``
 with the gap as its reason.
 
-Summary: 69 cases (parametrized ones counted once per parameter), 63 pass, 6 xfail. Gaps (xfail here):
+Summary: 71 cases (parametrized ones counted once per parameter), 66 pass, 5 xfail. Gaps (xfail here):
 
 - ``fold_storage`` with a chosen factor, ``reorder_storage``, ``align_bounds``, ``compute_with``;
-- ``lerp``;
 - ``define_extern`` stages.
 
 Gaps this suite found and that are closed (each with its own test beside the module it fixed): a
 vectorized store of an int32 value of loop indices (it stored int64 lanes, past the row: wrong results
 and a crash), inline reductions (``sum(...) * 2 + 3``), ``BoundaryConditions::repeat_image`` and
 ``mirror_image``, ``popcount`` / ``count_leading_zeros`` / ``count_trailing_zeros``, and ``sin``, ``cos``
-and the other trigonometric functions.
+and the other trigonometric functions, ``lerp``, runtime parameters (``Param<float>``, ``ts.param``) and
+calls of C functions (``HalideExtern``, ``ts.call_pure_extern``).
 """
 from __future__ import annotations
 
@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
-from tests.compat.helpers import check, rand, redundancy
+from tests.compat.helpers import check, poison, rand, redundancy, tolerance
 
 
 def coords(*shape: int) -> list[np.ndarray]:
@@ -1019,6 +1019,39 @@ def test_lerp():
     f = ts.compute((16,), lambda i: ts.lerp(A[i], B[i], W[i]), name="f")
     a, b, w = rand((16,)), rand((16,)), rand((16,), low=0, high=1)
     check(ts.create_schedule(f.op), [A, B, W, f], [a, b, w], [a + (b - a) * w])
+
+
+def test_param():
+    """param.cpp: ``f(x) = u`` and ``g(x) = select(flip, x * u, A(x) + u)`` of a ``Param<float>`` and a
+    ``Param<bool>``, vectorized, realized for two values of each without compiling again."""
+    A = ts.placeholder((64,), name="A")
+    u, flip = ts.param("u"), ts.param("flip", "bool")
+    f = ts.compute((64,), lambda x: u + 0.0 * A[x], name="f")
+    g = ts.compute((64,), lambda x: ts.select(flip, x.astype("float32") * u, A[x] + u), name="g")
+    s = ts.create_schedule([f.op, g.op])
+    for t in (f, g):
+        s[t].vectorize(s[t].split(t.op.axis[0], 16)[1])
+    kernel = ts.build(s, [A, f, g, u, flip])
+    a = rand((64,))
+    for value, flipped in ((17.0, True), (123.0, False)):
+        outs = [poison((64,), "float32"), poison((64,), "float32")]
+        kernel(a, *outs, value, flipped)
+        want = np.arange(64, dtype=np.float32) * np.float32(value) if flipped else a + np.float32(value)
+        np.testing.assert_allclose(outs[0], np.full(64, value, np.float32), **tolerance("float32"))
+        np.testing.assert_allclose(outs[1], want, **tolerance("float32"))
+
+
+def test_c_function():
+    """c_function.cpp: ``f(x, y) = my_func(x, cast<float>(y))`` where ``my_func`` is the user's C function
+    (``HalideExtern_2``), vectorized; and a C math library function called by name."""
+    source = "static inline float my_func(int x, float y) { return (float)x * y; }"
+    f = ts.compute((16, 16), lambda x, y: ts.call_pure_extern("float32", "my_func", x, y.astype("float32"),
+                                                              source=source), name="f")
+    g = ts.compute((16, 16), lambda x, y: ts.call_pure_extern("float32", "hypotf", f[x, y], 3.0), name="g")
+    s = ts.create_schedule(g.op)
+    s[g].vectorize(g.op.axis[1])
+    x, y = coords(16, 16)
+    check(s, [g], [], [np.hypot((x * y).astype("float32"), np.float32(3))])
 
 
 def test_math_functions():

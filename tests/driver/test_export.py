@@ -246,3 +246,44 @@ def test_a_kernel_without_gcc_features_exports_for_portable_c(tmp_path, inputs):
                 tmp_path / "relu.bin")
     np.testing.assert_allclose(read(tmp_path / "relu.bin", DATA), conv_relu_reference(*inputs), rtol=1e-4, atol=1e-4)
     assert "__builtin_cpu_supports" not in f.export_c(tmp_path / "src")[1].read_text()
+
+
+SCALED_PROGRAM = r"""
+#include "scaled.h"
+int main(int argc, char **argv) {
+  int64_t n = atoi(argv[1]);
+  float *a = load(argv[2], n * sizeof(float));
+  float *b = malloc(n * sizeof(float));
+  int status = scaled(a, b, n, (float)atof(argv[3]), (int32_t)atoi(argv[4]));
+  printf("status %d [%s]\n", status, scaled_last_error());
+  if (status == TESCHED_OK) save(argv[5], b, n * sizeof(float));
+  return 0;
+}
+"""
+
+
+def test_runtime_params_follow_the_sizes_in_the_c_entry_and_survive_loading(tmp_path, rand, monkeypatch):
+    n = ts.var("n")
+    A = ts.placeholder((n,), name="A")
+    gain, bias = ts.param("gain"), ts.param("bias", "int32")
+    B = ts.compute((n,), lambda i: A[i] * gain + bias, name="B")
+    library = ts.build(ts.create_schedule(B.op), [A, B], name="scaled").export_library(tmp_path / "scaled.so")
+    header = (tmp_path / "scaled.h").read_text()
+    assert "int scaled(const float *A, float *B, int64_t n, float gain, int32_t bias);" in header
+    assert "gain  param   float32" in header
+    exe = compile_program(SCALED_PROGRAM, tmp_path, library)
+    a = rand((7,), low=-1, high=1)
+    done = run_program(exe, 7, write(tmp_path, "a.bin", a), 2.5, -3, tmp_path / "b.bin")
+    assert "status 0 []" in done.stdout
+    np.testing.assert_allclose(read(tmp_path / "b.bin", (7,)), a * np.float32(2.5) - 3, rtol=1e-6)
+    loaded = ts.load_module(library)
+    for g, b in [(0.5, 4), (-2.0, 0)]:
+        np.testing.assert_allclose(loaded(a, gain=g, bias=b), a * np.float32(g) + b, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"param bias \(int32\): expected an integer"):
+        loaded(a, 1.0, 0.5)
+    from tesched.driver import kernel as kernel_module
+    monkeypatch.setattr(kernel_module, "helper_available", lambda: False)     # calls through cffi
+    direct = ts.load_module(library)
+    assert direct._program is None
+    np.testing.assert_allclose(direct(a, 0.5, 4), a * np.float32(0.5) + 4, rtol=1e-6)
+    np.testing.assert_allclose(direct.prepare(a, gain=3.0, bias=-2)(), a * np.float32(3.0) - 2, rtol=1e-6)

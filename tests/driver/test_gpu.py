@@ -351,3 +351,49 @@ def test_torch_tensors_on_the_host_are_copied_in_and_out():
     b = torch.full((4, 37), float("nan"))
     f(a, b)
     torch.testing.assert_close(b, torch.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
+
+
+def _params_kernel(target):
+    n = ts.var("n")
+    A = ts.placeholder((n,), name="A")
+    gain, flip, bias = ts.param("gain"), ts.param("flip", "bool"), ts.param("bias", "int32")
+    B = ts.compute((n,), lambda i: ts.if_then_else(flip, A[i] * gain + bias, A[i] - gain), name="B")
+    s = ts.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(o, ts.thread_axis("blockIdx.x"))
+    s[B].bind(i, ts.thread_axis("threadIdx.x"))
+    return ts.build(s, [A, B], target=target)
+
+
+def test_runtime_params_on_opencl_change_between_calls():
+    need_opencl()
+    f = _params_kernel("opencl")
+    assert "float gain, int8_t flip, int32_t bias)" in f.source
+    a = np.random.rand(45).astype("float32")
+    for gain, flip, bias in [(2.0, True, 3), (0.5, False, 1), (-1.5, True, -7)]:
+        expected = a * np.float32(gain) + bias if flip else a - np.float32(gain)
+        np.testing.assert_allclose(f(a, gain=gain, flip=flip, bias=bias), expected, rtol=1e-6)
+        out = np.full_like(a, np.nan)
+        f(a, out, gain, flip, bias)
+        np.testing.assert_allclose(out, expected, rtol=1e-6)
+    with pytest.raises(TypeError, match=r"missing param bias \(int32\)"):
+        f(a, 1.0, True)
+
+
+def test_runtime_params_compile_for_cuda():
+    need_nvrtc()
+    f = _params_kernel("cuda")
+    assert "float gain, int8_t flip, int32_t bias)" in f.source and f.ptx
+
+
+@pytest.mark.parametrize("target", ["opencl", "cuda"])
+def test_extern_calls_are_refused_on_gpu_targets(target):
+    A = ts.placeholder((64,), name="A")
+    B = ts.compute((64,), lambda i: ts.call_pure_extern("float32", "hypotf", A[i], 1.0), name="B")
+    s = ts.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(o, ts.thread_axis("blockIdx.x"))
+    s[B].bind(i, ts.thread_axis("threadIdx.x"))
+    with pytest.raises(ts.BuildError, match=rf"calls of extern C functions \(hypotf\) run on CPU targets only, "
+                                            rf"not on {target}"):
+        ts.build(s, [A, B], target=target)

@@ -58,6 +58,21 @@ def test_lowered_signature_lists_size_parameters():
     assert [p.name for p in lowered.params] == ["n"]
 
 
+def test_lowered_signature_lists_runtime_params_after_the_sizes():
+    n = ts.var("n")
+    A = ts.placeholder((n, 3), name="A")
+    sigma, gain = ts.param("sigma", "float64"), ts.param("gain")
+    B = ts.compute((n, 3), lambda i, j: A[i, j] * gain + sigma.astype("float32"), name="B")
+    lowered = ts.lower(ts.create_schedule(B.op), [A, B, gain])
+    assert "def main(A: float32[n, 3], B: float32[n, 3], n: int64, gain: float32, sigma: float64):" in str(lowered)
+    assert lowered.scalars == (gain, sigma) and lowered.params == (n,)
+    with pytest.raises(ValueError, match="param gain appears twice in the arguments"):
+        ts.lower(ts.create_schedule(B.op), [A, B, gain, gain])
+    C = ts.compute((n, 3), lambda i, j: B[i, j] * ts.param("gain"), name="C")
+    with pytest.raises(ts.LoweringError, match="two runtime parameters are named gain"):
+        ts.lower(ts.create_schedule(C.op), [A, C])
+
+
 # compute_at at every level of a tiled 3x3 stencil ------------------------------------------------
 
 # 18x18 input, 16x16 output in 8x8 tiles: loops y.outer, x.outer, y.inner, x.inner.
