@@ -21,7 +21,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from tesched.codegen.gpu import GpuSource, ScalarOnly, generate_gpu
+from tesched.codegen.gpu import ScalarOnly, generate_gpu
+from tesched.codegen.gpu_launch import GpuSource
 from tesched.codegen.signature import signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.arrays import as_array

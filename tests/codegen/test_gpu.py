@@ -3,7 +3,8 @@ refuses. Running the kernels is tested in tests/driver/test_gpu.py."""
 import pytest
 
 import tesched as ts
-from tesched.codegen.gpu import CUDA, OPENCL, generate_gpu
+from tesched.codegen.gpu import generate_gpu
+from tesched.codegen.gpu_dialect import CUDA, OPENCL
 from tesched.lower.pipeline import lower_for_target
 from tesched.recipes import gemm_gpu
 from tesched.target import Target
