@@ -40,6 +40,7 @@ from tesched.codegen.c import CodeGen
 from tesched.codegen.c_expr import c_type
 from tesched.codegen.gpu_dialect import DIALECTS, GPU_DTYPES, Dialect, OpenCLExpr, prelude
 from tesched.codegen.gpu_launch import GpuSource, Launch, launch_of, thread_sizes, trip_count
+from tesched.codegen.gpu_private import NotPrivate, privatize
 from tesched.codegen.gpu_reduce import combination, identity
 from tesched.codegen.gpu_sync import Access, expressions, shared_accesses
 from tesched.errors import BuildError, ScheduleError
@@ -289,11 +290,17 @@ class GpuCodeGen(CodeGen):
             raise BuildError(f"{self.func.name}: the whole tensor {b.name} is allocated inside a kernel")
         where = "shared" if self._scope == "block" else "local"
         loop = self.enclosing[-1].var.name if self.enclosing else "the kernel"
+        why = ""
+        if wanted == "local" and where == "shared":
+            try:        # a register tile: each thread keeps its own elements of the block's region
+                s, b, where = self._privatized(s)
+            except NotPrivate as err:
+                why = f" (not a register tile: {err})"
         if wanted in ("shared", "local") and wanted != where:
             fix = "a loop bound to blockIdx (or a serial loop inside it)" if wanted == "shared" else \
-                "a loop bound to threadIdx (or a loop inside it)"
+                "a loop bound to threadIdx (or a loop inside it), or bind its loops and its readers' to threads"
             raise ScheduleError(f"stage {stage} was made for {wanted} memory but is computed at loop {loop}, where "
-                                f"it lives in {where} memory: compute it at {fix}")
+                                f"it lives in {where} memory{why}: compute it at {fix}")
         sizes = b.constant_shape()
         if sizes is None:
             raise ScheduleError(f"stage {stage} is computed at loop {loop} in {where} memory, but its region "
@@ -312,6 +319,10 @@ class GpuCodeGen(CodeGen):
             self.emit(f"{ctype} {name}[{count}];", 1)
         self.nested(s.body)
         self.emit("}")
+
+    def _privatized(self, s: ir.Allocate) -> tuple[ir.Allocate, ir.Buffer, str]:
+        private = privatize(s, self.thread_sizes)
+        return private, private.buffer, "local"
 
     def _declare_shared(self, declaration: str, nbytes: int, stage: str, loop: str) -> None:
         """Declare an array in shared memory at the kernel's top, within the target's limit."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
+from tesched.arith.interval import INF, VarRanges, bound
 from tesched.arith.simplify import simplify
 from tesched.errors import ScheduleError
 from tesched.ir import nodes as ir
@@ -54,11 +55,30 @@ def trip_count(loop: ir.For, params: Sequence[Var]) -> Expr:
     ids = {id(p) for p in params}
     if all(id(v) in ids for v in walk(trips) if isinstance(v, Var)):
         return trips
-    if loop.extent_hint is not None:
-        return Const(loop.extent_hint, "int64")
+    most = most_trips(loop)
+    if most is not None:
+        return Const(most, "int64")
     raise ScheduleError(f"loop {loop.var.name} of stage {loop.stage} is bound to {loop.thread}, but its trip count "
                         f"{trips!r} depends on the loops around it and has no constant bound: split it by a "
                         "constant factor and bind the inner loop")
+
+
+def most_trips(loop: ir.For) -> int | None:
+    """The largest trip count of ``loop`` when a constant bounds it: the lowering's hint, or the bound of a
+    clamped tile's ``min()`` the hint did not look into, the smaller."""
+    trips = simplify(Binary("sub", loop.end, loop.begin, "int64"))
+    if isinstance(trips, Const):
+        return int(trips.value)
+    most = [n for n in (loop.extent_hint, _upper(trips)) if n is not None and n != INF]
+    return int(min(most)) if most else None
+
+
+def _upper(e: Expr) -> float:
+    """An upper bound of ``e``, with ``min(a, b) - c`` read as ``min(a - c, b - c)`` (a clamped tile's
+    trip count, whose terms cancel in one branch)."""
+    if isinstance(e, Binary) and e.op == "sub" and isinstance(e.a, Binary) and e.a.op == "min":
+        return min(_upper(simplify(Binary("sub", x, e.b, e.dtype))) for x in (e.a.a, e.a.b))
+    return bound(e, VarRanges())[1]
 
 
 def launch_of(name: str, kernel: ir.Stmt, params: Sequence[Var]) -> Launch:

@@ -1,6 +1,7 @@
 """Tests of GPU kernels run on an OpenCL device (pocl where there is no GPU) against NumPy, compiled by
 NVRTC for CUDA, and run on a CUDA GPU where there is one (``pytest -m gpu``)."""
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -149,6 +150,30 @@ def test_gemm_with_shared_tiles_matches_numpy(m, n, k, tile, ktile):
     c = np.full((m, n), np.nan, np.float32)
     f(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m, n, k, threads, regs, ktile", [(64, 64, 64, 4, 4, 8), (70, 66, 33, 8, 4, 8),
+                                                              (37, 29, 45, 4, 2, 8), (1, 5, 3, 4, 2, 8),
+                                                              (16, 17, 16, 2, 2, 3)])
+def test_gemm_with_register_tiles_matches_numpy(m, n, k, threads, regs, ktile):
+    need_opencl()
+    gemm = gemm_gpu.register_tiles(m, n, k, threads, regs, ktile)
+    f = ts.build(gemm.schedule, gemm.args, target="opencl")
+    sizes = [int(x) for x in re.findall(r"\n +float C_local\[(\d+)\];", f.source)]    # registers, not __local
+    assert sizes and max(sizes) <= regs * regs and (max(sizes) == regs * regs or min(m, n) < threads * regs)
+    rng = np.random.default_rng(m * 10000 + n * 100 + k)
+    a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_with_register_tiles_compiles_for_cuda():
+    need_nvrtc()
+    gemm = gemm_gpu.register_tiles(70, 66, 33)
+    f = ts.build(gemm.schedule, gemm.args, target="cuda")
+    assert "__shared__ float A_shared[256];" in f.source and "  float C_local[16];" in f.source
+    assert all(b".entry default_function_kernel0" in f.ptx[arch] for arch in gpu.CUDA_ARCHES)
 
 
 def test_registers_and_symbolic_sizes_on_opencl():
