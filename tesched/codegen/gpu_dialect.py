@@ -22,6 +22,8 @@ _OPENCL_TYPES = """typedef char int8_t; typedef short int16_t; typedef int int32
 typedef uchar uint8_t; typedef ushort uint16_t; typedef uint uint32_t; typedef ulong uint64_t;
 #define INT64_C(x) x##L
 #define TS_FN static inline
+#define TS_POPCOUNT64(v) ((int64_t)popcount(v))
+#define TS_CLZ64(v) ((int64_t)clz(v))
 """
 _CUDA_TYPES = """typedef signed char int8_t; typedef short int16_t; typedef int int32_t; typedef long long int64_t;
 typedef unsigned char uint8_t; typedef unsigned short uint16_t; typedef unsigned int uint32_t;
@@ -30,6 +32,8 @@ typedef unsigned long long uint64_t;
 #define INFINITY __int_as_float(0x7f800000)
 #define NAN __int_as_float(0x7fffffff)
 #define TS_FN static __device__ __forceinline__
+#define TS_POPCOUNT64(v) ((int64_t)__popcll(v))
+#define TS_CLZ64(v) ((int64_t)__clzll(v))
 """
 # OpenCL C spells the single-precision functions without the f suffix (they are overloaded)
 _OPENCL_FLOAT_FUNCTIONS = "".join(
@@ -49,6 +53,15 @@ TS_FN int64_t ts_floormod(int64_t a, int64_t b) {
   return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
 }
 TS_FN int64_t ts_fmod(int64_t a, int64_t b) { return (b == 0 || b == -1) ? 0 : a % b; }
+TS_FN int64_t ts_shl(int64_t a, int64_t b, int bits) {
+  return ((uint64_t)b < (uint64_t)bits) ? (int64_t)((uint64_t)a << b) : 0;
+}
+TS_FN int64_t ts_shr(int64_t a, int64_t b, int bits) {
+  return ((uint64_t)b < (uint64_t)bits) ? (a >> b) : (a < 0 ? -1 : 0);
+}
+TS_FN int64_t ts_popcount(uint64_t v, int bits) { return TS_POPCOUNT64(v); }
+TS_FN int64_t ts_clz(uint64_t v, int bits) { return v ? (int64_t)TS_CLZ64(v) - (64 - bits) : bits; }
+TS_FN int64_t ts_ctz(uint64_t v, int bits) { return v ? TS_POPCOUNT64((v & (0 - v)) - 1) : bits; }
 #define TS_MINMAX(T, S) \\
   TS_FN T ts_min_##S(T a, T b) { return (a < b || a != a) ? a : b; } \\
   TS_FN T ts_max_##S(T a, T b) { return (a > b || a != a) ? a : b; }

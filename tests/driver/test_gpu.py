@@ -376,3 +376,38 @@ def test_torch_tensors_on_the_host_are_copied_in_and_out():
     b = torch.full((4, 37), float("nan"))
     f(a, b)
     torch.testing.assert_close(b, torch.exp(a) * 2 - 1, rtol=1e-5, atol=1e-6)
+
+
+def _bit_ops():
+    """Shifts by any amount and the bit counts of int32 and uint8 values: the runtime header's helpers."""
+    A = ts.placeholder((64,), name="A", dtype="int32")
+    S = ts.placeholder((64,), name="S", dtype="int32")
+    U = ts.placeholder((64,), name="U", dtype="uint8")
+    B = ts.compute((64,), lambda i: (A[i] << S[i]) + (A[i] >> S[i]) + ts.popcount(A[i])
+                   + ts.count_leading_zeros(A[i]) * 100 + ts.count_trailing_zeros(A[i]) * 10000
+                   + ts.cast("int32", ts.count_leading_zeros(U[i])) * 1000000, name="B")
+    s = ts.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(o, ts.thread_axis("blockIdx.x"))
+    s[B].bind(i, ts.thread_axis("threadIdx.x"))
+    return s, [A, S, U, B]
+
+
+def test_shifts_and_bit_counts_match_the_cpu_on_opencl():
+    need_opencl()
+    s, args = _bit_ops()
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2 ** 31, 2 ** 31, 64, dtype=np.int64).astype(np.int32)
+    a[:4] = [0, -1, 1, 2 ** 31 - 1]
+    shifts = rng.integers(-3, 40, 64).astype(np.int32)
+    u = rng.integers(0, 256, 64).astype(np.uint8)
+    got = ts.build(s, args, target="opencl")(a, shifts, u)
+    want = ts.build(s, args, target="c")(a, shifts, u)        # the runtime header's NumPy semantics
+    np.testing.assert_array_equal(got, want)
+
+
+def test_shifts_and_bit_counts_compile_for_cuda():
+    need_nvrtc()
+    s, args = _bit_ops()
+    f = ts.build(s, args, target="cuda")
+    assert "__popcll" in f.source and all(f.ptx[arch] for arch in gpu.CUDA_ARCHES)
