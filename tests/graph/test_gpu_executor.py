@@ -1,7 +1,5 @@
 """Graphs built for GPU targets: a small CNN and an MLP on pocl against NumPy, device and torch arrays in
 and out, the graph ops through the default GPU schedules, and what a GPU build refuses."""
-import os
-
 import numpy as np
 import pytest
 
@@ -90,18 +88,29 @@ def test_cpu_only_schedule_choices_are_refused_for_a_gpu_target():
         G.build(f, target="opencl", schedule="auto")
 
 
-# one op of each kind the default GPU schedules meet (nn.conv2d: grouped and depthwise) (every op: TESCHED_TEST_ALL_GPU_OPS=1, about a minute)
+# one op of each kind the default GPU schedules meet (nn.conv2d: grouped and depthwise); every op: --slow
 REPRESENTATIVE = {"add", "nn.bias_add", "nn.conv2d", "nn.conv2d_nhwc_packed", "nn.dense", "nn.max_pool2d",
                   "nn.avg_pool2d", "nn.global_avg_pool2d", "nn.softmax", "nn.layer_norm", "concatenate", "take",
                   "sum", "nn.attention", "nn.upsample", "cumsum"}
 
 
-def test_graph_ops_on_opencl_match_their_numpy_evaluation(rand):
+def test_representative_graph_ops_on_opencl_match_their_numpy_evaluation(rand):
+    ops_on_opencl(rand, REPRESENTATIVE)
+
+
+@pytest.mark.slow
+def test_every_graph_op_on_opencl_matches_its_numpy_evaluation(rand):
+    ops_on_opencl(rand, None)
+
+
+def ops_on_opencl(rand, names):
+    """Each call of ``every_op_call`` (those of the ops ``names``, or all) its own kernel on OpenCL, vs
+    the graph's NumPy evaluation."""
     need_opencl()
     inputs, calls = every_op_call()
-    if not os.environ.get("TESCHED_TEST_ALL_GPU_OPS"):
-        calls = [c for c in calls if c.op_name in REPRESENTATIVE]
-        assert {c.op_name for c in calls} == REPRESENTATIVE
+    if names is not None:
+        calls = [c for c in calls if c.op_name in names]
+        assert {c.op_name for c in calls} == names
     f = G.Function(inputs, G.Tuple(calls))
     arrays = [rand(p.tensor_type.shape, low=0.5, high=1.5) for p in inputs]
     compiled = G.build(f, disabled_passes=["fuse_ops"], target="opencl")(*arrays)
