@@ -123,14 +123,17 @@ def privatize(alloc: ir.Allocate, sizes: dict[str, int]) -> ir.Allocate:
     b = alloc.buffer
     private = ir.Buffer(b.name, [extent for _, extent in p.dims], b.dtype, ir.BufferScope.LOCAL)
 
+    def rests(node: object) -> tuple:
+        if id(node) not in p.rests:
+            raise NotPrivate(f"an access sits where the analysis did not look ({type(node).__name__})")
+        return p.rests[id(node)]
+
     def load(e: Expr) -> Expr | None:
-        if isinstance(e, ir.Load) and e.buffer is b:
-            return ir.Load(private, p.rests[id(e)])
-        return None
+        return ir.Load(private, rests(e)) if isinstance(e, ir.Load) and e.buffer is b else None
 
     def store(s: ir.Stmt) -> ir.Stmt | None:
         if isinstance(s, ir.Store) and s.buffer is b:
-            return ir.Store(private, p.rests[id(s)], rewrite(s.value, load))
+            return ir.Store(private, rests(s), rewrite(s.value, load))
         return None
 
     return ir.Allocate(private, map_stmt(alloc.body, lambda e: rewrite(e, load), store))
