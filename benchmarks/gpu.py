@@ -62,20 +62,19 @@ def run_cuda(args: argparse.Namespace) -> int:
         return 0
     dev = torch.device("cuda")
     n = args.gemm
-    gemm = gemm_gpu.shared_tiles(n, n, n)
-    s, tensors = gemm.schedule, gemm.args
-    f = ts.build(s, tensors, target="cuda")
+    gemms = {name: ts.build(g.schedule, g.args, target="cuda") for name, g in gemm_schedules(n).items()}
     a, b = torch.rand(n, n, device=dev), torch.rand(n, n, device=dev)
     c = torch.empty(n, n, device=dev)
-    f(a, b, c)
-    torch.testing.assert_close(c, a @ b, rtol=1e-3, atol=1e-2)
+    for f in gemms.values():
+        f(a, b, c)
+        torch.testing.assert_close(c, a @ b, rtol=1e-3, atol=1e-2)
     print(f"GEMM {n}x{n}x{n} float32 on {torch.cuda.get_device_name()}")
     flops = 2.0 * n ** 3
-    medians = report(timed({"tesched (shared tiles)": lambda: f(a, b, c),
-                         "torch.matmul (cuBLAS)": lambda: (torch.matmul(a, b, out=c), torch.cuda.synchronize())},
-                        args.repeat), {"tesched (shared tiles)": flops, "torch.matmul (cuBLAS)": flops})
-    print(f"  tesched / cuBLAS throughput: {medians['torch.matmul (cuBLAS)'] / medians['tesched (shared tiles)']:.2f} "
-          "(target >= 0.5)")
+    calls = {name: (lambda f=f: f(a, b, c)) for name, f in gemms.items()}
+    calls["torch.matmul (cuBLAS)"] = lambda: (torch.matmul(a, b, out=c), torch.cuda.synchronize())
+    medians = report(timed(calls, args.repeat), dict.fromkeys(calls, flops))
+    for name in gemms:
+        print(f"  {name} / cuBLAS throughput: {medians['torch.matmul (cuBLAS)'] / medians[name]:.2f} (target >= 0.5)")
 
     chain = conv_chain.declare(args.channels, args.size, 1)
     fused = ts.build(conv_chain_gpu.fused(chain, args.tile), chain.args, target="cuda")
@@ -104,6 +103,13 @@ def run_cuda(args: argparse.Namespace) -> int:
     return 0
 
 
+def gemm_schedules(n: int) -> dict:
+    """The GEMM schedules compared: shared panels only, and shared panels with a 4 x 4 register tile per
+    thread (16 x 16 threads, 64 x 64 blocks)."""
+    return {"tesched (shared tiles)": gemm_gpu.shared_tiles(n, n, n),
+            "tesched (register tiles)": gemm_gpu.register_tiles(n, n, n, threads=16, regs=4, ktile=8)}
+
+
 def run_opencl(args: argparse.Namespace) -> int:
     from tesched.driver.gpu import gpu_module, opencl_queue
     try:
@@ -113,17 +119,19 @@ def run_opencl(args: argparse.Namespace) -> int:
         return 0
     cla = gpu_module("pyopencl.array", "opencl")
     n = args.gemm
-    gemm = gemm_gpu.shared_tiles(n, n, n)
-    s, tensors = gemm.schedule, gemm.args
-    f = ts.build(s, tensors, target="opencl")
+    gemms = {name: ts.build(g.schedule, g.args, target="opencl") for name, g in gemm_schedules(n).items()}
     a, b = np.random.rand(n, n).astype(np.float32), np.random.rand(n, n).astype(np.float32)
     da, db, dc = cla.to_device(queue, a), cla.to_device(queue, b), cla.empty(queue, (n, n), np.float32)
-    f(da, db, dc)
-    np.testing.assert_allclose(dc.get(), a @ b, rtol=1e-4)
+    for f in gemms.values():
+        f(da, db, dc)
+        np.testing.assert_allclose(dc.get(), a @ b, rtol=1e-4)
     print(f"GEMM {n}x{n}x{n} float32 on OpenCL device {queue.device.name!r}")
     flops = 2.0 * n ** 3
-    report(timed({"tesched (shared tiles)": lambda: f(da, db, dc), "NumPy (host BLAS)": lambda: a @ b}, args.repeat),
-           {"tesched (shared tiles)": flops, "NumPy (host BLAS)": flops})
+    calls = {name: (lambda f=f: f(da, db, dc)) for name, f in gemms.items()}
+    calls["NumPy (host BLAS)"] = lambda: a @ b
+    medians = report(timed(calls, args.repeat), dict.fromkeys(calls, flops))
+    print(f"  shared tiles / register tiles time: "
+          f"{medians['tesched (shared tiles)'] / medians['tesched (register tiles)']:.2f}")
 
     c_, h = args.channels, args.size
     chain = conv_chain.declare(c_, h, 1)

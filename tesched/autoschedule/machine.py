@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tesched.driver.threads import get_num_threads
+from tesched.errors import ScheduleError
 from tesched.target import Target, as_target
 from tesched.tiling import PORTABLE_REGISTERS, RegisterFile
 
@@ -104,5 +105,10 @@ def resolve(target: object = None) -> Machine:
     if isinstance(target, Machine):
         return target
     if target is None or isinstance(target, (str, Target)):
-        return from_target(as_target(target))
+        chosen = as_target(target)
+        if chosen.backend != "c":
+            raise ScheduleError(f"auto_schedule: {chosen.name} is a GPU target, and the cost model knows CPUs "
+                                "only; use tesched.nn.gpu_default_schedule(outputs, target) (a thread per "
+                                "element) or a schedule of bind/gpu_tile")
+        return from_target(chosen)
     raise TypeError(f"auto_schedule: target must be None, a Target, a target name or a Machine, got {target!r}")

@@ -22,7 +22,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from tesched.codegen.extern import extern_calls
-from tesched.codegen.gpu import GpuSource, ScalarOnly, generate_gpu
+from tesched.codegen.gpu import ScalarOnly, generate_gpu
+from tesched.codegen.gpu_launch import GpuSource
 from tesched.codegen.signature import signature_of
 from tesched.driver.allocations import Allocations, evaluate_size
 from tesched.driver.arrays import as_array
@@ -246,7 +247,8 @@ class GpuKernel:
         arrays = tuple(a if isinstance(a, cla.Array) else as_array(a, f"argument {spec.name}")
                        for spec, a in zip(self._specs, arrays))
         values = self._sizes(arrays)
-        device = [a if isinstance(a, cla.Array) else cla.to_device(queue, np.ascontiguousarray(a)) for a in arrays]
+        device = [a if isinstance(a, cla.Array) else cla.to_device(queue, np.ascontiguousarray(a).reshape(a.shape))
+                  for a in arrays]     # (ascontiguousarray makes a 0-d array 1-d)
         scratch = [cla.empty(queue, shape, dtype) for shape, dtype in self._scratch_shapes(values)]
         buffers = [d.data for d in device + scratch]
         sizes = [np.int64(v) for v in values]

@@ -17,7 +17,8 @@ Build a graph with ``var``/``const`` and the ops (``G.nn.conv2d``, ``G.add``, ..
 user patterns (``pattern("nn.conv2d", "add", "nn.relu")``) to functions of an ``ExternalLibrary``
 (C source or a shared library, each function declared as an ``ExternalFunction``); ``build`` compiles the
 rest as before. ``exe.export_library("model.so")`` compiles the whole graph into one C library (see
-:mod:`.export`) and ``load_executable`` loads it back without a compiler.
+:mod:`.export`) and ``load_executable`` loads it back without a compiler. ``build(f, target="opencl")``
+(or ``"cuda"``) gives a ``GpuExecutable`` whose kernels have the default GPU schedules.
 """
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from tesched.graph import text as _text  # noqa: F401  (installs the text form t
 from tesched.graph.build import build, optimize
 from tesched.graph.chain_pattern import is_constant, is_op, pattern, wildcard
 from tesched.graph.executor import CompiledGroup, Executable
+from tesched.graph.gpu_executor import GpuExecutable, GpuGroup
 from tesched.graph.external import ExternalFunction, ExternalFunctionError, ExternalLibrary
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.interpret import interpret
@@ -89,7 +91,7 @@ def const(value: object, name: str | None = None, dtype: str | None = None) -> C
 
 __all__ = [
     "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
-    "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
+    "ExternalLibrary", "GpuExecutable", "GpuGroup", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
     "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op",
     "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",

@@ -8,16 +8,19 @@ executables run the same way and compare like for like.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Mapping, overload
 
 import numpy as np
 
+from tesched.errors import BuildError
 from tesched.graph.executor import Executable
+from tesched.graph.gpu_executor import GpuExecutable
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.ir import Function
 from tesched.graph.lower import check_schedule_choice
 from tesched.graph.params import bind_params
 from tesched.graph.passes import default_sequence, fuse_ops_with_report, print_trace
+from tesched.target import Target, as_target
 
 Trace = Callable[[str, Function], None]
 
@@ -36,17 +39,44 @@ def optimize(f: Function, params: Mapping[str, np.ndarray] | None = None, rules:
     return default_sequence(rules, disabled_passes)(f, _trace_callback(trace))
 
 
+@overload
 def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
           disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None, schedule: str = "default",
-          tuning_db: str | os.PathLike | None = None) -> Executable:
+          tuning_db: str | os.PathLike | None = None, target: None = None) -> Executable: ...
+
+
+@overload
+def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
+          disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None, schedule: str = "default",
+          tuning_db: str | os.PathLike | None = None,
+          target: Target | str | None = None) -> Executable | GpuExecutable: ...
+
+
+def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
+          disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None, schedule: str = "default",
+          tuning_db: str | os.PathLike | None = None,
+          target: Target | str | None = None) -> Executable | GpuExecutable:
     """Optimise ``f`` and compile one kernel per fused group. ``params`` binds named parameters to
     constants; ``rules`` are the fusion rules; ``disabled_passes`` names passes to skip (with
     ``"fuse_ops"`` every op is its own kernel); ``trace=True`` prints the graph after each pass. The
     executable keeps the graph after each pass in ``pass_history`` (``exe.to_html`` shows it).
     ``schedule`` schedules each group's kernel: ``"default"`` (the operator library's schedules),
     ``"auto"`` (``ts.auto_schedule``) or ``"tuned"`` (the best record of ``tuning_db``, a database written
-    by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none)."""
+    by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none). ``target`` (default:
+    the current one) compiles for another target; ``"opencl"`` or ``"cuda"`` gives a
+    :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules."""
     check_schedule_choice(schedule, tuning_db)
+    machine = as_target(target)
+    if machine.backend != "c" and schedule != "default":
+        raise BuildError(f"schedule={schedule!r} is for CPU targets; {machine.name} takes the default GPU "
+                         "schedules (schedule='default')")
+    with machine:
+        return _build(f, params, rules, disabled_passes, trace, schedule, tuning_db, machine)
+
+
+def _build(f: Function, params: Mapping[str, np.ndarray] | None, rules: FusionRules | None,
+           disabled_passes: Iterable[str], trace: bool | Trace | None, schedule: str,
+           tuning_db: str | os.PathLike | None, machine: Target) -> Executable | GpuExecutable:
     disabled = set(disabled_passes)
     callback = _trace_callback(trace)
     history: list[tuple[str, Function]] = [("input", f)]
@@ -62,6 +92,7 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     else:
         fused, report = fuse_ops_with_report(optimized, rules)
         record("fuse_ops", fused)
-    exe = Executable(fused, report, schedule, tuning_db)
+    exe = Executable(fused, report, schedule, tuning_db) if machine.backend == "c" else \
+        GpuExecutable(fused, report, machine)
     exe.pass_history = tuple(history)
     return exe

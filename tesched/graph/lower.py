@@ -3,7 +3,7 @@ function returns a tuple.
 
 The group's ops are declared with :mod:`tesched.nn` on placeholders named after the function's parameters,
 scheduled with :func:`tesched.nn.default_schedule` (epilogue inlined, anchor computed inside the output's
-loops), with ``ts.auto_schedule`` (``schedule="auto"``) or from a tuning database written by ``ts.tune``
+loops; :func:`tesched.nn.gpu_default_schedule` for a GPU target, :func:`compile_gpu_primitive`), with ``ts.auto_schedule`` (``schedule="auto"``) or from a tuning database written by ``ts.tune``
 (``schedule="tuned"``: the best record of the group's workload, else ``auto_schedule``), and built.
 Kernels are memoised per process by the group's structure and types, so identical groups (the same conv
 block repeated, or the same graph built twice) compile once.
@@ -14,12 +14,15 @@ import os
 
 import tesched as ts
 import tesched.nn as nn
+from tesched.driver.gpu import GpuKernel
 from tesched.driver.kernel import Kernel
 from tesched.graph.ir import Call, Function, Tuple, Var
 from tesched.graph.visit import post_order
+from tesched.target import Target, current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
 _KERNELS: dict[str, Kernel] = {}
+_GPU_KERNELS: dict[str, GpuKernel] = {}
 SCHEDULES = ("default", "auto", "tuned")
 
 
@@ -49,9 +52,10 @@ def check_schedule_choice(schedule: str, tuning_db: str | os.PathLike | None) ->
 
 
 def compile_primitive(fn: Function, schedule: str = "default", tuning_db: str | os.PathLike | None = None) -> Kernel:
-    """The kernel computing primitive function ``fn`` (compiled once per structure and schedule choice)."""
+    """The kernel computing primitive function ``fn`` (compiled once per structure, schedule choice and
+    target)."""
     check_schedule_choice(schedule, tuning_db)
-    key = f"{schedule}:{tuning_db}\n{fn.checked_type}\n{fn.body}"
+    key = f"{schedule}:{tuning_db}:{current_target().key}\n{fn.checked_type}\n{fn.body}"
     kernel = _KERNELS.get(key)
     if kernel is None:
         placeholders, outs = declare_primitive(fn)
@@ -64,4 +68,17 @@ def compile_primitive(fn: Function, schedule: str = "default", tuning_db: str | 
             chosen = outs[0] if len(outs) == 1 else [o.op for o in outs]
             kernel = ts.build(ts.create_schedule(chosen), args, name=fn.name, tuned=tuning_db)
         _KERNELS[key] = kernel
+    return kernel
+
+
+def compile_gpu_primitive(fn: Function, target: Target) -> GpuKernel:
+    """The GPU kernel computing primitive function ``fn`` for ``target`` with the default GPU schedules
+    (:func:`tesched.nn.gpu_default_schedule`), compiled once per structure and target."""
+    key = f"{target.key}\n{fn.checked_type}\n{fn.body}"
+    kernel = _GPU_KERNELS.get(key)
+    if kernel is None:
+        placeholders, outs = declare_primitive(fn)
+        built = ts.build(nn.gpu_default_schedule(outs, target), placeholders + outs, target=target, name=fn.name)
+        assert isinstance(built, GpuKernel), f"{target.name} is a GPU target"
+        kernel = _GPU_KERNELS[key] = built
     return kernel

@@ -15,6 +15,8 @@ Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, `
     out = nn.relu(nn.conv2d(x, w, strides=1, padding=1))
     f = ts.build(nn.default_schedule(out), [x, w, out])
 
+For a GPU target, ``gpu_default_schedule(outputs, target)`` binds every stage to blocks and threads.
+
 ``pattern_of(tensor)`` gives the op pattern kind (:class:`Pattern`) recorded on a stage.
 """
 from tesched.nn.conv import conv2d, depthwise_conv2d
@@ -40,6 +42,7 @@ from tesched.nn.elemwise import (
     subtract,
     tanh,
 )
+from tesched.nn.gpu_schedule import gpu_default_schedule
 from tesched.nn.norm import batch_norm, layer_norm
 from tesched.nn.pattern import Pattern, op_of, pattern_of
 from tesched.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
@@ -66,7 +69,7 @@ from tesched.nn.transform import broadcast_to, concatenate, pad, reshape, split,
 
 __all__ = [
     "Pattern", "abs", "add", "avg_pool2d", "batch_matmul", "batch_norm", "bias_add", "broadcast_to", "clip", "concatenate", "conv2d",
-    "default_schedule", "dense", "depthwise_conv2d", "divide", "erf", "exp", "global_avg_pool2d", "layer_norm", "log",
+    "default_schedule", "gpu_default_schedule", "dense", "depthwise_conv2d", "divide", "erf", "exp", "global_avg_pool2d", "layer_norm", "log",
     "lstm_cell", "matmul", "max", "max_pool2d", "mean", "multiply", "negative", "op_of", "pad", "pattern_of",
     "register_schedule", "relu", "reshape", "rnn_cell", "rsqrt", "schedule_injective", "schedule_reduction",
     "sigmoid", "softmax", "split", "sqrt", "strided_slice", "subtract", "sum", "take", "tanh", "transpose",

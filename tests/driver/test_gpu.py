@@ -1,6 +1,7 @@
 """Tests of GPU kernels run on an OpenCL device (pocl where there is no GPU) against NumPy, compiled by
 NVRTC for CUDA, and run on a CUDA GPU where there is one (``pytest -m gpu``)."""
 import importlib
+import re
 
 import numpy as np
 import pytest
@@ -149,6 +150,30 @@ def test_gemm_with_shared_tiles_matches_numpy(m, n, k, tile, ktile):
     c = np.full((m, n), np.nan, np.float32)
     f(a, b, c)
     np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("m, n, k, threads, regs, ktile", [(64, 64, 64, 4, 4, 8), (70, 66, 33, 8, 4, 8),
+                                                              (37, 29, 45, 4, 2, 8), (1, 5, 3, 4, 2, 8),
+                                                              (16, 17, 16, 2, 2, 3)])
+def test_gemm_with_register_tiles_matches_numpy(m, n, k, threads, regs, ktile):
+    need_opencl()
+    gemm = gemm_gpu.register_tiles(m, n, k, threads, regs, ktile)
+    f = ts.build(gemm.schedule, gemm.args, target="opencl")
+    sizes = [int(x) for x in re.findall(r"\n +float C_local\[(\d+)\];", f.source)]    # registers, not __local
+    assert sizes and max(sizes) <= regs * regs and (max(sizes) == regs * regs or min(m, n) < threads * regs)
+    rng = np.random.default_rng(m * 10000 + n * 100 + k)
+    a, b = rng.random((m, k), dtype=np.float32), rng.random((k, n), dtype=np.float32)
+    c = np.full((m, n), np.nan, np.float32)
+    f(a, b, c)
+    np.testing.assert_allclose(c, a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_gemm_with_register_tiles_compiles_for_cuda():
+    need_nvrtc()
+    gemm = gemm_gpu.register_tiles(70, 66, 33)
+    f = ts.build(gemm.schedule, gemm.args, target="cuda")
+    assert "__shared__ float A_shared[256];" in f.source and "  float C_local[16];" in f.source
+    assert all(b".entry default_function_kernel0" in f.ptx[arch] for arch in gpu.CUDA_ARCHES)
 
 
 def test_registers_and_symbolic_sizes_on_opencl():
@@ -397,3 +422,38 @@ def test_extern_calls_are_refused_on_gpu_targets(target):
     with pytest.raises(ts.BuildError, match=rf"calls of extern C functions \(hypotf\) run on CPU targets only, "
                                             rf"not on {target}"):
         ts.build(s, [A, B], target=target)
+
+
+def _bit_ops():
+    """Shifts by any amount and the bit counts of int32 and uint8 values: the runtime header's helpers."""
+    A = ts.placeholder((64,), name="A", dtype="int32")
+    S = ts.placeholder((64,), name="S", dtype="int32")
+    U = ts.placeholder((64,), name="U", dtype="uint8")
+    B = ts.compute((64,), lambda i: (A[i] << S[i]) + (A[i] >> S[i]) + ts.popcount(A[i])
+                   + ts.count_leading_zeros(A[i]) * 100 + ts.count_trailing_zeros(A[i]) * 10000
+                   + ts.cast("int32", ts.count_leading_zeros(U[i])) * 1000000, name="B")
+    s = ts.create_schedule(B.op)
+    o, i = s[B].split(B.op.axis[0], factor=16)
+    s[B].bind(o, ts.thread_axis("blockIdx.x"))
+    s[B].bind(i, ts.thread_axis("threadIdx.x"))
+    return s, [A, S, U, B]
+
+
+def test_shifts_and_bit_counts_match_the_cpu_on_opencl():
+    need_opencl()
+    s, args = _bit_ops()
+    rng = np.random.default_rng(5)
+    a = rng.integers(-2 ** 31, 2 ** 31, 64, dtype=np.int64).astype(np.int32)
+    a[:4] = [0, -1, 1, 2 ** 31 - 1]
+    shifts = rng.integers(-3, 40, 64).astype(np.int32)
+    u = rng.integers(0, 256, 64).astype(np.uint8)
+    got = ts.build(s, args, target="opencl")(a, shifts, u)
+    want = ts.build(s, args, target="c")(a, shifts, u)        # the runtime header's NumPy semantics
+    np.testing.assert_array_equal(got, want)
+
+
+def test_shifts_and_bit_counts_compile_for_cuda():
+    need_nvrtc()
+    s, args = _bit_ops()
+    f = ts.build(s, args, target="cuda")
+    assert "__popcll" in f.source and all(f.ptx[arch] for arch in gpu.CUDA_ARCHES)

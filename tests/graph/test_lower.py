@@ -31,3 +31,14 @@ def test_schedule_choice_is_checked():
         G.build(f, params=params, schedule="fast")
     with pytest.raises(ValueError, match="schedule='tuned' needs tuning_db="):
         G.build(f, params=params, schedule="tuned")
+
+
+def test_a_group_is_compiled_once_per_target(rand):
+    v = G.var("v", shape=(8, 32))
+    f = G.Function([v], G.nn.relu(G.add(v, 1.0)))
+    a = rand((8, 32), low=-2, high=2)
+    for name in ("c", "x86-64"):
+        with ts.Target(name):
+            exe = G.build(f)
+        assert exe.kernels[0].kernel.target.name == name
+        np.testing.assert_allclose(exe(a), np.maximum(a + 1, 0), rtol=RTOL, atol=ATOL)
