@@ -103,8 +103,11 @@ def _micro_kernels(name: str, shape: AttentionShape, br: int, bk: int, tile: int
         return f"""int64_t i = 0;
                 for (; i + {mr} <= rows; i += {mr}) {call.format(r=mr)}
                 for (; i < rows; i++) {call.format(r=1)}"""
+    qk = f"{name}_qk{{r}}_tile(qb + i * {s.depth}, {s.depth}, 1, kb + n0, {s.keys}, 1, 0, 0, sc[i], {bk}, 1, 0);"
+    pv = f"{name}_pv{{r}}_tile(sc[i], {bk}, 1, vb + n0 * {s.value_depth} + j0, {s.value_depth}, 1, 0, 0, " \
+         f"acc[i] + j0, {s.value_depth}, 1, 1);"
     scores = f"""if (nk == {bk}) {{
-                {tiles(f"{name}_qk{{r}}_tile(qb + i * {s.depth}, {s.depth}, 1, kb + n0, {s.keys}, 1, 0, 0, sc[i], {bk}, 1, 0);")}
+                {tiles(qk)}
             }} else {{
                 for (int64_t i = 0; i < rows; i++) {{
                     for (int64_t n = 0; n < {bk}; n++) sc[i][n] = 0.0f;
@@ -127,7 +130,7 @@ def _micro_kernels(name: str, shape: AttentionShape, br: int, bk: int, tile: int
         return "\n".join(parts), scores, plain
     values = f"""if (nk == {bk}) {{
                 for (int64_t j0 = 0; j0 < {s.value_depth}; j0 += {tile}) {{
-                    {tiles(f"{name}_pv{{r}}_tile(sc[i], {bk}, 1, vb + n0 * {s.value_depth} + j0, {s.value_depth}, 1, 0, 0, acc[i] + j0, {s.value_depth}, 1, 1);")}
+                    {tiles(pv)}
                 }}
             }} else {{
                 {plain}

@@ -2,8 +2,8 @@
 operands with broadcasting, ``q @ k.transpose(-2, -1)``, ``baddbmm`` and ``einsum`` (which decompose to
 bmm), ``nn.MultiheadAttention`` without a mask (batch first and not) and with a key padding mask and an
 attention mask, ``scaled_dot_product_attention`` without a mask, with a bool and an additive float mask,
-causal and with a scale (also over sequences of several key blocks, built), a ``TransformerEncoderLayer``, and a Linear over a 3-D tensor; the attentions
-become one fused ``nn.attention``."""
+causal and with a scale (also over sequences of several key blocks, built), a ``TransformerEncoderLayer``,
+and a Linear over a 3-D tensor; the attentions become one fused ``nn.attention``."""
 import pytest
 
 from tesched import graph as G
