@@ -3,8 +3,8 @@ op's tensor-expression declaration built with its default schedule (two-pass sof
 PyTorch's ``scaled_dot_product_attention``, per sequence length, with and without ``is_causal``.
 
 Checks both tesched kernels against PyTorch, then times the three in one process, interleaved, at the same
-thread count, and prints medians, spreads and the ratios ``two-pass / online`` and ``torch / online``
-(above 1: the online kernel is faster).
+thread count, and prints medians, spreads, processor times (all threads) and the ratios ``two-pass / online``
+and ``torch / online`` by both (above 1: the online kernel is faster).
 
 Run:  python benchmarks/attention_kernel.py [--seqs 128,512,2048] [--heads 4] [--head-dim 64] [--rounds 9]
 """
@@ -68,9 +68,10 @@ def main() -> None:
 
             t = time_interleaved({"online": lambda: online(q, kt, v),
                                   "two-pass": lambda: two_pass(q, kt, v, two_out), "torch": sdpa}, args.rounds)
-            row = "  ".join(f"{label} {x.median * 1e3:8.3f} ms ±{100 * x.spread / x.median:4.0f}%"
-                            for label, x in t.items())
-            ratios = "  ".join(f"{label}/online {t[label].median / t['online'].median:.2f}"
+            row = "  ".join(f"{label} {x.median * 1e3:8.3f} ms ±{100 * x.spread / x.median:4.0f}% (cpu "
+                            f"{x.cpu_median * 1e3:.3f})" for label, x in t.items())
+            ratios = "  ".join(f"{label}/online {t[label].median / t['online'].median:.2f} (cpu "
+                               f"{t[label].cpu_median / t['online'].cpu_median:.2f})"
                                for label in ("two-pass", "torch"))
             print(f"seq {seq:5d} causal {causal!s:5s} max error {max(errors):.1e}  {row}  {ratios}")
 
