@@ -16,6 +16,23 @@ from typing import Callable
 import numpy as np
 import pytest
 
+SLOW_REASON = "slow: run with `python -m pytest --slow -m slow` (.ci/run does, after the default suite)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow (whole models, tuning, the quick fuzz campaign)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Tests marked ``slow`` skip unless ``--slow`` is given, so the default suite stays within its budget."""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason=SLOW_REASON)
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
 
 @pytest.fixture
 def rng() -> np.random.Generator:

@@ -19,6 +19,7 @@ def test_tutorials_are_found():
     assert [p.name for p in TUTORIALS][:2] == ["01_schedule_basics.py", "02_fuse_conv_relu.py"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda p: p.stem)
 def test_tutorial_runs_in_quick_mode(tutorial):
     if tutorial.stem in NEEDS_TORCH and importlib.util.find_spec("torch") is None:

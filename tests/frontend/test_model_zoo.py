@@ -40,6 +40,7 @@ def test_weenet_fused_is_one_kernel_and_unfused_three():
     assert len(fused.kernels) == 1 and len(unfused.kernels) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("make, size", [(zoo.resnet18, 32), (zoo.mobilenet_v2, 32), (zoo.squeezenet1_1, 35)],
                          ids=["resnet18", "mobilenet_v2", "squeezenet1_1"])
 def test_vision_models_match_pytorch(make, size):

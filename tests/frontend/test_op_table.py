@@ -15,6 +15,7 @@ ALL_CASES = (test_convert_arith.CASES + test_convert_nn.CASES + test_convert_rnn
              + test_convert_rearrange.CASES)
 
 
+@pytest.mark.slow
 def test_every_supported_op_is_exercised_by_a_converter_test():
     seen = set().union(*(ops_of(exported(case)[1]) for case in ALL_CASES))
     assert sorted(set(CONVERTERS) - seen) == []

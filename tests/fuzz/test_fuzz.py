@@ -19,6 +19,7 @@ def tallies():
     return campaign.run(campaign.QUICK)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["schedules", "mutations", "misuse"])
 def test_quick_profile_has_no_unexpected_failure(tallies, kind):
     bad = [f for f in campaign.unexpected(tallies, count_slow=False) if f["kind"] == kind]

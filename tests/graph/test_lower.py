@@ -10,6 +10,7 @@ from tesched.graph.lower import declare_primitive
 from .helpers import ATOL, RTOL, vgg_block, vgg_reference
 
 
+@pytest.mark.slow
 def test_auto_and_tuned_schedules_per_group(rand, tmp_path):
     f, params = vgg_block()
     x = rand((1, 4, 6, 6), low=-1)

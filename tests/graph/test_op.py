@@ -74,6 +74,7 @@ def mask_calls(mat, vec):
     return [total]
 
 
+@pytest.mark.slow
 def test_numpy_evaluation_matches_compiled_kernels(rand):
     inputs, calls = every_op_call()
     f = G.Function(inputs, G.Tuple(calls))

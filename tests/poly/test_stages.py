@@ -71,6 +71,7 @@ def draw_recipe(data: st.DataObject, pipeline: str, max_steps: int = 5) -> dict:
     return {"pipeline": pipeline, "steps": steps}
 
 
+@pytest.mark.slow
 def test_the_reported_tile_fuse_tile_fuse_loop_space_is_exact():
     recipe = {"pipeline": "one_stage", "steps": [["B", "tile", 0, 5, 3], ["B", "fuse", 0], ["B", "fuse", 1],
                                                  ["B", "tile", 0, 6, 7], ["B", "fuse", 0], ["B", "fuse", 1],

@@ -2,6 +2,7 @@
 IR and the C stay linear in the number of distinct values (a stencil chain of fan-in 2 was exponential in
 its depth); Halide's depth of 100 lowers, builds and matches NumPy."""
 import numpy as np
+import pytest
 
 import tesched as ts
 
@@ -50,6 +51,7 @@ def test_an_inlined_stencil_chain_computes_what_numpy_does():
     np.testing.assert_allclose(f(a), _reference(a, depth), rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.slow
 def test_an_inlined_stencil_chain_of_depth_100_is_linear_in_its_distinct_values():
     """Each distinct value is bound once (one ``let``, one C constant of one block), so the text per value
     stays the same from depth 50 to 100; the C block does not nest one level per binding."""
