@@ -61,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 from tesched import graph as G
 from tesched.frontend import from_torch
 from tesched.frontend.errors import UnsupportedOpError
+from tesched.driver.timing import time_calls
 from tesched.graph.visit import post_order
 from tesched.tools.bench.threads import set_all_threads
 from tesched.tools.bench.timing import Timing, time_interleaved
@@ -236,17 +237,24 @@ def group_flops(fn: G.Function) -> int:
 
 
 def profile(exe: Any, top: int = 8) -> list[dict]:
-    """The ``top`` kernels by time, each timed alone on random inputs of its parameters' types."""
+    """The ``top`` kernels by time (external calls, such as the attention kernel, included), each timed alone
+    on random inputs of its parameters' types."""
     rng = np.random.default_rng(0)
     rows = []
-    for group in exe.kernels:
+    for external, group in [(False, g) for g in exe.kernels] + [(True, c) for c in exe.external_calls]:
         ins = [rng.random(p.tensor_type.shape).astype(p.tensor_type.dtype) for p in group.function.params]
         out = group.function.body.checked_type
         if not isinstance(out, G.TensorType):
             continue
-        seconds = group.kernel.benchmark(*ins, np.empty(out.shape, out.dtype), repeat=10).median
+        outs = np.empty(out.shape, out.dtype)
+        if external:
+            ins = [ins[k] for k in group.arg_positions]
+            seconds = time_calls(group.kernel.prepare(*ins, outs), repeat=10).median
+        else:
+            seconds = group.kernel.benchmark(*ins, outs, repeat=10).median
         flops = group_flops(group.function)
-        rows.append({"kernel": group.name, "ms": seconds * 1e3, "gflops": flops / seconds / 1e9 if flops else None})
+        rows.append({"kernel": group.function.name, "ms": seconds * 1e3,
+                     "gflops": flops / seconds / 1e9 if flops else None})
     total = sum(r["ms"] for r in rows)
     for r in rows:
         r["share_percent"] = 100 * r["ms"] / total

@@ -11,7 +11,8 @@ results are checked in the same C pass that runs the kernels; inputs may be NumP
 or anything :func:`tesched.driver.arrays.as_array` reads, and results are torch tensors when an input
 was one. Because the arena is reused, one executable runs in one thread at a time (another thread gets a
 ``RuntimeError``). A group that is one call of an external C function (see :mod:`.partition`) is listed
-in ``external_calls`` instead of ``kernels``. Passes and fusion happen before, in :mod:`.build`.
+in ``external_calls`` instead of ``kernels``, as is a group that is one ``nn.attention`` (its online-softmax
+kernel, :mod:`.attention_kernel`). Passes and fusion happen before, in :mod:`.build`.
 """
 from __future__ import annotations
 
@@ -30,6 +31,7 @@ from tesched.driver.timing import BenchmarkResult, time_calls
 from tesched.driver.threads import sync_thread
 from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.export import export_graph, export_graph_c
+from tesched.graph.attention_kernel import compile_attention_group
 from tesched.graph.external_op import ExternalCall, compile_external_group
 from tesched.graph.ir import Call, Function
 from tesched.graph.lower import compile_primitive
@@ -160,7 +162,7 @@ class Executable:
         return outputs if isinstance(node.checked_type, TupleType) else outputs[0]
 
     def _compile_group(self, fn: Function, inputs: tuple[_Value, ...], outputs: tuple[_Value, ...]) -> _Step:
-        external = compile_external_group(fn)
+        external = compile_external_group(fn) or compile_attention_group(fn)
         if external is not None:
             self.external_calls.append(external)
             kernel = external.kernel

@@ -26,7 +26,7 @@ from tesched.driver.compiler import reserved_identifiers
 from tesched.driver.kernel import Kernel
 from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.external_compile import translation_unit
-from tesched.graph.external_op import ExternalOp
+from tesched.graph.external_op import ExternalCall
 from tesched.graph.ir import Call, Constant, Function
 from tesched.graph.types import TensorType, TupleType
 from tesched.lower.pipeline import lower_for_target
@@ -172,7 +172,7 @@ class _Kernels:
                         for k, t in enumerate(node.tensor_types()))
         if id(group) in self.external_of:
             call = self.external_of[id(group)]
-            self.external(group)
+            self.external(call)
             inputs = tuple(args[k] for k in call.arg_positions)
             step = Step(call.kernel.function.name, inputs + outputs, group.name, (), tuple(call.kernel.sizes))
         elif id(group) in self.kernel_of:
@@ -186,11 +186,9 @@ class _Kernels:
         self.out.steps.append(step)
         return outputs if isinstance(node.checked_type, TupleType) else outputs[0]
 
-    def external(self, group: Function) -> None:
-        """Add the source of the external library ``group`` calls (once) and its functions' prototypes."""
-        body = group.body
-        assert isinstance(body, Call) and isinstance(body.op, ExternalOp), "an external group calls one op"
-        library = body.op.library
+    def external(self, call: ExternalCall) -> None:
+        """Add the source of the external library ``call`` calls (once) and its functions' prototypes."""
+        library, group = call.library, call.function
         if id(library) in self.libraries:
             return
         if library.source is None or library.compile_flags:

@@ -61,6 +61,7 @@ class ExternalCall:
     function: Function
     kernel: ExternalKernel
     arg_positions: tuple[int, ...]
+    library: ExternalLibrary
 
 
 def compile_external_group(fn: Function) -> ExternalCall | None:
@@ -80,4 +81,4 @@ def compile_external_group(fn: Function) -> ExternalCall | None:
     assert isinstance(op, ExternalOp), "the group's one call is external"
     positions = tuple(next(k for k, p in enumerate(fn.params) if p is a) for a in body.args)
     kernel = ExternalKernel(op.library, op.function, [a.tensor_type for a in body.args], body.tensor_type)
-    return ExternalCall(op.name, fn, kernel, positions)
+    return ExternalCall(op.name, fn, kernel, positions, op.library)

@@ -2,7 +2,8 @@
 per batch in one kernel (:func:`tesched.nn.attention.attention`), for ``q`` ``(B, M, D)``, ``kt`` ``(B, D, N)``,
 ``v`` ``(B, N, Dv)``, an additive ``bias`` that broadcasts to ``(B, M, N)`` and ``causal=c``, which masks out
 the keys ``n > i + c`` of query ``i``. A row whose logits are all ``-inf`` gives zeros. The ``fuse_attention`` pass makes it from the batched products and softmax the frontend
-imports; this module only defines the op.
+imports; this module only defines the op. A built graph runs a float32 ``nn.attention`` of static shapes
+with the online-softmax kernel of :mod:`.attention_kernel`, any other with the declaration's kernel.
 """
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ does). The default schedule computes one query row at a time inside the output's
 over batches and rows): the row's scores (the key loop vectorized, the head dimension outside it), their
 maximum, the sum of the exponentials, and the exponentials times ``v`` (the value columns vectorized), then
 the division. So only one row of scores per thread is ever stored (``N`` floats), never the ``M x N``
-matrix. This is row tiling with a two-pass softmax over each stored row, not an online (one-pass) softmax.
+matrix. This is row tiling with a two-pass softmax over each stored row, not an online (one-pass) softmax:
+the graph's ``nn.attention`` runs the online-softmax kernel of :mod:`tesched.graph.attention_kernel` instead
+(float32, static shapes), and keeps this declaration as its definition and for the other cases.
 """
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 operands with broadcasting, ``q @ k.transpose(-2, -1)``, ``baddbmm`` and ``einsum`` (which decompose to
 bmm), ``nn.MultiheadAttention`` without a mask (batch first and not) and with a key padding mask and an
 attention mask, ``scaled_dot_product_attention`` without a mask, with a bool and an additive float mask,
-causal and with a scale, a ``TransformerEncoderLayer``, and a Linear over a 3-D tensor; the attentions
-become one fused ``nn.attention``."""
+causal and with a scale (also over sequences of several key blocks, built), a ``TransformerEncoderLayer``,
+and a Linear over a 3-D tensor; the attentions become one fused ``nn.attention``."""
 import pytest
 
 from tesched import graph as G
@@ -45,10 +45,11 @@ def attentions(q, k, v, keep, bias):
             sdpa(q, k, v, is_causal=True, scale=0.3), sdpa(q, k, v, attn_mask=keep[0, 0], scale=2.0))
 
 
-def attention_inputs():
-    keep = rand(2, 1, 6, 6) > -0.6
+def attention_inputs(seq=6, depth=8, value_depth=5):
+    keep = rand(2, 1, seq, seq) > -0.6
     keep[..., 0] = True                          # no query sees no key (PyTorch gives NaN there)
-    return rand(2, 3, 6, 8), rand(2, 3, 6, 8), rand(2, 3, 6, 5), keep, rand(6, 6, low=-2, high=2)
+    return (rand(2, 3, seq, depth), rand(2, 3, seq, depth), rand(2, 3, seq, value_depth), keep,
+            rand(seq, seq, low=-2, high=2))
 
 
 CASES = [
@@ -67,6 +68,8 @@ CASES = [
          lambda: (rand(2, 5, 16), torch.tensor([[False] * 5, [False] * 3 + [True] * 2]))),
     Case("transformer_encoder_layer", lambda: nn.TransformerEncoderLayer(16, 4, 32, batch_first=True),
          lambda: (rand(1, 6, 16),)),
+    Case("sdpa_key_blocks_d32", lambda: Lambda(attentions), lambda: attention_inputs(70, 32, 32)),
+    Case("sdpa_key_blocks_d64", lambda: Lambda(attentions), lambda: attention_inputs(131, 64, 64)),
 ]
 
 
@@ -86,3 +89,10 @@ def test_attention_becomes_one_fused_op(index):
     _, program, _ = exported(CASES[index])
     optimized = str(G.optimize(from_exported_program(program)))
     assert "nn.attention(" in optimized and "nn.softmax(" not in optimized
+
+
+@pytest.mark.parametrize("index", [9, 10], ids=["seq70_d32", "seq131_d64"])
+def test_built_attention_runs_the_online_kernel(index):
+    """Sequences over several key blocks, not a multiple of them: no mask, bool and additive masks, causal."""
+    fn = check_case(CASES[index], build=True)
+    assert [c.name for c in G.build(fn).external_calls] == ["nn.attention"] * 5

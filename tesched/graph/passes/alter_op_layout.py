@@ -6,9 +6,12 @@
   here instead of at every call): the kernel reads the panels in place, as GEMM register tiles of rows x
   a panel's columns, or with few rows (a matrix-vector product, a recurrent cell at batch 1) as
   accumulators of a few panels' columns, one broadcast of ``x`` per step and no horizontal sums. When no
-  panel of whole SIMD vectors divides the output columns, a constant ``W`` with at least
-  :data:`GEMM_MIN_ROWS` rows becomes ``nn.matmul(x, W.T)`` (the GEMM schedule copies column panels at run
-  time) and one with fewer rows stays ``nn.dense``. A ``W`` that is not a constant stays ``nn.dense``.
+  panel of whole SIMD vectors divides the output columns but they fill more than one vector (a language
+  model's head of 1000 words), ``W`` gets zero columns up to a multiple of two vectors and the product is
+  sliced back (``strided_slice``, in the same kernel): a few wasted columns instead of scalar code. With
+  fewer columns, a constant ``W`` with at least :data:`GEMM_MIN_ROWS` rows becomes ``nn.matmul(x, W.T)``
+  (the GEMM schedule copies column panels at run time) and one with fewer rows stays ``nn.dense``. A ``W``
+  that is not a constant stays ``nn.dense``.
 - ``nn.conv2d(x, W)`` 3x3, stride 1, no dilation, one group, with a constant ``W``, becomes
   ``reshape(nn.winograd_conv2d(x, U), NCHW)`` with the Winograd-transformed weights ``U`` when the layer's
   shape lets the transforms pay (:func:`tesched.nn.winograd.choose_tile`) and ``rules.winograd`` is set.
@@ -31,12 +34,12 @@ import numpy as np
 from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.ir import Call, Constant, Expr, Function
 from tesched.graph.ops_nn import conv2d_weight_last, dense_panels, matmul
-from tesched.graph.ops_transform import reshape
+from tesched.graph.ops_transform import reshape, strided_slice
 from tesched.graph.ops_winograd import winograd_conv2d
 from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
 from tesched.nn.conv_channels import register_tile, weight_last
-from tesched.nn.dense_panels import pack_dense_panels, panel_width
+from tesched.nn.dense_panels import PANEL_VECTORS, pack_dense_panels, panel_width
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis
 from tesched.target import current_target
@@ -60,8 +63,15 @@ def _dense_in_panels(node: Call) -> Expr | None:
         return None
     columns = weight.tensor_type.shape[0]
     block = panel_width(columns, weight.tensor_type.dtype)
-    if block % current_target().lanes(str(weight.data.dtype)) == 0:
+    lanes = current_target().lanes(str(weight.data.dtype))
+    if block % lanes == 0:
         return dense_panels(x, Constant(pack_dense_panels(weight.data, block), name=weight.name))
+    if columns > lanes:
+        width = PANEL_VECTORS * lanes
+        padded = np.zeros((-(-columns // width) * width, weight.data.shape[1]), weight.data.dtype)
+        padded[:columns] = weight.data
+        product = dense_panels(x, Constant(pack_dense_panels(padded, width), name=weight.name))
+        return strided_slice(product, [0, 0], [x.tensor_type.shape[0], columns])
     if x.tensor_type.shape[0] < GEMM_MIN_ROWS:
         return None
     return matmul(x, Constant(np.ascontiguousarray(weight.data.T), name=weight.name))

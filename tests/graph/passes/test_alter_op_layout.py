@@ -1,5 +1,5 @@
-"""alter_op_layout: constant dense weights packed in column panels (or transposed for the GEMM schedule
-when no panel of whole SIMD vectors fits), 3x3 convolutions to Winograd, others to blocked weights."""
+"""alter_op_layout: constant dense weights packed in column panels (padded with zero columns to whole
+vectors, or, narrower than a vector, transposed for the GEMM schedule), 3x3 convolutions to Winograd, others to blocked weights."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -64,8 +64,26 @@ def test_random_dense_layers_match_numpy(rows, columns, reduced, constant, rand)
     got = exe(data) if constant else exe(data, weight)
     want = np.maximum(data.astype(np.float64) @ weight.T.astype(np.float64) + bias, 0)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL * np.sqrt(reduced))
-    packed = constant and columns % LANES == 0
+    packed = constant and (columns % LANES == 0 or columns > LANES)      # padded to whole vectors when wider
     assert ("dense_panels" in exe.kernels[0].name) == packed
+
+
+@pytest.mark.parametrize("rows", [1, 16])
+def test_columns_of_no_whole_vector_are_padded_and_sliced_back(rows, rand):
+    """2.5 vectors of output columns: zero columns up to 4 vectors (two panels), the product sliced back, all
+    in one kernel."""
+    columns = 2 * LANES + LANES // 2
+    weight = rand((columns, 9), low=-1)
+    f = dense_graph(rows, weight)
+    altered = alter_op_layout(f)
+    assert op_names(altered) == ["nn.dense_panels", "strided_slice", "nn.relu"]
+    (const,) = constants_of(altered)
+    assert const.data.shape == (2, 9, 2 * LANES)
+    x = rand((rows, 9), low=-1)
+    np.testing.assert_allclose(G.interpret(altered, x), G.interpret(f, x), rtol=RTOL, atol=ATOL)
+    exe = G.build(f)
+    assert [k.name for k in exe.kernels] == ["fused_nn_dense_panels_strided_slice_nn_relu"]
+    np.testing.assert_allclose(exe(x), np.maximum(x @ weight.T, 0), rtol=RTOL, atol=ATOL)
 
 
 def test_many_rows_become_a_gemm_over_the_transposed_weight(rand):
