@@ -30,6 +30,7 @@ from tesched.graph.chain_pattern import is_constant, is_op, pattern, wildcard
 from tesched.graph.executor import CompiledGroup, Executable
 from tesched.graph.external import ExternalFunction, ExternalFunctionError, ExternalLibrary
 from tesched.graph.fusion_rules import FusionRules
+from tesched.graph.gradient import gradient
 from tesched.graph.interpret import interpret
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tesched.graph.load import LoadedExecutable, load_executable
@@ -91,7 +92,7 @@ __all__ = [
     "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
     "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
-    "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op",
+    "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "gradient", "interpret", "is_constant", "is_op",
     "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",
     "passes", "pattern", "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take",
     "tanh", "transpose", "var", "wildcard",
