@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tesched.graph import annotation, nn, passes
+from tesched.graph import annotation, nn, optim, passes
 from tesched.graph import text as _text  # noqa: F401  (installs the text form that str() prints)
 from tesched.graph.build import build, optimize
 from tesched.graph.chain_pattern import is_constant, is_op, pattern, wildcard
@@ -93,7 +93,7 @@ __all__ = [
     "ExternalLibrary", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
     "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "gradient", "interpret", "is_constant", "is_op",
-    "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",
+    "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optim", "optimize", "partition",
     "passes", "pattern", "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take",
     "tanh", "transpose", "var", "wildcard",
     "all", "any", "cast", "gather", "equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",

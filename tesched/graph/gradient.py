@@ -33,7 +33,8 @@ from tesched.te import dtype as dt
 _ADD = get_op("add")
 
 
-def _wrt_vars(f: Function, wrt: Sequence[Var | str] | None) -> list[Var]:
+def differentiated_parameters(f: Function, wrt: Sequence[Var | str] | None) -> list[Var]:
+    """The parameters of ``f`` that ``wrt`` names (every floating one when ``None``), checked."""
     if wrt is None:
         return [p for p in f.params if dt.is_float(p.tensor_type.dtype)]
     by_name = {p.name: p for p in f.params}
@@ -154,7 +155,7 @@ def gradient(f: Function, wrt: Sequence[Var | str] | None = None, head: Expr | N
     out_type = f.body.checked_type
     if isinstance(out_type, TupleType) or not dt.is_float(f.body.tensor_type.dtype):
         raise GradientError(f"G.gradient: the output of {f.name} must be one floating tensor, got {out_type}")
-    params = _wrt_vars(f, wrt)
+    params = differentiated_parameters(f, wrt)
     seed, extra = _head(f, head)
     adjoints = _backward(f.body, {id(p) for p in params}, seed)
     grads: list[Expr] = []
