@@ -33,7 +33,7 @@ def _scalar(value: float, like: Expr) -> Constant:
     return Constant(np.array(value, dtype=like.tensor_type.dtype))
 
 
-def _split(f: Function, wrt: Sequence[Var | str] | None) -> tuple[Function, Expr, list[Var], list[Expr]]:
+def _split(f: Function, wrt: Sequence[Var | str]) -> tuple[Function, Expr, list[Var], list[Expr]]:
     """``gradient(f, wrt)``, its loss, the parameters differentiated and their gradients."""
     g = gradient(f, wrt)
     assert isinstance(g.body, Tuple), "gradient returns a tuple"
@@ -41,8 +41,9 @@ def _split(f: Function, wrt: Sequence[Var | str] | None) -> tuple[Function, Expr
     return g, loss, differentiated_parameters(f, wrt), grads
 
 
-def sgd(f: Function, wrt: Sequence[Var | str] | None = None, lr: float = 0.01, momentum: float = 0.0) -> Function:
-    """One SGD step of loss ``f``: returns ``(loss, new params..., [new momentum buffers...])``.
+def sgd(f: Function, wrt: Sequence[Var | str], lr: float = 0.01, momentum: float = 0.0) -> Function:
+    """One SGD step of loss ``f`` training the parameters ``wrt`` (names or variables): returns
+    ``(loss, new params..., [new momentum buffers...])``.
 
     With ``momentum``, the step takes one more parameter per trained parameter, ``<name>_momentum`` (zeros
     at the first step), after ``f``'s, and returns its new value after the new parameters
@@ -57,9 +58,9 @@ def sgd(f: Function, wrt: Sequence[Var | str] | None = None, lr: float = 0.01, m
     return Function(tuple(g.params) + tuple(bufs), Tuple([loss, *news, *new_bufs]), {"name": f"{f.name}_sgd"})
 
 
-def adam(f: Function, wrt: Sequence[Var | str] | None = None, lr: float = 1e-3,
+def adam(f: Function, wrt: Sequence[Var | str], lr: float = 1e-3,
          betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> Function:
-    """One Adam step of loss ``f`` (``torch.optim.Adam``).
+    """One Adam step of loss ``f`` training the parameters ``wrt`` (``torch.optim.Adam``).
 
     The step takes, after ``f``'s parameters, ``<name>_m`` and ``<name>_v`` for each trained parameter
     (zeros at the first step) and ``step``, a float32 scalar counting steps from 1; it returns
