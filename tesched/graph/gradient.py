@@ -146,7 +146,7 @@ def gradient(f: Function, wrt: Sequence[Var | str] | None = None, head: Expr | N
 
     Raises
     ------
-    GradientError
+    tesched.errors.GradientError
         Naming the op with no gradient (``argmax``, an integer cast, a scan), a ``wrt`` that is not a
         floating parameter, or a ``head`` of another type.
     """

@@ -1,5 +1,5 @@
 """Training steps as graph functions: :func:`sgd` and :func:`adam` append PyTorch's parameter updates
-(``torch.optim.SGD``, ``torch.optim.Adam``, without weight decay) to :func:`~.gradient.gradient`.
+(``torch.optim.SGD``, ``torch.optim.Adam``, without weight decay) to :func:`tesched.graph.gradient`.
 
 The step is one graph, built with ``G.build`` like any other: each update is elementwise, so it fuses into
 the kernel that computes its gradient (a weight gradient's epilogue). The optimizer state is explicit:
