@@ -55,6 +55,9 @@ def _declare(forward: Op, args: Sequence[Tensor], attrs: Mapping[str, Any], wrt:
     """The adjoint of ``forward``'s argument ``wrt`` (``ts.gradient`` of the declaration on copies)."""
     copies = [ts.compute(a.shape, lambda *i, a=a: a[i], name=f"{forward.name}.arg{k}") for k, a in enumerate(args)]
     out = forward.declare(copies, forward_attrs(attrs))
+    if isinstance(out.op, PlaceholderOp):
+        raise GradientError(f"{forward.name} declares no computation (an external function), so it has no "
+                            "gradient to derive")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # an argument the output does not read: its adjoint is zero
         (grad,) = ts.gradient(out, [copies[wrt]], head=head)
@@ -77,9 +80,10 @@ def _pattern(forward: Op, grad: Tensor) -> Pattern:
     if not all(isinstance(op, ComputeOp) for op in stages):
         return Pattern.OPAQUE
     reductions = sum(1 for op in stages if op.reduce_axis)
-    if reductions == 0:
-        return forward.pattern if forward.pattern <= Pattern.BROADCAST else \
-            Pattern.BROADCAST if forward.pattern == Pattern.COMM_REDUCE else Pattern.INJECTIVE
+    if reductions == 0 and forward.pattern <= Pattern.BROADCAST:
+        return forward.pattern                 # the adjoint of an elementwise (broadcast) op is one too
+    if reductions == 0:                        # a reduction's adjoint broadcasts; a shuffle's shuffles back
+        return Pattern.BROADCAST if forward.pattern == Pattern.COMM_REDUCE else Pattern.INJECTIVE
     if reductions == 1:
         return Pattern.OUT_ELEMWISE_FUSABLE if forward.pattern == Pattern.OUT_ELEMWISE_FUSABLE else Pattern.COMM_REDUCE
     return Pattern.OPAQUE

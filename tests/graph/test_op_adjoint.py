@@ -72,3 +72,12 @@ def test_an_op_without_a_derivative_is_named():
     f = G.Function([x], G.sum(Call(product, [x])))
     with pytest.raises(GradientError, match=r"test.rowprod has no gradient with respect to its argument 0.*prod"):
         G.gradient(f)
+
+
+def test_an_external_call_has_no_declaration_to_differentiate():
+    x = G.var("x", (4,))
+    library = G.ExternalLibrary([G.ExternalFunction("my_exp", inputs=[("N",)], output=("N",))],
+                                source="#include <stdint.h>\nvoid my_exp(const float *x, float *y, int64_t n) {}")
+    f = G.partition(G.Function([x], G.sum(G.exp(x))), {"my_exp": G.pattern("exp")}, library)
+    with pytest.raises(GradientError, match="external.my_exp has no gradient.*declares no computation"):
+        G.gradient(f)
