@@ -118,7 +118,7 @@ class _WithLoss(torch.nn.Module):
         return self.loss(self.model(x), target)
 
 
-@pytest.mark.parametrize("case", ["mlp_mse", "cnn_cross_entropy"])
+@pytest.mark.parametrize("case", ["mlp_mse", pytest.param("cnn_cross_entropy", marks=pytest.mark.slow)])
 def test_train_imports_parameters_as_inputs_and_sgd_matches_torch(case):
     torch.manual_seed(5)
     if case == "mlp_mse":
