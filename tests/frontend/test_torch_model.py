@@ -150,3 +150,43 @@ def test_train_imports_parameters_as_inputs_and_sgd_matches_torch(case):
 def test_without_train_parameters_stay_constants():
     fn = from_torch(torch.nn.Linear(3, 2), (rand(4, 3),))
     assert [p.name for p in fn.params] == ["input"]
+
+
+class _ZooLoss(torch.nn.Module):
+    """A model of the zoo and a squared-error loss on each of its outputs."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        outs = self.model(*inputs[:-1])
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return sum(torch.nn.functional.mse_loss(o, inputs[-1]) for o in outs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["mlp_block", "lstm_cell"])
+def test_zoo_models_train_with_adam_like_torch(case):
+    from tesched.frontend.model_zoo import LSTMCellStep, MLPBlock
+
+    torch.manual_seed(6)
+    if case == "mlp_block":                         # linear, GELU, residual, layer norm
+        wrapped, inputs = _ZooLoss(MLPBlock(8, 16)), (rand(6, 8), rand(6, 8))
+    else:                                           # the four gates of nn.LSTMCell
+        wrapped, inputs = _ZooLoss(LSTMCellStep(4, 5)), (rand(3, 4), rand(3, 5), rand(3, 5), rand(3, 5))
+    names = [name for name, _ in wrapped.named_parameters()]
+    step = G.build(G.optim.adam(from_torch(wrapped, inputs, train=True), names, lr=0.01))
+    params = [p.detach().numpy().copy() for p in wrapped.parameters()]
+    state = [np.zeros_like(p) for p in params] * 2
+    opt = torch.optim.Adam(wrapped.parameters(), lr=0.01)
+    for k in range(3):
+        loss, *rest = step(*[i.numpy() for i in inputs], *params, *state, np.float32(k + 1))
+        params, state = rest[:len(names)], rest[len(names):]
+        opt.zero_grad()
+        reference = wrapped(*inputs)
+        reference.backward()
+        opt.step()
+        np.testing.assert_allclose(loss, reference.item(), rtol=1e-5)
+    for ours, theirs in zip(params, wrapped.parameters()):
+        np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-4, atol=1e-6)
