@@ -23,6 +23,7 @@ import numpy as np
 
 from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
 from tesched.codegen.argv import ARGV_SUFFIX, argv_function, argv_prototype
+from tesched.codegen.data_conditions import branches_on_data
 from tesched.codegen.c_expr import CExpr, c_type, memory_vector_type
 from tesched.codegen.hoist import loop_bases
 from tesched.codegen.names import NameTable, sanitize
@@ -296,8 +297,9 @@ class CodeGen(NodeFunctor):
             sources.append(_profile_counters(profile, slots))
             declaration += f"\nvoid {profile}(double *, int64_t *, int64_t);"
         body = [f"  int {self.status} = 0;"] + self.lines + [f"  return {self.status};"]
+        attributes = "TS_NO_IF_CONVERT " if branches_on_data(f.body) else ""
         source = "\n".join(['#include "tesched_runtime.h"', ""] + sources + ["",
-                            f"int {fname}({', '.join(params) or 'void'}) {{"] + body + ["}", "",
+                            f"{attributes}int {fname}({', '.join(params) or 'void'}) {{"] + body + ["}", "",
                             argv_function(fname, decl_types, argv), ""])
         return CSource(fname, source, declaration, profile, tuple(self.allocations), tuple(self.exprs.checks), argv)
 

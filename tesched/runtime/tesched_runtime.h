@@ -97,6 +97,15 @@ static inline void ts_free(void *p) { free(p); }
 /* The pointer p as any memory: the compiler forgets which array it points into (see codegen/c.py). */
 #define TS_OPAQUE(p) __asm__("" : "+r"(p))
 
+/* A function whose selects or ifs branch on data is compiled without gcc's loop if-conversion: GCC 12.2
+   vectorizes a group of reads under such conditions with the wrong part of the mask for all but the first
+   vector (see codegen/data_conditions.py). Other compilers ignore nothing they need. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define TS_NO_IF_CONVERT __attribute__((optimize("no-tree-loop-if-convert")))
+#else
+#define TS_NO_IF_CONVERT
+#endif
+
 /* SIMD: GCC vector types ts_<type>x<lanes>, unaligned (strided) loads, stores, broadcasts and lane-wise
    selects; ramps (x, x + 1, ...) for loop variables used as values. Masked loads: tesched_masked.h. */
 #define TS_VECTOR_TYPE(T, S, N) typedef T ts_##S##x##N __attribute__((vector_size(sizeof(T) * N)));
