@@ -212,4 +212,8 @@ ROWS: tuple[Row, ...] = (
     Row("frontend", "``relay.frontend.from_pytorch``", "no counterpart (C++ generators)",
         "``tesched.frontend.from_torch(model, inputs)``", "through ``torch.export``; ONNX and TensorFlow: not supported",
         uses=("tesched.frontend.from_torch",)),
+    Row("automatic differentiation", "``te.gradient``, ``relay.transform.gradient``",
+        "``propagate_adjoints``", "``ts.gradient(out, inputs)``, ``G.gradient(f, wrt)``",
+        "graph adjoints derived from each op's declaration; ``G.optim.sgd`` / ``adam`` make a training step",
+        uses=("tesched.gradient", "tesched.graph.gradient", "tesched.graph.optim.sgd", "tesched.graph.optim.adam")),
 )

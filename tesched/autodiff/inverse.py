@@ -3,8 +3,9 @@
 A stage ``C`` reads ``U[f(v)]`` at each point ``v`` of its loops (its axes and reduce axes). The adjoint
 of ``U`` needs, for each element ``j`` of ``U``, every ``v`` with ``f(v) = j``. When ``f`` is affine in
 ``v`` (sizes may appear as parameters), :func:`invert` solves ``f(v) = j`` by integer elimination: each
-equation fixes one loop variable as an affine function of ``j`` (divided exactly when its coefficient is
-not +-1), the loop variables no equation fixes stay free and become reduce axes of the gather, and the
+equation fixes one loop variable as an affine function of ``j`` (the longest loop of the equation, divided
+exactly when its coefficient is not +-1, so a stride-2 pool sums over its 2x2 taps, not over its outputs),
+the loop variables no equation fixes stay free and become reduce axes of the gather, and the
 solved variables' ranges become its conditions. A convolution's read ``X[h + r]`` gives
 ``dX[j] = sum over r of dY[j - r] * W[r]`` with ``0 <= j - r < H``: the textbook adjoint, in gather form,
 parallel over ``j`` without atomics.
@@ -76,7 +77,7 @@ def invert(indices: Sequence[Expr], loops: Sequence[LoopVar], point: Sequence[Ex
         if not unknown:
             conditions.append(binary("eq", _narrow((terms, const), atoms), target))
             continue
-        key, coeff = min(unknown, key=lambda kc: (abs(kc[1]) != 1, abs(kc[1])))
+        key, coeff = min(unknown, key=lambda kc: _solve_first(by_id[kc[0][1]], kc[1]))
         rest = ({k: -c for k, c in terms.items() if k != key}, -const)
         numerator = _plus(_narrow(rest, atoms), target)            # coeff * v = target - rest
         if coeff < 0:
@@ -88,6 +89,14 @@ def invert(indices: Sequence[Expr], loops: Sequence[LoopVar], point: Sequence[Ex
         solved = {k: substitute(v, {by_id[key[1]].var: value}) for k, v in solved.items()}
         solved[key[1]] = value
     return _gather(loops, solved, conditions, bounds)
+
+
+def _solve_first(lp: LoopVar, coeff: int) -> tuple[float, bool, int]:
+    """Which unknown of an equation to solve: the longest loop (a size counts as longest), so the loops
+    left free, which the gather sums over, are the short ones (a strided window's taps, not its outputs);
+    then a unit coefficient."""
+    extent = float(lp.extent.value) if isinstance(lp.extent, Const) else float("inf")
+    return -extent, abs(coeff) != 1, abs(coeff)
 
 
 def _narrow(form: tuple[dict, int], atoms: dict) -> Expr:

@@ -2,7 +2,9 @@
 
 The program's graph is walked once, in order. User inputs become graph variables with their names,
 shapes and dtypes; parameters, buffers and lifted constants become named graph constants (so batch-norm
-folding and weight pre-packing apply to them); each ``call_function`` node is converted by its entry in
+folding and weight pre-packing apply to them), except that with ``train=True`` the parameters become
+variables too, named as in ``model.named_parameters()`` and placed after the inputs, for
+``tesched.graph.gradient`` and ``tesched.graph.optim`` to differentiate and update; each ``call_function`` node is converted by its entry in
 the op table (:mod:`.op_table`), its arguments passed by schema name with defaults filled in; ``getitem``
 picks an output of a multi-output op; the outputs become the function's body (a tuple when several).
 
@@ -76,11 +78,13 @@ def _not_in_table(node: Any, name: str) -> UnsupportedOpError:
 class _Importer:
     """Walks one program's graph; ``env`` maps each node to its value."""
 
-    def __init__(self, program: Any):
+    def __init__(self, program: Any, train: bool = False):
         self.torch = require_torch()
         self.program = program
+        self.train = train
         self.env: dict[Any, Any] = {}
         self.inputs: list[Var] = []
+        self.parameters: list[Var] = []
         self.specs = {spec.arg.name: spec for spec in program.graph_signature.input_specs}
 
     # values -----------------------------------------------------------------------------------------
@@ -143,6 +147,12 @@ class _Importer:
                 raise FrontendError(f"input {node.name} is not a tensor; tesched imports tensor inputs only")
             var = Var(node.name, ty)
             self.inputs.append(var)
+            self.env[node] = var
+        elif kind == "PARAMETER" and self.train:
+            ty = self.tensor_type(self.program.state_dict[spec.target], f"parameter {spec.target}")
+            assert ty is not None, "a strict tensor_type raises or returns a type"
+            var = Var(spec.target, ty)
+            self.parameters.append(var)
             self.env[node] = var
         elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             self.env[node] = _LazyConstant(self, node.name, spec.target)
@@ -231,7 +241,7 @@ class _Importer:
                                     "calls and one output")
         if body is None:
             raise FrontendError("the exported program has no output")
-        return Function(self.inputs, body)
+        return Function(self.inputs + self.parameters, body)
 
 
 class _LazyConstant:
@@ -249,7 +259,7 @@ class _LazyConstant:
         return self._value
 
 
-def from_exported_program(program: Any) -> Function:
+def from_exported_program(program: Any, train: bool = False) -> Function:
     """The graph function of a ``torch.export.ExportedProgram`` (see the module doc).
 
     Parameters
@@ -257,6 +267,9 @@ def from_exported_program(program: Any) -> Function:
     program : torch.export.ExportedProgram
         An exported model, best in core ATen (``torch.export.export(model, args).run_decompositions()``);
         a program with other ops is decomposed first.
+    train : bool
+        Make the parameters variables (after the inputs, named as in ``named_parameters()``) rather than
+        constants, to differentiate the function with ``tesched.graph.gradient``.
 
     Returns
     -------
@@ -276,5 +289,5 @@ def from_exported_program(program: Any) -> Function:
                         f"{type(program).__name__} (use from_torch for an nn.Module)")
     if _needs_decomposition(program):
         program = core_aten(program)
-    return _Importer(program).function()
+    return _Importer(program, train).function()
 

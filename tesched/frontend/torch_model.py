@@ -4,7 +4,10 @@
 
 A model ``torch.export`` cannot trace raises :class:`~.errors.FrontendError` that says why, in particular for
 data-dependent control flow (an ``if`` on a tensor's value). The model is traced in the mode it is in:
-import a model in ``eval()`` mode (training-mode batch norm and dropout are refused by name).
+import a model in ``eval()`` mode (training-mode batch norm and dropout are refused by name). With
+``train=True`` the model's parameters become inputs of the function (after the model's own), so that a
+model that returns its loss can be differentiated (``tesched.graph.gradient``) and trained
+(``tesched.graph.optim``).
 """
 from __future__ import annotations
 
@@ -29,7 +32,7 @@ def _explain(model: Any, err: Exception) -> str:
     return f"torch.export could not trace {name}: {type(err).__name__}: {first}"
 
 
-def from_torch(model: Any, example_inputs: Sequence[Any] | Any) -> Function:
+def from_torch(model: Any, example_inputs: Sequence[Any] | Any, train: bool = False) -> Function:
     """The graph function of ``model`` traced on ``example_inputs``.
 
     Parameters
@@ -38,11 +41,15 @@ def from_torch(model: Any, example_inputs: Sequence[Any] | Any) -> Function:
         The model, usually in ``eval()`` mode.
     example_inputs : tuple of torch.Tensor (or NumPy arrays), or one tensor
         Inputs of the shapes and dtypes the imported function will take (shapes are static).
+    train : bool
+        Import the parameters as variables named as in ``model.named_parameters()``, after the inputs
+        (buffers stay constants): the function to differentiate when the model returns its loss.
 
     Returns
     -------
     tesched.graph.Function
-        One parameter per input (named as in ``forward``), parameters and buffers as named constants.
+        One parameter per input (named as in ``forward``), parameters and buffers as named constants
+        (parameters as variables with ``train=True``).
 
     Example
     -------
@@ -62,4 +69,4 @@ def from_torch(model: Any, example_inputs: Sequence[Any] | Any) -> Function:
         program = torch.export.export(model, inputs)
     except Exception as err:  # torch.export raises many kinds; each is explained and chained
         raise FrontendError(_explain(model, err)) from err
-    return from_exported_program(core_aten(program))
+    return from_exported_program(core_aten(program), train)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tesched.graph import annotation, nn, passes
+from tesched.graph import annotation, nn, optim, passes
 from tesched.graph import text as _text  # noqa: F401  (installs the text form that str() prints)
 from tesched.graph.build import build, optimize
 from tesched.graph.chain_pattern import is_constant, is_op, pattern, wildcard
@@ -32,6 +32,7 @@ from tesched.graph.executor import CompiledGroup, Executable
 from tesched.graph.gpu_executor import GpuExecutable, GpuGroup
 from tesched.graph.external import ExternalFunction, ExternalFunctionError, ExternalLibrary
 from tesched.graph.fusion_rules import FusionRules
+from tesched.graph.gradient import gradient
 from tesched.graph.interpret import interpret
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
 from tesched.graph.load import LoadedExecutable, load_executable
@@ -93,8 +94,8 @@ __all__ = [
     "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
     "ExternalLibrary", "GpuExecutable", "GpuGroup", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
-    "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "interpret", "is_constant", "is_op",
-    "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optimize", "partition",
+    "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "gradient", "interpret", "is_constant", "is_op",
+    "LoadedExecutable", "load_executable", "log", "max", "mean", "multiply", "negative", "nn", "optim", "optimize", "partition",
     "passes", "pattern", "reshape", "rsqrt", "sigmoid", "split", "sqrt", "strided_slice", "subtract", "sum", "take",
     "tanh", "transpose", "var", "wildcard",
     "all", "any", "cast", "gather", "equal", "greater", "greater_equal", "less", "less_equal", "logical_and", "logical_not",

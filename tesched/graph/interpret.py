@@ -55,4 +55,4 @@ def evaluate_constant(expr: Expr) -> Constant:
     value = evaluate(expr, {})
     if isinstance(value, tuple):
         raise TypeError("evaluate_constant: the expression is a tuple, not a tensor")
-    return Constant(np.ascontiguousarray(value, dtype=np.dtype(expr.tensor_type.dtype)))
+    return Constant(np.array(value, dtype=np.dtype(expr.tensor_type.dtype), order="C"))  # keeps 0-d as 0-d

@@ -13,7 +13,8 @@ returns a schedule in which
   by :func:`schedule_reduction` when none is; every such schedule gets an anchor and a distinct host; a
   registered schedule may also own the reductions that produce its anchor (a pipeline of stages such as
   Winograd's transforms and products), which then get no schedule of their own;
-- outputs that host no anchor get :func:`schedule_injective`.
+- outputs that host no anchor get :func:`schedule_injective`; a scatter (``ts.scatter_add``, as in the
+  gradient of a gather) stays at the root, since it writes anywhere in its tensor.
 
 Schedules use only tesched primitives (split, fuse, reorder, compute_at, compute_inline, cache_read,
 cache_write, rfactor, vectorize, parallel, unroll). This module chooses loops; it declares no computation.
@@ -26,6 +27,7 @@ import tesched as ts
 from tesched.nn.pattern import op_of
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
+from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterVar, Tensor
 
 AnchorSchedule = Callable[[Schedule, Tensor, Tensor], None]
@@ -60,6 +62,8 @@ def default_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
             st.compute_inline()
     hosts: set[int] = set()
     for st in reversed(computes):  # consumers first, so the anchor nearest an output gets it
+        if isinstance(st.op, ScatterOp):
+            continue                   # a scatter writes anywhere in its tensor: computed at the root
         if st.op.reduce_axis and op_of(st.op.output(0)) not in _OWNED_STAGES:
             host = _host_of(s, st, hosts)
             hosts.add(id(host.op))

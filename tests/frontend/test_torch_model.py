@@ -105,3 +105,88 @@ def test_random_models_import_and_match_pytorch(model_and_shape):
     fn = from_torch(model, (x,))
     with torch.no_grad():
         assert max_relative_error(G.interpret(fn, x.numpy()), model(x)) <= TOLERANCE
+
+
+class _WithLoss(torch.nn.Module):
+    """A model and its loss in one module: the function ``train=True`` imports returns the loss."""
+
+    def __init__(self, model, loss):
+        super().__init__()
+        self.model, self.loss = model, loss
+
+    def forward(self, x, target):
+        return self.loss(self.model(x), target)
+
+
+@pytest.mark.parametrize("case", ["mlp_mse", pytest.param("cnn_cross_entropy", marks=pytest.mark.slow)])
+def test_train_imports_parameters_as_inputs_and_sgd_matches_torch(case):
+    torch.manual_seed(5)
+    if case == "mlp_mse":
+        model = torch.nn.Sequential(torch.nn.Linear(5, 6), torch.nn.Tanh(), torch.nn.Linear(6, 3))
+        x, target = rand(8, 5), rand(8, 3)
+        wrapped = _WithLoss(model, torch.nn.functional.mse_loss)
+    else:
+        model = torch.nn.Sequential(torch.nn.Conv2d(2, 3, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+                                    torch.nn.Flatten(), torch.nn.Linear(27, 4))
+        x, target = rand(2, 2, 6, 6), torch.nn.functional.one_hot(torch.tensor([1, 3]), 4).float()
+        wrapped = _WithLoss(model, torch.nn.functional.cross_entropy)
+    fn = from_torch(wrapped, (x, target), train=True)
+    names = [name for name, _ in wrapped.named_parameters()]
+    assert [p.name for p in fn.params] == ["x", "target", *names]
+    step = G.build(G.optim.sgd(fn, names, lr=0.1))
+    params = [p.detach().numpy().copy() for p in wrapped.parameters()]
+    opt = torch.optim.SGD(wrapped.parameters(), lr=0.1)
+    for _ in range(3):
+        loss, *params = step(x.numpy(), target.numpy(), *params)
+        opt.zero_grad()
+        reference = wrapped(x, target)
+        reference.backward()
+        opt.step()
+        np.testing.assert_allclose(loss, reference.item(), rtol=1e-5)
+    for ours, theirs in zip(params, wrapped.parameters()):
+        np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_without_train_parameters_stay_constants():
+    fn = from_torch(torch.nn.Linear(3, 2), (rand(4, 3),))
+    assert [p.name for p in fn.params] == ["input"]
+
+
+class _ZooLoss(torch.nn.Module):
+    """A model of the zoo and a squared-error loss on each of its outputs."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        outs = self.model(*inputs[:-1])
+        outs = outs if isinstance(outs, tuple) else (outs,)
+        return sum(torch.nn.functional.mse_loss(o, inputs[-1]) for o in outs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["mlp_block", "lstm_cell"])
+def test_zoo_models_train_with_adam_like_torch(case):
+    from tesched.frontend.model_zoo import LSTMCellStep, MLPBlock
+
+    torch.manual_seed(6)
+    if case == "mlp_block":                         # linear, GELU, residual, layer norm
+        wrapped, inputs = _ZooLoss(MLPBlock(8, 16)), (rand(6, 8), rand(6, 8))
+    else:                                           # the four gates of nn.LSTMCell
+        wrapped, inputs = _ZooLoss(LSTMCellStep(4, 5)), (rand(3, 4), rand(3, 5), rand(3, 5), rand(3, 5))
+    names = [name for name, _ in wrapped.named_parameters()]
+    step = G.build(G.optim.adam(from_torch(wrapped, inputs, train=True), names, lr=0.01))
+    params = [p.detach().numpy().copy() for p in wrapped.parameters()]
+    state = [np.zeros_like(p) for p in params] * 2
+    opt = torch.optim.Adam(wrapped.parameters(), lr=0.01)
+    for k in range(3):
+        loss, *rest = step(*[i.numpy() for i in inputs], *params, *state, np.float32(k + 1))
+        params, state = rest[:len(names)], rest[len(names):]
+        opt.zero_grad()
+        reference = wrapped(*inputs)
+        reference.backward()
+        opt.step()
+        np.testing.assert_allclose(loss, reference.item(), rtol=1e-5)
+    for ours, theirs in zip(params, wrapped.parameters()):
+        np.testing.assert_allclose(ours, theirs.detach().numpy(), rtol=1e-4, atol=1e-6)
