@@ -19,6 +19,7 @@ from tesched.autoschedule.pipeline import Pipeline, StageInfo
 from tesched.autoschedule.plan import Plan, StagePlan
 from tesched.autoschedule.state import DecideState
 from tesched.poly.analysis import NotModelable, Region, inlined_body, tile_regions
+from tesched.poly.isl_lock import ISL_LOCK
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.expr import Binary, Const
 from tesched.te.reduction import Reduce
@@ -30,6 +31,11 @@ PACK_MIN_REUSE = 4
 
 def decide(pipe: Pipeline, machine: Machine) -> Plan:
     """The plan of least modelled cost for ``pipe`` on ``machine``."""
+    with ISL_LOCK:      # its footprints are isl sets of the process's one context
+        return _decide(pipe, machine)
+
+
+def _decide(pipe: Pipeline, machine: Machine) -> Plan:
     forced: set[int] = set()
     memo: dict[tuple, object] = {}
     while True:

@@ -9,7 +9,8 @@ bug, not a user error) naming the pass that broke one of these:
   allocation, or a symbolic size of the function;
 - no tensor read (``TensorRead``) survives lowering;
 - a load or store has one index per dimension of its buffer, or one element offset;
-- a store writes its buffer's element type (a vector store, vectors of it); both operands of an arithmetic
+- a store writes its buffer's element type (a vector store, vectors of it; an integer buffer, any integer,
+  as loop variables are int64); both operands of an arithmetic
   or comparison node have the same number of lanes, and vector operands the same element type;
 - a loop bound to a GPU index says which, and no other loop does.
 
@@ -21,6 +22,7 @@ from typing import Iterable, Sequence
 
 from tesched.errors import InternalError
 from tesched.ir import nodes as ir
+from tesched.te import dtype as dt
 from tesched.ir.visitor import child_fields
 from tesched.te.expr import Binary, Expr, Var
 from tesched.te.tensor import TensorRead
@@ -109,7 +111,7 @@ class _Verifier:
         if isinstance(s, (ir.Store, ir.VStore)):
             self.access(s.buffer, s.indices if isinstance(s, ir.Store) else (s.index,))
             base, _ = ir.split_dtype(s.value.dtype)
-            if base != s.buffer.dtype:
+            if base != s.buffer.dtype and not (_integer(base) and _integer(s.buffer.dtype)):
                 self.fail(f"a store of {s.value.dtype} into buffer {s.buffer.name} of {s.buffer.dtype}")
         if isinstance(s, ir.Assign) and not self.vars.get(id(s.var)):
             self.fail(f"an assignment to {s.var.name}, which no enclosing statement declares")
@@ -133,6 +135,12 @@ class _Verifier:
                 self.fail(f"variable {node.name} is used outside the statement that declares it")
             elif isinstance(node, Binary) and node.op in _SAME_TYPED and _vector_mismatch(node.a.dtype, node.b.dtype):
                 self.fail(f"operands of {node.op} have types {node.a.dtype} and {node.b.dtype}")
+
+
+def _integer(dtype: str) -> bool:
+    """Integers (not bool): loops run over int64 variables, so a stage whose value is its own index stores
+    an int64 expression into, say, an int32 buffer, converted as the stage's dtype says."""
+    return dtype in dt.DTYPES and dt.is_int(dtype) and dtype != "bool"
 
 
 def _vector_mismatch(a: str, b: str) -> bool:

@@ -32,6 +32,7 @@ from tesched.poly.buffers import allocate_buffers
 from tesched.poly.bounds import check_bounds
 from tesched.poly.deps import check_legality
 from tesched.poly.domains import build_domains
+from tesched.poly.isl_lock import ISL_LOCK
 from tesched.poly.emit import loop_ir
 from tesched.poly.model import PolyModel
 from tesched.poly.prefetch import plan_prefetches
@@ -221,14 +222,16 @@ def run_passes(state: object, passes: Sequence[Pass], target: Target, debug: boo
     env = settings()
     debug = env.debug if debug is None else debug
     log = debug_logger("tesched.lower", debug)
-    for p in passes:
-        t0 = time.perf_counter()
-        state = p.run(state, target)
-        if debug:
-            log.info("--- after %s (%.1f ms)\n%s", p.name, (time.perf_counter() - t0) * 1e3, describe(state))
-        if (env.verify or debug) and isinstance(state, LoweredFunc):
-            intermediates = [b for sm in state.model.stages for b in sm.buffers if b.scope is ir.BufferScope.GLOBAL]
-            verify(state.body, state.args, (*state.params, *state.scalars), intermediates, p.name)
+    with ISL_LOCK:      # isl's default context is shared by every thread of the process
+        for p in passes:
+            t0 = time.perf_counter()
+            state = p.run(state, target)
+            if debug:
+                log.info("--- after %s (%.1f ms)\n%s", p.name, (time.perf_counter() - t0) * 1e3, describe(state))
+            if (env.verify or debug) and isinstance(state, LoweredFunc):
+                intermediates = [b for sm in state.model.stages for b in sm.buffers
+                                 if b.scope is ir.BufferScope.GLOBAL]
+                verify(state.body, state.args, (*state.params, *state.scalars), intermediates, p.name)
     return state
 
 
