@@ -24,10 +24,10 @@ from __future__ import annotations
 from typing import Sequence
 
 import tesched as ts
-from tesched.nn.schedule import stored_readers
+from tesched.nn.schedule import inlined_schedule, stored_readers
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target
-from tesched.te.tensor import ComputeOp, IterVar, Tensor
+from tesched.te.tensor import IterVar, Tensor
 
 THREADS = 64
 """Threads per block of a default GPU schedule: two warps, a fraction of any device's limit."""
@@ -41,12 +41,7 @@ def threads_for(elements: int, target: Target) -> int:
 
 def gpu_default_schedule(outputs: Tensor | Sequence[Tensor], target: Target) -> Schedule:
     """A GPU schedule computing ``outputs``, epilogues fused with their anchors (see the module doc)."""
-    outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
-    s = ts.create_schedule([t.op for t in outs])
-    computes = [st for st in s.stages if isinstance(st.op, ComputeOp)]
-    for st in computes:
-        if not st.is_output and not st.op.reduce_axis:
-            st.compute_inline()
+    s, outs, computes = inlined_schedule(outputs)
     hosts: dict[int, IterVar] = {}
     for st in reversed(computes):       # consumers first: a reduction's host is bound before it is placed
         if st.is_output or not st.op.reduce_axis:

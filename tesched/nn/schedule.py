@@ -52,14 +52,21 @@ def register_schedule(op: str, producers: Sequence[str] = ()) -> Callable[[Ancho
     return register
 
 
-def default_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
-    """A schedule computing ``outputs`` with epilogues fused into their anchors (see the module doc)."""
+def inlined_schedule(outputs: Tensor | Sequence[Tensor]) -> tuple[Schedule, list[Tensor], list[Stage]]:
+    """A schedule of ``outputs`` whose intermediate elementwise stages are inlined, the outputs as a list,
+    and its compute stages (the start of every default schedule, CPU or GPU)."""
     outs = [outputs] if isinstance(outputs, Tensor) else list(outputs)
     s = ts.create_schedule([t.op for t in outs])
     computes = [st for st in s.stages if isinstance(st.op, ComputeOp)]
     for st in computes:
         if not st.is_output and not st.op.reduce_axis:
             st.compute_inline()
+    return s, outs, computes
+
+
+def default_schedule(outputs: Tensor | Sequence[Tensor]) -> Schedule:
+    """A schedule computing ``outputs`` with epilogues fused into their anchors (see the module doc)."""
+    s, outs, computes = inlined_schedule(outputs)
     hosts: set[int] = set()
     for st in reversed(computes):  # consumers first, so the anchor nearest an output gets it
         if isinstance(st.op, ScatterOp):

@@ -35,12 +35,17 @@ class SharedGemm:
     loops: tuple
 
 
-def shared_tiles(m: int, n: int, k: int, tile: int = 16, ktile: int = 16) -> SharedGemm:
-    """``A (m x k) @ B (k x n)`` in ``tile x tile`` blocks, A and B staged in shared memory ``ktile`` at a time."""
+def _product(m: int, n: int, k: int) -> tuple[ts.Tensor, ts.Tensor, ts.Tensor, ts.IterVar]:
+    """``A``, ``B``, ``C = A @ B`` and its reduce axis."""
     A = ts.placeholder((m, k), name="A")
     B = ts.placeholder((k, n), name="B")
     r = ts.reduce_axis((0, k), name="k")
-    C = ts.compute((m, n), lambda i, j: ts.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return A, B, ts.compute((m, n), lambda i, j: ts.sum(A[i, r] * B[r, j], axis=r), name="C"), r
+
+
+def shared_tiles(m: int, n: int, k: int, tile: int = 16, ktile: int = 16) -> SharedGemm:
+    """``A (m x k) @ B (k x n)`` in ``tile x tile`` blocks, A and B staged in shared memory ``ktile`` at a time."""
+    A, B, C, r = _product(m, n, k)
     s = ts.create_schedule(C.op)
     caches = [s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])]
     bi, bj, ti, tj = s[C].gpu_tile(C.op.axis[0], C.op.axis[1], tile, tile)
@@ -66,10 +71,7 @@ class RegisterGemm:
 def register_tiles(m: int, n: int, k: int, threads: int = 8, regs: int = 4, ktile: int = 8) -> RegisterGemm:
     """``A (m x k) @ B (k x n)``: blocks of ``threads x threads`` threads, each thread a ``regs x regs`` tile
     of C accumulated in registers, A and B staged in shared memory ``ktile`` at a time."""
-    A = ts.placeholder((m, k), name="A")
-    B = ts.placeholder((k, n), name="B")
-    r = ts.reduce_axis((0, k), name="k")
-    C = ts.compute((m, n), lambda i, j: ts.sum(A[i, r] * B[r, j], axis=r), name="C")
+    A, B, C, r = _product(m, n, k)
     s = ts.create_schedule(C.op)
     caches = [s.cache_read(A, "shared", [C]), s.cache_read(B, "shared", [C])]
     CL = s.cache_write(C, "local")
