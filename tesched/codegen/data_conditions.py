@@ -5,8 +5,9 @@ under conditions computed from data, e.g. ``B[i, j] = C[i, j] > 0 ? X[i, j] : 0`
 count 4 to 16, unrolled by gcc or by the schedule: if-conversion turns the reads into masked loads, and
 the vectorizer applies one part of the mask to every vector of the group (lanes read as 0). Conditions
 on loop indices alone (padding, tails) are not affected. A function for which :func:`branches_on_data`
-holds is compiled without loop if-conversion (``TS_NO_IF_CONVERT`` in ``tesched_runtime.h``); the loops
-of other functions keep it.
+holds is compiled without loop if-conversion nor SLP vectorization (``TS_NO_IF_CONVERT`` in
+``tesched_runtime.h``; gcc's SLP vectorizer gave an ``any`` over a comparison all false without AVX-512);
+the loops of other functions keep both.
 
 A value depends on data when it reads memory (a load, a promoted register, a reduction's input) or a
 variable bound to such a value; loop variables, symbolic sizes and the ``let``\\ s of index arithmetic do

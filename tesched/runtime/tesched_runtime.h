@@ -99,9 +99,12 @@ static inline void ts_free(void *p) { free(p); }
 
 /* A function whose selects or ifs branch on data is compiled without gcc's loop if-conversion: GCC 12.2
    vectorizes a group of reads under such conditions with the wrong part of the mask for all but the first
-   vector (see codegen/data_conditions.py). Other compilers ignore nothing they need. */
+   vector (see codegen/data_conditions.py). Its SLP vectorizer also miscompiled such a function without
+   AVX-512: an any() over a comparison came out all false (tests/graph/test_ops_logic.py under
+   TESCHED_TARGET=c, x86-64 or x86-64-avx2), so it is off in these functions too. Other compilers get
+   nothing. */
 #if defined(__GNUC__) && !defined(__clang__)
-#define TS_NO_IF_CONVERT __attribute__((optimize("no-tree-loop-if-convert")))
+#define TS_NO_IF_CONVERT __attribute__((optimize("no-tree-loop-if-convert", "no-tree-slp-vectorize")))
 #else
 #define TS_NO_IF_CONVERT
 #endif
