@@ -18,12 +18,12 @@ from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline, StageInfo
 from tesched.autoschedule.plan import Plan, StagePlan
 from tesched.autoschedule.state import DecideState
-from tesched.poly.analysis import NotModelable, Region, inlined_body, tile_regions
+from tesched.poly.analysis import NotModelable, Region, tile_regions
 from tesched.poly.isl_lock import ISL_LOCK
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.expr import Binary, Const
 from tesched.te.reduction import Reduce
-from tesched.te.visit import collect, walk
+from tesched.te.visit import walk
 
 PACK_MIN_REUSE = 4
 """A panel is packed only when at least this many inner tiles read the copy."""
@@ -59,14 +59,7 @@ def _materialized_readers(state: DecideState, index: int) -> list[int]:
 
 
 def _reads_of(state: DecideState, reader: StageInfo, producer: StageInfo) -> list[TensorRead]:
-    body = inlined_body(reader.op, state.inlined_ops())
-    found, seen = [], set()
-    for r in collect(body, TensorRead):
-        key = tuple(repr(i) for i in r.indices)
-        if r.tensor.op is producer.op and key not in seen:
-            seen.add(key)
-            found.append(r)
-    return found
+    return [r for r in state.accesses(reader.op) if r.tensor.op is producer.op]
 
 
 def _resamples(state: DecideState, reader: StageInfo, producer: StageInfo) -> int:
