@@ -13,9 +13,11 @@ import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
 from tesched.poly import analysis
 from tesched.recipes import image_apps
+from tesched.recipes.local_laplacian import local_laplacian
 from tesched.recipes.pyramid import interpolate
 from tests.autoschedule.helpers import (bilateral_slice, blur, data, histogram, histogram_grid, interpolate_reference,
-                                        lut_curve, matmul_relu, pipelines, run, softmax_matmul)
+                                        local_laplacian_reference, lut_curve, matmul_relu, pipelines, run,
+                                        softmax_matmul)
 from targets import AVX512, pinned
 
 
@@ -300,3 +302,25 @@ def test_stages_calling_pure_extern_functions_are_scheduled():
     a = data(34, 66)
     b = a / (1 + np.abs(a))
     np.testing.assert_allclose(ts.build(s, [A, C])(a), b[:32, :64] + b[1:33, 1:65] + b[2:, 2:], rtol=1e-5)
+
+
+def test_local_laplacian_is_tiled_around_its_gathers_with_work_bounded_by_its_stages(monkeypatch):
+    """A local Laplacian filter (pyramids of 3-D remapped levels, a per-pixel gather of the nearest
+    processed level, a remapping table read at a float-derived index): every stage is scheduled, the body
+    of each is expanded with its inlined stages a bounded number of times (not once per question asked
+    about it), its gathers are proved in range without run-time checks, and it computes the reference."""
+    expansions = []
+    real = analysis.inlined_body
+    monkeypatch.setattr(analysis, "inlined_body", lambda *a: expansions.append(a[0].name) or real(*a))
+    A = ts.placeholder((40, 36), name="A")
+    out = local_laplacian(A, levels=4, k=3, alpha=0.5)
+    s = ts.auto_schedule(out)
+    stages = len(s.stages)
+    assert stages == 11 * 4 - 7 and len(expansions) <= 3 * stages, (stages, len(expansions))
+    text = ts.explain_schedule(s)
+    assert "left as declared: 0 stage(s)" in text and "rejected" not in text, text
+    line = next(t for t in text.splitlines() if t.startswith("outgpyr0: "))
+    assert line.startswith("outgpyr0: stored whole, tiles") and line.endswith("vectorized"), line
+    assert "checked" not in str(ts.lower(s, [A, out]))
+    a = np.random.default_rng(7).uniform(-0.1, 1.1, (40, 36)).astype(np.float32)
+    np.testing.assert_allclose(ts.build(s, [A, out])(a), local_laplacian_reference(a, 4, 3, 0.5), rtol=1e-4, atol=1e-5)
