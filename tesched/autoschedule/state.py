@@ -23,6 +23,7 @@ class DecideState:
     pipe: Pipeline
     machine: Machine
     forced_root: set[int]
+    forced_why: dict[int, str] = field(default_factory=dict)       # why a stage of forced_root is, if not its halo
     plans: dict[int, StagePlan] = field(default_factory=dict)
     anchor: dict[int, int] = field(default_factory=dict)            # host -> anchor stage
     members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it

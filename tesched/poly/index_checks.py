@@ -20,7 +20,8 @@ from tesched.poly import intervals
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
-from tesched.te.tensor import IterVar, TensorRead
+from tesched.te.scatter import ScatterOp
+from tesched.te.tensor import ComputeOp, IterVar, TensorRead
 from tesched.te.visit import collect, rewrite
 
 Interval = tuple[int, int]
@@ -47,7 +48,9 @@ def index_range(e: Expr) -> Interval | None:
             and isinstance(e.dom.extent, int):
         return e.dom.min, e.dom.min + e.dom.extent - 1
     if isinstance(e, TensorRead):
-        return _dtype_range(e.dtype)
+        body = _stage_value(e)
+        inner = index_range(body) if body is not None else None
+        return inner if inner is not None else _dtype_range(e.dtype)
     if isinstance(e, Var):
         return None
     if isinstance(e, Cast) and dt.is_float(e.value.dtype):
@@ -62,6 +65,23 @@ def index_range(e: Expr) -> Interval | None:
     if isinstance(e, Binary):
         return _binary_range(e)
     return None
+
+
+def _stage_value(read: TensorRead) -> Expr | None:
+    """The value of every element ``read`` can load: the body of the integer stage it reads (a compute
+    without reduction, each element its body at a point of its axes, whatever the schedule), else None."""
+    op = read.tensor.op
+    if isinstance(op, ComputeOp) and not op.reduce_axis and not isinstance(op, ScatterOp) and dt.is_int(read.dtype):
+        return op.bodies[read.tensor.value_index]
+    return None
+
+
+def _float_converted(e: Expr) -> bool:
+    """Whether ``e`` converts a float to an integer, itself or in the integer stages it reads (through
+    which :func:`index_range` bounded it): a NaN there converts to an undefined integer."""
+    if any(dt.is_float(c.value.dtype) for c in collect(e, Cast)):
+        return True
+    return any(body is not None and _float_converted(body) for body in map(_stage_value, collect(e, TensorRead)))
 
 
 def _float_cast_range(e: Cast) -> Interval:
@@ -122,7 +142,7 @@ def checked_body(model: PolyModel, sm: StageModel, body: Expr) -> Expr:
             proven = span is not None and isinstance(extent, int) and 0 <= span[0] and span[1] < extent
             if k in dims and not proven:
                 index = CheckedIndex(index, extent, _message(sm, e, k))
-            elif k in dims and any(dt.is_float(c.value.dtype) for c in collect(index, Cast)):
+            elif k in dims and _float_converted(index):
                 index = _nan_safe(index, extent)
             indices.append(index)
         return TensorRead(e.tensor, tuple(indices))
