@@ -1,8 +1,8 @@
 """Image pipelines with pyramids, gathers and scatters for ``benchmarks/autoschedule.py``
 (``tesched.recipes.pyramid``, ``tesched.recipes.local_laplacian`` and ``tesched.recipes.image_apps``): a
 10-level interpolation pyramid, an 8-level local Laplacian filter, a tone curve through a ``pow`` lookup
-table, a bilateral-grid slice and a weighted histogram, at 1536x2048. No Halide definitions (those
-variants are skipped).
+table, a bilateral-grid slice, a weighted histogram and histogram equalization, at 1536x2048. No Halide
+definitions (those variants are skipped).
 """
 from __future__ import annotations
 
@@ -53,4 +53,11 @@ def histogram(bins=256):
                     [_image(np.random.default_rng(3))], None, tolerance=1e-2)
 
 
-IMAGE_PIPELINES = {"pyramid": pyramid, "laplacian": laplacian, "curve": curve, "bilateral": bilateral, "imhist": histogram}
+def equalize(bins=256):
+    inputs, out = image_apps.equalize(H, W, bins)
+    return Pipeline(f"histogram equalization {H}x{W}, {bins} bins", inputs, [out], [_image(np.random.default_rng(5))],
+                    None, tolerance=1e-4)
+
+
+IMAGE_PIPELINES = {"pyramid": pyramid, "laplacian": laplacian, "curve": curve, "bilateral": bilateral,
+                   "imhist": histogram, "equalize": equalize}

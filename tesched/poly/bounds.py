@@ -2,7 +2,9 @@
 
 For every computed stage and every read ``T[indices]`` in its body (inlined stages substituted), the image
 of the stage's iteration domain under the access relation must lie inside ``T``'s box, for every value of
-the size parameters allowed by the shapes (isl: ``range(access) ⊆ box``). A read only counts where it is
+the size parameters allowed by the shapes (isl: ``range(access) ⊆ box``; a read whose indices interval
+arithmetic over the stage's declared axes already bounds inside, as clamps and resampling do, is not given
+to isl). A read only counts where it is
 evaluated: under ``if_then_else(c, ...)``/``where=`` the affine part of ``c`` restricts it, and so does the
 left operand of ``&``/``|`` (which short-circuit in C). Only the affine dimensions of a read are judged
 here (``A[I[i], j + 1]``: dimension 1); a read under a condition that is not affine is judged as if it ran

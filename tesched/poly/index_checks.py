@@ -5,8 +5,9 @@ a data-dependent index (``A[I[i]]``, a lookup table at a computed value), at a n
 inside only by a data-dependent condition, is left in ``model.unproven``. Before such a read becomes a
 load, :func:`checked_body` tries once more with interval arithmetic (``clamp(x, 0, 255)``, a ``uint8``
 value, ``x % 16``, an axis's range, a float clamped then scaled and converted, ``int32(clamp(v, 0.0, 1.0) *
-10.0 + 0.5)``, all bound an index without isl; such a float-derived index is still clamped, for NaN), and
-wraps what remains unproven in an
+10.0 + 0.5)``, an integer read from a plain compute stage, by that stage's body (a bin computed once),
+all bound an index without isl; such a float-derived index is still clamped, for NaN), and wraps what
+remains unproven in an
 :class:`~tesched.ir.nodes.CheckedIndex`: the kernel compares it with the extent and, outside, reports the
 read (tensor, stage, index, dimension, shape), which the caller raises as
 :class:`~tesched.errors.BoundsError`. This module changes no loop and knows nothing of C.
@@ -20,7 +21,6 @@ from tesched.poly import intervals
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
-from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterVar, TensorRead
 from tesched.te.visit import collect, rewrite
 
@@ -68,10 +68,11 @@ def index_range(e: Expr) -> Interval | None:
 
 
 def _stage_value(read: TensorRead) -> Expr | None:
-    """The value of every element ``read`` can load: the body of the integer stage it reads (a compute
-    without reduction, each element its body at a point of its axes, whatever the schedule), else None."""
+    """The value of every element ``read`` can load: the body of the integer stage it reads (a plain
+    compute without reduction: each element is its body at a point of its axes, whatever the schedule),
+    else None."""
     op = read.tensor.op
-    if isinstance(op, ComputeOp) and not op.reduce_axis and not isinstance(op, ScatterOp) and dt.is_int(read.dtype):
+    if type(op) is ComputeOp and not op.reduce_axis and dt.is_int(read.dtype):     # not a scatter's or scan's
         return op.bodies[read.tensor.value_index]
     return None
 
