@@ -1,5 +1,5 @@
 """Where a stage is computed and stored: ``compute_at``, ``compute_inline``, ``compute_root``,
-``store_at``, ``store_root``, ``bound``, ``bound_extent``, and the layout of its buffer (``storage_align``,
+``store_at``, ``store_root``, ``bound``, ``bound_extent``, ``align_bounds``, and the layout of its buffer (``storage_align``,
 ``reorder_storage``, ``fold_storage``).
 
 Each checks its arguments (the parent is a stage of the same schedule that reads this one, the loop is
@@ -118,6 +118,33 @@ class Placement(StageBase):
         needing more than ``extent`` points raises ``ScheduleError``."""
         self._compute_only("bound_extent")
         self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, None, extent, "bound_extent")
+
+    @atomic
+    def align_bounds(self, axis: IterVar, modulus: int, remainder: int = 0) -> None:
+        """Widen the region of ``axis`` this stage computes per iteration of the loop it is computed at so
+        that it starts at a multiple of ``modulus`` plus ``remainder`` and spans a multiple of ``modulus``
+        (Halide's ``align_bounds``): e.g. whole vectors, or the even pixels a 2x downsampling reads. The
+        widened region always holds the one needed, and is cut to the tensor's own domain. A stage
+        computed at the root computes its whole tensor, which this leaves as it is.
+
+        Parameters
+        ----------
+        axis : IterVar
+            One of the stage's own axes (``s[T].op.axis[k]``), not one fixed by ``bound``.
+        modulus : int
+            The alignment, at least 1.
+        remainder : int
+            The region's start modulo ``modulus`` (taken modulo it).
+        """
+        self._compute_only("align_bounds")
+        self._storage_dim("align_bounds", axis)
+        step = positive_int(modulus, f"align_bounds modulus of {self.name}.{axis.name}")
+        if isinstance(remainder, bool) or not isinstance(remainder, int):
+            raise ScheduleError(f"align_bounds remainder of {self.name}.{axis.name} must be an int, got {remainder!r}")
+        if axis in self.bounds:
+            raise ScheduleError(f"align_bounds of {self.name}.{axis.name}: the axis is bound to "
+                                f"{self.bounds[axis].describe()} (bound, bound_extent), which fixes its region")
+        self.bound_alignments = {**self.bound_alignments, axis: (step, remainder % step)}
 
     @atomic
     def compute_inline(self) -> None:

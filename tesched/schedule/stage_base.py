@@ -135,6 +135,7 @@ class StageBase:
         self.store_stage: StageBase | None = None
         self.store_ivar: IterVar | None = None
         self.bounds: dict[IterVar, AxisBound] = {}
+        self.bound_alignments: dict[IterVar, tuple[int, int]] = {}  # axis -> (modulus, remainder), ``align_bounds``
 
     # helpers --------------------------------------------------------------------------------------
     def replace_op(self, op: ComputeOp) -> None:

@@ -10,9 +10,9 @@ floor division and modulo, which agree for positive divisors, the only ones used
 Where Halide accepts something tesched refuses or gets wrong, the case is marked ``xfail(strict=True)``
 with the gap as its reason.
 
-Summary: 71 cases (parametrized ones counted once per parameter), 68 pass, 3 xfail. Gaps (xfail here):
+Summary: 71 cases (parametrized ones counted once per parameter), 69 pass, 2 xfail. Gaps (xfail here):
 
-- ``align_bounds``, ``compute_with``;
+- ``compute_with``;
 - ``define_extern`` stages.
 
 Gaps this suite found and that are closed (each with its own test beside the module it fixed): a
@@ -20,8 +20,8 @@ vectorized store of an int32 value of loop indices (it stored int64 lanes, past 
 and a crash), inline reductions (``sum(...) * 2 + 3``), ``BoundaryConditions::repeat_image`` and
 ``mirror_image``, ``popcount`` / ``count_leading_zeros`` / ``count_trailing_zeros``, and ``sin``, ``cos``
 and the other trigonometric functions, ``lerp``, runtime parameters (``Param<float>``, ``ts.param``) and
-calls of C functions (``HalideExtern``, ``ts.call_pure_extern``), ``fold_storage`` with a chosen factor
-and ``reorder_storage``.
+calls of C functions (``HalideExtern``, ``ts.call_pure_extern``), ``fold_storage`` with a chosen factor,
+``reorder_storage`` and ``align_bounds``.
 """
 from __future__ import annotations
 
@@ -487,8 +487,6 @@ def test_compute_with():
     check(s, [A, h], [a], [3 * a + 1])
 
 
-@pytest.mark.xfail(strict=True, reason="align_bounds (round a stage's realized region to a multiple) is "
-                   "not supported")
 def test_align_bounds():
     """align_bounds.cpp: ``g.compute_at(h, x).align_bounds(x, 2)``; the result is unchanged."""
     A = ts.placeholder((20,), name="A")
@@ -496,7 +494,7 @@ def test_align_bounds():
     h = ts.compute((19,), lambda x: g[x] + g[x + 1], name="h")
     s = ts.create_schedule(h.op)
     s[g].compute_at(s[h], h.op.axis[0])
-    s[g].align_bounds(g.op.axis[0], 2)  # type: ignore[attr-defined]
+    s[g].align_bounds(g.op.axis[0], 2)
     a = rand((20,))
     check(s, [A, h], [a], [2 * a[:-1] + 2 * a[1:]])
 
