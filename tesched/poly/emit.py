@@ -17,6 +17,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
 from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
+from tesched.poly.extern_stage import extern_call
 from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
@@ -25,6 +26,7 @@ from tesched.schedule.kinds import LoopKind
 from tesched.te.dtype import itemsize
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
+from tesched.te.extern_op import ExternOp
 from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
@@ -99,6 +101,8 @@ class StatementEmitter:
         sm = stmt.stage
         match = sm.tensorized
         assert match is not None, f"{sm.name} has intrinsic calls but no match"
+        if isinstance(sm.op, ExternOp):
+            return extern_call(sm.op, match.intrin, self.buffers)
         values: dict[Var, Expr] = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
         if match.origins:
             origin = self.origin(sm, coords[:sm.store_len])

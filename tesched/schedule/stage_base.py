@@ -20,6 +20,7 @@ from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind, ThreadAxis
 from tesched.schedule.storage import AxisBound
 from tesched.te.expr import Expr, as_expr
+from tesched.te.extern_op import ExternOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
 
 
@@ -154,6 +155,10 @@ class StageBase:
     def _compute_only(self, primitive: str) -> None:
         if isinstance(self.op, PlaceholderOp):
             raise ScheduleError(f"{primitive}: {self.name} is an input (placeholder); it has no loops")
+        if isinstance(self.op, ExternOp) and primitive != "compute_root":
+            raise ScheduleError(f"{primitive}: {self.name} is an extern stage, computed by one call of C function "
+                                f"{self.op.function} at the root; its loops cannot be scheduled (schedule its "
+                                "readers)")
 
     def _names(self, ivars: Iterable[IterVar]) -> str:
         return ", ".join(v.name for v in ivars)
