@@ -292,7 +292,8 @@ class CodeGen(NodeFunctor):
             + [dt.C_TYPES[p.dtype] for p in f.scalars]
         self.visit(f.body)
         sources = [extern_text(externs, 3, f"{fname}.c")] if externs else []    # from line 3, after the include
-        sources += [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
+        sources += [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics
+                    if i.impl.source]     # (an extern stage's function comes with the extern sources)
         declaration = f"int {fname}({', '.join(decl_types) or 'void'});"
         argv = self.names.fresh(fname + ARGV_SUFFIX)
         declaration += f"\n{argv_prototype(argv)};"

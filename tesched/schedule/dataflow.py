@@ -26,6 +26,7 @@ from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
 from tesched.te.expr import Binary, Expr, Select, Var, as_expr
 from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
+from tesched.te.extern_op import ExternOp
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
@@ -61,6 +62,9 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
 def _computation(stage: Stage, primitive: str) -> ComputeOp:
     if not isinstance(stage.op, ComputeOp):
         raise ScheduleError(f"{primitive} of {stage.name}: it is an input (placeholder), not a computation")
+    if isinstance(stage.op, ExternOp):
+        raise ScheduleError(f"{primitive} of {stage.name}: it is an extern stage, computed by one call of C function "
+                            f"{stage.op.function}, which no other stage can take over")
     return stage.op
 
 
@@ -107,6 +111,9 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
     for r in reader_stages:
         if source not in sch.producers(r):
             raise ScheduleError(f"cache_read of {source.name}: {r.name} does not read it")
+        if isinstance(r.op, ExternOp):
+            raise ScheduleError(f"cache_read of {source.name}: {r.name} is an extern stage, whose C function "
+                                f"{r.op.function} reads the whole of {source.name} itself; cache other readers")
     t = source.op.output(tensor.value_index if tensor.value_index < source.op.num_outputs else 0)
     axes = [IterVar(Range(0, ext), f"ax{k}", IterType.DATA_PAR) for k, ext in enumerate(t.shape)]
     cache_op = ComputeOp(f"{t.name}.{scope}", "cache_read", axes, TensorRead(t, tuple(axes)), None)
