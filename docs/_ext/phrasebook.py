@@ -87,6 +87,14 @@ ROWS: tuple[Row, ...] = (
         "``source`` (C text, best ``static inline``: gcc inlines and vectorizes it) is compiled into each "
         "kernel; without it, a ``math.h`` function; the function must be pure; CPU targets only",
         uses=("tesched.call_pure_extern",)),
+    Row("stage computed by a C function", "``te.extern(shape, [A], lambda ins, outs: "
+        "tvm.tir.call_packed('f', ins[0], outs[0]))``", "``g.define_extern(\"f\", {A}, Float(32), 1)``",
+        "``ts.extern(shape, [A], fname='f', source=C)``, or ``ts.extern(shape, [A], lambda ins, outs: "
+        "ts.extern_call('f', ins[0], outs[0], n, source=C))``",
+        "one call fills the whole output from whole, dense row-major inputs: ``f(const T *in..., T *out, "
+        "int64_t sizes...)`` by default; the stage is computed at the root and its loops cannot be scheduled "
+        "(its readers can); the C text is compiled into the kernel; CPU targets only",
+        uses=("tesched.extern", "tesched.extern_call")),
     Row("gather (data-dependent index)", "``A[I[i]]``", "``A(clamp(I(i), 0, n - 1))``", "``A[I[i]]``",
         "an index read from a tensor is checked when the kernel runs: out of the box it raises "
         "``BoundsError``; clamp it (``ts.clamp``) to read the edge instead", uses=("tesched.clamp", "tesched.BoundsError")),
@@ -187,7 +195,7 @@ ROWS: tuple[Row, ...] = (
     Row("rfactor", "``s.rfactor(C, ko)``", "``f.update().rfactor(r.x, u)``", "``s.rfactor(C, ko)``",
         "parallelize a reduction over partial results; of a tuple reduction (argmax) it returns the list of "
         "partial tensors, as TVM", uses=("tesched.Schedule.rfactor",)),
-    Row("tensorize", "``s[C].tensorize(ii, te.decl_tensor_intrin(...))``", "no counterpart (``extern`` stages)",
+    Row("tensorize", "``s[C].tensorize(ii, te.decl_tensor_intrin(...))``", "no counterpart (``define_extern`` stages)",
         "``s[C].tensorize(ii, ts.decl_tensor_intrin(op, ts.CIntrinsic(...)))``",
         "the intrinsic is C source; ``tesched.intrin`` has GEMM micro-kernels",
         uses=("tesched.Stage.tensorize", "tesched.decl_tensor_intrin", "tesched.CIntrinsic")),
