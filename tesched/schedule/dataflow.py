@@ -25,8 +25,8 @@ from typing import Sequence
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
 from tesched.te.expr import Binary, Expr, Select, Var, as_expr
-from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
 from tesched.te.extern_op import ExternOp
+from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Range, Tensor, TensorRead
