@@ -133,3 +133,16 @@ def test_gpu_targets_are_refused(target):
     E = ts.extern((64,), [A], name="E", fname="scale_add", source=SCALE)
     with pytest.raises(ts.BuildError, match=r"extern C functions \(scale_add\) run on CPU targets only"):
         ts.build(ts.create_schedule(E.op), [A, E], target=target)
+
+
+def test_a_scalar_result_from_the_second_output_of_a_multi_output_compute():
+    A = ts.placeholder((6,), name="A")
+    M0, M1 = ts.compute((6,), lambda i: (A[i] + 1.0, A[i] * 3.0), name="M")
+    src = "void total(const float *a, float *out) { float s = 0; for (int i = 0; i < 6; i++) s += a[i]; *out = s; }"
+    T = ts.extern((), [M1], name="T", fname="total", source=src)
+    C = ts.compute((6,), lambda i: M0[i] + T[()], name="C")
+    s = ts.create_schedule(C.op)
+    s[C].vectorize(C.op.axis[0])
+    a, c = np.arange(6, dtype="float32") - 2, np.full(6, np.nan, "float32")
+    ts.build(s, [A, C])(a, c)
+    np.testing.assert_allclose(c, a + 1 + (a * 3).sum(), rtol=1e-6)
