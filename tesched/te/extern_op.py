@@ -8,7 +8,8 @@ external functions' (:mod:`tesched.graph.external`)::
 
 each tensor a C-contiguous row-major array of its whole shape, the ``int64_t`` values the size variables
 (``ts.var``) of the input shapes, then of the output shape, in order of first appearance (none for constant
-shapes). The function must fill all of ``out``; it may not write its inputs.
+shapes). The function must fill all of ``out``; it may not write its inputs. A stage may have several
+outputs of one shape (``shape`` a list of equal shapes): the function takes them all, after the inputs.
 
 TVM's form takes ``fcompute(ins, outs)`` instead, which returns ``ts.extern_call(fname, *args,
 source=C_TEXT)``: the arguments in the order the C function takes them, each a tensor of ``ins`` or
@@ -31,6 +32,7 @@ from tesched.te import checks
 from tesched.te import dtype as dt
 from tesched.te.expr import Expr, Param, Var, as_expr
 from tesched.te.extern import ExternCall, check_function_name, check_source
+from tesched.te.reduction import MultiValue
 from tesched.te.tensor import (ComputeOp, IterType, IterVar, PlaceholderOp, Range, Tensor, TensorRead,
                                _normalize_shape)
 from tesched.te.visit import walk
@@ -75,26 +77,32 @@ def extern_call(fname: str, *args: object, source: str) -> ExternFunctionCall:
 
 
 class ExternOp(ComputeOp):
-    """A tensor filled by one call of C function :attr:`function` with :attr:`call_args` (tensors, given
-    as pointers to their whole buffers, and int64 sizes)."""
+    """Tensors filled by one call of C function :attr:`function` with :attr:`call_args` (tensors, given
+    as pointers to their whole buffers, and int64 sizes); one output per value of the body."""
 
-    def __init__(self, name: str, tag: str, axis: list[IterVar], body: ExternStageCall,
-                 call_args: Sequence[Tensor | Expr], output_stand_in: Tensor):
+    def __init__(self, name: str, tag: str, axis: list[IterVar], body: Expr, function: str,
+                 call_args: Sequence[Tensor | Expr], stand_ins: Sequence[Tensor]):
         super().__init__(name, tag, axis, body, None)
-        self.function = body.name
-        self.call_args: list[Tensor | Expr] = [self.output(0) if a is output_stand_in else a for a in call_args]
+        self.function = function
+        outputs = {id(t): self.output(k) for k, t in enumerate(stand_ins)}
+        self.call_args: list[Tensor | Expr] = [outputs.get(id(a), a) if isinstance(a, Tensor) else a
+                                               for a in call_args]
 
 
 def extern(shape: object, inputs: Sequence[Tensor],
            fcompute: Callable[[list[Tensor], list[Tensor]], ExternFunctionCall] | None = None, *,
-           name: str = "extern", dtype: str = "float32", fname: str | None = None, source: str | None = None,
-           tag: str = "") -> Tensor:
+           name: str = "extern", dtype: str | Sequence[str] = "float32", fname: str | None = None,
+           source: str | None = None, tag: str = "") -> Tensor | tuple[Tensor, ...]:
     """A tensor of ``shape`` and ``dtype`` computed by one call of a C function on the whole of ``inputs``.
 
     Give either ``fname`` and ``source`` (the function takes the inputs, the output, then the size
     variables as ``int64_t``: see the module docstring), or TVM's ``fcompute(ins, outs)`` returning
     :func:`extern_call`. The stage is computed at the root; its loops cannot be split, fused, placed or
     annotated, but its readers can be scheduled freely. CPU targets only.
+
+    Several outputs (TVM's list of shapes): ``shape`` a list of equal shapes and ``dtype`` one dtype or one
+    per output; the function takes every output (after the inputs) and the tensors are returned as a
+    tuple.
 
     Example
     -------
@@ -104,10 +112,14 @@ def extern(shape: object, inputs: Sequence[Tensor],
     """
     checks.check_name(name, "extern")
     what = f"extern {name}"
-    out_shape = _normalize_shape(shape, what)
-    out_dtype = dt.normalize(dtype, what)
+    out_shape, count = _output_shape(shape, what)
+    dtypes = [dtype] * count if isinstance(dtype, str) else list(dtype)
+    if len(dtypes) != count:
+        raise ValueError(f"{what}: {count} outputs but {len(dtypes)} dtypes")
+    dtypes = [dt.normalize(d, what) for d in dtypes]
     ins = _inputs(inputs, what)
-    stand_in = PlaceholderOp(name, out_shape, out_dtype).output(0)
+    outs = [PlaceholderOp(name if count == 1 else f"{name}.v{k}", out_shape, d).output(0)
+            for k, d in enumerate(dtypes)]
     if (fcompute is None) == (fname is None):
         raise ValueError(f"{what}: give either fcompute (a function of ins and outs returning ts.extern_call) "
                          "or fname= and source=, not both or neither")
@@ -115,22 +127,35 @@ def extern(shape: object, inputs: Sequence[Tensor],
         check_function_name(fname, what)
         if source is None:
             raise ValueError(f"{what}: fname={fname} needs source= (C text defining it)")
-        call = ExternFunctionCall(fname, (*ins, stand_in, *_size_vars(ins + [stand_in])),
-                                  check_source(fname, source, what))
+        call = ExternFunctionCall(fname, (*ins, *outs, *_size_vars(ins + outs)), check_source(fname, source, what))
     else:
         if source is not None:
             raise ValueError(f"{what}: source= goes with fname=; with fcompute, pass it to ts.extern_call")
-        call = checks.check_callable(fcompute, name)(list(ins), [stand_in])
+        call = checks.check_callable(fcompute, name)(list(ins), list(outs))
         if not isinstance(call, ExternFunctionCall):
             raise TypeError(f"{what}: fcompute must return ts.extern_call(fname, *args, source=...), got "
                             f"{type(call).__name__}")
-    args = [_argument(a, k, ins, stand_in, f"{what}, function {call.name}") for k, a in enumerate(call.args)]
-    if all(a is not stand_in for a in args):
-        raise ValueError(f"{what}: the call of {call.name} is not given the output tensor (outs[0]) to fill")
+    args = [_argument(a, k, ins, outs, f"{what}, function {call.name}") for k, a in enumerate(call.args)]
+    for k, out in enumerate(outs):
+        if all(a is not out for a in args):
+            raise ValueError(f"{what}: the call of {call.name} is not given output tensor outs[{k}] to fill")
     axis = [IterVar(Range(0, ext), f"i{k}", IterType.DATA_PAR) for k, ext in enumerate(out_shape)]
     reads = tuple(TensorRead(t, (WholeIndex(),) * t.ndim) for t in ins)
-    body = ExternStageCall(call.name, reads, out_dtype, call.source)
-    return ExternOp(name, tag, axis, body, args, stand_in).output(0)
+    values = [ExternStageCall(call.name, reads, d, call.source) for d in dtypes]
+    op = ExternOp(name, tag, axis, values[0] if count == 1 else MultiValue(values), call.name, args, outs)
+    return op.output(0) if count == 1 else tuple(op.output(k) for k in range(count))
+
+
+def _output_shape(shape: object, what: str) -> tuple[tuple, int]:
+    """The shape of every output and how many there are: ``shape`` is one shape, or a list of equal ones."""
+    if isinstance(shape, (list, tuple)) and shape and all(isinstance(x, (list, tuple)) for x in shape):
+        shapes = [_normalize_shape(x, what) for x in shape]
+        if any(len(x) != len(shapes[0]) or any(not (a is b or isinstance(a, int) and a == b) for a, b in zip(x, shapes[0]))
+               for x in shapes):
+            raise ValueError(f"{what}: outputs of different shapes ({', '.join(map(str, shapes))}) are not "
+                             "supported; one extern stage's outputs share a shape (use one stage per shape)")
+        return shapes[0], len(shapes)
+    return _normalize_shape(shape, what), 1
 
 
 def _inputs(inputs: object, what: str) -> list[Tensor]:
@@ -159,18 +184,18 @@ def _size_vars(tensors: list[Tensor]) -> list[Expr]:
     return list(found.values())
 
 
-def _argument(a: object, k: int, ins: list[Tensor], out: Tensor, what: str) -> Tensor | Expr:
+def _argument(a: object, k: int, ins: list[Tensor], outs: list[Tensor], what: str) -> Tensor | Expr:
     """Argument ``k`` of the C call: a tensor of the stage, or an integer expression of its size variables."""
     if isinstance(a, Tensor):
-        if a is out or any(a is t for t in ins):
+        if any(a is t for t in ins + outs):
             return a
         raise ValueError(f"{what}: argument {k} is tensor {a.name}, which is neither an input of the stage "
-                         "nor its output")
+                         "nor an output")
     if isinstance(a, bool) or (not isinstance(a, (int, Expr))):
         raise TypeError(f"{what}: argument {k} is a {type(a).__name__}; pass tensors of ins and outs, or integer "
                         "expressions of the shapes' size variables")
     e = as_expr(a, "int64")
-    sizes = {id(v) for v in _size_vars(ins + [out])}
+    sizes = {id(v) for v in _size_vars(ins + outs)}
     strays = [n for n in walk(e) if isinstance(n, (Var, TensorRead)) and id(n) not in sizes]
     if not dt.is_int(e.dtype) or e.dtype == "bool" or strays:
         raise TypeError(f"{what}: argument {k} ({e}) must be an integer expression of the size variables of the "

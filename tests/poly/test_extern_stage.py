@@ -146,3 +146,25 @@ def test_a_scalar_result_from_the_second_output_of_a_multi_output_compute():
     a, c = np.arange(6, dtype="float32") - 2, np.full(6, np.nan, "float32")
     ts.build(s, [A, C])(a, c)
     np.testing.assert_allclose(c, a + 1 + (a * 3).sum(), rtol=1e-6)
+
+
+def test_two_outputs_of_one_call_and_their_readers():
+    n = ts.var("n")
+    A = ts.placeholder((n,), name="A")
+    src = """void minmax_prefix(const float *a, float *lo, float *hi, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    lo[i] = i ? (a[i] < lo[i - 1] ? a[i] : lo[i - 1]) : a[0];
+    hi[i] = i ? (a[i] > hi[i - 1] ? a[i] : hi[i - 1]) : a[0];
+  }
+}"""
+    lo, hi = ts.extern([(n,), (n,)], [A], name="R", fname="minmax_prefix", source=src)
+    C = ts.compute((n,), lambda i: hi[i] - lo[i], name="C")
+    s = ts.create_schedule(C.op)
+    s[C].vectorize(C.op.axis[0])
+    assert "call minmax_prefix(&A[0], &R[0], &R.v1[0], int64(n))" in str(ts.lower(s, [A, lo, C]))
+    f = ts.build(s, [A, lo, C])
+    a = np.random.default_rng(3).standard_normal(11).astype("float32")
+    got_lo, c = np.full(11, np.nan, "float32"), np.full(11, np.nan, "float32")
+    f(a, got_lo, c)
+    np.testing.assert_array_equal(got_lo, np.minimum.accumulate(a))
+    np.testing.assert_allclose(c, np.maximum.accumulate(a) - np.minimum.accumulate(a), rtol=1e-6)

@@ -70,9 +70,9 @@ def test_bad_fcompute_results_and_arguments_name_the_extern():
     src = "void f(void) {}"
     cases = [
         (lambda ins, outs: None, TypeError, "extern E: fcompute must return ts.extern_call"),
-        (lambda ins, outs: ts.extern_call("f", ins[0], source=src), ValueError, "not given the output tensor"),
+        (lambda ins, outs: ts.extern_call("f", ins[0], source=src), ValueError, r"not given output tensor outs\[0\]"),
         (lambda ins, outs: ts.extern_call("f", other, outs[0], source=src), ValueError,
-         "argument 0 is tensor other, which is neither an input of the stage nor its output"),
+         "argument 0 is tensor other, which is neither an input of the stage nor an output"),
         (lambda ins, outs: ts.extern_call("f", outs[0], 1.5, source=src), TypeError, "argument 1 is a float"),
         (lambda ins, outs: ts.extern_call("f", outs[0], m, source=src), TypeError,
          "argument 1 .* must be an integer expression of the size variables"),
@@ -86,3 +86,18 @@ def test_bad_fcompute_results_and_arguments_name_the_extern():
             ts.extern((n,), [A], fcompute, name="E")
     with pytest.raises(ValueError, match="source= goes with fname="):
         ts.extern((n,), [A], lambda ins, outs: None, name="E", source=src)
+
+
+def test_several_outputs_share_a_shape():
+    n = ts.var("n")
+    A = ts.placeholder((n,), name="A")
+    lo, hi = ts.extern([(n,), (n,)], [A], name="E", dtype=["float32", "int32"], fname="add", source=SOURCE)
+    assert lo.op is hi.op and (lo.dtype, hi.dtype) == ("float32", "int32") and lo.op.num_outputs == 2
+    assert lo.op.call_args[:3] == [A, lo, hi] and lo.op.call_args[3] is n
+    with pytest.raises(ValueError, match=r"extern E: outputs of different shapes .* are not supported"):
+        ts.extern([(n,), (4,)], [A], name="E", fname="add", source=SOURCE)
+    with pytest.raises(ValueError, match="extern E: 2 outputs but 3 dtypes"):
+        ts.extern([(4,), (4,)], [A], name="E", dtype=["float32"] * 3, fname="add", source=SOURCE)
+    with pytest.raises(ValueError, match=r"not given output tensor outs\[1\]"):
+        ts.extern([(4,), (4,)], [A], lambda ins, outs: ts.extern_call("add", ins[0], outs[0], source=SOURCE),
+                  name="E")
