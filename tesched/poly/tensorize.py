@@ -25,6 +25,9 @@ with no ``reset`` leaves the clearing to the reduction's own init loop, as plain
 computes the whole result (or ``reset`` then ``update`` when no ``body`` is given). An intrinsic
 whose result is not the reduction itself (a fused epilogue such as bias+relu) is only valid on a whole
 reduction: applying it per partial sum would be wrong, so that case is refused.
+
+An extern stage (``ts.extern``) is given its one call here too, in place of all its loops, without a match
+(:mod:`.extern_stage` checks its schedule).
 """
 from __future__ import annotations
 
