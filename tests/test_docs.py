@@ -38,12 +38,22 @@ def test_phrasebook_names_what_exists():
             try:
                 resolve(dotted)
                 wrong.append(f"{row.concept!r} says {phrasebook.NOT_YET!r}, but {dotted} exists now: write its "
-                             f"tesched spelling in docs/_ext/phrasebook.py")
+                             f"tesched spelling in docs/phrasebook.toml")
             except (ImportError, AttributeError):
                 pass
         assert not (row.tesched and row.missing), f"{row.concept!r}: a supported row names no missing feature"
         assert row.tesched is not None or row.note, f"{row.concept!r}: say why it is not supported"
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_markdown_phrasebook_is_generated_from_the_data():
+    """``docs/phrasebook.md`` (read without the site) holds exactly the rows of ``docs/phrasebook.toml``."""
+    assert phrasebook.MARKDOWN.read_text() == phrasebook.markdown(), \
+        "docs/phrasebook.md is out of date: run python docs/_ext/phrasebook.py"
+    text = phrasebook.MARKDOWN.read_text()
+    for source in phrasebook.SOURCES:
+        _, rows = phrasebook.table(source)
+        assert all(f"| {row[0]} |" in text for row in rows)
 
 
 def test_phrasebook_covers_the_concepts_users_look_for():

@@ -5,7 +5,7 @@
 - ``.. tesched-run::`` runs the Python code in its body in a fresh interpreter (this checkout's tesched,
   with the environment given by ``:env:``) and shows the code, then what it printed (``:stream:`` stdout,
   stderr or both); a failing run fails the build;
-- ``.. tesched-phrasebook:: tvm|halide`` the phrasebook table of :mod:`phrasebook`;
+- ``.. tesched-phrasebook:: tvm|halide`` the phrasebook table of :mod:`phrasebook` (rows from ``docs/phrasebook.toml``);
 - ``.. tesched-bench:: figures/suite.json`` the tables of a JSON file the benchmark suite wrote
   (:mod:`bench_tables`), with the command that wrote it.
 
@@ -111,11 +111,9 @@ class Phrasebook(_Generated):
 
     def lines(self) -> list[str]:
         source = self.arguments[0]
-        if source not in ("tvm", "halide"):
+        if source not in phrasebook.SOURCES:
             raise self.error("tesched-phrasebook: the argument is tvm or halide")
-        header = ["concept", "TVM te" if source == "tvm" else "Halide", "tesched", "notes"]
-        rows = [[row.concept, getattr(row, source), row.tesched_text(), row.note] for row in phrasebook.ROWS
-                if not getattr(row, source).startswith("no counterpart")]
+        header, rows = phrasebook.table(source)
         return list_table(header, rows, "16 26 28 30")
 
 
