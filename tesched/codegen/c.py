@@ -31,7 +31,7 @@ from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtVisitor, let_chain, walk_stmts
 from tesched.lower.func import LoweredFunc
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.target import Target, current_target
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Expr, Select, Var

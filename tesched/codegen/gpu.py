@@ -47,7 +47,8 @@ from tesched.errors import BuildError, ScheduleError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.lower.func import LoweredFunc
-from tesched.schedule.kinds import LoopKind, ThreadAxis
+from tesched.ir.kinds import LoopKind
+from tesched.schedule.kinds import ThreadAxis
 from tesched.target import Target
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Const, Var

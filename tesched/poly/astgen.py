@@ -20,7 +20,7 @@ from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.poly.collapse import collapse_fused
 from tesched.poly.fused import FusedGroup
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Select, Unary
 from tesched.te.tensor import IterType
 

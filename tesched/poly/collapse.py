@@ -20,7 +20,7 @@ from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.poly.fused import FusedGroup
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.expr import Binary, Cast, Const, Expr, Var
 from tesched.te.tensor import IterType
 from tesched.te.visit import walk

@@ -21,7 +21,7 @@ from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.dtype import itemsize
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var

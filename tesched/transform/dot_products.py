@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from tesched.arith.linear import coefficient, constant_difference, simplify
 from tesched.ir import nodes as ir
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.expr import Binary, Call, Cast, Const, Expr
 from tesched.te.visit import substitute
 

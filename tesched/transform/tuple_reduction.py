@@ -31,7 +31,7 @@ from tesched.arith.linear import constant_difference
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Const, Expr, Var
 from tesched.te.visit import rewrite, substitute, walk

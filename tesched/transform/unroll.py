@@ -10,7 +10,7 @@ from __future__ import annotations
 from tesched.arith.linear import constant_difference
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, rebind_buffer
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Expr, Var
 from tesched.te.visit import substitute, walk
 

@@ -28,7 +28,7 @@ from tesched.arith.interval import VarRanges
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
