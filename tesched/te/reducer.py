@@ -24,8 +24,7 @@ def _axes(what: str, axis: object) -> list[IterVar]:
         raise ValueError(f"{what}: empty axis list")
     for a in candidates:
         if not isinstance(a, IterVar) or a.iter_type != IterType.COMM_REDUCE:
-            shown = a.name if isinstance(a, IterVar) else repr(a)     # an IterVar's repr is its whole range
-            raise TypeError(f"{what}: axis {shown} is not a reduce_axis")
+            raise TypeError(f"{what}: axis {a!r} is not a reduce_axis")
     return [a for a in candidates if isinstance(a, IterVar)]
 
 

@@ -34,16 +34,6 @@ class Range:
         return f"Range(min={self.min!r}, extent={self.extent!r})"
 
 
-def format_range(r: Range) -> str:
-    """``[0, 64)``, ``[2, 10)``, ``[0, n)``, or ``min 1, extent n - 1`` when the start is not 0 and a bound
-    is symbolic."""
-    if isinstance(r.min, int) and isinstance(r.extent, int):
-        return f"[{r.min}, {r.min + r.extent})"
-    if isinstance(r.min, int) and r.min == 0:
-        return f"[0, {r.extent!r})"
-    return f"min {r.min!r}, extent {r.extent!r}"
-
-
 class IterType(StrEnum):
     """What an axis runs over: the points of the output (data parallel) or a reduction."""
 
@@ -75,11 +65,6 @@ class IterVar(Var):
     def var(self) -> "IterVar":
         """The variable itself (TVM code reads ``axis.var``)."""
         return self
-
-    def __repr__(self) -> str:
-        """``IterVar(i, [0, 64), data_par)``; a loop made by split or fuse has its range from its stage."""
-        where = "range from its stage's split or fuse" if self.dom is None else format_range(self.dom)
-        return f"IterVar({self.name}, {where}, {self.iter_type})"
 
     @property
     def constant_extent(self) -> int | None:
