@@ -24,7 +24,7 @@ from tesched.poly.tree import AllocMark, ScheduleTree
 from tesched.ir.kinds import LoopKind
 from tesched.te.dtype import itemsize
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Var
 from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
@@ -53,7 +53,7 @@ def _stride(buf: ir.Buffer, dim: int) -> Expr:
         return Const(buf.strides()[dim], "int64")
     stride: Expr = Const(1, "int64")
     for d in buf.shape[dim + 1:]:
-        stride = Binary("mul", stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
+        stride = Binary(BinOp.MUL, stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
     return simplify(stride)
 
 
@@ -76,7 +76,7 @@ class StatementEmitter:
         for d in reversed(range(len(index))):
             low = ast_expr_to_ir(_prefix_expr(plan.low[d]), env)
             high = ast_expr_to_ir(_prefix_expr(plan.high[d]), env)
-            body = ir.For(index[d], low, simplify(Binary("add", high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
+            body = ir.For(index[d], low, simplify(Binary(BinOp.ADD, high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
         if plan.every.is_subset(plan.where):
             return body
         build = isl.AstBuild.from_context(_as_params(plan.every))
