@@ -22,10 +22,10 @@ from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.dtype import itemsize
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Var
 from tesched.te.extern_op import ExternOp
 from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
@@ -57,7 +57,7 @@ def _stride(buf: ir.Buffer, dim: int) -> Expr:
     order = buf.memory_order()
     stride: Expr = Const(1, "int64")
     for d in [buf.shape[k] for k in order[order.index(dim) + 1:]]:
-        stride = Binary("mul", stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
+        stride = Binary(BinOp.MUL, stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
     return simplify(stride)
 
 
@@ -80,7 +80,7 @@ class StatementEmitter:
         for d in reversed(range(len(index))):
             low = ast_expr_to_ir(_prefix_expr(plan.low[d]), env)
             high = ast_expr_to_ir(_prefix_expr(plan.high[d]), env)
-            body = ir.For(index[d], low, simplify(Binary("add", high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
+            body = ir.For(index[d], low, simplify(Binary(BinOp.ADD, high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
         if plan.every.is_subset(plan.where):
             return body
         build = isl.AstBuild.from_context(_as_params(plan.every))

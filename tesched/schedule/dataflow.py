@@ -24,7 +24,7 @@ from typing import Sequence
 
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
-from tesched.te.expr import Binary, Expr, Select, Var, as_expr
+from tesched.te.expr import BinOp, Binary, Expr, Select, Var, as_expr
 from tesched.te.extern_op import ExternOp
 from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
 from tesched.te.scan import ScanOp
@@ -54,7 +54,7 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
     sources = tuple(substitute(s, mapping) for s in body.sources)
     where = None if body.where is None else substitute(body.where, mapping)
     if extra_where is not None:
-        where = extra_where if where is None else Binary("and", where, extra_where, "bool")
+        where = extra_where if where is None else Binary(BinOp.AND, where, extra_where, "bool")
     inits = None if body.inits is None or not keep_init else [substitute(i, mapping) for i in body.inits]
     return Reduce(body.combiner, sources, axes, where, inits, remapped_reducer(body, mapping))
 
@@ -258,7 +258,7 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
         if not exact:  # a split that does not divide (or may not, for a symbolic size): guard the padding
             lo, ext = r.range.min, r.range.extent
             cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)
-            bounds = cond if bounds is None else Binary("and", bounds, cond, "bool")
+            bounds = cond if bounds is None else Binary(BinOp.AND, bounds, cond, "bool")
     rf_axes = new_axes[:factor_axis] + [spatial] + new_axes[factor_axis:]
     partial = _rebuild_reduce(op.body, mapping, kept, bounds, keep_init=False)   # init: once, in the final stage
     rf_body: Expr = partial
