@@ -105,6 +105,14 @@ class _Simplify(RangeMutator):
     def mutate_expr(self, e: Expr) -> Expr:
         return simplify(e, self.ranges)
 
+    def visit_Allocate(self, s: ir.Allocate) -> ir.Stmt:
+        """The buffer's origin simplified as well, under the loops around its allocation (where every
+        access to it is): isl writes the origin's divisions as C's (``cdiv``), which the accesses lose
+        when simplified, and the two would no longer cancel in an element's offset. The buffer keeps its
+        identity (stages and checks know it by it), as when ``lower`` sets its origin."""
+        s.buffer.offsets = [self.mutate_expr(o) for o in s.buffer.offsets]
+        return self.visit_default(s)
+
 
 def simplify_indices(stmt: ir.Stmt, ranges: VarRanges | None = None) -> ir.Stmt:
     """``stmt`` with every expression simplified under the ranges of the loops around it."""
