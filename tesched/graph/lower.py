@@ -6,7 +6,8 @@ scheduled with :func:`tesched.nn.default_schedule` (epilogue inlined, anchor com
 loops; :func:`tesched.nn.gpu_default_schedule` for a GPU target, :func:`compile_gpu_primitive`), with ``ts.auto_schedule`` (``schedule="auto"``) or from a tuning database written by ``ts.tune``
 (``schedule="tuned"``: the best record of the group's workload, else ``auto_schedule``), and built.
 Kernels are memoised per process by the group's structure and types, so identical groups (the same conv
-block repeated, or the same graph built twice) compile once.
+block repeated, or the same graph built twice) compile once; :func:`start_primitive` leaves the compiler
+running in the background (:mod:`tesched.driver.background`) while the caller lowers the next group.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import os
 
 import tesched as ts
 import tesched.nn as nn
+from tesched.driver.background import PendingKernel, build_later
 from tesched.driver.gpu import GpuKernel
 from tesched.driver.kernel import Kernel
 from tesched.graph.ir import Call, Function, Tuple, Var
@@ -21,7 +23,7 @@ from tesched.graph.visit import post_order
 from tesched.target import Target, current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
-_KERNELS: dict[str, Kernel] = {}
+_KERNELS: dict[str, PendingKernel] = {}
 _GPU_KERNELS: dict[str, GpuKernel] = {}
 SCHEDULES = ("default", "auto", "tuned")
 
@@ -54,21 +56,37 @@ def check_schedule_choice(schedule: str, tuning_db: str | os.PathLike | None) ->
 def compile_primitive(fn: Function, schedule: str = "default", tuning_db: str | os.PathLike | None = None) -> Kernel:
     """The kernel computing primitive function ``fn`` (compiled once per structure, schedule choice and
     target)."""
+    return start_primitive(fn, schedule, tuning_db).result()
+
+
+def start_primitive(fn: Function, schedule: str = "default",
+                    tuning_db: str | os.PathLike | None = None) -> PendingKernel:
+    """:func:`compile_primitive` with the compiler run in the background (:func:`~tesched.driver.background.
+    build_later`): ``fn`` is scheduled and lowered now; ``result()`` waits for its kernel. A build that
+    failed is forgotten, so asking again retries it."""
     check_schedule_choice(schedule, tuning_db)
     key = f"{schedule}:{tuning_db}:{current_target().key}\n{fn.checked_type}\n{fn.body}"
-    kernel = _KERNELS.get(key)
-    if kernel is None:
+    pending = _KERNELS.get(key)
+    if pending is None:
         placeholders, outs = declare_primitive(fn)
         args = placeholders + outs
         if schedule == "default":
-            kernel = ts.build(nn.default_schedule(outs), args, name=fn.name)
+            sch = nn.default_schedule(outs)
         elif schedule == "auto":
-            kernel = ts.build(ts.auto_schedule(outs[0] if len(outs) == 1 else outs), args, name=fn.name)
+            sch = ts.auto_schedule(outs[0] if len(outs) == 1 else outs)
         else:
-            chosen = outs[0] if len(outs) == 1 else [o.op for o in outs]
-            kernel = ts.build(ts.create_schedule(chosen), args, name=fn.name, tuned=tuning_db)
-        _KERNELS[key] = kernel
-    return kernel
+            from tesched.autoschedule.build import apply_tuned   # the tuning database loads when asked for
+            assert tuning_db is not None, "check_schedule_choice requires it"
+            sch = ts.create_schedule(outs[0] if len(outs) == 1 else [o.op for o in outs])
+            apply_tuned(sch, tuning_db)
+        pending = _KERNELS[key] = build_later(sch, args, name=fn.name)
+        pending.add_done_callback(lambda: _forget_failed(key, pending))
+    return pending
+
+
+def _forget_failed(key: str, pending: PendingKernel) -> None:
+    if pending.failed() and _KERNELS.get(key) is pending:
+        del _KERNELS[key]
 
 
 def compile_gpu_primitive(fn: Function, target: Target) -> GpuKernel:
