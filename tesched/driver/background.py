@@ -31,6 +31,9 @@ from tesched.schedule.schedule import Schedule
 from tesched.target import Target, as_target
 from tesched.te.tensor import Tensor
 
+MakeKernel = Callable[[ModuleType, bool], Kernel]
+"""``make(module, compiled)``: the kernel of a compiled module (and whether the compiler ran for it)."""
+
 _lock = threading.Lock()
 _pool: ThreadPoolExecutor | None = None
 _in_flight: dict[str, Future[tuple[ModuleType, bool]]] = {}
@@ -76,9 +79,9 @@ class PendingKernel:
     """A kernel whose C is being compiled: :meth:`result` waits for the compiler and returns the kernel
     (raising the build's error, e.g. :class:`~tesched.errors.BuildError`, if it failed)."""
 
-    def __init__(self, func: LoweredFunc, target: Target, job: _CompileJob, future: Future[tuple[ModuleType, bool]],
+    def __init__(self, make: MakeKernel, job: _CompileJob, future: Future[tuple[ModuleType, bool]],
                  lower_seconds: float, own_cpu: float, joined: bool):
-        self._func, self._target, self._job, self._future, self._joined = func, target, job, future, joined
+        self._make, self._job, self._future, self._joined = make, job, future, joined
         self._lower_seconds, self._own_cpu = lower_seconds, own_cpu
         self._kernel: Kernel | None = None
 
@@ -99,10 +102,10 @@ class PendingKernel:
         if self._kernel is None:
             module, compiled = self._future.result()
             compiled = compiled and not self._joined       # another build's compile of the same C ran
-            kernel = make_kernel(self._func, self._job.src, module, compiled, self._target)
+            kernel = self._make(module, compiled)
             log = settings().build_log
             if log is not None:
-                record = {"kernel": kernel.name, "target": self._target.name, "lower_seconds": self._lower_seconds,
+                record = {"kernel": kernel.name, "target": self._job.target.name, "lower_seconds": self._lower_seconds,
                           "finish_compile_seconds": self._job.seconds, "cpu_seconds": self._own_cpu + self._job.cpu,
                           "compiled": compiled, "c_lines": kernel.c_source.count("\n"), "background": True}
                 with open(log, "a") as out:
@@ -130,12 +133,20 @@ def build_later(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = 
             raise TypeError("build_later(schedule, args): args (the kernel's tensors) are required")
         func = lower(inputs, args, name=name)
     src = finished_source(func, machine)
-    key = cache_key(src, machine)
-    job = _CompileJob(src, machine)
+    return compile_later(src, machine, lambda module, compiled: make_kernel(func, src, module, compiled, machine),
+                         time.perf_counter() - started, time.process_time() - cpu)
+
+
+def compile_later(src: CSource, target: Target, make: MakeKernel, lower_seconds: float = 0.0,
+                  own_cpu: float = 0.0) -> PendingKernel:
+    """Compile (or find in the cache) ``src`` for ``target`` on a pool thread, or join the compile of the
+    same C already running; ``make(module, compiled)`` turns the module into the kernel ``result()`` gives.
+    ``lower_seconds`` and ``own_cpu`` (what producing ``src`` took) go to the build log."""
+    key = cache_key(src, target)
+    job = _CompileJob(src, target)
     with _lock:
         future = _in_flight.get(key)
         joined = future is not None
         if future is None:
             future = _in_flight[key] = _compile_pool().submit(_timed_compile, key, job)
-    return PendingKernel(func, machine, job, future, time.perf_counter() - started, time.process_time() - cpu,
-                         joined)
+    return PendingKernel(make, job, future, lower_seconds, own_cpu, joined)

@@ -12,14 +12,21 @@ running in the background (:mod:`tesched.driver.background`) while the caller lo
 from __future__ import annotations
 
 import os
+import time
+from types import ModuleType
 
 import tesched as ts
 import tesched.nn as nn
-from tesched.driver.background import PendingKernel, build_later
+from tesched.driver.background import PendingKernel, build_later, compile_later
+from tesched.driver.build import cache_key, finished_source, make_kernel
+from tesched.driver.threads import apply_configured_threads
 from tesched.driver.gpu import GpuKernel
 from tesched.driver.kernel import Kernel
 from tesched.graph.ir import Call, Function, Tuple, Var
+from tesched.graph.kernel_index import RecalledKernel, group_key, recall, remember
 from tesched.graph.visit import post_order
+from tesched.lower.func import LoweredFunc
+from tesched.schedule.schedule import Schedule
 from tesched.target import Target, current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
@@ -61,27 +68,64 @@ def compile_primitive(fn: Function, schedule: str = "default", tuning_db: str | 
 
 def start_primitive(fn: Function, schedule: str = "default",
                     tuning_db: str | os.PathLike | None = None) -> PendingKernel:
-    """:func:`compile_primitive` with the compiler run in the background (:func:`~tesched.driver.background.
-    build_later`): ``fn`` is scheduled and lowered now; ``result()`` waits for its kernel. A build that
-    failed is forgotten, so asking again retries it."""
+    """:func:`compile_primitive` with the compiler run in the background (:mod:`tesched.driver.background`):
+    ``fn`` is scheduled and lowered now; ``result()`` waits for its kernel. With the default schedules, a
+    group whose C was remembered (:mod:`.kernel_index`) is not lowered at all. A build that failed is
+    forgotten, so asking again retries it."""
     check_schedule_choice(schedule, tuning_db)
-    key = f"{schedule}:{tuning_db}:{current_target().key}\n{fn.checked_type}\n{fn.body}"
+    machine = current_target()
+    key = f"{schedule}:{tuning_db}:{machine.key}\n{fn.checked_type}\n{fn.body}"
     pending = _KERNELS.get(key)
     if pending is None:
-        placeholders, outs = declare_primitive(fn)
-        args = placeholders + outs
-        if schedule == "default":
-            sch = nn.default_schedule(outs)
-        elif schedule == "auto":
-            sch = ts.auto_schedule(outs[0] if len(outs) == 1 else outs)
-        else:
-            from tesched.autoschedule.build import apply_tuned   # the tuning database loads when asked for
-            assert tuning_db is not None, "check_schedule_choice requires it"
-            sch = ts.create_schedule(outs[0] if len(outs) == 1 else [o.op for o in outs])
-            apply_tuned(sch, tuning_db)
-        pending = _KERNELS[key] = build_later(sch, args, name=fn.name)
+        pending = _KERNELS[key] = _default_build(fn, key, machine) if schedule == "default" else \
+            build_later(*_scheduled(fn, schedule, tuning_db), name=fn.name)
         pending.add_done_callback(lambda: _forget_failed(key, pending))
     return pending
+
+
+def _scheduled(fn: Function, schedule: str, tuning_db: str | os.PathLike | None) -> tuple[Schedule, list[Tensor]]:
+    """``fn`` declared and scheduled as ``schedule`` says, and the kernel's arguments."""
+    placeholders, outs = declare_primitive(fn)
+    if schedule == "default":
+        sch = nn.default_schedule(outs)
+    elif schedule == "auto":
+        sch = ts.auto_schedule(outs[0] if len(outs) == 1 else outs)
+    else:
+        from tesched.autoschedule.build import apply_tuned   # the tuning database loads when asked for
+        assert tuning_db is not None, "check_schedule_choice requires it"
+        sch = ts.create_schedule(outs[0] if len(outs) == 1 else [o.op for o in outs])
+        apply_tuned(sch, tuning_db)
+    return sch, placeholders + outs
+
+
+def _lower_default(fn: Function) -> LoweredFunc:
+    """``fn`` declared, scheduled with the default schedules and lowered."""
+    return ts.lower(*_scheduled(fn, "default", None), name=fn.name)
+
+
+def _default_build(fn: Function, key: str, machine: Target) -> PendingKernel:
+    """The default-schedule kernel of ``fn``: from the C remembered for it when there is some, else lowered
+    (and its C remembered once it compiled)."""
+    apply_configured_threads()
+    index_key = group_key(key, machine)
+    recalled = recall(index_key)
+    if recalled is not None:
+        src, signature = recalled
+
+        def recalled_kernel(module: ModuleType, compiled: bool) -> Kernel:
+            kernel = RecalledKernel(src, module, signature, lambda: _lower_default(fn))
+            kernel.compiled, kernel.target, kernel.cache_key = compiled, machine, cache_key(src, machine)
+            return kernel
+        return compile_later(src, machine, recalled_kernel)
+    started, cpu = time.perf_counter(), time.process_time()
+    func = _lower_default(fn)
+    built = finished_source(func, machine)
+
+    def lowered_kernel(module: ModuleType, compiled: bool) -> Kernel:
+        kernel = make_kernel(func, built, module, compiled, machine)
+        remember(index_key, kernel, built.name, built.declaration, built.argv)
+        return kernel
+    return compile_later(built, machine, lowered_kernel, time.perf_counter() - started, time.process_time() - cpu)
 
 
 def _forget_failed(key: str, pending: PendingKernel) -> None:
