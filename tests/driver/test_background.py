@@ -76,3 +76,14 @@ def test_lowering_errors_raise_at_once_and_compile_errors_at_result(monkeypatch)
     assert pending.failed()
     with pytest.raises(ValueError, match="CPU targets"):
         background.build_later(*scaled(1.0, "gpu"), target="opencl")
+
+
+def test_parallel_compiles_leave_standard_output_alone(capsys):
+    """cffi's writer announces every file it writes: silenced without swapping sys.stdout, which two
+    compiles at once would leave replaced."""
+    stdout = __import__("sys").stdout
+    tag = uuid.uuid4().hex[:8]
+    pending = [background.build_later(*scaled(k + 1.0, f"out_{k}"), name=f"out_{k}_{tag}") for k in range(4)]
+    for p in pending:
+        p.result()
+    assert __import__("sys").stdout is stdout and "generating" not in capsys.readouterr().out
