@@ -19,7 +19,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from types import ModuleType
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from tesched.codegen.c import CSource
 from tesched.config import settings
@@ -79,7 +79,7 @@ class PendingKernel:
     """A kernel whose C is being compiled: :meth:`result` waits for the compiler and returns the kernel
     (raising the build's error, e.g. :class:`~tesched.errors.BuildError`, if it failed)."""
 
-    def __init__(self, make: MakeKernel, job: _CompileJob, future: Future[tuple[ModuleType, bool]],
+    def __init__(self, make: MakeKernel, job: _CompileJob | None, future: Future[Any],
                  lower_seconds: float, own_cpu: float, joined: bool):
         self._make, self._job, self._future, self._joined = make, job, future, joined
         self._lower_seconds, self._own_cpu = lower_seconds, own_cpu
@@ -104,7 +104,7 @@ class PendingKernel:
             compiled = compiled and not self._joined       # another build's compile of the same C ran
             kernel = self._make(module, compiled)
             log = settings().build_log
-            if log is not None:
+            if log is not None and self._job is not None:            # (None: built, and logged, already)
                 record = {"kernel": kernel.name, "target": self._job.target.name, "lower_seconds": self._lower_seconds,
                           "finish_compile_seconds": self._job.seconds, "cpu_seconds": self._own_cpu + self._job.cpu,
                           "compiled": compiled, "c_lines": kernel.c_source.count("\n"), "background": True}
@@ -112,6 +112,15 @@ class PendingKernel:
                     out.write(json.dumps(record) + "\n")
             self._kernel = kernel
         return self._kernel
+
+
+def already_built(kernel: Kernel) -> PendingKernel:
+    """A :class:`PendingKernel` of a kernel built already (by :func:`tesched.build`)."""
+    future: Future[Any] = Future()
+    future.set_result(None)
+    pending = PendingKernel(lambda module, compiled: kernel, None, future, 0.0, 0.0, False)
+    pending._kernel = kernel
+    return pending
 
 
 def build_later(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,

@@ -17,7 +17,7 @@ from types import ModuleType
 
 import tesched as ts
 import tesched.nn as nn
-from tesched.driver.background import PendingKernel, build_later, compile_later
+from tesched.driver.background import PendingKernel, already_built, build_later, compile_later
 from tesched.driver.build import cache_key, finished_source, make_kernel
 from tesched.driver.threads import apply_configured_threads
 from tesched.driver.gpu import GpuKernel
@@ -26,7 +26,6 @@ from tesched.graph.ir import Call, Function, Tuple, Var
 from tesched.graph.kernel_index import RecalledKernel, group_key, recall, remember
 from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
-from tesched.schedule.schedule import Schedule
 from tesched.target import Target, current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
@@ -77,30 +76,26 @@ def start_primitive(fn: Function, schedule: str = "default",
     key = f"{schedule}:{tuning_db}:{machine.key}\n{fn.checked_type}\n{fn.body}"
     pending = _KERNELS.get(key)
     if pending is None:
-        pending = _KERNELS[key] = _default_build(fn, key, machine) if schedule == "default" else \
-            build_later(*_scheduled(fn, schedule, tuning_db), name=fn.name)
+        if schedule == "default":
+            pending = _default_build(fn, key, machine)
+        elif schedule == "auto":
+            placeholders, outs = declare_primitive(fn)
+            pending = build_later(ts.auto_schedule(outs[0] if len(outs) == 1 else outs), placeholders + outs,
+                                  name=fn.name)
+        else:                        # the tuning record is applied by ts.build, which compiles here
+            placeholders, outs = declare_primitive(fn)
+            chosen = outs[0] if len(outs) == 1 else [o.op for o in outs]
+            pending = already_built(ts.build(ts.create_schedule(chosen), placeholders + outs, name=fn.name,
+                                             tuned=tuning_db))
+        _KERNELS[key] = pending
         pending.add_done_callback(lambda: _forget_failed(key, pending))
     return pending
 
 
-def _scheduled(fn: Function, schedule: str, tuning_db: str | os.PathLike | None) -> tuple[Schedule, list[Tensor]]:
-    """``fn`` declared and scheduled as ``schedule`` says, and the kernel's arguments."""
-    placeholders, outs = declare_primitive(fn)
-    if schedule == "default":
-        sch = nn.default_schedule(outs)
-    elif schedule == "auto":
-        sch = ts.auto_schedule(outs[0] if len(outs) == 1 else outs)
-    else:
-        from tesched.autoschedule.build import apply_tuned   # the tuning database loads when asked for
-        assert tuning_db is not None, "check_schedule_choice requires it"
-        sch = ts.create_schedule(outs[0] if len(outs) == 1 else [o.op for o in outs])
-        apply_tuned(sch, tuning_db)
-    return sch, placeholders + outs
-
-
 def _lower_default(fn: Function) -> LoweredFunc:
     """``fn`` declared, scheduled with the default schedules and lowered."""
-    return ts.lower(*_scheduled(fn, "default", None), name=fn.name)
+    placeholders, outs = declare_primitive(fn)
+    return ts.lower(nn.default_schedule(outs), placeholders + outs, name=fn.name)
 
 
 def _default_build(fn: Function, key: str, machine: Target) -> PendingKernel:

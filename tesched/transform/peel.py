@@ -8,7 +8,8 @@ the serial loop over ``io`` (constant bounds) is split where that difference cha
 tiles (``io`` in ``[0, 24)``) and the rest (``io = 24``: one iteration is the body with ``io`` replaced). Each part is simplified knowing its range, which
 decides the ``min``: the full tiles get constant trip counts (8), the last tile its own (5), and both
 unroll. Nothing else changes: a loop is split only when an ``unroll`` loop inside it asks for it, so the
-code grows only where the schedule unrolls. This module splits; :mod:`.unroll` unrolls.
+code grows only where the schedule unrolls. :func:`peel_tails` splits every such loop of a function body
+(the pass before :mod:`.unroll`, which unrolls); this module unrolls nothing.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from dataclasses import replace
 
 from tesched.arith.linear import constant_difference, constant_value, linear
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import walk_stmts
+from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Var
 from tesched.te.visit import walk
@@ -68,3 +69,14 @@ def _part(loop: ir.For, begin: int, end: int) -> ir.Stmt:
     if end - begin == 1:
         return simplify_indices(substitute_loop_var(loop.body, loop.var, Const(begin, loop.var.dtype)))
     return simplify_indices(replace(loop, begin=Const(begin, loop.begin.dtype), end=Const(end, loop.end.dtype)))
+
+
+def peel_tails(stmt: ir.Stmt) -> ir.Stmt:
+    """``stmt`` with every loop that has a :func:`split_point` split there, and its parts split again
+    (not at or inside a loop whose unrolled loops stay loops: the pragma ``unroll_explicit=False``)."""
+    def visit(s: ir.Stmt) -> ir.Stmt | None:
+        if isinstance(s, ir.For) and ("unroll_explicit", False) in s.pragmas:
+            return s
+        parts = peel(s) if isinstance(s, ir.For) else None
+        return peel_tails(parts) if parts is not None else None
+    return map_stmt(stmt, lambda e: e, visit)

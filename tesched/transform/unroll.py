@@ -3,9 +3,9 @@
 The body is copied once per iteration with the loop variable replaced by ``begin + k``, and index
 arithmetic is folded, so that later passes see constant offsets (what makes register tiles possible).
 A loop whose trip count depends on an outer loop's partial last tile (a split that does not divide) is
-unrolled after that outer loop is split into its full tiles and the rest (:mod:`.peel`). Loops whose trip
-count is only known at run time, and loops at or inside a loop with the pragma ``unroll_explicit=False``,
-keep a ``#pragma GCC unroll`` in C instead.
+unrolled once that outer loop is split into its full tiles and the rest (:mod:`.peel`, the pass before).
+Loops whose trip count is only known at run time, and loops at or inside a loop with the pragma
+``unroll_explicit=False``, keep a ``#pragma GCC unroll`` in C instead.
 """
 from __future__ import annotations
 
@@ -50,14 +50,9 @@ def _mentions(e: Expr, var: Var) -> bool:
 def unroll(stmt: ir.Stmt) -> ir.Stmt:
     """``stmt`` with its constant-trip ``unrolled`` loops copied out, except at or inside a loop with
     the pragma ``unroll_explicit=False`` (those stay loops; C asks gcc to unroll them)."""
-    from tesched.transform.peel import peel   # peel simplifies with simplify_indices, which imports this module
-
     def visit(s: ir.Stmt) -> ir.Stmt | None:
         if isinstance(s, ir.For) and ("unroll_explicit", False) in s.pragmas:
             return s
-        parts = peel(s) if isinstance(s, ir.For) else None
-        if parts is not None:
-            return unroll(parts)
         if isinstance(s, ir.For) and s.kind is LoopKind.UNROLLED:
             copies = unroll_copies(s)
             if copies is not None:
