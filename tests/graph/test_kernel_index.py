@@ -53,6 +53,13 @@ def test_a_damaged_entry_is_rebuilt_and_written_again(monkeypatch, rand):
     assert all(kernel_index.recall(p.stem[len("group-"):]) is not None for p in entries)
 
 
+def test_clearing_the_cache_removes_the_entries(monkeypatch, tmp_path):
+    monkeypatch.setenv("TESCHED_CACHE_DIR", str(tmp_path))
+    (tmp_path / "group-0123.json").write_text("{}")
+    (tmp_path / "notes.txt").write_text("not tesched's")
+    assert ts.driver.cache.clear() == 1 and [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
 def test_the_key_changes_with_the_group_target_and_code(monkeypatch):
     host, avx2 = ts.Target("host"), ts.Target("x86-64-avx2")
     key = kernel_index.group_key("default:None:relu", host)
