@@ -71,15 +71,11 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none). ``target`` (default:
     the current one) compiles for another target; ``"opencl"`` or ``"cuda"`` gives a
     :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules (and whose
-<<<<<<< HEAD
-    pipeline skips the CPU layout passes, :data:`CPU_LAYOUT_PASSES`). A group's kernel
+    pipeline skips the CPU layout passes, ``CPU_LAYOUT_PASSES``). A group's kernel
     compiles in the background while the next group is lowered, one compiler per core; identical groups
     (and identical C) compile once. ``progress`` draws a bar of the kernels built (with tqdm, ``pip install
     tesched[progress]``): ``None`` when standard error is a terminal and the build lasts over a second,
     ``True`` always, ``False`` never (:mod:`.progress`)."""
-=======
-    pipeline skips the CPU layout passes, ``CPU_LAYOUT_PASSES``)."""
->>>>>>> main
     check_schedule_choice(schedule, tuning_db)
     machine = as_target(target)
     if machine.backend != "c" and schedule != "default":
