@@ -144,19 +144,35 @@ def _log_build(log: Path, kernel: Kernel, lowering: float, rest: float, cpu: flo
         out.write(json.dumps(record) + "\n")
 
 
-def _build_c(func: LoweredFunc, machine: Target, profile: bool) -> Kernel:
+def finished_source(func: LoweredFunc, machine: Target, profile: bool = False) -> CSource:
+    """The C of ``func`` finished for ``machine`` (with ``profile``, timers around every stage: then the
+    regions are those of :func:`_profiled`)."""
+    return _profiled(func, machine, profile)[0]
+
+
+def _profiled(func: LoweredFunc, machine: Target, profile: bool) -> tuple[CSource, list[TimedRegion]]:
     apply_configured_threads()
     finished = lower_for_target(func, machine)
     regions: list[TimedRegion] = []
     if profile:
         body, regions = instrument(finished.body, finished.name)
         finished = replace(finished, body=body)
-    src = generate_c(finished, reserved_identifiers(machine), machine)
-    module, compiled = compile_c(src, machine)
+    return generate_c(finished, reserved_identifiers(machine), machine), regions
+
+
+def make_kernel(func: LoweredFunc, src: CSource, module: ModuleType, compiled: bool, machine: Target) -> Kernel:
+    """The kernel of ``func`` whose C ``src`` compiled into ``module`` for ``machine``."""
     kernel = Kernel(func, src, module)
     kernel.compiled = compiled
     kernel.target = machine
     kernel.cache_key = cache_key(src, machine)
+    return kernel
+
+
+def _build_c(func: LoweredFunc, machine: Target, profile: bool) -> Kernel:
+    src, regions = _profiled(func, machine, profile)
+    module, compiled = compile_c(src, machine)
+    kernel = make_kernel(func, src, module, compiled, machine)
     if profile:
         kernel.timed_regions = tuple(regions)
         kernel.uninstrumented = functools.partial(_build_c, func, machine, False)

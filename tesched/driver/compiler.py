@@ -10,7 +10,6 @@ import contextlib
 import functools
 import hashlib
 import importlib.util
-import io
 import os
 import re
 import shutil
@@ -23,6 +22,7 @@ from types import ModuleType
 from typing import Sequence
 
 import cffi
+from cffi.recompiler import make_c_source
 
 from tesched.driver.cache import cache_dir
 from tesched.errors import BuildError
@@ -136,11 +136,9 @@ def _include_flags() -> list[str]:
 def _cffi_prologue() -> str:
     """The lines cffi writes before a module's own source, up to and including ``#include <Python.h>``
     (the macros it defines first, such as ``Py_LIMITED_API``, decide what Python.h declares)."""
-    ffi = cffi.FFI()
-    ffi.set_source("_tesched_prologue", "")
-    with tempfile.TemporaryDirectory() as tmpdir, contextlib.redirect_stdout(io.StringIO()):
+    with tempfile.TemporaryDirectory() as tmpdir:
         c_file = Path(tmpdir) / "prologue.c"
-        ffi.emit_c_code(str(c_file))
+        make_c_source(cffi.FFI(), "_tesched_prologue", "", str(c_file))
         text = c_file.read_text()
     head, found, _ = text.partition("#include <Python.h>\n")
     return head + found if found else ""
@@ -223,10 +221,10 @@ def compile_module(module_name: str, source: str, declaration: str, target: Targ
     (gcc's output is captured, not left on standard error where a notebook loses it)."""
     ffi = cffi.FFI()
     ffi.cdef(declaration)
-    ffi.set_source(module_name, source)
     c_file = Path(tmpdir) / f"{module_name}.c"
-    with contextlib.redirect_stdout(io.StringIO()):   # cffi announces the file it writes
-        ffi.emit_c_code(str(c_file))
+    # ffi.emit_c_code announces the file on sys.stdout; silencing it by swapping sys.stdout is not safe
+    # while another thread compiles (graph builds compile in parallel): cffi's writer, told to be quiet
+    make_c_source(ffi, module_name, source, str(c_file))
     out = Path(tmpdir) / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
     header = precompiled_header(target)
     forced = ["-include", header] if header is not None else []

@@ -47,20 +47,21 @@ def optimize(f: Function, params: Mapping[str, np.ndarray] | None = None, rules:
 @overload
 def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
           disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None, schedule: str = "default",
-          tuning_db: str | os.PathLike | None = None, target: None = None) -> Executable: ...
+          tuning_db: str | os.PathLike | None = None, target: None = None,
+          progress: bool | None = None) -> Executable: ...
 
 
 @overload
 def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
           disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None, schedule: str = "default",
           tuning_db: str | os.PathLike | None = None,
-          target: Target | str | None = None) -> Executable | GpuExecutable: ...
+          target: Target | str | None = None, progress: bool | None = None) -> Executable | GpuExecutable: ...
 
 
 def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: FusionRules | None = None,
           disabled_passes: Iterable[str] = (), trace: bool | Trace | None = None, schedule: str = "default",
           tuning_db: str | os.PathLike | None = None,
-          target: Target | str | None = None) -> Executable | GpuExecutable:
+          target: Target | str | None = None, progress: bool | None = None) -> Executable | GpuExecutable:
     """Optimise ``f`` and compile one kernel per fused group. ``params`` binds named parameters to
     constants; ``rules`` are the fusion rules; ``disabled_passes`` names passes to skip (with
     ``"fuse_ops"`` every op is its own kernel); ``trace=True`` prints the graph after each pass. The
@@ -70,19 +71,23 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none). ``target`` (default:
     the current one) compiles for another target; ``"opencl"`` or ``"cuda"`` gives a
     :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules (and whose
-    pipeline skips the CPU layout passes, ``CPU_LAYOUT_PASSES``)."""
+    pipeline skips the CPU layout passes, ``CPU_LAYOUT_PASSES``). A group's kernel
+    compiles in the background while the next group is lowered, one compiler per core; identical groups
+    (and identical C) compile once. ``progress`` draws a bar of the kernels built (with tqdm, ``pip install
+    tesched[progress]``): ``None`` when standard error is a terminal and the build lasts over a second,
+    ``True`` always, ``False`` never (:mod:`.progress`)."""
     check_schedule_choice(schedule, tuning_db)
     machine = as_target(target)
     if machine.backend != "c" and schedule != "default":
         raise BuildError(f"schedule={schedule!r} is for CPU targets; {machine.name} takes the default GPU "
                          "schedules (schedule='default')")
     with machine:
-        return _build(f, params, rules, disabled_passes, trace, schedule, tuning_db, machine)
+        return _build(f, params, rules, disabled_passes, trace, schedule, tuning_db, machine, progress)
 
 
 def _build(f: Function, params: Mapping[str, np.ndarray] | None, rules: FusionRules | None,
            disabled_passes: Iterable[str], trace: bool | Trace | None, schedule: str,
-           tuning_db: str | os.PathLike | None, machine: Target) -> Executable | GpuExecutable:
+           tuning_db: str | os.PathLike | None, machine: Target, progress: bool | None) -> Executable | GpuExecutable:
     disabled = set(disabled_passes) | (CPU_LAYOUT_PASSES if machine.backend != "c" else set())
     callback = _trace_callback(trace)
     history: list[tuple[str, Function]] = [("input", f)]
@@ -98,7 +103,7 @@ def _build(f: Function, params: Mapping[str, np.ndarray] | None, rules: FusionRu
     else:
         fused, report = fuse_ops_with_report(optimized, rules)
         record("fuse_ops", fused)
-    exe = Executable(fused, report, schedule, tuning_db) if machine.backend == "c" else \
+    exe = Executable(fused, report, schedule, tuning_db, progress) if machine.backend == "c" else \
         GpuExecutable(fused, report, machine)
     exe.pass_history = tuple(history)
     return exe

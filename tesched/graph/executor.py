@@ -1,5 +1,7 @@
 """Run a fused graph: an :class:`Executable` compiles one kernel per primitive function (fused group) and
-runs the kernels in order, in one C call (:class:`tesched.driver.call.Program`).
+runs the kernels in order, in one C call (:class:`tesched.driver.call.Program`). Each group is lowered in
+turn while the kernels before it compile in the background (:func:`tesched.graph.lower.start_primitive`),
+with a progress bar of the kernels ready (:mod:`.progress`).
 
 Every value has a pointer slot: the inputs, the constants, the group outputs. Intermediate group outputs
 live in one arena allocated at build time and shared by liveness (:mod:`.memory`; ``exe.memory_plan``
@@ -34,10 +36,11 @@ from tesched.graph.export import export_graph, export_graph_c
 from tesched.graph.attention_kernel import compile_attention_group
 from tesched.graph.external_op import ExternalCall, compile_external_group
 from tesched.graph.ir import Call, Function
-from tesched.graph.lower import compile_primitive
+from tesched.graph.lower import start_primitive
 from tesched.graph.memory import ALIGNMENT, Buffer, MemoryPlan, plan_memory
 from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
+from tesched.graph.progress import BuildProgress, kernel_groups
 from tesched.graph.types import TensorType, TupleType
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
@@ -131,17 +134,22 @@ class Executable:
     pass_history: tuple[tuple[str, Function], ...] = ()   # (pass, graph after it), from the input on
 
     def __init__(self, function: Function, fusion_report: FusionReport | None = None, schedule: str = "default",
-                 tuning_db: str | os.PathLike | None = None):
+                 tuning_db: str | os.PathLike | None = None, progress: bool | None = None):
         self.function = function
         self.schedule, self.tuning_db = schedule, tuning_db
         self.fusion_report = fusion_report
         self.kernels: list[CompiledGroup] = []
         self.external_calls: list[ExternalCall] = []
         self._inputs = [_Value(p.tensor_type, "input", k) for k, p in enumerate(function.params)]
-        self._steps: list[_Step] = []
-        self._result = fold_values(
-            function, lambda k, p: self._inputs[k],
-            lambda node: _Value(node.tensor_type, "constant", data=aligned_constant(node.data)), self._plan)
+        self._planned: list[Callable[[], _Step]] = []     # each group's step, once its kernel is compiled
+        self._progress = BuildProgress(kernel_groups(function), progress)
+        try:
+            self._result = fold_values(
+                function, lambda k, p: self._inputs[k],
+                lambda node: _Value(node.tensor_type, "constant", data=aligned_constant(node.data)), self._plan)
+            self._steps = [finish() for finish in self._planned]
+        finally:
+            self._progress.close()
         for v in _leaves_of(self._result):
             v.root.last_use = len(self._steps)
         self._results = list({id(v.root): v.root for v in _leaves_of(self._result) if v.root.kind == "step"}.values())
@@ -156,21 +164,31 @@ class Executable:
             return _Value(node.tensor_type, "view", target=args[0].root)
         inputs = tuple(a.root for a in args)
         for v in inputs:
-            v.last_use = len(self._steps)
-        outputs = tuple(_Value(t, "step", len(self._steps)) for t in node.tensor_types())
-        self._steps.append(self._compile_group(fn, inputs, outputs))
+            v.last_use = len(self._planned)
+        outputs = tuple(_Value(t, "step", len(self._planned)) for t in node.tensor_types())
+        self._planned.append(self._compile_group(fn, inputs, outputs))
         return outputs if isinstance(node.checked_type, TupleType) else outputs[0]
 
-    def _compile_group(self, fn: Function, inputs: tuple[_Value, ...], outputs: tuple[_Value, ...]) -> _Step:
+    def _compile_group(self, fn: Function, inputs: tuple[_Value, ...],
+                       outputs: tuple[_Value, ...]) -> Callable[[], _Step]:
+        """The group's step, to take once every group is lowered: its kernel compiles in the background
+        meanwhile (an external or attention group's is ready now)."""
         external = compile_external_group(fn) or compile_attention_group(fn)
         if external is not None:
             self.external_calls.append(external)
+            self._progress.step()
             kernel = external.kernel
-            return _Step(kernel.address, inputs, outputs, tuple(kernel.sizes), external.arg_positions, None,
+            step = _Step(kernel.address, inputs, outputs, tuple(kernel.sizes), external.arg_positions, None,
                          kernel.function_address)
-        group = CompiledGroup(fn.name, fn, compile_primitive(fn, self.schedule, self.tuning_db))
-        self.kernels.append(group)
-        return _Step(group.kernel.address, inputs, outputs, (), None, group.kernel)
+            return lambda: step
+        pending = start_primitive(fn, self.schedule, self.tuning_db)
+        pending.add_done_callback(self._progress.step)
+
+        def finish() -> _Step:
+            group = CompiledGroup(fn.name, fn, pending.result())
+            self.kernels.append(group)
+            return _Step(group.kernel.address, inputs, outputs, (), None, group.kernel)
+        return finish
 
     def _assign_slots(self) -> None:
         """Slots in order: inputs, results (both filled by each call), constants, intermediates, literals."""

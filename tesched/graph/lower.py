@@ -6,22 +6,30 @@ scheduled with :func:`tesched.nn.default_schedule` (epilogue inlined, anchor com
 loops; :func:`tesched.nn.gpu_default_schedule` for a GPU target, :func:`compile_gpu_primitive`), with ``ts.auto_schedule`` (``schedule="auto"``) or from a tuning database written by ``ts.tune``
 (``schedule="tuned"``: the best record of the group's workload, else ``auto_schedule``), and built.
 Kernels are memoised per process by the group's structure and types, so identical groups (the same conv
-block repeated, or the same graph built twice) compile once.
+block repeated, or the same graph built twice) compile once; :func:`start_primitive` leaves the compiler
+running in the background (:mod:`tesched.driver.background`) while the caller lowers the next group.
 """
 from __future__ import annotations
 
 import os
+import time
+from types import ModuleType
 
 import tesched as ts
 import tesched.nn as nn
+from tesched.driver.background import PendingKernel, already_built, build_later, compile_later
+from tesched.driver.build import cache_key, finished_source, make_kernel
+from tesched.driver.threads import apply_configured_threads
 from tesched.driver.gpu import GpuKernel
 from tesched.driver.kernel import Kernel
 from tesched.graph.ir import Call, Function, Tuple, Var
+from tesched.graph.kernel_index import RecalledKernel, group_key, recall, remember
 from tesched.graph.visit import post_order
+from tesched.lower.func import LoweredFunc
 from tesched.target import Target, current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
-_KERNELS: dict[str, Kernel] = {}
+_KERNELS: dict[str, PendingKernel] = {}
 _GPU_KERNELS: dict[str, GpuKernel] = {}
 SCHEDULES = ("default", "auto", "tuned")
 
@@ -54,21 +62,70 @@ def check_schedule_choice(schedule: str, tuning_db: str | os.PathLike | None) ->
 def compile_primitive(fn: Function, schedule: str = "default", tuning_db: str | os.PathLike | None = None) -> Kernel:
     """The kernel computing primitive function ``fn`` (compiled once per structure, schedule choice and
     target)."""
+    return start_primitive(fn, schedule, tuning_db).result()
+
+
+def start_primitive(fn: Function, schedule: str = "default",
+                    tuning_db: str | os.PathLike | None = None) -> PendingKernel:
+    """:func:`compile_primitive` with the compiler run in the background (:mod:`tesched.driver.background`):
+    ``fn`` is scheduled and lowered now; ``result()`` waits for its kernel. With the default schedules, a
+    group whose C was remembered (:mod:`.kernel_index`) is not lowered at all. A build that failed is
+    forgotten, so asking again retries it."""
     check_schedule_choice(schedule, tuning_db)
-    key = f"{schedule}:{tuning_db}:{current_target().key}\n{fn.checked_type}\n{fn.body}"
-    kernel = _KERNELS.get(key)
-    if kernel is None:
-        placeholders, outs = declare_primitive(fn)
-        args = placeholders + outs
+    machine = current_target()
+    key = f"{schedule}:{tuning_db}:{machine.key}\n{fn.checked_type}\n{fn.body}"
+    pending = _KERNELS.get(key)
+    if pending is None:
         if schedule == "default":
-            kernel = ts.build(nn.default_schedule(outs), args, name=fn.name)
+            pending = _default_build(fn, key, machine)
         elif schedule == "auto":
-            kernel = ts.build(ts.auto_schedule(outs[0] if len(outs) == 1 else outs), args, name=fn.name)
-        else:
+            placeholders, outs = declare_primitive(fn)
+            pending = build_later(ts.auto_schedule(outs[0] if len(outs) == 1 else outs), placeholders + outs,
+                                  name=fn.name)
+        else:                        # the tuning record is applied by ts.build, which compiles here
+            placeholders, outs = declare_primitive(fn)
             chosen = outs[0] if len(outs) == 1 else [o.op for o in outs]
-            kernel = ts.build(ts.create_schedule(chosen), args, name=fn.name, tuned=tuning_db)
-        _KERNELS[key] = kernel
-    return kernel
+            pending = already_built(ts.build(ts.create_schedule(chosen), placeholders + outs, name=fn.name,
+                                             tuned=tuning_db))
+        _KERNELS[key] = pending
+        pending.add_done_callback(lambda: _forget_failed(key, pending))
+    return pending
+
+
+def _lower_default(fn: Function) -> LoweredFunc:
+    """``fn`` declared, scheduled with the default schedules and lowered."""
+    placeholders, outs = declare_primitive(fn)
+    return ts.lower(nn.default_schedule(outs), placeholders + outs, name=fn.name)
+
+
+def _default_build(fn: Function, key: str, machine: Target) -> PendingKernel:
+    """The default-schedule kernel of ``fn``: from the C remembered for it when there is some, else lowered
+    (and its C remembered once it compiled)."""
+    apply_configured_threads()
+    index_key = group_key(key, machine)
+    recalled = recall(index_key)
+    if recalled is not None:
+        src, signature = recalled
+
+        def recalled_kernel(module: ModuleType, compiled: bool) -> Kernel:
+            kernel = RecalledKernel(src, module, signature, lambda: _lower_default(fn))
+            kernel.compiled, kernel.target, kernel.cache_key = compiled, machine, cache_key(src, machine)
+            return kernel
+        return compile_later(src, machine, recalled_kernel)
+    started, cpu = time.perf_counter(), time.process_time()
+    func = _lower_default(fn)
+    built = finished_source(func, machine)
+
+    def lowered_kernel(module: ModuleType, compiled: bool) -> Kernel:
+        kernel = make_kernel(func, built, module, compiled, machine)
+        remember(index_key, kernel, built.name, built.declaration, built.argv)
+        return kernel
+    return compile_later(built, machine, lowered_kernel, time.perf_counter() - started, time.process_time() - cpu)
+
+
+def _forget_failed(key: str, pending: PendingKernel) -> None:
+    if pending.failed() and _KERNELS.get(key) is pending:
+        del _KERNELS[key]
 
 
 def compile_gpu_primitive(fn: Function, target: Target) -> GpuKernel:

@@ -34,7 +34,20 @@ class Op:
     arity: int | None
 
     def infer(self, arg_types: Sequence[Type], attrs: Mapping[str, Any]) -> TensorType:
-        """The result type of this op on arguments of ``arg_types``; raises on a mismatch."""
+        """The result type of this op on arguments of ``arg_types``; raises on a mismatch. Remembered per
+        argument types and attributes (when every attribute is a plain value: numbers, strings, None,
+        tuples and lists of them), since declaring the op is what a graph's rewrites spend most on."""
+        key = _inference_key(self, arg_types, attrs)
+        known = _INFERRED.get(key) if key is not None else None
+        if known is None:
+            known = self._declare_type(arg_types, attrs)
+            if key is not None:
+                if len(_INFERRED) >= MAX_INFERRED:
+                    _INFERRED.clear()
+                _INFERRED[key] = known
+        return known
+
+    def _declare_type(self, arg_types: Sequence[Type], attrs: Mapping[str, Any]) -> TensorType:
         if self.arity is not None and len(arg_types) != self.arity:
             raise TypeError(f"{self.name} takes {self.arity} arguments, got {len(arg_types)}")
         inputs = []
@@ -51,6 +64,36 @@ class Op:
 
     def __repr__(self) -> str:
         return f"Op({self.name})"
+
+
+MAX_INFERRED = 8192
+"""Result types :meth:`Op.infer` remembers (all are forgotten when it is full)."""
+
+_INFERRED: dict[tuple, TensorType] = {}
+_PLAIN = (bool, int, float, str, type(None), np.integer, np.floating, np.bool_)
+
+
+def _frozen(value: Any) -> Any:
+    """A hashable stand-in for an attribute that tells apart values of different types (``1``, ``1.0`` and
+    ``True`` differ), or None when ``value`` is not plain (an array: not remembered)."""
+    if isinstance(value, _PLAIN):
+        return type(value).__name__, value
+    if isinstance(value, (tuple, list)):
+        items = [_frozen(v) for v in value]
+        return None if any(i is None for i in items) else (type(value).__name__, tuple(items))
+    return None
+
+
+def _inference_key(op: Op, arg_types: Sequence[Type], attrs: Mapping[str, Any]) -> tuple | None:
+    frozen = tuple((name, _frozen(value)) for name, value in sorted(attrs.items()))
+    if any(f is None for _, f in frozen):
+        return None
+    key = (op, tuple(arg_types), frozen)       # the op itself, alive while remembered (not its id)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 _OPS: dict[str, Op] = {}

@@ -45,6 +45,7 @@ from tesched.target import Target, current_target
 from tesched.te.expr import Param
 from tesched.te.tensor import PlaceholderOp, Tensor
 from tesched.transform.flatten_indices import flatten_indices
+from tesched.transform.peel import peel_tails
 from tesched.transform.registers import promote_with_report
 from tesched.transform.simplify_indices import normalize_loops, simplify_indices
 from tesched.transform.unroll import unroll
@@ -193,7 +194,7 @@ PASSES: tuple[Pass, ...] = (
     Pass("allocate intermediates", _allocate_intermediates),
     Pass("simplify index arithmetic", _on_body(lambda body, target: simplify_indices(body))),
     Pass("element offsets where they divide less", _on_body(lambda body, target: flatten_indices(body))),
-    Pass("unroll", _on_body(lambda body, target: unroll(body)), Phase.BUILD),
+    Pass("unroll", _on_body(lambda body, target: unroll(peel_tails(body))), Phase.BUILD),
     Pass("loops from 0, indices simplified", _on_body(lambda body, target: simplify_indices(normalize_loops(body))),
          Phase.BUILD),
     Pass("explicit SIMD", _on_body(lambda body, target: vectorize(body, target.vector_bytes, target.features)),

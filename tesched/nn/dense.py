@@ -34,6 +34,10 @@ REGISTER_VECTORS = 2
 as the target's register file holds (:func:`matmul_tile`): 8 x 32 float32 with AVX-512 (16 accumulators,
 two vector loads of ``b`` and eight broadcasts of ``a`` per step), 4 x 16 with AVX2's 16 registers."""
 
+MIN_TILE_ROWS = 4
+"""Fewest rows of a register tile when no divisor of the rows is this large (the tiles then leave a
+partial last one: :func:`row_options`)."""
+
 REDUCTION_UNROLL = 4
 """Reduction steps of a register tile unrolled together."""
 
@@ -142,14 +146,24 @@ def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, t
     return jo
 
 
+def row_options(rows: int, at_most: int, least: int) -> list[int]:
+    """The row counts a register tile of a product with ``rows`` rows may have: its divisors up to
+    ``at_most`` when one of them is at least ``least``; else (a prime count such as ViT's 197 tokens) every
+    count from ``least`` to ``at_most``, the last tile then partial: the full tiles keep constant trip
+    counts and unroll, and so does the last one (:mod:`tesched.transform.peel`)."""
+    if largest_divisor(rows, at_most) >= least or rows <= least:
+        return divisors(rows, at_most)
+    return list(range(least, min(rows, at_most) + 1))
+
+
 def matmul_tile(rows: int, columns: int, rf: RegisterFile) -> tuple[int, int]:
-    """``(rows, columns)`` of a product's register tile: rows dividing ``rows`` (at most REGISTER_ROWS) x
-    columns, the largest divisor of ``columns`` up to REGISTER_VECTORS vectors or, when it is whole vectors,
+    """``(rows, columns)`` of a product's register tile: rows of :func:`row_options` (at most REGISTER_ROWS)
+    x columns, the largest divisor of ``columns`` up to REGISTER_VECTORS vectors or, when it is whole vectors,
     fewer of them, chosen by :func:`~tesched.tiling.accumulator_tile` for ``rf``."""
     widest = largest_divisor(columns, REGISTER_VECTORS * rf.lanes)
     widths = [v * rf.lanes for v in divisors(widest // rf.lanes, REGISTER_VECTORS)] if widest % rf.lanes == 0 \
         else [widest]
-    return accumulator_tile(divisors(rows, REGISTER_ROWS), widths, rf)
+    return accumulator_tile(row_options(rows, REGISTER_ROWS, MIN_TILE_ROWS), widths, rf)
 
 
 @register_schedule("matmul")

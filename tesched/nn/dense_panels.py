@@ -6,12 +6,13 @@ builds at run time, as wide as its default tile). The graph packs constant weigh
 
 The default schedule reads the panels in place, with no copy at run time:
 
-- when a divisor of the rows between :data:`MIN_TILE_ROWS` and :data:`GEMM_ROWS` exists, register tiles of
-  rows (the divisor up to :data:`GEMM_ROWS` the target's register file holds best: 8 with AVX-512, 4 with
-  AVX2, see :mod:`tesched.tiling`) x one panel's ``B`` columns (the reduction outermost and unrolled by
+- with at least :data:`~tesched.nn.dense.MIN_TILE_ROWS` rows, register tiles of rows (up to
+  :data:`GEMM_ROWS`, as many as the target's register file holds best: 8 with AVX-512, 4 with AVX2, see
+  :mod:`tesched.tiling`; a divisor of the rows when one is at least ``MIN_TILE_ROWS``, else the last tile
+  is partial: :func:`tesched.nn.dense.row_options`) x one panel's ``B`` columns (the reduction outermost and unrolled by
   :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer
   (parallel) loop: :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
-- otherwise (a matrix-vector product, a recurrent cell at batch 1), per row and tile of
+- otherwise (fewer rows: a matrix-vector product, a recurrent cell at batch 1), per row and tile of
   up to :data:`GEMV_PANELS` panels, the reduction outermost and the tile's columns split into SIMD vectors,
   unrolled: one accumulator register per vector, each step one broadcast of ``x`` and contiguous loads of
   the panels, and no horizontal sums (the reduction of :func:`~tesched.nn.dense.schedule_dense` on the
@@ -24,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 import tesched as ts
-from tesched.nn.dense import register_tiles
+from tesched.nn.dense import MIN_TILE_ROWS, register_tiles, row_options
 from tesched.nn.pattern import Pattern, compute
 from tesched.nn.schedule import (
     largest_divisor,
@@ -40,9 +41,6 @@ from tesched.tiling import RegisterFile, accumulator_tile, divisors
 
 GEMM_ROWS = 8
 """Rows of a GEMM register tile (at most)."""
-
-MIN_TILE_ROWS = 4
-"""With no divisor of the rows this large, the product is scheduled as matrix-vector products."""
 
 PANEL_VECTORS = 2
 """SIMD vectors of columns per panel: a GEMM register tile is GEMM_ROWS x PANEL_VECTORS vectors."""
@@ -116,9 +114,10 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
     host gets the injective schedule."""
     product, host = stored_whole(s, product, host)
     rows = int(product.shape[0])
-    if largest_divisor(rows, GEMM_ROWS) >= MIN_TILE_ROWS:
+    if rows >= MIN_TILE_ROWS:
         block = _block_of(product)
-        tile_rows, _ = accumulator_tile(divisors(rows, GEMM_ROWS), [block], RegisterFile.of(dtype=product.dtype))
+        tile_rows, _ = accumulator_tile(row_options(rows, GEMM_ROWS, MIN_TILE_ROWS), [block],
+                                        RegisterFile.of(dtype=product.dtype))
         register_tiles(s, product, host, tile_rows, block)
     else:
         _gemv_tiles(s, product, host)

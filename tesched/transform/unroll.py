@@ -2,8 +2,10 @@
 
 The body is copied once per iteration with the loop variable replaced by ``begin + k``, and index
 arithmetic is folded, so that later passes see constant offsets (what makes register tiles possible).
-Loops whose trip count is only known at run time (a split that does not divide), and loops at or inside
-a loop with the pragma ``unroll_explicit=False``, keep a ``#pragma GCC unroll`` in C instead.
+A loop whose trip count depends on an outer loop's partial last tile (a split that does not divide) is
+unrolled once that outer loop is split into its full tiles and the rest (:mod:`.peel`, the pass before).
+Loops whose trip count is only known at run time, and loops at or inside a loop with the pragma
+``unroll_explicit=False``, keep a ``#pragma GCC unroll`` in C instead.
 """
 from __future__ import annotations
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from tesched import graph as G
+from tesched.graph import op as op_module
 from tesched.graph.op import all_ops, register_op
 from tesched.nn.pattern import Pattern
 
@@ -98,3 +99,30 @@ def test_registry_lookups_and_duplicates():
         G.get_op("nn.conv3d")
     with pytest.raises(ValueError, match="already registered"):
         register_op("add", Pattern.BROADCAST, lambda a, k: a[0], lambda a, k: a[0], 2)
+
+
+def test_inferred_types_are_remembered_per_types_and_attributes():
+    """A second call of an op on the same types and plain attributes reuses the inferred type; other
+    types, attribute values or attribute types infer anew; errors are never remembered."""
+    op = G.get_op("nn.max_pool2d")
+    calls = []
+    original = op.declare
+
+    def counting(args, attrs):
+        calls.append(dict(attrs))
+        return original(args, attrs)
+
+    counted = op_module.Op(op.name, op.pattern, counting, op.evaluate, op.arity)
+    img = op_module.TensorType((1, 2, 8, 8))
+    attrs = {"pool_size": (2, 2), "strides": (2, 2), "padding": (0, 0, 0, 0), "ceil_mode": False}
+    first = counted.infer([img], attrs)
+    assert counted.infer([img], dict(attrs)) == first == op_module.TensorType((1, 2, 4, 4)) and len(calls) == 1
+    assert counted.infer([img], {**attrs, "strides": (1, 1)}).shape == (1, 2, 7, 7) and len(calls) == 2
+    assert counted.infer([op_module.TensorType((1, 2, 6, 6))], attrs).shape == (1, 2, 3, 3) and len(calls) == 3
+    counted.infer([img], {**attrs, "ceil_mode": 0})                              # 0 is not False: inferred again
+    assert len(calls) == 4
+    assert op_module._inference_key(counted, [img], {**attrs, "table": np.ones(3)}) is None   # arrays: never
+    for _ in range(2):
+        with pytest.raises(ValueError, match="nn.max_pool2d"):
+            counted.infer([img], {**attrs, "pool_size": (9, 9)})
+    assert len(calls) == 6

@@ -4,8 +4,10 @@ import pytest
 
 import tesched as ts
 import tesched.nn as nn
+from tesched.nn.dense import matmul_tile, row_options
+from tesched.tiling import RegisterFile
 
-from targets import AVX512
+from targets import AVX512, pinned
 
 from .helpers import ATOL, RTOL, run
 
@@ -62,3 +64,25 @@ def test_matmul_register_tiles_with_and_without_packing_and_an_epilogue(rand, m,
     with ts.Target(AVX512):                                   # tiles of 8 rows: 4+ row tiles from 32 rows on
         lowered = str(ts.lower(nn.default_schedule(outputs), [a, b, *outputs]))
     assert ("b.local" in lowered) == (m >= 32)                # a panel of b is packed for 4+ row tiles
+
+
+def test_row_options_are_divisors_or_a_partial_last_tile():
+    assert row_options(12, 8, 4) == [1, 2, 3, 4, 6]            # 6 divides 12: no partial tile
+    assert row_options(197, 8, 4) == [4, 5, 6, 7, 8]           # a prime: 24 tiles of 8 and one of 5
+    assert row_options(22, 8, 4) == [4, 5, 6, 7, 8]            # its divisors up to 8 (1, 2) are too few rows
+    assert row_options(3, 8, 4) == [1, 3] and row_options(5, 8, 4) == [1, 5]
+
+
+@pytest.mark.parametrize("m", [197, 11, 24])
+def test_matmul_of_prime_and_composite_row_counts(rand, m):
+    """A prime row count gets the register tile of a divisible one (8 rows x 2 AVX-512 vectors: 24 full
+    tiles and one of 5 rows for 197), unrolled; the numbers match NumPy on the host."""
+    a, b = ts.placeholder((m, 20), name="a"), ts.placeholder((20, 64), name="b")
+    out = nn.matmul(a, b)
+    arrays = [rand(a.shape, low=-1), rand(b.shape, low=-1)]
+    kernel, here = pinned(lambda: ts.build(nn.default_schedule([out]), [a, b, out], name="matmul_rows"))
+    with ts.Target(AVX512):
+        assert matmul_tile(m, 64, RegisterFile.of()) == (8, 32)
+    assert "ts_min" not in kernel.c_source and "#pragma GCC unroll" not in kernel.c_source
+    np.testing.assert_allclose(here(*arrays), arrays[0].astype(np.float64) @ arrays[1], rtol=RTOL,
+                               atol=ATOL * np.sqrt(20))

@@ -1,5 +1,7 @@
 """dense by a weight packed in column panels (N / B, K, B), against NumPy: the packing, the GEMM and the
 matrix-vector schedules (with an epilogue, alone, stored whole beside another output), and the errors."""
+import re
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -9,7 +11,7 @@ import tesched as ts
 import tesched.nn as nn
 from tesched.nn.dense_panels import panel_width
 
-from targets import AVX512, runs_here
+from targets import AVX512, pinned, runs_here
 
 from .helpers import ATOL, RTOL, run
 
@@ -48,11 +50,12 @@ def test_random_shapes_pack_and_unpack(rows, panels, block, reduced, rand):
 
 @settings(max_examples=10, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(rows=st.sampled_from([1, 2, 3, 4, 8, 12]), panels=st.integers(1, 5), block=st.sampled_from([4, 16, 32]),
-       reduced=st.integers(1, 37), bias=st.booleans())
+@given(rows=st.sampled_from([1, 2, 3, 4, 8, 12, 11, 22, 37]), panels=st.integers(1, 5),
+       block=st.sampled_from([4, 16, 32]), reduced=st.integers(1, 37), bias=st.booleans())
 def test_random_shapes_match_numpy(rows, panels, block, reduced, bias, rand):
-    """GEMM tiles (rows with a divisor of 4 to 8) and matrix-vector tiles (1, 2, 3 rows), any panel count
-    (tiles of several panels or one), reduced sizes not divisible by the unroll factor."""
+    """GEMM tiles (rows with a divisor of 4 to 8, or none: 11, 22 and 37 rows leave a partial last tile) and
+    matrix-vector tiles (1, 2, 3 rows), any panel count (tiles of several panels or one), reduced sizes not
+    divisible by the unroll factor."""
     x, w = rand((rows, reduced), low=-1), rand((panels * block, reduced), low=-1)
     check_panels(x, w, block, rand((panels * block,), low=-1) if bias else None)
 
@@ -69,6 +72,22 @@ def test_matrix_vector_tiles_keep_accumulators_in_registers_and_read_panels_in_p
     last = accumulators - 1
     assert f"dense_panels_local_r{last}" in source and f"dense_panels_local_r{last + 1}" not in source
     assert "% 32" not in source and "/ 32" not in source                                   # no index arithmetic
+
+
+def test_a_prime_row_count_keeps_the_register_tile_on_its_full_tiles(rand):
+    """197 rows (ViT's tokens), no divisor from 4 to 8: 24 full tiles of 8 rows x 2 AVX-512 vectors (16
+    accumulator registers, every loop unrolled) and a last tile of 5 rows, not matrix-vector products."""
+    x, w, bias = rand((197, 24), low=-1), rand((64, 24), low=-1), rand((64,), low=-1)
+    packed = nn.pack_dense_panels(w, 32)
+    xt, pt, bt = ts.placeholder(x.shape, name="x"), ts.placeholder(packed.shape, name="p"), ts.placeholder((64,), name="b")
+    out = nn.relu(nn.bias_add(nn.dense_panels(xt, pt), bt, axis=1))
+    kernel, here = pinned(lambda: ts.build(nn.default_schedule([out]), [xt, pt, bt, out], name="dense_panels_197"))
+    source = kernel.c_source
+    assert re.search(r"for \(int64_t \w+ = 0; \w+ < 24; ", source)                 # the full tiles
+    assert re.search(r"dense_panels\w*_r15;", source) and not re.search(r"dense_panels\w*_r16;", source)
+    assert "ts_min" not in source and "#pragma GCC unroll" not in source
+    want = np.maximum(x.astype(np.float64) @ w.T.astype(np.float64) + bias, 0)
+    np.testing.assert_allclose(here(x, packed, bias), want, rtol=RTOL, atol=ATOL * np.sqrt(24))
 
 
 def test_gemm_tiles_read_the_panels_without_a_copy(rand):
