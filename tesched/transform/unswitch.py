@@ -9,16 +9,16 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import map_stmt, walk_stmts
+from tesched.ir.visitor import bound_inside, map_stmt
 from tesched.te.expr import Expr, Select
 from tesched.te.visit import rewrite, structural_key, walk
 from tesched.transform.unroll import substitute_loop_var
 
 
 def _invariant_condition(loop: ir.For) -> Expr | None:
-    """The condition of the first select in ``loop``'s body that neither its variable nor a value bound
-    inside it changes."""
-    inner = {id(loop.var)} | {id(s.var) for s in walk_stmts(loop.body) if isinstance(s, ir.LetStmt)}
+    """The condition of the first select in ``loop``'s body that neither its variable nor a variable
+    declared inside it (a loop's, a ``let``'s, a buffer origin) changes."""
+    inner = bound_inside(loop)
     found: list[Expr] = []
 
     def look(e: Expr) -> Expr:
