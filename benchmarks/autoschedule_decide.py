@@ -1,7 +1,8 @@
 """How long ``auto_schedule`` takes to decide, against the size of the pipeline.
 
 For interpolation pyramids (``tesched.recipes.pyramid``) of 2, 5 and 10 levels (6, 21 and 46 stages with the input)
-over a 1024x1024 image and for stencil chains of 20 and 100 stages (``autoschedule_pipelines.stencil_chain``),
+over a 1024x1024 image, local Laplacian filters (``tesched.recipes.local_laplacian``, 8 intensity levels) of 4 and
+8 pyramid levels (37 and 81 stages) and stencil chains of 20 and 100 stages (``autoschedule_pipelines.stencil_chain``),
 prints the median, minimum and maximum CPU time of ``auto_schedule`` (the decision, applying the plan and
 the dependence check; one thread, so CPU time is wall time on an idle machine) over ``--runs`` runs, and
 the decision alone (``decide``, no legality check). Nothing is built or run.
@@ -23,6 +24,7 @@ import tesched as ts  # noqa: E402
 from tesched.autoschedule.decide import decide  # noqa: E402
 from tesched.autoschedule.machine import resolve  # noqa: E402
 from tesched.autoschedule.pipeline import Pipeline  # noqa: E402
+from tesched.recipes.local_laplacian import local_laplacian  # noqa: E402
 from tesched.recipes.pyramid import interpolate  # noqa: E402
 
 
@@ -45,6 +47,9 @@ def main() -> None:
     for levels in (2, 5, 10):
         A = ts.placeholder((args.size, args.size), name="A")
         cases[f"pyramid, {levels} levels"] = interpolate(A, levels)
+    for levels in (4, 8):
+        A = ts.placeholder((args.size, args.size), name="A")
+        cases[f"local Laplacian, {levels} levels"] = local_laplacian(A, levels)
     for stages in (20, 100):
         cases[f"stencil chain, {stages} stages"] = stencil_chain(stages)
     print("| pipeline | stages | auto_schedule ms (median [min, max]) | decide only ms (median) |")

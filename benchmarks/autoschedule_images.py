@@ -1,7 +1,8 @@
 """Image pipelines with pyramids, gathers and scatters for ``benchmarks/autoschedule.py``
-(``tesched.recipes.pyramid`` and ``tesched.recipes.image_apps``): a 10-level interpolation pyramid, a tone
-curve through a ``pow`` lookup table, a bilateral-grid slice and a weighted histogram, at 1536x2048. No
-Halide definitions (those variants are skipped).
+(``tesched.recipes.pyramid``, ``tesched.recipes.local_laplacian`` and ``tesched.recipes.image_apps``): a
+10-level interpolation pyramid, an 8-level local Laplacian filter, a tone curve through a ``pow`` lookup
+table, a bilateral-grid slice, a weighted histogram and histogram equalization, at 1536x2048. No Halide
+definitions (those variants are skipped).
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import tesched as ts
 from autoschedule_pipelines import Pipeline
 from tesched.recipes import image_apps
+from tesched.recipes.local_laplacian import local_laplacian
 from tesched.recipes.pyramid import interpolate
 
 H, W = 1536, 2048
@@ -23,6 +25,13 @@ def pyramid(levels=10):
     A = ts.placeholder((H, W), name="A")
     arrays = [np.random.default_rng(0).uniform(0, 1, (H, W)).astype(np.float32)]
     return Pipeline(f"interpolate, {levels}-level pyramid {H}x{W}", [A], [interpolate(A, levels)], arrays, None)
+
+
+def laplacian(levels=8):
+    A = ts.placeholder((H, W), name="A")
+    arrays = [np.random.default_rng(4).uniform(0, 1, (H, W)).astype(np.float32)]
+    return Pipeline(f"local Laplacian, {levels} levels {H}x{W}", [A], [local_laplacian(A, levels)], arrays, None,
+                    tolerance=1e-3)
 
 
 def curve():
@@ -44,4 +53,11 @@ def histogram(bins=256):
                     [_image(np.random.default_rng(3))], None, tolerance=1e-2)
 
 
-IMAGE_PIPELINES = {"pyramid": pyramid, "curve": curve, "bilateral": bilateral, "imhist": histogram}
+def equalize(bins=256):
+    inputs, out = image_apps.equalize(H, W, bins)
+    return Pipeline(f"histogram equalization {H}x{W}, {bins} bins", inputs, [out], [_image(np.random.default_rng(5))],
+                    None, tolerance=1e-4)
+
+
+IMAGE_PIPELINES = {"pyramid": pyramid, "laplacian": laplacian, "curve": curve, "bilateral": bilateral,
+                   "imhist": histogram, "equalize": equalize}

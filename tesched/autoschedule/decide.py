@@ -13,17 +13,17 @@ its reason. This module does not build or time anything.
 from __future__ import annotations
 
 from tesched.autoschedule import cost
-from tesched.autoschedule.bands import banded, level_trips, place_members, with_parallel
+from tesched.autoschedule.bands import banded, level_tiles, level_trips, place_members, with_parallel
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline, StageInfo
 from tesched.autoschedule.plan import Plan, StagePlan
 from tesched.autoschedule.state import DecideState
-from tesched.poly.analysis import NotModelable, Region, inlined_body, tile_regions
+from tesched.poly.analysis import NotModelable, Region, tile_regions
 from tesched.poly.isl_lock import ISL_LOCK
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
 from tesched.te.expr import Binary, Const
 from tesched.te.reduction import Reduce
-from tesched.te.visit import collect, walk
+from tesched.te.visit import walk
 
 PACK_MIN_REUSE = 4
 """A panel is packed only when at least this many inner tiles read the copy."""
@@ -37,14 +37,16 @@ def decide(pipe: Pipeline, machine: Machine) -> Plan:
 
 def _decide(pipe: Pipeline, machine: Machine) -> Plan:
     forced: set[int] = set()
+    why: dict[int, str] = {}
     memo: dict[tuple, object] = {}
     while True:
-        state = DecideState(pipe, machine, set(forced), memo=memo)
+        state = DecideState(pipe, machine, set(forced), forced_why=dict(why), memo=memo)
         _place(state)
         demoted = _tile_hosts(state)
         if not demoted:
             return Plan(tuple(state.plans[k] for k in sorted(state.plans)))
         forced |= demoted
+        why.update(state.forced_why)
 
 
 def _materialized_readers(state: DecideState, index: int) -> list[int]:
@@ -59,14 +61,7 @@ def _materialized_readers(state: DecideState, index: int) -> list[int]:
 
 
 def _reads_of(state: DecideState, reader: StageInfo, producer: StageInfo) -> list[TensorRead]:
-    body = inlined_body(reader.op, state.inlined_ops())
-    found, seen = [], set()
-    for r in collect(body, TensorRead):
-        key = tuple(repr(i) for i in r.indices)
-        if r.tensor.op is producer.op and key not in seen:
-            seen.add(key)
-            found.append(r)
-    return found
+    return [r for r in state.accesses(reader.op) if r.tensor.op is producer.op]
 
 
 def _resamples(state: DecideState, reader: StageInfo, producer: StageInfo) -> int:
@@ -139,7 +134,8 @@ def _place(state: DecideState) -> None:
         only_host = next(iter(hosts))
         scalar_host = len(hosts) == 1 and only_host is not None and not pipe[only_host].op.axis
         if k in state.forced_root or len(hosts) != 1 or scalar_host:
-            reason = ("stored whole: computed at a tile its halo would recompute too much" if k in state.forced_root
+            reason = (state.forced_why.get(k, "stored whole: computed at a tile its halo would recompute too much")
+                      if k in state.forced_root
                       else "stored whole: its reader is a single value, with no loop to compute it in"
                       if scalar_host else f"stored whole: read in {len(hosts)} different loop nests")
             state.plans[k] = StagePlan(k, info.name, "root", reasons=(why, reason))
@@ -220,6 +216,10 @@ def _tile_host(state: DecideState, host: StageInfo) -> set[int]:
         plan = plan.with_(f"parallel over the {plan.parallel} outermost loop(s) ({_product(trips[:plan.parallel])} "
                           f"iterations for {state.machine.threads} threads, {work:.3g} operations)")
     state.plans[k] = plan
+    if anchor is not None and anchor is not host and not level_tiles(plan, extents):
+        state.forced_why[anchor.index] = (f"stored whole: {host.name} is one tile (tiles {list(plan.tile)}), "
+                                          "with no tile loop to compute it at")
+        return {anchor.index}
     return place_members(state, host, plan, placement, members)
 
 
@@ -283,11 +283,14 @@ def _register_tiled(state: DecideState, host: StageInfo, anchor: StageInfo, plan
     k_extent = reduce_extent
     k_unroll = max(d for d in range(1, min(4, k_extent) + 1) if k_extent % d == 0)
     anchor_plan = state.plans[anchor.index] if anchor is not host else plan
+    whole = all(t >= e for t, e in zip(tile, extents))      # one tile: no tile loop for a write cache to sit at
     anchor_plan = anchor_plan.with_(
         f"register tile {best.u} x {best.v} ({best.accumulators} vector accumulators of {machine.registers}; "
         f"{best.fmas_per_load:.2f} FMAs per load; per reduction step it reads {reg}); reduce loops outside "
-        f"the tile, the innermost unrolled by {k_unroll}",
-        reduce_outer=True, unroll_axis=u_axis, vectorize=True, k_unroll=k_unroll, cache_write=anchor is host)
+        f"the tile, the innermost unrolled by {k_unroll}" + ("; the tile is the whole output, which "
+                                                             "accumulates in place" if whole else ""),
+        reduce_outer=True, unroll_axis=u_axis, vectorize=True, k_unroll=k_unroll,
+        cache_write=anchor is host and not whole)
     regions = state.regions(host.op, tile, [anchor.op] if anchor is not host else [])
     reused = {a: sum(r.volume for name, r in regions.items() if name != anchor.name and
                      all(x.strides[a] == 0 for x in anchor_reads if x.tensor.name == name))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from tesched.poly.analysis import NotModelable, constant_shape, reads
+from tesched.poly.analysis import NotModelable, constant_shape
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.expr import Call, Expr, Select
@@ -19,7 +19,7 @@ from tesched.te.extern import ExternCall
 from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
 from tesched.te.scatter import ScatterOp
-from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
+from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, TensorRead
 from tesched.te.visit import collect, walk
 
 CALL_COST = 12
@@ -35,6 +35,7 @@ class StageInfo:
     kind: str                                   # input | pointwise | reduction | scatter | opaque
     why_opaque: str = ""
     readers: list[int] = field(default_factory=list)
+    producers: list[int] = field(default_factory=list)
     ops: int = 0                                # scalar operations per point (loads included)
     guarded_load: bool = False                  # a select whose branch reads memory (padding)
     points: int = 0
@@ -110,7 +111,6 @@ def _opaque_reason(stage: Stage) -> str:
         return f"it calls external functions ({', '.join(unknown)})"
     try:
         constant_shape(op.output(0))
-        reads(op)
     except NotModelable as err:
         return str(err)
     for r in op.reduce_axis:
@@ -146,9 +146,15 @@ class Pipeline:
         for st in schedule.stages:
             for producer in schedule.producers(st):
                 self.stages[position[id(producer)]].readers.append(position[id(st)])
+                self.stages[position[id(st)]].producers.append(position[id(producer)])
+        self._index = {id(st.op): k for k, st in enumerate(schedule.stages)}
 
     def __getitem__(self, index: int) -> StageInfo:
         return self.stages[index]
+
+    def index_of(self, op: Operation) -> int:
+        """The position of ``op``'s stage."""
+        return self._index[id(op)]
 
     def computes(self) -> list[StageInfo]:
         return [s for s in self.stages if s.kind != "input"]

@@ -23,6 +23,7 @@ class DecideState:
     pipe: Pipeline
     machine: Machine
     forced_root: set[int]
+    forced_why: dict[int, str] = field(default_factory=dict)       # why a stage of forced_root is, if not its halo
     plans: dict[int, StagePlan] = field(default_factory=dict)
     anchor: dict[int, int] = field(default_factory=dict)            # host -> anchor stage
     members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it
@@ -34,18 +35,31 @@ class DecideState:
         """The operations decided inline so far."""
         return [self.pipe[k].op for k, p in self.plans.items() if p.placement == "inline"]
 
+    def inlined_into(self, op: ComputeOp) -> list[ComputeOp]:
+        """The operations decided inline that ``op``'s body expands: read by it directly or through other
+        inlined ones (memo keys: deciding a stage elsewhere inline leaves ``op``'s reads as they were)."""
+        found: list[int] = []
+        todo = [self.pipe.index_of(op)]
+        while todo:
+            for k in self.pipe[todo.pop()].producers:
+                plan = self.plans.get(k)
+                if k not in found and plan is not None and plan.placement == "inline":
+                    found.append(k)
+                    todo.append(k)
+        return [self.pipe[k].op for k in sorted(found)]
+
     def reads(self, op: ComputeOp) -> list[Read]:
         """``analysis.reads`` of ``op`` with the current inlining (memoised)."""
-        inlined = self.inlined_ops()
-        key = (id(op), frozenset(map(id, inlined)))
+        inlined = self.inlined_into(op)
+        key = (id(op), tuple(map(id, inlined)))
         if key not in self.reads_memo:
             self.reads_memo[key] = reads(op, inlined)
         return self.reads_memo[key]
 
     def accesses(self, op: ComputeOp) -> list[TensorRead]:
         """``analysis.accesses`` of ``op`` with the current inlining (memoised)."""
-        inlined = self.inlined_ops()
-        key = ("accesses", id(op), frozenset(map(id, inlined)))
+        inlined = self.inlined_into(op)
+        key = ("accesses", id(op), tuple(map(id, inlined)))
         if key not in self.memo:
             self.memo[key] = accesses(op, inlined)
         return self.memo[key]  # type: ignore[return-value]

@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import numpy as np
 
 from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
 from tesched.codegen.argv import ARGV_SUFFIX, argv_function, argv_prototype
@@ -241,9 +240,8 @@ class CodeGen(NodeFunctor):
         on_stack = False
         sizes = b.constant_shape()
         if sizes is not None:
-            count = int(np.prod(sizes, dtype=np.int64))
-            if b.aligns:   # padded strides (storage_align): more elements than the shape's product
-                count = b.strides()[0] * sizes[0]
+            count = b.element_count()   # padded strides (storage_align): more than the shape's product
+            assert count is not None
             on_stack = count * dt.itemsize(b.dtype) <= STACK_LIMIT
         if on_stack and _read_under_select(b, s.body):
             # gcc -O3 (12.2) if-converts a select's read of a stack array into a read it may do always,

@@ -81,7 +81,7 @@ class _Privatizer:
 
     def access(self, node: ir.Load | ir.Store, indices: tuple, ctx: _Context) -> None:
         b = self.buffer
-        if len(indices) != len(b.shape) or ir.is_flat(b, indices) or b.folds or b.aligns:
+        if len(indices) != len(b.shape) or ir.is_flat(b, indices) or b.folds or not b.row_major:
             raise NotPrivate("an access is not one index per dimension of a plain region")
         if self.tags is None:
             self.tags = ctx.tags

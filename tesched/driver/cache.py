@@ -172,11 +172,13 @@ def entries(verify: bool = False) -> list[Entry]:
 
 
 def clear() -> int:
-    """Remove every cached kernel, helper, external library, identifier list and build directory; the count."""
+    """Remove every cached kernel, helper, external library, identifier list, precompiled header and build
+    directory; the count."""
     removed = 0
     root = cache_dir()
     for path in list(root.iterdir()):
-        if path.name.startswith(("_tesched_", "helper-", "libtesched_external_", "reserved-", "system-", "build-")):
+        if path.name.startswith(("_tesched_", "helper-", "libtesched_external_", "reserved-", "system-", "build-",
+                                 "pch-")):
             if path.is_dir() and not path.is_symlink():
                 shutil.rmtree(path, ignore_errors=True)
             else:

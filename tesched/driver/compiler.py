@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sysconfig
+import tempfile
 from pathlib import Path
 from types import ModuleType
 from typing import Sequence
@@ -122,6 +123,78 @@ def _identifiers(target: Target, source: str, kind: str, macros: re.Pattern[str]
     return frozenset(names)
 
 
+KERNEL_FLAGS = ("-shared", "-fPIC", "-fwrapv", "-DNDEBUG")
+PCH_HEADER = "tesched_pch.h"
+
+
+def _include_flags() -> list[str]:
+    return ["-I", str(RUNTIME_DIR), "-I", sysconfig.get_paths()["include"]]
+
+
+@functools.lru_cache(maxsize=None)
+def _cffi_prologue() -> str:
+    """The lines cffi writes before a module's own source, up to and including ``#include <Python.h>``
+    (the macros it defines first, such as ``Py_LIMITED_API``, decide what Python.h declares)."""
+    ffi = cffi.FFI()
+    ffi.set_source("_tesched_prologue", "")
+    with tempfile.TemporaryDirectory() as tmpdir, contextlib.redirect_stdout(io.StringIO()):
+        c_file = Path(tmpdir) / "prologue.c"
+        ffi.emit_c_code(str(c_file))
+        text = c_file.read_text()
+    head, found, _ = text.partition("#include <Python.h>\n")
+    return head + found if found else ""
+
+
+def precompiled_header(target: Target) -> str | None:
+    """The path of a header to pass with ``-include``, beside its gcc precompiled form, or None where there
+    is none (a compiler other than gcc, or a precompilation that failed).
+
+    Parsing Python.h and the runtime header (which brings in ``immintrin.h``) is most of a small kernel's
+    compile time; gcc reads a ``.gch`` instead. The header repeats cffi's prologue, so that Python.h is
+    seen with the same macros, then includes the runtime; the kernel's own ``#include`` lines find both
+    already guarded. gcc uses the ``.gch`` only when it was made with the same compiler and flags, and
+    otherwise reads the header's text: either way the kernel means the same. The pair is cached on disk
+    per compiler, flags and header text, and built once (atomically, so parallel builds may race)."""
+    return _precompiled_header(target, compiler_id(target.compiler))
+
+
+def _precompiled_header(target: Target, identity: str) -> str | None:
+    made = _header_text(target, identity)
+    if made is None:
+        return None
+    text, flags, key = made
+    directory = cache_dir() / f"pch-{key}"
+    header, compiled = directory / PCH_HEADER, directory / f"{PCH_HEADER}.gch"
+    if compiled.exists():
+        return str(header)
+    if (directory / "failed").exists():
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    suffix = f".{os.getpid()}.tmp"
+    header.with_suffix(suffix).write_text(text)
+    os.replace(header.with_suffix(suffix), header)
+    partial = directory / f"{PCH_HEADER}.gch{suffix}"
+    done = subprocess.run([*target.compiler, "-x", "c-header", *flags, str(header), "-o", str(partial)],
+                          capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
+    if done.returncode != 0:
+        (directory / "failed").write_text(done.stderr)
+        return None
+    os.replace(partial, compiled)
+    return str(header)
+
+
+@functools.lru_cache(maxsize=None)
+def _header_text(target: Target, identity: str) -> tuple[str, list[str], str] | None:
+    """The precompiled header's text, the flags it is compiled with and its cache key (None: not gcc)."""
+    prologue = _cffi_prologue()
+    if "gcc" not in identity.lower() or not prologue:
+        return None
+    text = f'{prologue}#include "tesched_runtime.h"\n'
+    flags = [*KERNEL_FLAGS[1:], *target.flags, *LINK_FLAGS, *_include_flags()]
+    key = hashlib.sha256("\0".join([identity, *flags, text, runtime_text()]).encode()).hexdigest()[:24]
+    return text, flags, key
+
+
 def compile_module(module_name: str, source: str, declaration: str, target: Target, tmpdir: str,
                    label: str) -> str:
     """Compile ``source`` into a cffi extension module in ``tmpdir``; returns the file's path. Raises
@@ -134,9 +207,10 @@ def compile_module(module_name: str, source: str, declaration: str, target: Targ
     with contextlib.redirect_stdout(io.StringIO()):   # cffi announces the file it writes
         ffi.emit_c_code(str(c_file))
     out = Path(tmpdir) / f"{module_name}{sysconfig.get_config_var('EXT_SUFFIX')}"
-    command = [*target.compiler, "-shared", "-fPIC", "-fwrapv", "-DNDEBUG", *target.flags,
-               "-I", str(RUNTIME_DIR), "-I", sysconfig.get_paths()["include"], str(c_file), "-o", str(out),
-               *LINK_FLAGS]
+    header = precompiled_header(target)
+    forced = ["-include", header] if header is not None else []
+    command = [*target.compiler, *KERNEL_FLAGS, *target.flags, *_include_flags(), *forced, str(c_file), "-o",
+               str(out), *LINK_FLAGS]
     run_tool(command, tmpdir, label, source)
     return str(out)
 

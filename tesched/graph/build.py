@@ -24,6 +24,11 @@ from tesched.target import Target, as_target
 
 Trace = Callable[[str, Function], None]
 
+#: Passes that choose CPU data layouts (SIMD-width weight panels, Winograd tiles, channel blocks sized by
+#: the register file) for kernels that only the CPU schedules read: a build for a GPU target skips them,
+#: and its kernels read the weights as declared (one thread per output element).
+CPU_LAYOUT_PASSES = frozenset({"alter_op_layout"})
+
 
 def _trace_callback(trace: bool | Trace | None) -> Trace | None:
     return print_trace if trace is True else (trace or None)
@@ -64,7 +69,8 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     ``"auto"`` (``ts.auto_schedule``) or ``"tuned"`` (the best record of ``tuning_db``, a database written
     by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none). ``target`` (default:
     the current one) compiles for another target; ``"opencl"`` or ``"cuda"`` gives a
-    :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules."""
+    :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules (and whose
+    pipeline skips the CPU layout passes, :data:`CPU_LAYOUT_PASSES`)."""
     check_schedule_choice(schedule, tuning_db)
     machine = as_target(target)
     if machine.backend != "c" and schedule != "default":
@@ -77,7 +83,7 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
 def _build(f: Function, params: Mapping[str, np.ndarray] | None, rules: FusionRules | None,
            disabled_passes: Iterable[str], trace: bool | Trace | None, schedule: str,
            tuning_db: str | os.PathLike | None, machine: Target) -> Executable | GpuExecutable:
-    disabled = set(disabled_passes)
+    disabled = set(disabled_passes) | (CPU_LAYOUT_PASSES if machine.backend != "c" else set())
     callback = _trace_callback(trace)
     history: list[tuple[str, Function]] = [("input", f)]
 

@@ -29,24 +29,47 @@ class Buffer:
 
     def __init__(self, name: str, shape: Sequence[int | Expr], dtype: str, scope: BufferScope,
                  offsets: Sequence[Expr] | None = None, folds: dict[int, int] | None = None,
-                 aligns: dict[int, tuple[int, int]] | None = None):
+                 aligns: dict[int, tuple[int, int]] | None = None, order: Sequence[int] | None = None):
         self.name, self.shape, self.dtype, self.scope = name, list(shape), dtype, scope
         self.offsets: list[Expr] = list(offsets) if offsets is not None else [Const(0, "int64")] * len(shape)
         self.folds: dict[int, int] = dict(folds or {})     # dimension -> slices kept (index modulo it)
         self.aligns: dict[int, tuple[int, int]] = dict(aligns or {})  # dimension -> (factor, offset) of its stride
+        # the dimensions from the outermost in memory to the innermost (``reorder_storage``); None: in order
+        self.order: tuple[int, ...] | None = tuple(order) if order is not None else None
+
+    def relocated(self, offsets: Sequence[Expr]) -> "Buffer":
+        """The same buffer (name, shape, scope, layout) with other origins."""
+        return Buffer(self.name, self.shape, self.dtype, self.scope, offsets, self.folds, self.aligns, self.order)
+
+    @property
+    def row_major(self) -> bool:
+        """Whether the strides are the dense row-major ones of the shape (no ``storage_align`` padding and
+        no ``reorder_storage``)."""
+        return not self.aligns and self.order is None
+
+    def memory_order(self) -> tuple[int, ...]:
+        """The dimensions from the outermost in memory to the innermost."""
+        return self.order if self.order is not None else tuple(range(len(self.shape)))
 
     def strides(self) -> list[int]:
-        """Elements between neighbours along each dimension of a buffer with constant shape: row-major,
-        except that the stride of an aligned dimension (``storage_align``) is raised to the next value
-        congruent to its offset modulo its factor (TVM's rule)."""
+        """Elements between neighbours along each dimension of a buffer with constant shape: dense in
+        :meth:`memory_order` (row-major by default), except that the stride of an aligned dimension
+        (``storage_align``) is raised to the next value congruent to its offset modulo its factor (TVM's rule)."""
         sizes = self.constant_shape()
         assert sizes is not None, f"strides of {self.name}: its shape is not constant"
-        out, stride = [1] * len(sizes), 1
-        for d in reversed(range(len(sizes))):
+        out = [1] * len(sizes)
+        for d, stride in zip(reversed(self.memory_order()), self._dense_strides(sizes)):
+            out[d] = stride
+        return out
+
+    def _dense_strides(self, sizes: Sequence[int]) -> list[int]:
+        """The strides of the dimensions from the innermost in memory outwards (alignment applied)."""
+        out, stride = [], 1
+        for d in reversed(self.memory_order()):
             if d in self.aligns:
                 factor, offset = self.aligns[d]
                 stride += (offset - stride) % factor
-            out[d] = stride
+            out.append(stride)
             stride *= sizes[d]
         return out
 
@@ -55,7 +78,10 @@ class Buffer:
         sizes = self.constant_shape()
         if sizes is None:
             return None
-        return self.strides()[0] * sizes[0] if sizes else 1
+        if not sizes:
+            return 1
+        outermost = self.memory_order()[0]
+        return self.strides()[outermost] * sizes[outermost]
 
     def constant_shape(self) -> list[int] | None:
         """The shape when every extent is a constant, else None."""
@@ -303,15 +329,16 @@ def is_flat(buf: Buffer, indices: Sequence[Expr]) -> bool:
 
 
 def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
-    """Row-major element offset of tensor coordinates ``indices`` in ``buf`` (its origin subtracted, or
-    the index taken modulo the fold along a folded dimension; aligned strides from ``storage_align``);
-    an access that already is an element offset (:func:`is_flat`) gives it unchanged."""
+    """Element offset of tensor coordinates ``indices`` in ``buf``: row-major (or in the buffer's
+    :meth:`~Buffer.memory_order`), its origin subtracted, or the index taken modulo the fold along a folded
+    dimension; aligned strides from ``storage_align``. An access that already is an element offset
+    (:func:`is_flat`) gives it unchanged."""
     if is_flat(buf, indices):
         return indices[0]
     total: Expr | None = None
     stride: Expr | int = 1
     aligned = buf.strides() if buf.aligns else None
-    for k in reversed(range(len(indices))):
+    for k in reversed(buf.memory_order()):
         if aligned is not None:
             stride = aligned[k]
         idx = indices[k]

@@ -169,6 +169,8 @@ class IRPrinter(NodeFunctor):
             head += "".join(f", dimension {d} folded modulo {f}" for d, f in sorted(b.folds.items()))
         if b.aligns:
             head += f"  // strides {b.strides()} (storage_align)"
+        if b.order is not None:
+            head += f"  // stored in dimension order {list(b.order)} (reorder_storage)"
         if b.scope is ir.BufferScope.LOCAL and self.bound:   # on a GPU target
             head += ("  // per thread, in registers" if LoopKind.GPU_THREAD in self.bound
                      else "  // per block, in shared memory")

@@ -2,7 +2,9 @@
 
 For every computed stage and every read ``T[indices]`` in its body (inlined stages substituted), the image
 of the stage's iteration domain under the access relation must lie inside ``T``'s box, for every value of
-the size parameters allowed by the shapes (isl: ``range(access) ⊆ box``). A read only counts where it is
+the size parameters allowed by the shapes (isl: ``range(access) ⊆ box``; a read whose indices interval
+arithmetic over the stage's declared axes already bounds inside, as clamps and resampling do, is not given
+to isl). A read only counts where it is
 evaluated: under ``if_then_else(c, ...)``/``where=`` the affine part of ``c`` restricts it, and so does the
 left operand of ``&``/``|`` (which short-circuit in C). Only the affine dimensions of a read are judged
 here (``A[I[i], j + 1]``: dimension 1); a read under a condition that is not affine is judged as if it ran
@@ -22,6 +24,7 @@ from tesched.errors import BoundsError
 from tesched.poly.affine import NotAffine
 from tesched.poly.domains import bound_exceeded
 from tesched.poly.guards import guarded_reads, restrict_to_guard
+from tesched.poly.index_checks import index_range
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te.tensor import Tensor, TensorRead
 from tesched.te.visit import structural_key
@@ -37,9 +40,33 @@ def check_bounds(model: PolyModel) -> None:
             key = (id(read.tensor), tuple(structural_key(i, keys) for i in read.indices),
                    tuple((structural_key(c, keys), holds) for c, holds in guard))
             if key not in checked:      # an inlined chain reads the same element many times
-                checked[key] = _check_read(model, sm, read, guard)
+                proven = _proven_by_intervals(model, sm, read)
+                checked[key] = proven if proven is not None else _check_read(model, sm, read, guard)
             if checked[key]:
                 model.unproven[id(read)] = model.unproven.get(id(read), frozenset()) | checked[key]
+
+
+def _proven_by_intervals(model: PolyModel, sm: StageModel, read: TensorRead) -> frozenset[int] | None:
+    """The dimensions left to the kernel (the non-affine ones) when interval arithmetic over the stage's
+    declared axis ranges (a superset of any schedule's instances) already proves every affine dimension
+    of ``read`` inside its tensor, as for clamped or resampled indices (``min(max(y // 2 - 1 + 2 * (y %
+    2), 0), 63)``) whose isl proof composes floors and modulos with the tiles of the reading stage (a
+    tenth of a second each); None where isl must decide (symbolic sizes, a bounded producer, an index
+    intervals cannot bound)."""
+    producer = model.by_op.get(id(read.tensor.op))
+    if producer is not None and producer.realized is not None:
+        return None
+    runtime = []
+    for k, (index, extent) in enumerate(zip(read.indices, read.tensor.shape)):
+        try:
+            model.isl_of(index, sm.coord)
+        except NotAffine:
+            runtime.append(k)
+            continue
+        span = index_range(index)
+        if not isinstance(extent, int) or span is None or span[0] < 0 or span[1] >= extent:
+            return None
+    return frozenset(runtime)
 
 
 def _check_read(model: PolyModel, sm: StageModel, read: TensorRead, guard: tuple) -> frozenset[int]:

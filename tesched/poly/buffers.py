@@ -8,7 +8,9 @@ is computed at (``store_at``) gets the box of the union of the regions of the it
 buffer; along a dimension where each iteration's region slides within a bounded window, the buffer is
 *folded*: it keeps a power of two of slices no smaller than the window, index taken modulo that, when isl
 proves that no slice is overwritten while a later read still needs it (:func:`fold_is_safe`). A stage's
-``storage_align`` requests pad the strides of its buffer (intermediates and ``compute_at`` buffers only).
+``storage_align`` requests pad the strides of its buffer and ``reorder_storage`` permutes them
+(intermediates and ``compute_at`` buffers only); ``fold_storage`` chooses the fold (checked by isl) instead of
+the power of two.
 """
 from __future__ import annotations
 
@@ -27,25 +29,28 @@ from tesched.te.expr import Const, Expr
 def allocate_buffers(model: PolyModel) -> None:
     """Give every stage of ``model`` its buffer."""
     for st in model.schedule.stages:
-        if st.storage_aligns and st.attach_type is AttachType.INLINE:
-            raise ScheduleError(f"storage_align of {st.name}: it is inlined, so it has no buffer to align")
+        for primitive, asked in (("storage_align", st.storage_aligns), ("reorder_storage", st.storage_order),
+                                 ("fold_storage", st.storage_folds)):
+            if asked and st.attach_type is AttachType.INLINE:
+                raise ScheduleError(f"{primitive} of {st.name}: it is inlined, so it has no buffer to lay out")
     for sm in model.stages:
         _make_buffer(model, sm)
 
 
-def _align(sm: StageModel) -> None:
-    """Apply the stage's ``storage_align`` requests to its buffer."""
+def _lay_out(sm: StageModel) -> None:
+    """Apply the stage's ``storage_align`` and ``reorder_storage`` requests to its buffer."""
     buf = sm.buffer
-    aligns = sm.stage.storage_aligns
-    if not aligns or buf is None:
+    aligns, order = sm.stage.storage_aligns, sm.stage.storage_order
+    if buf is None or not (aligns or order):
         return
     if buf.scope is BufferScope.ARG:
-        raise ScheduleError(f"storage_align of {sm.name}: it is a kernel argument, whose layout is the array's; "
-                            "align a cache stage (cache_read, cache_write) or an intermediate")
-    if buf.constant_shape() is None:
+        primitive = "storage_align" if aligns else "reorder_storage"
+        raise ScheduleError(f"{primitive} of {sm.name}: it is a kernel argument, whose layout is the array's; "
+                            "lay out a cache stage (cache_read, cache_write) or an intermediate")
+    if aligns and buf.constant_shape() is None:
         raise ScheduleError(f"storage_align of {sm.name}: its buffer has symbolic extents ({buf.shape}); align "
                             "a buffer of constant shape (a stage computed at a tile loop)")
-    buf.aligns = dict(aligns)
+    buf.aligns, buf.order = dict(aligns), order
 
 
 def _make_buffer(model: PolyModel, sm: StageModel) -> None:
@@ -53,7 +58,8 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
     if sm.parent is None:
         scope = BufferScope.ARG if any(t is tensor for t in model.arg_tensors) else BufferScope.GLOBAL
         sm.buffer = Buffer(sm.name, list(tensor.shape), tensor.dtype, scope)
-        _align(sm)
+        _check_no_fold(sm, "it is computed at the root, where its buffer is the whole tensor")
+        _lay_out(sm)
         _companions(model, sm)
         return
     fp = sm.storage if sm.hoisted else sm.footprint
@@ -63,6 +69,9 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
         sm.buffer = Buffer(sm.name, [1] * tensor.ndim, tensor.dtype, BufferScope.LOCAL,
                            [Const(0, "int64")] * tensor.ndim)
         return
+    if not sm.hoisted:
+        _check_no_fold(sm, "it is stored where it is computed (fold a buffer that store_root or store_at "
+                           "keeps across the iterations of the loops it is computed in)")
     folds = _folds(model, sm) if sm.hoisted else {}
     shape: list[int | Expr] = []
     offsets: list[Expr] = []
@@ -88,7 +97,7 @@ def _make_buffer(model: PolyModel, sm: StageModel) -> None:
             sm.offset_pwaffs.append(lo)
     sm.buffer = Buffer(sm.name, shape, tensor.dtype, BufferScope.LOCAL, offsets, folds)
     sm.origin = list(offsets)
-    _align(sm)
+    _lay_out(sm)
     _companions(model, sm)
 
 
@@ -103,7 +112,8 @@ def _companions(model: PolyModel, sm: StageModel) -> None:
         if scope is not BufferScope.LOCAL:
             scope = BufferScope.ARG if any(a is t for a in model.arg_tensors) else BufferScope.GLOBAL
         buf = Buffer(f"{sm.name}.v{t.value_index}", list(first.shape), t.dtype, scope, folds=first.folds,
-                     aligns=first.aligns if scope is not BufferScope.ARG else None)
+                     aligns=first.aligns if scope is not BufferScope.ARG else None,
+                     order=first.order if scope is not BufferScope.ARG else None)
         buf.offsets = first.offsets
         sm.buffers.append(buf)
 
@@ -121,6 +131,8 @@ def _folds(model: PolyModel, sm: StageModel) -> dict[int, int]:
     for every size); empty when no dimension can be folded."""
     fp, storage = sm.footprint, sm.storage
     assert fp is not None and storage is not None
+    if sm.stage.storage_folds:
+        return _requested_fold(model, sm)
     for d in range(sm.tensor.ndim):
         window = _largest(fp.dim_max(d).sub(fp.dim_min(d)).add_constant_val(isl.Val(1)))
         extent = _largest(storage.dim_max(d).sub(storage.dim_min(d)).add_constant_val(isl.Val(1)))
@@ -136,6 +148,31 @@ def _folds(model: PolyModel, sm: StageModel) -> dict[int, int]:
                 return {d: fold}
             fold *= 2
     return {}
+
+
+def _check_no_fold(sm: StageModel, why: str) -> None:
+    if sm.stage.storage_folds:
+        raise ScheduleError(f"fold_storage of {sm.name}: {why}")
+
+
+def _requested_fold(model: PolyModel, sm: StageModel) -> dict[int, int]:
+    """The fold ``fold_storage`` asked for, once isl proves it safe; else an error naming the smallest safe
+    fold along that dimension."""
+    [(dim, fold)] = sm.stage.storage_folds.items()
+    fp, storage = sm.footprint, sm.storage
+    assert fp is not None and storage is not None
+    axis = sm.stage.op.axis[dim].name
+    extent = _largest(storage.dim_max(dim).sub(storage.dim_min(dim)).add_constant_val(isl.Val(1)))
+    if extent is not None and fold >= extent:
+        return {}       # as many slices as the storage has: nothing to fold
+    if fold_is_safe(model, sm, dim, fold):
+        return {dim: fold}
+    window = _largest(fp.dim_max(dim).sub(fp.dim_min(dim)).add_constant_val(isl.Val(1))) or 1
+    limit = extent if extent is not None else max(2 * fold, window) * 4
+    safe = next((f for f in range(max(window, fold + 1), limit) if fold_is_safe(model, sm, dim, f)), None)
+    hint = f"the smallest safe fold is {safe}" if safe is not None else "no fold smaller than the storage is safe"
+    raise ScheduleError(f"fold_storage of {sm.name}.{axis} by {fold}: a slot would be overwritten while a later "
+                        f"iteration still reads it ({hint})")
 
 
 def fold_is_safe(model: PolyModel, sm: StageModel, dim: int, fold: int) -> bool:

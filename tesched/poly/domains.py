@@ -122,20 +122,24 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
     assert fp is not None
     fp = fp.intersect_range(tdom).coalesce()
     box = bounding_box(model, fp, tdom, {d: sm.stage.bounds.get(a) for d, a in enumerate(sm.axes)},
-                       model.loop_map(parent.main, depth).range())
+                       model.loop_map(parent.main, depth).range(),
+                       {d: sm.stage.bound_alignments[a] for d, a in enumerate(sm.axes)
+                        if a in sm.stage.bound_alignments})
     if sm.stage.bounds and not fp.is_subset(box):
         bound_exceeded(model, sm, fp.subtract(box))
     return box
 
 
 def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int, AxisBound | None] | None = None,
-                 iterations: isl.Set | None = None) -> isl.Map:
+                 iterations: isl.Set | None = None, alignments: dict[int, tuple[int, int]] | None = None) -> isl.Map:
     """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
     rectangle, so its loops stay simple and contiguous; its extent is the buffer's shape anyway. Along
     a dimension in ``bounds`` the box is the bound (from the footprint's minimum for ``bound_extent``).
     ``iterations``, every iteration of the loops, replaces the footprint's domain when it is the same set
     (the projection of the footprint carries existential variables that slow every later step: isl took
-    seconds to decide which loops of a statement over such a domain have one value per iteration)."""
+    seconds to decide which loops of a statement over such a domain have one value per iteration).
+    Along a dimension in ``alignments`` (``align_bounds``: modulus ``m``, remainder ``r``) the box widens
+    to the blocks ``[m*q + r, m*q + r + m)`` that hold it."""
     domain = fp.domain()
     if iterations is not None and iterations.is_subset(domain):
         domain = iterations
@@ -153,6 +157,10 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
             if extremes is None:
                 continue        # the whole dimension (cut to the tensor's box below)
             sides = [(extremes[0], ">=", "v"), (extremes[1], "<=", "v")]
+            if alignments and d in alignments:
+                m, r = alignments[d]
+                sides = [(extremes[0], ">=", f"{m} * floor((v - {r}) / {m}) + {r}"),
+                         (extremes[1], "<=", f"{m} * floor((v - {r}) / {m}) + {r + m - 1}")]
         else:
             low = fp.dim_min(d)
             sides = [(low, ">=", "v"), (low, "<=", f"v + {fixed.extent - 1}")]

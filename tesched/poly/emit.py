@@ -48,11 +48,13 @@ def _as_params(st: isl.Set) -> isl.Set:
 
 
 def _stride(buf: ir.Buffer, dim: int) -> Expr:
-    """Elements between neighbours along ``dim`` of ``buf`` (row-major, or aligned: ``storage_align``)."""
+    """Elements between neighbours along ``dim`` of ``buf`` (dense in its memory order, or aligned:
+    ``storage_align``)."""
     if buf.aligns:
         return Const(buf.strides()[dim], "int64")
+    order = buf.memory_order()
     stride: Expr = Const(1, "int64")
-    for d in buf.shape[dim + 1:]:
+    for d in [buf.shape[k] for k in order[order.index(dim) + 1:]]:
         stride = Binary("mul", stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
     return simplify(stride)
 
@@ -239,8 +241,7 @@ def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,
             local = sm.buffer
             if local is not None and local.scope is ir.BufferScope.LOCAL:
                 for k, b in enumerate(sm.buffers or [local]):
-                    buffers[id(sm.op.output(k))] = ir.Buffer(b.name, b.shape, b.dtype, b.scope, list(sm.origin),
-                                                             b.folds, b.aligns)
+                    buffers[id(sm.op.output(k))] = b.relocated(list(sm.origin))
     emitter = StatementEmitter(model, buffers, model.param_env)
     body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
     return _allocate_companions(model, body, buffers), buffers

@@ -5,8 +5,9 @@ a data-dependent index (``A[I[i]]``, a lookup table at a computed value), at a n
 inside only by a data-dependent condition, is left in ``model.unproven``. Before such a read becomes a
 load, :func:`checked_body` tries once more with interval arithmetic (``clamp(x, 0, 255)``, a ``uint8``
 value, ``x % 16``, an axis's range, a float clamped then scaled and converted, ``int32(clamp(v, 0.0, 1.0) *
-10.0 + 0.5)``, all bound an index without isl; such a float-derived index is still clamped, for NaN), and
-wraps what remains unproven in an
+10.0 + 0.5)``, an integer read from a plain compute stage, by that stage's body (a bin computed once),
+all bound an index without isl; such a float-derived index is still clamped, for NaN), and wraps what
+remains unproven in an
 :class:`~tesched.ir.nodes.CheckedIndex`: the kernel compares it with the extent and, outside, reports the
 read (tensor, stage, index, dimension, shape), which the caller raises as
 :class:`~tesched.errors.BoundsError`. This module changes no loop and knows nothing of C.
@@ -20,7 +21,7 @@ from tesched.poly import intervals
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te import dtype as dt
 from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
-from tesched.te.tensor import IterVar, TensorRead
+from tesched.te.tensor import ComputeOp, IterVar, TensorRead
 from tesched.te.visit import collect, rewrite
 
 Interval = tuple[int, int]
@@ -47,7 +48,9 @@ def index_range(e: Expr) -> Interval | None:
             and isinstance(e.dom.extent, int):
         return e.dom.min, e.dom.min + e.dom.extent - 1
     if isinstance(e, TensorRead):
-        return _dtype_range(e.dtype)
+        body = _stage_value(e)
+        inner = index_range(body) if body is not None else None
+        return inner if inner is not None else _dtype_range(e.dtype)
     if isinstance(e, Var):
         return None
     if isinstance(e, Cast) and dt.is_float(e.value.dtype):
@@ -62,6 +65,24 @@ def index_range(e: Expr) -> Interval | None:
     if isinstance(e, Binary):
         return _binary_range(e)
     return None
+
+
+def _stage_value(read: TensorRead) -> Expr | None:
+    """The value of every element ``read`` can load: the body of the integer stage it reads (a plain
+    compute without reduction: each element is its body at a point of its axes, whatever the schedule),
+    else None."""
+    op = read.tensor.op
+    if type(op) is ComputeOp and not op.reduce_axis and dt.is_int(read.dtype):     # not a scatter's or scan's
+        return op.bodies[read.tensor.value_index]
+    return None
+
+
+def _float_converted(e: Expr) -> bool:
+    """Whether ``e`` converts a float to an integer, itself or in the integer stages it reads (through
+    which :func:`index_range` bounded it): a NaN there converts to an undefined integer."""
+    if any(dt.is_float(c.value.dtype) for c in collect(e, Cast)):
+        return True
+    return any(body is not None and _float_converted(body) for body in map(_stage_value, collect(e, TensorRead)))
 
 
 def _float_cast_range(e: Cast) -> Interval:
@@ -122,7 +143,7 @@ def checked_body(model: PolyModel, sm: StageModel, body: Expr) -> Expr:
             proven = span is not None and isinstance(extent, int) and 0 <= span[0] and span[1] < extent
             if k in dims and not proven:
                 index = CheckedIndex(index, extent, _message(sm, e, k))
-            elif k in dims and any(dt.is_float(c.value.dtype) for c in collect(index, Cast)):
+            elif k in dims and _float_converted(index):
                 index = _nan_safe(index, extent)
             indices.append(index)
         return TensorRead(e.tensor, tuple(indices))

@@ -165,7 +165,8 @@ class TreeBuilder:
             image = isl.Map(f"{self.model.param_prefix}{{ {s.name}[{', '.join(s.loop_coords)}] -> "
                             f"[{', '.join(values[:pos + 1])}] }}")
             ran = image.intersect_domain(s.loop_domain).range()
-            if not isl.Map.from_range(ran).move_dims(isl.dim_type.in_, 0, isl.dim_type.out, 0, pos).is_single_valued():
+            if _two_values_at_a_sample(ran, pos) or not isl.Map.from_range(ran).move_dims(
+                    isl.dim_type.in_, 0, isl.dim_type.out, 0, pos).is_single_valued():
                 return False
         return True
 
@@ -269,3 +270,17 @@ def build_tree(model: PolyModel) -> ScheduleTree:
                    if stmt.space is not None}
     stage_of = {name: stmt.stage.name for name, stmt in model.statements.items()}
     return ScheduleTree(schedule, loop_schedule, builder.marks, builder.depth, coordinates, stage_of)
+
+
+def _two_values_at_a_sample(values: isl.Set, pos: int) -> bool:
+    """Whether dimension ``pos`` of ``values`` takes two values where the dimensions before it are those of
+    one sample point: a witness that it is not single-valued, found in a slice with every outer loop fixed
+    (the general test composes the floors and modulos of resampled tiles, seconds of isl per loop)."""
+    if values.is_empty():
+        return False
+    point = values.sample_point()
+    fixed = values
+    for kind, count in ((isl.dim_type.param, values.dim(isl.dim_type.param)), (isl.dim_type.set, pos)):
+        for d in range(count):          # the sizes too: the same slice, for the same shapes
+            fixed = fixed.fix_val(kind, d, point.get_coordinate_val(kind, d))
+    return not fixed.subtract(isl.Set.from_point(point)).is_empty()

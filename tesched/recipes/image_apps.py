@@ -1,5 +1,6 @@
 """Image pipelines with data-dependent reads, declared with ``compute`` (no schedule): a tone curve through
-a lookup table computed with ``pow``, a bilateral-grid-like slice, and a weighted histogram (a scatter).
+a lookup table computed with ``pow``, a bilateral-grid-like slice, a weighted histogram (a scatter), and
+histogram equalization (a scatter, a cumulative sum, and a gather of it at every pixel's bin).
 
 They are the shapes of Halide's camera-pipe curve, bilateral grid and histogram stages, small enough to
 declare in a few lines, and exercise what a scheduler must do with gathers (a table or grid read at an
@@ -9,7 +10,8 @@ scatters. Each function returns ``(inputs, output)``. This module declares; it s
 from __future__ import annotations
 
 from tesched.te.expr import power
-from tesched.te.functions import cast, clamp, maximum, minimum
+from tesched.te.functions import cast, clamp, if_then_else, maximum, minimum
+from tesched.te.functions import sum as sum_
 from tesched.te.scatter import scatter_add
 from tesched.te.tensor import Tensor, compute, placeholder, reduce_axis
 
@@ -52,3 +54,16 @@ def histogram(h: int, w: int, bins: int) -> tuple[list[Tensor], Tensor]:
     b = compute((h, w), lambda y, x: cast("int32", clamp(img[y, x], 0.0, 1.0) * float(bins - 1) + 0.5), name="bin")
     ry, rx = reduce_axis((0, h), name="ry"), reduce_axis((0, w), name="rx")
     return [img], scatter_add((bins,), b[ry, rx], img[ry, rx], [ry, rx], name="hist")
+
+
+def equalize(h: int, w: int, bins: int) -> tuple[list[Tensor], Tensor]:
+    """Histogram equalization: ``out[y, x] = cdf[bin[y, x]] / (h * w)``, with ``bin = int32(clamp(img, 0, 1) *
+    (bins - 1) + 0.5)``, ``hist`` the count of each bin (a scatter) and ``cdf`` its cumulative sum."""
+    img = placeholder((h, w), name="img")
+    b = compute((h, w), lambda y, x: cast("int32", clamp(img[y, x], 0.0, 1.0) * float(bins - 1) + 0.5), name="bin")
+    ones = compute((h, w), lambda y, x: cast("float32", b[y, x] >= 0), name="ones")
+    ry, rx = reduce_axis((0, h), name="ry"), reduce_axis((0, w), name="rx")
+    hist = scatter_add((bins,), b[ry, rx], ones[ry, rx], [ry, rx], name="hist")
+    k = reduce_axis((0, bins), name="k")
+    cdf = compute((bins,), lambda i: sum_(if_then_else(k <= i, hist[k], 0.0), axis=k), name="cdf")
+    return [img], compute((h, w), lambda y, x: cdf[b[y, x]] * (1.0 / (h * w)), name="equalized")

@@ -1,5 +1,6 @@
 """Where a stage is computed and stored: ``compute_at``, ``compute_inline``, ``compute_root``,
-``store_at``, ``store_root``, ``bound``, ``bound_extent``, and the layout of its buffer (``storage_align``).
+``store_at``, ``store_root``, ``bound``, ``bound_extent``, ``align_bounds``, and the layout of its buffer (``storage_align``,
+``reorder_storage``, ``fold_storage``).
 
 Each checks its arguments (the parent is a stage of the same schedule that reads this one, the loop is
 one of its loops, no cycle) and records the placement; the region computed per iteration comes from the
@@ -119,6 +120,33 @@ class Placement(StageBase):
         self.bounds[axis] = checked_bound(self.name, self.op, self.is_output, axis, None, extent, "bound_extent")
 
     @atomic
+    def align_bounds(self, axis: IterVar, modulus: int, remainder: int = 0) -> None:
+        """Widen the region of ``axis`` this stage computes per iteration of the loop it is computed at so
+        that it starts at a multiple of ``modulus`` plus ``remainder`` and spans a multiple of ``modulus``
+        (Halide's ``align_bounds``): e.g. whole vectors, or the even pixels a 2x downsampling reads. The
+        widened region always holds the one needed, and is cut to the tensor's own domain. A stage
+        computed at the root computes its whole tensor, which this leaves as it is.
+
+        Parameters
+        ----------
+        axis : IterVar
+            One of the stage's own axes (``s[T].op.axis[k]``), not one fixed by ``bound``.
+        modulus : int
+            The alignment, at least 1.
+        remainder : int
+            The region's start modulo ``modulus`` (taken modulo it).
+        """
+        self._compute_only("align_bounds")
+        self._storage_dim("align_bounds", axis)
+        step = positive_int(modulus, f"align_bounds modulus of {self.name}.{axis.name}")
+        if isinstance(remainder, bool) or not isinstance(remainder, int):
+            raise ScheduleError(f"align_bounds remainder of {self.name}.{axis.name} must be an int, got {remainder!r}")
+        if axis in self.bounds:
+            raise ScheduleError(f"align_bounds of {self.name}.{axis.name}: the axis is bound to "
+                                f"{self.bounds[axis].describe()} (bound, bound_extent), which fixes its region")
+        self.bound_alignments = {**self.bound_alignments, axis: (step, remainder % step)}
+
+    @atomic
     def compute_inline(self) -> None:
         """Substitute this stage's expression into every reader; it gets no loops or buffer."""
         self._compute_only("compute_inline")
@@ -166,3 +194,59 @@ class Placement(StageBase):
             raise ScheduleError(f"storage_align offset of {self.name}.{axis.name} must be an int from 0 to "
                                 f"{step - 1}, got {offset!r}")
         self.storage_aligns = {**self.storage_aligns, dim: (step, offset)}
+
+    def _storage_dim(self, primitive: str, axis: object) -> int:
+        """The dimension of this stage's buffer that ``axis`` (one of ``op.axis``) indexes."""
+        axes = list(getattr(self.op, "axis", []))
+        if not isinstance(axis, IterVar) or not any(a is axis for a in axes):
+            raise ScheduleError(f"{primitive} of {self.name}: {getattr(axis, 'name', axis)!r} is not an axis of "
+                                f"{self.name} (its axes are: {self._names(axes)}); give s[{self.name}].op.axis[d]")
+        return next(d for d, a in enumerate(axes) if a is axis)
+
+    @atomic
+    def reorder_storage(self, *axes: IterVar) -> None:
+        """Lay out this stage's buffer with the dimensions of ``axes`` in the given order, outermost first
+        (as :meth:`reorder` orders loops; Halide's ``reorder_storage`` lists them innermost first). The
+        listed dimensions take the places they held among themselves; the others keep theirs. What the
+        stage and its readers compute is unchanged; the strides are. For a buffer tesched allocates (an
+        intermediate or a ``compute_at`` buffer): a kernel argument keeps the array's layout.
+
+        Parameters
+        ----------
+        *axes : IterVar
+            Two or more distinct axes of this stage's computation (``s[T].op.axis[d]``).
+        """
+        self._compute_only("reorder_storage")
+        dims = [self._storage_dim("reorder_storage", a) for a in axes]
+        if len(dims) < 2 or len(set(dims)) != len(dims):
+            raise ScheduleError(f"reorder_storage of {self.name}: give two or more distinct axes, got "
+                                f"{', '.join(getattr(a, 'name', str(a)) for a in axes) or 'none'}")
+        order = list(self.storage_order or range(len(self.op.axis)))
+        places = sorted(order.index(d) for d in dims)
+        for place, d in zip(places, dims):
+            order[place] = d
+        self.storage_order = None if order == sorted(order) else tuple(order)
+
+    @atomic
+    def fold_storage(self, axis: IterVar, factor: int) -> None:
+        """Keep ``factor`` slices of this stage's buffer along ``axis``, index taken modulo ``factor`` (a
+        circular buffer, Halide's ``fold_storage``), in place of the power of two tesched chooses on its
+        own. For a stage stored outside the loop it is computed at (``store_root`` or ``store_at`` with
+        ``compute_at``); lowering checks with isl that no slice is overwritten while a later iteration
+        still reads it, and otherwise names the smallest fold that is safe.
+
+        Parameters
+        ----------
+        axis : IterVar
+            An axis of this stage's computation (``s[T].op.axis[d]``).
+        factor : int
+            The slices kept, at least the window each iteration reads.
+        """
+        self._compute_only("fold_storage")
+        dim = self._storage_dim("fold_storage", axis)
+        step = positive_int(factor, f"fold_storage factor of {self.name}.{axis.name}")
+        if self.storage_folds and dim not in self.storage_folds:
+            raise ScheduleError(f"fold_storage of {self.name}.{axis.name}: dimension "
+                                f"{self.op.axis[next(iter(self.storage_folds))].name} is already folded; "
+                                "a buffer folds along one dimension")
+        self.storage_folds = {dim: step}

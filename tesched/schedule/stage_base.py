@@ -123,6 +123,8 @@ class StageBase:
         self.prefetches: list[tuple[Tensor, IterVar, int]] = []    # (tensor, loop, offset), ``prefetch``
         self.specializations: list[Expr] = []                      # conditions of ``specialize``
         self.storage_aligns: dict[int, tuple[int, int]] = {}       # dimension -> (factor, offset)
+        self.storage_order: tuple[int, ...] | None = None          # dimensions, outermost first (``reorder_storage``)
+        self.storage_folds: dict[int, int] = {}                    # dimension -> slices kept (``fold_storage``)
         self.attach_type = AttachType.ROOT
         self.attach_stage: StageBase | None = None
         self.attach_ivar: IterVar | None = None
@@ -133,6 +135,7 @@ class StageBase:
         self.store_stage: StageBase | None = None
         self.store_ivar: IterVar | None = None
         self.bounds: dict[IterVar, AxisBound] = {}
+        self.bound_alignments: dict[IterVar, tuple[int, int]] = {}  # axis -> (modulus, remainder), ``align_bounds``
 
     # helpers --------------------------------------------------------------------------------------
     def replace_op(self, op: ComputeOp) -> None:

@@ -35,8 +35,7 @@ def substitute_loop_var(stmt: ir.Stmt, var: Var, value: Expr) -> ir.Stmt:
     def on_stmt(s: ir.Stmt) -> ir.Stmt | None:
         if isinstance(s, ir.Allocate) and any(_mentions(o, var) for o in s.buffer.offsets):
             old = s.buffer
-            new = ir.Buffer(old.name, old.shape, old.dtype, old.scope,
-                            [substitute(o, {var: value}) for o in old.offsets], old.folds, old.aligns)
+            new = old.relocated([substitute(o, {var: value}) for o in old.offsets])
             return ir.Allocate(new, substitute_loop_var(rebind_buffer(s.body, old, new), var, value))
         return None
     return map_stmt(stmt, lambda e: substitute(e, {var: value}), on_stmt)

@@ -9,22 +9,36 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import bound_inside, map_stmt
+from tesched.ir.visitor import bound_inside, map_stmt, walk_stmts
 from tesched.te.expr import Expr, Select
 from tesched.te.visit import rewrite, structural_key, walk
 from tesched.transform.unroll import substitute_loop_var
 
 
 def _invariant_condition(loop: ir.For) -> Expr | None:
-    """The condition of the first select in ``loop``'s body that neither its variable nor a variable
-    declared inside it (a loop's, a ``let``'s, a buffer origin) changes."""
+    """The condition of the first select in ``loop``'s body that nothing the loop does changes: it uses no
+    variable bound inside the loop (its own, an inner loop's, a let's, an assignment's, the origin of a
+    buffer allocated there: :func:`~tesched.ir.visitor.bound_inside`), and it reads no buffer the loop
+    writes (any buffer, where the loop calls an intrinsic that writes through pointers)."""
+    statements = list(walk_stmts(loop.body))
     inner = bound_inside(loop)
+    written = {id(st.buffer) for st in statements if isinstance(st, (ir.Store, ir.VStore))}
+    opaque = any(isinstance(st, ir.IntrinsicCall) for st in statements)
+
+    def invariant(cond: Expr) -> bool:
+        for n in walk(cond):
+            if id(n) in inner:
+                return False
+            buffer = getattr(n, "buffer", None)
+            if isinstance(buffer, ir.Buffer) and (opaque or id(buffer) in written):
+                return False
+        return True
+
     found: list[Expr] = []
 
     def look(e: Expr) -> Expr:
         if not found:
-            found.extend(n.cond for n in walk(e) if isinstance(n, Select)
-                         and not any(id(v) in inner for v in walk(n.cond)))
+            found.extend(n.cond for n in walk(e) if isinstance(n, Select) and invariant(n.cond))
         return e
 
     map_stmt(loop.body, look)

@@ -181,3 +181,53 @@ def bilateral_slice(h=32, w=40, cell=8, depth=8):
         ys, xs = np.meshgrid(np.arange(h) // cell, np.arange(w) // cell, indexing="ij")
         return b[ys, xs, zi] * (1 - zf) + b[ys, xs, np.minimum(zi + 1, depth - 1)] * zf
     return inputs, [out], reference
+
+
+def local_laplacian_reference(a, levels, k, alpha=1.0, beta=1.0):
+    """NumPy version of :func:`tesched.recipes.local_laplacian.local_laplacian` (float64, the table's
+    index from the float32 pixel as the kernel computes it)."""
+    top = (k - 1) * 256
+    f = (np.arange(2 * top + 1) - top) / 256.0
+    remap = alpha * f * np.exp(-f * f / 2)
+
+    def along(p, axis, n, taps):
+        out = 0.0
+        for weight, index in taps(np.arange(n)):
+            out = out + weight * np.take(p, index, axis=axis)
+        return out
+
+    def down(p):
+        fh, fw = p.shape[-2:]
+        ch, cw = max(fh >> 1, 1), max(fw >> 1, 1)
+
+        def taps(n):
+            return lambda i: [(w / 8, np.clip(2 * i + d, 0, n - 1)) for w, d in ((1, -1), (3, 0), (3, 1), (1, 2))]
+        return along(along(p, -1, cw, taps(fw)), -2, ch, taps(fh))
+
+    def up(p, shape):
+        ch, cw = p.shape[-2:]
+
+        def taps(n):
+            return lambda i: [(0.25, np.clip(i // 2 - 1 + 2 * (i % 2), 0, n - 1)), (0.75, np.minimum(i // 2, n - 1))]
+        return along(along(p, -1, shape[1], taps(cw)), -2, shape[0], taps(ch))
+
+    a32 = a.astype(np.float32)
+    idx = np.clip((a32 * np.float32(top)).astype(np.int32), 0, top)
+    t = np.arange(k)[:, None, None]
+    level = t / (k - 1)
+    g = a.astype(np.float64)
+    gpyr = [beta * (g - level) + level + remap[idx[None] - 256 * t + top]]
+    inpyr = [g]
+    for _ in range(1, levels):
+        gpyr.append(down(gpyr[-1]))
+        inpyr.append(down(inpyr[-1]))
+    out = None
+    for j in range(levels - 1, -1, -1):
+        lap = gpyr[j] if j == levels - 1 else gpyr[j] - up(gpyr[j + 1], gpyr[j].shape[-2:])
+        value = inpyr[j] * (k - 1)
+        li = np.clip(np.trunc(value).astype(np.int64), 0, k - 2)
+        lf = value - li
+        ys, xs = np.meshgrid(np.arange(value.shape[0]), np.arange(value.shape[1]), indexing="ij")
+        band = (1 - lf) * lap[li, ys, xs] + lf * lap[li + 1, ys, xs]
+        out = band if out is None else up(out, band.shape) + band
+    return out

@@ -13,9 +13,11 @@ import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
 from tesched.poly import analysis
 from tesched.recipes import image_apps
+from tesched.recipes.local_laplacian import local_laplacian
 from tesched.recipes.pyramid import interpolate
 from tests.autoschedule.helpers import (bilateral_slice, blur, data, histogram, histogram_grid, interpolate_reference,
-                                        lut_curve, matmul_relu, pipelines, run, softmax_matmul)
+                                        local_laplacian_reference, lut_curve, matmul_relu, pipelines, run,
+                                        softmax_matmul)
 from targets import AVX512, pinned
 
 
@@ -300,3 +302,62 @@ def test_stages_calling_pure_extern_functions_are_scheduled():
     a = data(34, 66)
     b = a / (1 + np.abs(a))
     np.testing.assert_allclose(ts.build(s, [A, C])(a), b[:32, :64] + b[1:33, 1:65] + b[2:, 2:], rtol=1e-5)
+
+
+def test_local_laplacian_is_tiled_around_its_gathers_with_work_bounded_by_its_stages(monkeypatch):
+    """A local Laplacian filter (pyramids of 3-D remapped levels, a per-pixel gather of the nearest
+    processed level, a remapping table read at a float-derived index): every stage is scheduled, the body
+    of each is expanded with its inlined stages a bounded number of times (not once per question asked
+    about it), its gathers are proved in range without run-time checks, and it computes the reference."""
+    expansions = []
+    real = analysis.inlined_body
+    monkeypatch.setattr(analysis, "inlined_body", lambda *a: expansions.append(a[0].name) or real(*a))
+    A = ts.placeholder((40, 36), name="A")
+    out = local_laplacian(A, levels=3, k=3, alpha=0.5)
+    s = ts.auto_schedule(out)
+    stages = len(s.stages)
+    assert stages == 11 * 3 - 7 and len(expansions) <= 3 * stages, (stages, len(expansions))
+    text = ts.explain_schedule(s)
+    assert "left as declared: 0 stage(s)" in text and "rejected" not in text, text
+    line = next(t for t in text.splitlines() if t.startswith("outgpyr0: "))
+    assert line.startswith("outgpyr0: stored whole, tiles") and line.endswith("vectorized"), line
+    f = ts.build(s, [A, out])
+    assert "checked" not in str(f.lowered)
+    a = np.random.default_rng(7).uniform(-0.1, 1.1, (40, 36)).astype(np.float32)
+    np.testing.assert_allclose(f(a), local_laplacian_reference(a, 3, 3, 0.5), rtol=1e-4, atol=1e-5)
+
+
+WIDE = Machine(vector_bytes=64, threads=2, registers=32, l1_bytes=32 << 10, l2_bytes=1 << 20, l3_bytes=8 << 20)
+
+
+def test_histogram_equalization_scatters_scans_and_gathers_without_checks():
+    """A scatter, a cumulative sum as short as one vector (its whole output one register tile: it
+    accumulates in place, no write cache at a tile loop it does not have), then a gather of it at each
+    pixel's bin computed in a stage of its own: every stage scheduled, no run-time index check."""
+    (img,), out = image_apps.equalize(48, 40, 16)
+    s = ts.auto_schedule(out, target=WIDE)
+    text = ts.explain_schedule(s)
+    assert "left as declared: 0 stage(s)" in text and "rejected" not in text, text
+    assert "cdf: stored whole, tiles [16], vectorized, register tile" in text and "accumulates in place" in text
+    assert "checked" not in str(ts.lower(s, [img, out]))
+    a = np.random.default_rng(8).uniform(-0.1, 1.1, (48, 40)).astype(np.float32)
+    index = (np.clip(a, 0, 1) * np.float32(15) + np.float32(0.5)).astype(np.int32)
+    cdf = np.cumsum(np.bincount(index.ravel(), minlength=16))
+    np.testing.assert_allclose(ts.build(s, [img, out])(a), cdf[index] / (48 * 40), rtol=1e-6)
+
+
+@pytest.mark.parametrize("n", [16, 9])
+def test_a_reduction_read_by_a_one_tile_stage_is_stored_whole_with_loops_of_its_own(n):
+    """relu(W @ x) whose output is one vector: the product cannot be computed at a tile of the relu (it
+    has no tile loop), so it is stored whole with its own loops, not given up on after a failed check."""
+    W = ts.placeholder((n, 64), name="W")
+    x = ts.placeholder((64,), name="x")
+    k = ts.reduce_axis((0, 64), name="k")
+    y = ts.compute((n,), lambda i: ts.sum(W[i, k] * x[k], axis=k), name="y")
+    r = ts.compute((n,), lambda i: ts.maximum(y[i], 0.0), name="r")
+    s = ts.auto_schedule(r, target=WIDE)
+    text = ts.explain_schedule(s)
+    assert "left as declared: 0 stage(s)" in text and "rejected" not in text, text
+    assert f"stored whole: r is one tile (tiles [{n}])" in text and "y: stored whole, tiles" in text
+    w, v = data(n, 64), data(64, seed=1)
+    np.testing.assert_allclose(ts.build(s, [W, x, r])(w, v), np.maximum(w @ v, 0), rtol=1e-4, atol=1e-5)

@@ -10,9 +10,9 @@ floor division and modulo, which agree for positive divisors, the only ones used
 Where Halide accepts something tesched refuses or gets wrong, the case is marked ``xfail(strict=True)``
 with the gap as its reason.
 
-Summary: 71 cases (parametrized ones counted once per parameter), 66 pass, 5 xfail. Gaps (xfail here):
+Summary: 71 cases (parametrized ones counted once per parameter), 69 pass, 2 xfail. Gaps (xfail here):
 
-- ``fold_storage`` with a chosen factor, ``reorder_storage``, ``align_bounds``, ``compute_with``;
+- ``compute_with``;
 - ``define_extern`` stages.
 
 Gaps this suite found and that are closed (each with its own test beside the module it fixed): a
@@ -20,7 +20,8 @@ vectorized store of an int32 value of loop indices (it stored int64 lanes, past 
 and a crash), inline reductions (``sum(...) * 2 + 3``), ``BoundaryConditions::repeat_image`` and
 ``mirror_image``, ``popcount`` / ``count_leading_zeros`` / ``count_trailing_zeros``, and ``sin``, ``cos``
 and the other trigonometric functions, ``lerp``, runtime parameters (``Param<float>``, ``ts.param``) and
-calls of C functions (``HalideExtern``, ``ts.call_pure_extern``).
+calls of C functions (``HalideExtern``, ``ts.call_pure_extern``), ``fold_storage`` with a chosen factor,
+``reorder_storage`` and ``align_bounds``.
 """
 from __future__ import annotations
 
@@ -338,8 +339,6 @@ def test_storage_folding_upsample():
     check(s, [f], [], [(x * (y // 2) + x * (y // 2 + 1)).astype("int32")])
 
 
-@pytest.mark.xfail(strict=True, reason="fold_storage (a fold factor chosen by the user) is not supported; "
-                   "tesched folds on its own, by a power of two")
 def test_storage_folding_explicit_factor():
     """storage_folding.cpp: ``g.compute_at(f, x).store_root().fold_storage(y, 3)``."""
     g = ts.compute((12, 8), lambda y, x: x * y, name="g")
@@ -347,20 +346,18 @@ def test_storage_folding_explicit_factor():
     s = ts.create_schedule(f.op)
     s[g].store_root()
     s[g].compute_at(s[f], f.op.axis[0])
-    s[g].fold_storage(g.op.axis[0], 3)  # type: ignore[attr-defined]
+    s[g].fold_storage(g.op.axis[0], 3)
     y, x = coords(10, 8)
     check(s, [f], [], [(x * y + x * (y + 2)).astype("int32")])
 
 
-@pytest.mark.xfail(strict=True, reason="reorder_storage (a storage order other than the axes') is not "
-                   "supported")
 def test_reorder_storage():
     """reorder_storage.cpp: ``f.reorder_storage(c, x, y)`` of an intermediate, result unchanged."""
     A = ts.placeholder((4, 5, 3), name="A")
     f = ts.compute((4, 5, 3), lambda y, x, c: A[y, x, c] * 2.0, name="f")
     g = ts.compute((4, 5, 3), lambda y, x, c: f[y, x, c] + 1.0, name="g")
     s = ts.create_schedule(g.op)
-    s[f].reorder_storage(f.op.axis[2], f.op.axis[1], f.op.axis[0])  # type: ignore[attr-defined]
+    s[f].reorder_storage(f.op.axis[2], f.op.axis[1], f.op.axis[0])
     a = rand((4, 5, 3))
     check(s, [A, g], [a], [a * 2 + 1])
 
@@ -490,8 +487,6 @@ def test_compute_with():
     check(s, [A, h], [a], [3 * a + 1])
 
 
-@pytest.mark.xfail(strict=True, reason="align_bounds (round a stage's realized region to a multiple) is "
-                   "not supported")
 def test_align_bounds():
     """align_bounds.cpp: ``g.compute_at(h, x).align_bounds(x, 2)``; the result is unchanged."""
     A = ts.placeholder((20,), name="A")
@@ -499,7 +494,7 @@ def test_align_bounds():
     h = ts.compute((19,), lambda x: g[x] + g[x + 1], name="h")
     s = ts.create_schedule(h.op)
     s[g].compute_at(s[h], h.op.axis[0])
-    s[g].align_bounds(g.op.axis[0], 2)  # type: ignore[attr-defined]
+    s[g].align_bounds(g.op.axis[0], 2)
     a = rand((20,))
     check(s, [A, h], [a], [2 * a[:-1] + 2 * a[1:]])
 

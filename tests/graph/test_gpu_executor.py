@@ -66,6 +66,20 @@ def test_bad_inputs_are_refused_by_name(gpu_mlp):
         exe()
 
 
+def test_a_gpu_build_keeps_the_declared_weight_layouts():
+    """alter_op_layout packs weights for the CPU's SIMD registers; a GPU build skips it (no pass history
+    entry, the dense ops read W as declared) and still matches NumPy."""
+    need_opencl()
+    f, reference = mlp(np.random.default_rng(7))
+    cpu, gpu = G.build(f), G.build(f, target="opencl")
+    assert "alter_op_layout" in [name for name, _ in cpu.pass_history]
+    assert "alter_op_layout" not in [name for name, _ in gpu.pass_history]
+    assert "nn.dense_panels" in str(cpu.pass_history[-1][1])
+    assert "nn.dense_panels" not in str(gpu.pass_history[-1][1]) and "nn.dense(" in str(gpu.pass_history[-1][1])
+    x = np.random.default_rng(8).standard_normal((3, 20)).astype("float32")
+    np.testing.assert_allclose(gpu(x), reference(x), rtol=RTOL, atol=ATOL)
+
+
 def test_cnn_compiles_for_cuda():
     need_nvrtc()
     f, params = wee_net(channels=6, size=10)

@@ -94,3 +94,29 @@ def test_data_dependent_indices_are_not_judged(rand):
     f = ts.build(ts.create_schedule(G.op), [A, I, G], name="gather")
     a, idx = rand(6), np.array([5, 0, 1, 1, 2, 4], np.int32)
     np.testing.assert_allclose(f(a, idx), a[idx])
+
+
+def test_clamped_resampled_reads_are_proven_without_isl_and_wrong_ones_still_raise(monkeypatch):
+    """Pyramid reads (``min(max(y // 2 - 1 + 2 * (y % 2), 0), n - 1)``) are proven by interval arithmetic
+    over the stage's axes, with no isl problem to solve; an index off by one still raises, through isl."""
+    from tesched.poly import bounds
+    calls = []
+    real = bounds._check_read
+    monkeypatch.setattr(bounds, "_check_read", lambda *a: calls.append(a[2]) or real(*a))
+    A = ts.placeholder((5, 6), name="A")
+    B = ts.compute((10, 6), lambda y, x: A[ts.clamp(y // 2 - 1 + 2 * (y % 2), 0, 4), x] + A[ts.minimum(y // 2, 4), x],
+                   name="B")
+    C = ts.compute((10, 6), lambda y, x: B[y, x] * 2.0, name="C")
+    s = ts.create_schedule(C.op)
+    s[B].compute_at(s[C], C.op.axis[0])
+    f = ts.build(s, [A, C], name="bounds_resampled")
+    a = np.arange(30, dtype=np.float32).reshape(5, 6)
+    y = np.arange(10)
+    want = 2 * (a[np.clip(y // 2 - 1 + 2 * (y % 2), 0, 4)] + a[np.minimum(y // 2, 4)])
+    np.testing.assert_allclose(f(a), want)
+    assert calls == []
+    D = ts.compute((10, 6), lambda y, x: A[ts.minimum(y // 2 + 1, 5), x], name="D")
+    with pytest.raises(ts.BoundsError, match=r"A\[min\(y // 2 \+ 1, 5\), x\] at y = [89], x = \d reads dimension 0 "
+                                             r"at 5, which is beyond the max \(4\)"):
+        ts.lower(ts.create_schedule(D.op), [A, D])
+    assert calls

@@ -202,3 +202,35 @@ def test_a_float_clamped_scaled_and_converted_index_is_proved_and_nan_safe():
     g = ts.build(ts.create_schedule(unclamped.op), [V, T, unclamped])
     with pytest.raises(ts.BoundsError, match="T is accessed out of bounds by stage unclamped"):
         g(v, table)
+
+
+def test_an_index_computed_in_a_stage_of_its_own_is_bounded_by_that_stage_body(rand):
+    """A bin index computed once in a stage of its own (stored, as a histogram's reader needs it): its
+    values are the stage's body over its axes, so a clamped float-derived bin needs no check (and is
+    clamped against NaN where read); an unclamped one, or one a reduction computed, is still checked."""
+    X = ts.placeholder((6, 10), name="X")
+    L = ts.placeholder((16,), name="L")
+    cases = {"clamped": lambda y, x: ts.cast("int32", ts.clamp(X[y, x], 0.0, 1.0) * 15.0 + 0.5),
+             "unclamped": lambda y, x: ts.cast("int32", X[y, x] * 15.0 + 0.5)}
+    texts = {}
+    for name, body in cases.items():
+        B = ts.compute((6, 10), body, name="B")
+        Y = ts.compute((6, 10), lambda y, x: L[B[y, x]] * 2.0, name="Y")
+        s = ts.create_schedule(Y.op)
+        texts[name] = str(ts.lower(s, [X, L, Y]))
+    assert "checked" not in texts["clamped"] and "L[min(max(B[y#2, x#2], 0), 15)]" in texts["clamped"]
+    assert "L[checked(B[y#2, x#2], 16)]" in texts["unclamped"]
+    k = ts.reduce_axis((0, 10), name="k")
+    S = ts.compute((6,), lambda y: ts.sum(ts.cast("int32", ts.clamp(X[y, k], 0.0, 1.0)), axis=k), name="S")
+    Z = ts.compute((6,), lambda y: L[S[y]], name="Z")
+    assert "checked(S[" in str(ts.lower(ts.create_schedule(Z.op), [X, L, Z]))
+    B = ts.compute((6, 10), cases["clamped"], name="B")
+    Y = ts.compute((6, 10), lambda y, x: L[B[y, x]] * 2.0, name="Y")
+    f = ts.build(ts.create_schedule(Y.op), [X, L, Y], name="bin_stage_lut")
+    x, lut = rand((6, 10), low=-0.5, high=1.5), rand((16,))
+    x[2, 3] = np.nan
+    got = f(x, lut)
+    finite = ~np.isnan(x)
+    want = lut[(np.clip(np.nan_to_num(x), 0, 1) * np.float32(15) + np.float32(0.5)).astype(np.int32)] * 2
+    np.testing.assert_allclose(got[finite], want[finite], rtol=1e-6)
+    assert np.isin(got[2, 3], lut * 2)           # a NaN pixel reads an entry of the table, not memory outside

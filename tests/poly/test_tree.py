@@ -2,10 +2,12 @@
 nparts=1) get no band, so stages computed at them are allocated, produced and read in one place."""
 import textwrap
 
+import islpy as isl
 import numpy as np
 import pytest
 
 import tesched as ts
+from tesched.poly import tree
 
 
 @pytest.mark.parametrize("e_at, s_at", [("ji", "io"), ("ji", "ii"), ("jo", "io"), ("io", "io")])
@@ -133,3 +135,16 @@ def test_single_valued_loops_are_decided_in_bounded_time(schedule, run_python, i
         print("matches NumPy")
     """), timeout=60)
     assert "matches NumPy" in done.stdout, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("text, pos, two", [
+    ("{ [a, b] : 0 <= a < 4 and 2a <= b <= 2a + 1 }", 1, True),
+    ("{ [a, b] : 0 <= a < 4 and b = 2a }", 1, False),
+    ("[n] -> { [a, b] : 0 <= a < n and b = a }", 1, False),       # the sizes are fixed with the loops
+    ("[n] -> { [a] : 0 <= a < n and n >= 2 }", 0, True),
+    ("{ [a, b] : 0 <= a < 4 and b = a and a > 5 }", 1, False),
+])
+def test_a_loop_with_two_values_in_a_sample_slice_is_not_single_valued(text, pos, two):
+    """The quick witness over loop values ``0..pos``: a sample point's outer loops (and sizes) fixed, two values
+    of loop ``pos`` left. It never claims two values where there is one (then isl's general test decides)."""
+    assert tree._two_values_at_a_sample(isl.Set(text), pos) is two

@@ -25,3 +25,12 @@ def test_histogram_matches_numpy():
     index = (np.clip(a, 0, 1) * np.float32(4) + np.float32(0.5)).astype(np.int32)
     got = ts.build(ts.create_schedule(hist.op), [img, hist])(a)
     np.testing.assert_allclose(got, np.bincount(index.ravel(), weights=a.ravel(), minlength=5), rtol=1e-5, atol=1e-6)
+
+
+def test_equalize_matches_numpy():
+    (img,), out = image_apps.equalize(9, 7, 6)
+    a = np.random.default_rng(6).uniform(-0.1, 1.1, (9, 7)).astype(np.float32)
+    index = (np.clip(a, 0, 1) * np.float32(5) + np.float32(0.5)).astype(np.int32)
+    cdf = np.cumsum(np.bincount(index.ravel(), minlength=6))
+    got = ts.build(ts.create_schedule(out.op), [img, out])(a)
+    np.testing.assert_allclose(got, cdf[index] / 63.0, rtol=1e-6)

@@ -66,3 +66,67 @@ def test_a_condition_on_an_inner_loop_stays():
     a = np.random.default_rng(1).random((4, 16), dtype=np.float32)
     want = a[:2, (np.arange(16) * 7) % 16].sum(axis=0) + 1.0
     np.testing.assert_allclose(ts.build(lowered)(a), want, rtol=1e-6)
+
+
+def _select_loop(cond_of, written_buffer: bool = False) -> tuple[ir.For, ir.Buffer]:
+    """``for o: [let t = o + 1;] for i: out[o, i] = select(cond, 1, 2)``, vectorized along ``o``, with the
+    condition made by ``cond_of(o, i, t, buf)`` (buf: a buffer the loop writes, or one it only reads)."""
+    o, i = ir.LoopVar("o"), ir.LoopVar("i")
+    t = ts.te.expr.Var("t", "int64")
+    out = ir.Buffer("out", [4, 4], "float32", ir.BufferScope.ARG)
+    other = ir.Buffer("flags", [4], "int64", ir.BufferScope.ARG)
+    read = out if written_buffer else other
+    value = Select(cond_of(o, i, t, read), ts.te.expr.Const(1.0, "float32"), ts.te.expr.Const(2.0, "float32"))
+    store = ir.Store(out, (o, i), value)
+    zero, four = ts.te.expr.Const(0, "int64"), ts.te.expr.Const(4, "int64")
+    inner = ir.For(i, zero, four, LoopKind.SERIAL, store)
+    body = ir.LetStmt(t, o + 1, inner)
+    return ir.For(o, zero, four, LoopKind.VECTORIZED, body), read
+
+
+def test_conditions_on_anything_the_loop_binds_or_writes_stay_inside():
+    """The loop's own variable, an inner loop's, a let's, and a read of a buffer the loop stores to all
+    change inside the loop: unswitching on them would test a value before it exists (C that does not
+    compile) or before the loop changes it (wrong values)."""
+    cases = {
+        "inner loop": lambda o, i, t, buf: i < 2,
+        "let": lambda o, i, t, buf: t < 2,
+        "own loop": lambda o, i, t, buf: o < 2,
+    }
+    for name, cond_of in cases.items():
+        loop, _ = _select_loop(cond_of)
+        assert unswitch(loop) is None, name
+    loop, _ = _select_loop(lambda o, i, t, buf: ir.Load(buf, (ts.te.expr.Const(0, "int64"), o)) > 1.5,
+                           written_buffer=True)
+    assert unswitch(loop) is None, "a read of a buffer the loop writes"
+
+
+def test_a_condition_on_outer_values_and_read_only_buffers_moves_out():
+    n = ts.te.expr.Var("n", "int64")
+    loop, flags = _select_loop(lambda o, i, t, buf: ir.Load(buf, (ts.te.expr.Const(0, "int64"),)) < n)
+    moved = unswitch(loop)
+    assert isinstance(moved, ir.IfThenElse)
+
+
+def test_an_outer_vectorize_mark_over_a_padded_reduction_builds_and_is_right():
+    """A vectorize mark on the outer loop of a convolution whose inlined padding tests the inner loops'
+    variables (found by tests/poly/test_fusion_random.py): the padding's condition stays inside."""
+    data = ts.placeholder((2, 6, 6), name="data")
+    w = ts.placeholder((3, 2, 3, 3), name="w")
+    pad = ts.compute((2, 8, 8), lambda c, y, x: ts.if_then_else(
+        ts.all(y >= 1, y < 7, x >= 1, x < 7), data[c, y - 1, x - 1], 0.0), name="pad")
+    rc, ry, rx = ts.reduce_axis((0, 2), "rc"), ts.reduce_axis((0, 3), "ry"), ts.reduce_axis((0, 3), "rx")
+    conv = ts.compute((3, 6, 6), lambda f, y, x: ts.sum(pad[rc, y + ry, x + rx] * w[f, rc, ry, rx],
+                                                        axis=[rc, ry, rx]), name="conv")
+    s = ts.create_schedule(conv.op)
+    s[pad].compute_inline()
+    s[conv].vectorize(conv.op.axis[0])
+    kernel = ts.build(s, [data, w, conv], name="outer_vectorized_padded_conv")
+    rng = np.random.default_rng(3)
+    a, b = rng.random((2, 6, 6), dtype=np.float32), rng.random((3, 2, 3, 3), dtype=np.float32)
+    padded = np.pad(a, ((0, 0), (1, 1), (1, 1)))
+    want = np.zeros((3, 6, 6))
+    for ky in range(3):
+        for kx in range(3):
+            want += np.einsum("fc,cyx->fyx", b[:, :, ky, kx], padded[:, ky:ky + 6, kx:kx + 6])
+    np.testing.assert_allclose(kernel(a, b), want, rtol=1e-5)
