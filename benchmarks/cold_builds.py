@@ -8,7 +8,7 @@ slowest cold build in wall seconds and in CPU seconds (the process's and the com
 machine does not stretch), and every kernel over the budget (2 s of wall time by default), with its CPU
 seconds and C line count.
 
-    python benchmarks/cold_builds.py                 # tutorials 01-09 and python -m tesched.bench --quick
+    python benchmarks/cold_builds.py                 # every tutorial and python -m tesched.bench --quick
     python benchmarks/cold_builds.py --budget 1.5 tutorials/07_optimize_gemm.py
 
 Build times scale with the load of the machine: the load average is printed before and after.
@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_SCRIPTS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tutorials").glob("0*.py")) + ["-m tesched.bench"]
+DEFAULT_SCRIPTS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "tutorials").glob("[0-9][0-9]_*.py")) + ["-m tesched.bench"]
 
 
 def run_script(script: str, log: Path, cache: Path) -> tuple[float, str]:

@@ -92,6 +92,7 @@ from tesched.te.functions import (
 )
 from tesched.te.param import param
 from tesched.te.extern import call_pure_extern
+from tesched.te.extern_op import extern, extern_call
 from tesched.te.narrow import (
     halving_add,
     narrow,
@@ -227,7 +228,7 @@ __all__ = [
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
     "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
-    "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var", "param", "call_pure_extern",
+    "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var", "param", "call_pure_extern", "extern", "extern_call",
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",
     "load_module", "ModuleLoadError", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "clamp", "fmod",
     "power", "round", "select", "shift_left", "shift_right", "trunc", "prod", "comm_reducer", "CommReducer",

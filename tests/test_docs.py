@@ -8,7 +8,9 @@ site (tutorials run, warnings as errors).
 """
 from __future__ import annotations
 
+import html
 import inspect
+import json
 import os
 import subprocess
 import sys
@@ -19,6 +21,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 sys.path.insert(0, str(DOCS / "_ext"))
+import bench_tables  # noqa: E402
 import phrasebook  # noqa: E402
 
 from tests.public_api import public_names, resolve  # noqa: E402
@@ -35,12 +38,22 @@ def test_phrasebook_names_what_exists():
             try:
                 resolve(dotted)
                 wrong.append(f"{row.concept!r} says {phrasebook.NOT_YET!r}, but {dotted} exists now: write its "
-                             f"tesched spelling in docs/_ext/phrasebook.py")
+                             f"tesched spelling in docs/phrasebook.toml")
             except (ImportError, AttributeError):
                 pass
         assert not (row.tesched and row.missing), f"{row.concept!r}: a supported row names no missing feature"
         assert row.tesched is not None or row.note, f"{row.concept!r}: say why it is not supported"
     assert not wrong, "\n".join(wrong)
+
+
+def test_the_markdown_phrasebook_is_generated_from_the_data():
+    """``docs/phrasebook.md`` (read without the site) holds exactly the rows of ``docs/phrasebook.toml``."""
+    assert phrasebook.MARKDOWN.read_text() == phrasebook.markdown(), \
+        "docs/phrasebook.md is out of date: run python docs/_ext/phrasebook.py"
+    text = phrasebook.MARKDOWN.read_text()
+    for source in phrasebook.SOURCES:
+        _, rows = phrasebook.table(source)
+        assert all(f"| {row[0]} |" in text for row in rows)
 
 
 def test_phrasebook_covers_the_concepts_users_look_for():
@@ -104,6 +117,50 @@ def test_generated_pages_hold_what_tesched_produces(site):
     assert "produce D" in lowering                           # and the loop IR the program printed
     page = (site / "phrasebook.html").read_text()
     assert all(row.concept in page for row in phrasebook.ROWS)
+    figures = (site / "figures.html").read_text()
+    for path in figure_files():
+        document = json.loads(path.read_text())
+        assert all(html.escape(w["name"], quote=False) in figures for w in document["workloads"])
+
+
+def figure_files() -> list[Path]:
+    """The JSON files the figures page renders (its ``tesched-bench`` directives)."""
+    page = (DOCS / "figures.rst").read_text()
+    return [DOCS / line.split("::", 1)[1].strip() for line in page.splitlines()
+            if line.startswith(".. tesched-bench::")]
+
+
+def test_the_figures_page_renders_every_measurement_of_its_json_files():
+    """Each committed benchmark JSON names the command that wrote it, and its tables show every workload's
+    median and minimum of every variant, as measured (nothing typed in by hand)."""
+    files = figure_files()
+    assert files and all(path.exists() for path in files), files
+    for path in files:
+        document = json.loads(path.read_text())
+        assert document["command"].startswith("python -m tesched.bench") and f"--json {path.relative_to(ROOT)}" \
+            in document["command"], f"{path}: regenerate it with the command the figures page gives"
+        first = bench_tables.tables(document)[0]
+        assert [row[0] for row in first.rows] == [bench_tables.escape(w["name"]) for w in document["workloads"]]
+        for row, workload in zip(first.rows, document["workloads"]):
+            for label, variant in workload["variants"].items():
+                cell = row[first.header.index(f"{label} µs")]
+                assert cell == f"{variant['median_us']:.1f} ({variant['min_us']:.1f})", (path, workload["name"], label)
+
+
+@pytest.mark.parametrize("graph", [False, True], ids=["suite", "graph"])
+def test_the_json_the_suite_writes_renders_as_tables(tmp_path, graph, capsys):
+    """What ``python -m tesched.bench --json`` writes today is what the figures page can render."""
+    from tesched.bench import main
+    out = tmp_path / "bench.json"
+    main((["--graph", "--only", "rnn"] if graph else ["--only", "gemm", "--no-peak", "--no-build"]) +
+         ["--quick", "--repeat", "1", "--no-torch", "--json", str(out)])
+    capsys.readouterr()
+    document = json.loads(out.read_text())
+    assert document["command"].endswith(f"--json {out}") and document["date"].endswith("UTC")
+    tables = bench_tables.tables(document)
+    assert [row[0] for row in tables[0].rows] == [bench_tables.escape(w["name"]) for w in document["workloads"]]
+    assert all(len(row) == len(table.header) for table in tables for row in table.rows)
+    assert "``python -m tesched.bench" in bench_tables.caption(document)
 
 
 def test_every_package_that_declares_a_public_api_is_documented():

@@ -6,7 +6,7 @@ import sys
 
 CORE = ("tesched.te", "tesched.schedule")
 SMALL = {"tesched", "tesched.config", "tesched.errors", "tesched.target", "tesched.version", "tesched.lower",
-         "tesched.lower.hooks"}
+         "tesched.lower.hooks", "tesched.ir", "tesched.ir.kinds"}      # the loop kinds a schedule sets, not the IR
 
 
 def _loaded(code: str) -> set:

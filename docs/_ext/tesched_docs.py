@@ -5,12 +5,16 @@
 - ``.. tesched-run::`` runs the Python code in its body in a fresh interpreter (this checkout's tesched,
   with the environment given by ``:env:``) and shows the code, then what it printed (``:stream:`` stdout,
   stderr or both); a failing run fails the build;
-- ``.. tesched-phrasebook:: tvm|halide`` the phrasebook table of :mod:`phrasebook`.
+- ``.. tesched-phrasebook:: tvm|halide`` the phrasebook table of :mod:`phrasebook` (rows from ``docs/phrasebook.toml``);
+- ``.. tesched-bench:: figures/suite.json`` the tables of a JSON file the benchmark suite wrote
+  (:mod:`bench_tables`), with the command that wrote it.
 
-Nothing here is pasted: every figure and line of output comes from running tesched during the build.
+Nothing here is pasted: every line of output comes from running tesched during the build, and every
+benchmark figure from a JSON file written by the command its caption names.
 """
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -24,6 +28,7 @@ from sphinx.errors import PycodeError
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util.docutils import SphinxDirective
 
+import bench_tables
 import phrasebook
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,12 +111,31 @@ class Phrasebook(_Generated):
 
     def lines(self) -> list[str]:
         source = self.arguments[0]
-        if source not in ("tvm", "halide"):
+        if source not in phrasebook.SOURCES:
             raise self.error("tesched-phrasebook: the argument is tvm or halide")
-        header = ["concept", "TVM te" if source == "tvm" else "Halide", "tesched", "notes"]
-        rows = [[row.concept, getattr(row, source), row.tesched_text(), row.note] for row in phrasebook.ROWS
-                if not getattr(row, source).startswith("no counterpart")]
+        header, rows = phrasebook.table(source)
         return list_table(header, rows, "16 26 28 30")
+
+
+class BenchTables(_Generated):
+    """The tables of one JSON file of ``python -m tesched.bench [--graph] --json PATH`` (a path below docs/)."""
+
+    required_arguments = 1
+
+    def lines(self) -> list[str]:
+        path = Path(self.env.srcdir) / self.arguments[0]
+        self.env.note_dependency(str(path))
+        try:
+            document = json.loads(path.read_text())
+        except (OSError, ValueError) as err:
+            raise self.error(f"tesched-bench: cannot read {path}: {err}")
+        lines = [bench_tables.caption(document), ""]
+        if bench_tables.warning(document):
+            lines += [".. warning::", "", "   " + bench_tables.warning(document), ""]
+        for table in bench_tables.tables(document):
+            lines += [f".. rubric:: {table.title}", ""]
+            lines += list_table(table.header, table.rows, "auto") + [""]
+        return lines
 
 
 def data_doc_comment(app: Sphinx, what: str, name: str, obj: object, options: object, lines: list[str]) -> None:
@@ -140,4 +164,5 @@ def setup(app: Sphinx) -> dict[str, object]:
     app.add_directive("tesched-passes", PassTable)
     app.add_directive("tesched-run", RunCode)
     app.add_directive("tesched-phrasebook", Phrasebook)
+    app.add_directive("tesched-bench", BenchTables)
     return {"parallel_read_safe": True, "version": "1"}

@@ -13,7 +13,7 @@ import math
 from typing import Iterator
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import structural_key
 
 INF = math.inf
@@ -85,14 +85,14 @@ def linear_terms(e: Expr, dtype: str, atoms: dict) -> tuple[dict, int]:
     if isinstance(e, Unary) and e.op == "neg":
         t, c = linear_terms(e.a, dtype, atoms)
         return {k: -v for k, v in t.items()}, -c
-    if isinstance(e, Binary) and e.op in ("add", "sub"):
+    if isinstance(e, Binary) and e.op in (BinOp.ADD, BinOp.SUB):
         (ta, ca), (tb, cb) = linear_terms(e.a, dtype, atoms), linear_terms(e.b, dtype, atoms)
-        sign = 1 if e.op == "add" else -1
+        sign = 1 if e.op == BinOp.ADD else -1
         out = dict(ta)
         for k, v in tb.items():
             out[k] = out.get(k, 0) + sign * v
         return {k: v for k, v in out.items() if v}, ca + sign * cb
-    if isinstance(e, Binary) and e.op == "mul":
+    if isinstance(e, Binary) and e.op == BinOp.MUL:
         (ta, ca), (tb, cb) = linear_terms(e.a, dtype, atoms), linear_terms(e.b, dtype, atoms)
         if not ta:
             return {k: v * ca for k, v in tb.items() if v * ca}, ca * cb
@@ -132,7 +132,7 @@ def bound(e: Expr, ranges: VarRanges) -> Bound:
         terms, const = linear_terms(e, e.dtype, atoms)
         if not (len(terms) == 1 and atoms[next(iter(terms))] is e):
             return bound_linear(terms, const, atoms, ranges)
-        if isinstance(e, Binary) and e.op == "mul":
+        if isinstance(e, Binary) and e.op == BinOp.MUL:
             return _mul(bound(e.a, ranges), bound(e.b, ranges))
     if isinstance(e, Binary):
         return _bound_binary(e, ranges)
@@ -151,15 +151,15 @@ def bound(e: Expr, ranges: VarRanges) -> Bound:
 def _bound_binary(e: Binary, ranges: VarRanges) -> Bound:
     if e.dtype == "bool":
         return (0, 1)
-    if e.op in ("min", "max") and e.dtype in INDEX_TYPES:
+    if e.op in (BinOp.MIN, BinOp.MAX) and e.dtype in INDEX_TYPES:
         (al, ah), (bl, bh) = bound(e.a, ranges), bound(e.b, ranges)
-        return (min(al, bl), min(ah, bh)) if e.op == "min" else (max(al, bl), max(ah, bh))
+        return (min(al, bl), min(ah, bh)) if e.op == BinOp.MIN else (max(al, bl), max(ah, bh))
     divisor = e.b.value if isinstance(e.b, Const) and e.b.dtype in INDEX_TYPES else None
     if e.dtype in INDEX_TYPES and isinstance(divisor, int) and divisor > 0:
         low, high = bound(e.a, ranges)
-        if e.op == "floordiv" or (e.op == "cdiv" and low >= 0):
+        if e.op == BinOp.FLOORDIV or (e.op == BinOp.CDIV and low >= 0):
             return floor_div(low, divisor), floor_div(high, divisor)
-        if e.op == "floormod" or (e.op == "cmod" and low >= 0):
+        if e.op == BinOp.FLOORMOD or (e.op == BinOp.CMOD and low >= 0):
             if floor_div(low, divisor) == floor_div(high, divisor) and not math.isinf(low):
                 return low % divisor, high % divisor
             return 0, divisor - 1

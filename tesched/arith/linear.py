@@ -7,7 +7,7 @@ a loop variable, and to fold the index arithmetic of unrolled code into constant
 """
 from __future__ import annotations
 
-from tesched.te.expr import Binary, Cast, Const, Expr, Unary, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Unary, Var
 from tesched.te.visit import structural_key, walk
 
 Linear = tuple[dict, int]          # ({key: coeff}, const); key -> atom in a side table
@@ -25,22 +25,22 @@ def linear(e: Expr, atoms: dict | None = None) -> Linear:
         if isinstance(x, Unary) and x.op == "neg":
             t, c = go(x.a)
             return {k: -v for k, v in t.items()}, -c
-        if isinstance(x, Binary) and x.op in ("add", "sub"):
+        if isinstance(x, Binary) and x.op in (BinOp.ADD, BinOp.SUB):
             (ta, ca), (tb, cb) = go(x.a), go(x.b)
-            sign = 1 if x.op == "add" else -1
+            sign = 1 if x.op == BinOp.ADD else -1
             out = dict(ta)
             for k, v in tb.items():
                 out[k] = out.get(k, 0) + sign * v
             return {k: v for k, v in out.items() if v}, ca + sign * cb
-        if isinstance(x, Binary) and x.op in ("floormod", "cmod") and isinstance(x.b, Const) and x.b.value > 0:
+        if isinstance(x, Binary) and x.op in (BinOp.FLOORMOD, BinOp.CMOD) and isinstance(x.b, Const) and x.b.value > 0:
             # a % c = a - c * (a // c): then (a // c) * c + a % c folds back to a
-            div = Binary("floordiv" if x.op == "floormod" else "cdiv", x.a, x.b, x.dtype)
+            div = Binary(BinOp.FLOORDIV if x.op == BinOp.FLOORMOD else BinOp.CDIV, x.a, x.b, x.dtype)
             (ta, ca), (tq, cq) = go(x.a), go(div)
             out = dict(ta)
             for k, v in tq.items():
                 out[k] = out.get(k, 0) - int(x.b.value) * v
             return {k: v for k, v in out.items() if v}, ca - int(x.b.value) * cq
-        if isinstance(x, Binary) and x.op == "mul":
+        if isinstance(x, Binary) and x.op == BinOp.MUL:
             (ta, ca), (tb, cb) = go(x.a), go(x.b)
             if not ta:
                 return {k: v * ca for k, v in tb.items() if v * ca}, ca * cb
@@ -81,11 +81,11 @@ def rebuild(form: Linear, atoms: dict, dtype: str = "int64") -> Expr:
     out: Expr | None = None
     for key, coeff in terms.items():
         atom = atoms[key]
-        term = atom if coeff == 1 else Binary("mul", Const(coeff, dtype), atom, dtype)
-        out = term if out is None else Binary("add", out, term, dtype)
+        term = atom if coeff == 1 else Binary(BinOp.MUL, Const(coeff, dtype), atom, dtype)
+        out = term if out is None else Binary(BinOp.ADD, out, term, dtype)
     if out is None:
         return Const(c, dtype)
-    return out if c == 0 else Binary("add", out, Const(c, dtype), dtype)
+    return out if c == 0 else Binary(BinOp.ADD, out, Const(c, dtype), dtype)
 
 
 def simplify(e: Expr) -> Expr:

@@ -23,7 +23,7 @@ import math
 from functools import reduce
 
 from tesched.arith.interval import INDEX_TYPES, VarRanges, bound, bound_linear, floor_div, linear_terms
-from tesched.te.expr import Binary, Const, Expr, Select, Unary
+from tesched.te.expr import BinOp, Binary, Const, Expr, Select, Unary
 from tesched.te.visit import structural_key
 
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -40,7 +40,7 @@ def rebuild(terms: dict, const: int, atoms: dict, dtype: str) -> Expr:
     items = sorted(terms.items(), key=lambda kv: kv[1] < 0)     # stable: keeps the order of appearance
 
     def term(atom: Expr, coeff: int) -> Expr:
-        return atom if coeff == 1 else Binary("mul", Const(coeff, dtype), atom, dtype)
+        return atom if coeff == 1 else Binary(BinOp.MUL, Const(coeff, dtype), atom, dtype)
 
     out: Expr | None = None
     for key, coeff in items:
@@ -48,15 +48,15 @@ def rebuild(terms: dict, const: int, atoms: dict, dtype: str) -> Expr:
         if out is None:
             out = term(atom, coeff)
         elif coeff < 0:
-            out = Binary("sub", out, term(atom, -coeff), dtype)
+            out = Binary(BinOp.SUB, out, term(atom, -coeff), dtype)
         else:
-            out = Binary("add", out, term(atom, coeff), dtype)
+            out = Binary(BinOp.ADD, out, term(atom, coeff), dtype)
     if out is None:
         return Const(const, dtype)
     if const > 0:
-        return Binary("add", out, Const(const, dtype), dtype)
+        return Binary(BinOp.ADD, out, Const(const, dtype), dtype)
     if const < 0:
-        return Binary("sub", out, Const(-const, dtype), dtype)
+        return Binary(BinOp.SUB, out, Const(-const, dtype), dtype)
     return out
 
 
@@ -71,9 +71,9 @@ def _linear_node(e: Expr) -> bool:
     node of a linear form)."""
     if e.dtype not in INDEX_TYPES or not isinstance(e, (Binary, Unary)):
         return False
-    if e.op in ("add", "sub", "neg"):
+    if e.op in (BinOp.ADD, BinOp.SUB, "neg"):
         return True
-    return isinstance(e, Binary) and e.op == "mul" and (isinstance(e.a, Const) or isinstance(e.b, Const))
+    return isinstance(e, Binary) and e.op == BinOp.MUL and (isinstance(e.a, Const) or isinstance(e.b, Const))
 
 
 class _Simplifier:
@@ -119,22 +119,22 @@ class _Simplifier:
             return Const(not e.a.value, "bool")
         if not isinstance(e, (Binary, Unary)):
             return e
-        if e.dtype in INDEX_TYPES and e.op in ("add", "sub", "mul", "neg"):
+        if e.dtype in INDEX_TYPES and e.op in (BinOp.ADD, BinOp.SUB, BinOp.MUL, "neg"):
             terms, const, atoms = self.linear(e)
             return rebuild(terms, const, atoms, e.dtype)
         if isinstance(e, Binary) and e.dtype in INDEX_TYPES:
             c = _positive_divisor(e)
-            if c is not None and e.op in ("cdiv", "cmod") and self.bound(e.a)[0] >= 0:
-                e = Binary("floordiv" if e.op == "cdiv" else "floormod", e.a, e.b, e.dtype)
-            if c is not None and e.op == "floordiv":
+            if c is not None and e.op in (BinOp.CDIV, BinOp.CMOD) and self.bound(e.a)[0] >= 0:
+                e = Binary(BinOp.FLOORDIV if e.op == BinOp.CDIV else BinOp.FLOORMOD, e.a, e.b, e.dtype)
+            if c is not None and e.op == BinOp.FLOORDIV:
                 return self.floordiv(e.a, c, e.dtype)
-            if c is not None and e.op == "floormod":
+            if c is not None and e.op == BinOp.FLOORMOD:
                 return self.floormod(e.a, c, e.dtype)
-            if e.op in ("min", "max"):
+            if e.op in (BinOp.MIN, BinOp.MAX):
                 return self.min_max(e)
         if isinstance(e, Binary) and e.op in _COMPARE and e.a.dtype in INDEX_TYPES and e.b.dtype in INDEX_TYPES:
             return self.compare(e)
-        if isinstance(e, Binary) and e.op in ("and", "or"):
+        if isinstance(e, Binary) and e.op in (BinOp.AND, BinOp.OR):
             return _logic(e)
         return e
 
@@ -168,10 +168,10 @@ class _Simplifier:
         if g > 1:
             return self.divide(rebuild({k: v // g for k, v in terms.items()}, const // g, atoms, dtype),
                                c // g, dtype)
-        inner = _positive_divisor(r) if isinstance(r, Binary) and r.op == "floordiv" else None
+        inner = _positive_divisor(r) if isinstance(r, Binary) and r.op == BinOp.FLOORDIV else None
         if isinstance(r, Binary) and inner is not None:
             return self.floordiv(r.a, c * inner, dtype)
-        return Binary("floordiv", r, Const(c, dtype), dtype) if c > 1 else r
+        return Binary(BinOp.FLOORDIV, r, Const(c, dtype), dtype) if c > 1 else r
 
     def floormod(self, a: Expr, c: int, dtype: str) -> Expr:
         if c == 1:
@@ -186,25 +186,25 @@ class _Simplifier:
         g = reduce(math.gcd, list(terms.values()) + [const, c])
         if g > 1:       # (g*x) % (g*c') = g * (x % c')
             reduced = rebuild({k: v // g for k, v in terms.items()}, const // g, rest_atoms, dtype)
-            return Binary("mul", Const(g, dtype), self.floormod(reduced, c // g, dtype), dtype)
-        inner = _positive_divisor(rest) if isinstance(rest, Binary) and rest.op == "floormod" else None
+            return Binary(BinOp.MUL, Const(g, dtype), self.floormod(reduced, c // g, dtype), dtype)
+        inner = _positive_divisor(rest) if isinstance(rest, Binary) and rest.op == BinOp.FLOORMOD else None
         if isinstance(rest, Binary) and inner is not None and inner % c == 0:
             return self.floormod(rest.a, c, dtype)
-        return Binary("floormod", rest, Const(c, dtype), dtype)
+        return Binary(BinOp.FLOORMOD, rest, Const(c, dtype), dtype)
 
     # min, max, comparisons, selects ----------------------------------------------------------------
     def difference(self, a: Expr, b: Expr):
         """Bounds of ``a - b`` (equal atoms cancel)."""
-        diff = Binary("sub", a, b, "int64")
+        diff = Binary(BinOp.SUB, a, b, "int64")
         terms, const, atoms = self.linear(diff)
         return bound_linear(terms, const, atoms, self.ranges)
 
     def min_max(self, e: Binary) -> Expr:
         low, high = self.difference(e.a, e.b)
         if high <= 0:
-            return e.a if e.op == "min" else e.b
+            return e.a if e.op == BinOp.MIN else e.b
         if low >= 0:
-            return e.b if e.op == "min" else e.a
+            return e.b if e.op == BinOp.MIN else e.a
         return e
 
     def compare(self, e: Binary) -> Expr:
@@ -229,7 +229,7 @@ class _Simplifier:
 def _logic(e: Binary) -> Expr:
     for x, y in ((e.a, e.b), (e.b, e.a)):
         if isinstance(x, Const) and e.dtype == "bool" and y.dtype == "bool":
-            if e.op == "and":
+            if e.op == BinOp.AND:
                 return y if x.value else Const(False, "bool")
             return Const(True, "bool") if x.value else y
     return e
@@ -239,12 +239,12 @@ def _fold_div_mod(terms: dict, atoms: dict) -> dict:
     """``k*c*(x // c) + k*(x % c)`` -> ``k*x`` inside a linear form (a fused loop's row-major index)."""
     for key, coeff in list(terms.items()):
         mod = atoms[key]
-        if key not in terms or not (isinstance(mod, Binary) and mod.op == "floormod"):
+        if key not in terms or not (isinstance(mod, Binary) and mod.op == BinOp.FLOORMOD):
             continue
         c = _positive_divisor(mod)
         if c is None:
             continue
-        div_key = structural_key(Binary("floordiv", mod.a, mod.b, mod.dtype))
+        div_key = structural_key(Binary(BinOp.FLOORDIV, mod.a, mod.b, mod.dtype))
         if terms.get(div_key) != coeff * c:
             continue
         x_atoms: dict = {}

@@ -16,7 +16,7 @@ from typing import Callable
 
 from tesched.errors import GradientError
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, cast_to
+from tesched.te.expr import BinOp, Binary, Call, Cast, Const, Expr, Select, Unary, cast_to
 from tesched.te.tensor import TensorRead
 from tesched.te.functions import cos, cosh, exp, log, power, sin, sinh, sqrt, trunc
 
@@ -119,16 +119,16 @@ class _Differentiator:
         da, db = self(a), self(b)
         if da is None and db is None:
             return None
-        if e.op == "add":
+        if e.op == BinOp.ADD:
             return _add(da, db)
-        if e.op == "sub":
+        if e.op == BinOp.SUB:
             return _add(da, None if db is None else -db)
-        if e.op == "mul":
+        if e.op == BinOp.MUL:
             return _add(_scale(b, da), _scale(a, db))
-        if e.op == "div":
+        if e.op == BinOp.DIV:
             return _add(_scale(1.0 / b, da), _scale(-(e / b), db))
-        if e.op in ("max", "min"):
-            return _tie_split(a, b, da, db, e.op == "max")
+        if e.op in (BinOp.MAX, BinOp.MIN):
+            return _tie_split(a, b, da, db, e.op == BinOp.MAX)
         raise GradientError(f"no derivative is defined for the operation {e.op} in {e!r}")
 
     def _call(self, e: Call) -> Derivative:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from tesched.arith.linear import linear, rebuild
-from tesched.te.expr import Binary, Const, Expr, Var, binary, cast_to
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var, binary, cast_to
 from tesched.te.tensor import IterVar, Range, reduce_axis
 from tesched.te.visit import substitute, walk
 
@@ -75,7 +75,7 @@ def invert(indices: Sequence[Expr], loops: Sequence[LoopVar], point: Sequence[Ex
             return None
         unknown = [(key, c) for key, c in terms.items() if key[1] in by_id and key[1] not in solved]
         if not unknown:
-            conditions.append(binary("eq", _narrow((terms, const), atoms), target))
+            conditions.append(binary(BinOp.EQ, _narrow((terms, const), atoms), target))
             continue
         key, coeff = min(unknown, key=lambda kc: _solve_first(by_id[kc[0][1]], kc[1]))
         rest = ({k: -c for k, c in terms.items() if k != key}, -const)
@@ -84,8 +84,8 @@ def invert(indices: Sequence[Expr], loops: Sequence[LoopVar], point: Sequence[Ex
             numerator, coeff = _negate(numerator), -coeff
         value = numerator
         if coeff != 1:
-            conditions.append(binary("eq", binary("floormod", numerator, coeff), 0))
-            value = binary("floordiv", numerator, coeff)
+            conditions.append(binary(BinOp.EQ, binary(BinOp.FLOORMOD, numerator, coeff), 0))
+            value = binary(BinOp.FLOORDIV, numerator, coeff)
         solved = {k: substitute(v, {by_id[key[1]].var: value}) for k, v in solved.items()}
         solved[key[1]] = value
     return _gather(loops, solved, conditions, bounds)
@@ -110,11 +110,11 @@ def _as_vars(solved: dict[int, Expr], by_id: dict[int, LoopVar]) -> dict[Var, Ex
 
 
 def _plus(a: Expr, b: Expr) -> Expr:
-    return binary("add", a, b)
+    return binary(BinOp.ADD, a, b)
 
 
 def _negate(e: Expr) -> Expr:
-    return binary("sub", Const(0, e.dtype), e)
+    return binary(BinOp.SUB, Const(0, e.dtype), e)
 
 
 def _gather(loops: Sequence[LoopVar], solved: dict[int, Expr], conditions: list[Expr],
@@ -144,7 +144,7 @@ def _gather(loops: Sequence[LoopVar], solved: dict[int, Expr], conditions: list[
         last = _plus(substitute(lp.low, at_point), substitute(lp.extent, at_point)) - 1
         for lower, upper in ((low, value), (value, last)):
             if not _proved_le(lower, upper, box):
-                conditions.append(binary("le", lower, upper))
+                conditions.append(binary(BinOp.LE, lower, upper))
     conditions = [substitute(c, renamed) for c in conditions]
     return Gather(mapping, free, [c for c in conditions if not _trivially_true(c, box)])
 
@@ -156,7 +156,7 @@ def _uses_loops(exprs: tuple[Expr, ...], loops: Sequence[LoopVar], own: LoopVar)
 
 
 def _trivially_true(cond: Expr, box: dict[int, tuple[Expr, Expr]]) -> bool:
-    if isinstance(cond, Binary) and cond.op == "eq":
+    if isinstance(cond, Binary) and cond.op == BinOp.EQ:
         (ta, ca), (tb, cb) = linear(cond.a), linear(cond.b)
         return ta == tb and ca == cb
     return False
@@ -178,15 +178,15 @@ def _extreme(e: Expr, box: dict[int, tuple[Expr, Expr]], lowest: bool, depth: in
         if key[1] in box:
             low, high = box[key[1]]
             bound = low if (coeff > 0) == lowest else high
-            replaced = binary("add", replaced, binary("mul", coeff, bound))
+            replaced = binary(BinOp.ADD, replaced, binary(BinOp.MUL, coeff, bound))
         else:
-            replaced = binary("add", replaced, binary("mul", coeff, var))
+            replaced = binary(BinOp.ADD, replaced, binary(BinOp.MUL, coeff, var))
     return _extreme(replaced, box, lowest, depth - 1)
 
 
 def _proved_le(a: Expr, b: Expr, box: dict[int, tuple[Expr, Expr]]) -> bool:
     """``a <= b`` for every point of ``box`` (sizes are unknown but cancel when they appear on both sides)."""
-    diff = binary("sub", b, a)
+    diff = binary(BinOp.SUB, b, a)
     least = _extreme(diff, box, lowest=True)
     if least is None:
         return False

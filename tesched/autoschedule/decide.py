@@ -21,7 +21,7 @@ from tesched.autoschedule.state import DecideState
 from tesched.poly.analysis import NotModelable, Region, tile_regions
 from tesched.poly.isl_lock import ISL_LOCK
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
-from tesched.te.expr import Binary, Const
+from tesched.te.expr import BinOp, Binary, Const
 from tesched.te.reduction import Reduce
 from tesched.te.visit import walk
 
@@ -69,9 +69,9 @@ def _resamples(state: DecideState, reader: StageInfo, producer: StageInfo) -> in
     for r in _reads_of(state, reader, producer):
         for index in r.indices:
             for node in walk(index):
-                if isinstance(node, Binary) and node.op in ("floordiv", "floormod", "div"):
+                if isinstance(node, Binary) and node.op in (BinOp.FLOORDIV, BinOp.FLOORMOD, BinOp.DIV):
                     return 1
-                if isinstance(node, Binary) and node.op == "mul" and any(
+                if isinstance(node, Binary) and node.op == BinOp.MUL and any(
                         isinstance(c, Const) and c.value not in (1, -1) for c in (node.a, node.b)):
                     return 1
     return 0

@@ -26,6 +26,7 @@ import numpy as np
 
 from tesched.autoschedule.plan import Plan, apply_plan
 from tesched.driver.build import build
+from tesched.driver.timing import sample
 from tesched.schedule.schedule import create_schedule
 from tesched.te.expr import Param, Var
 from tesched.te.tensor import ComputeOp, Operation, Tensor
@@ -102,15 +103,7 @@ def time_call(run: Callable[[], object], min_repeats: int = MIN_REPEATS,
               budget: float = MEASURE_SECONDS) -> float:
     """Median seconds of ``run`` over at least ``min_repeats`` calls, more while ``budget`` lasts."""
     run()
-    times: list[float] = []
-    start = time.perf_counter()
-    while len(times) < min_repeats or time.perf_counter() - start < budget:
-        t0 = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - t0)
-        if len(times) >= 1000:
-            break
-    return statistics.median(times)
+    return statistics.median(sample(run, min_repeats, budget=budget))
 
 
 def measure(task: MeasureTask) -> MeasureResult:

@@ -16,6 +16,7 @@ from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.te.expr import Call, Expr, Select
 from tesched.te.extern import ExternCall
+from tesched.te.extern_op import ExternOp
 from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
 from tesched.te.scatter import ScatterOp
@@ -102,6 +103,8 @@ def _opaque_reason(stage: Stage) -> str:
     op = stage.op
     if not isinstance(op, ComputeOp):
         return f"{type(op).__name__} is not a compute the cost model knows"
+    if isinstance(op, ExternOp):
+        return f"it is an extern stage, one call of C function {op.function}"
     user = scheduled_by_user(stage)
     if user:
         return user

@@ -30,10 +30,10 @@ from tesched.codegen.names import NameTable, sanitize
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtVisitor, let_chain, walk_stmts
 from tesched.lower.func import LoweredFunc
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.target import Target, current_target
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Expr, Select, Var
+from tesched.te.expr import BinOp, Binary, Expr, Select, Var
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.visit import NodeFunctor, structural_key, walk
 from tesched.transform.simplify_indices import loop_range, refine
@@ -126,7 +126,7 @@ class CodeGen(NodeFunctor):
 
     def visit_Store(self, s: ir.Store) -> None:
         if s.atomic:
-            assert isinstance(s.value, Binary) and s.value.op == "add", "an atomic store is an addition"
+            assert isinstance(s.value, Binary) and s.value.op == BinOp.ADD, "an atomic store is an addition"
             self.emit("#pragma omp atomic")
             self.emit(f"{self.exprs.element(s.buffer, s.indices)} += {self.expr(s.value.b)};")
             return
@@ -292,7 +292,8 @@ class CodeGen(NodeFunctor):
             + [dt.C_TYPES[p.dtype] for p in f.scalars]
         self.visit(f.body)
         sources = [extern_text(externs, 3, f"{fname}.c")] if externs else []    # from line 3, after the include
-        sources += [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics]
+        sources += [f"/* tensor intrinsic {sanitize(i.name)} */\n{i.impl.source}" for i in self.intrinsics
+                    if i.impl.source]     # (an extern stage's function comes with the extern sources)
         declaration = f"int {fname}({', '.join(decl_types) or 'void'});"
         argv = self.names.fresh(fname + ARGV_SUFFIX)
         declaration += f"\n{argv_prototype(argv)};"

@@ -18,7 +18,7 @@ from tesched.codegen.hoist import Bases, with_bases
 from tesched.codegen.names import NameTable
 from tesched.ir import nodes as ir
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.expr import BinOp, Binary, Call, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.extern import ExternCall
 from tesched.te.visit import NodeFunctor
 
@@ -123,7 +123,7 @@ def saturating_narrow(e: ir.VCast) -> Expr | None:
     is exactly ``[low, high]`` (what ``saturate_cast`` builds) from int16 or int32 lanes, else None."""
     target = ir.split_dtype(e.dtype)[0]
     inner = e.value
-    if not (isinstance(inner, Binary) and inner.op == "min" and isinstance(inner.a, Binary) and inner.a.op == "max"):
+    if not (isinstance(inner, Binary) and inner.op == BinOp.MIN and isinstance(inner.a, Binary) and inner.a.op == BinOp.MAX):
         return None
     source = ir.split_dtype(inner.dtype)[0]
     if source not in SATURATING_SOURCES or dt.is_float(target) or target == "bool" \
@@ -246,31 +246,31 @@ class CExpr(NodeFunctor):
         a, b = self.text(e.a), self.text(e.b)
         operand = e.a.dtype
         if ir.split_dtype(operand)[1] > 1:
-            if e.op in ("min", "max"):
+            if e.op in (BinOp.MIN, BinOp.MAX):
                 return f"ts_v{e.op}_{_vec(operand)}({a}, {b})"
-            if e.op in ("floordiv", "floormod"):
+            if e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD):
                 return vector_floor_division(e.op, a, e.b)
             sym = _VECTOR_BINARY.get(e.op) or _C_BINARY[e.op]
             return f"({a} {sym} {b})"
-        if e.op in ("add", "sub", "mul") and dt.wraps(operand):
+        if e.op in (BinOp.ADD, BinOp.SUB, BinOp.MUL) and dt.wraps(operand):
             return _wrapped(operand, f"({_wide_operand(operand, a)} {_C_BINARY[e.op]} {b})")
         if e.op in _C_BINARY:
             return f"({a} {_C_BINARY[e.op]} {b})"
-        if e.op in ("shl", "shr"):   # NumPy's shifts: an amount outside [0, bits) is defined
+        if e.op in (BinOp.SHL, BinOp.SHR):   # NumPy's shifts: an amount outside [0, bits) is defined
             return f"(({c_type(operand)})ts_{e.op}({a}, {b}, {dt.info(operand).bits}))"
-        if e.op == "div":
+        if e.op == BinOp.DIV:
             return f"({a} / {b})"
-        if e.op in ("min", "max"):
+        if e.op in (BinOp.MIN, BinOp.MAX):
             return f"ts_{e.op}_{_suffix(e.dtype if e.dtype != 'bool' else operand)}({a}, {b})"
         single = dt.info(operand).value_c_type == "float"
-        if e.op in ("floordiv", "floormod") and operand in INDEX_TYPES and isinstance(e.b, Const) \
+        if e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) and operand in INDEX_TYPES and isinstance(e.b, Const) \
                 and e.b.value > 0 and bound(e.a, self.ranges)[0] >= 0:   # C's / and % floor non-negatives
             return f"({a} {'/' if e.op == 'floordiv' else '%'} {b})"
-        if e.op == "floordiv":
+        if e.op == BinOp.FLOORDIV:
             if dt.is_float(operand):
                 return f"{'floorf' if single else 'floor'}({a} / {b})"
             return _wrapped(operand, f"ts_floordiv({a}, {b})")
-        if e.op == "floormod":
+        if e.op == BinOp.FLOORMOD:
             if dt.is_float(operand):
                 fl = "floorf" if single else "floor"
                 return f"({a} - {fl}({a} / {b}) * {b})"

@@ -1,9 +1,9 @@
-"""The C text of the user's functions a kernel calls (``ts.call_pure_extern``).
+"""The C text of the user's functions a kernel calls (``ts.call_pure_extern``, ``ts.extern``).
 
 :func:`extern_calls` finds them in a lowered function's stages, one per name (two different sources under
 one name are refused, naming it). :func:`extern_text` writes each source (or, for a C library function,
 a reference to it that fails when no header declares it) under a ``#line 1 "call_pure_extern <name>"``
-directive, so that the compiler's diagnostic for a source that does not compile names the function and
+directive (``extern <name>`` for the function of a ``ts.extern`` stage), so that the compiler's diagnostic for a source that does not compile names the function and
 the line of the user's text; a last ``#line`` gives the generated code after it its own line numbers
 again. This module writes text only.
 """
@@ -35,7 +35,7 @@ def extern_text(calls: list[ExternCall], first_line: int, file: str) -> str:
     ``first_line`` of ``file``."""
     lines: list[str] = []
     for call in calls:
-        lines.append(f'#line 1 "call_pure_extern {call.name}"')
+        lines.append(f'#line 1 "{call.label} {call.name}"')
         if call.source is not None:
             lines += call.source.splitlines()
         else:       # a C library function: an undeclared one is an error naming it, here

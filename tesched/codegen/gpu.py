@@ -47,10 +47,11 @@ from tesched.errors import BuildError, ScheduleError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.lower.func import LoweredFunc
-from tesched.schedule.kinds import LoopKind, ThreadAxis
+from tesched.ir.kinds import LoopKind
+from tesched.schedule.kinds import ThreadAxis
 from tesched.target import Target
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Var
+from tesched.te.expr import BinOp, Binary, Const, Var
 from tesched.te.visit import structural_key, walk
 from tesched.transform.simplify_indices import loop_range
 
@@ -185,7 +186,7 @@ class GpuCodeGen(CodeGen):
             sizes = self.launch.extents[s.thread]
             exact = len(sizes) == 1 and structural_key(sizes[0]) == structural_key(trip_count(s, self.func.params)) and all(
                 isinstance(v, Var) and any(v is p for p in self.func.params)
-                for v in walk(simplify(Binary("sub", s.end, s.begin, "int64"))) if isinstance(v, Var))
+                for v in walk(simplify(Binary(BinOp.SUB, s.end, s.begin, "int64"))) if isinstance(v, Var))
             self.emit("{")
             self.emit(f"const int64_t {v} = {start};", 1)
             self.emit("{" if exact else f"if ({v} < {self.expr(s.end)}) {{", 1)

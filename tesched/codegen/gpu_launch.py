@@ -17,7 +17,7 @@ from tesched.errors import ScheduleError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import walk_stmts
 from tesched.target import Target
-from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 from tesched.te.visit import walk
 
 
@@ -51,7 +51,7 @@ class GpuSource:
 
 def trip_count(loop: ir.For, params: Sequence[Var]) -> Expr:
     """The trip count of a bound loop as an expression of the size ``params`` (or its constant bound)."""
-    trips = simplify(Binary("sub", loop.end, loop.begin, "int64"))
+    trips = simplify(Binary(BinOp.SUB, loop.end, loop.begin, "int64"))
     ids = {id(p) for p in params}
     if all(id(v) in ids for v in walk(trips) if isinstance(v, Var)):
         return trips
@@ -66,7 +66,7 @@ def trip_count(loop: ir.For, params: Sequence[Var]) -> Expr:
 def most_trips(loop: ir.For) -> int | None:
     """The largest trip count of ``loop`` when a constant bounds it: the lowering's hint, or the bound of a
     clamped tile's ``min()`` the hint did not look into, the smaller."""
-    trips = simplify(Binary("sub", loop.end, loop.begin, "int64"))
+    trips = simplify(Binary(BinOp.SUB, loop.end, loop.begin, "int64"))
     if isinstance(trips, Const):
         return int(trips.value)
     most = [n for n in (loop.extent_hint, _upper(trips)) if n is not None and n != INF]
@@ -76,8 +76,8 @@ def most_trips(loop: ir.For) -> int | None:
 def _upper(e: Expr) -> float:
     """An upper bound of ``e``, with ``min(a, b) - c`` read as ``min(a - c, b - c)`` (a clamped tile's
     trip count, whose terms cancel in one branch)."""
-    if isinstance(e, Binary) and e.op == "sub" and isinstance(e.a, Binary) and e.a.op == "min":
-        return min(_upper(simplify(Binary("sub", x, e.b, e.dtype))) for x in (e.a.a, e.a.b))
+    if isinstance(e, Binary) and e.op == BinOp.SUB and isinstance(e.a, Binary) and e.a.op == BinOp.MIN:
+        return min(_upper(simplify(Binary(BinOp.SUB, x, e.b, e.dtype))) for x in (e.a.a, e.a.b))
     return bound(e, VarRanges())[1]
 
 

@@ -25,7 +25,7 @@ from tesched.arith.simplify import simplify
 from tesched.codegen.gpu_launch import most_trips
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import child_fields, map_stmt
-from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 from tesched.te.visit import rewrite, structural_key, substitute, walk
 
 
@@ -57,7 +57,7 @@ class _Privatizer:
                     raise NotPrivate(f"loop {s.var.name} bound to {s.thread} runs more than one iteration per thread")
                 index = self.tag_vars.setdefault(s.thread, Var(s.thread, "int64"))
                 begin = substitute(s.begin, ctx.values)
-                ctx = replace(ctx, values={**ctx.values, s.var: simplify(Binary("add", begin, index, "int64"))},
+                ctx = replace(ctx, values={**ctx.values, s.var: simplify(Binary(BinOp.ADD, begin, index, "int64"))},
                               tags=ctx.tags | {s.thread})
             low = bound(substitute(s.begin, ctx.values), ctx.ranges)[0]
             high = bound(substitute(s.end, ctx.values), ctx.ranges)[1] - 1
@@ -89,7 +89,7 @@ class _Privatizer:
             raise NotPrivate("its accesses are not all under loops bound to the same thread indices")
         dims, rests = [], []
         for d, (idx, off) in enumerate(zip(indices, b.offsets)):
-            e = simplify(substitute(Binary("sub", idx, off, "int64"), ctx.values))
+            e = simplify(substitute(Binary(BinOp.SUB, idx, off, "int64"), ctx.values))
             moved = [(tag, coefficient(e, var)) for tag, var in self.tag_vars.items() if tag in ctx.tags]
             strides = [(tag, c) for tag, c in moved if c is not None and c > 0]
             if len(strides) > 1 or any(c is None or c < 0 for _, c in moved):

@@ -8,7 +8,7 @@ import math
 
 from tesched.ir import nodes as ir
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr
+from tesched.te.expr import BinOp, Binary, Const, Expr
 from tesched.te.visit import structural_key, walk
 
 
@@ -16,7 +16,7 @@ def combination(update: ir.Store) -> tuple[str, Expr] | None:
     """``(op, value)`` when ``update`` is ``element = element op value`` (or ``value op element``) with op one
     of add, mul, max, min, and the element not read in ``value``."""
     e = update.value
-    if not isinstance(e, Binary) or e.op not in ("add", "mul", "max", "min"):
+    if not isinstance(e, Binary) or e.op not in (BinOp.ADD, BinOp.MUL, BinOp.MAX, BinOp.MIN):
         return None
     target = structural_key(ir.flat_index(update.buffer, update.indices))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import child_fields
-from tesched.te.expr import Binary, Expr, Var
+from tesched.te.expr import BinOp, Binary, Expr, Var
 from tesched.te.visit import structural_key, substitute, walk
 
 
@@ -37,7 +37,7 @@ def shared_accesses(s: ir.Stmt, shared: set[int], tag_vars: dict[str, Var],
     threads = {} if threads is None else threads
     if isinstance(s, ir.For) and s.thread.startswith("thread"):
         index = tag_vars.setdefault(s.thread, Var(s.thread, "int64"))
-        threads = {**threads, s.var: simplify(Binary("add", substitute(s.begin, threads), index, "int64"))}
+        threads = {**threads, s.var: simplify(Binary(BinOp.ADD, substitute(s.begin, threads), index, "int64"))}
     elif isinstance(s, ir.LetStmt) and threads:     # a value of the thread loops' variables
         threads = {**threads, s.var: substitute(s.value, threads)}
     out = []

@@ -15,7 +15,7 @@ from tesched.arith.interval import VarRanges, linear_terms
 from tesched.arith.simplify import rebuild, simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import bound_inside, child_fields, walk_stmts
-from tesched.te.expr import Binary, Expr, Var
+from tesched.te.expr import BinOp, Binary, Expr, Var
 from tesched.te.visit import structural_key, walk
 
 Bases = dict[tuple, Var]        # structural key of an invariant part -> the variable holding it
@@ -92,4 +92,4 @@ def with_bases(offset: Expr, bases: Bases, changing: set[int]) -> Expr:
     if fixed is None:
         return offset
     var = bases.get(structural_key(fixed))
-    return offset if var is None else simplify(Binary("add", var, rest, "int64"))
+    return offset if var is None else simplify(Binary(BinOp.ADD, var, rest, "int64"))

@@ -15,7 +15,7 @@ import numpy as np
 from tesched.errors import BoundsError
 from tesched.ir.nodes import Buffer
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 
 INT64_MAX = (1 << 63) - 1
 
@@ -85,9 +85,9 @@ def evaluate_size(e: Expr, values: dict[int, int]) -> int:
         ops = {"add": a + b, "sub": a - b, "mul": a * b, "min": min(a, b), "max": max(a, b)}
         if e.op in ops:
             return ops[e.op]
-        if e.op in ("floordiv", "cdiv"):
+        if e.op in (BinOp.FLOORDIV, BinOp.CDIV):
             return a // b
-        if e.op in ("floormod", "cmod"):
+        if e.op in (BinOp.FLOORMOD, BinOp.CMOD):
             return a % b
     raise ValueError(f"cannot evaluate size expression {e!r}")
 

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sysconfig
 import tempfile
+import time
 from pathlib import Path
 from types import ModuleType
 from typing import Sequence
@@ -145,42 +146,62 @@ def _cffi_prologue() -> str:
     return head + found if found else ""
 
 
-def precompiled_header(target: Target) -> str | None:
+def precompiled_header(target: Target, wait: bool = False) -> str | None:
     """The path of a header to pass with ``-include``, beside its gcc precompiled form, or None where there
-    is none (a compiler other than gcc, or a precompilation that failed).
+    is none yet (being made, or a compiler other than gcc, or a precompilation that failed).
 
     Parsing Python.h and the runtime header (which brings in ``immintrin.h``) is most of a small kernel's
     compile time; gcc reads a ``.gch`` instead. The header repeats cffi's prologue, so that Python.h is
     seen with the same macros, then includes the runtime; the kernel's own ``#include`` lines find both
     already guarded. gcc uses the ``.gch`` only when it was made with the same compiler and flags, and
     otherwise reads the header's text: either way the kernel means the same. The pair is cached on disk
-    per compiler, flags and header text, and built once (atomically, so parallel builds may race)."""
-    return _precompiled_header(target, compiler_id(target.compiler))
+    per compiler, flags and header text. The first request starts its precompilation in a process of its
+    own and answers None, so that the kernel asking compiles at once, beside it, as it would without;
+    ``wait=True`` makes it first instead."""
+    return _precompiled_header(target, compiler_id(target.compiler), wait)
 
 
-def _precompiled_header(target: Target, identity: str) -> str | None:
+# a precompilation in progress older than this was interrupted: it is started again
+STALE_PRECOMPILATION_SECONDS = 300
+
+
+def _precompiled_header(target: Target, identity: str, wait: bool = False) -> str | None:
     made = _header_text(target, identity)
     if made is None:
         return None
     text, flags, key = made
     directory = cache_dir() / f"pch-{key}"
-    header, compiled = directory / PCH_HEADER, directory / f"{PCH_HEADER}.gch"
+    header, compiled, failed = directory / PCH_HEADER, directory / f"{PCH_HEADER}.gch", directory / "failed"
     if compiled.exists():
         return str(header)
-    if (directory / "failed").exists():
+    if failed.exists():
         return None
     directory.mkdir(parents=True, exist_ok=True)
+    marker = directory / "building"
+    with contextlib.suppress(OSError):
+        if time.time() - marker.stat().st_mtime > STALE_PRECOMPILATION_SECONDS:
+            marker.unlink()
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:         # another process or thread is making it
+        while wait and marker.exists() and not compiled.exists():
+            time.sleep(0.05)
+        return str(header) if wait and compiled.exists() else None
     suffix = f".{os.getpid()}.tmp"
     header.with_suffix(suffix).write_text(text)
     os.replace(header.with_suffix(suffix), header)
-    partial = directory / f"{PCH_HEADER}.gch{suffix}"
-    done = subprocess.run([*target.compiler, "-x", "c-header", *flags, str(header), "-o", str(partial)],
-                          capture_output=True, text=True, env=dict(os.environ, LC_ALL="C"))
-    if done.returncode != 0:
-        (directory / "failed").write_text(done.stderr)
+    compile_header = [*target.compiler, "-x", "c-header", *flags, str(header), "-o"]
+    partial, log = directory / f"{PCH_HEADER}.gch{suffix}", directory / f"log{suffix}"
+    # one shell line, so that the .gch is put in place (or the failure recorded) even after this process ends
+    command = ["sh", "-c", 'out=$1 log=$2 bad=$3 mark=$4 tmp=$5; shift 5; '
+               '"$@" "$tmp" 2> "$log" && mv -f "$tmp" "$out" || mv -f "$log" "$bad"; rm -f "$mark" "$log"',
+               "sh", str(compiled), str(log), str(failed), str(marker), str(partial), *compile_header]
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env=dict(os.environ, LC_ALL="C"), start_new_session=True)
+    if not wait:
         return None
-    os.replace(partial, compiled)
-    return str(header)
+    process.wait()
+    return str(header) if compiled.exists() else None
 
 
 @functools.lru_cache(maxsize=None)

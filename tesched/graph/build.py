@@ -70,7 +70,7 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none). ``target`` (default:
     the current one) compiles for another target; ``"opencl"`` or ``"cuda"`` gives a
     :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules (and whose
-    pipeline skips the CPU layout passes, :data:`CPU_LAYOUT_PASSES`)."""
+    pipeline skips the CPU layout passes, ``CPU_LAYOUT_PASSES``)."""
     check_schedule_choice(schedule, tuning_db)
     machine = as_target(target)
     if machine.backend != "c" and schedule != "default":

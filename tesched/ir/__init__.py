@@ -1,3 +1,3 @@
-"""The loop IR: nodes (:mod:`.nodes`), visitors (:mod:`.visitor`) and the pseudo-code printer
-(:mod:`.printer`, installed as ``str()`` of statements when this package is imported)."""
-from tesched.ir import printer as _printer  # noqa: F401  (installs the text form of statements)
+"""The loop IR: nodes (:mod:`.nodes`, which installs the pseudo-code printer :mod:`.printer` as ``str()`` of
+statements), loop kinds (:mod:`.kinds`), visitors (:mod:`.visitor`) and the verifier (:mod:`.verify`).
+Importing the package alone loads none of them."""

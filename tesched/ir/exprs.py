@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Sequence
 
-from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 
 
 class BufferScope(StrEnum):
@@ -344,17 +344,17 @@ def flat_index(buf: Buffer, indices: Sequence[Expr]) -> Expr:
         idx = indices[k]
         off = buf.offsets[k]
         if k in buf.folds:
-            idx = Binary("floormod", idx, Const(buf.folds[k], "int64"), "int64")
+            idx = Binary(BinOp.FLOORMOD, idx, Const(buf.folds[k], "int64"), "int64")
         elif not (isinstance(off, Const) and off.value == 0):
-            idx = Binary("sub", idx, off, "int64")
+            idx = Binary(BinOp.SUB, idx, off, "int64")
         if not (isinstance(stride, int) and stride == 1):
-            idx = Binary("mul", idx, stride if isinstance(stride, Expr) else Const(stride, "int64"), "int64")
-        total = idx if total is None else Binary("add", idx, total, "int64")
+            idx = Binary(BinOp.MUL, idx, stride if isinstance(stride, Expr) else Const(stride, "int64"), "int64")
+        total = idx if total is None else Binary(BinOp.ADD, idx, total, "int64")
         dim = buf.shape[k]
         if isinstance(stride, int) and isinstance(dim, int):
             stride = stride * dim
         else:
             s_expr = stride if isinstance(stride, Expr) else Const(stride, "int64")
             d_expr = dim if isinstance(dim, Expr) else Const(dim, "int64")
-            stride = Binary("mul", s_expr, d_expr, "int64")
+            stride = Binary(BinOp.MUL, s_expr, d_expr, "int64")
     return total if total is not None else Const(0, "int64")

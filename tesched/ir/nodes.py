@@ -1,101 +1,10 @@
-"""The nodes of the loop IR that ``lower()`` returns.
-
-Statements: :class:`For` (with its :class:`~tesched.schedule.kinds.LoopKind`), :class:`IfThenElse`,
-:class:`Block`, :class:`Store`/:class:`VStore`, :class:`Allocate` (a buffer local to its body),
-:class:`Assign` (to a local scalar: buffer origins, promoted registers), :class:`LetStmt`,
-:class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
-:class:`Timer` (profiling instrumentation).
-Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`Lane`,
-:class:`VCast`, :class:`ReduceInput`,
-:class:`Address` and :class:`CheckedIndex` (a data-dependent index checked against its tensor's extent when
-the kernel runs).
-
-A statement's children are its fields that hold expressions, statements or sequences of them, except
-the variables it declares (``binds``); :mod:`.visitor` walks and rebuilds statements from that alone, so
-a new node is one dataclass here plus one method in the printer (:mod:`.printer`) and the C generator.
-This module gathers them from :mod:`.exprs` and :mod:`.stmts`; it knows nothing of isl or C.
+"""The nodes of the loop IR that ``lower()`` returns (defined in :mod:`.node_types`, gathered from
+:mod:`.exprs` and :mod:`.stmts`), with their text form installed: importing this module imports the
+printer (:mod:`.printer`), which gives ``str()`` of statements and ``repr()`` of the IR's expressions.
+Import the nodes from here; it knows nothing of isl or C.
 """
 from __future__ import annotations
 
-from tesched.ir.exprs import (
-    Address,
-    Broadcast,
-    Buffer,
-    BufferScope,
-    CheckedIndex,
-    flat_index,
-    HReduce,
-    is_flat,
-    Lane,
-    Load,
-    LoopVar,
-    OriginVar,
-    Ramp,
-    ReduceInput,
-    RegisterVar,
-    split_dtype,
-    VCast,
-    vector_dtype,
-    VLoad,
-    VLoadMasked,
-    VLoadStrided,
-)
-from tesched.ir.stmts import (
-    Allocate,
-    Assign,
-    Block,
-    For,
-    IfThenElse,
-    IntrinsicCall,
-    LetStmt,
-    Prefetch,
-    Produce,
-    Registers,
-    seq,
-    set_formatter,
-    Stmt,
-    Store,
-    Timer,
-    VStore,
-)
-
-__all__ = [
-    "Address",
-    "Allocate",
-    "Assign",
-    "Block",
-    "Broadcast",
-    "Buffer",
-    "BufferScope",
-    "CheckedIndex",
-    "flat_index",
-    "For",
-    "HReduce",
-    "Lane",
-    "IfThenElse",
-    "IntrinsicCall",
-    "is_flat",
-    "LetStmt",
-    "Load",
-    "LoopVar",
-    "OriginVar",
-    "Prefetch",
-    "Produce",
-    "Ramp",
-    "ReduceInput",
-    "Registers",
-    "RegisterVar",
-    "seq",
-    "set_formatter",
-    "split_dtype",
-    "Stmt",
-    "Store",
-    "Timer",
-    "VCast",
-    "vector_dtype",
-    "VLoad",
-    "VLoadMasked",
-    "VLoadStrided",
-    "VStore",
-]
+from tesched.ir import printer as _printer  # noqa: F401  (installs the text form of statements)
+from tesched.ir.node_types import *  # noqa: F401,F403
+from tesched.ir.node_types import __all__  # noqa: F401

@@ -8,9 +8,9 @@ gives a statement. It knows nothing of isl or C.
 """
 from __future__ import annotations
 
-from tesched.ir import nodes as ir
+from tesched.ir import node_types as ir
+from tesched.ir.kinds import LoopKind
 from tesched.ir.visitor import let_chain
-from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Expr, Var
 from tesched.te.expr import set_formatter as set_expr_formatter
 from tesched.te.printer import ExprPrinter

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Callable, ClassVar, Sequence
 
 from tesched.ir.exprs import Address, Buffer, LoopVar, RegisterVar
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.expr import Expr, Var
 from tesched.te.intrinsic import TensorIntrin
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, Callable, Iterator
 
-from tesched.ir.nodes import (Address, Allocate, Buffer, LetStmt, Load, OriginVar, Stmt, Store, VLoad, VLoadMasked,
-                               VLoadStrided, VStore)
+from tesched.ir.node_types import (Address, Allocate, Buffer, LetStmt, Load, OriginVar, Stmt, Store, VLoad, VLoadMasked,
+                                    VLoadStrided, VStore)
 from tesched.te.expr import Expr
 from tesched.te.visit import NodeFunctor, rewrite
 

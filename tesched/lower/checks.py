@@ -12,7 +12,8 @@ from typing import Sequence
 from tesched.errors import ScheduleError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtVisitor
-from tesched.schedule.kinds import AttachType, LoopKind
+from tesched.ir.kinds import LoopKind
+from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule
 from tesched.te.expr import Param
 from tesched.te.tensor import ComputeOp, PlaceholderOp, Tensor

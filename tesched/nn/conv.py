@@ -129,6 +129,17 @@ def pointwise_tile(channels: int, height: int, width: int, rf: RegisterFile) -> 
     return tile, positions // width
 
 
+def pointwise_row_width(channels: int, height: int, width: int, rf: RegisterFile) -> int:
+    """The width of the rows a pointwise convolution's image (contiguous ``height x width`` positions) is
+    best read as: the positions of the best register tile over the flattened image (channels as in
+    :func:`pointwise_tile` x any divisor of ``height * width`` up to :data:`POINTWISE_VECTORS` vectors), or
+    ``width`` when that tile is a band of whole rows. Rows of 28 positions, say, fill 3.5 AVX2 vectors, and
+    the only tile of whole rows that fits 16 registers is 2 channels x 28; rows of 16 give 4 x 16."""
+    _, positions = accumulator_tile(divisors(channels, CHANNEL_TILE),
+                                    divisors(height * width, POINTWISE_VECTORS * rf.lanes), rf)
+    return width if positions % width == 0 else positions
+
+
 def _schedule_pointwise(s: Schedule, conv: Tensor, host: Tensor) -> None:
     """A GEMM over the flattened image: per tile of output channels and band of rows (:func:`pointwise_tile`,
     the band's positions fused into one vectorized loop), the reduction over input channels outside, then

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, Unary, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Unary, Var
 
 
 class NotAffine(Exception):
@@ -45,21 +45,21 @@ def to_isl(e: object, names: Mapping[int, str]) -> str:
     if isinstance(e, Unary) and e.op == "neg":
         return f"(-{to_isl(e.a, names)})"
     if isinstance(e, Binary):
-        if e.op in ("add", "sub"):
-            sym = "+" if e.op == "add" else "-"
+        if e.op in (BinOp.ADD, BinOp.SUB):
+            sym = "+" if e.op == BinOp.ADD else "-"
             return f"({to_isl(e.a, names)} {sym} {to_isl(e.b, names)})"
-        if e.op == "mul":
+        if e.op == BinOp.MUL:
             ca, cb = const_int(e.a), const_int(e.b)
             if ca is None and cb is None:
                 raise NotAffine("product of two variables")
             return f"({to_isl(e.a, names)} * {to_isl(e.b, names)})"
-        if e.op in ("floordiv", "floormod"):
+        if e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD):
             d = const_int(e.b)
             if d is None or d <= 0:
                 raise NotAffine("division by a non-constant or non-positive value")
             a = to_isl(e.a, names)
-            return f"floor(({a})/{d})" if e.op == "floordiv" else f"(({a}) mod {d})"
-        if e.op in ("min", "max"):
+            return f"floor(({a})/{d})" if e.op == BinOp.FLOORDIV else f"(({a}) mod {d})"
+        if e.op in (BinOp.MIN, BinOp.MAX):
             return f"{e.op}({to_isl(e.a, names)}, {to_isl(e.b, names)})"
     raise NotAffine(f"{e!r} is not affine (a data-dependent or non-integer expression)")
 
@@ -75,7 +75,7 @@ def condition_to_isl(e: object, names: Mapping[int, str]) -> str:
         return "true" if e.value else "false"
     if isinstance(e, Binary) and e.op in _COMPARE:
         return f"({to_isl(e.a, names)} {_COMPARE[e.op]} {to_isl(e.b, names)})"
-    if isinstance(e, Binary) and e.op in ("and", "or"):
+    if isinstance(e, Binary) and e.op in (BinOp.AND, BinOp.OR):
         return f"({condition_to_isl(e.a, names)} {e.op} {condition_to_isl(e.b, names)})"
     if isinstance(e, Unary) and e.op == "not":
         return f"(not {condition_to_isl(e.a, names)})"

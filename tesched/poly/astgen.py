@@ -20,8 +20,8 @@ from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.poly.collapse import collapse_fused
 from tesched.poly.fused import FusedGroup
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
-from tesched.schedule.kinds import LoopKind
-from tesched.te.expr import Binary, Const, Expr, Select, Unary
+from tesched.ir.kinds import LoopKind
+from tesched.te.expr import BinOp, Binary, Const, Expr, Select, Unary
 from tesched.te.tensor import IterType
 
 _OP = isl.ast_expr_op_type
@@ -29,12 +29,12 @@ _OP = isl.ast_expr_op_type
 _OP_AND, _OP_OR = getattr(_OP, "and_"), getattr(_OP, "or_")
 _NODE_FOR, _NODE_IF = getattr(isl.ast_node_type, "for_"), getattr(isl.ast_node_type, "if_")
 _BINARY = {
-    _OP.add: "add", _OP.sub: "sub", _OP.mul: "mul", _OP.div: "cdiv", _OP.pdiv_q: "cdiv",
-    _OP.fdiv_q: "floordiv", _OP.pdiv_r: "cmod", _OP.zdiv_r: "cmod",
-    _OP_AND: "and", _OP.and_then: "and", _OP_OR: "or", _OP.or_else: "or",
-    _OP.eq: "eq", _OP.le: "le", _OP.lt: "lt", _OP.ge: "ge", _OP.gt: "gt",
+    _OP.add: BinOp.ADD, _OP.sub: BinOp.SUB, _OP.mul: BinOp.MUL, _OP.div: BinOp.CDIV, _OP.pdiv_q: BinOp.CDIV,
+    _OP.fdiv_q: BinOp.FLOORDIV, _OP.pdiv_r: BinOp.CMOD, _OP.zdiv_r: BinOp.CMOD,
+    _OP_AND: BinOp.AND, _OP.and_then: BinOp.AND, _OP_OR: BinOp.OR, _OP.or_else: BinOp.OR,
+    _OP.eq: BinOp.EQ, _OP.le: BinOp.LE, _OP.lt: BinOp.LT, _OP.ge: BinOp.GE, _OP.gt: BinOp.GT,
 }
-_COMPARE = ("eq", "le", "lt", "ge", "gt", "and", "or")
+_COMPARE = (BinOp.EQ, BinOp.LE, BinOp.LT, BinOp.GE, BinOp.GT, BinOp.AND, BinOp.OR)
 
 
 def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
@@ -56,7 +56,7 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
     if op in (_OP.max, _OP.min):
         out = args[0]
         for a in args[1:]:
-            out = Binary("max" if op == _OP.max else "min", out, a, "int64")
+            out = Binary(BinOp.MAX if op == _OP.max else "min", out, a, "int64")
         return out
     if op == _OP.minus:
         return Unary("neg", args[0])
@@ -74,12 +74,12 @@ def _plus_one(e: Expr) -> Expr:
     """``e + 1``, folded into a trailing constant when there is one."""
     if isinstance(e, Const):
         return Const(e.value + 1, "int64")
-    if isinstance(e, Binary) and e.op in ("add", "sub") and isinstance(e.b, Const):
-        c = e.b.value + 1 if e.op == "add" else 1 - e.b.value
-        return e.a if c == 0 else Binary("add", e.a, Const(c, "int64"), "int64")
-    if isinstance(e, Binary) and e.op in ("min", "max"):
+    if isinstance(e, Binary) and e.op in (BinOp.ADD, BinOp.SUB) and isinstance(e.b, Const):
+        c = e.b.value + 1 if e.op == BinOp.ADD else 1 - e.b.value
+        return e.a if c == 0 else Binary(BinOp.ADD, e.a, Const(c, "int64"), "int64")
+    if isinstance(e, Binary) and e.op in (BinOp.MIN, BinOp.MAX):
         return Binary(e.op, _plus_one(e.a), _plus_one(e.b), "int64")
-    return Binary("add", e, Const(1, "int64"), "int64")
+    return Binary(BinOp.ADD, e, Const(1, "int64"), "int64")
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,8 @@ from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
 from tesched.poly.fused import FusedGroup
-from tesched.schedule.kinds import LoopKind
-from tesched.te.expr import Binary, Cast, Const, Expr, Var
+from tesched.ir.kinds import LoopKind
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Var
 from tesched.te.tensor import IterType
 from tesched.te.visit import walk
 
@@ -90,7 +90,7 @@ def _max0(e: Expr) -> Expr:
     size = e.value if isinstance(e, Cast) else e
     if type(size) is Var:       # (a size variable: ``ts.var``; loop and origin variables are subclasses)
         return e
-    return Binary("max", e, _i64(0), "int64")
+    return Binary(BinOp.MAX, e, _i64(0), "int64")
 
 
 def _lets(chain: list[ir.For], trips: list[Expr], index: Expr, body: ir.Stmt) -> ir.Stmt:
@@ -137,14 +137,14 @@ def _split(chain: list[ir.For], trips: list[Expr], total: Expr, inner: ir.Stmt, 
     factor = group.factor
     outer = ir.LoopVar(group.pieces[0].name)
     start = outer * factor
-    stop = Binary("min", start + factor, total, "int64")
+    stop = Binary(BinOp.MIN, start + factor, total, "int64")
     last, width = chain[-1], trips[-1]
     if len(chain) == 1:
         lo, hi = start, stop
     else:
         row = ir.LoopVar(group.fused.name + ".row")
-        lo = Binary("max", start - row * width, _i64(0), "int64")
-        hi = Binary("min", stop - row * width, width, "int64")
+        lo = Binary(BinOp.MAX, start - row * width, _i64(0), "int64")
+        hi = Binary(BinOp.MIN, stop - row * width, width, "int64")
     loop: ir.Stmt = ir.For(last.var, last.begin + lo, last.begin + hi, group.kinds[1], inner, 1, factor, reduction,
                            stage, group.origins[1], group.pragmas[1])
     if len(chain) > 1:

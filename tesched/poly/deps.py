@@ -33,7 +33,7 @@ from tesched.errors import ScheduleError
 from tesched.poly.affine import NotAffine
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.tree import LoopMark, ScheduleTree
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.tensor import IterType, TensorRead
 from tesched.te.visit import collect
 

@@ -17,14 +17,16 @@ from tesched.ir import nodes as ir
 from tesched.ir.cse import bind_shared, wrap_lets
 from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
+from tesched.poly.extern_stage import extern_call
 from tesched.poly.index_checks import checked_body
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.dtype import itemsize
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Var
+from tesched.te.extern_op import ExternOp
 from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import rewrite, substitute
@@ -55,7 +57,7 @@ def _stride(buf: ir.Buffer, dim: int) -> Expr:
     order = buf.memory_order()
     stride: Expr = Const(1, "int64")
     for d in [buf.shape[k] for k in order[order.index(dim) + 1:]]:
-        stride = Binary("mul", stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
+        stride = Binary(BinOp.MUL, stride, d if isinstance(d, Expr) else Const(d, "int64"), "int64")
     return simplify(stride)
 
 
@@ -78,7 +80,7 @@ class StatementEmitter:
         for d in reversed(range(len(index))):
             low = ast_expr_to_ir(_prefix_expr(plan.low[d]), env)
             high = ast_expr_to_ir(_prefix_expr(plan.high[d]), env)
-            body = ir.For(index[d], low, simplify(Binary("add", high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
+            body = ir.For(index[d], low, simplify(Binary(BinOp.ADD, high, Const(1, "int64"), "int64")), LoopKind.SERIAL, body, line if d == len(index) - 1 else 1)
         if plan.every.is_subset(plan.where):
             return body
         build = isl.AstBuild.from_context(_as_params(plan.every))
@@ -99,6 +101,8 @@ class StatementEmitter:
         sm = stmt.stage
         match = sm.tensorized
         assert match is not None, f"{sm.name} has intrinsic calls but no match"
+        if isinstance(sm.op, ExternOp):
+            return extern_call(sm.op, match.intrin, self.buffers)
         values: dict[Var, Expr] = dict(zip(stmt.loop_vars, coords[sm.prefix_len:]))
         if match.origins:
             origin = self.origin(sm, coords[:sm.store_len])

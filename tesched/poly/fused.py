@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from tesched.errors import ScheduleError
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.schedule.stage import Fuse, Split, Stage
 from tesched.te.tensor import IterType, IterVar
 

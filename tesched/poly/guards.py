@@ -16,7 +16,7 @@ import islpy as isl
 
 from tesched.poly.affine import NotAffine
 from tesched.poly.model import PolyModel, StageModel
-from tesched.te.expr import Binary, Expr, Select, Unary
+from tesched.te.expr import BinOp, Binary, Expr, Select, Unary
 from tesched.te.reduction import Reduce
 from tesched.te.tensor import TensorRead
 
@@ -60,10 +60,10 @@ def _condition(model: PolyModel, sm: StageModel, cond: Expr, negate: bool = Fals
     try:
         if isinstance(cond, Unary) and cond.op == "not":
             return _condition(model, sm, cond.a, not negate)
-        if isinstance(cond, Binary) and cond.op in ("and", "or"):
+        if isinstance(cond, Binary) and cond.op in (BinOp.AND, BinOp.OR):
             (a, exact_a), (b, exact_b) = _condition(model, sm, cond.a, negate), _condition(model, sm, cond.b, negate)
             exact = exact_a and exact_b
-            if (cond.op == "and") != negate:            # a conjunction: each affine side is implied
+            if (cond.op == BinOp.AND) != negate:            # a conjunction: each affine side is implied
                 if a is None or b is None:
                     return (a if b is None else b), False
                 return f"(({a}) and ({b}))", exact
@@ -99,9 +99,9 @@ def _guarded_reads(e: Expr, guard: tuple, seen: set) -> Iterator[tuple[TensorRea
         if e.where is not None:
             yield from _guarded_reads(e.where, guard, seen)
         yield from _guarded_reads(e.source, inner, seen)
-    elif isinstance(e, Binary) and e.op in ("and", "or"):
+    elif isinstance(e, Binary) and e.op in (BinOp.AND, BinOp.OR):
         yield from _guarded_reads(e.a, guard, seen)
-        yield from _guarded_reads(e.b, guard + ((e.a, e.op == "and"),), seen)
+        yield from _guarded_reads(e.b, guard + ((e.a, e.op == BinOp.AND),), seen)
     else:
         for child in e.children():
             yield from _guarded_reads(child, guard, seen)

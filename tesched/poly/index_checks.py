@@ -20,7 +20,7 @@ from tesched.ir.nodes import CheckedIndex
 from tesched.poly import intervals
 from tesched.poly.model import PolyModel, StageModel
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, Select, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Var
 from tesched.te.tensor import ComputeOp, IterVar, TensorRead
 from tesched.te.visit import collect, rewrite
 
@@ -104,24 +104,24 @@ def _dtype_range(dtype: str) -> Interval:
 
 def _binary_range(e: Binary) -> Interval | None:
     b = index_range(e.b)
-    if e.op in ("floordiv", "floormod") and b is not None and b[0] == b[1] and b[0] > 0:
-        if e.op == "floormod":
+    if e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) and b is not None and b[0] == b[1] and b[0] > 0:
+        if e.op == BinOp.FLOORMOD:
             return 0, b[0] - 1
         a = index_range(e.a)
         return None if a is None else (a[0] // b[0], a[1] // b[0])
     a = index_range(e.a)
     if a is None or b is None:
         return None
-    if e.op == "add":
+    if e.op == BinOp.ADD:
         out = (a[0] + b[0], a[1] + b[1])
-    elif e.op == "sub":
+    elif e.op == BinOp.SUB:
         out = (a[0] - b[1], a[1] - b[0])
-    elif e.op == "mul":
+    elif e.op == BinOp.MUL:
         products = [x * y for x in a for y in b]
         out = (min(products), max(products))
-    elif e.op == "min":
+    elif e.op == BinOp.MIN:
         out = (min(a[0], b[0]), min(a[1], b[1]))
-    elif e.op == "max":
+    elif e.op == BinOp.MAX:
         out = (max(a[0], b[0]), max(a[1], b[1]))
     else:
         return None
@@ -157,7 +157,7 @@ def _nan_safe(index: Expr, extent: int) -> Expr:
     an edge element instead of memory outside the tensor. Two integer operations, no branch: the loop
     still vectorizes."""
     low, high = Const(0, index.dtype), Const(extent - 1, index.dtype)
-    return Binary("min", Binary("max", index, low, index.dtype), high, index.dtype)
+    return Binary(BinOp.MIN, Binary(BinOp.MAX, index, low, index.dtype), high, index.dtype)
 
 
 def _message(sm: StageModel, read: TensorRead, dim: int) -> str:

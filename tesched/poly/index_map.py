@@ -26,7 +26,7 @@ from tesched.errors import TensorizeError
 from tesched.poly.affine import NotAffine, const_int, to_isl
 from tesched.te import dtype as dt
 from tesched.poly.model import Region
-from tesched.te.expr import Binary, Cast, Const, Expr, Unary, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Unary, Var
 from tesched.te.tensor import IterVar, Tensor
 from tesched.te.visit import rewrite, structural_key, substitute, walk
 
@@ -81,11 +81,11 @@ class _Box:
 
 def _quasi_affine_node(x: Expr) -> bool:
     """Whether isl reads the node ``x`` itself as quasi-affine arithmetic of its children."""
-    if isinstance(x, Binary) and x.op in ("add", "sub"):
+    if isinstance(x, Binary) and x.op in (BinOp.ADD, BinOp.SUB):
         return True
-    if isinstance(x, Binary) and x.op == "mul":
+    if isinstance(x, Binary) and x.op == BinOp.MUL:
         return const_int(x.a) is not None or const_int(x.b) is not None
-    if isinstance(x, Binary) and x.op in ("floordiv", "floormod"):
+    if isinstance(x, Binary) and x.op in (BinOp.FLOORDIV, BinOp.FLOORMOD):
         divisor = const_int(x.b)
         return divisor is not None and divisor > 0
     return isinstance(x, Unary) and x.op == "neg" or isinstance(x, Cast) and dt.is_int(x.dtype) and dt.is_int(x.value.dtype)
@@ -113,7 +113,7 @@ def match_region(tensor: Tensor, t_idx: Sequence[Expr], i_idx: Sequence[Expr], p
     dims: list[int] = []
     d = 0
     for e, ie in enumerate(i_idx):
-        while d < len(t_idx) and not check(Binary("sub", t_idx[d], ie, "int64"), f"{tensor.name} index {d}"):
+        while d < len(t_idx) and not check(Binary(BinOp.SUB, t_idx[d], ie, "int64"), f"{tensor.name} index {d}"):
             if moves[d]:
                 raise fail("index map", f"{tensor.name} index {d} ({shown[d]!r}) does not follow {label} "
                            f"index {e} ({ie!r})")
@@ -131,6 +131,6 @@ def match_region(tensor: Tensor, t_idx: Sequence[Expr], i_idx: Sequence[Expr], p
     for k, index in enumerate(t_idx):
         base = substitute(index, zero)
         if k in dims:
-            base = Binary("sub", base, substitute(i_idx[dims.index(k)], zero), "int64")
+            base = Binary(BinOp.SUB, base, substitute(i_idx[dims.index(k)], zero), "int64")
         origin.append(simplify(fold(base)))
     return Region(tensor, origin, dims)

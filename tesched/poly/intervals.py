@@ -23,7 +23,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Call, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.expr import BinOp, Binary, Call, Cast, Const, Expr, Select, Unary, Var
 
 Span = tuple[np.ndarray, np.ndarray]
 
@@ -79,7 +79,7 @@ def span(e: Expr, leaves: Mapping[int, Span]) -> Span:
         return hull(span(e.true_value, leaves), span(e.false_value, leaves))
     if isinstance(e, Binary) and e.dtype != "bool":
         value = _in_type(_binary(e, leaves), e.dtype)
-        return value if e.op in ("min", "max") else _rounded(value, e.dtype)
+        return value if e.op in (BinOp.MIN, BinOp.MAX) else _rounded(value, e.dtype)
     if isinstance(e, Unary) and e.op == "neg":
         lo, hi = span(e.a, leaves)
         return _in_type((-hi, -lo), e.dtype)
@@ -149,33 +149,33 @@ def _divisor(e: Binary) -> float | None:
 
 def _binary(e: Binary, leaves: Mapping[int, Span]) -> Span:
     a = span(e.a, leaves)
-    if e.op in ("floordiv", "floormod") or (e.op == "div" and not dt.is_float(e.dtype)):
+    if e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) or (e.op == BinOp.DIV and not dt.is_float(e.dtype)):
         c = _divisor(e)
         if c is None:
             return type_range(e.dtype)
         with np.errstate(all="ignore"):
             lo, hi = np.floor(a[0] / c), np.floor(a[1] / c)
-            if e.op == "div":                      # truncating or flooring: either way within these
+            if e.op == BinOp.DIV:                      # truncating or flooring: either way within these
                 return _fit(lo, np.where(a[1] < 0, np.trunc(a[1] / c), hi))
-            if e.op == "floordiv":
+            if e.op == BinOp.FLOORDIV:
                 return _fit(lo, hi)
             same = lo == hi                        # one period: the remainders keep their order
             return _fit(np.where(same, a[0] - lo * c, 0.0), np.where(same, a[1] - hi * c, c - 1))
     b = span(e.b, leaves)
-    if e.op == "add":
+    if e.op == BinOp.ADD:
         return _fit(a[0] + b[0], a[1] + b[1])
-    if e.op == "sub":
+    if e.op == BinOp.SUB:
         return _fit(a[0] - b[1], a[1] - b[0])
-    if e.op == "mul":
+    if e.op == BinOp.MUL:
         return _products(a, b)
-    if e.op == "div":
+    if e.op == BinOp.DIV:
         if bool(np.all(b[0] > 0)) or bool(np.all(b[1] < 0)):
             with np.errstate(all="ignore"):
                 return _products(a, (1.0 / b[1], 1.0 / b[0]))
         return type_range(e.dtype)
-    if e.op == "min":
+    if e.op == BinOp.MIN:
         return _fit(np.minimum(a[0], b[0]), np.minimum(a[1], b[1]))
-    if e.op == "max":
+    if e.op == BinOp.MAX:
         return _fit(np.maximum(a[0], b[0]), np.maximum(a[1], b[1]))
     return type_range(e.dtype)
 

@@ -25,7 +25,7 @@ from tesched.ir.nodes import Buffer, BufferScope
 from tesched.poly.affine import NotAffine, to_isl
 from tesched.poly.fused import FusedGroup
 from tesched.schedule.inline import inline_bodies
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.schedule.schedule import Schedule
 from tesched.schedule.stage import Stage
 from tesched.te.expr import Expr, Param, Var

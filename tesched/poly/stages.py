@@ -14,7 +14,8 @@ import re
 from tesched.errors import ScheduleError
 from tesched.poly.fused import fused_groups
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
-from tesched.schedule.kinds import AttachType, LoopKind
+from tesched.ir.kinds import LoopKind
+from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
 from tesched.te.reduction import Reduce
 from tesched.te.scan import ScanOp

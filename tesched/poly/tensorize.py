@@ -25,15 +25,20 @@ with no ``reset`` leaves the clearing to the reduction's own init loop, as plain
 computes the whole result (or ``reset`` then ``update`` when no ``body`` is given). An intrinsic
 whose result is not the reduction itself (a fused epilogue such as bias+relu) is only valid on a whole
 reduction: applying it per partial sum would be wrong, so that case is refused.
+
+An extern stage (``ts.extern``) is given its one call here too, in place of all its loops, without a match
+(:mod:`.extern_stage` checks its schedule).
 """
 from __future__ import annotations
 
 import islpy as isl
 
 from tesched.errors import TensorizeError
+from tesched.poly.extern_stage import extern_match
 from tesched.poly.index_map import match_region
 from tesched.poly.model import LoopSpace, PolyModel, Region, StageModel, Statement, StatementKind, TensorizeMatch
 from tesched.te.expr import Binary, Call, Const, Expr, Unary, Var
+from tesched.te.extern_op import ExternOp
 from tesched.te.reduction import Reduce
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.tensor import ComputeOp, IterType, PlaceholderOp, Tensor, TensorRead
@@ -222,13 +227,16 @@ def match_tensorize(model: PolyModel) -> None:
 
 def _place_calls(model: PolyModel, sm: StageModel) -> None:
     spec = sm.stage.tensorize_spec
-    if spec is None:
+    if isinstance(sm.op, ExternOp):     # one call of the user's function in place of all its loops
+        sm.tensorized = match = extern_match(model, sm)
+    elif spec is None:
         return
-    if sm.groups:
+    elif sm.groups:
         raise TensorizeError(f"tensorize of {sm.name} at {spec[0].name}: the stage fuses loops over a symbolic "
                             f"extent ({', '.join(g.describe() for g in sm.groups)}); tensorize a stage whose "
                             "loops are fused over constant extents")
-    sm.tensorized = match = _Matcher(model, sm, spec[1], sm.stage.leaf_iter_vars.index(spec[0])).run()
+    else:
+        sm.tensorized = match = _Matcher(model, sm, spec[1], sm.stage.leaf_iter_vars.index(spec[0])).run()
     for inner in match.absorbed:
         inner.absorbed_by = sm
     outer = sm.leaves[:match.position]

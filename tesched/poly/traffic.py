@@ -19,7 +19,7 @@ import islpy as isl
 
 from tesched.poly.model import PolyModel, StageModel, Statement
 from tesched.poly.tree import LoopMark, ScheduleTree
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te.tensor import PlaceholderOp, TensorRead
 from tesched.te.visit import collect
 

@@ -20,7 +20,7 @@ import islpy as isl
 from tesched.ir.exprs import BufferScope
 from tesched.poly.fused import FusedGroup
 from tesched.poly.model import PolyModel, StageModel, Statement
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.schedule.schedule import IterVar
 
 

@@ -24,7 +24,8 @@ from typing import Sequence
 
 from tesched.errors import ScheduleError
 from tesched.schedule.stage import Fuse, Relation, Split, Stage, StageGraph
-from tesched.te.expr import Binary, Expr, Select, Var, as_expr
+from tesched.te.expr import BinOp, Binary, Expr, Select, Var, as_expr
+from tesched.te.extern_op import ExternOp
 from tesched.te.reduction import MultiValue, Reduce, remapped_reducer
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
@@ -53,7 +54,7 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
     sources = tuple(substitute(s, mapping) for s in body.sources)
     where = None if body.where is None else substitute(body.where, mapping)
     if extra_where is not None:
-        where = extra_where if where is None else Binary("and", where, extra_where, "bool")
+        where = extra_where if where is None else Binary(BinOp.AND, where, extra_where, "bool")
     inits = None if body.inits is None or not keep_init else [substitute(i, mapping) for i in body.inits]
     return Reduce(body.combiner, sources, axes, where, inits, remapped_reducer(body, mapping))
 
@@ -61,6 +62,9 @@ def _rebuild_reduce(body: Reduce, mapping: dict, axes: Sequence[IterVar], extra_
 def _computation(stage: Stage, primitive: str) -> ComputeOp:
     if not isinstance(stage.op, ComputeOp):
         raise ScheduleError(f"{primitive} of {stage.name}: it is an input (placeholder), not a computation")
+    if isinstance(stage.op, ExternOp):
+        raise ScheduleError(f"{primitive} of {stage.name}: it is an extern stage, computed by one call of C function "
+                            f"{stage.op.function}, which no other stage can take over")
     return stage.op
 
 
@@ -107,6 +111,9 @@ def cache_read(sch: StageGraph, tensor: Tensor, scope: str, readers: Sequence) -
     for r in reader_stages:
         if source not in sch.producers(r):
             raise ScheduleError(f"cache_read of {source.name}: {r.name} does not read it")
+        if isinstance(r.op, ExternOp):
+            raise ScheduleError(f"cache_read of {source.name}: {r.name} is an extern stage, whose C function "
+                                f"{r.op.function} reads the whole of {source.name} itself; cache other readers")
     t = source.op.output(tensor.value_index if tensor.value_index < source.op.num_outputs else 0)
     axes = [IterVar(Range(0, ext), f"ax{k}", IterType.DATA_PAR) for k, ext in enumerate(t.shape)]
     cache_op = ComputeOp(f"{t.name}.{scope}", "cache_read", axes, TensorRead(t, tuple(axes)), None)
@@ -251,7 +258,7 @@ def rfactor(sch: StageGraph, tensor: Tensor, axis: IterVar, factor_axis: int = 0
         if not exact:  # a split that does not divide (or may not, for a symbolic size): guard the padding
             lo, ext = r.range.min, r.range.extent
             cond = value[id(r)] < (lo + ext if isinstance(lo, int) else as_expr(lo) + ext)
-            bounds = cond if bounds is None else Binary("and", bounds, cond, "bool")
+            bounds = cond if bounds is None else Binary(BinOp.AND, bounds, cond, "bool")
     rf_axes = new_axes[:factor_axis] + [spatial] + new_axes[factor_axis:]
     partial = _rebuild_reduce(op.body, mapping, kept, bounds, keep_init=False)   # init: once, in the final stage
     rf_body: Expr = partial

@@ -1,26 +1,14 @@
-"""The small vocabularies of a schedule: what kind each loop is, which GPU index a loop is bound to
-(:class:`ThreadAxis`), and where a stage is computed."""
+"""The small vocabularies of a schedule: what kind each loop is (:class:`LoopKind`, defined with the loop IR
+in :mod:`tesched.ir.kinds` and re-exported here), which GPU index a loop is bound to (:class:`ThreadAxis`),
+and where a stage is computed."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
 
+from tesched.ir.kinds import LoopKind
 
-class LoopKind(StrEnum):
-    """How a loop runs: in order, across threads (``parallel``), as SIMD lanes (``vectorize``), or
-    copied out (``unroll``)."""
-
-    SERIAL = "serial"
-    PARALLEL = "parallel"
-    VECTORIZED = "vectorized"
-    UNROLLED = "unrolled"
-    GPU_BLOCK = "gpu_block"       # bound to blockIdx.{x,y,z}: one work-group per iteration
-    GPU_THREAD = "gpu_thread"     # bound to threadIdx.{x,y,z}: one work-item of the group per iteration
-
-    @property
-    def bound(self) -> bool:
-        """Whether the loop is bound to a GPU index (its iterations run at once, one per block or thread)."""
-        return self in (LoopKind.GPU_BLOCK, LoopKind.GPU_THREAD)
+__all__ = ["AttachType", "LoopKind", "ThreadAxis", "THREAD_TAGS", "thread_axis"]
 
 
 THREAD_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")

@@ -12,6 +12,7 @@ from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage_base import StageBase, atomic, positive_int
 from tesched.schedule.storage import checked_bound
+from tesched.te.extern_op import ExternOp
 from tesched.te.tensor import ComputeOp, IterVar
 
 
@@ -28,6 +29,9 @@ class Placement(StageBase):
         if parent is self:
             raise ScheduleError(f"{primitive} of {self.name} at {where}: a stage cannot be computed or "
                                 "stored inside itself")
+        if isinstance(parent.op, ExternOp):
+            raise ScheduleError(f"{primitive} of {self.name} at {where}: {parent.name} is an extern stage, one call "
+                                f"of C function {parent.op.function} with no loops to compute inside")
         if self.is_output:
             raise ScheduleError(f"{primitive} of {self.name} at {where}: it is an output of the schedule; "
                                 "outputs are computed and stored at the root")

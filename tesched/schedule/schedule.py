@@ -75,6 +75,11 @@ class Schedule:
             raise ScheduleError(f"{op.name} is not part of this schedule (it is not an input of the outputs "
                                 f"{', '.join(o.name for o in self.outputs)})") from None
 
+    def __repr__(self) -> str:
+        """The outputs, then every stage in order with its placement and loops (see ``Stage``'s repr)."""
+        stages = "".join(f"\n  {stage!r}" for stage in self.stages)
+        return f"Schedule(outputs: {', '.join(op.name for op in self.outputs)};{stages})"
+
     def stage_of_tensor(self, tensor: Tensor) -> Stage | None:
         """The stage producing ``tensor``, or None when it is not part of this schedule."""
         return self.stage_map.get(id(tensor.op))

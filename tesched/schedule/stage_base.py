@@ -20,6 +20,7 @@ from tesched.errors import ScheduleError
 from tesched.schedule.kinds import AttachType, LoopKind, ThreadAxis
 from tesched.schedule.storage import AxisBound
 from tesched.te.expr import Expr, as_expr
+from tesched.te.extern_op import ExternOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
 
 
@@ -149,11 +150,42 @@ class StageBase:
         return self.op.name
 
     def __repr__(self) -> str:
-        return f"Stage({self.name}, {self.attach_type})"
+        """``Stage(C, at D.j.outer, loops: i (32), j (32) vectorized, k (64) reduce)``."""
+        if isinstance(self.op, PlaceholderOp):
+            return f"Stage({self.name}, input)"
+        return f"Stage({self.name}, {self._placement_text()}, loops: {self._loops_text()})"
+
+    def _placement_text(self) -> str:
+        if self.attach_type is AttachType.SCOPE and self.attach_stage is not None and self.attach_ivar is not None:
+            text = f"at {self.attach_stage.name}.{self.attach_ivar.name}"
+        else:
+            text = str(self.attach_type)
+        if self.store_type is AttachType.ROOT:
+            text += ", stored at root"
+        elif self.store_stage is not None and self.store_ivar is not None:
+            text += f", stored at {self.store_stage.name}.{self.store_ivar.name}"
+        return text
+
+    def _loops_text(self) -> str:
+        """Each loop in order with its trip count (a size expression, or ``?`` for a part of a split of one)
+        and its kind: ``i.outer (8) parallel, j (n), k (64) reduce``."""
+        extents = self.extents()
+        loops = []
+        for v in self.leaf_iter_vars:
+            extent = extents.get(id(v))
+            count = str(extent) if extent is not None else repr(v.dom.extent) if v.dom is not None else "?"
+            kind = self.iter_var_attrs.get(v, LoopKind.SERIAL)
+            loops.append(" ".join([f"{v.name} ({count})"] + ([] if kind is LoopKind.SERIAL else [str(kind)])
+                                  + (["reduce"] if v.iter_type is IterType.COMM_REDUCE else [])))
+        return ", ".join(loops) or "none"
 
     def _compute_only(self, primitive: str) -> None:
         if isinstance(self.op, PlaceholderOp):
             raise ScheduleError(f"{primitive}: {self.name} is an input (placeholder); it has no loops")
+        if isinstance(self.op, ExternOp) and primitive != "compute_root":
+            raise ScheduleError(f"{primitive}: {self.name} is an extern stage, computed by one call of C function "
+                                f"{self.op.function} at the root; its loops cannot be scheduled (schedule its "
+                                "readers)")
 
     def _names(self, ivars: Iterable[IterVar]) -> str:
         return ", ".join(v.name for v in ivars)

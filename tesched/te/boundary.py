@@ -30,7 +30,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Expr, Select, as_expr, binary, cast_to
+from tesched.te.expr import BinOp, Expr, Select, as_expr, binary, cast_to
 from tesched.te.functions import all as all_of
 from tesched.te.tensor import Tensor
 
@@ -78,7 +78,7 @@ class BoundedTensor:
         read = self.tensor[tuple(self._index_map(e, n) for e, n in zip(exprs, self.shape))]
         if self.exterior is None:
             return read
-        inside = all_of(*[binary("and", e >= 0, e < n) for e, n in zip(exprs, self.shape)])
+        inside = all_of(*[binary(BinOp.AND, e >= 0, e < n) for e, n in zip(exprs, self.shape)])
         return Select(inside, read, self.exterior)
 
     def __repr__(self) -> str:
@@ -86,26 +86,26 @@ class BoundedTensor:
 
 
 def _clamp(e: Expr, n: int | Expr) -> Expr:
-    return binary("min", binary("max", e, 0), n - 1)
+    return binary(BinOp.MIN, binary(BinOp.MAX, e, 0), n - 1)
 
 
 def _mirror(e: Expr, n: int | Expr) -> Expr:
     if isinstance(n, int):
         if n == 1:
-            return binary("mul", e, 0)
+            return binary(BinOp.MUL, e, 0)
         period = 2 * (n - 1)
         folded = e % period
-        return binary("min", folded, period - folded)
-    reflected = binary("max", e, -e)
-    return _clamp(binary("min", reflected, 2 * (n - 1) - reflected), n)
+        return binary(BinOp.MIN, folded, period - folded)
+    reflected = binary(BinOp.MAX, e, -e)
+    return _clamp(binary(BinOp.MIN, reflected, 2 * (n - 1) - reflected), n)
 
 
 def _mirror_edges(e: Expr, n: int | Expr) -> Expr:
     if isinstance(n, int):
         folded = e % (2 * n)
-        return binary("min", folded, 2 * n - 1 - folded)
-    reflected = binary("max", e, -1 - e)
-    return _clamp(binary("min", reflected, 2 * n - 1 - reflected), n)
+        return binary(BinOp.MIN, folded, 2 * n - 1 - folded)
+    reflected = binary(BinOp.MAX, e, -1 - e)
+    return _clamp(binary(BinOp.MIN, reflected, 2 * n - 1 - reflected), n)
 
 
 def _wrap(e: Expr, n: int | Expr) -> Expr:

@@ -5,7 +5,7 @@ Supported dtypes: ``bool`` (results of comparisons), ``int8 int16 int32 int64``,
 the C type its values have inside an expression, the NumPy dtype of its arrays) is a row of :data:`DTYPES`;
 no other module special-cases a narrow type.
 
-Rules for a binary operation (documented for users in ``README.md``; Halide's rules where it has one):
+Rules for a binary operation (documented for users in ``docs/guide/expressions.rst``; Halide's rules where it has one):
 
 1. Two expressions of the same dtype keep it. Integer arithmetic wraps modulo ``2**bits`` (for every
    integer width narrower than 32 bits and for ``uint32``; ``int32``/``int64`` overflow is undefined, as

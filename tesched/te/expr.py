@@ -10,6 +10,7 @@ This module does not know tensors' schedules, loops or C; see :mod:`tesched.te.t
 from __future__ import annotations
 
 import itertools
+from enum import StrEnum
 from typing import Callable, Sequence
 
 import numpy as np
@@ -41,27 +42,27 @@ class Expr:
         return self
 
     # arithmetic -----------------------------------------------------------------------------------
-    def __add__(self, other): return binary("add", self, other)
-    def __radd__(self, other): return binary("add", other, self)
-    def __sub__(self, other): return binary("sub", self, other)
-    def __rsub__(self, other): return binary("sub", other, self)
-    def __mul__(self, other): return binary("mul", self, other)
-    def __rmul__(self, other): return binary("mul", other, self)
-    def __truediv__(self, other): return binary("div", self, other)
-    def __rtruediv__(self, other): return binary("div", other, self)
-    def __floordiv__(self, other): return binary("floordiv", self, other)
-    def __rfloordiv__(self, other): return binary("floordiv", other, self)
-    def __mod__(self, other): return binary("floormod", self, other)
-    def __rmod__(self, other): return binary("floormod", other, self)
+    def __add__(self, other): return binary(BinOp.ADD, self, other)
+    def __radd__(self, other): return binary(BinOp.ADD, other, self)
+    def __sub__(self, other): return binary(BinOp.SUB, self, other)
+    def __rsub__(self, other): return binary(BinOp.SUB, other, self)
+    def __mul__(self, other): return binary(BinOp.MUL, self, other)
+    def __rmul__(self, other): return binary(BinOp.MUL, other, self)
+    def __truediv__(self, other): return binary(BinOp.DIV, self, other)
+    def __rtruediv__(self, other): return binary(BinOp.DIV, other, self)
+    def __floordiv__(self, other): return binary(BinOp.FLOORDIV, self, other)
+    def __rfloordiv__(self, other): return binary(BinOp.FLOORDIV, other, self)
+    def __mod__(self, other): return binary(BinOp.FLOORMOD, self, other)
+    def __rmod__(self, other): return binary(BinOp.FLOORMOD, other, self)
     def __neg__(self): return Unary("neg", self)
 
     # comparisons and logic ------------------------------------------------------------------------
-    def __lt__(self, other): return binary("lt", self, other)
-    def __le__(self, other): return binary("le", self, other)
-    def __gt__(self, other): return binary("gt", self, other)
-    def __ge__(self, other): return binary("ge", self, other)
-    def __eq__(self, other): return binary("eq", self, other)
-    def __ne__(self, other): return binary("ne", self, other)
+    def __lt__(self, other): return binary(BinOp.LT, self, other)
+    def __le__(self, other): return binary(BinOp.LE, self, other)
+    def __gt__(self, other): return binary(BinOp.GT, self, other)
+    def __ge__(self, other): return binary(BinOp.GE, self, other)
+    def __eq__(self, other): return binary(BinOp.EQ, self, other)
+    def __ne__(self, other): return binary(BinOp.NE, self, other)
     def __and__(self, other): return logical_or_bitwise("and", self, other)
     def __rand__(self, other): return logical_or_bitwise("and", other, self)
     def __or__(self, other): return logical_or_bitwise("or", self, other)
@@ -69,10 +70,10 @@ class Expr:
     def __xor__(self, other): return logical_or_bitwise("xor", self, other)
     def __rxor__(self, other): return logical_or_bitwise("xor", other, self)
     def __invert__(self): return Unary("not" if self.dtype == "bool" else "bitnot", self)
-    def __lshift__(self, other): return binary("shl", self, other)
-    def __rlshift__(self, other): return binary("shl", other, self)
-    def __rshift__(self, other): return binary("shr", self, other)
-    def __rrshift__(self, other): return binary("shr", other, self)
+    def __lshift__(self, other): return binary(BinOp.SHL, self, other)
+    def __rlshift__(self, other): return binary(BinOp.SHL, other, self)
+    def __rshift__(self, other): return binary(BinOp.SHR, self, other)
+    def __rrshift__(self, other): return binary(BinOp.SHR, other, self)
     def __pow__(self, other): return power(self, other)
     def __rpow__(self, other): return power(other, self)
 
@@ -80,8 +81,8 @@ class Expr:
 
     def __bool__(self) -> bool:
         # As in TVM, ``a == b`` used as a Python truth value (``x in list``) compares identity.
-        if isinstance(self, Binary) and self.op in ("eq", "ne"):
-            return (self.a is self.b) == (self.op == "eq")
+        if isinstance(self, Binary) and self.op in (BinOp.EQ, BinOp.NE):
+            return (self.a is self.b) == (self.op == BinOp.EQ)
         raise TypeError("a tesched expression has no truth value: use & | ~ instead of and/or/not, "
                         "and ts.if_then_else instead of if")
 
@@ -92,7 +93,7 @@ class Expr:
 
     def equal(self, other: object) -> "Expr":
         """The comparison ``self == other`` (an expression)."""
-        return binary("eq", self, other)
+        return binary(BinOp.EQ, self, other)
 
     def same_as(self, other: object) -> bool:
         """Whether ``other`` is this very node (TVM's identity test)."""
@@ -148,10 +149,39 @@ class Param(Var):
         self.serial = next(Param._made)
 
 
-ARITH_OPS = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max")
-COMPARE_OPS = ("lt", "le", "gt", "ge", "eq", "ne")
-LOGIC_OPS = ("and", "or")
-BITWISE_OPS = ("bitand", "bitor", "bitxor", "shl", "shr")
+class BinOp(StrEnum):
+    """The operation of a :class:`Binary`. A ``str`` enum: a member equals, prints and hashes as its name
+    (``BinOp.ADD == "add"``), so tables keyed by names still find it."""
+
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"                 # true division of floats
+    FLOORDIV = "floordiv"       # ``//``: floor division of integers
+    FLOORMOD = "floormod"       # ``%``: the floor modulo
+    MIN = "min"
+    MAX = "max"
+    LT = "lt"
+    LE = "le"
+    GT = "gt"
+    GE = "ge"
+    EQ = "eq"
+    NE = "ne"
+    AND = "and"                 # logical, of conditions
+    OR = "or"
+    BITAND = "bitand"
+    BITOR = "bitor"
+    BITXOR = "bitxor"
+    SHL = "shl"
+    SHR = "shr"
+    CDIV = "cdiv"               # loop IR only: C's truncating ``/`` and ``%``, for operands known non-negative
+    CMOD = "cmod"
+
+
+ARITH_OPS = (BinOp.ADD, BinOp.SUB, BinOp.MUL, BinOp.DIV, BinOp.FLOORDIV, BinOp.FLOORMOD, BinOp.MIN, BinOp.MAX)
+COMPARE_OPS = (BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE, BinOp.EQ, BinOp.NE)
+LOGIC_OPS = (BinOp.AND, BinOp.OR)
+BITWISE_OPS = (BinOp.BITAND, BinOp.BITOR, BinOp.BITXOR, BinOp.SHL, BinOp.SHR)
 """Integer-only operations: ``&``, ``|``, ``^`` of integers and the shifts ``<<``, ``>>`` (NumPy's semantics:
 a shift by a negative amount or by the width or more gives 0, or -1 for ``>>`` of a negative value)."""
 
@@ -161,8 +191,10 @@ class Binary(Expr):
 
     __slots__ = ("op", "a", "b")
 
-    def __init__(self, op: str, a: Expr, b: Expr, dtype: str):
-        self.op, self.a, self.b, self.dtype = op, a, b, dtype
+    op: BinOp
+
+    def __init__(self, op: BinOp | str, a: Expr, b: Expr, dtype: str):
+        self.op, self.a, self.b, self.dtype = BinOp(op), a, b, dtype
 
     def children(self):
         return (self.a, self.b)
@@ -256,7 +288,7 @@ def cast_to(e: Expr, dtype: str) -> Expr:
 def _as_bool(e: Expr) -> Expr:
     if e.dtype == "bool":
         return e
-    return Binary("ne", e, Const(0, e.dtype), "bool")
+    return Binary(BinOp.NE, e, Const(0, e.dtype), "bool")
 
 
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%", "lt": "<",
@@ -271,9 +303,10 @@ def _text(op: str, a: object, b: object) -> str:
     return f"{op}({a!r}, {b!r})"
 
 
-def binary(op: str, a: object, b: object) -> Expr:
-    """Build ``a <op> b`` applying the rules of :mod:`tesched.te.dtype`; a broken rule raises ``TypeError``
-    naming the expression and both dtypes."""
+def binary(op: BinOp | str, a: object, b: object) -> Expr:
+    """Build ``a <op> b`` (``op`` a :class:`BinOp` or its name) applying the rules of :mod:`tesched.te.dtype`;
+    a broken rule raises ``TypeError`` naming the expression and both dtypes."""
+    op = BinOp(op)
     if not isinstance(a, Expr) and not isinstance(b, Expr):
         raise TypeError(f"binary {op} needs at least one tesched expression")
     try:
@@ -308,7 +341,7 @@ def logical_or_bitwise(op: str, a: object, b: object) -> Expr:
     if logical and not any(d is not None and dt.is_float(d) for d in dtypes):
         if op != "xor":
             return binary(op, a, b)
-        return binary("ne", _as_bool(as_expr(a)), _as_bool(as_expr(b)))
+        return binary(BinOp.NE, _as_bool(as_expr(a)), _as_bool(as_expr(b)))
     return binary("bit" + op, a, b)
 
 

@@ -27,6 +27,7 @@ class ExternCall(Call):
     ``None`` for a function of the C library."""
 
     __slots__ = ("source",)
+    label = "call_pure_extern"      # how messages and the compiler's diagnostics name the function's kind
 
     def __init__(self, name: str, args: tuple[Expr, ...], dtype: str, source: str | None):
         super().__init__(name, args, dtype)
@@ -62,17 +63,31 @@ def call_pure_extern(dtype: str, name: str, *args: object, source: str | None = 
     >>> soft = ts.call_pure_extern("float32", "soft_clip", A[i], source=  # doctest: +SKIP
     ...     "static inline float soft_clip(float x) { return x / (1.0f + fabsf(x)); }")
     """
-    if not isinstance(name, str) or not _IDENT.match(name):
-        raise ValueError(f"call_pure_extern: the function name must be a C identifier, got {name!r}")
-    if name in PURE_CALLS or name.startswith("ts_"):
-        raise ValueError(f"call_pure_extern: {name} is a name of tesched's own functions (use ts.{name} or "
-                         "another name)")
+    check_function_name(name, "call_pure_extern")
     result = dt.normalize(dtype, f"call_pure_extern {name}")
     if result not in RESULT_TYPES:
         raise TypeError(f"call_pure_extern {name}: a C function cannot return {result}; return one of "
                         f"{', '.join(RESULT_TYPES)}")
-    if source is not None and not isinstance(source, str):
-        raise TypeError(f"call_pure_extern {name}: source must be C text (a str), got {type(source).__name__}")
-    if source is not None and not re.search(rf"\b{name}\s*\(", source):
-        raise ValueError(f"call_pure_extern {name}: its source does not define {name}")
+    if source is not None:
+        check_source(name, source, f"call_pure_extern {name}")
     return ExternCall(name, tuple(as_expr(a) for a in args), result, source)
+
+
+def check_function_name(name: object, what: str) -> str:
+    """``name`` if it is a C identifier that is not one of tesched's own functions (``exp``, ``ts_...``);
+    else a ValueError naming ``what``."""
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise ValueError(f"{what}: the function name must be a C identifier, got {name!r}")
+    if name in PURE_CALLS or name.startswith("ts_"):
+        raise ValueError(f"{what}: {name} is a name of tesched's own functions (use ts.{name} or another name)")
+    return name
+
+
+def check_source(name: str, source: object, what: str) -> str:
+    """``source`` if it is C text mentioning a definition of ``name``; else a TypeError or ValueError
+    naming ``what``."""
+    if not isinstance(source, str):
+        raise TypeError(f"{what}: source must be C text (a str), got {type(source).__name__}")
+    if not re.search(rf"\b{name}\s*\(", source):
+        raise ValueError(f"{what}: its source does not define {name}")
+    return source

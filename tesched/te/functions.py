@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Callable
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Call, Expr, Select, Unary, as_expr, binary, cast_to
+from tesched.te.expr import BinOp, Call, Expr, Select, Unary, as_expr, binary, cast_to
 from tesched.te.expr import power as _power
 from tesched.te.reducer import builtin
 
@@ -98,7 +98,7 @@ def atan2(y: object, x: object) -> Expr:
     -------
     >>> B = ts.compute(A.shape, lambda i: ts.atan2(A[i], 1.0), name="B")
     """
-    probe = binary("max", y, x)
+    probe = binary(BinOp.MAX, y, x)
     dtype = probe.dtype if dt.is_float(probe.dtype) else "float32"
     a, b = (cast_to(as_expr(v, dtype), dtype) for v in (y, x))
     return Call("atan2", (a, b), dtype)
@@ -125,7 +125,7 @@ def lerp(zero_value: object, one_value: object, weight: object) -> Expr:
     >>> B = ts.compute(A.shape, lambda i: ts.lerp(A[i], A[i] * 2.0, 0.25), name="B")
     """
     a, b = as_expr(zero_value), as_expr(one_value, as_expr(zero_value).dtype)
-    dtype = binary("add", a, b).dtype
+    dtype = binary(BinOp.ADD, a, b).dtype
     if not dt.is_float(dtype):
         raise TypeError(f"lerp: the endpoints must be floating, got {a.dtype} and {b.dtype} "
                         "(cast them with ts.cast first)")
@@ -199,7 +199,7 @@ def fmod(x: object, y: object) -> Expr:
     -------
     >>> B = ts.compute(A.shape, lambda i: ts.fmod(A[i], 0.75), name="B")
     """
-    probe = binary("max", x, y)
+    probe = binary(BinOp.MAX, x, y)
     if probe.dtype == "bool":
         raise TypeError(f"fmod({x!r}, {y!r}): no arithmetic on bool")
     a, b = (cast_to(as_expr(v, probe.dtype), probe.dtype) for v in (x, y))
@@ -286,7 +286,7 @@ def maximum(a: object, b: object) -> Expr:
     -------
     >>> relu = ts.compute(A.shape, lambda i: ts.maximum(A[i], 0.0), name="relu")
     """
-    return binary("max", a, b)
+    return binary(BinOp.MAX, a, b)
 
 
 def minimum(a: object, b: object) -> Expr:
@@ -297,7 +297,7 @@ def minimum(a: object, b: object) -> Expr:
     a, b : Expr or number
         At least one of them a tesched expression.
     """
-    return binary("min", a, b)
+    return binary(BinOp.MIN, a, b)
 
 
 def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
@@ -305,10 +305,10 @@ def if_then_else(cond: object, then_value: object, else_value: object) -> Expr:
     (``ts.select`` is the same function, TVM's ``Select``/Halide's ``select``)."""
     c = as_expr(cond)
     if c.dtype != "bool":
-        c = binary("ne", c, 0)
+        c = binary(BinOp.NE, c, 0)
     if not isinstance(then_value, Expr) and not isinstance(else_value, Expr):
         then_value = as_expr(then_value)  # two literals (the mask idiom): the first one's dtype leads
-    probe = binary("max", then_value, else_value)  # applies the promotion rules to both sides
+    probe = binary(BinOp.MAX, then_value, else_value)  # applies the promotion rules to both sides
     t = cast_to(as_expr(then_value, probe.dtype), probe.dtype)
     f = cast_to(as_expr(else_value, probe.dtype), probe.dtype)
     return Select(c, t, f)
@@ -331,8 +331,8 @@ def all(*conds: object) -> Expr:  # noqa: A001 - TVM's name
     """
     out = as_expr(conds[0])
     for c in conds[1:]:
-        out = binary("and", out, c)
-    return out if out.dtype == "bool" else binary("ne", out, 0)
+        out = binary(BinOp.AND, out, c)
+    return out if out.dtype == "bool" else binary(BinOp.NE, out, 0)
 
 
 def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
@@ -345,8 +345,8 @@ def any(*conds: object) -> Expr:  # noqa: A001 - TVM's name
     """
     out = as_expr(conds[0])
     for c in conds[1:]:
-        out = binary("or", out, c)
-    return out if out.dtype == "bool" else binary("ne", out, 0)
+        out = binary(BinOp.OR, out, c)
+    return out if out.dtype == "bool" else binary(BinOp.NE, out, 0)
 
 
 def _bit_count(name: str, what: str) -> Callable[[object], Expr]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr, as_expr, binary, cast_to
+from tesched.te.expr import BinOp, Binary, Const, Expr, as_expr, binary, cast_to
 
 
 def saturate_cast(x: object, dtype: str) -> Expr:
@@ -45,9 +45,9 @@ def saturate_cast(x: object, dtype: str) -> Expr:
     if dt.is_float(e.dtype):
         low, high = _float_at_least(low, e.dtype), _float_at_most(high, e.dtype)
     if low > source_low:
-        e = Binary("max", e, Const(low, e.dtype), e.dtype)
+        e = Binary(BinOp.MAX, e, Const(low, e.dtype), e.dtype)
     if high < source_high:
-        e = Binary("min", e, Const(high, e.dtype), e.dtype)
+        e = Binary(BinOp.MIN, e, Const(high, e.dtype), e.dtype)
     return cast_to(e, target)
 
 
@@ -107,12 +107,12 @@ def rounding_shift_right(x: object, shift: int) -> Expr:
                          f"[0, {dt.info(e.dtype).bits})")
     if shift == 0:
         return e
-    down = binary("floordiv", e, 1 << shift)
-    return binary("add", down, binary("floormod", binary("floordiv", e, 1 << (shift - 1)), 2))
+    down = binary(BinOp.FLOORDIV, e, 1 << shift)
+    return binary(BinOp.ADD, down, binary(BinOp.FLOORMOD, binary(BinOp.FLOORDIV, e, 1 << (shift - 1)), 2))
 
 
 def _halves(name: str, a: object, b: object) -> tuple[Expr, Expr]:
-    probe = binary("add", a, b)   # the dtype rules decide the operands' type
+    probe = binary(BinOp.ADD, a, b)   # the dtype rules decide the operands' type
     x, y = cast_to(as_expr(a, probe.dtype), probe.dtype), cast_to(as_expr(b, probe.dtype), probe.dtype)
     return _integer(name, x), _integer(name, y)
 
@@ -120,15 +120,15 @@ def _halves(name: str, a: object, b: object) -> tuple[Expr, Expr]:
 def halving_add(a: object, b: object) -> Expr:
     """``(a + b) // 2`` computed without overflow (Halide's ``halving_add``: rounds down)."""
     x, y = _halves("halving_add", a, b)
-    both_odd = binary("mul", binary("floormod", x, 2), binary("floormod", y, 2))
-    return binary("add", binary("add", binary("floordiv", x, 2), binary("floordiv", y, 2)), both_odd)
+    both_odd = binary(BinOp.MUL, binary(BinOp.FLOORMOD, x, 2), binary(BinOp.FLOORMOD, y, 2))
+    return binary(BinOp.ADD, binary(BinOp.ADD, binary(BinOp.FLOORDIV, x, 2), binary(BinOp.FLOORDIV, y, 2)), both_odd)
 
 
 def rounding_halving_add(a: object, b: object) -> Expr:
     """``(a + b + 1) // 2`` computed without overflow (Halide's ``rounding_halving_add``: rounds up)."""
     x, y = _halves("rounding_halving_add", a, b)
-    either_odd = binary("max", binary("floormod", x, 2), binary("floormod", y, 2))
-    return binary("add", binary("add", binary("floordiv", x, 2), binary("floordiv", y, 2)), either_odd)
+    either_odd = binary(BinOp.MAX, binary(BinOp.FLOORMOD, x, 2), binary(BinOp.FLOORMOD, y, 2))
+    return binary(BinOp.ADD, binary(BinOp.ADD, binary(BinOp.FLOORDIV, x, 2), binary(BinOp.FLOORDIV, y, 2)), either_odd)
 
 
 __all__ = ["halving_add", "narrow", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen"]

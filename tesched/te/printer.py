@@ -45,6 +45,9 @@ class ExprPrinter(NodeFunctor):
     def visit_Var(self, x: Var) -> tuple[str, int]:
         return self.name_of(x), 7
 
+    def visit_WholeIndex(self, x: Expr) -> tuple[str, int]:
+        return ":", 7       # every index along the dimension (an extern stage reads its inputs whole)
+
     def visit_Binary(self, x: Binary) -> tuple[str, int]:
         if x.op not in _INFIX:
             return f"{x.op}({self.text(x.a)}, {self.text(x.b)})", 7

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr, Select, as_expr, binary, cast_to
+from tesched.te.expr import BinOp, Binary, Const, Expr, Select, as_expr, binary, cast_to
 from tesched.te.reduction import Reduce
 from tesched.te.tensor import IterType, IterVar, Tensor, WholeTensor
 
@@ -32,7 +32,7 @@ def _condition(where: object) -> Expr | None:
     if where is None:
         return None
     cond = as_expr(where)
-    return cond if cond.dtype == "bool" else Binary("ne", cond, as_expr(0, cond.dtype), "bool")
+    return cond if cond.dtype == "bool" else Binary(BinOp.NE, cond, as_expr(0, cond.dtype), "bool")
 
 
 def _source(value: object) -> Expr:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import statistics
 import textwrap
-import time
 from dataclasses import dataclass
 from typing import Callable, NamedTuple
 
@@ -30,6 +29,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.driver.kernel import Kernel
+from tesched.driver.timing import sample
 from tesched.tools.bench.timing import BUSY_SPREAD, warm_up
 
 CONV_VARIANTS = ("unfused", "fused, pad inlined", "fused, pad at tile")
@@ -172,11 +172,7 @@ def time_call(call: Callable[[], object], repeat: int) -> tuple[float, float, fl
     """Median, spread (interquartile range; 0 for fewer than two runs) and minimum wall time of ``call()``
     over ``repeat`` runs, after warming it up (:func:`~tesched.tools.bench.timing.warm_up`)."""
     warm_up(call)
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
+    times = sample(call, repeat, limit=repeat)
     spread = 0.0
     if len(times) >= 2:
         low, _, high = statistics.quantiles(times, n=4)

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from tesched.arith.linear import coefficient, constant_difference, simplify
 from tesched.ir import nodes as ir
-from tesched.schedule.kinds import LoopKind
-from tesched.te.expr import Binary, Call, Cast, Const, Expr
+from tesched.ir.kinds import LoopKind
+from tesched.te.expr import BinOp, Binary, Call, Cast, Const, Expr
 from tesched.te.visit import substitute
 
 MIN_LANES = 4
@@ -75,8 +75,8 @@ def _match(loop: ir.For) -> _Match | None:
         return None
     store = inner.body
     value = store.value
-    if not isinstance(value, Binary) or value.op != "add" or not isinstance(value.a, ir.Load) \
-            or value.a.buffer is not store.buffer or not isinstance(value.b, Binary) or value.b.op != "mul":
+    if not isinstance(value, Binary) or value.op != BinOp.ADD or not isinstance(value.a, ir.Load) \
+            or value.a.buffer is not store.buffer or not isinstance(value.b, Binary) or value.b.op != BinOp.MUL:
         return None
     flat = ir.flat_index(store.buffer, store.indices)
     if constant_difference(ir.flat_index(value.a.buffer, value.a.indices), flat) != 0 \
@@ -144,17 +144,17 @@ def vectorize_dot_product(loop: ir.For, vector_bytes: int, features: frozenset[s
     full = trips // width
     if full > MAX_INLINE_CHUNKS:
         chunk_var = ir.LoopVar(f"{loop.var.name}.v")
-        base = simplify(Binary("add", loop.begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+        base = simplify(Binary(BinOp.ADD, loop.begin, Binary(BinOp.MUL, chunk_var, Const(width, "int64"), "int64"), "int64"))
         out.append(ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), LoopKind.SERIAL,
                           _chunk(m, loop, base, width, name)))
     else:
-        out += [_chunk(m, loop, simplify(Binary("add", loop.begin, Const(k * width, "int64"), "int64")), width, name)
+        out += [_chunk(m, loop, simplify(Binary(BinOp.ADD, loop.begin, Const(k * width, "int64"), "int64")), width, name)
                 for k in range(full)]
     offset, lanes = full * width, width // 2
     while offset < trips:
         while lanes >= MIN_LANES and trips - offset < lanes:
             lanes //= 2
         n = lanes if lanes >= MIN_LANES else 1
-        out.append(_chunk(m, loop, simplify(Binary("add", loop.begin, Const(offset, "int64"), "int64")), n, name))
+        out.append(_chunk(m, loop, simplify(Binary(BinOp.ADD, loop.begin, Const(offset, "int64"), "int64")), n, name))
         offset += n
     return ir.seq(out)

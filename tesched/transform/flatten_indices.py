@@ -19,7 +19,7 @@ from dataclasses import replace
 from tesched.arith.interval import VarRanges
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
-from tesched.te.expr import Binary, Expr
+from tesched.te.expr import BinOp, Binary, Expr
 from tesched.te.visit import rewrite, structural_key, walk
 from tesched.transform.simplify_indices import RangeMutator
 
@@ -28,7 +28,7 @@ def _divisions(indices: tuple[Expr, ...] | list[Expr]) -> set:
     """The floor divisions and modulos of ``indices``, as structural keys."""
     keys: dict = {}
     return {structural_key(n, keys) for i in indices for n in walk(i)
-            if isinstance(n, Binary) and n.op in ("floordiv", "floormod")}
+            if isinstance(n, Binary) and n.op in (BinOp.FLOORDIV, BinOp.FLOORMOD)}
 
 
 def flat_where_simpler(buf: ir.Buffer, indices: tuple[Expr, ...], ranges: VarRanges) -> tuple[Expr, ...]:

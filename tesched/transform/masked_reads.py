@@ -14,7 +14,7 @@ from __future__ import annotations
 from tesched.arith.interval import VarRanges, bound
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
-from tesched.te.expr import Binary
+from tesched.te.expr import BinOp, Binary
 
 
 def inside_buffer(load: ir.Load, ranges: VarRanges) -> bool:
@@ -32,7 +32,7 @@ def inside_buffer(load: ir.Load, ranges: VarRanges) -> bool:
             return False
         if k in buf.folds:
             continue
-        low, high = bound(simplify(Binary("sub", index, offset, "int64"), ranges), ranges)
+        low, high = bound(simplify(Binary(BinOp.SUB, index, offset, "int64"), ranges), ranges)
         if low < 0 or high >= size:
             return False
     return True

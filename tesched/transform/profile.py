@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtMutator
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from tesched.arith.linear import constant_difference, constant_value, simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.target import Target, current_target
 from tesched.te import dtype as dt
 from tesched.te.expr import Const, Expr, Select, Var

@@ -18,7 +18,7 @@ from tesched.arith.linear import coefficient, constant_difference, linear, rebui
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtVisitor, bound_inside, map_stmt, walk_stmts
-from tesched.te.expr import Binary, Const, Expr, Select, Unary, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Select, Unary, Var
 from tesched.te.visit import rewrite, substitute, walk
 from tesched.transform.unroll import substitute_loop_var
 
@@ -32,7 +32,7 @@ def _depends(e: Expr, var: Var) -> bool:
 
 def _comparisons(cond: Expr) -> list[Binary]:
     """The comparisons combined by ``and``/``or``/``not`` into ``cond``."""
-    if isinstance(cond, Binary) and cond.op in ("and", "or"):
+    if isinstance(cond, Binary) and cond.op in (BinOp.AND, BinOp.OR):
         return _comparisons(cond.a) + _comparisons(cond.b)
     if isinstance(cond, Unary) and cond.op == "not":
         return _comparisons(cond.a)
@@ -57,7 +57,7 @@ def _flip_points(comparison: Binary, var: Var) -> list[Expr] | None:
     """Where ``comparison`` may change value as ``var`` grows (None if not affine with coefficient +-1)."""
     if comparison.a.dtype not in ("int32", "int64") or comparison.b.dtype not in ("int32", "int64"):
         return None
-    diff = Binary("sub", comparison.a, comparison.b, "int64")
+    diff = Binary(BinOp.SUB, comparison.a, comparison.b, "int64")
     step = coefficient(diff, var)
     if step not in (1, -1):
         return None
@@ -68,11 +68,11 @@ def _flip_points(comparison: Binary, var: Var) -> list[Expr] | None:
     if _depends(rest, var):
         return None
     zero = rest if step == -1 else Unary("neg", rest)           # where step * var + rest == 0
-    after = Binary("add", zero, Const(1, "int64"), "int64")
-    if comparison.op in ("eq", "ne"):
+    after = Binary(BinOp.ADD, zero, Const(1, "int64"), "int64")
+    if comparison.op in (BinOp.EQ, BinOp.NE):
         return [zero, after]
     # step 1: var < z (lt) and var >= z (ge) flip at z, var <= z and var > z at z + 1; step -1: the reverse
-    return [zero if (comparison.op in ("lt", "ge")) == (step == 1) else after]
+    return [zero if (comparison.op in (BinOp.LT, BinOp.GE)) == (step == 1) else after]
 
 
 def split_points(loop: ir.For) -> list[Expr] | None:
@@ -113,13 +113,13 @@ def split_at_conditions(loop: ir.For) -> tuple[list[tuple[Var, Expr]], list[ir.F
     bindings: list[tuple[Var, Expr]] = []
     bounds = [loop.begin]
     for k, p in enumerate(points):
-        at = simplify(Binary("min", Binary("max", p, loop.begin, "int64"), loop.end, "int64"))
+        at = simplify(Binary(BinOp.MIN, Binary(BinOp.MAX, p, loop.begin, "int64"), loop.end, "int64"))
         if not isinstance(at, Const):
             bindings.append((ir.LoopVar(f"{var.name}.split{k}"), at))
             at = bindings[-1][0]
         bounds.append(at)
     bounds.append(loop.end)
-    samples = [Binary("sub", points[0], Const(1, "int64"), "int64")] + points
+    samples = [Binary(BinOp.SUB, points[0], Const(1, "int64"), "int64")] + points
     selects = _guarded_selects(loop.body, var)
     comparisons = {id(c): c for sel in selects for c in _comparisons(sel.cond) if _depends(c, var)}
     parts: list[ir.For] = []

@@ -21,7 +21,7 @@ from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtMutator, map_stmt
-from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 from tesched.transform.unroll import substitute_loop_var
 
 
@@ -35,9 +35,9 @@ def loop_range(loop: ir.For, ranges: VarRanges) -> VarRanges:
 def refine(cond: Expr, ranges: VarRanges) -> VarRanges:
     """``ranges`` narrowed by a condition known to hold: conjunctions of ``v < e``, ``v <= e``, ``v > e``,
     ``v >= e`` (either side) with ``v`` a variable of ``ranges`` and ``e`` bounded."""
-    if isinstance(cond, Binary) and cond.op == "and":
+    if isinstance(cond, Binary) and cond.op == BinOp.AND:
         return refine(cond.b, refine(cond.a, ranges))
-    if not (isinstance(cond, Binary) and cond.op in ("lt", "le", "gt", "ge") and cond.a.dtype in INDEX_TYPES):
+    if not (isinstance(cond, Binary) and cond.op in (BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE) and cond.a.dtype in INDEX_TYPES):
         return ranges
     flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
     for var, other, op in ((cond.a, cond.b, cond.op), (cond.b, cond.a, flipped[cond.op])):
@@ -105,6 +105,14 @@ class _Simplify(RangeMutator):
     def mutate_expr(self, e: Expr) -> Expr:
         return simplify(e, self.ranges)
 
+    def visit_Allocate(self, s: ir.Allocate) -> ir.Stmt:
+        """The buffer's origin simplified as well, under the loops around its allocation (where every
+        access to it is): isl writes the origin's divisions as C's (``cdiv``), which the accesses lose
+        when simplified, and the two would no longer cancel in an element's offset. The buffer keeps its
+        identity (stages and checks know it by it), as when ``lower`` sets its origin."""
+        s.buffer.offsets = [self.mutate_expr(o) for o in s.buffer.offsets]
+        return self.visit_default(s)
+
 
 def simplify_indices(stmt: ir.Stmt, ranges: VarRanges | None = None) -> ir.Stmt:
     """``stmt`` with every expression simplified under the ranges of the loops around it."""
@@ -117,7 +125,7 @@ def normalize_loops(stmt: ir.Stmt) -> ir.Stmt:
         if not (isinstance(s, ir.For) and s.step == 1 and not isinstance(s.begin, Const)):
             return None
         var = ir.LoopVar(s.var.name)
-        body = substitute_loop_var(s.body, s.var, Binary("add", s.begin, var, "int64"))
-        return replace(s, var=var, begin=Const(0, "int64"), end=Binary("sub", s.end, s.begin, "int64"),
+        body = substitute_loop_var(s.body, s.var, Binary(BinOp.ADD, s.begin, var, "int64"))
+        return replace(s, var=var, begin=Const(0, "int64"), end=Binary(BinOp.SUB, s.end, s.begin, "int64"),
                        body=map_stmt(body, None, visit))
     return map_stmt(stmt, None, visit)

@@ -31,9 +31,9 @@ from tesched.arith.linear import constant_difference
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 from tesched.te.visit import rewrite, substitute, walk
 
 
@@ -129,7 +129,7 @@ def vectorize_tuple_reduction(vec: VectorForms, update: TupleUpdate, width: int)
     sets = SETS if trips is None or trips >= SETS * width else 1
     step = sets * width
     name = loop.var.name
-    groups = simplify(Binary("floordiv", Binary("sub", loop.end, loop.begin, "int64"), Const(step, "int64"), "int64"))
+    groups = simplify(Binary(BinOp.FLOORDIV, Binary(BinOp.SUB, loop.end, loop.begin, "int64"), Const(step, "int64"), "int64"))
     partials = [[ir.RegisterVar(f"{name}.lanes{k}" + (f"_{j}" if j else ""), ir.vector_dtype(s.buffer.dtype, width))
                  for k, s in enumerate(update.stores)] for j in range(sets)]
     totals = [ir.RegisterVar(f"{name}.total{k}", s.buffer.dtype) for k, s in enumerate(update.stores)]
@@ -153,8 +153,8 @@ def vectorize_tuple_reduction(vec: VectorForms, update: TupleUpdate, width: int)
         return wrap_lets(bindings, assigns)
 
     def at(group: Expr, j: int) -> Expr:
-        offset = Binary("add", Binary("mul", group, Const(step, "int64"), "int64"), Const(j * width, "int64"), "int64")
-        return simplify(Binary("add", loop.begin, offset, "int64"))
+        offset = Binary(BinOp.ADD, Binary(BinOp.MUL, group, Const(step, "int64"), "int64"), Const(j * width, "int64"), "int64")
+        return simplify(Binary(BinOp.ADD, loop.begin, offset, "int64"))
 
     group_var = ir.LoopVar(f"{name}.v")
     zero = Const(0, "int64")
@@ -174,7 +174,7 @@ def vectorize_tuple_reduction(vec: VectorForms, update: TupleUpdate, width: int)
     code: ir.Stmt = ir.Registers([p for group in partials for p in group] + totals, ir.seq(parts))
     if trips is not None:
         return code
-    enough = Binary("ge", Binary("sub", loop.end, loop.begin, "int64"), Const(step, "int64"), "bool")
+    enough = Binary(BinOp.GE, Binary(BinOp.SUB, loop.end, loop.begin, "int64"), Const(step, "int64"), "bool")
     return ir.IfThenElse(enough, code, replace(loop, kind=LoopKind.SERIAL))
 
 

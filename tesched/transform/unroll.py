@@ -10,8 +10,8 @@ from __future__ import annotations
 from tesched.arith.linear import constant_difference
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, rebind_buffer
-from tesched.schedule.kinds import LoopKind
-from tesched.te.expr import Binary, Const, Expr, Var
+from tesched.ir.kinds import LoopKind
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 from tesched.te.visit import substitute, walk
 
 MAX_UNROLL = 64
@@ -24,7 +24,7 @@ def unroll_copies(loop: ir.For) -> ir.Stmt | None:
         return None
     copies = []
     for k in range(0, trips, loop.step):
-        value: Expr = loop.begin if k == 0 else Binary("add", loop.begin, Const(k, "int64"), "int64")
+        value: Expr = loop.begin if k == 0 else Binary(BinOp.ADD, loop.begin, Const(k, "int64"), "int64")
         copies.append(substitute_loop_var(loop.body, loop.var, value))
     return ir.seq(copies)
 

@@ -28,9 +28,9 @@ from tesched.arith.interval import VarRanges
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.te import dtype as dt
-from tesched.te.expr import Binary, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
 from tesched.transform.masked_reads import inside_buffer
@@ -166,11 +166,11 @@ class LoopVectorizer:
                 return ir.VLoadStrided(e.buffer, simplify(substitute(flat, {var: base})), Const(step, "int64"), lanes)
             raise CannotVectorize(f"access to {e.buffer.name} is not contiguous in the loop")
         if isinstance(e, Binary) and e.op in _ARITH:
-            if e.op == "div" and not dt.is_float(e.dtype):
+            if e.op == BinOp.DIV and not dt.is_float(e.dtype):
                 raise CannotVectorize("integer division")
             a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
             return Binary(e.op, a, b, a.dtype)
-        if isinstance(e, Binary) and e.op in ("floordiv", "floormod") and _floor_division_vectorizes(e):
+        if isinstance(e, Binary) and e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) and _floor_division_vectorizes(e):
             a = self.expr(e.a, base, lanes)
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
@@ -178,7 +178,7 @@ class LoopVectorizer:
             if e.a.dtype == "bool" and b.dtype != a.dtype:   # masks of values of different widths
                 b = ir.VCast(a.dtype, b)
             return Binary(e.op, a, b, _mask_dtype(ir.split_dtype(a.dtype)[0], lanes))
-        if isinstance(e, Binary) and e.op in ("and", "or"):
+        if isinstance(e, Binary) and e.op in (BinOp.AND, BinOp.OR):
             a, b = self.expr(e.a, base, lanes), self.expr(e.b, base, lanes)
             b = ir.VCast(a.dtype, b) if b.dtype != a.dtype else b
             return Binary(e.op, a, b, a.dtype)
@@ -193,9 +193,9 @@ class LoopVectorizer:
             cond = self.expr(e.cond, base, lanes)
             zero = ir.Broadcast(Const(0, ir.split_dtype(cond.dtype)[0]), lanes)
             t = self.masked(e.true_value, base, lanes, cond)
-            f = self.masked(e.false_value, base, lanes, Binary("eq", cond, zero, cond.dtype))
+            f = self.masked(e.false_value, base, lanes, Binary(BinOp.EQ, cond, zero, cond.dtype))
             return Select(_mask_for(cond, e.dtype), t, f)
-        if isinstance(e, Binary) and e.op in ("shl", "shr") and isinstance(e.b, Const) \
+        if isinstance(e, Binary) and e.op in (BinOp.SHL, BinOp.SHR) and isinstance(e.b, Const) \
                 and 0 <= int(e.b.value) < dt.info(e.dtype).bits:   # other amounts: NumPy's rule, scalar
             a = self.expr(e.a, base, lanes)
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
@@ -218,7 +218,7 @@ class LoopVectorizer:
             return self.expr(e, base, lanes)
         outer = self.mask
         if outer is not None:
-            mask = Binary("and", outer, mask if mask.dtype == outer.dtype else ir.VCast(outer.dtype, mask), outer.dtype)
+            mask = Binary(BinOp.AND, outer, mask if mask.dtype == outer.dtype else ir.VCast(outer.dtype, mask), outer.dtype)
         self.mask = mask
         try:
             return self.expr(e, base, lanes)
@@ -304,7 +304,7 @@ class LoopVectorizer:
             return None
         if not runtime:
             return code
-        full = Binary("eq", Binary("sub", loop.end, loop.begin, "int64"), Const(trips, "int64"), "bool")
+        full = Binary(BinOp.EQ, Binary(BinOp.SUB, loop.end, loop.begin, "int64"), Const(trips, "int64"), "bool")
         return ir.IfThenElse(full, code, loop)
 
     def reduction(self, body: list) -> ir.Stmt | None:
@@ -332,7 +332,7 @@ class LoopVectorizer:
         acc = ir.RegisterVar(f"{self.var.name}.acc", ir.vector_dtype(store.buffer.dtype, width))
         identity = _identity(op, store.buffer.dtype)
         chunk_var = ir.LoopVar(f"{self.var.name}.v")
-        base = simplify(Binary("add", self.loop.begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+        base = simplify(Binary(BinOp.ADD, self.loop.begin, Binary(BinOp.MUL, chunk_var, Const(width, "int64"), "int64"), "int64"))
         try:
             step = ir.Assign(acc, Binary(op, acc, self.expr(term, base, width), acc.dtype))
         except CannotVectorize:
@@ -342,14 +342,14 @@ class LoopVectorizer:
         parts: list[ir.Stmt] = [ir.Assign(acc, ir.Broadcast(identity, width)),
                                 ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), LoopKind.SERIAL, step),
                                 ir.Store(store.buffer, store.indices, total)]
-        tail = ir.For(self.var, simplify(Binary("add", self.loop.begin, Const(full * width, "int64"), "int64")),
+        tail = ir.For(self.var, simplify(Binary(BinOp.ADD, self.loop.begin, Const(full * width, "int64"), "int64")),
                       self.loop.end, LoopKind.SERIAL, store, reduction=True)
         if full * width < trips:
             parts.append(tail)
         code = ir.Registers([acc], ir.seq(parts))
         if not runtime:
             return code
-        whole = Binary("eq", Binary("sub", self.loop.end, self.loop.begin, "int64"), Const(trips, "int64"), "bool")
+        whole = Binary(BinOp.EQ, Binary(BinOp.SUB, self.loop.end, self.loop.begin, "int64"), Const(trips, "int64"), "bool")
         return ir.IfThenElse(whole, code, self.loop)
 
     def tuple_reduction(self, stores: list[ir.Store]) -> ir.Stmt | None:
@@ -366,11 +366,11 @@ class LoopVectorizer:
     def plan_runtime(self, stores: list[ir.Store], width: int) -> ir.Stmt:
         """A trip count known at run time only: full vectors in a loop, then the scalar loop for the rest."""
         begin, end = self.loop.begin, self.loop.end
-        chunks = simplify(Binary("floordiv", Binary("sub", end, begin, "int64"), Const(width, "int64"), "int64"))
+        chunks = simplify(Binary(BinOp.FLOORDIV, Binary(BinOp.SUB, end, begin, "int64"), Const(width, "int64"), "int64"))
         chunk_var = ir.LoopVar(f"{self.var.name}.v")
-        base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+        base = simplify(Binary(BinOp.ADD, begin, Binary(BinOp.MUL, chunk_var, Const(width, "int64"), "int64"), "int64"))
         vector = ir.For(chunk_var, Const(0, "int64"), chunks, LoopKind.SERIAL, ir.seq(self.chunk(stores, base, width)))
-        rest_begin = simplify(Binary("add", begin, Binary("mul", chunks, Const(width, "int64"), "int64"), "int64"))
+        rest_begin = simplify(Binary(BinOp.ADD, begin, Binary(BinOp.MUL, chunks, Const(width, "int64"), "int64"), "int64"))
         rest = replace(self.loop, begin=rest_begin, kind=LoopKind.SERIAL, extent_hint=None)
         return ir.seq([vector, rest])
 
@@ -380,12 +380,12 @@ class LoopVectorizer:
         full = trips // width
         if full > MAX_INLINE_CHUNKS:
             chunk_var = ir.LoopVar(f"{self.var.name}.v")
-            base = simplify(Binary("add", begin, Binary("mul", chunk_var, Const(width, "int64"), "int64"), "int64"))
+            base = simplify(Binary(BinOp.ADD, begin, Binary(BinOp.MUL, chunk_var, Const(width, "int64"), "int64"), "int64"))
             out.append(ir.For(chunk_var, Const(0, "int64"), Const(full, "int64"), LoopKind.SERIAL,
                               ir.seq(self.chunk(stores, base, width))))
         else:
             for k in range(full):
-                out += self.chunk(stores, simplify(Binary("add", begin, Const(k * width, "int64"), "int64")), width)
+                out += self.chunk(stores, simplify(Binary(BinOp.ADD, begin, Const(k * width, "int64"), "int64")), width)
         offset = full * width
         lanes = width // 2
         # tails narrower than a full vector: halves and quarters, never under 16 bytes (the runtime
@@ -395,7 +395,7 @@ class LoopVectorizer:
             while lanes >= min_lanes and trips - offset < lanes:
                 lanes //= 2
             n = lanes if lanes >= min_lanes else 1
-            out += self.chunk(stores, simplify(Binary("add", begin, Const(offset, "int64"), "int64")), n)
+            out += self.chunk(stores, simplify(Binary(BinOp.ADD, begin, Const(offset, "int64"), "int64")), n)
             offset += n
         return ir.seq(out)
 

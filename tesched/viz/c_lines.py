@@ -19,7 +19,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.visitor import child_fields, map_stmt, walk_stmts
 from tesched.lower.func import LoweredFunc
 from tesched.lower.pipeline import lower_for_target
-from tesched.schedule.kinds import LoopKind
+from tesched.ir.kinds import LoopKind
 from tesched.target import Target
 from tesched.transform.profile import instrument
 

@@ -304,6 +304,22 @@ def test_stages_calling_pure_extern_functions_are_scheduled():
     np.testing.assert_allclose(ts.build(s, [A, C])(a), b[:32, :64] + b[1:33, 1:65] + b[2:, 2:], rtol=1e-5)
 
 
+def test_an_extern_stage_is_kept_whole_and_its_neighbours_scheduled():
+    """An extern stage (one C call) is left as declared, its pointwise producer is not inlined into it,
+    and its stencil reader is scheduled."""
+    source = "void flip_rows(const float *a, float *b) { for (int i = 0; i < 34 * 66; i++) b[i] = a[34 * 66 - 1 - i]; }"
+    A = ts.placeholder((34, 66), name="A")
+    P = ts.compute((34, 66), lambda i, j: A[i, j] * 2.0 + 1.0, name="P")
+    E = ts.extern((34, 66), [P], name="E", fname="flip_rows", source=source)
+    C = ts.compute((32, 64), lambda i, j: E[i, j] + E[i + 1, j + 1] + E[i + 2, j + 2], name="C")
+    s = ts.auto_schedule(C)
+    text = ts.explain_schedule(s)
+    assert "extern stage, one call of C function flip_rows" in text
+    a = data(34, 66)
+    e = (a * 2 + 1)[::-1, ::-1]
+    np.testing.assert_allclose(ts.build(s, [A, C])(a), e[:32, :64] + e[1:33, 1:65] + e[2:, 2:], rtol=1e-5)
+
+
 def test_local_laplacian_is_tiled_around_its_gathers_with_work_bounded_by_its_stages(monkeypatch):
     """A local Laplacian filter (pyramids of 3-D remapped levels, a per-pixel gather of the nearest
     processed level, a remapping table read at a float-derived index): every stage is scheduled, the body

@@ -33,7 +33,7 @@ def _kernel_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("name", TARGETS)
 def test_gcc_uses_the_precompiled_header_for_each_target(name, tmp_path):
     target = ts.Target(name)
-    header = compiler.precompiled_header(target)
+    header = compiler.precompiled_header(target, wait=True)
     assert header is not None and Path(header + ".gch").exists()
     # -H lists every header read; "! name.gch" marks a precompiled header gcc accepted. A .gch made with
     # other flags than the kernel's would be skipped silently and cost the whole parse again.
@@ -47,9 +47,9 @@ def test_gcc_uses_the_precompiled_header_for_each_target(name, tmp_path):
 
 
 def test_header_is_made_once_per_flags():
-    first = compiler.precompiled_header(ts.Target("x86-64-avx2"))
+    first = compiler.precompiled_header(ts.Target("x86-64-avx2"), wait=True)
     assert first == compiler.precompiled_header(ts.Target("x86-64-avx2"))
-    assert first != compiler.precompiled_header(ts.Target("x86-64"))
+    assert first != compiler.precompiled_header(ts.Target("x86-64"), wait=True)
 
 
 def test_no_header_for_other_compilers_or_a_failed_precompilation(monkeypatch, tmp_path):
@@ -59,7 +59,7 @@ def test_no_header_for_other_compilers_or_a_failed_precompilation(monkeypatch, t
     monkeypatch.setattr(compiler, "LINK_FLAGS", ("-fno-such-flag",))
     compiler._header_text.cache_clear()
     try:
-        assert compiler._precompiled_header(target, "gcc (Debian 12.2.0) 12.2.0") is None
+        assert compiler._precompiled_header(target, "gcc (Debian 12.2.0) 12.2.0", wait=True) is None
         assert list(tmp_path.glob("pch-*/failed"))    # remembered: not attempted for every kernel
     finally:
         compiler._header_text.cache_clear()
@@ -68,11 +68,25 @@ def test_no_header_for_other_compilers_or_a_failed_precompilation(monkeypatch, t
 def test_a_cleared_cache_makes_the_header_again(monkeypatch, tmp_path):
     monkeypatch.setenv("TESCHED_CACHE_DIR", str(tmp_path))
     target = ts.Target("x86-64")
-    header = compiler.precompiled_header(target)
+    header = compiler.precompiled_header(target, wait=True)
     assert header is not None
     cache.clear()
     assert not Path(header + ".gch").exists()
-    assert compiler.precompiled_header(target) == header and Path(header + ".gch").exists()
+    assert compiler.precompiled_header(target, wait=True) == header and Path(header + ".gch").exists()
+
+
+def test_the_first_request_compiles_beside_the_kernel_and_later_ones_use_it(monkeypatch, tmp_path):
+    """Without ``wait`` the first kernel does not wait for the precompilation: it gets None while another
+    process makes the header, once; the header is there for the kernels after it."""
+    monkeypatch.setenv("TESCHED_CACHE_DIR", str(tmp_path))
+    target = ts.Target("x86-64-avx2")
+    assert compiler.precompiled_header(target) is None
+    again = compiler.precompiled_header(target)             # being made (not started twice), or made
+    assert again is None or Path(again + ".gch").exists()
+    assert len(list(tmp_path.glob("pch-*/building"))) <= 1
+    header = compiler.precompiled_header(target, wait=True)   # waits for the one in progress
+    assert header is not None and Path(header + ".gch").exists()
+    assert not list(tmp_path.glob("pch-*/building")) and compiler.precompiled_header(target) == header
 
 
 @pytest.mark.parametrize("with_header", [True, False])

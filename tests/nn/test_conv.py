@@ -6,6 +6,8 @@ import pytest
 
 import tesched as ts
 import tesched.nn as nn
+from tesched.nn.conv import pointwise_row_width, pointwise_tile
+from tesched.tiling import RegisterFile, fits, registers_needed, useful_fmas_per_cycle
 
 from targets import AVX512
 
@@ -45,6 +47,35 @@ def test_pointwise_conv_tiles_flattened_rows(target, positions):
         lowered = ts.lower(nn.default_schedule(y), [x, w, y])
     p = positions
     assert re.search(rf"vectorized for yy\.xx\.fused in \[{p} \* \S+, {p} \* \S+ \+ {p}\)", str(lowered))
+
+
+@pytest.mark.parametrize("target", [AVX512, "x86-64-avx2", "x86-64"])
+@pytest.mark.parametrize("channels, height, width", [(256, 28, 28), (64, 56, 56), (512, 14, 14), (2048, 7, 7),
+                                                     (64, 32, 32), (12, 6, 6), (128, 17, 17)])
+def test_pointwise_row_width_gives_the_best_fitting_tile(target, channels, height, width):
+    """The row width a pointwise image is read as: it divides the image, its register tile fits the
+    target's registers, and no tile of whole rows (what the image read as it is allows) does more useful
+    multiply-adds per cycle."""
+    rf = RegisterFile.of(ts.Target(target))
+    row = pointwise_row_width(channels, height, width, rf)
+    assert (height * width) % row == 0
+    tile, rows = pointwise_tile(channels, height * width // row, row, rf)
+    assert channels % tile == 0 and fits(tile, rf.vectors(rows * row), rf)
+    whole_rows, band = pointwise_tile(channels, height, width, rf)
+    assert useful_fmas_per_cycle(tile, rows * row, rf) >= useful_fmas_per_cycle(whole_rows, band * width, rf)
+
+
+@pytest.mark.parametrize("target, row, tile, accumulators", [(AVX512, 28, (2, 4), 14), ("x86-64-avx2", 16, (4, 1), 8)])
+def test_pointwise_rows_of_28_are_read_as_rows_filling_whole_vectors(target, row, tile, accumulators):
+    """128x28x28 -> 256: AVX-512 keeps rows of 28 (2 channels x 4 rows = 7 vectors of 16); with AVX2's 16
+    registers of 8 floats, whole rows allow only 2 channels x 3.5 vectors, and rows of 16 give 4 channels x 2
+    vectors, their 8 accumulators, 2 image vectors and the broadcast in 11 registers."""
+    rf = RegisterFile.of(ts.Target(target))
+    assert pointwise_row_width(256, 28, 28, rf) == row
+    assert pointwise_tile(256, 784 // row, row, rf) == tile
+    channels, rows = tile
+    assert channels * rf.vectors(rows * row) == accumulators
+    assert registers_needed(channels, rf.vectors(rows * row), rf) <= rf.registers
 
 
 def test_conv2d_alone_matches_reference(rand):

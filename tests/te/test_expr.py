@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
-from tesched.te.expr import Binary, Cast, Const
+from tesched.te.expr import BinOp, Binary, Cast, Const
 
 
 def test_operators_build_expressions():
@@ -193,3 +193,13 @@ def test_bitwise_operators_on_conditions_are_logic_and_on_floats_are_refused():
     with pytest.raises(TypeError, match="got bool"):
         ts.bitwise_not(A[0] > 0)
     assert repr(ts.bitwise_xor(I[0], ts.shift_left(I[1], 2))) == "I[0] ^ I[1] << 2"
+
+
+def test_a_binary_operation_is_named_by_a_binop():
+    A = ts.placeholder((4,), name="A", dtype="int32")
+    e = A[0] + A[1]
+    assert e.op is BinOp.ADD and e.op == "add" and f"{e.op}" == "add"
+    assert (A[0] < A[1]).op is BinOp.LT and (A[0] & A[1]).op is BinOp.BITAND
+    assert Binary("floordiv", e, e, "int32").op is BinOp.FLOORDIV      # a name is taken as its member
+    with pytest.raises(ValueError, match="'plus'"):
+        Binary("plus", e, e, "int32")

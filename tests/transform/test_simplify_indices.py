@@ -82,3 +82,24 @@ def test_no_cancelled_terms_in_c():
     a = np.random.default_rng(2).standard_normal((28, 28)).astype(np.float32)
     np.testing.assert_allclose(kernel(a), a + 1, rtol=1e-6)
     assert not re.search(r"\((\w+) - \1\)", kernel.c_source)
+
+
+@pytest.mark.parametrize("target", ["x86-64-avx2", "x86-64-avx512"])
+def test_a_tile_at_a_loop_fused_over_the_batch_keeps_its_accumulators_in_registers(target, rand):
+    """A pointwise convolution of a batch of 2: its parallel loop fuses the images and the tiles of output
+    channels (``f // 4``, ``f % 4``), which the tile's origin (isl's C divisions) and its accesses (floor
+    divisions once simplified) both contain; simplified alike, they cancel, the tile's offsets are
+    constants and its accumulators registers."""
+    import tesched.nn as nn
+    x, w = ts.placeholder((2, 16, 49, 16), name="x"), ts.placeholder((24, 16, 1, 1), name="w")
+    y = nn.relu(nn.conv2d(x, w))
+
+    def make():
+        return ts.build(nn.default_schedule(y), [x, w, y], name="pointwise_batch")
+    code, kernel = pinned(make, target)
+    with ts.Target(target):
+        promotions = ts.lower(nn.default_schedule(y), [x, w, y]).register_promotions()
+    assert [p.buffer for p in promotions if p.promoted] == ["conv2d"] and "float conv2d[" not in code.c_source
+    xa, wa = rand(x.shape, low=-1), rand(w.shape, low=-1)
+    expected = np.maximum(np.einsum("kc,nchw->nkhw", wa[:, :, 0, 0].astype(np.float64), xa.astype(np.float64)), 0)
+    np.testing.assert_allclose(kernel(xa, wa), expected, rtol=1e-5, atol=1e-5)

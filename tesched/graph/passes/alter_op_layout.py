@@ -18,6 +18,11 @@
   The reshape is a view (no kernel); elementwise and broadcast ops after it (the bias, the residual add,
   the relu) move before it, onto the tile layout, so that they stay in the convolution's kernel: a
   constant operand is reshaped here, a tensor operand of the output's shape gets a reshape (a view).
+- a pointwise ``nn.conv2d`` (1x1 window, stride 1, no padding, one group) on a SIMD target reads its image
+  viewed as rows of the width of its best register tile over the flattened image
+  (:func:`tesched.nn.conv.pointwise_row_width`), when that tile is not a band of whole rows:
+  ``reshape(nn.conv2d(reshape(x, (N, C, H*W / w, w)), W), NCHW)``, both reshapes views (rows of 28 fill 3.5
+  AVX2 vectors; rows of 16, two). Elementwise and broadcast ops after it move before the view, as above.
 - any other ``nn.conv2d`` with one group, a window larger than 1x1, a constant ``W`` and a multiple of the
   SIMD width of output channels, which is strided or whose output rows are narrower than
   :data:`NARROW_ROW` (rows that fill SIMD vectors poorly), becomes ``nn.conv2d_weight_last(x, W')`` with
@@ -38,6 +43,7 @@ from tesched.graph.ops_transform import reshape, strided_slice
 from tesched.graph.ops_winograd import winograd_conv2d
 from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
+from tesched.nn.conv import pointwise_row_width
 from tesched.nn.conv_channels import register_tile, weight_last
 from tesched.nn.dense_panels import PANEL_VECTORS, pack_dense_panels, panel_width
 from tesched.nn.pattern import Pattern
@@ -91,6 +97,25 @@ def _conv_as_winograd(node: Call) -> Expr | None:
     return winograd_conv2d(x, weight.data, tile, attrs["padding"])
 
 
+def _pointwise_rows(node: Call) -> Expr | None:
+    """The convolution of a pointwise ``node`` over its image viewed as rows of
+    :func:`~tesched.nn.conv.pointwise_row_width` positions; ``None`` when ``node`` is not pointwise, the
+    target has no SIMD registers, or whole rows are best."""
+    x, weight = node.args
+    attrs = node.attrs
+    if attrs["groups"] != 1 or tuple(attrs["strides"]) != (1, 1) or any(attrs["padding"]) or \
+            tuple(weight.tensor_type.shape[2:]) != (1, 1) or x.tensor_type.ndim != 4 or \
+            not current_target().vector_registers:
+        return None
+    n, c, h, w = x.tensor_type.shape
+    rf = RegisterFile.of(dtype=str(node.tensor_type.dtype))
+    width = pointwise_row_width(node.tensor_type.shape[1], h, w, rf)
+    if width == w:
+        return None
+    viewed = reshape(x, (n, c, h * w // width, width))
+    return Call(node.op, [viewed, weight], node.attrs)
+
+
 def _conv_weight_last(node: Call) -> Expr | None:
     x, weight = node.args
     attrs = node.attrs
@@ -138,30 +163,31 @@ class _Views:
 
     def _tiled_operands(self, node: Call) -> list[Expr] | None:
         tiles = next(self.inner[id(a)] for a in node.args if id(a) in self.inner)
-        shape4, shape6 = node.tensor_type.shape, tiles.tensor_type.shape
+        shape, tiled = node.tensor_type.shape, tiles.tensor_type.shape
         args: list[Expr] = []
         for arg in node.args:
-            if id(arg) in self.inner and self.inner[id(arg)].tensor_type.shape == shape6:
+            if id(arg) in self.inner and self.inner[id(arg)].tensor_type.shape == tiled:
                 args.append(self.inner[id(arg)])
-            elif isinstance(arg, Constant) and _tile_constant(arg.data, shape4, shape6) is not None:
-                args.append(Constant(_tile_constant(arg.data, shape4, shape6)))
-            elif arg.tensor_type.shape == shape4:
-                args.append(reshape(arg, shape6))
+            elif isinstance(arg, Constant) and _tile_constant(arg.data, shape, tiled) is not None:
+                args.append(Constant(_tile_constant(arg.data, shape, tiled)))
+            elif arg.tensor_type.shape == shape:
+                args.append(reshape(arg, tiled))
             else:
                 return None
         return args
 
 
-def _tile_constant(data: np.ndarray, shape4: tuple[int, ...], shape6: tuple[int, ...]) -> np.ndarray | None:
-    """A constant broadcast (NumPy's rules) against the NCHW output, put on the tile layout (per-channel
-    constants stay small), or ``None`` when it does not broadcast to the output's shape."""
-    if data.ndim > 4 or any(d not in (1, size) for d, size in zip(data.shape[::-1], shape4[::-1])):
+def _tile_constant(data: np.ndarray, shape: tuple[int, ...], tiled: tuple[int, ...]) -> np.ndarray | None:
+    """A constant broadcast (NumPy's rules) against the NCHW output of ``shape``, put on the layout
+    ``tiled`` (batch and channels first, then the positions in another shape; per-channel constants stay
+    small), or ``None`` when it does not broadcast to the output's shape."""
+    if data.ndim > 4 or any(d not in (1, size) for d, size in zip(data.shape[::-1], shape[::-1])):
         return None
     full = data.reshape((1,) * (4 - data.ndim) + data.shape)
     if full.shape[2:] == (1, 1):
-        return np.ascontiguousarray(full.reshape(full.shape[:2] + (1, 1, 1, 1)))
-    spread = np.broadcast_to(full, full.shape[:2] + tuple(shape4[2:]))
-    return np.ascontiguousarray(spread.reshape(spread.shape[:2] + tuple(shape6[2:])))
+        return np.ascontiguousarray(full.reshape(full.shape[:2] + (1,) * (len(tiled) - 2)))
+    spread = np.broadcast_to(full, full.shape[:2] + tuple(shape[2:]))
+    return np.ascontiguousarray(spread.reshape(spread.shape[:2] + tuple(tiled[2:])))
 
 
 def alter_op_layout(f: Function, rules: FusionRules | None = None) -> Function:
@@ -175,7 +201,7 @@ def alter_op_layout(f: Function, rules: FusionRules | None = None) -> Function:
         if node.op_name == "nn.dense":
             return _dense_in_panels(node)
         if node.op_name == "nn.conv2d":
-            tiles = _conv_as_winograd(node) if use_winograd else None
+            tiles = (_conv_as_winograd(node) if use_winograd else None) or _pointwise_rows(node)
             return _conv_weight_last(node) if tiles is None else views.view(tiles, node.tensor_type.shape)
         return views.pushed(node, original)
 

@@ -10,8 +10,10 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import subprocess
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
@@ -87,11 +89,14 @@ def main(argv: Sequence[str] | None = None) -> None:
               + ", ".join(f"{k}={v}" for k, v in extra), file=sys.stderr, flush=True)
         arguments = list(sys.argv[1:] if argv is None else argv)
         raise SystemExit(subprocess.call([sys.executable, "-m", "tesched.bench", *arguments], env=child_env))
+    record = {"command": shlex.join(["python", "-m", "tesched.bench", *(sys.argv[1:] if argv is None else argv)]),
+              "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
     with target if target is not None else contextlib.nullcontext():
-        _run(args)
+        _run(args, record)
 
 
-def _run(args: argparse.Namespace) -> None:
+def _run(args: argparse.Namespace, record: dict[str, str]) -> None:
+    """Run the suite and print it; with ``--json``, write it with ``record`` (the command line and the date)."""
     wait_policy = prefer_passive_openmp()    # before torch or a kernel loads an OpenMP runtime
     print(f"note: OMP_WAIT_POLICY={wait_policy}", file=sys.stderr, flush=True)
     progress = lambda message: print(f"... {message}", file=sys.stderr, flush=True)  # noqa: E731
@@ -102,7 +107,7 @@ def _run(args: argparse.Namespace) -> None:
                                        quick=args.quick, only=args.only, use_torch=not args.no_torch, progress=progress)
         print(format_graph_table(graph_result))
         if args.json:
-            Path(args.json).write_text(json.dumps(graph_json(graph_result), indent=2) + "\n")
+            Path(args.json).write_text(json.dumps(dict(graph_json(graph_result), **record), indent=2) + "\n")
             print(f"\nJSON written to {args.json}")
         return
     repeat = args.repeat or (3 if args.quick else 50)
@@ -110,7 +115,7 @@ def _run(args: argparse.Namespace) -> None:
                        build=not args.no_build, use_torch=not args.no_torch, progress=progress)
     print(format_table(result))
     if args.json:
-        write_json(result, args.json)
+        write_json(result, args.json, record)
         print(f"\nJSON written to {args.json}")
     if args.plot and plot(result, args.plot):
         print(f"\nbar chart written to {args.plot}")

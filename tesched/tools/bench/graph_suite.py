@@ -13,7 +13,7 @@ from typing import Callable
 from tesched.tools.bench.graph_cases import GRAPH_CASES, GraphCase, call_overheads
 from tesched.target import current_target
 from tesched.tools.bench.peers import describe_peers, describe_target
-from tesched.tools.bench.suite import _load
+from tesched.tools.bench.suite import _cpu_model, _load
 from tesched.tools.bench.threads import describe_thread_pools, optional_module, recorded_pools, set_all_threads
 from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, busy_warning, time_interleaved
 
@@ -82,7 +82,8 @@ def run_graph_suite(threads: int | None = None, repeat: int = 30, quick: bool = 
     """Build, check and time the graph cases (those whose key is in ``only``) and the call overheads."""
     threads = threads or os.cpu_count() or 1
     torch = optional_module("torch") if use_torch else None
-    environment: dict[str, object] = {"threads_set": set_all_threads(threads, torch),
+    environment: dict[str, object] = {"cpu": _cpu_model(), "cores": os.cpu_count(),
+                                      "threads_set": set_all_threads(threads, torch),
                                       "torch": getattr(torch, "__version__", None), "target": current_target().name,
                                       "peers": describe_peers(torch), "load_average_start": _load()}
     result = GraphSuiteResult(threads, repeat, environment)
@@ -146,10 +147,16 @@ def format_graph_table(result: GraphSuiteResult) -> str:
     notes = [f"  {row.name}: {row.note}" for row in result.rows if row.note]
     if notes:
         lines += ["", "notes:"] + notes
+    warning = graph_warning(result)
+    return "\n".join(lines + ([""] + warning if warning else []))
+
+
+def graph_warning(result: GraphSuiteResult) -> list[str]:
+    """The busy-machine warning of the run (empty when every measurement was steady)."""
+    env = result.environment
     groups = {row.name: row.timings for row in result.rows}
     groups.update({f"call overhead {o.name}": {"plain": o.plain, "prepared": o.prepared} for o in result.overheads})
-    warning = busy_warning(groups, (env.get("load_average_start"), env.get("load_average_end")))
-    return "\n".join(lines + ([""] + warning if warning else []))
+    return busy_warning(groups, (env.get("load_average_start"), env.get("load_average_end")))
 
 
 def graph_json(result: GraphSuiteResult) -> dict:
@@ -164,4 +171,5 @@ def graph_json(result: GraphSuiteResult) -> dict:
                           for r in result.rows],
             "call_overhead": [{"name": o.name, "plain_us": o.plain.median * 1e6, "prepared_us": o.prepared.median * 1e6,
                                "measured_us": o.measured_us, "allowed_us": o.allowed_us, "met": o.met}
-                              for o in result.overheads]}
+                              for o in result.overheads],
+            "busy_warning": graph_warning(result)}

@@ -97,11 +97,17 @@ def format_table(result: SuiteResult) -> str:
         lines += ["", "build time, ms (empty kernel cache): cold / cached same process / cached new process"]
         lines += [f"  {b.kernel:<10} {b.cold * 1e3:8.1f} / {b.cached_same_process * 1e3:6.1f} / "
                   f"{b.cached_new_process * 1e3:6.1f}" for b in result.build_times]
-    warning = busy_warning({row.name: row.timings for row in result.rows},
-                           (env.get("load_average_start"), env.get("load_average_end")))
+    warning = suite_warning(result)
     if warning:
         lines += [""] + warning
     return "\n".join(lines)
+
+
+def suite_warning(result: SuiteResult) -> list[str]:
+    """The busy-machine warning of the run (empty when every measurement was steady)."""
+    env = result.environment
+    return busy_warning({row.name: row.timings for row in result.rows},
+                        (env.get("load_average_start"), env.get("load_average_end")))
 
 
 def to_json(result: SuiteResult) -> dict:
@@ -116,11 +122,14 @@ def to_json(result: SuiteResult) -> dict:
             "environment": result.environment,
             "peak": None if result.peak is None else [asdict(p) for p in result.peak.values()],
             "gemm_fraction_of_peak": gemm_fraction_of_peak(result),
-            "build_times": [asdict(b) for b in result.build_times], "workloads": rows}
+            "build_times": [asdict(b) for b in result.build_times], "workloads": rows,
+            "busy_warning": suite_warning(result)}
 
 
-def write_json(result: SuiteResult, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(to_json(result), indent=2) + "\n")
+def write_json(result: SuiteResult, path: str | Path, record: dict[str, str] | None = None) -> None:
+    """The JSON document of ``result``, with ``record`` (the command line that produced it and the date; the
+    documentation's figures page renders such a file)."""
+    Path(path).write_text(json.dumps(dict(to_json(result), **(record or {})), indent=2) + "\n")
 
 
 def plot(result: SuiteResult, path: str | Path) -> bool:

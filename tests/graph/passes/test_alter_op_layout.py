@@ -10,7 +10,7 @@ from tesched import graph as G
 from tesched.graph.passes import alter_op_layout
 from tesched.nn import pack_dense_panels
 from tesched.target import current_target
-from targets import AVX512
+from targets import AVX512, pinned
 
 from ..helpers import ATOL, RTOL, op_names
 
@@ -165,3 +165,54 @@ def test_ops_after_a_winograd_view_move_onto_the_tiles_only_when_they_keep_their
     assert op_names(altered)[:4] == ["nn.winograd_conv2d", "nn.batch_norm", "add", "tanh"]
     xa = rand((1, 16, 28, 28), low=-1)
     np.testing.assert_allclose(G.interpret(altered, xa), G.interpret(f, xa), rtol=1e-4, atol=1e-5)
+
+
+def pointwise_block(rand, channels=16, out_channels=24, size=28, batch=1):
+    """conv1x1 -> batch_norm -> + residual (a 1x1 projection of ``x``) -> relu, constant weights; the
+    function and its arrays (the two weights, then gamma, beta, mean, var)."""
+    x = G.var("x", shape=(batch, channels, size, size))
+    arrays = [rand((out_channels, channels, 1, 1), low=-0.3, high=0.3) for _ in range(2)] + \
+        [rand((out_channels,), low=0.5, high=1.5) for _ in range(4)]
+    w1, w2, *stats = (G.const(a) for a in arrays)
+    y = G.nn.batch_norm(G.nn.conv2d(x, w1), *stats)
+    return G.Function([x], G.nn.relu(G.add(y, G.nn.conv2d(x, w2)))), arrays
+
+
+def numpy_pointwise(x, w):
+    return np.einsum("kc,nchw->nkhw", w[:, :, 0, 0].astype(np.float64), x.astype(np.float64))
+
+
+def test_pointwise_convolutions_read_rows_that_fill_whole_vectors(rand):
+    """With AVX2, an image of 28-wide rows is read as rows of 16 (two vectors of 8 floats): both 1x1
+    convolutions and the epilogue (batch norm, residual add, relu) run on the viewed layout, and the graph
+    computes what NumPy does; AVX-512 keeps rows of 28 (2 channels x 4 rows: 7 vectors of 16)."""
+    f, (w1, w2, gamma, beta, mean, var) = pointwise_block(rand, batch=2)
+    with ts.Target("x86-64-avx2"):
+        altered = alter_op_layout(G.optimize(f, disabled_passes=["alter_op_layout", "fuse_ops"]))
+    names = op_names(altered)
+    assert names.count("nn.conv2d") == 2 and names[-1] == "reshape"
+    convs = [n for n in G.visit.post_order(altered.body) if isinstance(n, G.Call) and n.op_name == "nn.conv2d"]
+    assert all(c.args[0].tensor_type.shape == (2, 16, 49, 16) for c in convs)
+    with ts.Target(AVX512):
+        assert "reshape" not in op_names(alter_op_layout(f))
+    xa = rand((2, 16, 28, 28), low=-1)
+    scale = (gamma / np.sqrt(var + 1e-5))[:, None, None]
+    bn = (numpy_pointwise(xa, w1) - mean[:, None, None]) * scale + beta[:, None, None]
+    code, runnable = pinned(lambda: G.build(f), "x86-64-avx2")
+    assert len(code.kernels) == 2 and all("ts_f32x8" in k.c_source for k in code.kernels)
+    np.testing.assert_allclose(runnable(xa), np.maximum(bn + numpy_pointwise(xa, w2), 0), rtol=1e-4, atol=1e-4)
+
+
+def test_a_pointwise_output_read_twice_is_viewed_back_and_matches_numpy(rand):
+    x = G.var("x", shape=(1, 8, 28, 28))
+    w = rand((16, 8, 1, 1), low=-1)
+    conv = G.nn.conv2d(x, G.const(w))
+    f = G.Function([x], G.add(G.nn.relu(conv), G.nn.global_avg_pool2d(conv)))
+    with ts.Target("x86-64-avx2"):
+        altered = alter_op_layout(f)
+    assert op_names(altered)[:3] == ["reshape", "nn.conv2d", "reshape"]
+    xa = rand((1, 8, 28, 28), low=-1)
+    y = numpy_pointwise(xa, w)
+    _, runnable = pinned(lambda: G.build(f), "x86-64-avx2")
+    np.testing.assert_allclose(runnable(xa), np.maximum(y, 0) + y.mean(axis=(2, 3), keepdims=True),
+                               rtol=1e-5, atol=1e-5)
