@@ -14,7 +14,7 @@ from __future__ import annotations
 from tesched.arith.interval import VarRanges, linear_terms
 from tesched.arith.simplify import rebuild, simplify
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import child_fields, walk_stmts
+from tesched.ir.visitor import bound_inside, child_fields, walk_stmts
 from tesched.te.expr import BinOp, Binary, Expr, Var
 from tesched.te.visit import structural_key, walk
 
@@ -49,13 +49,7 @@ def _expressions(s: ir.Stmt) -> list[Expr]:
 
 def _changing(body: ir.Stmt, var: Var) -> set[int]:
     """The variables that may change inside the loop: its own and those its body assigns or binds."""
-    ids = {id(var)}
-    for s in walk_stmts(body):
-        for name in s.binds:
-            value = getattr(s, name)
-            for v in value if isinstance(value, (list, tuple)) else (value,):
-                ids.add(id(v))
-    return ids
+    return {id(var)} | bound_inside(body)
 
 
 def split_invariant(offset: Expr, changing: set[int]) -> tuple[Expr | None, Expr]:

@@ -7,8 +7,9 @@ its children mutated (the same object when nothing changed). Children come from 
 fields (see :mod:`.nodes`), so neither needs a method per node class.
 
 :func:`map_stmt` is the functional form (a function on expressions, an optional function on
-statements), :func:`walk_stmts` lists statements in pre-order and :func:`rebind_buffer` points every
-access of one buffer at another. Nothing here knows isl or C.
+statements), :func:`walk_stmts` lists statements in pre-order, :func:`bound_inside` names the variables
+declared inside a statement (what may not move out of it) and :func:`rebind_buffer` points every access
+of one buffer at another. Nothing here knows isl or C.
 
 A chain of ``let`` statements (one per shared value of an inlined chain: thousands) is walked in a loop,
 not by recursion, by every visitor and mutator that does not handle ``LetStmt`` itself.
@@ -18,7 +19,8 @@ from __future__ import annotations
 from dataclasses import fields, replace
 from typing import Any, Callable, Iterator
 
-from tesched.ir.node_types import Address, Buffer, LetStmt, Load, Stmt, Store, VLoad, VLoadMasked, VLoadStrided, VStore
+from tesched.ir.node_types import (Address, Allocate, Buffer, LetStmt, Load, OriginVar, Stmt, Store, VLoad, VLoadMasked,
+                                    VLoadStrided, VStore)
 from tesched.te.expr import Expr
 from tesched.te.visit import NodeFunctor, rewrite
 
@@ -155,6 +157,20 @@ def walk_stmts(stmt: Stmt) -> Iterator[Stmt]:
         kids = [item for _, value in child_fields(s)
                 for item in (value if isinstance(value, (list, tuple)) else (value,)) if isinstance(item, Stmt)]
         stack.extend(reversed(kids))
+
+
+def bound_inside(stmt: Stmt) -> set[int]:
+    """The ids of the variables that statements of ``stmt`` (``stmt`` included) declare or assign: loop
+    variables, ``let``\\ s, registers, assigned variables, and the origins of the buffers allocated there.
+    An expression using one of them cannot be moved out of ``stmt``."""
+    ids: set[int] = set()
+    for s in walk_stmts(stmt):
+        for name in s.binds:
+            value = getattr(s, name)
+            ids.update(id(v) for v in (value if isinstance(value, (list, tuple)) else (value,)))
+        if isinstance(s, Allocate):
+            ids.update(id(off) for off in s.buffer.offsets if isinstance(off, OriginVar))
+    return ids
 
 
 _BUFFER_READS = (Load, VLoad, VLoadStrided, VLoadMasked, Address)

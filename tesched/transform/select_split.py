@@ -17,7 +17,7 @@ from dataclasses import replace
 from tesched.arith.linear import coefficient, constant_difference, linear, rebuild
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import StmtVisitor, map_stmt, walk_stmts
+from tesched.ir.visitor import StmtVisitor, bound_inside, map_stmt, walk_stmts
 from tesched.te.expr import BinOp, Binary, Const, Expr, Select, Unary, Var
 from tesched.te.visit import rewrite, substitute, walk
 from tesched.transform.unroll import substitute_loop_var
@@ -28,10 +28,6 @@ MAX_POINTS = 8
 
 def _depends(e: Expr, var: Var) -> bool:
     return any(n is var for n in walk(e))
-
-
-def _as_list(value: object) -> list:
-    return list(value) if isinstance(value, (list, tuple)) else [value]
 
 
 def _comparisons(cond: Expr) -> list[Binary]:
@@ -83,7 +79,7 @@ def split_points(loop: ir.For) -> list[Expr] | None:
     """The ordered points where the guarded selects' comparisons flip, or None if they cannot be ordered."""
     if any(isinstance(s, ir.For) for s in walk_stmts(loop.body)):
         return None              # a body with loops is not vectorized: nothing to gain
-    inner = {id(v) for s in walk_stmts(loop.body) for name in s.binds for v in _as_list(getattr(s, name))}
+    inner = bound_inside(loop.body)
     points: list[Expr] = []
     for sel in _guarded_selects(loop.body, loop.var):
         for comparison in _comparisons(sel.cond):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import map_stmt, walk_stmts
+from tesched.ir.visitor import bound_inside, map_stmt, walk_stmts
 from tesched.te.expr import Expr, Select
 from tesched.te.visit import rewrite, structural_key, walk
 from tesched.transform.unroll import substitute_loop_var
@@ -17,14 +17,11 @@ from tesched.transform.unroll import substitute_loop_var
 
 def _invariant_condition(loop: ir.For) -> Expr | None:
     """The condition of the first select in ``loop``'s body that nothing the loop does changes: it uses no
-    variable bound inside the loop (its own, an inner loop's, a let's or an assignment's), and it reads no
-    buffer the loop writes (any buffer, where the loop calls an intrinsic that writes through pointers)."""
+    variable bound inside the loop (its own, an inner loop's, a let's, an assignment's, the origin of a
+    buffer allocated there: :func:`~tesched.ir.visitor.bound_inside`), and it reads no buffer the loop
+    writes (any buffer, where the loop calls an intrinsic that writes through pointers)."""
     statements = list(walk_stmts(loop.body))
-    inner = {id(loop.var)}
-    for st in statements:
-        for name in st.binds:
-            bound = getattr(st, name)
-            inner.update(id(v) for v in (bound if isinstance(bound, (list, tuple)) else [bound]))
+    inner = bound_inside(loop)
     written = {id(st.buffer) for st in statements if isinstance(st, (ir.Store, ir.VStore))}
     opaque = any(isinstance(st, ir.IntrinsicCall) for st in statements)
 

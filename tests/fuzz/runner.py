@@ -30,15 +30,22 @@ class Tally:
     kind: str
     statuses: Counter = field(default_factory=Counter)
     failures: list[dict] = field(default_factory=list)
-    lower_times: list[float] = field(default_factory=list)
+    lower_times: list[float] = field(default_factory=list)         # wall seconds of each lowering
+    lower_cpu_times: list[float] = field(default_factory=list)     # CPU seconds of each lowering
     rejections: Counter = field(default_factory=Counter)
+    echo: bool = False                 # print each failure to stderr as it comes (a long run's progress)
 
     def add(self, record: dict) -> None:
         self.statuses[record["status"]] += 1
         if record.get("lower_s") is not None:
             self.lower_times.append(record["lower_s"])
+        if record.get("lower_cpu_s") is not None:
+            self.lower_cpu_times.append(record["lower_cpu_s"])
         if record["status"] in FAILURES or record.get("slow"):
             self.failures.append(record)
+            if self.echo:
+                print(f"  {self.kind}:{record.get('case')} {record['status']}{' (slow)' if record.get('slow') else ''}"
+                      f" {json.dumps(record, default=str)[:400]}", file=sys.stderr, flush=True)
         if record["status"] == "rejected":
             self.rejections[record.get("detail", "")[:90]] += 1
 
@@ -62,7 +69,7 @@ def _reader(stream, lines: queue.Queue) -> None:
 def run_cases(kind: str, first: int, last: int, timeout: float = 120.0, env: dict | None = None,
               progress: bool = False) -> Tally:
     """Run cases ``first..last-1`` of fuzzer ``kind`` in child processes, restarting after a crash."""
-    tally = Tally(kind)
+    tally = Tally(kind, echo=progress)
     child_env = dict(os.environ)
     child_env["PYTHONPATH"] = str(ROOT) + os.pathsep + child_env.get("PYTHONPATH", "")
     child_env.update(env or {})

@@ -1,9 +1,11 @@
 """Statement visitors and mutators: rebinding a buffer reaches every kind of read; chains of thousands of
-``let`` statements are visited, rebuilt and printed without exhausting Python's recursion limit."""
+``let`` statements are visited, rebuilt and printed without exhausting Python's recursion limit; the
+variables declared inside a statement are all found."""
 import sys
 
 from tesched.ir import nodes as ir
-from tesched.ir.visitor import StmtVisitor, let_chain, map_stmt, rebind_buffer
+from tesched.ir.visitor import StmtVisitor, bound_inside, let_chain, map_stmt, rebind_buffer
+from tesched.schedule.kinds import LoopKind
 from tesched.te.expr import Binary, Const, Var
 from tesched.te.visit import walk
 
@@ -66,3 +68,19 @@ def test_let_chains_longer_than_the_recursion_limit():
     assert len(lets) == n // 2 and inner is stop
     text = str(chain)
     assert text.count("let ") == n and text.splitlines()[-1].strip().startswith("O[0] =")
+
+
+def test_bound_inside_names_every_variable_declared_in_a_statement():
+    """Loops at any depth, lets, registers, assigned variables and the origins of allocated buffers; not
+    the variables of enclosing statements nor symbolic sizes used inside."""
+    i, j, t, acc, size = ir.LoopVar("i"), ir.LoopVar("j"), Var("t", "int64"), Var("acc", "float32"), Var("n", "int64")
+    origin = ir.OriginVar("T.origin0")
+    local = ir.Buffer("T", [4], "float32", ir.BufferScope.LOCAL, [origin])
+    out = ir.Buffer("O", [8], "float32", ir.BufferScope.ARG)
+    zero = Const(0, "int64")
+    store = ir.Store(out, (t,), ir.Load(local, [zero]))
+    inner = ir.For(j, zero, size, LoopKind.SERIAL, ir.LetStmt(t, Binary("add", i, j, "int64"),
+                                                              ir.seq([ir.Assign(acc, Const(0.0, "float32")), store])))
+    loop = ir.For(i, zero, Const(2, "int64"), LoopKind.SERIAL, ir.Allocate(local, inner))
+    assert bound_inside(loop) == {id(i), id(j), id(t), id(acc), id(origin)}
+    assert bound_inside(inner) == {id(j), id(t), id(acc)}         # i and the origin are declared outside
