@@ -69,13 +69,8 @@ def test_the_needed_region_is_always_inside():
         assert lo <= x and x + 1 <= hi
 
 
-def test_lowered_region_of_halides_example():
-    A = ts.placeholder((20,), name="A")
-    g = ts.compute((20,), lambda x: A[x] * 2.0, name="g")
-    h = ts.compute((19,), lambda x: g[x] + g[x + 1], name="h")
-    s = ts.create_schedule(h.op)
-    s[g].compute_at(s[h], h.op.axis[0])
-    s[g].align_bounds(g.op.axis[0], 2)
+def test_lowered_region_is_the_aligned_block():
+    s, A, g, h = _stencil((0, 1), 2, 0, None)
     text = str(ts.lower(s, [A, h]))
     assert "allocate g[float32 * 4]" in text and "x - x % 2" in text
 

@@ -50,7 +50,8 @@ def test_a_condition_that_changes_with_the_loop_stays():
 
 def test_a_condition_on_an_inner_loop_stays():
     """A producer computed at the vectorized loop selects on its own loop variable: that condition does
-    not change with the vectorized loop, but it cannot move out of it (its variable is declared inside)."""
+    not change with the vectorized loop, but it cannot move out of it (its variable is declared inside).
+    Found by the fuzz campaign (schedules:348, conv_relu_conv: the C did not compile)."""
     A = ts.placeholder((4, 16), name="A")
     P = ts.compute((4, 16), lambda k, j: ts.if_then_else(k < 2, A[k, (j * 7) % 16], 0.5), name="P")
     C = ts.compute((16,), lambda j: P[0, j] + P[1, j] + P[2, j] + P[3, j], name="C")
