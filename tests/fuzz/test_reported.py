@@ -10,8 +10,6 @@ import sys
 
 import pytest
 
-
-
 pytestmark = pytest.mark.usefixtures("isolated_cache")
 
 
