@@ -17,7 +17,7 @@ from tesched.autoschedule.bands import banded, level_tiles, level_trips, place_m
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline, StageInfo
 from tesched.autoschedule.plan import Plan, StagePlan
-from tesched.autoschedule.state import DecideState
+from tesched.autoschedule.state import DecideState, DecisionMemo
 from tesched.poly.analysis import NotModelable, Region, tile_regions
 from tesched.poly.isl_lock import ISL_LOCK
 from tesched.te.tensor import ComputeOp, PlaceholderOp, TensorRead
@@ -38,7 +38,7 @@ def decide(pipe: Pipeline, machine: Machine) -> Plan:
 def _decide(pipe: Pipeline, machine: Machine) -> Plan:
     forced: set[int] = set()
     why: dict[int, str] = {}
-    memo: dict[tuple, object] = {}
+    memo = DecisionMemo()
     while True:
         state = DecideState(pipe, machine, set(forced), forced_why=dict(why), memo=memo)
         _place(state)

@@ -17,6 +17,15 @@ from tesched.te.tensor import ComputeOp, TensorRead
 
 
 @dataclass
+class DecisionMemo:
+    """What the rounds of one decision compute once: each stage's accesses with an inlining, and the
+    footprints of stages at a host's tile."""
+
+    accesses: dict[tuple, list[TensorRead]] = field(default_factory=dict)
+    regions: dict[tuple, dict[str, Region]] = field(default_factory=dict)
+
+
+@dataclass
 class DecideState:
     """The decisions made so far for one pipeline (see the module docstring)."""
 
@@ -29,7 +38,7 @@ class DecideState:
     members: dict[int, list[int]] = field(default_factory=dict)     # host -> stages computed at it
     resamplings: dict[int, int] = field(default_factory=dict)       # member -> resampling reads up to its host
     reads_memo: dict[tuple, list[Read]] = field(default_factory=dict)
-    memo: dict[tuple, object] = field(default_factory=dict)     # shared by the rounds of one decision
+    memo: DecisionMemo = field(default_factory=DecisionMemo)   # shared by the rounds of one decision
 
     def inlined_ops(self) -> list[ComputeOp]:
         """The operations decided inline so far."""
@@ -60,15 +69,15 @@ class DecideState:
         """``analysis.accesses`` of ``op`` with the current inlining (memoised)."""
         inlined = self.inlined_into(op)
         key = ("accesses", id(op), tuple(map(id, inlined)))
-        if key not in self.memo:
-            self.memo[key] = accesses(op, inlined)
-        return self.memo[key]  # type: ignore[return-value]
+        if key not in self.memo.accesses:
+            self.memo.accesses[key] = accesses(op, inlined)
+        return self.memo.accesses[key]
 
     def regions(self, host: ComputeOp, tile: Sequence[int], ops: Sequence[ComputeOp]) -> dict[str, Region]:
         """``analysis.tile_regions`` of ``host`` per ``tile`` with ``ops`` computed in it (memoised: the
         footprints of a stage per host loop are computed once per decision)."""
         inlined = self.inlined_ops()
         key = ("regions", id(host), tuple(tile), tuple(map(id, ops)), frozenset(map(id, inlined)))
-        if key not in self.memo:
-            self.memo[key] = tile_regions(host, tile, ops, inlined, reads_of=self.accesses)
-        return self.memo[key]  # type: ignore[return-value]
+        if key not in self.memo.regions:
+            self.memo.regions[key] = tile_regions(host, tile, ops, inlined, reads_of=self.accesses)
+        return self.memo.regions[key]

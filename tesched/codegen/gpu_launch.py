@@ -34,8 +34,8 @@ class Launch:
         """``(blocks, threads)`` along x, y, z, given the value of a size expression."""
         def size(tag: str) -> int:
             return max([max(evaluate(e), 1) for e in self.extents.get(tag, [])], default=1)
-        return (tuple(size(f"blockIdx.{d}") for d in "xyz"),      # type: ignore[return-value]
-                tuple(size(f"threadIdx.{d}") for d in "xyz"))
+        return ((size("blockIdx.x"), size("blockIdx.y"), size("blockIdx.z")),
+                (size("threadIdx.x"), size("threadIdx.y"), size("threadIdx.z")))
 
 
 @dataclass

@@ -22,8 +22,9 @@ def set_formatter(format_stmt: Callable[["Stmt"], str]) -> None:
     _format = format_stmt
 
 
+@dataclass(eq=False)
 class Stmt:
-    """Base class of statements."""
+    """Base class of statements (each a dataclass whose fields are its children and attributes)."""
 
     binds: ClassVar[tuple[str, ...]] = ()   # fields naming variables the statement declares (not children)
 

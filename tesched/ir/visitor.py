@@ -27,7 +27,7 @@ from tesched.te.visit import NodeFunctor, rewrite
 
 def child_fields(s: Stmt) -> Iterator[tuple[str, Any]]:
     """``(name, value)`` of each field of ``s`` that may hold children (every field but ``binds``)."""
-    for f in fields(s):  # type: ignore[arg-type]  # every statement class is a dataclass
+    for f in fields(s):
         if f.name not in s.binds:
             yield f.name, getattr(s, f.name)
 
@@ -83,7 +83,7 @@ class StmtMutator(NodeFunctor):
             new = self._value(value)
             if new is not value:
                 changes[name] = new
-        return replace(s, **changes) if changes else s  # type: ignore[type-var]  # dataclass node
+        return replace(s, **changes) if changes else s
 
     def _value(self, value: Any) -> Any:
         if isinstance(value, Stmt):
