@@ -23,10 +23,9 @@ from typing import Any, Callable, Sequence
 
 from tesched.codegen.c import CSource
 from tesched.config import settings
-from tesched.driver.build import cache_key, compile_c, finished_source, make_kernel
+from tesched.driver.build import cache_key, compile_c, finished_source, lowered_function, make_kernel
 from tesched.driver.kernel import Kernel
 from tesched.lower.func import LoweredFunc
-from tesched.lower.pipeline import lower
 from tesched.schedule.schedule import Schedule
 from tesched.target import Target, as_target
 from tesched.te.tensor import Tensor
@@ -135,12 +134,7 @@ def build_later(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = 
     if machine.backend != "c":
         raise ValueError(f"build_later compiles for CPU targets, not {machine.name}: use build")
     started, cpu = time.perf_counter(), time.process_time()
-    if isinstance(inputs, LoweredFunc):
-        func = inputs
-    else:
-        if args is None:
-            raise TypeError("build_later(schedule, args): args (the kernel's tensors) are required")
-        func = lower(inputs, args, name=name)
+    func = lowered_function(inputs, args, name, "build_later")
     src = finished_source(func, machine)
     return compile_later(src, machine, lambda module, compiled: make_kernel(func, src, module, compiled, machine),
                          time.perf_counter() - started, time.process_time() - cpu)

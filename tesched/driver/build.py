@@ -69,6 +69,17 @@ def compile_c(src: CSource, target: Target) -> tuple[ModuleType, bool]:
     return module, compiled
 
 
+def lowered_function(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None, name: str,
+                     primitive: str) -> LoweredFunc:
+    """``inputs`` itself when it is lowered already, else the schedule lowered with ``args`` (which
+    ``primitive``, the caller, then requires)."""
+    if isinstance(inputs, LoweredFunc):
+        return inputs
+    if args is None:
+        raise TypeError(f"{primitive}(schedule, args): args (the kernel's tensors) are required")
+    return lower(inputs, args, name=name)
+
+
 # A GPU target named by its string gives a GpuKernel; given as a Target object it is typed as the CPU's
 # Kernel (mypy cannot see the backend of a Target value), hence the one overlap accepted below.
 @overload
@@ -109,12 +120,7 @@ def build(inputs: Schedule | LoweredFunc, args: Sequence[Tensor] | None = None,
     """
     machine = as_target(target)
     started, cpu = time.perf_counter(), _cpu_seconds()
-    if isinstance(inputs, LoweredFunc):
-        func = inputs
-    else:
-        if args is None:
-            raise TypeError("build(schedule, args): args (the kernel's tensors) are required")
-        func = lower(inputs, args, name=name)
+    func = lowered_function(inputs, args, name, "build")
     if machine.backend != "c":
         if profile:
             raise BuildError(f"build(..., profile=True) is for CPU targets, not {machine.name}")

@@ -57,19 +57,12 @@ class Buffer:
         (``storage_align``) is raised to the next value congruent to its offset modulo its factor (TVM's rule)."""
         sizes = self.constant_shape()
         assert sizes is not None, f"strides of {self.name}: its shape is not constant"
-        out = [1] * len(sizes)
-        for d, stride in zip(reversed(self.memory_order()), self._dense_strides(sizes)):
-            out[d] = stride
-        return out
-
-    def _dense_strides(self, sizes: Sequence[int]) -> list[int]:
-        """The strides of the dimensions from the innermost in memory outwards (alignment applied)."""
-        out, stride = [], 1
+        out, stride = [1] * len(sizes), 1
         for d in reversed(self.memory_order()):
             if d in self.aligns:
                 factor, offset = self.aligns[d]
                 stride += (offset - stride) % factor
-            out.append(stride)
+            out[d] = stride
             stride *= sizes[d]
         return out
 
