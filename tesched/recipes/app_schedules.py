@@ -140,10 +140,12 @@ def bilateral_grid(app: App) -> Schedule:
 
 
 def camera_pipe(app: App, rows: int = 32) -> Schedule:
-    """Halide's: the output in parallel strips of ``rows`` rows, two rows at a time, channels inside the
-    columns; per pair of rows (sliding windows stored per strip): ``denoised``, ``deinterleaved``,
-    ``g_r``, ``g_b`` and ``curved``, with the demosaic's output and the colour correction inlined into
-    ``curved``; the tone curve at the root; the sharpening's blurs inlined. Vectors of ``uint16`` lanes."""
+    """Halide's, but for the sliding windows at half resolution: the output in parallel strips of
+    ``rows`` rows, two rows at a time, channels inside the columns; ``curved`` computed per pair of rows
+    and stored per strip (a sliding window), with the demosaic's output and the colour correction inlined
+    into it; ``denoised``, ``deinterleaved``, ``g_r`` and ``g_b`` computed per strip (Halide slides them
+    too: tesched refuses those windows, whose rows it reads through ``(y - 1) // 2``); the tone curve at
+    the root; the sharpening's blurs inlined. Vectors of ``int16`` lanes."""
     s = create_schedule(app.output.op)
     lanes = _lanes("int16")
     out = app.output
@@ -157,8 +159,10 @@ def camera_pipe(app: App, rows: int = 32) -> Schedule:
     s[out].unroll(c)
     for name in ("demosaiced", "corrected", "unsharp_y", "unsharp"):
         s[app[name]].compute_inline()
-    for name in ("denoised", "deinterleaved", "g_r", "g_b", "curved"):
-        _window(s, app[name], out, yi, yo, lanes)
+    _window(s, app["curved"], out, yi, yo, lanes)
+    for name in ("denoised", "deinterleaved", "g_r", "g_b"):
+        s[app[name]].compute_at(s[out], yo)
+        _vectorize_x(s, app[name], lanes)
     return s
 
 
