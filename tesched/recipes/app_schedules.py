@@ -140,12 +140,13 @@ def bilateral_grid(app: App) -> Schedule:
 
 
 def camera_pipe(app: App, rows: int = 32) -> Schedule:
-    """Halide's, but for the sliding windows at half resolution: the output in parallel strips of
-    ``rows`` rows, two rows at a time, channels inside the columns; ``curved`` computed per pair of rows
-    and stored per strip (a sliding window), with the demosaic's output and the colour correction inlined
-    into it; ``denoised``, ``deinterleaved``, ``g_r`` and ``g_b`` computed per strip (Halide slides them
-    too: tesched refuses those windows, whose rows it reads through ``(y - 1) // 2``); the tone curve at
-    the root; the sharpening's blurs inlined. Vectors of ``int16`` lanes."""
+    """Halide's, but for where the demosaic runs: the output in parallel strips of ``rows`` rows, two rows
+    at a time, channels inside the columns; ``curved`` computed per pair of rows and stored per strip (a
+    sliding window), the colour correction inlined into it; ``denoised``, ``deinterleaved``, ``g_r``,
+    ``g_b`` and the demosaic's output computed per strip (Halide slides the first four and computes the
+    last per vector of ``curved``: tesched refuses those windows, which it reads through ``(y - 1) // 2``,
+    and inlining the demosaic's select tree into ``curved`` makes a C file that compiles for a minute);
+    the tone curve at the root; the sharpening's blurs inlined. Vectors of ``int16`` lanes."""
     s = create_schedule(app.output.op)
     lanes = _lanes("int16")
     out = app.output
@@ -157,10 +158,10 @@ def camera_pipe(app: App, rows: int = 32) -> Schedule:
     s[out].parallel(yo)
     s[out].vectorize(xi)
     s[out].unroll(c)
-    for name in ("demosaiced", "corrected", "unsharp_y", "unsharp"):
+    for name in ("corrected", "unsharp_y", "unsharp"):
         s[app[name]].compute_inline()
     _window(s, app["curved"], out, yi, yo, lanes)
-    for name in ("denoised", "deinterleaved", "g_r", "g_b"):
+    for name in ("denoised", "deinterleaved", "g_r", "g_b", "demosaiced"):
         s[app[name]].compute_at(s[out], yo)
         _vectorize_x(s, app[name], lanes)
     return s

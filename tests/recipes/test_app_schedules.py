@@ -1,0 +1,56 @@
+"""Tests of tesched.recipes.app_schedules: every app of Halide's (bilateral grid, camera pipeline, Harris,
+unsharp mask, non-local means, local Laplacian, interpolation) computes its NumPy reference unscheduled,
+with its hand schedule and with ``auto_schedule``, at small odd-free sizes; the hand schedules place
+stages as Halide's published schedules do."""
+import numpy as np
+import pytest
+
+import tesched as ts
+from tesched.recipes import app_schedules
+from tests.recipes.apps import APPS, case
+
+SIZES = {"local_laplacian": (24, 40), "interpolate": (24, 40), "camera_pipe": (16, 36)}
+
+
+@pytest.fixture(scope="module", params=APPS)
+def app(request):
+    return request.param, case(request.param, *SIZES.get(request.param, (20, 36)))
+
+
+def _check(c, schedule):
+    got = ts.build(schedule, c.args)(*c.arrays)
+    if c.expected.dtype == np.uint8:
+        np.testing.assert_array_equal(got, c.expected)
+    else:
+        np.testing.assert_allclose(got, c.expected, rtol=c.rtol, atol=c.atol)
+
+
+def test_unscheduled_matches_numpy(app):
+    _, c = app
+    _check(c, ts.create_schedule(c.output.op))
+
+
+def test_hand_schedule_matches_numpy(app):
+    _, c = app
+    _check(c, c.hand())
+
+
+def test_auto_schedule_matches_numpy(app):
+    _, c = app
+    _check(c, ts.auto_schedule(c.output))
+
+
+def test_stages_of_names_every_computed_stage():
+    c = case("harris", 8, 8)
+    names = set(app_schedules.stages_of(c.output))
+    assert names == {"gray", "Ix", "Iy", "Ixx", "Iyy", "Ixy", "Sxx", "Syy", "Sxy", "harris"}
+
+
+def test_hand_schedules_slide_windows_and_run_strips_in_parallel():
+    c = case("unsharp", 40, 36)
+    text = str(ts.lower(c.hand(), c.args))
+    assert "parallel for y.outer" in text
+    # gray, blur_y and ratio are stored per strip and computed per row: allocated inside the parallel loop
+    for name in ("gray", "blur_y", "ratio"):
+        assert text.index("parallel for y.outer") < text.index(f"allocate {name}[")
+    assert "allocate blur_x[" not in text and "allocate sharpen[" not in text    # inlined
