@@ -152,26 +152,35 @@ def measure(name: str, args, hl) -> dict:
 LABELS = ("none", "auto", "tuned", "hand", "Halide root", *(f"Halide {s}" for s in HALIDE_SCHEDULERS), "Halide hand")
 
 
-def report(results: dict[str, dict]) -> None:
+def header() -> None:
     print("| app (h x w) | " + " | ".join(LABELS) + " | auto decides s | cold build s (none/auto/hand) |")
-    print("|---" * (len(LABELS) + 3) + "|")
+    print("|---" * (len(LABELS) + 3) + "|", flush=True)
+
+
+def row(name: str, info: dict) -> None:
+    """One app's medians in ms (interquartile spread), as soon as it is measured."""
+    t = info["timing"]
+    cells = [f"{t[k].median * 1e3:.2f} ({t[k].spread * 1e3:.2f})" if k in t else
+             ("failed" if f"{k}_error" in info else "-") for k in LABELS]
+    builds = "/".join(f"{info[f'build_{k}_s']:.1f}" for k in ("none", "auto", "hand"))
+    print(f"| {name} ({info['size']}) | " + " | ".join(cells) + f" | {info['decide_s']:.2f} | {builds} |", flush=True)
+
+
+def report(results: dict[str, dict]) -> None:
+    """Speed ratios over the apps, and every variant that was not timed and why."""
     ratios: dict[str, list[float]] = {"auto vs best Halide auto": [], "auto vs Halide hand": [],
                                       "tuned vs Halide hand": [], "auto vs none": [], "hand vs Halide hand": []}
-    for name, info in results.items():
+    for info in results.values():
         t = info["timing"]
-        cells = [f"{t[k].median * 1e3:.2f} ({t[k].spread * 1e3:.2f})" if k in t else
-                 ("failed" if f"{k}_error" in info else "-") for k in LABELS]
-        builds = "/".join(f"{info[f'build_{k}_s']:.1f}" for k in ("none", "auto", "hand"))
-        print(f"| {name} ({info['size']}) | " + " | ".join(cells) + f" | {info['decide_s']:.2f} | {builds} |")
         best = min((t[f"Halide {s}"].median for s in HALIDE_SCHEDULERS if f"Halide {s}" in t), default=None)
+        hand = t["Halide hand"].median if "Halide hand" in t else None
         pairs = (("auto vs best Halide auto", "auto", best), ("auto vs none", "auto", t["none"].median),
-                 ("auto vs Halide hand", "auto", t["Halide hand"].median if "Halide hand" in t else None),
-                 ("tuned vs Halide hand", "tuned", t["Halide hand"].median if "Halide hand" in t else None),
-                 ("hand vs Halide hand", "hand", t["Halide hand"].median if "Halide hand" in t else None))
+                 ("auto vs Halide hand", "auto", hand), ("tuned vs Halide hand", "tuned", hand),
+                 ("hand vs Halide hand", "hand", hand))
         for key, mine, theirs in pairs:
             if mine in t and theirs is not None:
                 ratios[key].append(theirs / t[mine].median)
-    print("\nspeed ratios (the other's time over tesched's: > 1 means tesched is faster)")
+    print("\nspeed ratios (the other's time over tesched's: > 1 means tesched is faster), in the order of the table")
     for key, values in ratios.items():
         if values:
             print(f"  {key}: geometric mean {geomean(values):.2f}x ({', '.join(f'{v:.2f}' for v in values)})")
@@ -201,11 +210,14 @@ def main() -> None:
     ts.set_num_threads(args.threads)
     hl, why = (None, "--no-halide") if args.no_halide else load_halide(args.threads)
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; ISA: {isa()}; "
-          f"threads: {args.threads}; Halide: {'21 (' + hl.get_host_target().to_string() + ')' if hl else 'skipped: ' + why}")
+          f"threads: {args.threads}; Halide: {'21 (' + hl.get_host_target().to_string() + ')' if hl else 'skipped: ' + why}",
+          flush=True)
     results = {}
+    header()
     for name in [a for a in args.only.split(",") if a] or APPS:
         print(f"... {name}", file=sys.stderr, flush=True)
         results[name] = measure(name, args, hl)
+        row(name, results[name])
     report(results)
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 

@@ -1,7 +1,7 @@
 """Tests of tesched.recipes.app_schedules: every app of Halide's (bilateral grid, camera pipeline, Harris,
 unsharp mask, non-local means, local Laplacian, interpolation) computes its NumPy reference unscheduled,
-with its hand schedule and with ``auto_schedule``, at small odd-free sizes; the hand schedules place
-stages as Halide's published schedules do."""
+with its hand schedule and with ``auto_schedule``, at small sizes (the builds of a minute or more are
+marked slow); the hand schedules place stages as Halide's published schedules do."""
 import numpy as np
 import pytest
 
@@ -10,34 +10,25 @@ from tesched.recipes import app_schedules
 from tests.recipes.apps import APPS, case
 
 SIZES = {"local_laplacian": (24, 40), "interpolate": (24, 40), "camera_pipe": (16, 36)}
+SLOW = {("camera_pipe", "hand"), ("local_laplacian", "none"), ("local_laplacian", "auto"),
+        ("local_laplacian", "hand")}
+"""Builds of a minute or more (the unscheduled local Laplacian is also in test_local_laplacian.py)."""
+VARIANTS = {"none": lambda c: ts.create_schedule(c.output.op), "hand": lambda c: c.hand(),
+            "auto": lambda c: ts.auto_schedule(c.output)}
+_CASES: dict = {}
 
 
-@pytest.fixture(scope="module", params=APPS)
-def app(request):
-    return request.param, case(request.param, *SIZES.get(request.param, (20, 36)))
-
-
-def _check(c, schedule):
-    got = ts.build(schedule, c.args)(*c.arrays)
+@pytest.mark.parametrize("name, variant", [
+    pytest.param(a, v, marks=[pytest.mark.slow] if (a, v) in SLOW else []) for a in APPS for v in VARIANTS])
+def test_every_variant_matches_numpy(name, variant):
+    if name not in _CASES:      # one declaration and reference per app, for its three variants
+        _CASES[name] = case(name, *SIZES.get(name, (20, 36)))
+    c = _CASES[name]
+    got = ts.build(VARIANTS[variant](c), c.args)(*c.arrays)
     if c.expected.dtype == np.uint8:
         np.testing.assert_array_equal(got, c.expected)
     else:
         np.testing.assert_allclose(got, c.expected, rtol=c.rtol, atol=c.atol)
-
-
-def test_unscheduled_matches_numpy(app):
-    _, c = app
-    _check(c, ts.create_schedule(c.output.op))
-
-
-def test_hand_schedule_matches_numpy(app):
-    _, c = app
-    _check(c, c.hand())
-
-
-def test_auto_schedule_matches_numpy(app):
-    _, c = app
-    _check(c, ts.auto_schedule(c.output))
 
 
 def test_stages_of_names_every_computed_stage():
