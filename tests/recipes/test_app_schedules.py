@@ -45,3 +45,23 @@ def test_hand_schedules_slide_windows_and_run_strips_in_parallel():
     for name in ("gray", "blur_y", "ratio"):
         assert text.index("parallel for y.outer") < text.index(f"allocate {name}[")
     assert "allocate blur_x[" not in text and "allocate sharpen[" not in text    # inlined
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, raises=ts.ScheduleError,
+                   reason="the sliding window of g_r (half resolution) under the sliding window of curved, which "
+                          "reads it through the inlined demosaic's (y - 1) // 2, is computed a row short: the "
+                          "dependence check refuses the schedule Halide's camera_pipe uses")
+def test_camera_pipe_half_resolution_windows_as_halide_slides_them():
+    c = case("camera_pipe", 16, 36)
+    st = app_schedules.stages_of(c.output)
+    s = ts.create_schedule(c.output.op)
+    _, y, _ = c.output.op.axis
+    yo, yr = s[c.output].split(y, 8)
+    yi, _ = s[c.output].split(yr, 2)
+    for name in ("demosaiced", "corrected", "unsharp_y", "unsharp"):
+        s[st[name]].compute_inline()
+    for name in ("curved", "g_r", "g_b"):
+        s[st[name]].compute_at(s[c.output], yi)
+        s[st[name]].store_at(s[c.output], yo)
+    np.testing.assert_array_equal(ts.build(s, c.args)(*c.arrays), c.expected)
