@@ -1,0 +1,172 @@
+"""The adjoint of a scan: backpropagation through time, as a scan that runs backwards over the steps.
+
+A scan ``S[t] = init[t]`` for ``t < k``, else ``update[t]``, where the *step* (the stages between the state
+placeholders and ``update``) reads the state at earlier steps and other tensors ``X``. Given the adjoint
+``dS`` of the scan's result from its consumers, the total adjoint of the state at step ``t`` is ``dS[t]``
+plus what every later step's update sends back to it. That is itself a recurrence, in reversed time
+``tau = T - 1 - t``:
+
+- the step is recomputed over all steps from the stored states: a copy of its stages reads the scan's
+  result where the original reads its state placeholder (``<stage>.recompute``);
+- ``A[tau] = dS[T-1-tau] + dstate[T-1-tau]``, where ``dstate`` is the copy's adjoint with respect to the
+  stored states, its head being ``A`` read at the next step; ``A`` is a ``ts.scan`` over reversed time
+  (``<scan>.bptt``), one state per forward state, so it is one kernel with its time loop inside;
+- the inits receive ``A`` at their steps; ``X`` (weights, inputs) receives the copy's adjoint with the
+  finished ``A`` as head, an ordinary stage summed over the steps, parallel and outside the time loop.
+
+The intermediate adjoints inside the backward step are named ``<tensor>.grad.step``. This module builds
+stages; the walk that calls it for each scan is :func:`tesched.autodiff.gradient.walk`. A step containing a
+scatter, a nested scan or another non-compute stage is refused with a ``GradientError`` naming it.
+"""
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+from tesched.autodiff.contributions import Contribution, Head, Key, adjoint, whole
+from tesched.errors import GradientError
+from tesched.te.expr import Const, Expr, Select, as_expr
+from tesched.te.reduction import Reduce, remapped_reducer
+from tesched.te.scan import ScanOp, scan
+from tesched.te.tensor import ComputeOp, IterVar, Operation, Range, Tensor, TensorRead, compute, placeholder
+from tesched.te.visit import rewrite
+
+Walk = Callable[..., tuple[dict[Key, list[Contribution]], dict[Key, Tensor]]]
+
+
+def _step_ops(op: ScanOp) -> list[Operation]:
+    """The stages of ``op``'s step (reading a state directly or not), producers first."""
+    states = {id(s.op) for s in op.states}
+    order: list[Operation] = []
+    reads_state: dict[int, bool] = {}
+
+    def visit(o: Operation) -> bool:
+        if id(o) in reads_state:
+            return reads_state[id(o)]
+        reads_state[id(o)] = id(o) in states
+        for t in o.input_tensors:
+            if visit(t.op):
+                reads_state[id(o)] = True
+        if reads_state[id(o)] and id(o) not in states:
+            order.append(o)
+        return reads_state[id(o)]
+
+    for u in op.updates:
+        visit(u.op)
+    return order
+
+
+def _recomputed(op: ScanOp) -> tuple[list[ComputeOp], dict[Key, Tensor]]:
+    """Copies of the step's stages that read the scan's result instead of its state placeholders, producers
+    first, and the map from each original output to its copy."""
+    copies: dict[Key, Tensor] = {(id(s.op), s.value_index): op.output(m) for m, s in enumerate(op.states)}
+    states = set(copies)
+    made: list[ComputeOp] = []
+    for stage in _step_ops(op):
+        if type(stage) is not ComputeOp:
+            raise GradientError(f"scan {op.name}: its step contains stage {stage.name} ({type(stage).__name__}), "
+                                "which ts.gradient cannot differentiate through time; only ts.compute stages")
+        clone = _copy(stage, copies, states)
+        made.append(clone)
+        for k in range(stage.num_outputs):
+            copies[(id(stage), k)] = clone.output(k)
+    return made, copies
+
+
+def _copy(stage: ComputeOp, copies: dict[Key, Tensor], states: set[Key]) -> ComputeOp:
+    """``stage`` with fresh loops, reading ``copies`` in place of the tensors they replace. A read of a state
+    at a step before the first is zero: the copy runs over every step, the original only over those after
+    the initial ones (whose values are the only ones the adjoint uses)."""
+    fresh: dict[int, IterVar] = {}
+
+    def renew(a: IterVar) -> IterVar:
+        if id(a) not in fresh:
+            low, extent = (rewrite(as_expr(b), swap) for b in (a.range.min, a.range.extent))
+            fresh[id(a)] = IterVar(Range(low, extent), a.name, a.iter_type)
+        return fresh[id(a)]
+
+    def swap(e: Expr) -> Expr | None:
+        if isinstance(e, TensorRead):
+            key = (id(e.tensor.op), e.tensor.value_index)
+            read = TensorRead(copies.get(key, e.tensor), tuple(rewrite(i, swap) for i in e.indices))
+            return Select(read.indices[0] >= 0, read, Const(0.0, read.dtype)) if key in states else read
+        if isinstance(e, Reduce):
+            axes = [renew(a) if isinstance(a, IterVar) else a for a in e.axis]
+            sources = tuple(rewrite(s, swap) for s in e.sources)
+            where = None if e.where is None else rewrite(e.where, swap)
+            inits = None if e.inits is None else [rewrite(i, swap) for i in e.inits]
+            old_axes = {a: fresh[id(a)] for a in e.axis if isinstance(a, IterVar)}
+            return Reduce(e.combiner, sources, axes, where, inits, remapped_reducer(e, old_axes), e.value_index)
+        return fresh.get(id(e)) if isinstance(e, IterVar) else None
+
+    axis = [renew(a) for a in stage.axis]
+    return ComputeOp(f"{stage.name}.recompute", stage.tag, axis, rewrite(stage.body, swap), stage.attrs)
+
+
+def _reversed_head(states: Sequence[Tensor], steps: Expr, first: int | Expr, dtype: str) -> list[Head]:
+    """``states[n]`` read at reversed step ``steps - 1 - t`` where ``t >= first``, else zero: the heads of the
+    updates (read only at those steps), or of the inits (``first`` 0)."""
+    def head(state: Tensor) -> Head:
+        def at(point: Sequence[Expr]) -> Expr:
+            t = as_expr(point[0])
+            read = state[(steps - 1 - t,) + tuple(point[1:])]
+            return read if isinstance(first, int) and first == 0 else Select(t >= first, read, Const(0.0, dtype))
+        return at
+    return [head(s) for s in states]
+
+
+def scan_contributions(op: ScanOp, heads: list[Head | None], relevant: set[int],
+                       walk: Walk) -> list[tuple[Tensor, Contribution]]:
+    """What scan ``op``, whose outputs have adjoints ``heads``, sends to the tensors it reads: its inits and
+    the tensors its step reads besides the states. ``walk`` propagates adjoints through a list of stages."""
+    steps, first = as_expr(op.axis[0].range.extent), op.init_steps
+    outputs = [op.output(m) for m in range(op.num_outputs)]
+    if not isinstance(first, int):
+        raise GradientError(f"scan {op.name}: its number of initial steps is symbolic; ts.gradient needs it constant")
+    clones, copies = _recomputed(op)
+    inner = relevant | {id(c) for c in clones}
+    walked: list[Operation] = list(reversed(clones))
+    result_keys = {(id(op), m) for m in range(op.num_outputs)}
+
+    def update_heads(states: Sequence[Tensor]) -> dict[Key, Head]:
+        made = _reversed_head(states, steps, first, outputs[0].dtype)
+        return {(id(copies[(id(u.op), u.value_index)].op), copies[(id(u.op), u.value_index)].value_index): h
+                for u, h in zip(op.updates, made)}
+
+    adjoint_states = [placeholder(s.shape, s.dtype, name=f"{s.name}.grad.state") for s in outputs]
+    into_states, _ = walk(walked, update_heads(adjoint_states), inner, ".grad.step")
+    backward = _backward_scan(op, outputs, heads, adjoint_states, into_states, steps)
+    found: list[tuple[Tensor, Contribution]] = []
+    for m, init in enumerate(op.inits):
+        found.append((init, whole(init, _reversed_head([backward[m]], steps, 0, init.dtype)[0], op.name)))
+    into_rest, _ = walk(walked, update_heads(backward), inner)
+    read = {(id(t.op), t.value_index): t for c in clones for t in c.input_tensors}
+    for key, contributions in into_rest.items():
+        if key not in result_keys:
+            found.extend((read[key], c) for c in contributions)
+    return found
+
+
+def _backward_scan(op: ScanOp, outputs: list[Tensor], heads: list[Head | None], adjoint_states: list[Tensor],
+                   into_states: dict[Key, list[Contribution]], steps: Expr) -> list[Tensor]:
+    """The scan over reversed time whose state ``m`` at ``tau`` is the total adjoint of ``outputs[m]`` at step
+    ``steps - 1 - tau``."""
+    inits, updates = [], []
+    for m, out in enumerate(outputs):
+        head = heads[m]
+        rest = out.shape[1:]
+
+        def seed(t: Expr, r: Sequence[Expr], head: Head | None = head, dtype: str = out.dtype) -> Expr:
+            return Const(0.0, dtype) if head is None else head([t, *r])
+
+        contributions = into_states.get((id(op), m))
+        carried = None if not contributions else adjoint(out, contributions, ".grad.step")
+        inits.append(compute((1,) + tuple(rest), lambda *p, seed=seed: seed(steps - 1, p[1:]),
+                             name=f"{out.name}.grad.last"))
+
+        def update(*p: IterVar, seed=seed, carried=carried) -> Expr:
+            t = steps - 1 - p[0]
+            value = seed(t, p[1:])
+            return value if carried is None else value + carried[(t,) + tuple(p[1:])]
+        updates.append(compute(out.shape, update, name=f"{out.name}.grad.update"))
+    made = scan(inits, updates, adjoint_states, name=f"{op.name}.bptt")
+    return list(made) if isinstance(made, tuple) else [made]
