@@ -33,35 +33,13 @@ from tesched.te.visit import rewrite
 Walk = Callable[..., tuple[dict[Key, list[Contribution]], dict[Key, Tensor]]]
 
 
-def _step_ops(op: ScanOp) -> list[Operation]:
-    """The stages of ``op``'s step (reading a state directly or not), producers first."""
-    states = {id(s.op) for s in op.states}
-    order: list[Operation] = []
-    reads_state: dict[int, bool] = {}
-
-    def visit(o: Operation) -> bool:
-        if id(o) in reads_state:
-            return reads_state[id(o)]
-        reads_state[id(o)] = id(o) in states
-        for t in o.input_tensors:
-            if visit(t.op):
-                reads_state[id(o)] = True
-        if reads_state[id(o)] and id(o) not in states:
-            order.append(o)
-        return reads_state[id(o)]
-
-    for u in op.updates:
-        visit(u.op)
-    return order
-
-
 def _recomputed(op: ScanOp) -> tuple[list[ComputeOp], dict[Key, Tensor]]:
     """Copies of the step's stages that read the scan's result instead of its state placeholders, producers
     first, and the map from each original output to its copy."""
     copies: dict[Key, Tensor] = {(id(s.op), s.value_index): op.output(m) for m, s in enumerate(op.states)}
     states = set(copies)
     made: list[ComputeOp] = []
-    for stage in _step_ops(op):
+    for stage in op.step_operations():
         if type(stage) is not ComputeOp:
             raise GradientError(f"scan {op.name}: its step contains stage {stage.name} ({type(stage).__name__}), "
                                 "which ts.gradient cannot differentiate through time; only ts.compute stages")
