@@ -4,6 +4,8 @@
 
 1. MLP: 784 -> 256 -> ReLU -> 10, batch 32, softmax cross-entropy (one-hot targets), float32.
 2. CNN: 1x28x28 -> conv 3x3 (8 channels, padding 1) -> ReLU -> max pool 2 -> dense 10, batch 32, the same loss.
+3. The same CNN with batch normalisation in training mode after the convolution (no conv bias): the batch's
+   own statistics, differentiated through (``G.nn.batch_norm_train``; PyTorch's ``BatchNorm2d`` in ``train()``).
 
 Each step is checked against PyTorch (the loss and the updated parameters) before it is timed; the two are
 timed interleaved in one process. Printed: median and minimum per step, spread, and PyTorch's median over
@@ -53,6 +55,21 @@ def _cnn(batch: int, channels: int):
     model = torch.nn.Sequential(torch.nn.Conv2d(1, channels, 3, padding=1), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
                                 torch.nn.Flatten(), torch.nn.Linear(channels * 14 * 14, 10))
     return f, ["wc", "bc", "wd", "bd"], model, (batch, 1, 28, 28)
+
+
+def _cnn_bn(batch: int, channels: int):
+    import torch
+
+    x, onehot = G.var("x", (batch, 1, 28, 28)), G.var("onehot", (batch, 10))
+    wc, gamma, beta = G.var("wc", (channels, 1, 3, 3)), G.var("gamma", (channels,)), G.var("beta", (channels,))
+    wd, bd = G.var("wd", (10, channels * 14 * 14)), G.var("bd", (10,))
+    normed = G.nn.batch_norm_train(G.nn.conv2d(x, wc, padding=1), gamma, beta)
+    logits = G.nn.dense(G.reshape(G.nn.max_pool2d(G.nn.relu(normed), 2), (batch, channels * 14 * 14)), wd, bd)
+    f = G.Function([x, onehot, wc, gamma, beta, wd, bd], _cross_entropy(logits, onehot, batch))
+    model = torch.nn.Sequential(torch.nn.Conv2d(1, channels, 3, padding=1, bias=False), torch.nn.BatchNorm2d(channels),
+                                torch.nn.ReLU(), torch.nn.MaxPool2d(2), torch.nn.Flatten(),
+                                torch.nn.Linear(channels * 14 * 14, 10))
+    return f, ["wc", "gamma", "beta", "wd", "bd"], model.train(), (batch, 1, 28, 28)
 
 
 def compare(label: str, f: G.Function, names: list[str], model, shape: tuple[int, ...], rounds: int) -> None:
@@ -107,6 +124,7 @@ def main() -> None:
     batch, rounds = (4, 3) if args.quick else (32, args.rounds)
     compare(f"MLP 784-256-10, batch {batch}", *_mlp(batch, 32 if args.quick else 256), rounds)
     compare(f"CNN conv3x3(8)-pool-dense, batch {batch}", *_cnn(batch, 8), rounds)
+    compare(f"CNN conv3x3(8)-BN(train)-pool-dense, batch {batch}", *_cnn_bn(batch, 8), rounds)
 
 
 if __name__ == "__main__":
