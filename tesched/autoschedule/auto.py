@@ -181,7 +181,7 @@ def explain_schedule(sch: Schedule) -> str:
 
 
 def _summary(p: StagePlan, plan: Plan) -> str:
-    if p.placement == "keep" and not (p.vectorize or p.rfactor):
+    if p.placement == "keep" and not (p.vectorize or p.rfactor or p.parallel):
         return "kept as scheduled"
     if p.placement == "inline":
         return "inlined"
