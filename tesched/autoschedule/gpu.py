@@ -31,8 +31,9 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tesched.autoschedule.gpu_tiles import (BlockTile, GpuLimits, TiledReduction, choose_tile, compute_shared,
-                                            limits_of, reuse, tile_elements, tile_reduction, tiled_axes)
+from tesched.autoschedule.gpu_tiles import (GpuLimits, TiledReduction, choose_tile, compute_shared, extents,
+                                            limits_of, reads_pointwise, reduction_tile, reuse, tile_elements,
+                                            tile_reduction, tileable, tiled_axes)
 from tesched.codegen.gpu import generate_gpu
 from tesched.errors import ScheduleError
 from tesched.lower.pipeline import lower, lower_for_target
@@ -127,7 +128,7 @@ def gpu_auto_schedule(ops: Sequence[Operation], target: Target) -> Schedule:
 def _simpler(options: _Options, err: ScheduleError) -> tuple[_Options, str]:
     """The next options to try after ``err``: smaller reduction steps while shared memory overflows and
     they can shrink, then unfused reductions, then one thread per element."""
-    if "shared memory" in str(err) and options.ktile_scale < 16:
+    if "use smaller block tiles" in str(err) and options.ktile_scale < 16:
         return _Options(options.fuse, options.ktile_scale * 2, True), f"reduction steps halved: {err}"
     if options.fuse:
         return _Options(False, 1, True), f"reductions stored whole instead of fused: {err}"
@@ -140,17 +141,6 @@ def _shared_bytes(sch: Schedule, target: Target) -> list[int]:
     args += [op.output(k) for op in sch.outputs for k in range(op.num_outputs)]
     src = generate_gpu(lower_for_target(lower(sch, args), target), target)
     return [k.shared_bytes for k in src.kernels]
-
-
-def _tileable(op: Operation) -> bool:
-    return (isinstance(op, ComputeOp) and op.num_outputs == 1 and bool(op.axis)
-            and all(isinstance(d, int) for d in op.output(0).shape)
-            and all(r.constant_extent is not None for r in op.reduce_axis))
-
-
-def _extents(op: ComputeOp) -> tuple[int, int]:
-    sizes = [int(a.constant_extent or 1) for a in tiled_axes(op)]
-    return (1, sizes[0]) if len(sizes) == 1 else (sizes[0], sizes[1])
 
 
 def _schedule(s: Schedule, ctx: _Context) -> list[list[str]]:
@@ -167,7 +157,7 @@ def _schedule(s: Schedule, ctx: _Context) -> list[list[str]]:
         readers = stored_readers(s, st)
         host = readers[0] if len(readers) == 1 else None
         if (ctx.options.fuse and ctx.options.tiles and host is not None and host.is_output and id(host.op) not in fused
-                and _tileable(host.op) and _tileable(st.op) and _elementwise(s, host, st)):
+                and tileable(host.op) and tileable(st.op) and reads_pointwise(s, host, st)):
             fused[id(host.op)] = st
         else:
             notes.append(_kernel(s, st.op.output(0), None, ctx))
@@ -180,26 +170,13 @@ def _schedule(s: Schedule, ctx: _Context) -> list[list[str]]:
     return notes
 
 
-def _elementwise(s: Schedule, host: Stage, anchor: Stage) -> bool:
-    """Whether ``host`` reads ``anchor`` only at its own point (through inlined stages of its shape)."""
-    out = host.op.output(0)
-    if out.shape != anchor.op.output(0).shape:
-        return False
-    return reuse(host.op, anchor.op.output(0), tiled_axes(host.op)) is None and all(
-        reuse(st.op, anchor.op.output(0), tiled_axes(st.op)) is None
-        for st in s.stages if st.attach_type is AttachType.INLINE and isinstance(st.op, ComputeOp)
-        and st.op.output(0).shape == out.shape)
-
-
 def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context) -> list[str]:
     """Schedule the kernel whose outermost stage is ``t`` (an output, or a reduction stored whole), with
     ``anchor`` fused into it; returns its explanation."""
     op = s[t].op
-    if not ctx.options.tiles or not _tileable(op):
+    if not ctx.options.tiles or not tileable(op):
         bind_elements(s, t, ctx.target)
-        why = "not tiled: " + ("tiles were rejected" if not ctx.options.tiles else
-                               "a scalar, symbolic sizes or several outputs")
-        return [f"{op.name}: one thread per element", why]
+        return [f"{op.name}: one thread per element", "not tiled: " + _untiled(op, ctx.options)]
     assert isinstance(op, ComputeOp)
     if anchor is None and not op.reduce_axis:
         return _pointwise_kernel(s, t, ctx.limits)
@@ -212,16 +189,27 @@ def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context) -> list
     anchor_op = s[anchor_t].op
     assert isinstance(anchor_op, ComputeOp)
     first = anchor_op.reduce_axis[0]
-    tile = choose_tile(_extents(op), int(first.constant_extent or 1), ctx.limits)
+    tile = reduction_tile(anchor_op, ctx.limits)
     tile = tile.with_ktile(max(1, tile.ktile // ctx.options.ktile_scale))
     done = tile_reduction(s, t, anchor_t, tile)
     return [head + f", {tile.describe()} ({first.name})", _outer(op), *_staging(done, first.name, anchor_op.name)]
 
 
+def _untiled(op: Operation, options: _Options) -> str:
+    if not options.tiles:
+        return "the tiled schedules were rejected (below)"
+    if not isinstance(op, ComputeOp) or op.num_outputs != 1:
+        return "an operation of several outputs"
+    if not op.axis:
+        return "a scalar" + (": its reduction spread over one block's threads" if op.reduce_axis else "")
+    return "symbolic sizes"
+
+
 def _outer(op: ComputeOp) -> str:
     tiled = tiled_axes(op)
     rest = [a.name for a in op.axis[:-2]]
-    text = f"tiled loops {', '.join(a.name for a in tiled)} -> blockIdx.y/x and threadIdx.y/x"
+    where = "blockIdx.y/x and threadIdx.y/x" if len(tiled) == 2 else "blockIdx.x and threadIdx.y/x"
+    text = f"tiled loops {', '.join(a.name for a in tiled)} -> {where}"
     return text + (f"; {', '.join(rest)} fused -> blockIdx.z" if rest else "")
 
 
@@ -237,7 +225,7 @@ def _pointwise_kernel(s: Schedule, t: Tensor, limits: GpuLimits) -> list[str]:
     """An output without reduction, one element per thread; its stencil producers in shared memory."""
     op = s[t].op
     assert isinstance(op, ComputeOp)
-    tile = choose_tile(_extents(op), 0, limits, registers=False)
+    tile = choose_tile(extents(op), 0, limits, registers=False)
     tiled = tiled_axes(op)
     producers = [(p, why) for p in _reads(s, op) if (why := reuse(op, p, tiled)) is not None]
     block_loop = tile_elements(s, t, tile)
@@ -245,7 +233,7 @@ def _pointwise_kernel(s: Schedule, t: Tensor, limits: GpuLimits) -> list[str]:
     for p, why in producers:
         p_op = s[p].op
         if isinstance(p_op, ComputeOp) and not p_op.reduce_axis and s[p].attach_type is AttachType.INLINE \
-                and _tileable(p_op):
+                and tileable(p_op):
             for q in _reads(s, p_op):
                 q_why = reuse(p_op, q, tiled_axes(p_op))
                 if q_why is not None and _stored(s, q):

@@ -28,10 +28,15 @@ from dataclasses import dataclass
 from typing import Sequence
 
 import tesched as ts
+from tesched.arith.interval import VarRanges, bound
 from tesched.errors import TeschedError
+from tesched.poly.analysis import inlined_body
+from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.target import Target
-from tesched.te.tensor import ComputeOp, IterVar, Tensor, TensorRead, output_bodies
+from tesched.te.dtype import itemsize
+from tesched.te.expr import Expr
+from tesched.te.tensor import ComputeOp, IterVar, Operation, Tensor, TensorRead, output_bodies
 from tesched.te.visit import collect, structural_key, walk
 
 THREADS = 16
@@ -64,7 +69,12 @@ def limits_of(target: Target) -> GpuLimits:
                              f"OpenCL device {device.name.strip()!r}")
         except (ImportError, TeschedError):
             pass
-    return GpuLimits(target.gpu_max_threads, target.gpu_shared_bytes, f"{target.name} presets")
+    return preset_limits(target)
+
+
+def preset_limits(target: Target) -> GpuLimits:
+    """The limits ``target`` states (its presets, or a device's it was given)."""
+    return GpuLimits(target.gpu_max_threads, target.gpu_shared_bytes, f"{target.name} target")
 
 
 @dataclass(frozen=True)
@@ -95,18 +105,20 @@ def _registers(extent: int) -> int:
 
 
 def choose_tile(extents: tuple[int, int], reduce_extent: int, limits: GpuLimits, registers: bool = True) -> BlockTile:
-    """The tile of two loops of ``extents`` (the first may be 1: a one-dimensional tile) within ``limits``;
+    """The tile of two loops of ``extents`` (the first may be 1: a one-dimensional tile, up to 256 threads
+    along the second) within ``limits``;
     ``reduce_extent`` is the first reduce axis's (0: none); without ``registers``, one element per thread."""
     regs = [_registers(e) if registers else 1 for e in extents]
-    threads = [max(1, min(THREADS, math.ceil(e / r))) for e, r in zip(extents, regs)]
+    most = (THREADS, THREADS) if extents[0] > 1 else (1, THREADS * THREADS)
+    threads = [max(1, min(m, math.ceil(e / r))) for m, e, r in zip(most, extents, regs)]
     while threads[0] * threads[1] > max(1, limits.max_threads):
         k = 0 if threads[0] >= threads[1] else 1
         threads[k] = max(1, threads[k] // 2)
     return BlockTile((threads[0], threads[1]), (regs[0], regs[1]), min(KTILE, reduce_extent))
 
 
-def _reads(op: ComputeOp) -> list[TensorRead]:
-    return [r for body in output_bodies(op.body) for r in collect(body, TensorRead)]
+def _reads(exprs: Sequence[Expr]) -> list[TensorRead]:
+    return [r for e in exprs for r in collect(e, TensorRead)]
 
 
 def tiled_axes(op: ComputeOp) -> list[IterVar]:
@@ -114,10 +126,12 @@ def tiled_axes(op: ComputeOp) -> list[IterVar]:
     return list(op.axis[-2:])
 
 
-def reuse(op: ComputeOp, tensor: Tensor, tiled: Sequence[IterVar]) -> str | None:
-    """Why the threads of a block computing ``op`` over ``tiled`` read overlapping elements of ``tensor``
-    (so that staging it in shared memory saves global traffic), or None."""
-    reads = [r for r in _reads(op) if r.tensor.op is tensor.op]
+def reuse(op: ComputeOp | Expr, tensor: Tensor, tiled: Sequence[IterVar]) -> str | None:
+    """Why the threads of a block computing ``op`` (or an expression: a body with stages inlined) over
+    ``tiled`` read overlapping elements of ``tensor`` (so that staging it in shared memory saves global
+    traffic), or None."""
+    exprs = output_bodies(op.body) if isinstance(op, ComputeOp) else [op]
+    reads = [r for r in _reads(exprs) if r.tensor.op is tensor.op]
     if not reads:
         return None
     points = {tuple(structural_key(e) for e in r.indices) for r in reads}
@@ -132,6 +146,71 @@ def reuse(op: ComputeOp, tensor: Tensor, tiled: Sequence[IterVar]) -> str | None
     if window:
         return f"read through windows of {', '.join(window)} (a stencil): staged with its halo"
     return None
+
+
+def staged_bytes(op: ComputeOp, tensors: Sequence[Tensor], tile: BlockTile) -> int:
+    """Shared memory the copies of ``tensors`` take per step when ``op`` is tiled by ``tile``: per tensor,
+    the box its reads span over one block and one step (an upper bound of the exact footprint)."""
+    tiled = tiled_axes(op)
+    ranges = VarRanges()
+    for axis in op.axis:
+        ranges = ranges.where(axis, 0, 0)
+    for axis, b in zip(tiled, tile.block[-len(tiled):]):
+        ranges = ranges.where(axis, 0, b - 1)
+    for k, r in enumerate(op.reduce_axis):
+        ranges = ranges.where(r, 0, (max(1, tile.ktile) if k == 0 else int(r.constant_extent or 1)) - 1)
+    total = 0
+    for tensor in tensors:
+        reads = [r for r in _reads(output_bodies(op.body)) if r.tensor.op is tensor.op]
+        size = itemsize(tensor.dtype)
+        for d, extent in enumerate(tensor.shape):
+            spans = [bound(r.indices[d], ranges) for r in reads]
+            low, high = min(s[0] for s in spans), max(s[1] for s in spans)
+            size *= int(min(high - low + 1, extent)) if isinstance(extent, int) else int(high - low + 1)
+        total += size
+    return total
+
+
+def extents(op: ComputeOp) -> tuple[int, int]:
+    """The extents of ``op``'s tiled loops, as ``(1, n)`` when it has one."""
+    sizes = [int(a.constant_extent or 1) for a in tiled_axes(op)]
+    return (1, sizes[0]) if len(sizes) == 1 else (sizes[0], sizes[1])
+
+
+def reduction_tile(op: ComputeOp, limits: GpuLimits) -> BlockTile:
+    """The tile of reduction ``op``: :func:`choose_tile`, its step fitted by :func:`fit_ktile`."""
+    return fit_ktile(op, choose_tile(extents(op), int(op.reduce_axis[0].constant_extent or 1), limits), limits)
+
+
+def worth_staging(op: Operation) -> bool:
+    """Whether ``op`` is a reduction that can be tiled and whose block's threads share an input."""
+    return (tileable(op) and isinstance(op, ComputeOp) and bool(op.reduce_axis)
+            and any(reuse(op, t, tiled_axes(op)) is not None for t in _inputs(op)))
+
+
+def fit_ktile(op: ComputeOp, tile: BlockTile, limits: GpuLimits) -> BlockTile:
+    """``tile`` with its reduction step halved until the inputs of ``op`` worth staging fit in shared
+    memory (by :func:`staged_bytes`)."""
+    staged = [t for t in _inputs(op) if reuse(op, t, tiled_axes(op)) is not None]
+    while tile.ktile > 1 and staged_bytes(op, staged, tile) > limits.shared_bytes:
+        tile = tile.with_ktile(tile.ktile // 2)
+    return tile
+
+
+def tileable(op: Operation) -> bool:
+    """Whether ``op`` can be tiled here: one output, at least one data-parallel loop, constant sizes."""
+    return (isinstance(op, ComputeOp) and op.num_outputs == 1 and bool(op.axis)
+            and all(isinstance(d, int) for d in op.output(0).shape)
+            and all(r.constant_extent is not None for r in op.reduce_axis))
+
+
+def reads_pointwise(s: Schedule, host: Stage, anchor: Stage) -> bool:
+    """Whether ``host`` (without reduction) reads ``anchor`` only at its own point, through the stages
+    inlined into it: then ``anchor`` can be computed per block in registers and its epilogue fused."""
+    if host.op.reduce_axis or host.op.output(0).shape != anchor.op.output(0).shape:
+        return False
+    inlined = [st.op for st in s.stages if st.attach_type is AttachType.INLINE]
+    return reuse(inlined_body(host.op, inlined), anchor.op.output(0), tiled_axes(host.op)) is None
 
 
 @dataclass
@@ -204,7 +283,7 @@ def tile_reduction(s: Schedule, host: Tensor, anchor: Tensor, tile: BlockTile) -
     for (loop, _), tag in zip(reversed(pairs), ("threadIdx.x", "threadIdx.y")):
         stage.bind(loop, ts.thread_axis(tag))
     staged, unstaged = [], []
-    for tensor in _inputs(s, op):
+    for tensor in _inputs(op):
         why = reuse(op, tensor, tiled)
         if why is None:
             unstaged.append((tensor.op.name, "each thread reads its own elements: read from global memory"))
@@ -216,10 +295,10 @@ def tile_reduction(s: Schedule, host: Tensor, anchor: Tensor, tile: BlockTile) -
     return TiledReduction(block_loop, staged, unstaged)
 
 
-def _inputs(s: Schedule, op: ComputeOp) -> list[Tensor]:
+def _inputs(op: ComputeOp) -> list[Tensor]:
     """The tensors ``op`` reads, each once, in the order it reads them."""
     seen: dict[int, Tensor] = {}
-    for read in _reads(op):
+    for read in _reads(output_bodies(op.body)):
         seen.setdefault(id(read.tensor.op), read.tensor)
     return list(seen.values())
 
