@@ -152,20 +152,20 @@ def staged_bytes(op: ComputeOp, tensors: Sequence[Tensor], tile: BlockTile) -> i
     """Shared memory the copies of ``tensors`` take per step when ``op`` is tiled by ``tile``: per tensor,
     the box its reads span over one block and one step (an upper bound of the exact footprint)."""
     tiled = tiled_axes(op)
+    spans = {id(axis): 1 for axis in op.axis}                     # iterations of each loop per block and step
+    spans.update((id(axis), b) for axis, b in zip(tiled, tile.block[-len(tiled):]))
+    spans.update((id(r), max(1, tile.ktile) if k == 0 else int(r.constant_extent or 1))
+                 for k, r in enumerate(op.reduce_axis))
     ranges = VarRanges()
-    for axis in op.axis:
-        ranges = ranges.where(axis, 0, 0)
-    for axis, b in zip(tiled, tile.block[-len(tiled):]):
-        ranges = ranges.where(axis, 0, b - 1)
-    for k, r in enumerate(op.reduce_axis):
-        ranges = ranges.where(r, 0, (max(1, tile.ktile) if k == 0 else int(r.constant_extent or 1)) - 1)
+    for axis in [*op.axis, *op.reduce_axis]:
+        ranges = ranges.where(axis, 0, spans[id(axis)] - 1)
     total = 0
     for tensor in tensors:
         reads = [r for r in _reads(output_bodies(op.body)) if r.tensor.op is tensor.op]
         size = itemsize(tensor.dtype)
         for d, extent in enumerate(tensor.shape):
-            spans = [bound(r.indices[d], ranges) for r in reads]
-            low, high = min(s[0] for s in spans), max(s[1] for s in spans)
+            boxes = [bound(r.indices[d], ranges) for r in reads]
+            low, high = min(b[0] for b in boxes), max(b[1] for b in boxes)
             size *= int(min(high - low + 1, extent)) if isinstance(extent, int) else int(high - low + 1)
         total += size
     return total
