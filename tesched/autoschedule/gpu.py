@@ -253,7 +253,7 @@ def _pointwise_kernel(s: Schedule, t: Tensor, limits: GpuLimits) -> list[str]:
 def _stored(s: Schedule, t: Tensor) -> bool:
     """Whether ``t`` is in global memory when its readers run (an input, or a stage stored whole)."""
     st = s[t]
-    return not isinstance(st.op, ComputeOp) or st.attach_type is not AttachType.INLINE
+    return not isinstance(st.op, ComputeOp) or st.attach_type is AttachType.ROOT
 
 
 def _reads(s: Schedule, op: ComputeOp) -> list[Tensor]:

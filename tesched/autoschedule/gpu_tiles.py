@@ -207,10 +207,11 @@ def tileable(op: Operation) -> bool:
 def reads_pointwise(s: Schedule, host: Stage, anchor: Stage) -> bool:
     """Whether ``host`` (without reduction) reads ``anchor`` only at its own point, through the stages
     inlined into it: then ``anchor`` can be computed per block in registers and its epilogue fused."""
-    if host.op.reduce_axis or host.op.output(0).shape != anchor.op.output(0).shape:
+    op = host.op
+    if not isinstance(op, ComputeOp) or op.reduce_axis or op.output(0).shape != anchor.op.output(0).shape:
         return False
     inlined = [st.op for st in s.stages if st.attach_type is AttachType.INLINE]
-    return reuse(inlined_body(host.op, inlined), anchor.op.output(0), tiled_axes(host.op)) is None
+    return reuse(inlined_body(op, inlined), anchor.op.output(0), tiled_axes(op)) is None
 
 
 @dataclass

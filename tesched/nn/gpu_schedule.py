@@ -44,8 +44,9 @@ def threads_for(elements: int, target: Target) -> int:
     return max(1, min(elements, THREADS, target.gpu_max_threads))
 
 
-def gpu_default_schedule(outputs: Tensor | Sequence[Tensor], target: Target) -> Schedule:
-    """A GPU schedule computing ``outputs``, epilogues fused with their anchors (see the module doc)."""
+def gpu_default_schedule(outputs: Tensor | Sequence[Tensor], target: Target, shared: bool = True) -> Schedule:
+    """A GPU schedule computing ``outputs``, epilogues fused with their anchors (see the module doc);
+    without ``shared``, no tiles: one thread per element everywhere."""
     s, outs, computes = inlined_schedule(outputs)
     limits = preset_limits(target)
     anchors: dict[int, list[Stage]] = {}
@@ -55,24 +56,25 @@ def gpu_default_schedule(outputs: Tensor | Sequence[Tensor], target: Target) -> 
                 and st.op.output(0).shape:
             anchors.setdefault(id(readers[0].op), []).append(st)
         elif st.op.reduce_axis and not st.is_output:
-            bind_or_tile(s, st.op.output(0), limits, target)
+            bind_or_tile(s, st.op.output(0), limits, target, shared)
     for out in outs:
         found = anchors.get(id(out.op), [])
-        if len(found) == 1 and worth_staging(found[0].op) and reads_pointwise(s, s[out], found[0]):
-            tile_reduction(s, out, found[0].op.output(0), reduction_tile(found[0].op, limits))
+        anchor = found[0].op if len(found) == 1 and shared else None
+        if isinstance(anchor, ComputeOp) and worth_staging(anchor) and reads_pointwise(s, s[out], found[0]):
+            tile_reduction(s, out, anchor.output(0), reduction_tile(anchor, limits))
         elif found:
             thread = bind_threads(s, out, target)
             for st in found:
                 st.compute_at(s[out], thread)
         else:
-            bind_or_tile(s, out, limits, target)
+            bind_or_tile(s, out, limits, target, shared)
     return s
 
 
-def bind_or_tile(s: Schedule, t: Tensor, limits: GpuLimits, target: Target) -> None:
-    """``t`` (an output or a stored reduction) in tiles staged through shared memory if it is a reduction
-    whose block's threads share an input, else a thread per element (:func:`bind_elements`)."""
-    if worth_staging(s[t].op):
+def bind_or_tile(s: Schedule, t: Tensor, limits: GpuLimits, target: Target, shared: bool = True) -> None:
+    """``t`` (an output or a stored reduction) in tiles staged through shared memory if ``shared`` and it is
+    a reduction whose block's threads share an input, else a thread per element (:func:`bind_elements`)."""
+    if shared and worth_staging(s[t].op):
         op = s[t].op
         assert isinstance(op, ComputeOp)
         tile_reduction(s, t, s.cache_write(t, "local"), reduction_tile(op, limits))

@@ -33,6 +33,15 @@ def test_conv_epilogue_is_one_kernel_its_window_and_weights_staged_in_shared_mem
     assert "float conv2d[1];" in src.source                      # the anchor's element, in a register
 
 
+def test_without_shared_tiles_each_thread_computes_one_element():
+    machine = ts.Target("cuda")
+    inputs, out = _conv_bias_relu()
+    s = nn.gpu_default_schedule(out, machine, shared=False)
+    src = generate_gpu(lower_for_target(ts.lower(s, inputs + [out]), machine), machine)
+    assert [k.shared_bytes for k in src.kernels] == [0]
+    assert src.kernels[0].geometry(lambda e: int(e.value)) == ((1, 10, 4), (10, 1, 1))   # (w.outer, h, n * c)
+
+
 def test_an_anchor_whose_threads_share_nothing_stays_one_thread_per_element():
     machine = ts.Target("cuda")
     A = ts.placeholder((7, 9), name="A")
