@@ -24,7 +24,7 @@ nothing: the schedule's legality (threads, shared bytes) is the kernel printer's
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import tesched as ts
@@ -79,12 +79,14 @@ def preset_limits(target: Target) -> GpuLimits:
 
 @dataclass(frozen=True)
 class BlockTile:
-    """A block of ``threads[0] x threads[1]`` threads, each computing ``regs[0] x regs[1]`` elements, and
-    the reduction staged ``ktile`` iterations of its first axis at a time (0: no reduction)."""
+    """A block of ``threads[0] x threads[1]`` threads, each computing ``regs[0] x regs[1]`` elements of the
+    two tiled loops for ``channels`` iterations of the loop outside them (a convolution's output channels),
+    and the reduction staged ``ktile`` iterations of its first axis at a time (0: no reduction)."""
 
     threads: tuple[int, int]
     regs: tuple[int, int]
     ktile: int = 0
+    channels: int = 1
 
     @property
     def block(self) -> tuple[int, int]:
@@ -92,11 +94,12 @@ class BlockTile:
         return self.threads[0] * self.regs[0], self.threads[1] * self.regs[1]
 
     def with_ktile(self, ktile: int) -> "BlockTile":
-        return BlockTile(self.threads, self.regs, ktile)
+        return replace(self, ktile=ktile)
 
     def describe(self) -> str:
         (by, bx), (ty, tx), (ry, rx) = self.block, self.threads, self.regs
-        text = f"block tile {by} x {bx}: {ty} x {tx} threads, each a {ry} x {rx} register tile"
+        c = f"{self.channels} x " if self.channels > 1 else ""
+        text = f"block tile {c}{by} x {bx}: {ty} x {tx} threads, each a {c}{ry} x {rx} register tile"
         return text + (f", reduction in steps of {self.ktile}" if self.ktile else "")
 
 
@@ -104,17 +107,22 @@ def _registers(extent: int) -> int:
     return REGISTERS if extent >= 128 else 2 if extent >= 32 else 1
 
 
-def choose_tile(extents: tuple[int, int], reduce_extent: int, limits: GpuLimits, registers: bool = True) -> BlockTile:
+def choose_tile(extents: tuple[int, int], reduce_extent: int, limits: GpuLimits, registers: bool = True,
+                channels: int = 1) -> BlockTile:
     """The tile of two loops of ``extents`` (the first may be 1: a one-dimensional tile, up to 256 threads
-    along the second) within ``limits``;
-    ``reduce_extent`` is the first reduce axis's (0: none); without ``registers``, one element per thread."""
+    along the second) within ``limits``; ``reduce_extent`` is the first reduce axis's (0: none); without
+    ``registers``, one element per thread. With ``channels``, the register tile along the two loops shrinks
+    until it holds at most 16 accumulators with them."""
     regs = [_registers(e) if registers else 1 for e in extents]
+    while regs[0] * regs[1] * channels > REGISTERS * REGISTERS:
+        k = 0 if regs[0] >= regs[1] else 1
+        regs[k] //= 2
     most = (THREADS, THREADS) if extents[0] > 1 else (1, THREADS * THREADS)
     threads = [max(1, min(m, math.ceil(e / r))) for m, e, r in zip(most, extents, regs)]
     while threads[0] * threads[1] > max(1, limits.max_threads):
         k = 0 if threads[0] >= threads[1] else 1
         threads[k] = max(1, threads[k] // 2)
-    return BlockTile((threads[0], threads[1]), (regs[0], regs[1]), min(KTILE, reduce_extent))
+    return BlockTile((threads[0], threads[1]), (regs[0], regs[1]), min(KTILE, reduce_extent), channels)
 
 
 def _reads(exprs: Sequence[Expr]) -> list[TensorRead]:
@@ -153,6 +161,7 @@ def staged_bytes(op: ComputeOp, tensors: Sequence[Tensor], tile: BlockTile) -> i
     the box its reads span over one block and one step (an upper bound of the exact footprint)."""
     tiled = tiled_axes(op)
     spans = {id(axis): 1 for axis in op.axis}                     # iterations of each loop per block and step
+    spans.update((id(axis), tile.channels) for axis in op.axis[-3:-2])
     spans.update((id(axis), b) for axis, b in zip(tiled, tile.block[-len(tiled):]))
     spans.update((id(r), max(1, tile.ktile) if k == 0 else int(r.constant_extent or 1))
                  for k, r in enumerate(op.reduce_axis))
@@ -178,8 +187,16 @@ def extents(op: ComputeOp) -> tuple[int, int]:
 
 
 def reduction_tile(op: ComputeOp, limits: GpuLimits) -> BlockTile:
-    """The tile of reduction ``op``: :func:`choose_tile`, its step fitted by :func:`fit_ktile`."""
-    return fit_ktile(op, choose_tile(extents(op), int(op.reduce_axis[0].constant_extent or 1), limits), limits)
+    """The tile of reduction ``op``: :func:`choose_tile`, its step fitted by :func:`fit_ktile`; the loop
+    outside the tiled two is tiled by :data:`REGISTERS` channels (or 2) when they divide its extent (a
+    thread's registers are whole channel tiles) and an input does not depend on it (a convolution's
+    window, reused for each output channel)."""
+    outer = op.axis[-3:-2]
+    shared = [t for t in _inputs(op) if outer and reuse(op, t, outer) is not None]
+    extent = int(outer[0].constant_extent or 1) if outer else 1
+    channels = next((c for c in (REGISTERS, 2) if shared and extent % c == 0), 1)
+    tile = choose_tile(extents(op), int(op.reduce_axis[0].constant_extent or 1), limits, channels=channels)
+    return fit_ktile(op, tile, limits)
 
 
 def worth_staging(op: Operation) -> bool:
@@ -248,14 +265,18 @@ def _block_and_threads(s: Schedule, t: Tensor, tile: BlockTile) -> tuple[IterVar
     stage = s[t]
     axes = list(stage.op.axis)
     tiled = axes[-2:]
+    rest = axes[:-2]
     blocks, threads, regs = [], [], []
+    if tile.channels > 1 and len(axes) > 2:
+        outer, inner = stage.split(axes[-3], factor=tile.channels)
+        rest = [*axes[:-3], outer]
+        regs.append(inner)
     for axis, b, r in zip(tiled, tile.block[-len(tiled):], tile.regs[-len(tiled):]):
         outer, inner = stage.split(axis, factor=b)
         thread, reg = stage.split(inner, factor=r)
         blocks.append(outer)
         threads.append(thread)
         regs.append(reg)
-    rest = axes[:-2]
     outer_loops = [stage.fuse(*rest) if len(rest) > 1 else rest[0]] if rest else []
     stage.reorder(*outer_loops, *blocks, *threads, *regs)
     tags = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
@@ -280,7 +301,7 @@ def tile_reduction(s: Schedule, host: Tensor, anchor: Tensor, tile: BlockTile) -
     pairs = [stage.split(axis, factor=r) for axis, r in zip(tiled, tile.regs[-len(tiled):])]
     first, *others = op.reduce_axis
     ko, ki = stage.split(first, factor=max(1, tile.ktile))
-    stage.reorder(*op.axis[:-2], ko, *(p[0] for p in pairs), ki, *others, *(p[1] for p in pairs))
+    stage.reorder(*op.axis[:-3], ko, *(p[0] for p in pairs), ki, *others, *op.axis[-3:-2], *(p[1] for p in pairs))
     for (loop, _), tag in zip(reversed(pairs), ("threadIdx.x", "threadIdx.y")):
         stage.bind(loop, ts.thread_axis(tag))
     staged, unstaged = [], []

@@ -106,7 +106,8 @@ def test_conv_stages_its_input_with_the_halo_and_its_weights():
     assert "pad: staged in shared memory per step of rc (pad.shared): read through windows of yy, xx" in text
     assert "w: staged in shared memory per step of rc (w.shared): does not depend on yy, xx" in text
     [kernel] = _kernels(s, inputs + outputs, ts.Target("cuda"))
-    assert kernel.shared_bytes == (5 * 15 * 15 + 5 * 3 * 3) * 4            # 13 x 13 pixels and their halo
+    assert "block tile 2 x 13 x 13: 13 x 13 threads, each a 2 x 1 x 1 register tile" in text    # 2 filters each
+    assert kernel.shared_bytes == (5 * 15 * 15 + 2 * 5 * 3 * 3) * 4        # 13 x 13 pixels and their halo
 
 
 def test_a_blur_computes_its_first_pass_per_block_with_the_halo():

@@ -4,8 +4,8 @@ import pytest
 
 import tesched as ts
 import tesched.nn as nn
-from tesched.autoschedule.gpu_tiles import (BlockTile, GpuLimits, choose_tile, fit_ktile, limits_of, reuse,
-                                            staged_bytes, tile_reduction, tiled_axes, worth_staging)
+from tesched.autoschedule.gpu_tiles import (BlockTile, GpuLimits, choose_tile, fit_ktile, limits_of, reduction_tile,
+                                            reuse, staged_bytes, tile_reduction, tiled_axes, worth_staging)
 from tesched.codegen.gpu import generate_gpu
 from tesched.lower.pipeline import lower_for_target
 from tests.gpu_helpers import need_opencl
@@ -45,21 +45,32 @@ def test_reuse_names_what_the_block_shares():
     assert "read at 2 offsets" in reuse(y.op, x, tiled_axes(y.op))
 
 
-@pytest.mark.parametrize("ktile", [4, 16])
-def test_the_staged_estimate_is_the_allocated_shared_memory(ktile):
+@pytest.mark.parametrize("ktile, channels", [(4, 1), (16, 1), (4, 5)])
+def test_the_staged_estimate_is_the_allocated_shared_memory(ktile, channels):
     x, w = ts.placeholder((1, 6, 21, 19), name="x"), ts.placeholder((5, 6, 3, 3), name="w")
     conv = nn.conv2d(x, w, strides=2, padding=1)
     s = ts.create_schedule(conv.op)
     s[conv.op.input_tensors[0]].compute_inline()
     local = s.cache_write(conv, "local")
-    tile = BlockTile((8, 8), (1, 1), ktile)
+    tile = BlockTile((8, 8), (1, 1), ktile, channels)
     op = s[local].op
     staged = [t for t in op.input_tensors if reuse(op, t, tiled_axes(op))]
     estimate = staged_bytes(op, staged, tile)
     tile_reduction(s, conv, local, tile)
     target = ts.Target("cuda")
     [kernel] = generate_gpu(lower_for_target(ts.lower(s, [x, w, conv]), target), target).kernels
-    assert kernel.shared_bytes == estimate == (min(ktile, 6) * 17 * 17 + min(ktile, 6) * 9) * 4
+    steps = min(ktile, 6)
+    assert kernel.shared_bytes == estimate == (steps * 17 * 17 + channels * steps * 9) * 4
+
+
+def test_convolutions_keep_whole_channel_tiles_in_registers():
+    x = ts.placeholder((1, 8, 40, 40), name="x")
+    for filters, channels in ((8, 4), (6, 2), (9, 1)):
+        conv = nn.conv2d(x, ts.placeholder((filters, 8, 3, 3), name="w"), strides=1, padding=1)
+        tile = reduction_tile(conv.op, LARGE)
+        assert tile.channels == channels and tile.regs[0] * tile.regs[1] * channels <= 16
+    _, _, C = _gemm(64, 64, 64)
+    assert reduction_tile(C.op, LARGE).channels == 1                # a matrix has no loop outside its tile
 
 
 def test_steps_shrink_until_the_panels_fit():
