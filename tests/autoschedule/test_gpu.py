@@ -5,6 +5,7 @@ target, whose limits are its presets (no device is asked)."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tesched as ts
 import tesched.nn as nn
@@ -70,6 +71,18 @@ def test_random_pipelines_match_numpy_on_opencl(pipeline):
     f = ts.build(ts.auto_schedule(out, target="opencl"), [A, out], target="opencl")
     a = data(*(int(d) for d in A.shape))
     np.testing.assert_allclose(f(a), reference(a.astype(np.float64)), rtol=RTOL, atol=ATOL)
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 70), st.integers(1, 70), st.integers(1, 40), st.integers(1, 8), st.integers(3, 37))
+def test_register_tiles_of_any_size_match_numpy_on_opencl(m, n, k, filters, size):
+    """Partial blocks, partial register tiles and partial reduction steps (a GEMM); channel tiles and
+    halos at the image's edges (a convolution)."""
+    need_opencl()
+    for inputs, outputs, reference in (gemm_bias_relu(m, n, k), conv_relu(3, filters, size)):
+        f = ts.build(ts.auto_schedule(outputs, target="opencl"), inputs + outputs, target="opencl")
+        arrays = [data(*(int(d) for d in t.shape), seed=j) for j, t in enumerate(inputs)]
+        np.testing.assert_allclose(run(f, inputs, outputs, arrays)[0], reference(*arrays), rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize("case", ["gemm", "conv", "chain", "blur"])
