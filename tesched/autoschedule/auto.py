@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from tesched.autoschedule.decide import decide
+from tesched.autoschedule.gpu import gpu_auto_schedule, gpu_explanation, gpu_target
 from tesched.autoschedule.machine import Machine, resolve
 from tesched.autoschedule.pipeline import Pipeline
 from tesched.autoschedule.plan import Plan, StagePlan, apply_plan
@@ -100,7 +101,6 @@ def auto_schedule(outputs: Outputs, target: object = None) -> Schedule:
     >>> f = ts.build(s, [image, blur_y])
     >>> print(ts.explain_schedule(s))
     """
-    from tesched.autoschedule.gpu import gpu_auto_schedule, gpu_target   # the GPU path reads the nn library
     gpu = gpu_target(target)
     if gpu is not None:
         if isinstance(outputs, Schedule):
@@ -171,7 +171,6 @@ def explain_schedule(sch: Schedule) -> str:
     """
     if not isinstance(sch, Schedule):
         raise TypeError(f"explain_schedule takes a Schedule, got {type(sch).__name__}")
-    from tesched.autoschedule.gpu import gpu_explanation
     gpu = gpu_explanation(sch)
     if gpu is not None:
         return gpu

@@ -1,7 +1,7 @@
 """``auto_schedule`` for a GPU target (``opencl``, ``cuda``): block and thread tiles, shared-memory staging,
 and why, for any pipeline of constant sizes.
 
-The decisions, in order (sizes: :mod:`.gpu_tiles`):
+The decisions, in order (sizes and mechanics: :mod:`tesched.nn.gpu_tiles`):
 
 1. Every stage without a reduction that is not an output is inlined into its readers (an epilogue, a
    padding), unless step 4 gives it a shared tile.
@@ -31,13 +31,13 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from tesched.autoschedule.gpu_tiles import (GpuLimits, TiledReduction, choose_tile, compute_shared, extents,
-                                            limits_of, reads_pointwise, reduction_tile, reuse, tile_elements,
-                                            tile_reduction, tileable, tiled_axes)
 from tesched.codegen.gpu import generate_gpu
 from tesched.errors import ScheduleError
 from tesched.lower.pipeline import lower, lower_for_target
 from tesched.nn.gpu_schedule import bind_elements
+from tesched.nn.gpu_tiles import (GpuLimits, TiledReduction, choose_tile, compute_shared, extents,
+                                   limits_of, reads_pointwise, reduction_tile, reuse, tile_elements,
+                                   tile_reduction, tileable, tiled_axes)
 from tesched.nn.schedule import stored_readers
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage, create_schedule

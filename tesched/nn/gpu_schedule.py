@@ -9,7 +9,7 @@ and returns a schedule for a GPU target (``opencl`` or ``cuda``) in which
   computed with that output: one kernel per group, the elementwise epilogue applied to each element of
   the anchor in a register;
 - an anchor whose block's threads share an input (dense's operands, a convolution's window and weights:
-  :func:`tesched.autoschedule.gpu_tiles.worth_staging`) is tiled as :mod:`tesched.autoschedule.gpu_tiles`
+  :func:`tesched.nn.gpu_tiles.worth_staging`) is tiled as :mod:`tesched.nn.gpu_tiles`
   does: blocks of up to 16 x 16 threads, each a register tile, the shared inputs staged in shared memory
   per step of the reduction, sized within the target's limits (its presets, not a device's);
 - any other anchor is computed in its output's thread loop, one element per thread, its reduction loops
@@ -27,8 +27,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import tesched as ts
-from tesched.autoschedule.gpu_tiles import (GpuLimits, preset_limits, reads_pointwise, reduction_tile,
-                                            tile_reduction, worth_staging)
+from tesched.nn.gpu_tiles import (GpuLimits, preset_limits, reads_pointwise, reduction_tile,
+                                   tile_reduction, worth_staging)
 from tesched.nn.schedule import inlined_schedule, stored_readers
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.target import Target

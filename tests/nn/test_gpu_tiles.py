@@ -4,7 +4,7 @@ import pytest
 
 import tesched as ts
 import tesched.nn as nn
-from tesched.autoschedule.gpu_tiles import (BlockTile, GpuLimits, choose_tile, fit_ktile, limits_of, reduction_tile,
+from tesched.nn.gpu_tiles import (BlockTile, GpuLimits, choose_tile, fit_ktile, limits_of, reduction_tile,
                                             reuse, staged_bytes, tile_reduction, tiled_axes, worth_staging)
 from tesched.codegen.gpu import generate_gpu
 from tesched.lower.pipeline import lower_for_target
