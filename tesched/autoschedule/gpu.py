@@ -192,7 +192,7 @@ def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context) -> list
     tile = reduction_tile(anchor_op, ctx.limits)
     tile = tile.with_ktile(max(1, tile.ktile // ctx.options.ktile_scale))
     done = tile_reduction(s, t, anchor_t, tile)
-    return [head + f", {tile.describe()} ({first.name})", _outer(op), *_staging(done, first.name, anchor_op.name)]
+    return [head + f", {tile.describe()} ({first.name})", _outer(op, tile.channels), *_staging(done, first.name, anchor_op.name)]
 
 
 def _untiled(op: Operation, options: _Options) -> str:
@@ -205,11 +205,14 @@ def _untiled(op: Operation, options: _Options) -> str:
     return "symbolic sizes"
 
 
-def _outer(op: ComputeOp) -> str:
+def _outer(op: ComputeOp, channels: int = 1) -> str:
     tiled = tiled_axes(op)
-    rest = [a.name for a in op.axis[:-2]]
     where = "blockIdx.y/x and threadIdx.y/x" if len(tiled) == 2 else "blockIdx.x and threadIdx.y/x"
     text = f"tiled loops {', '.join(a.name for a in tiled)} -> {where}"
+    rest = [a.name for a in op.axis[:-2]]
+    if channels > 1:
+        text += f"; {rest[-1]} in tiles of {channels} per thread (the staged window serves each)"
+        rest[-1] += ".outer"
     return text + (f"; {', '.join(rest)} fused -> blockIdx.z" if rest else "")
 
 
