@@ -19,10 +19,11 @@ The decisions, in order (sizes and mechanics: :mod:`tesched.nn.gpu_tiles`):
 5. What cannot be tiled (symbolic sizes, a reduction to a scalar, several outputs of one operation) is
    bound one thread per element (:mod:`tesched.nn.gpu_schedule`).
 
-The schedule is checked by lowering it and printing its kernels against the device's limits; while its
-shared memory does not fit, the reduction steps are halved; a schedule that still fails falls back to
-unfused reductions, then to one thread per element, and the failure is recorded. Nothing is built (no
-compiler runs) or timed here.
+The tiles are sized so that the staged inputs fit the device's shared memory (by an upper bound of their
+footprints, :func:`tesched.nn.gpu_tiles.fit_shared`), and the schedule is checked by lowering it and
+printing its kernels against the device's limits; a schedule that fails falls back to unfused
+reductions, then to one thread per element, and the failure is recorded. Nothing is built (no compiler
+runs) or timed here.
 """
 from __future__ import annotations
 
@@ -91,7 +92,6 @@ def gpu_target(target: object) -> Target | None:
 @dataclass(frozen=True)
 class _Options:
     fuse: bool = True           # reductions fused with their elementwise output
-    ktile_scale: int = 1        # reduction steps divided by this
     tiles: bool = True          # False: one thread per element everywhere
 
 
@@ -126,12 +126,9 @@ def gpu_auto_schedule(ops: Sequence[Operation], target: Target) -> Schedule:
 
 
 def _simpler(options: _Options, err: ScheduleError) -> tuple[_Options, str]:
-    """The next options to try after ``err``: smaller reduction steps while shared memory overflows and
-    they can shrink, then unfused reductions, then one thread per element."""
-    if "use smaller block tiles" in str(err) and options.ktile_scale < 16:
-        return _Options(options.fuse, options.ktile_scale * 2, True), f"reduction steps halved: {err}"
+    """The next options to try after ``err``: unfused reductions, then one thread per element."""
     if options.fuse:
-        return _Options(False, 1, True), f"reductions stored whole instead of fused: {err}"
+        return _Options(fuse=False), f"reductions stored whole instead of fused: {err}"
     return _Options(tiles=False), f"one thread per element instead of tiles: {err}"
 
 
@@ -190,7 +187,6 @@ def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context) -> list
     assert isinstance(anchor_op, ComputeOp)
     first = anchor_op.reduce_axis[0]
     tile = reduction_tile(anchor_op, ctx.limits)
-    tile = tile.with_ktile(max(1, tile.ktile // ctx.options.ktile_scale))
     done = tile_reduction(s, t, anchor_t, tile)
     return [head + f", {tile.describe()} ({first.name})", _outer(op, tile.channels), *_staging(done, first.name, anchor_op.name)]
 

@@ -187,7 +187,7 @@ def extents(op: ComputeOp) -> tuple[int, int]:
 
 
 def reduction_tile(op: ComputeOp, limits: GpuLimits) -> BlockTile:
-    """The tile of reduction ``op``: :func:`choose_tile`, its step fitted by :func:`fit_ktile`; the loop
+    """The tile of reduction ``op``: :func:`choose_tile`, fitted by :func:`fit_shared`; the loop
     outside the tiled two is tiled by :data:`REGISTERS` channels (or 2) when they divide its extent (a
     thread's registers are whole channel tiles) and an input does not depend on it (a convolution's
     window, reused for each output channel)."""
@@ -196,7 +196,7 @@ def reduction_tile(op: ComputeOp, limits: GpuLimits) -> BlockTile:
     extent = int(outer[0].constant_extent or 1) if outer else 1
     channels = next((c for c in (REGISTERS, 2) if shared and extent % c == 0), 1)
     tile = choose_tile(extents(op), int(op.reduce_axis[0].constant_extent or 1), limits, channels=channels)
-    return fit_ktile(op, tile, limits)
+    return fit_shared(op, tile, limits)
 
 
 def worth_staging(op: Operation) -> bool:
@@ -205,12 +205,23 @@ def worth_staging(op: Operation) -> bool:
             and any(reuse(op, t, tiled_axes(op)) is not None for t in _inputs(op)))
 
 
-def fit_ktile(op: ComputeOp, tile: BlockTile, limits: GpuLimits) -> BlockTile:
-    """``tile`` with its reduction step halved until the inputs of ``op`` worth staging fit in shared
-    memory (by :func:`staged_bytes`)."""
+def fit_shared(op: ComputeOp, tile: BlockTile, limits: GpuLimits) -> BlockTile:
+    """``tile`` shrunk until the inputs of ``op`` worth staging fit in shared memory (by
+    :func:`staged_bytes`, an upper bound): the reduction step halved, then the channel tile, then the
+    register tile, then the threads."""
     staged = [t for t in _inputs(op) if reuse(op, t, tiled_axes(op)) is not None]
-    while tile.ktile > 1 and staged_bytes(op, staged, tile) > limits.shared_bytes:
-        tile = tile.with_ktile(tile.ktile // 2)
+    while staged_bytes(op, staged, tile) > limits.shared_bytes:
+        (ty, tx), (ry, rx) = tile.threads, tile.regs
+        if tile.ktile > 1:
+            tile = tile.with_ktile(tile.ktile // 2)
+        elif tile.channels > 1:
+            tile = replace(tile, channels=tile.channels // 2)
+        elif ry * rx > 1:
+            tile = replace(tile, regs=(ry // 2, rx) if ry >= rx else (ry, rx // 2))
+        elif ty * tx > 1:
+            tile = replace(tile, threads=(ty // 2, tx) if ty >= tx else (ty, tx // 2))
+        else:
+            break
     return tile
 
 
@@ -228,7 +239,8 @@ def reads_pointwise(s: Schedule, host: Stage, anchor: Stage) -> bool:
     if not isinstance(op, ComputeOp) or op.reduce_axis or op.output(0).shape != anchor.op.output(0).shape:
         return False
     inlined = [st.op for st in s.stages if st.attach_type is AttachType.INLINE]
-    return reuse(inlined_body(op, inlined), anchor.op.output(0), tiled_axes(op)) is None
+    reads = [r for r in _reads([inlined_body(op, inlined)]) if r.tensor.op is anchor.op]
+    return all(len(r.indices) == len(op.axis) and all(e is a for e, a in zip(r.indices, op.axis)) for r in reads)
 
 
 @dataclass

@@ -141,6 +141,10 @@ def test_small_devices_get_fewer_threads_and_shorter_steps():
     blocks, threads = kernel.geometry(lambda e: int(e.value))
     assert threads[0] * threads[1] * threads[2] <= 64 and 0 < kernel.shared_bytes <= 4096
     assert "64 threads and 4 KiB shared memory per block" in ts.explain_schedule(s)
+    tiny = ts.Target("cuda").with_gpu_limits(64, 256)               # room for 3 x 3 pixels of one channel
+    s = ts.auto_schedule(outputs, target=tiny)
+    [kernel] = _kernels(s, inputs + outputs, tiny)
+    assert 0 < kernel.shared_bytes <= 256 and "rejected" not in ts.explain_schedule(s)
 
 
 def test_a_scalar_reduction_is_spread_over_one_block_and_said_so():

@@ -4,7 +4,7 @@ import pytest
 
 import tesched as ts
 import tesched.nn as nn
-from tesched.nn.gpu_tiles import (BlockTile, GpuLimits, choose_tile, fit_ktile, limits_of, reduction_tile,
+from tesched.nn.gpu_tiles import (BlockTile, GpuLimits, choose_tile, fit_shared, limits_of, reduction_tile,
                                             reuse, staged_bytes, tile_reduction, tiled_axes, worth_staging)
 from tesched.codegen.gpu import generate_gpu
 from tesched.lower.pipeline import lower_for_target
@@ -75,8 +75,10 @@ def test_convolutions_keep_whole_channel_tiles_in_registers():
 
 def test_steps_shrink_until_the_panels_fit():
     _, _, C = _gemm(64, 64, 64)
-    tile = fit_ktile(C.op, BlockTile((16, 16), (2, 2), 16), GpuLimits(256, 1024, "test"))
+    tile = fit_shared(C.op, BlockTile((16, 16), (2, 2), 16), GpuLimits(256, 1024, "test"))
     assert tile.ktile == 4                                            # 2 panels of 32 x 4 floats: 1 KiB
+    tile = fit_shared(C.op, BlockTile((16, 16), (2, 2), 16), GpuLimits(256, 96, "test"))
+    assert (tile.ktile, tile.regs, tile.threads) == (1, (1, 1), (8, 16))   # 8 + 16 floats: steps, registers, threads
 
 
 def test_opencl_limits_are_the_devices():
