@@ -111,8 +111,8 @@ def gpu_auto_schedule(ops: Sequence[Operation], target: Target) -> Schedule:
     options = _Options()
     while True:
         sch = create_schedule(list(ops))
-        notes = _schedule(sch, _Context(checked, limits, options))
         try:
+            notes = _schedule(sch, _Context(checked, limits, options))
             sch.check()
             shared = _shared_bytes(sch, checked)
             break

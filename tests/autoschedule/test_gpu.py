@@ -147,6 +147,16 @@ def test_small_devices_get_fewer_threads_and_shorter_steps():
     assert 0 < kernel.shared_bytes <= 256 and "rejected" not in ts.explain_schedule(s)
 
 
+def test_a_device_too_small_for_shared_tiles_gets_one_thread_per_element_and_says_why():
+    inputs, outputs, _ = blur(17, 29)
+    tiny = ts.Target("cuda").with_gpu_limits(64, 64)
+    s = ts.auto_schedule(outputs, target=tiny)
+    text = ts.explain_schedule(s)
+    assert "by: one thread per element" in text and "the tiled schedules were rejected" in text
+    assert "one thread per element instead of tiles: stage" in text and "but cuda has 64" in text
+    assert [k.shared_bytes for k in _kernels(s, inputs + outputs, tiny)] == [0]
+
+
 def test_a_scalar_reduction_is_spread_over_one_block_and_said_so():
     _, outputs, _ = total()
     text = ts.explain_schedule(ts.auto_schedule(outputs, target="cuda"))
