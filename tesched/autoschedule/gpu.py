@@ -188,7 +188,8 @@ def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context) -> list
     first = anchor_op.reduce_axis[0]
     tile = reduction_tile(anchor_op, ctx.limits)
     done = tile_reduction(s, t, anchor_t, tile)
-    return [head + f", {tile.describe()} ({first.name})", _outer(op, tile.channels), *_staging(done, first.name, anchor_op.name)]
+    return [head + f", {tile.describe()} ({first.name})", _outer(op, tile.channels),
+            *_staging(done, first.name, anchor_op.name)]
 
 
 def _untiled(op: Operation, options: _Options) -> str:
