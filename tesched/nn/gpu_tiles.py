@@ -1,12 +1,16 @@
 """Block and thread tiles for GPU schedules: their sizes, from a device's limits, and their application to
-a stage, the operands of a reduction staged in shared memory.
+a stage, the operands of a reduction staged in shared memory (used by the operator library's default GPU
+schedules, :mod:`tesched.nn.gpu_schedule`, and by ``auto_schedule``'s GPU path, :mod:`tesched.autoschedule.gpu`).
 
 - :func:`limits_of`: threads per block and shared memory per block of the device a GPU target runs on
   (OpenCL: the default device's, through pyopencl, when there is one; else the target's presets).
 - :func:`choose_tile`: a :class:`BlockTile` for the last two data-parallel loops of a stage: threads per
   block (up to 16 x 16, within the limit), each thread's register tile (up to 4 x 4 accumulators: 4 along
   a loop of at least 128 iterations, 2 from 32), and the reduction step ``ktile`` (elements of the first
-  reduce axis staged per step, 16 at most).
+  reduce axis staged per step, 16 at most); :func:`reduction_tile` adds a tile of *channels* along the
+  loop outside those two when an input does not depend on it (a convolution's output channels), and
+  :func:`fit_shared` shrinks the tile until the staged inputs fit (by :func:`staged_bytes`, an upper
+  bound of their footprints per block and step).
 - :func:`reuse`: why an input of a reduction is worth staging in shared memory (the block's threads read
   overlapping elements of it: a loop of the tile it does not depend on, or a window, the halo of a
   stencil), or None.
@@ -18,7 +22,7 @@ a stage, the operands of a reduction staged in shared memory.
 - :func:`tile_elements` and :func:`compute_shared`: a stage without reduction tiled the same way (one
   element per thread), and a producer of it computed per block in shared memory, halo included.
 
-Sizes must be constant. This module chooses no stage to fuse or inline (:mod:`.gpu` does) and checks
+Sizes must be constant. This module chooses no stage to fuse or inline (its callers do) and checks
 nothing: the schedule's legality (threads, shared bytes) is the kernel printer's.
 """
 from __future__ import annotations
@@ -56,6 +60,7 @@ class GpuLimits:
     source: str
 
     def describe(self) -> str:
+        """One line for people: the limits and where they were read."""
         return f"{self.source}: {self.max_threads} threads and {self.shared_bytes >> 10} KiB shared memory per block"
 
 
@@ -94,9 +99,11 @@ class BlockTile:
         return self.threads[0] * self.regs[0], self.threads[1] * self.regs[1]
 
     def with_ktile(self, ktile: int) -> "BlockTile":
+        """This tile with reduction steps of ``ktile``."""
         return replace(self, ktile=ktile)
 
     def describe(self) -> str:
+        """One line for people: the block, its threads, each thread's register tile and the step."""
         (by, bx), (ty, tx), (ry, rx) = self.block, self.threads, self.regs
         c = f"{self.channels} x " if self.channels > 1 else ""
         text = f"block tile {c}{by} x {bx}: {ty} x {tx} threads, each a {c}{ry} x {rx} register tile"
