@@ -73,7 +73,7 @@ def test_random_pipelines_match_numpy_on_opencl(pipeline):
     np.testing.assert_allclose(f(a), reference(a.astype(np.float64)), rtol=RTOL, atol=ATOL)
 
 
-@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(1, 70), st.integers(1, 70), st.integers(1, 40), st.integers(1, 8), st.integers(3, 37))
 def test_register_tiles_of_any_size_match_numpy_on_opencl(m, n, k, filters, size):
     """Partial blocks, partial register tiles and partial reduction steps (a GEMM); channel tiles and
