@@ -139,14 +139,19 @@ def bilateral_grid(app: App) -> Schedule:
     return s
 
 
+QUADS = ("r_gr", "b_gr", "r_gb", "b_gb", "r_b", "b_r")
+"""The camera pipeline's half-resolution demosaic stages."""
+
+
 def camera_pipe(app: App, rows: int = 32) -> Schedule:
     """Halide's, but for where the demosaic runs: the output in parallel strips of ``rows`` rows, two rows
     at a time, channels inside the columns; ``curved`` computed per pair of rows and stored per strip (a
     sliding window), the colour correction inlined into it; ``denoised``, ``deinterleaved``, ``g_r``,
-    ``g_b`` and the demosaic's output computed per strip (Halide slides the first four and computes the
-    last per vector of ``curved``: tesched refuses those windows, which it reads through ``(y - 1) // 2``,
-    and inlining the demosaic's select tree into ``curved`` makes a C file that compiles for a minute);
-    the tone curve at the root; the sharpening's blurs inlined. Vectors of ``int16`` lanes."""
+    ``g_b``, the six interpolated half-resolution planes and the demosaic's output computed per strip
+    (Halide slides the half-resolution stages and computes the demosaic per vector of ``curved``: tesched
+    refuses those windows, read through ``(y - 1) // 2``, and the demosaic's select tree inlined into
+    ``curved`` makes a C file that compiles for a minute); the tone curve at the root; the sharpening's
+    blurs inlined. Vectors of ``int16`` lanes."""
     s = create_schedule(app.output.op)
     lanes = _lanes("int16")
     out = app.output
@@ -161,7 +166,7 @@ def camera_pipe(app: App, rows: int = 32) -> Schedule:
     for name in ("corrected", "unsharp_y", "unsharp"):
         s[app[name]].compute_inline()
     _window(s, app["curved"], out, yi, yo, lanes)
-    for name in ("denoised", "deinterleaved", "g_r", "g_b", "demosaiced"):
+    for name in ("denoised", "deinterleaved", "g_r", "g_b", *QUADS, "demosaiced"):
         s[app[name]].compute_at(s[out], yo)
         _vectorize_x(s, app[name], lanes)
     return s

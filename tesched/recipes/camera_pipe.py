@@ -7,8 +7,9 @@ green on odd rows) into an 8-bit planar RGB image ``(3, oh, ow)``:
 2. deinterleave into four half-resolution planes (``g_gr, r_r, b_b, g_gb``), ``int16``;
 3. demosaic (Halide's): green at red and blue sites interpolated along the direction of least change
    (stages ``g_r``, ``g_b``); red and blue at green sites interpolated and corrected by green's second
-   difference; red at blue and blue at red interpolated along the diagonal of least change; the planes
-   interleaved back to full resolution;
+   difference; red at blue and blue at red interpolated along the diagonal of least change (six
+   half-resolution stages ``r_gr``, ``b_gr``, ``r_gb``, ``b_gb``, ``r_b``, ``b_r``); the planes
+   interleaved back to full resolution (``demosaiced``, a select of loads);
 4. colour correction by a fixed 3x4 matrix in Q8.8 fixed point (``int32`` products, ``>> 8``);
 5. a tone curve: gamma and a contrast S-curve as a 1024-entry ``uint8`` table built with ``pow`` and read
    at the clamped pixel (a gather);
@@ -116,25 +117,32 @@ def camera_pipe(oh: int, ow: int, kelvin: float = 3700.0) -> App:
         n = corrected_avg(g, green(*n1), green(*n2), known(*n1), known(*n2))
         return choose(absd(known(*p1), known(*p2)), p, absd(known(*n1), known(*n2)), n)
 
-    def channel_at(c, y, x, py, px):
-        """Colour ``c`` at half-resolution site ``(y, x)``, sub-pixel ``(py, px)`` of the Bayer quad."""
-        red = {(0, 0): corrected_avg(g_gr(y, x), gr(y, x), gr(y, x - 1), r_r(y, x - 1), r_r(y, x)),
-               (0, 1): r_r(y, x),
-               (1, 0): diagonal(gb(y, x), r_r, gr, ((y, x), (y + 1, x - 1)), ((y, x - 1), (y + 1, x))),
-               (1, 1): corrected_avg(g_gb(y, x), gr(y, x), gr(y + 1, x), r_r(y, x), r_r(y + 1, x))}
-        green = {(0, 0): g_gr(y, x), (0, 1): gr(y, x), (1, 0): gb(y, x), (1, 1): g_gb(y, x)}
-        blue = {(0, 0): corrected_avg(g_gr(y, x), gb(y, x), gb(y - 1, x), b_b(y, x), b_b(y - 1, x)),
-                (0, 1): diagonal(gr(y, x), b_b, gb, ((y, x), (y - 1, x + 1)), ((y, x + 1), (y - 1, x))),
-                (1, 0): b_b(y, x),
-                (1, 1): corrected_avg(g_gb(y, x), gb(y, x), gb(y, x + 1), b_b(y, x), b_b(y, x + 1))}
+    interpolated = {   # the six missing values of each Bayer quad, at half resolution with a halo of 1
+        "r_gr": lambda y, x: corrected_avg(g_gr(y, x), gr(y, x), gr(y, x - 1), r_r(y, x - 1), r_r(y, x)),
+        "b_gr": lambda y, x: corrected_avg(g_gr(y, x), gb(y, x), gb(y - 1, x), b_b(y, x), b_b(y - 1, x)),
+        "r_gb": lambda y, x: corrected_avg(g_gb(y, x), gr(y, x), gr(y + 1, x), r_r(y, x), r_r(y + 1, x)),
+        "b_gb": lambda y, x: corrected_avg(g_gb(y, x), gb(y, x), gb(y, x + 1), b_b(y, x), b_b(y, x + 1)),
+        "r_b": lambda y, x: diagonal(gb(y, x), r_r, gr, ((y, x), (y + 1, x - 1)), ((y, x - 1), (y + 1, x))),
+        "b_r": lambda y, x: diagonal(gr(y, x), b_b, gb, ((y, x), (y - 1, x + 1)), ((y, x + 1), (y - 1, x)))}
+    quads = {name: compute((hh + 2, hw + 2), lambda y, x, f=f: f(y - 1, x - 1), name=name)
+             for name, f in interpolated.items()}
+
+    def demosaic(c, y, x):  # halo 1 at full resolution: the quads interleaved back (half-resolution index (y + 1) // 2)
+        hy, hx, py, px = (y + 1) // 2, (x + 1) // 2, (y + 1) % 2, (x + 1) % 2
+
+        def known(plane):
+            return plane(hy - 1, hx - 1)
+
+        def q(name):
+            return quads[name][hy, hx]
+        red = ((q("r_gr"), known(r_r)), (q("r_b"), q("r_gb")))
+        green = ((known(g_gr), known(gr)), (known(gb), known(g_gb)))
+        blue = ((q("b_gr"), q("b_r")), (known(b_b), q("b_gb")))
 
         def pick(table):
-            return if_then_else(py == 0, if_then_else(px == 0, table[0, 0], table[0, 1]),
-                                if_then_else(px == 0, table[1, 0], table[1, 1]))
+            return if_then_else(py == 0, if_then_else(px == 0, table[0][0], table[0][1]),
+                                if_then_else(px == 0, table[1][0], table[1][1]))
         return if_then_else(c == 0, pick(red), if_then_else(c == 1, pick(green), pick(blue)))
-
-    def demosaic(c, y, x):  # halo 1 at full resolution
-        return channel_at(c, (y - 1) // 2, (x - 1) // 2, (y - 1) % 2, (x - 1) % 2)
     demosaiced = compute((3, oh + 2, ow + 2), demosaic, name="demosaiced")
     m = color_matrix(kelvin).astype(int)
 
@@ -169,7 +177,7 @@ def camera_pipe(oh: int, ow: int, kelvin: float = 3700.0) -> App:
         mask = v - cast("int16", unsharp[c, y, x])
         return saturate_cast(v + (mask * strength) // 32, "uint8")
     out = compute((3, oh, ow), sharpened, name="camera_pipe")
-    return App([raw], out, {"denoised": denoised, "deinterleaved": deint, "g_r": g_r, "g_b": g_b,
+    return App([raw], out, {"denoised": denoised, "deinterleaved": deint, "g_r": g_r, "g_b": g_b, **quads,
                             "demosaiced": demosaiced, "corrected": corrected, "curve": curve, "curved": curved,
                             "unsharp_y": unsharp_y, "unsharp": unsharp})
 
