@@ -210,7 +210,8 @@ def main() -> None:
     ts.set_num_threads(args.threads)
     hl, why = (None, "--no-halide") if args.no_halide else load_halide(args.threads)
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}; ISA: {isa()}; "
-          f"threads: {args.threads}; Halide: {'21 (' + hl.get_host_target().to_string() + ')' if hl else 'skipped: ' + why}",
+          f"threads: {args.threads}; "
+          f"Halide: {'21 (' + hl.get_host_target().to_string() + ')' if hl else 'skipped: ' + why}",
           flush=True)
     results = {}
     header()

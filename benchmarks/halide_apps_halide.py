@@ -364,7 +364,8 @@ def interpolate(hl, shape, levels=10):
     for j in range(1, levels):
         (fh, fw), f = shapes[j - 1], down[-1]
         dx, dy = F[f"downx{j}"], F[f"down{j}"] = hl.Func(f"downx{j}"), hl.Func(f"down{j}")
-        dx[x, y] = (f[hl.max(2 * x - 1, 0), y] + 2.0 * f[hl.min(2 * x, fw - 1), y] + f[hl.min(2 * x + 1, fw - 1), y]) * 0.25
+        dx[x, y] = (f[hl.max(2 * x - 1, 0), y] + 2.0 * f[hl.min(2 * x, fw - 1), y]
+                    + f[hl.min(2 * x + 1, fw - 1), y]) * 0.25
         dy[x, y] = (dx[x, hl.max(2 * y - 1, 0)] + 2.0 * dx[x, hl.min(2 * y, fh - 1)]
                     + dx[x, hl.min(2 * y + 1, fh - 1)]) * 0.25
         down.append(dy)

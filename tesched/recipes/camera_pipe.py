@@ -48,7 +48,8 @@ def color_matrix(kelvin: float = 3700.0) -> np.ndarray:
     """The 3x4 ``int16`` Q8.8 colour matrix at ``kelvin``, interpolated in inverse kelvin by Halide's formula
     (``alpha * MATRIX_3200 + (1 - alpha) * MATRIX_7000`` with ``alpha`` 0 at 3200 K and 1 at 7000 K)."""
     alpha = (1.0 / kelvin - 1.0 / 3200) / (1.0 / 7000 - 1.0 / 3200)
-    m = np.asarray(MATRIX_3200, np.float32) * np.float32(alpha) + np.asarray(MATRIX_7000, np.float32) * np.float32(1 - alpha)
+    m = (np.asarray(MATRIX_3200, np.float32) * np.float32(alpha)
+         + np.asarray(MATRIX_7000, np.float32) * np.float32(1 - alpha))
     return (m * np.float32(256.0)).astype(np.int16)
 
 
