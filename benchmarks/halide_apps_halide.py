@@ -265,7 +265,7 @@ def camera_pipe(hl, in_shape, strip=32):
             .vectorize(xi).unroll(yii).unroll(c)
         F["corrected"].compute_at(cv, x).reorder(c, x, y).vectorize(x).unroll(y).unroll(c)
         for n in ("g_r", "g_b"):
-            F[n].compute_at(out, yi).store_at(out, yo).vectorize(x, 2 * vec, rnd).fold_storage(y, 2)
+            F[n].compute_at(out, yi).store_at(out, yo).vectorize(x, 2 * vec, rnd).fold_storage(y, 4)
         dm.compute_at(cv, x).vectorize(x).unroll(y).reorder(c, x, y).unroll(c)
     return out, F, [p], hand
 
