@@ -26,6 +26,7 @@ import islpy as isl
 from tesched.errors import ScheduleError
 from tesched.poly.guards import guarded_reads, restrict_to_guard
 from tesched.poly.model import PolyModel, StageModel, StatementKind
+from tesched.poly.updates import update_domain
 from tesched.schedule.storage import AxisBound
 
 T = TypeVar("T")
@@ -38,6 +39,9 @@ def build_domains(model: PolyModel) -> None:
 
 
 def _make_domains(model: PolyModel, sm: StageModel) -> None:
+    if sm.update_of is not None:     # an update definition: at the root, over its own axes (see .updates)
+        sm.main.domain = update_domain(model, sm)
+        return
     tdom = model.tensor_domain(sm.tensor, sm.tag)
     rdom = bounds = None
     if sm.raxes:

@@ -22,6 +22,7 @@ from tesched.schedule.storage import AxisBound
 from tesched.te.expr import Expr, as_expr
 from tesched.te.extern_op import ExternOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
+from tesched.te.update import Func
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,7 +57,10 @@ class Singleton:
 Relation = Split | Fuse | Singleton
 
 
-def as_op(x: Operation | Tensor, what: str = "schedule") -> Operation:
+def as_op(x: "Operation | Tensor | Func", what: str = "schedule") -> Operation:
+    """The operation of ``x``: a tensor's, or a :class:`~tesched.te.update.Func`'s latest definition."""
+    if isinstance(x, Func):
+        return x.tensor.op
     if isinstance(x, Tensor):
         return x.op
     if isinstance(x, Operation):
