@@ -36,6 +36,7 @@ def declare_stages(model: PolyModel) -> None:
             sm = _stage_model(model, st, len(model.stages))
             model.stages.append(sm)
             model.by_op[id(st.op)] = sm
+    link_updates(model)
     for sm in model.stages:
         _resolve_attach(model, sm)
     for sm in model.stages:
@@ -43,7 +44,6 @@ def declare_stages(model: PolyModel) -> None:
     for sm in model.stages:
         if isinstance(sm.op, ScanOp):
             _check_scan_group(model, sm)
-    link_updates(model)
     for sm in model.stages:
         _make_statements(sm, model.param_prefix)
     model.index_statements()

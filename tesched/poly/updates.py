@@ -26,21 +26,18 @@ from tesched.te.visit import collect
 
 def link_updates(model: PolyModel) -> None:
     """Link each update's stage model to its pure definition's, and check the groups."""
+    updated = {id(st.op.base) for st in model.schedule.stages if isinstance(st.op, UpdateOp)}
+    for st in model.schedule.stages:
+        base = st.op.base if isinstance(st.op, UpdateOp) else st.op
+        if id(base) in updated and st.attach_type is not AttachType.ROOT:
+            raise ScheduleError(f"{_placement(st.attach_type)} of {st.name}: {base.name} has update definitions, "
+                                "which run at the root, in order, over its whole buffer; compute its "
+                                "readers at its loops instead")
     latest: dict[int, StageModel] = {}
     for sm in model.stages:
         if isinstance(sm.op, UpdateOp):
-            base = model.by_op.get(id(sm.op.base))
-            assert base is not None, f"update {sm.name} without its pure definition"
-            sm.update_of = base
-            latest[id(base.op)] = sm
-    for st in model.schedule.stages:
-        op = st.op
-        base = op.base if isinstance(op, UpdateOp) else op
-        if id(base) in latest or isinstance(op, UpdateOp):
-            if st.attach_type is not AttachType.ROOT:
-                raise ScheduleError(f"{_placement(st.attach_type)} of {st.name}: {base.name} has update definitions, "
-                                    "which run at the root, in order, over its whole buffer; compute its "
-                                    "readers at its loops instead")
+            sm.update_of = model.by_op[id(sm.op.base)]
+            latest[id(sm.op.base)] = sm
     for sm in model.stages:
         for read in collect(sm.body, TensorRead):
             _check_version(model, latest, read.tensor, sm)
