@@ -14,7 +14,7 @@ import re
 from tesched.errors import ScheduleError
 from tesched.poly.fused import fused_groups
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
-from tesched.poly.updates import link_updates, update_statement
+from tesched.poly.updates import link_updates, placed_by, update_statement
 from tesched.ir.kinds import LoopKind
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
@@ -161,6 +161,7 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
         if kind is LoopKind.UNROLLED and sm.leaf_extent[id(v)] is None:
             raise ScheduleError(f"unroll of {sm.name}.{v.name}: its extent is not a constant; split it "
                                 "with a constant factor and unroll the inner loop")
+    st = placed_by(sm)      # an update definition is placed with its pure definition
     if st.attach_type is not AttachType.SCOPE:
         return
     if sm.scatters:
@@ -199,7 +200,7 @@ def _placement(st: Stage) -> str:
 def _resolve_store(model: PolyModel, sm: StageModel) -> None:
     """Where ``sm``'s buffer lives: the ``compute_at`` loop by default, else the ``store_at`` loop (which
     must enclose it) or the root; the loops between the two must run in order (a sliding window)."""
-    st = sm.stage
+    st = placed_by(sm)
     if sm.parent is None:
         return
     if st.store_type is None:

@@ -227,7 +227,7 @@ class TreeBuilder:
         for t in reversed(range(lo, hi)):
             live = [p for p in self.model.stages if p.parent is not None and p.absorbed_by is None]
             computed = [p for p in live if p.parent is sm and p.level == t]
-            stored = [p for p in live if p.store_parent is sm and p.store_level == t]
+            stored = [p for p in live if p.store_parent is sm and p.store_level == t and p.update_of is None]
             sched, added = self.allocate(stored, computed, sched)
             stmts = added + stmts
             ahead = [pf.statement for pf in sm.prefetches if pf.level == t]

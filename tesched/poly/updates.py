@@ -19,6 +19,7 @@ import islpy as isl
 from tesched.errors import ScheduleError
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.schedule.kinds import AttachType
+from tesched.schedule.stage import Stage
 from tesched.te.tensor import Tensor, TensorRead
 from tesched.te.update import Definition, UpdateOp
 from tesched.te.visit import collect
@@ -28,16 +29,19 @@ def link_updates(model: PolyModel) -> None:
     """Link each update's stage model to its pure definition's, and check the groups."""
     updated = {id(st.op.base) for st in model.schedule.stages if isinstance(st.op, UpdateOp)}
     for st in model.schedule.stages:
-        base = st.op.base if isinstance(st.op, UpdateOp) else st.op
-        if id(base) in updated and st.attach_type is not AttachType.ROOT:
-            raise ScheduleError(f"{_placement(st.attach_type)} of {st.name}: {base.name} has update definitions, "
-                                "which run at the root, in order, over its whole buffer; compute its "
-                                "readers at its loops instead")
+        if isinstance(st.op, UpdateOp) and (st.attach_type is not AttachType.ROOT or st.store_type is not None):
+            raise ScheduleError(f"{_placement(st)} of {st.name}: an update definition is computed where its "
+                                f"pure definition is; place that one (s[{st.op.base.name}]), its updates follow")
+        if id(st.op) in updated and (st.attach_type is AttachType.INLINE or st.store_type is not None):
+            raise ScheduleError(f"{_placement(st)} of {st.name}: it has update definitions, which run in order "
+                                "over its buffer; compute it at the root or at a loop of a reader (compute_at)")
     latest: dict[int, StageModel] = {}
     for sm in model.stages:
         if isinstance(sm.op, UpdateOp):
             sm.update_of = model.by_op[id(sm.op.base)]
             latest[id(sm.op.base)] = sm
+            if sm.update_of.stage.attach_type is AttachType.SCOPE:
+                _check_local(sm)
     for sm in model.stages:
         for read in collect(sm.body, TensorRead):
             _check_version(model, latest, read.tensor, sm)
@@ -45,8 +49,39 @@ def link_updates(model: PolyModel) -> None:
         _check_version(model, latest, t, None)
 
 
-def _placement(attach: AttachType) -> str:
-    return {AttachType.INLINE: "compute_inline", AttachType.SCOPE: "compute_at"}.get(attach, "placement")
+def _placement(st: Stage) -> str:
+    if st.store_type is not None:
+        return "store_root" if st.store_type is AttachType.ROOT else "store_at"
+    return {AttachType.INLINE: "compute_inline", AttachType.SCOPE: "compute_at"}.get(st.attach_type, "placement")
+
+
+def placed_by(sm: StageModel) -> Stage:
+    """The stage whose placement ``sm`` follows: its own, or its pure definition's for an update."""
+    return sm.stage if sm.update_of is None else sm.update_of.stage
+
+
+def pure_dims(sm: StageModel) -> list[int]:
+    """The tensor dimension of each pure axis of an update, in order."""
+    assert sm.target is not None, f"{sm.name} is not an update"
+    return [next(d for d, i in enumerate(sm.target.indices) if i is a) for a in sm.axes]
+
+
+def _check_local(sm: StageModel) -> None:
+    """An update computed at a loop runs only over the pure coordinates its readers need there, so it
+    may read its tensor only at its own pure coordinates (along each of its pure dimensions)."""
+    assert sm.update_of is not None
+    group = {id(sm.update_of.op)} | {id(sm.op)}
+    dims = dict(zip(pure_dims(sm), sm.axes))
+    for read in collect(sm.body, TensorRead):
+        op = read.tensor.op
+        if not (id(op) in group or (isinstance(op, UpdateOp) and op.base is sm.update_of.op)):
+            continue
+        for d, axis in dims.items():
+            if read.indices[d] is not axis:
+                raise ScheduleError(f"compute_at of {sm.update_of.name}: its update {sm.name} reads {read!r}, at "
+                                    f"{read.indices[d]!r} along its pure axis {axis.name}, so its value at one "
+                                    f"{axis.name} depends on others the loop may not compute; compute "
+                                    f"{sm.update_of.name} at the root")
 
 
 def _check_version(model: PolyModel, latest: dict[int, StageModel], tensor: Tensor, reader: StageModel | None) -> None:
@@ -72,15 +107,26 @@ def update_statement(sm: StageModel, pcoords: list[str], params: str) -> Stateme
                      pcoords + [sm.leaf_expr[id(v)] for v in sm.leaves], list(sm.leaves), space=space)
 
 
-def update_domain(model: PolyModel, sm: StageModel) -> isl.Set:
+def update_domain(model: PolyModel, sm: StageModel, required: isl.Map | None = None) -> isl.Set:
     """An update's instances: the box of its pure axes (their dimensions of the tensor) and of its reduce
-    axes, whose bounds may use the axes before them."""
+    axes, whose bounds may use the axes before them. Computed at a loop, its pure axes run over the
+    region its readers need per iteration (``required``: loop prefix -> elements)."""
     conds = []
     for a in sm.axes + sm.raxes:
         lo, ext = model.isl_of(a.range.min, sm.coord), model.isl_of(a.range.extent, sm.coord)
         conds.append(f"{lo} <= {sm.coord[id(a)]} < ({lo}) + ({ext})")
-    coords = ", ".join(sm.coord[id(a)] for a in sm.axes + sm.raxes)
-    return isl.Set(f"{model.param_prefix}{{ {sm.main.name}[{coords}] : {' and '.join(conds) or 'true'} }}")
+    name = sm.main.name
+    box = isl.Set(f"{model.param_prefix}{{ {name}[{', '.join(sm.main.coords)}] : {' and '.join(conds) or 'true'} }}")
+    if required is None:
+        return box
+    region = required.wrap().flatten()
+    kept = pure_dims(sm)
+    for d in reversed(range(sm.tensor.ndim)):
+        if d not in kept:
+            region = region.project_out(isl.dim_type.set, sm.prefix_len + d, 1)
+    if sm.raxes:
+        region = region.flat_product(isl.Set(f"{model.param_prefix}{{ [{', '.join(sm.coord[id(r)] for r in sm.raxes)}] }}"))
+    return region.set_tuple_name(name).intersect(box)
 
 
 def definition_order(model: PolyModel, writes: isl.UnionMap, reads: isl.UnionMap) -> isl.UnionMap:
