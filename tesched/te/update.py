@@ -46,6 +46,16 @@ class Definition(Expr):
         return Definition(children[0], children[1:])
 
 
+class Version(Tensor):
+    """The tensor after an update: named after the tensor (its storage), its operation after the update."""
+
+    op: "UpdateOp"
+
+    @property
+    def name(self) -> str:
+        return self.op.base.name
+
+
 class UpdateOp(ComputeOp):
     """Update ``position`` of the tensor ``base`` (its pure definition): ``out[index] = value`` over the
     pure axes ``axis`` and the reduce axes ``reduce_axis``; ``previous`` is the version it updates."""
@@ -58,7 +68,7 @@ class UpdateOp(ComputeOp):
         self.base, self.previous, self.position = base, previous, position
         self.axis, self.reduce_axis, self.body = axis, reduce_axis, body
         self.bodies = [body.value]
-        self._outputs = [Tensor(self, base.output(0).shape, base.output(0).dtype)]
+        self._outputs = [Version(self, base.output(0).shape, base.output(0).dtype)]
         self._output = self._outputs[0]
 
     @property
@@ -128,10 +138,6 @@ def update(tensor: Tensor, index: object, value: object) -> Tensor:
         if a.iter_type == IterType.DATA_PAR and not any(a is o for o in own):
             raise ValueError(f"{where}: the value uses {a.name}, which is not a pure axis of the left-hand side "
                              f"({', '.join(o.name for o in own) or 'none'}); index the element with it")
-    for v in collect(rhs, TensorRead):
-        later = v.tensor.op
-        if isinstance(later, UpdateOp) and later.base is base and later.position >= position:
-            raise ValueError(f"{where}: the value reads {later.name}, a later definition of {name}")
     raxes = [a for a in loops if a.iter_type == IterType.COMM_REDUCE]
     fresh = {id(a): IterVar(Range(a.range.min, a.range.extent), a.name, a.iter_type) for a in own + raxes}
     mapping = {a: fresh[id(a)] for a in own + raxes}
