@@ -112,7 +112,7 @@ class Accesses:
             if target is None or target.absorbed_by is not None:  # an input, or internal to an intrinsic
                 continue
             self._add("reads", stmt, self.read_map(stmt, target, read))
-        if reader.scatters:         # a scatter's update reads the element it accumulates into
+        if reader.target is not None and reader.update_of is None:  # a scatter reads what it accumulates into
             self._add("reads", stmt, self.read_map(stmt, reader, reader.target))
         elif reader.init is not None and reader.absorbed_by is None:  # the update reads what it accumulates into
             own = stmt.coords[reader.prefix_len:reader.prefix_len + len(reader.axes)]

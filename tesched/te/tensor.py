@@ -182,12 +182,6 @@ class Tensor:
         """``A(i, j)`` is ``A[i, j]`` (TVM's call syntax, as in ``lambda *i: A(*i)``)."""
         return self[indices]
 
-    def update(self, index: object, value: object) -> "Tensor":
-        """This tensor after the update definition ``self[index] = value`` (Halide's ``f(r) += ...``); see
-        :mod:`tesched.te.update`."""
-        from tesched.te.update import update   # the update module builds on this one
-        return update(self, index, value)
-
     def __repr__(self) -> str:
         return f"Tensor(name={self.name!r}, shape={self.shape!r}, dtype={self.dtype!r})"
 

@@ -6,8 +6,9 @@ Two spellings of one thing:
 - ``f = ts.Func((n,), "int32", name="hist")``, ``x, = f.axis``, ``f[x] = 0`` (the pure definition, over
   ``f.axis`` in order), then ``f[im[r]] += 1`` or ``f[x, r] = f[x, r - 1] + g[x, r]`` (updates);
   ``f.tensor`` is the result, ``s[f]`` the pure definition's stage.
-- ``T = ts.compute(...)`` then ``T1 = T.update(index, value)``: ``T1`` is ``T`` after the update
-  ``T[index] = value`` (``value`` reads ``T`` as it is before that element is written).
+- ``T = ts.compute(...)`` then ``T1 = ts.update(T, index, value)``: ``T1`` is ``T`` after the update
+  ``T[index] = value`` (``value`` reads ``T`` as it is before that element is written), and
+  ``ts.update(T1, ...)`` updates it again.
 
 Each update is an :class:`UpdateOp`: a stage of its own (``s[T1]``, or ``s[f].update(0)``) whose loops are
 the pure axes its left-hand side uses (the pure definition's variables, each alone at its own position),
@@ -184,10 +185,10 @@ class Func:
 
     def __setitem__(self, index: object, value: object) -> None:
         if self._tensor is not None:     # the user's axes are the pure definition's
-            axes = dict(zip(self.axis, self.op.axis))
+            own = dict(zip(self.axis, self.op.axis))
             items = tuple(as_expr(i, "int32") for i in (index if isinstance(index, tuple) else (index,)))
-            self._tensor = update(self._tensor, tuple(substitute(i, axes) for i in items),
-                                  substitute(as_expr(value), axes))
+            self._tensor = update(self._tensor, tuple(substitute(i, own) for i in items),
+                                  substitute(as_expr(value), own))
             return
         items = index if isinstance(index, tuple) else (index,)
         if len(items) != len(self.axis) or any(i is not a for i, a in zip(items, self.axis)):

@@ -196,8 +196,8 @@ def test_a_reorder_that_breaks_an_updates_order_is_refused():
 def _two_updates():
     T = ts.compute((6,), lambda i: i * 1.0, name="T")
     r = ts.reduce_axis((0, 6), "r")
-    T1 = T.update((r,), T[r] + 1.0)
-    return T, T1, T1.update((r,), T1[r] * 2.0)
+    T1 = ts.update(T, (r,), T[r] + 1.0)
+    return T, T1, ts.update(T1, (r,), T1[r] * 2.0)
 
 
 def test_only_the_latest_version_is_read_or_passed():

@@ -1,4 +1,4 @@
-"""Tests of tesched.te.update: declaring update definitions (ts.Func, Tensor.update), the loops each update
+"""Tests of tesched.te.update: declaring update definitions (ts.Func, ts.update), the loops each update
 gets, and the declarations refused. Kernels against NumPy are in tests/poly/test_updates.py."""
 import pytest
 
@@ -38,11 +38,11 @@ def test_an_updates_loops_are_its_pure_axes_then_its_reduce_axes_in_order_of_app
     assert op.axis[0] is not a and op.reduce_axis[0] is not rj      # each update has loops of its own
 
 
-def test_tensor_update_is_the_same_definition_as_a_func_update():
+def test_ts_update_is_the_same_definition_as_a_func_update():
     T = ts.compute((6,), lambda i: i * 1.0, name="T")
     r = ts.reduce_axis((1, 6), "r")
-    T1 = T.update((r,), T[r] + T[r - 1])
-    T2 = T1.update((0,), T1[0] * 2.0)
+    T1 = ts.update(T, (r,), T[r] + T[r - 1])
+    T2 = ts.update(T1, (0,), T1[0] * 2.0)
     assert T2.op.base is T.op and T2.op.previous is T1 and T2.op.position == 1
     assert T2.shape == T.shape and T2.dtype == "float32"
 
@@ -84,12 +84,12 @@ def test_updating_an_older_version_than_the_latest_is_refused():
     """An update reading or following a later update: versions are updated in order only."""
     T = ts.compute((4,), lambda i: i * 1.0, name="T")
     r = ts.reduce_axis((0, 4), "r")
-    T1 = T.update((r,), T[r] + 1.0)
-    T2 = T1.update((r,), T1[r] * 2.0)
+    T1 = ts.update(T, (r,), T[r] + 1.0)
+    T2 = ts.update(T1, (r,), T1[r] * 2.0)
     with pytest.raises(ValueError, match=r"update of T: T.update0 is not its latest definition \(T.update1\)"):
-        T1.update((r,), T2[r])
+        ts.update(T1, (r,), T2[r])
     with pytest.raises(ValueError, match=r"T is not its latest definition"):
-        T.update((r,), 0.0)
+        ts.update(T, (r,), 0.0)
 
 
 def test_a_func_is_defined_purely_first_over_its_axes():
@@ -108,6 +108,6 @@ def test_only_a_plain_compute_can_be_updated():
     k = ts.reduce_axis((0, 4), "k")
     S = ts.compute((4,), lambda i: ts.sum(A[i, k], axis=k), name="S")
     with pytest.raises(TypeError, match=r"update of S: only a single-output compute without a reduction"):
-        S.update((0,), 1.0)
+        ts.update(S, (0,), 1.0)
     with pytest.raises(TypeError, match=r"update of A: only a single-output compute"):
-        A.update((0, 0), 1.0)
+        ts.update(A, (0, 0), 1.0)
