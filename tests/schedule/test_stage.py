@@ -294,3 +294,23 @@ def test_pragma_vectorize_and_unroll_are_the_loop_kinds(rand):
     np.testing.assert_allclose(ts.build(s, [A, B])(a), a * 2 + 1, rtol=1e-6)
     with pytest.raises(ts.ScheduleError, match="pragma on stage B, loop j.outer: 'vectorize' takes no value"):
         s[B].pragma(o, "vectorize", 4)
+
+
+def test_a_funcs_stages_are_its_pure_definition_and_each_update():
+    """``s[f]`` is the pure definition's stage, ``s[f].update(k)`` update ``k``'s (from any of them)."""
+    f = ts.Func((4,), "int32", name="f")
+    x, = f.axis
+    f[x] = 0
+    r = ts.reduce_axis((0, 4), "r")
+    f[r] += 1
+    f[r] *= 2
+    s = ts.create_schedule(f)          # a Func's schedule is that of its latest version
+    assert s.outputs == [f.tensor.op] and s[f].op is f.op
+    assert s[f].update(0).name == "f.update0" and s[f].update(1) is s[f.tensor]
+    assert s[f.tensor].update(0) is s[f].update(0)
+    with pytest.raises(ts.ScheduleError, match=r"update\(2\) of f: it has 2 update definition\(s\) in this "
+                                               r"schedule \(0 to 1\)"):
+        s[f].update(2)
+    with pytest.raises(ts.ScheduleError, match=r"update\(0\) of g: it has 0 update definition\(s\)"):
+        g = ts.compute((4,), lambda i: f[i] + 1, name="g")
+        ts.create_schedule(g)[g].update(0)
