@@ -125,7 +125,8 @@ def update_domain(model: PolyModel, sm: StageModel, required: isl.Map | None = N
         if d not in kept:
             region = region.project_out(isl.dim_type.set, sm.prefix_len + d, 1)
     if sm.raxes:
-        region = region.flat_product(isl.Set(f"{model.param_prefix}{{ [{', '.join(sm.coord[id(r)] for r in sm.raxes)}] }}"))
+        rcoords = ", ".join(sm.coord[id(r)] for r in sm.raxes)
+        region = region.flat_product(isl.Set(f"{model.param_prefix}{{ [{rcoords}] }}"))
     return region.set_tuple_name(name).intersect(box)
 
 

@@ -38,7 +38,8 @@ class LoopHints(StageBase):
                 "parallelize a data-parallel loop")
         # a scatter's or an update's loops are its points: the dependence check decides whether they may run
         # in parallel
-        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE and not isinstance(self.op, (ScatterOp, UpdateOp)):
+        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE \
+                and not isinstance(self.op, (ScatterOp, UpdateOp)):
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "

@@ -178,7 +178,9 @@ class Func:
     def op(self) -> ComputeOp:
         """The pure definition's operation (``s[f]`` is its stage; ``s[f].update(k)`` update ``k``'s)."""
         op = self.tensor.op
-        return op.base if isinstance(op, UpdateOp) else op  # type: ignore[return-value]
+        base = op.base if isinstance(op, UpdateOp) else op
+        assert isinstance(base, ComputeOp)
+        return base
 
     def __getitem__(self, index: object) -> TensorRead:
         return self.tensor[index]
@@ -192,8 +194,9 @@ class Func:
             return
         items = index if isinstance(index, tuple) else (index,)
         if len(items) != len(self.axis) or any(i is not a for i, a in zip(items, self.axis)):
-            raise ValueError(f"Func {self.name}: its pure definition is {self.name}[{', '.join(a.name for a in self.axis)}]"
-                             f" = ... (the axes f.axis, in order); an update comes after it")
+            names = ", ".join(a.name for a in self.axis)
+            raise ValueError(f"Func {self.name}: its pure definition is {self.name}[{names}] = ... (the axes "
+                             "f.axis, in order); an update comes after it")
         axes = self.axis
         v = cast_to(as_expr(value), self.dtype)
 
