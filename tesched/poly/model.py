@@ -185,6 +185,8 @@ class StageModel:
     target: TensorRead | None = None                # a scatter's element written (and read) by its update,
     #                                                   or the element an update definition writes
     update_of: "StageModel | None" = None           # an update definition: its tensor's pure definition
+    fused_into: "StageModel | None" = None          # ``compute_with``: the stage whose loops it shares,
+    fused_level: int = -1                           # down to this level of them
     prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
     tail_init: Statement | None = None              # tensorized: the init run as plain loops (partial tiles,
     tail_main: Statement | None = None              # or an intrinsic without reset), and the main statement

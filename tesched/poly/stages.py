@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from tesched.errors import ScheduleError
+from tesched.poly.compute_with import resolve_compute_with
 from tesched.poly.fused import fused_groups
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.updates import link_updates, placed_by, update_statement
@@ -41,6 +42,7 @@ def declare_stages(model: PolyModel) -> None:
         _resolve_attach(model, sm)
     for sm in model.stages:
         _resolve_store(model, sm)
+    resolve_compute_with(model)
     for sm in model.stages:
         if isinstance(sm.op, ScanOp):
             _check_scan_group(model, sm)

@@ -139,6 +139,8 @@ class StageBase:
         self.store_type: AttachType | None = None     # None: stored where computed
         self.store_stage: StageBase | None = None
         self.store_ivar: IterVar | None = None
+        self.with_stage: StageBase | None = None     # ``compute_with``: the stage whose loops it shares,
+        self.with_ivar: IterVar | None = None         # down to this loop of it
         self.bounds: dict[IterVar, AxisBound] = {}
         self.bound_alignments: dict[IterVar, tuple[int, int]] = {}  # axis -> (modulus, remainder), ``align_bounds``
 

@@ -314,3 +314,20 @@ def test_a_funcs_stages_are_its_pure_definition_and_each_update():
     with pytest.raises(ts.ScheduleError, match=r"update\(0\) of g: it has 0 update definition\(s\)"):
         g = ts.compute((4,), lambda i: f[i] + 1, name="g")
         ts.create_schedule(g)[g].update(0)
+
+
+def test_compute_with_takes_another_stage_of_the_schedule_and_one_of_its_loops():
+    A = ts.placeholder((4,), name="A")
+    f = ts.compute((4,), lambda i: A[i] + 1.0, name="f")
+    g = ts.compute((4,), lambda i: f[i] * 2.0, name="g")
+    s = ts.create_schedule(g)
+    before = _snapshot(s[g])
+    with pytest.raises(ts.ScheduleError, match=r"compute_with of g: the parent must be another stage"):
+        s[g].compute_with(s[g], g.op.axis[0])
+    with pytest.raises(ts.ScheduleError, match=r"compute_with of g: 'i' is not a loop of f \(its loops are: i\)"):
+        s[g].compute_with(s[f], g.op.axis[0])
+    with pytest.raises(ts.ScheduleError, match=r"compute_with: A is an input"):
+        s[A].compute_with(s[f], f.op.axis[0])
+    assert _snapshot(s[g]) == before
+    s[g].compute_with(s[f], f.op.axis[0])
+    assert s[g].with_stage is s[f] and s[g].with_ivar is f.op.axis[0]
