@@ -125,16 +125,15 @@ def update(tensor: Tensor, index: object, value: object) -> Tensor:
     lhs = integer_indices(index, tensor.ndim, f"{where}: tensor {name}", name)
     rhs = cast_to(as_expr(value), tensor.dtype)
     pure = {id(a): d for d, a in enumerate(base.axis)}
+    own = [e for d, e in enumerate(lhs) if e is base.axis[d]]
     for d, e in enumerate(lhs):
-        if isinstance(e, IterVar) and id(e) in pure and pure[id(e)] == d:
-            continue
-        used = [a for a in _ordered_axes([e]) if id(a) in pure]
-        if used:
-            raise ValueError(f"{where}: index {d} is {e!r}, which uses the pure axis {used[0].name}; a pure axis "
-                             f"appears only alone, at its own position ({name}'s dimension {d} is "
-                             f"{base.axis[d].name}); the other indices are expressions of reduce axes")
+        stray = [a for a in _ordered_axes([e]) if id(a) in pure and not any(a is o for o in own)]
+        if stray:
+            a = stray[0]
+            raise ValueError(f"{where}: index {d} is {e!r}, which uses the pure axis {a.name}, but {a.name} is not "
+                             f"alone at its own position (index {pure[id(a)]}); an update uses a pure axis only "
+                             "where the left-hand side indexes that axis' dimension with it alone")
     loops = _ordered_axes(list(lhs) + [rhs])
-    own = [a for a in lhs if isinstance(a, IterVar) and id(a) in pure]
     for a in loops:
         if a.iter_type == IterType.DATA_PAR and not any(a is o for o in own):
             raise ValueError(f"{where}: the value uses {a.name}, which is not a pure axis of the left-hand side "

@@ -56,18 +56,30 @@ def test_values_are_cast_to_the_tensor_dtype():
 
 
 @pytest.mark.parametrize("index, message", [
-    (lambda x, y, r: (y, r), r"update 0 of f: index 0 is y, which uses the pure axis y; a pure axis appears "
-                             r"only alone, at its own position \(f's dimension 0 is x\)"),
-    (lambda x, y, r: (x + 1, r), r"index 0 is x \+ 1, which uses the pure axis x"),
-    (lambda x, y, r: (r, r * 0 + x), r"index 1 is .*pure axis x"),
+    (lambda x, y, r: (y, r), r"update 0 of f: index 0 is y, which uses the pure axis y, but y is not alone at its "
+                             r"own position \(index 1\)"),
+    (lambda x, y, r: (x + 1, r), r"index 0 is x \+ 1, which uses the pure axis x, but x is not alone"),
+    (lambda x, y, r: (r, r * 0 + x), r"index 1 is .*pure axis x, but x is not alone at its own position "
+                                     r"\(index 0\)"),
 ])
-def test_a_pure_axis_elsewhere_than_alone_at_its_position_is_refused(index, message):
+def test_a_pure_axis_not_alone_at_its_position_is_refused(index, message):
     f = ts.Func((4, 4), name="f")
     x, y = f.axis
     f[x, y] = 0.0
     r = ts.reduce_axis((0, 4), "r")
     with pytest.raises(ValueError, match=message):
         f[index(x, y, r)] = 1.0
+
+
+def test_a_pure_axis_alone_at_its_position_may_index_other_dimensions_too():
+    """A histogram per row: hist(x, im(x, r)) += 1 (rows x are independent)."""
+    im = ts.placeholder((3, 5), "int32", name="im")
+    f = ts.Func((3, 8), "int32", name="hist")
+    x, y = f.axis
+    f[x, y] = 0
+    r = ts.reduce_axis((0, 5), "r")
+    f[x, im[x, r]] += 1
+    assert [a.name for a in f.tensor.op.axis] == ["x"] and [a.name for a in f.tensor.op.reduce_axis] == ["r"]
 
 
 def test_a_value_using_a_pure_axis_the_left_hand_side_lacks_is_refused():
