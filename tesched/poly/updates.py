@@ -21,7 +21,7 @@ from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, Stat
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import Stage
 from tesched.te.tensor import Tensor, TensorRead
-from tesched.te.update import Definition, UpdateOp
+from tesched.te.update import UpdateOp
 from tesched.te.visit import collect
 
 
@@ -162,9 +162,3 @@ def group_statements(model: PolyModel) -> set[str]:
     """The names of the statements of every tensor with update definitions."""
     bases = {id(sm.update_of) for sm in model.stages if sm.update_of is not None}
     return {sm.main.name for sm in model.stages if sm.update_of is not None or id(sm) in bases}
-
-
-def definition_body(sm: StageModel) -> Definition:
-    """An update's body (the value and the element it is stored at)."""
-    assert isinstance(sm.body, Definition), f"{sm.name} is not an update"
-    return sm.body

@@ -29,7 +29,7 @@ from tesched.te import dtype as dt
 from tesched.te.expr import Expr, as_expr, cast_to
 from tesched.te.tensor import (ComputeOp, IterType, IterVar, Operation, Range, Tensor, TensorRead, compute,
                                integer_indices)
-from tesched.te.visit import collect, substitute, walk
+from tesched.te.visit import collect, substitute
 
 
 class Definition(Expr):
