@@ -1,7 +1,8 @@
 """Halide's correctness tests (``test/correctness/*.cpp``), ported by behaviour to tesched.
 
 Each case rewrites what one Halide test checks in tesched terms (a ``Func`` is a ``ts.compute``, an
-``RDom`` a ``ts.reduce_axis``, an update definition a further stage, a scan or a scatter), builds it and
+``RDom`` a ``ts.reduce_axis``, an update definition a ``ts.Func`` update, or a further stage, a scan or a
+scatter), builds it and
 compares the result with NumPy. Where Halide counts the calls of a producer (``sliding_window.cpp``), the
 case reads the redundancy figure ``lower()`` prints instead (``computes 1.00x its points``). The docstring
 of each case names the original. Halide's integer division is Euclidean; tesched's ``//`` and ``%`` are
@@ -10,7 +11,7 @@ floor division and modulo, which agree for positive divisors, the only ones used
 Where Halide accepts something tesched refuses or gets wrong, the case is marked ``xfail(strict=True)``
 with the gap as its reason.
 
-Summary: 71 cases (parametrized ones counted once per parameter), all pass. No gap is open (an xfail here
+Summary: 73 cases (parametrized ones counted once per parameter), all pass. No gap is open (an xfail here
 would name it).
 
 Gaps this suite found and that are closed (each with its own test beside the module it fixed): a
@@ -616,6 +617,56 @@ def test_update_definition_as_stage():
     ref[17], ref[109] = 8, 4
     ref[4:9] = np.arange(4, 9) ** 2
     check(s, [f], [], [ref.astype("int32")])
+
+
+def test_multi_pass_reduction_in_place():
+    """multi_pass_reduction.cpp with update definitions in place (``ts.Func``): the integral image
+    ``f(x, y) = A(x, y); f(x, r) += f(x, r - 1); f(r, y) += f(r - 1, y)``, and the two-direction pass
+    ``f(r) += f(r - 1); f(10 - r) += f(11 - r)``; the first pass runs parallel over its rows."""
+    H, W = 8, 6
+    A = ts.placeholder((H, W), name="A")
+    f = ts.Func((H, W), name="f")
+    y, x = f.axis
+    f[y, x] = A[y, x]
+    rx, ry = ts.reduce_axis((1, W), name="rx"), ts.reduce_axis((1, H), name="ry")
+    f[y, rx] += f[y, rx - 1]
+    f[ry, x] += f[ry - 1, x]
+    s = ts.create_schedule(f)
+    s[f].update(0).parallel(s[f].update(0).leaf_iter_vars[0])
+    a = rand((H, W))
+    check(s, [A, f.tensor], [a], [np.cumsum(np.cumsum(a, axis=0), axis=1)], rtol=1e-5, atol=1e-5)
+    n = 11
+    g = ts.Func((n,), name="g")
+    i, = g.axis
+    g[i] = ts.sin(i.astype("float32"))
+    r = ts.reduce_axis((1, n), name="r")
+    g[r] += g[r - 1]
+    g[n - 1 - r] += g[n - r]
+    ref = np.cumsum(np.sin(np.arange(n)).astype("float32"))
+    check(ts.create_schedule(g), [g.tensor], [], [np.cumsum(ref[::-1])[::-1].astype("float32")],
+          rtol=1e-5, atol=1e-5)
+
+
+def test_many_updates_in_place():
+    """many_updates.cpp / multi_pass_reduction.cpp (second case) with updates in place: ``f(x) = x``, an
+    integration over [1, 10] (``f(r) += f(r - 1)``), two clobbered points and a clobbered range from
+    another Func."""
+    n = 110
+    g = ts.compute((n,), lambda x: x * x, name="g")
+    f = ts.Func((n,), "int32", name="f")
+    x, = f.axis
+    f[x] = x
+    r = ts.reduce_axis((1, 11), name="r")
+    f[r] = f[r] + f[r - 1]
+    f[17] = 8
+    f[109] = 4
+    c = ts.reduce_axis((4, 9), name="c")
+    f[c] = g[c]
+    ref = np.arange(n)
+    ref[:11] = np.cumsum(ref[:11])
+    ref[17], ref[109] = 8, 4
+    ref[4:9] = np.arange(4, 9) ** 2
+    check(ts.create_schedule(f), [f.tensor], [], [ref.astype("int32")])
 
 
 def test_inline_reduction():
