@@ -4,7 +4,7 @@ A pipeline is everything the outputs read, as ``create_schedule`` orders it (inp
 stage is classified: ``pointwise`` (no reduction), ``reduction``, ``scatter`` (``ts.scatter``: its loops are
 the points it scatters, its writes go anywhere in its tensor), or ``opaque`` when the cost model cannot
 reason about it (a tensorized stage, a stage the user already scheduled, an operation that is not a
-compute, symbolic sizes); an opaque stage keeps the schedule it has. This module only describes; it
+compute, symbolic sizes, a scan and the stages of its step, which run inside its time loop); an opaque stage keeps the schedule it has. This module only describes; it
 decides nothing.
 """
 from __future__ import annotations
@@ -19,6 +19,7 @@ from tesched.te.extern import ExternCall
 from tesched.te.extern_op import ExternOp
 from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
+from tesched.te.scan import ScanOp
 from tesched.te.scatter import ScatterOp
 from tesched.te.update import UpdateOp
 from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, TensorRead
@@ -100,8 +101,12 @@ def _has_guarded_load(body: Expr) -> bool:
     return False
 
 
-def _opaque_reason(stage: Stage) -> str:
+def _opaque_reason(stage: Stage, steps: dict[int, str]) -> str:
     op = stage.op
+    if isinstance(op, ScanOp):
+        return "it is a scan: its time loop runs in order, with its step computed inside it"
+    if id(op) in steps:
+        return f"it is a step of scan {steps[id(op)]}, computed at its time loop"
     if not isinstance(op, ComputeOp):
         return f"{type(op).__name__} is not a compute the cost model knows"
     if isinstance(op, ExternOp):
@@ -133,10 +138,12 @@ class Pipeline:
         self.schedule = schedule
         self.stages: list[StageInfo] = []
         position = {id(st): k for k, st in enumerate(schedule.stages)}
+        steps = {id(o): st.op.name for st in schedule.stages if isinstance(st.op, ScanOp)
+                 for o in st.op.step_operations()}
         for k, st in enumerate(schedule.stages):
             info = StageInfo(k, st, "input")
             if not isinstance(st.op, PlaceholderOp):
-                info.why_opaque = _opaque_reason(st)
+                info.why_opaque = _opaque_reason(st, steps)
                 if info.why_opaque:
                     info.kind = "opaque"
                 else:
