@@ -19,7 +19,7 @@ forward stages like any other.
 A scan is differentiated through time (:mod:`tesched.autodiff.scan_adjoint`): its adjoint is a scan run
 backwards over the steps.
 
-Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): scatters, products,
+Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): scatters, update definitions, products,
 user-defined reducers and tuple reductions (``argmax`` has no gradient), and integer inputs.
 """
 from __future__ import annotations

@@ -368,3 +368,15 @@ def test_errors_name_what_is_wrong():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ts.gradient(y, [x])
+
+
+def test_an_update_definition_is_refused_by_name():
+    g = ts.placeholder((6,), name="g")
+    f = ts.Func((6,), name="f")
+    x, = f.axis
+    f[x] = g[x] * 2.0
+    r = ts.reduce_axis((1, 6), "r")
+    f[r] += f[r - 1]
+    with pytest.raises(ts.GradientError, match=r"stage f.update0 is an update definition of f: ts.gradient does "
+                                               r"not differentiate updates in place yet"):
+        ts.gradient(f.tensor, [g])
