@@ -148,9 +148,9 @@ def update(tensor: Tensor, index: object, value: object) -> Tensor:
 
 
 class Func:
-    """A tensor defined in Halide's style: ``f[x, y] = ...`` (the pure definition over :attr:`axis`), then
+    """A tensor defined in Halide's style: ``f[x, y] = ...`` (the pure definition over ``f.axis``), then
     any number of updates ``f[index] = value`` or ``f[index] += value`` (``-=``, ``*=``, ...). Reading
-    ``f[...]`` reads the latest version; :attr:`tensor` is it (pass it to kernels and other stages)."""
+    ``f[...]`` reads the latest version; ``f.tensor`` is it (pass it to kernels and other stages)."""
 
     def __init__(self, shape, dtype: str = "float32", name: str = "func", axes: Sequence[str] | None = None):
         checks.check_name(name, "Func")
@@ -167,7 +167,7 @@ class Func:
 
     @property
     def tensor(self) -> Tensor:
-        """The latest version: the pure definition's tensor, or that of its last update."""
+        """The latest version, the pure definition's tensor or that of its last update."""
         if self._tensor is None:
             raise ValueError(f"Func {self.name} has no definition yet; define it first: "
                              f"{self.name}[{', '.join(a.name for a in self.axis)}] = ...")
