@@ -170,6 +170,8 @@ class StageBase:
             text += ", stored at root"
         elif self.store_stage is not None and self.store_ivar is not None:
             text += f", stored at {self.store_stage.name}.{self.store_ivar.name}"
+        if self.with_stage is not None and self.with_ivar is not None:
+            text += f", with {self.with_stage.name}.{self.with_ivar.name}"
         return text
 
     def _loops_text(self) -> str:

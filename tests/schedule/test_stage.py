@@ -331,3 +331,4 @@ def test_compute_with_takes_another_stage_of_the_schedule_and_one_of_its_loops()
     assert _snapshot(s[g]) == before
     s[g].compute_with(s[f], f.op.axis[0])
     assert s[g].with_stage is s[f] and s[g].with_ivar is f.op.axis[0]
+    assert repr(s[g]) == "Stage(g, root, with f.i, loops: i (4))"
