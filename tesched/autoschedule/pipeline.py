@@ -37,6 +37,7 @@ class StageInfo:
     stage: Stage
     kind: str                                   # input | pointwise | reduction | scatter | opaque
     why_opaque: str = ""
+    scan: str = ""                              # the scan whose step this stage is, its loops free to arrange
     readers: list[int] = field(default_factory=list)
     producers: list[int] = field(default_factory=list)
     ops: int = 0                                # scalar operations per point (loads included)
@@ -66,14 +67,22 @@ class StageInfo:
         return self.points * self.reduce_extent * max(self.ops, 1)
 
 
-def scheduled_by_user(stage: Stage) -> str:
-    """Why ``stage`` already carries a schedule (empty if it does not)."""
+def loops_arranged_by_user(stage: Stage) -> str:
+    """Why ``stage``'s loops already carry a schedule (empty if they do not)."""
     if stage.tensorize_spec is not None:
         return "it is tensorized"
     if stage.relations or stage.iter_var_attrs:
         return "its loops were already split, fused, reordered or annotated"
     if stage.leaf_iter_vars != stage.all_iter_vars:
         return "its loops were reordered"
+    return ""
+
+
+def scheduled_by_user(stage: Stage) -> str:
+    """Why ``stage`` already carries a schedule (empty if it does not)."""
+    loops = loops_arranged_by_user(stage)
+    if loops:
+        return loops
     if stage.attach_type is not AttachType.ROOT:
         return f"it was already placed ({stage.attach_type})"
     return ""
@@ -106,7 +115,7 @@ def _opaque_reason(stage: Stage, steps: dict[int, str]) -> str:
     if isinstance(op, ScanOp):
         return "it is a scan: its time loop runs in order, with its step computed inside it"
     if id(op) in steps:
-        return f"it is a step of scan {steps[id(op)]}, computed at its time loop"
+        return loops_arranged_by_user(stage) or f"it is a step of scan {steps[id(op)]}, computed at its time loop"
     if not isinstance(op, ComputeOp):
         return f"{type(op).__name__} is not a compute the cost model knows"
     if isinstance(op, ExternOp):
@@ -144,6 +153,8 @@ class Pipeline:
             info = StageInfo(k, st, "input")
             if not isinstance(st.op, PlaceholderOp):
                 info.why_opaque = _opaque_reason(st, steps)
+                if type(st.op) is ComputeOp and not loops_arranged_by_user(st):
+                    info.scan = steps.get(id(st.op), "")
                 if info.why_opaque:
                     info.kind = "opaque"
                 else:
