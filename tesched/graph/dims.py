@@ -8,7 +8,7 @@ cannot bind from an input. This module decides no schedule; schedules read size 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import tesched as ts
 from tesched.arith.simplify import simplify
@@ -26,6 +26,20 @@ class SizeVars:
     def extents(self, shape: tuple[Extent, ...]) -> tuple[int | Var, ...]:
         """``shape`` with each dim replaced by its size variable (a placeholder's shape)."""
         return tuple(self.vars[d.name] if isinstance(d, Dim) else d for d in shape)
+
+    def attrs(self, attrs: Mapping[str, Any]) -> Mapping[str, Any]:
+        """``attrs`` with each dim (in lists and tuples too: a reshape's target) replaced by its size variable."""
+        def swap(value: Any) -> Any:
+            if isinstance(value, Dim):
+                if value.name not in self.vars:
+                    raise TypeError(f"dimension {value.name!r} of an attribute is not a dimension of the arguments")
+                return self.vars[value.name]
+            if isinstance(value, (list, tuple)):
+                return type(value)(swap(v) for v in value)
+            return value
+        if not any(isinstance(v, (Dim, list, tuple)) for v in attrs.values()):
+            return attrs
+        return {name: swap(value) for name, value in attrs.items()}
 
     def hints(self) -> dict[int, int]:
         """Each size variable's schedule hint (``id(var) -> dim.max``: schedules are chosen for the largest

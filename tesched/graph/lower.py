@@ -45,7 +45,7 @@ def declare_primitive(fn: Function, sizes: SizeVars | None = None) -> tuple[list
     values = {id(p): t for p, t in zip(fn.params, placeholders)}
     for node in post_order(fn.body):
         if isinstance(node, Call) and not isinstance(node.op, Function):
-            values[id(node)] = node.op.declare([values[id(a)] for a in node.args], node.attrs)
+            values[id(node)] = node.op.declare([values[id(a)] for a in node.args], sizes.attrs(node.attrs))
         elif not isinstance(node, (Var, Tuple)) or (isinstance(node, Tuple) and node is not fn.body):
             raise TypeError(f"{fn.name}: a primitive function holds only calls of ops on its parameters, "
                             f"found a {type(node).__name__}")

@@ -60,7 +60,7 @@ class Op:
         try:
             sizes = SizeVars([t.shape for t in tensors])
             inputs = [ts.placeholder(sizes.extents(t.shape), t.dtype, name=f"arg{k}") for k, t in enumerate(tensors)]
-            out = self.declare(inputs, attrs)
+            out = self.declare(inputs, sizes.attrs(attrs))
             return TensorType(sizes.graph_shape(out.shape, self.name), out.dtype)
         except (ValueError, TypeError) as err:
             raise type(err)(f"{self.name}({types}): {err}") from None

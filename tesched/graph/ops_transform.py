@@ -11,6 +11,7 @@ import numpy as np
 import tesched.nn as nn
 from tesched.graph.ir import Call, Expr, Tuple
 from tesched.graph.op import register_op
+from tesched.graph.types import Dim
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis
 from tesched.nn.transform import split_bounds
@@ -32,13 +33,19 @@ def pad(data: Expr, pad_width: Sequence[Sequence[int]], pad_value: float = 0.0) 
     return Call(_PAD, [data], {"pad_width": widths, "pad_value": float(pad_value)})
 
 
+def _reshape_array(array: np.ndarray, newshape: Sequence[int | Dim]) -> np.ndarray:
+    """``array`` reshaped; a dynamic dimension of ``newshape`` is inferred (the one ``-1``)."""
+    return array.reshape([-1 if isinstance(d, Dim) else d for d in newshape])
+
+
 _RESHAPE = register_op("reshape", Pattern.INJECTIVE, lambda args, attrs: nn.reshape(args[0], attrs["newshape"]),
-                       lambda args, attrs: args[0].reshape(attrs["newshape"]), 1)
+                       lambda args, attrs: _reshape_array(args[0], attrs["newshape"]), 1)
 
 
-def reshape(data: Expr, newshape: Sequence[int]) -> Call:
-    """The same elements in row-major order with shape ``newshape`` (one entry may be -1)."""
-    return Call(_RESHAPE, [data], {"newshape": tuple(int(d) for d in newshape)})
+def reshape(data: Expr, newshape: Sequence[int | Dim]) -> Call:
+    """The same elements in row-major order with shape ``newshape`` (one entry may be -1; a dynamic
+    dimension of ``data`` must appear in it unchanged)."""
+    return Call(_RESHAPE, [data], {"newshape": tuple(d if isinstance(d, Dim) else int(d) for d in newshape)})
 
 
 _TRANSPOSE = register_op("transpose", Pattern.INJECTIVE,
