@@ -148,6 +148,8 @@ def constant_like_output(fill: float | None = None):
         value = call["fill_value"] if fill is None else fill
         if isinstance(value, Expr):
             raise call.unsupported("a tensor fill value", "a number fill value")
+        if call.out.is_dynamic:         # the fill broadcast to the dynamic shape (no constant of it exists)
+            return G.broadcast_to(Constant(np.full((), value, dtype=call.out.dtype)), call.out.shape)
         return Constant(np.full(call.out.shape, value, dtype=call.out.dtype))
     return convert
 

@@ -16,11 +16,23 @@ from tesched.graph.types import Dim, Extent, dims_of
 from tesched.te.expr import Const, Expr, Var
 
 
-class SizeVars:
-    """One size variable per dim of ``shapes`` (named after it), for one declaration."""
+def _attr_dims(values: Any) -> list[Dim]:
+    """The dims among attribute values (in lists and tuples too)."""
+    found: list[Dim] = []
+    for v in values:
+        if isinstance(v, Dim):
+            found.append(v)
+        elif isinstance(v, (list, tuple)):
+            found += _attr_dims(v)
+    return found
 
-    def __init__(self, shapes: Sequence[tuple[Extent, ...]]):
-        self.dims = dims_of(list(shapes))
+
+class SizeVars:
+    """One size variable per dim of ``shapes`` and of the attributes ``attrs`` (named after it), for one
+    declaration."""
+
+    def __init__(self, shapes: Sequence[tuple[Extent, ...]], attrs: Sequence[Mapping[str, Any]] = ()):
+        self.dims = dims_of(list(shapes) + [tuple(_attr_dims(a.values())) for a in attrs])
         self.vars = {d.name: ts.var(d.name) for d in self.dims}
 
     def extents(self, shape: tuple[Extent, ...]) -> tuple[int | Var, ...]:
@@ -32,7 +44,7 @@ class SizeVars:
         def swap(value: Any) -> Any:
             if isinstance(value, Dim):
                 if value.name not in self.vars:
-                    raise TypeError(f"dimension {value.name!r} of an attribute is not a dimension of the arguments")
+                    raise TypeError(f"dimension {value.name!r} of an attribute is not a dimension of the declaration")
                 return self.vars[value.name]
             if isinstance(value, (list, tuple)):
                 return type(value)(swap(v) for v in value)

@@ -36,10 +36,16 @@ _GPU_KERNELS: dict[str, GpuKernel] = {}
 SCHEDULES = ("default", "auto", "tuned")
 
 
+def primitive_sizes(fn: Function) -> SizeVars:
+    """The size variables of ``fn``'s dynamic dimensions (of its parameters and of its ops' attributes)."""
+    calls = [n for n in post_order(fn.body) if isinstance(n, Call)]
+    return SizeVars([p.tensor_type.shape for p in fn.params], [c.attrs for c in calls])
+
+
 def declare_primitive(fn: Function, sizes: SizeVars | None = None) -> tuple[list[Tensor], list[Tensor]]:
     """Placeholders for ``fn``'s parameters and the tensors its body computes (one, or a tuple's fields);
     a dynamic dimension becomes the size variable ``sizes`` gives it (by default, one of its own)."""
-    sizes = sizes or SizeVars([p.tensor_type.shape for p in fn.params])
+    sizes = sizes or primitive_sizes(fn)
     placeholders = [ts.placeholder(sizes.extents(p.tensor_type.shape), p.tensor_type.dtype, name=p.name)
                     for p in fn.params]
     values = {id(p): t for p, t in zip(fn.params, placeholders)}
@@ -100,7 +106,7 @@ def start_primitive(fn: Function, schedule: str = "default",
 def _lower_default(fn: Function) -> LoweredFunc:
     """``fn`` declared, scheduled with the default schedules and lowered. Dynamic dimensions are size
     variables whose schedule hints are their largest values (:mod:`tesched.nn.hints`)."""
-    sizes = SizeVars([p.tensor_type.shape for p in fn.params])
+    sizes = primitive_sizes(fn)
     placeholders, outs = declare_primitive(fn, sizes)
     with size_hints(sizes.hints()):
         return ts.lower(nn.default_schedule(outs), placeholders + outs, name=fn.name)

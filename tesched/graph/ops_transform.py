@@ -69,7 +69,8 @@ def concatenate(data: Sequence[Expr], axis: int = 0) -> Call:
 
 
 def _slices(attrs: Attrs) -> tuple[slice, ...]:
-    return tuple(slice(b, e, s) for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
+    return tuple(slice(b, None if isinstance(e, Dim) else e, s)
+                 for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
 
 
 _STRIDED_SLICE = register_op("strided_slice", Pattern.INJECTIVE,
@@ -80,9 +81,11 @@ _STRIDED_SLICE = register_op("strided_slice", Pattern.INJECTIVE,
 
 def strided_slice(data: Expr, begin: Sequence[int], end: Sequence[int],
                   strides: Sequence[int] | None = None) -> Call:
-    """``data[begin[0]:end[0]:strides[0], ...]`` (Python slice semantics)."""
+    """``data[begin[0]:end[0]:strides[0], ...]`` (Python slice semantics). An axis of dynamic size is
+    taken whole: begin 0, stride 1 and its dim as the end."""
     strides = [1] * len(begin) if strides is None else strides
-    return Call(_STRIDED_SLICE, [data], {"begin": tuple(int(v) for v in begin), "end": tuple(int(v) for v in end),
+    return Call(_STRIDED_SLICE, [data], {"begin": tuple(int(v) for v in begin),
+                                         "end": tuple(v if isinstance(v, Dim) else int(v) for v in end),
                                          "strides": tuple(int(v) for v in strides)})
 
 
@@ -100,9 +103,9 @@ _BROADCAST_TO = register_op("broadcast_to", Pattern.INJECTIVE,
                             lambda args, attrs: np.ascontiguousarray(np.broadcast_to(args[0], attrs["shape"])), 1)
 
 
-def broadcast_to(data: Expr, shape: Sequence[int]) -> Call:
-    """``data`` broadcast to ``shape`` (NumPy's rules)."""
-    return Call(_BROADCAST_TO, [data], {"shape": tuple(int(d) for d in shape)})
+def broadcast_to(data: Expr, shape: Sequence[int | Dim]) -> Call:
+    """``data`` broadcast to ``shape`` (NumPy's rules; an entry may be a dynamic dimension)."""
+    return Call(_BROADCAST_TO, [data], {"shape": tuple(d if isinstance(d, Dim) else int(d) for d in shape)})
 
 
 def _take_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:

@@ -29,6 +29,8 @@ def channel_scale(scale: Constant, out: TensorType) -> np.ndarray | None:
         return None
     full = s.reshape((1,) * (out.ndim - s.ndim) + s.shape)
     channels = out.shape[CHANNEL_AXIS]
+    if not isinstance(channels, int):
+        return None                 # a dynamic axis is no channel axis
     if any(d != 1 and (k != CHANNEL_AXIS or d != channels) for k, d in enumerate(full.shape)):
         return None
     return np.broadcast_to(full.reshape(-1), (channels,))
