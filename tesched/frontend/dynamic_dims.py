@@ -42,11 +42,11 @@ class DynamicDims:
         if symbol not in self._made:
             name = _user_name(symbol, size)
             bounds = self.ranges.get(symbol)
-            upper = getattr(bounds, "upper", None)
-            if upper is None or not upper.is_finite:
+            upper = _bound(getattr(bounds, "upper", None))
+            if upper is None:
                 raise FrontendError(f"dimension {name!r} ({where}) has no upper bound; declare one: "
                                     f"torch.export.Dim({name!r}, max=...)")
-            self._made[symbol] = Dim(name, max(1, int(bounds.lower)), int(upper))
+            self._made[symbol] = Dim(name, max(1, _bound(bounds.lower) or 1), upper)
         return self._made[symbol]
 
     def _named(self, expr: Any, size: Any, where: str) -> str:
@@ -67,3 +67,12 @@ def _user_name(symbol: Any, size: Any) -> str:
         if source_name in names and str(names[source_name]).isidentifier():
             return str(names[source_name])
     return str(symbol)
+
+
+def _bound(value: Any) -> int | None:
+    """A range bound as an int; ``None`` for an infinite one (or none)."""
+    try:
+        bound = int(value)
+    except (TypeError, ValueError, OverflowError, AttributeError):
+        return None
+    return bound if abs(bound) < 1 << 62 else None

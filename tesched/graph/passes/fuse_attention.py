@@ -66,7 +66,10 @@ def _keeps_rows(node: Call) -> bool:
 def _unguarded(node: Expr) -> tuple[Expr, Expr | None]:
     """``(softmax, logits guarded)`` under ``where(not any(logits != -inf, -1), 0, softmax)``, else
     ``(node, None)``."""
-    if not (_op(node, "where") and _scalar(node.args[1]) == 0.0 and _op(node.args[2], "nn.softmax")):
+    if not _op(node, "where"):
+        return node, None
+    fill = node.args[1].args[0] if _op(node.args[1], "broadcast_to") else node.args[1]   # a dynamic shape's fill
+    if not (_scalar(fill) == 0.0 and _op(node.args[2], "nn.softmax")):
         return node, None
     cond = node.args[0]
     if not (_op(cond, "logical_not") and _op(cond.args[0], "any") and cond.args[0].attrs["keepdims"]):
