@@ -82,7 +82,7 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     if machine.backend != "c" and schedule != "default":
         raise BuildError(f"schedule={schedule!r} is for CPU targets; {machine.name} takes the default GPU "
                          "schedules (schedule='default')")
-    dynamic = [p for p in f.params if p.tensor_type.is_dynamic]
+    dynamic = [p for p in f.params if p.tensor_type.is_dynamic] if isinstance(f, Function) else []
     if dynamic and (schedule != "default" or machine.backend != "c"):
         raise BuildError(f"input {dynamic[0].name} has a dynamic shape {dynamic[0].tensor_type}: dynamic "
                          f"dimensions build with the default CPU schedules, not schedule={schedule!r} for "
