@@ -46,7 +46,7 @@ class DynamicDims:
             if upper is None:
                 raise FrontendError(f"dimension {name!r} ({where}) has no upper bound; declare one: "
                                     f"torch.export.Dim({name!r}, max=...)")
-            self._made[symbol] = Dim(name, max(1, _bound(bounds.lower) or 1), upper)
+            self._made[symbol] = Dim(name, max(1, _bound(getattr(bounds, "lower", 1)) or 1), upper)
         return self._made[symbol]
 
     def _named(self, expr: Any, size: Any, where: str) -> str:

@@ -240,11 +240,11 @@ class Executable:
             self._c_steps.append((step.address, callee_slots + [v.slot for v in ins] + [v.slot for v in step.outputs]
                                   + literal_slots + list(step.sizes)))
         self._keep: list[Any] = [self._arena, *(v.data for v in constants.values()), literals]
-        specs = [ArgSpec(np.dtype(v.type.dtype), self.sizes.spec_dims(v.type.shape), writable, v.slot)
+        specs = [ArgSpec(np.dtype(v.type.dtype), self.sizes.spec_dims(v.type.extents), writable, v.slot)
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
         self._program = Program(specs, self._fixed, self._c_steps, n_params=len(self.sizes.dims), exclusive=True,
                                 keep=self._keep)
-        self._result_types = [(v.type.shape, np.dtype(v.type.dtype)) for v in self._results]
+        self._result_types = [(v.type.extents, np.dtype(v.type.dtype)) for v in self._results]
         self._spares: list[tuple[np.ndarray, ...]] = []
         self._flat_results = _flat_result_indices(self._result, len(self._inputs))
 
@@ -261,7 +261,7 @@ class Executable:
                     break
             else:
                 return spare
-        results = tuple(np.empty(shape, dtype) for shape, dtype in self._result_types)
+        results = tuple(self._fresh_results())      # (static: no dims to bind)
         self._spares = [results] + self._spares[:SPARE_RESULT_SETS - 1]
         return results
 
@@ -307,7 +307,7 @@ class Executable:
         fixed = list(self._fixed)
         for v, array in zip(self._inputs + self._results, inputs + results):
             fixed[v.slot] = address(array)
-        specs = [ArgSpec(np.dtype(v.type.dtype), self.sizes.spec_dims(v.type.shape), False, v.slot)
+        specs = [ArgSpec(np.dtype(v.type.dtype), self.sizes.spec_dims(v.type.extents), False, v.slot)
                  for v in self._inputs] if self.sizes else []
         program = Program(specs, fixed, self._c_steps, n_params=len(self.sizes.dims), exclusive=True,
                           keep=(self._keep, inputs, results))
@@ -334,7 +334,7 @@ class Executable:
         else:
             source = root.data if root.kind == "constant" else as_array(inputs[root.index], "input")
             array = np.array(source, copy=True)
-        return like(array.reshape(static_shape(structure.type.shape, sizes)), torch)
+        return like(array.reshape(static_shape(structure.type.extents, sizes)), torch)
 
     def benchmark(self, *args: Any, repeat: int = 20, warmup: int = 2, **kwargs: Any) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""
@@ -407,6 +407,6 @@ def _leaves_of(structure: Any) -> list[_Value]:
 def _nbytes(ty: TensorType) -> int:
     """The bytes of a value of type ``ty`` (its dynamic dimensions at their largest)."""
     count = 1
-    for d in static_shape(ty.shape):
+    for d in static_shape(ty.extents):
         count *= d
     return count * np.dtype(ty.dtype).itemsize

@@ -39,14 +39,14 @@ SCHEDULES = ("default", "auto", "tuned")
 def primitive_sizes(fn: Function) -> SizeVars:
     """The size variables of ``fn``'s dynamic dimensions (of its parameters and of its ops' attributes)."""
     calls = [n for n in post_order(fn.body) if isinstance(n, Call)]
-    return SizeVars([p.tensor_type.shape for p in fn.params], [c.attrs for c in calls])
+    return SizeVars([p.tensor_type.extents for p in fn.params], [c.attrs for c in calls])
 
 
 def declare_primitive(fn: Function, sizes: SizeVars | None = None) -> tuple[list[Tensor], list[Tensor]]:
     """Placeholders for ``fn``'s parameters and the tensors its body computes (one, or a tuple's fields);
     a dynamic dimension becomes the size variable ``sizes`` gives it (by default, one of its own)."""
     sizes = sizes or primitive_sizes(fn)
-    placeholders = [ts.placeholder(sizes.extents(p.tensor_type.shape), p.tensor_type.dtype, name=p.name)
+    placeholders = [ts.placeholder(sizes.extents(p.tensor_type.extents), p.tensor_type.dtype, name=p.name)
                     for p in fn.params]
     values = {id(p): t for p, t in zip(fn.params, placeholders)}
     for node in post_order(fn.body):

@@ -58,8 +58,8 @@ class Op:
             tensors.append(t)
         types = ", ".join(map(str, arg_types))
         try:
-            sizes = SizeVars([t.shape for t in tensors], [attrs])
-            inputs = [ts.placeholder(sizes.extents(t.shape), t.dtype, name=f"arg{k}") for k, t in enumerate(tensors)]
+            sizes = SizeVars([t.extents for t in tensors], [attrs])
+            inputs = [ts.placeholder(sizes.extents(t.extents), t.dtype, name=f"arg{k}") for k, t in enumerate(tensors)]
             out = self.declare(inputs, sizes.attrs(attrs))
             return TensorType(sizes.graph_shape(out.shape, self.name), out.dtype)
         except (ValueError, TypeError) as err:

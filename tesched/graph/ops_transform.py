@@ -79,7 +79,7 @@ _STRIDED_SLICE = register_op("strided_slice", Pattern.INJECTIVE,
                              lambda args, attrs: np.ascontiguousarray(args[0][_slices(attrs)]), 1)
 
 
-def strided_slice(data: Expr, begin: Sequence[int], end: Sequence[int],
+def strided_slice(data: Expr, begin: Sequence[int], end: Sequence[int | Dim],
                   strides: Sequence[int] | None = None) -> Call:
     """``data[begin[0]:end[0]:strides[0], ...]`` (Python slice semantics). An axis of dynamic size is
     taken whole: begin 0, stride 1 and its dim as the end."""

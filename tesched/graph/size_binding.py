@@ -19,9 +19,9 @@ class SizeBinding:
     """The dims of ``inputs`` (the executable's parameter types), in order of first appearance."""
 
     def __init__(self, inputs: Sequence[TensorType]):
-        self.dims: list[Dim] = dims_of([t.shape for t in inputs])
+        self.dims: list[Dim] = dims_of([t.extents for t in inputs])
         self.index = {d.name: k for k, d in enumerate(self.dims)}
-        self._axes = [(k, axis, d) for k, t in enumerate(inputs) for axis, d in enumerate(t.shape)
+        self._axes = [(k, axis, d) for k, t in enumerate(inputs) for axis, d in enumerate(t.extents)
                       if isinstance(d, Dim)]
 
     def __bool__(self) -> bool:

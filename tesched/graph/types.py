@@ -60,31 +60,52 @@ def dims_of(shapes: "list[tuple[Extent, ...]]") -> list[Dim]:
 
 @dataclass(frozen=True)
 class TensorType:
-    """A tensor of ``shape`` (positive ints and dynamic :class:`Dim` entries) and ``dtype``."""
+    """A tensor of shape ``extents`` (positive ints and dynamic :class:`Dim` entries) and ``dtype``.
 
-    shape: tuple[Extent, ...]
+    ``shape`` is the static shape (ints): reading it on a dynamic type raises a ``TypeError`` naming the
+    dim, so code written for static shapes refuses a dynamic one rather than computing with it; code
+    that handles dims reads ``extents``."""
+
+    extents: tuple[Extent, ...]
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
-        shape = tuple(self.shape)
-        for d in shape:
+        extents = tuple(self.extents)
+        for d in extents:
             if not isinstance(d, Dim) and (isinstance(d, bool) or not isinstance(d, int) or d <= 0):
-                raise ValueError(f"shape entries must be positive ints or dynamic dims, got {shape}")
-        object.__setattr__(self, "shape", shape)
+                raise ValueError(f"shape entries must be positive ints or dynamic dims, got {extents}")
+        object.__setattr__(self, "extents", extents)
         object.__setattr__(self, "dtype", dt.normalize(self.dtype))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The static shape; a ``TypeError`` naming the dim when a dimension is dynamic."""
+        dynamic = [d.name for d in self.extents if isinstance(d, Dim)]
+        if dynamic:
+            raise TypeError(f"{self} has the dynamic dimension {dynamic[0]!r}, and this use needs a static shape")
+        return tuple(d for d in self.extents if isinstance(d, int))      # (all of them, here)
+
+    def size(self, axis: int) -> int:
+        """The static size of ``axis`` (negative counts from the end); a ``TypeError`` naming the dim when
+        that axis is dynamic."""
+        d = self.extents[axis]
+        if isinstance(d, Dim):
+            raise TypeError(f"axis {axis} of {self} is the dynamic dimension {d.name!r}, and this use needs a "
+                            "static size")
+        return d
 
     @property
     def is_dynamic(self) -> bool:
         """Whether a shape entry is a dynamic :class:`Dim`."""
-        return any(isinstance(d, Dim) for d in self.shape)
+        return any(isinstance(d, Dim) for d in self.extents)
 
     @property
     def ndim(self) -> int:
-        """The number of dimensions (``len(shape)``)."""
-        return len(self.shape)
+        """The number of dimensions (``len(extents)``)."""
+        return len(self.extents)
 
     def __str__(self) -> str:
-        return f"Tensor[({', '.join(map(str, self.shape))}), {self.dtype}]"
+        return f"Tensor[({', '.join(map(str, self.extents))}), {self.dtype}]"
 
 
 @dataclass(frozen=True)

@@ -31,3 +31,13 @@ def test_static_shape_and_dims_of():
         dims_of([(batch,), (Dim("batch", 1, 9),)])
     with pytest.raises(ValueError, match="positive ints or dynamic dims"):
         TensorType(("batch", 4))
+
+
+def test_static_readers_refuse_a_dynamic_type_by_name():
+    ty = TensorType((Dim("seq", 1, 9), 4))
+    assert ty.extents[1] == 4 and ty.size(1) == 4 and ty.size(-1) == 4 and ty.ndim == 2
+    with pytest.raises(TypeError, match=r"Tensor\[\(seq, 4\), float32\] has the dynamic dimension 'seq'"):
+        ty.shape
+    with pytest.raises(TypeError, match="axis 0 of .* is the dynamic dimension 'seq'"):
+        ty.size(0)
+    assert TensorType((2, 4)).shape == (2, 4)

@@ -76,7 +76,7 @@ def _dense_in_panels(node: Call) -> Expr | None:
     lanes = current_target().lanes(str(weight.data.dtype))
     if block % lanes == 0:
         return dense_panels(x, Constant(pack_dense_panels(weight.data, block), name=weight.name))
-    rows = static_shape(x.tensor_type.shape)[0]
+    rows = static_shape(x.tensor_type.extents)[0]
     if columns > lanes and not x.tensor_type.is_dynamic:
         width = PANEL_VECTORS * lanes
         padded = np.zeros((-(-columns // width) * width, weight.data.shape[1]), weight.data.dtype)
@@ -126,12 +126,12 @@ def _conv_weight_last(node: Call) -> Expr | None:
     attrs = node.attrs
     k, _, kh, kw = weight.tensor_type.shape
     strided = tuple(attrs["strides"]) != (1, 1)
-    narrow = node.tensor_type.shape[3] < NARROW_ROW
+    narrow = node.tensor_type.size(3) < NARROW_ROW
     if not isinstance(weight, Constant) or attrs["groups"] != 1 or (kh, kw) == (1, 1) or \
             not current_target().vector_bytes or \
             k % current_target().lanes(str(weight.data.dtype)) or not (strided or narrow):
         return None                 # (without SIMD there are no output-channel vectors to gain)
-    _, block = register_tile(node.tensor_type.shape[3], k, RegisterFile.of(dtype=str(weight.data.dtype)))
+    _, block = register_tile(node.tensor_type.size(3), k, RegisterFile.of(dtype=str(weight.data.dtype)))
     return conv2d_weight_last(x, Constant(weight_last(weight.data, block), name=weight.name), attrs["strides"],
                               attrs["padding"], attrs["dilation"])
 
