@@ -15,6 +15,10 @@ was one. Because the arena is reused, one executable runs in one thread at a tim
 ``RuntimeError``). A group that is one call of an external C function (see :mod:`.partition`) is listed
 in ``external_calls`` instead of ``kernels``, as is a group that is one ``nn.attention`` (its online-softmax
 kernel, :mod:`.attention_kernel`). Passes and fusion happen before, in :mod:`.build`.
+
+Inputs with dynamic dimensions (:class:`~.types.Dim`) make the kernels take those sizes as arguments: each
+call binds and range-checks them (:mod:`.size_binding`), passes them to every kernel, and allocates the
+results at the bound sizes; the arena is planned at each dim's largest size, so it fits every call.
 """
 from __future__ import annotations
 

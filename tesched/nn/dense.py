@@ -177,7 +177,8 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     vectorized, the reduction outermost and unrolled by ``REDUCTION_UNROLL``: the write cache). Column
     panels are the outer, parallel loop, and each panel of ``b`` is copied once into a contiguous local
     buffer (``cache_read`` packing) that every row tile of the panel reads. Shapes without such tiles, or
-    too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
+    too little work to fill them, keep the column schedule of :func:`_schedule_columns`. With a symbolic row
+    count the tiles' rows are not unrolled (see :func:`register_tiles`)."""
     product, host = stored_whole(s, product, host)
     rows, columns = (hint(d) for d in product.shape)
     rf = RegisterFile.of(dtype=product.dtype)

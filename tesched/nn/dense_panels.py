@@ -25,7 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 import tesched as ts
-from tesched.nn.hints import hint
+from tesched.nn.hints import hint, is_symbolic
 from tesched.nn.dense import MIN_TILE_ROWS, register_tiles, row_options
 from tesched.nn.pattern import Pattern, compute
 from tesched.nn.schedule import (
@@ -112,10 +112,12 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
     """The register tiles of the module docstring, computed inside ``host``'s loops (see there). A host of
     another shape (a slice of the product's columns, as in a GRU cell) would read the product element by
     element: the product is stored whole instead, through a write cache, and computed in tiles, and the
-    host gets the injective schedule."""
+    host gets the injective schedule. A symbolic row count (a dynamic batch or sequence) takes the
+    matrix-vector tiles, row by row: register tiles of rows would leave the last tile's rows a loop (not
+    unrolled, its accumulators in memory), which measured slower at every size."""
     product, host = stored_whole(s, product, host)
     rows = hint(product.shape[0])
-    if rows >= MIN_TILE_ROWS:
+    if rows >= MIN_TILE_ROWS and not is_symbolic(product.shape[0]):
         block = _block_of(product)
         tile_rows, _ = accumulator_tile(row_options(rows, GEMM_ROWS, MIN_TILE_ROWS), [block],
                                         RegisterFile.of(dtype=product.dtype))

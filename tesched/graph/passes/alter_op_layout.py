@@ -31,8 +31,8 @@
   vectorized along output channels instead of along the row.
 
 With a dynamic dimension (:class:`~tesched.graph.types.Dim`), a dense layer's rows count at their
-largest value, a dense layer is not padded (the slice back would need a dynamic end), and a convolution
-gets only the weight-last layout (Winograd tiles and pointwise row views reshape the image).
+largest value (the slice back of a padded product takes a dynamic axis whole), and a convolution gets
+only the weight-last layout (Winograd tiles and pointwise row views reshape the image).
 Everything else is left as it is. The rewritten graph computes the same values (to float32 rounding).
 """
 from __future__ import annotations
@@ -77,12 +77,12 @@ def _dense_in_panels(node: Call) -> Expr | None:
     if block % lanes == 0:
         return dense_panels(x, Constant(pack_dense_panels(weight.data, block), name=weight.name))
     rows = static_shape(x.tensor_type.extents)[0]
-    if columns > lanes and not x.tensor_type.is_dynamic:
+    if columns > lanes:
         width = PANEL_VECTORS * lanes
         padded = np.zeros((-(-columns // width) * width, weight.data.shape[1]), weight.data.dtype)
         padded[:columns] = weight.data
         product = dense_panels(x, Constant(pack_dense_panels(padded, width), name=weight.name))
-        return strided_slice(product, [0, 0], [x.tensor_type.shape[0], columns])
+        return strided_slice(product, [0, 0], [x.tensor_type.extents[0], columns])
     if rows < GEMM_MIN_ROWS:
         return None
     return matmul(x, Constant(np.ascontiguousarray(weight.data.T), name=weight.name))
