@@ -287,3 +287,14 @@ def test_dynamic_inputs_refuse_export_and_other_schedules(dynamic_mlp, tmp_path)
         exe.export_library(tmp_path / "model.so")
     with pytest.raises(BuildError, match=r"input x has a dynamic shape .*not schedule='auto'"):
         G.build(exe.pass_history[0][1], schedule="auto")
+
+
+def test_a_dynamic_batch_dense_padded_to_whole_panels_is_sliced_back(rand):
+    """20 output columns are no whole number of SIMD vectors: the weight is padded and the product
+    sliced back, along a dynamic row axis taken whole."""
+    w = rand((20, 24), low=-1)
+    x = G.var("x", shape=(G.Dim("rows", 1, 40), 24))
+    exe = G.build(G.Function([x], G.nn.dense(x, G.const(w))))
+    for n in (1, 23, 40):
+        a = rand((n, 24), low=-1)
+        np.testing.assert_allclose(exe(a), a @ w.T, rtol=1e-3, atol=1e-4)
