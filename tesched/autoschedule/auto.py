@@ -181,7 +181,7 @@ def explain_schedule(sch: Schedule) -> str:
 
 
 def _summary(p: StagePlan, plan: Plan) -> str:
-    if p.placement == "keep":
+    if p.placement == "keep" and not (p.vectorize or p.rfactor):
         return "kept as scheduled"
     if p.placement == "inline":
         return "inlined"
@@ -192,6 +192,8 @@ def _summary(p: StagePlan, plan: Plan) -> str:
         parts.append(f"computed at {'the innermost tile loop' if p.level < 0 else f'outer loop {p.level}'} of {host}")
         if p.store_level is not None:
             parts.append(f"stored at outer loop {p.store_level} (sliding window)")
+    elif p.placement == "keep":
+        parts.append("at its scan's time loop")
     else:
         parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))
     for flag, text in ((p.parallel, f"parallel x{p.parallel}"), (p.vectorize, "vectorized"),
