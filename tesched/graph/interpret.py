@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
-from tesched.graph.types import TensorType
+from tesched.graph.types import TensorType, TupleType
 from tesched.graph.params import bind_arguments
 from tesched.graph.visit import post_order
 
@@ -54,7 +54,8 @@ def is_constant_expr(expr: Expr) -> bool:
 
 def _tensor_types(node: Expr) -> tuple[TensorType, ...]:
     ty = node.checked_type
-    return (ty,) if isinstance(ty, TensorType) else tuple(t for t in getattr(ty, "fields", ()) if isinstance(t, TensorType))
+    fields = ty.fields if isinstance(ty, TupleType) else (ty,)
+    return tuple(t for t in fields if isinstance(t, TensorType))
 
 
 def evaluate_constant(expr: Expr) -> Constant:

@@ -81,8 +81,8 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
         if t.dtype != first.dtype:
             raise TypeError(f"concatenate: dtypes {[u.dtype for u in tensors]} differ")
     if any(isinstance(t.shape[axis], Expr) for t in tensors):
-        raise ValueError(f"concatenate: axis {axis} has a dynamic size ({', '.join(str(t.shape[axis]) for t in tensors)}); "
-                         "tensors join along a static axis only")
+        sizes = ", ".join(str(t.shape[axis]) for t in tensors)
+        raise ValueError(f"concatenate: axis {axis} has a dynamic size ({sizes}); tensors join along a static axis only")
     starts = [0]
     for t in tensors:
         starts.append(starts[-1] + t.shape[axis])
