@@ -45,8 +45,9 @@ class Contribution:
 
 
 def check_differentiable(op: Operation) -> None:
-    if isinstance(op, ScatterOp):
-        raise GradientError(f"stage {op.name} is a scatter: ts.gradient does not differentiate scatters yet")
+    if isinstance(op, ScatterOp) and op.body.combiner != "sum":
+        raise GradientError(f"stage {op.name} is a {op.body.combiner} scatter: ts.gradient differentiates sum "
+                            "scatters (ts.scatter_add) only")
     if not isinstance(op, ComputeOp):
         raise GradientError(f"stage {op.name} ({type(op).__name__}) has no gradient")
 
@@ -82,6 +83,8 @@ def _tie_share(op: ComputeOp, body: Reduce, output: Tensor) -> Expr:
 
 def contributions(op: ComputeOp, heads: list[Head | None], relevant: set[int]) -> list[tuple[Tensor, Contribution]]:
     """Every (read tensor, contribution) of stage ``op`` whose outputs have adjoints ``heads``."""
+    if isinstance(op, ScatterOp):
+        return _scatter_contributions(op, heads[0], relevant)
     out: list[tuple[Tensor, Contribution]] = []
     axes = list(op.axis)
     for k, body in enumerate(op.bodies):
@@ -106,6 +109,22 @@ def contributions(op: ComputeOp, heads: list[Head | None], relevant: set[int]) -
             d = partial(source, {id(r) for r in group})
             if d is not None:
                 out.append((group[0].tensor, Contribution(op.name, group[0].indices, seed * d, loops, where)))
+    return out
+
+
+def _scatter_contributions(op: ScatterOp, head: Head | None, relevant: set[int]) -> list[tuple[Tensor, Contribution]]:
+    """A sum scatter's: each point ``r`` passes the adjoint of the element it added to (``head`` read at its
+    index, a gather) to what its value read. Its index is an integer, with no gradient."""
+    if head is None:
+        return []
+    body = op.body
+    seed = head(list(body.index))
+    loops = loop_vars([a for a in body.axis if isinstance(a, IterVar)])
+    out: list[tuple[Tensor, Contribution]] = []
+    for group in _reads_by_element(body.source, relevant):
+        d = partial(body.source, {id(r) for r in group})
+        if d is not None:
+            out.append((group[0].tensor, Contribution(op.name, group[0].indices, seed * d, loops, body.where)))
     return out
 
 

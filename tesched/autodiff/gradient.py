@@ -19,7 +19,10 @@ forward stages like any other.
 A scan is differentiated through time (:mod:`tesched.autodiff.scan_adjoint`): its adjoint is a scan run
 backwards over the steps.
 
-Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): scatters, products,
+A sum scatter (``ts.scatter_add``: a histogram, a bilateral grid's splat) passes each point the adjoint of the
+element it added to, read at its index: a gather, parallel over the points.
+
+Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): max and min scatters, products,
 user-defined reducers and tuple reductions (``argmax`` has no gradient), and integer inputs.
 """
 from __future__ import annotations
@@ -148,7 +151,7 @@ def gradient(output: Tensor, inputs: Tensor | Sequence[Tensor], head: Tensor | N
     ------
     GradientError
         For an integer input or output, a ``head`` of another shape, or a stage with no gradient (a
-        scatter, a product or argmax reduction, a function with no derivative); the message names it.
+        max or min scatter, a product or argmax reduction, a function with no derivative); the message names it.
 
     Example
     -------

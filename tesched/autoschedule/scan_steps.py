@@ -12,16 +12,19 @@ strides of the stage's reads:
   sums, vectorized, reduced at each output element;
 - a stage without a reduction: its innermost axis vectorized when it is long enough for a vector.
 
-The time loop itself stays serial (each step reads the one before), and so do the step's loops: a parallel
-region per step is left to the user. This module decides; :func:`~tesched.autoschedule.plan.apply_plan`
+The time loop itself stays serial (each step reads the one before). Within a step, a reduction doing
+enough work per step (:func:`~tesched.autoschedule.cost.worth_parallel`) runs its first axis after the
+time axis in parallel (``parallel`` 1): one parallel region per step. This module decides; :func:`~tesched.autoschedule.plan.apply_plan`
 applies the decisions.
 """
 from __future__ import annotations
 
+from tesched.autoschedule import cost
 from tesched.autoschedule.pipeline import StageInfo
 from tesched.autoschedule.plan import StagePlan
 from tesched.autoschedule.state import DecideState
 from tesched.poly.analysis import NotModelable, constant_shape
+from tesched.te.tensor import ComputeOp
 
 
 def step_plan(state: DecideState, info: StageInfo) -> StagePlan:
@@ -40,6 +43,7 @@ def step_plan(state: DecideState, info: StageInfo) -> StagePlan:
     vector_axis = len(extents) - 1
     if not op.reduce_axis:
         return plan.with_(f"its innermost axis ({op.axis[-1].name}) vectorized", vectorize=True)
+    plan = _parallel_within_step(plan, op, extents)
     along_row = all(r.strides[vector_axis] in (0, 1) for r in reads)
     if along_row and extents[-1] >= lanes:
         reduce_extent = op.reduce_axis[-1].constant_extent or 1
@@ -54,3 +58,18 @@ def step_plan(state: DecideState, info: StageInfo) -> StagePlan:
         return plan.with_(f"rfactor: the reduction over {op.reduce_axis[-1].name} ({reduce_extent}) is contiguous "
                           f"in its inputs: {rf_lanes} lanes of partial sums, vectorized", rfactor=rf_lanes)
     return plan.with_("loops left as declared: its inputs are strided along its innermost axis and its reduction")
+
+
+def _parallel_within_step(plan: StagePlan, op: ComputeOp, extents: list[int]) -> StagePlan:
+    """``plan`` with its axis 1 parallel when the stage has one besides its row and does enough work per
+    time step (its axis 0 is the time step: one per iteration of the scan's loop)."""
+    if len(extents) < 3 or extents[1] < 2:
+        return plan
+    work = 1
+    for e in extents[1:]:
+        work *= e
+    for r in op.reduce_axis:
+        work *= r.constant_extent or 1
+    if not cost.worth_parallel(work):
+        return plan
+    return plan.with_(f"its axis {op.axis[1].name} in parallel: {work} operations per time step", parallel=1)

@@ -50,3 +50,17 @@ def test_a_short_step_keeps_its_loops_and_says_why():
     with ts.Target(AVX512):
         text = ts.explain_schedule(ts.auto_schedule(res))
     assert "    - mv: loops left as declared: no axis long enough for a vector" in text
+
+
+def test_a_step_doing_enough_work_runs_its_batch_axis_in_parallel(rand):
+    T, B, H = 3, 16, 128                      # 16 x 128 x 128 multiply-adds per step
+    inputs, res = _scan(T, B, H, True)
+    with ts.Target(AVX512):
+        s = ts.auto_schedule(res)
+    text = ts.explain_schedule(s)
+    assert "mv: at its scan's time loop, parallel x1, vectorized, register tile" in text
+    assert "its axis b in parallel: 262144 operations per time step" in text
+    assert "act: at its scan's time loop, vectorized" in text        # elementwise: not worth a region
+    w, s0 = rand((H, H), low=-0.1, high=0.1), rand((B, H), low=-1, high=1)
+    f = ts.build(s, list(inputs) + [res])
+    np.testing.assert_allclose(f(w, s0), _reference(w, s0, T, True), rtol=1e-4, atol=1e-5)
