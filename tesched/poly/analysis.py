@@ -204,12 +204,13 @@ def _axis_spans(op: ComputeOp, box: Box | None, tile: Sequence[int] | None, redu
     return out
 
 
-def _read_box(read: TensorRead, spans: dict[int, Span]) -> Box:
-    """The box ``read`` touches, clipped to its tensor (empty where a bound crosses the other)."""
+def _read_box(read: TensorRead, spans: dict[int, Span], memo: dict) -> Box:
+    """The box ``read`` touches, clipped to its tensor (empty where a bound crosses the other); ``memo``
+    holds the spans of expressions already bounded under ``spans``."""
     shape = constant_shape(read.tensor)
     box = []
     for index, extent in zip(read.indices, shape):
-        lo, hi = intervals.span(index, spans)
+        lo, hi = intervals.span(index, spans, memo)
         box.append((np.maximum(np.ceil(lo), 0.0), np.minimum(np.floor(hi), float(extent - 1))))
     return box
 
@@ -321,8 +322,9 @@ def tile_regions(host: ComputeOp, tile: Sequence[int], computed_at_tile: Sequenc
             tensor, box = touched.pop(id(op))
             regions[op.name] = _region(op.output(0), box, counts)
             spans = _axis_spans(op, box, None, None, len(sizes))
+        memo: dict = {}
         for read in listed(op):
-            part = _read_box(read, spans)
+            part = _read_box(read, spans, memo)
             key = id(read.tensor.op)
             touched[key] = (read.tensor, _union(touched[key][1], part) if key in touched else part)
     for tensor, box in touched.values():

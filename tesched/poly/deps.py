@@ -50,6 +50,7 @@ class Accesses:
         self.writes = isl.UnionMap.empty(model.context.get_space())
         self.reads = isl.UnionMap.empty(model.context.get_space())
         self.collapse: dict[str, isl.Map] = {}
+        self._maps: dict[str, isl.UnionMap] = {}       # by isl text: a body reads one element many times
         for sm in model.stages:
             owner = sm.absorbed_by or sm
             if owner.calls:
@@ -90,7 +91,9 @@ class Accesses:
         private = stmt.loops[:target.store_len]
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
                 f"{target.tag}[{', '.join(private + index)}]{f' : {where}' if where else ''} }}")
-        return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
+        if text not in self._maps:
+            self._maps[text] = isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
+        return self._maps[text]
 
     def read_map(self, stmt: Statement, target: StageModel, read: TensorRead) -> isl.UnionMap:
         """``stmt -> storage of target`` at ``read``'s indices; along a data-dependent index, any element
@@ -105,11 +108,15 @@ class Accesses:
         return self.storage_map(stmt, target, index, " and ".join(bounds))
 
     def _reads_of(self, reader: StageModel, stmt: Statement) -> None:
+        added: set[int] = set()
         for read in collect(reader.body, TensorRead):
             target = self.model.by_op.get(id(read.tensor.op))
             if target is None or target.absorbed_by is not None:  # an input, or internal to an intrinsic
                 continue
-            self._add("reads", stmt, self.read_map(stmt, target, read))
+            rel = self.read_map(stmt, target, read)
+            if id(rel) not in added:            # the same element read again (the same map): added once
+                added.add(id(rel))
+                self._add("reads", stmt, rel)
         if reader.target is not None:       # a scatter's update reads the element it accumulates into
             self._add("reads", stmt, self.read_map(stmt, reader, reader.target))
         elif reader.init is not None and reader.absorbed_by is None:  # the update reads what it accumulates into
