@@ -184,9 +184,14 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
     if not _pieces(fp)[1]:
         return fp               # an exact footprint without existential variables reads better than its box
     # the footprint is the box, but through floors (resampled reads): every later step (buffers, the
-    # dependence check, isl's AST) works with the box instead, as one convex piece when it is one
-    hull = isl.Map.from_basic_map(box.convex_hull())
-    return min((hull, box) if hull.is_equal(box) else (box,), key=_pieces)
+    # dependence check, isl's AST) works with the box instead, as one convex piece when it is one (the
+    # simple hull keeps the box's own bounds; the convex hull, dearer, joins a box whose bounds are
+    # constants per iteration, as over two tiles)
+    for hull in (box.simple_hull, box.convex_hull):
+        whole = isl.Map.from_basic_map(hull())
+        if _pieces(whole) < _pieces(box) and whole.is_equal(box):
+            return whole
+    return box
 
 
 # isl operations and pieces allowed for a footprint's exact per-iteration minimum and maximum along one
