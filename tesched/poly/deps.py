@@ -181,7 +181,7 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
         src, sv, dst, dv = _example(late)
         raise ScheduleError(f"{describe(model, dst, dv)} would read a value before "
                             f"{describe(model, src, sv)} writes it: the schedule breaks a dependence")
-    conflicts: dict[str, isl.UnionMap] = {}
+    conflicts: dict[str, tuple[isl.UnionMap, set[str]]] = {}     # per storage: its pairs, their statements
     writes, reads = _by_storage(acc.writes), _by_storage(acc.reads)
     for tag, ws in writes.items():
         pairs = isl.UnionMap.empty(model.context.get_space())
@@ -191,8 +191,16 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
                     pairs = pairs.union(isl.UnionMap(a.apply_range(b.reverse())))
             for r in reads.get(tag, []):
                 pairs = pairs.union(isl.UnionMap(a.apply_range(r.reverse())))
-        conflicts[tag] = pairs.union(pairs.reverse())
+        pairs = pairs.union(pairs.reverse())
+        conflicts[tag] = (pairs, _statements(pairs.domain()))
     _check_loops(model, tree, schedule.get_root(), conflicts)
+
+
+def _statements(instances: isl.UnionSet) -> set[str]:
+    """The names of the statements ``instances`` has instances of."""
+    names: set[str] = set()
+    instances.foreach_set(lambda s: names.add(s.get_tuple_name()))
+    return names
 
 
 def _late(flow: isl.UnionMap, time: isl.UnionMap) -> isl.UnionMap | None:
@@ -289,7 +297,7 @@ def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
 
 
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode,
-                 conflicts: dict[str, isl.UnionMap]) -> None:
+                 conflicts: dict[str, tuple[isl.UnionMap, set[str]]]) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
@@ -298,9 +306,10 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode,
             band = node.child(0)
             dom = band.get_domain()
             private = _private_storage(model, info.stage, info.var)
+            inside = _statements(dom)           # only the storages these statements access can conflict here
             local = isl.UnionMap.empty(model.context.get_space())
-            for tag, pairs in conflicts.items():
-                if tag not in private:
+            for tag, (pairs, stmts) in conflicts.items():
+                if tag not in private and stmts & inside:
                     local = local.union(pairs.intersect_domain(dom).intersect_range(dom))
             if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):
