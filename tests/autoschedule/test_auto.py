@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 import tesched as ts
 import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
+from tesched.autoschedule.pipeline import scheduled_by_user
+from tesched.te.tensor import PlaceholderOp
 from tesched.poly import analysis
 from tesched.recipes import image_apps
 from tesched.recipes.local_laplacian import local_laplacian
@@ -139,11 +141,27 @@ def test_explain_and_arguments():
     assert "128-bit SIMD" in ts.explain_schedule(ts.auto_schedule(outputs, target=narrow))
 
 
+def declared_at_top(text: str) -> dict[str, str]:
+    """The stages ``explain_schedule`` lists first as left as declared, with why."""
+    lines = text.splitlines()
+    count = int(lines[1].split(": ")[1].split()[0])
+    return dict(line[len("    - "):].split(": ", 1) for line in lines[2:2 + count])
+
+
+def untouched(s: ts.Schedule) -> set[str]:
+    """The compute stages of ``s`` whose loops are as declared: none split, reordered, annotated or placed,
+    and no stage computed in them (a member, a partial reduction)."""
+    hosts = {id(st.attach_stage) for st in s.stages if st.attach_stage is not None}
+    return {st.op.name for st in s.stages
+            if not isinstance(st.op, PlaceholderOp) and not scheduled_by_user(st) and id(st) not in hosts}
+
+
 @settings(max_examples=8, deadline=None)
 @given(pipelines())
 def test_random_pipelines_stay_correct(pipeline):
     A, out, ref = pipeline
     s = ts.auto_schedule(out)
+    assert set(declared_at_top(ts.explain_schedule(s))) == untouched(s)
     a = data(*[int(d) for d in A.shape])
     got = ts.build(s, [A, out])(a)
     np.testing.assert_allclose(got, ref(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
@@ -377,3 +395,37 @@ def test_a_reduction_read_by_a_one_tile_stage_is_stored_whole_with_loops_of_its_
     assert f"stored whole: r is one tile (tiles [{n}])" in text and "y: stored whole, tiles" in text
     w, v = data(n, 64), data(64, seed=1)
     np.testing.assert_allclose(ts.build(s, [W, x, r])(w, v), np.maximum(w @ v, 0), rtol=1e-4, atol=1e-5)
+
+
+def test_explain_names_first_every_stage_whose_loops_stay_as_declared():
+    """Stages too small to tile, vectorize or share (a reduction over an axis of one, a 3 x 3 map, a
+    serial scatter) are listed at the top with their reason, as is a stage kept as the user scheduled it;
+    the listed stages are exactly those the applied schedule leaves untouched (besides the kept one)."""
+    A = ts.placeholder((4, 3), name="A")
+    k = ts.reduce_axis((0, 3), name="k")
+    R = ts.compute((4, 1), lambda i, j: ts.sum(A[i, k], axis=k), name="R")
+    C = ts.placeholder((3, 3), name="C")
+    D = ts.compute((3, 3), lambda i, j: C[i, j] * 2.0, name="D")
+    img = ts.placeholder((5, 4), "int32", name="img")
+    ry, rx = ts.reduce_axis((0, 5), name="ry"), ts.reduce_axis((0, 4), name="rx")
+    H = ts.scatter_add((8,), img[ry, rx], 1.0, [ry, rx], name="H")
+    B = ts.placeholder((64, 64), name="B")
+    K = ts.compute((64, 64), lambda i, j: B[i, j] + 1.0, name="K")
+    E = ts.compute((64, 64), lambda i, j: K[i, j] * 3.0, name="E")
+    s = ts.create_schedule([R.op, D.op, H.op, E.op])
+    s[K].split(K.op.axis[1], 16)
+    ts.auto_schedule(s)
+    declared = declared_at_top(ts.explain_schedule(s))
+    assert declared == {"R": "no axis long enough to vectorize: loops as declared",
+                        "D": "rows of 3, too short to vectorize",
+                        "H": declared.get("H", ""),
+                        "K": "kept as scheduled: its loops were already split, fused, reordered or annotated"}, declared
+    assert declared["H"].startswith("serial: too little work")
+    assert set(declared) - {"K"} == untouched(s) and "E" not in declared
+    a, c, b = data(4, 3), data(3, 3, seed=1), data(64, 64, seed=2)
+    i = np.random.default_rng(3).integers(0, 8, (5, 4)).astype(np.int32)
+    r, d, h, e = ts.build(s, [A, C, img, B, R, D, H, E])(a, c, i, b)
+    np.testing.assert_allclose(r[:, 0], a.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(d, 2 * c, rtol=1e-6)
+    np.testing.assert_allclose(h, np.bincount(i.ravel(), minlength=8), rtol=1e-6)
+    np.testing.assert_allclose(e, (b + 1) * 3, rtol=1e-6)
