@@ -341,7 +341,8 @@ class TileFootprints:
         """For every stage in ``computed_at_tile`` and every other tensor the group reads, its region."""
         key = tuple(id(op) for op in computed_at_tile)
         done = next(n for n in range(len(key), -1, -1) if key[:n] in self._states)
-        touched, regions = (dict(part) for part in self._states[key[:done]])
+        saved_touched, saved_regions = self._states[key[:done]]
+        touched, regions = dict(saved_touched), dict(saved_regions)
         for n in range(done, len(key)):
             op = computed_at_tile[n]
             if id(op) not in touched:

@@ -225,8 +225,7 @@ def test_pyramid_decides_with_work_bounded_by_its_stages(levels, shape, monkeypa
             return fn(*args, **kwargs)
         return call
 
-    state = importlib.import_module("tesched.autoschedule.state")
-    monkeypatch.setattr(state, "tile_regions", counted("regions", analysis.tile_regions))
+    monkeypatch.setattr(analysis.TileFootprints, "regions", counted("regions", analysis.TileFootprints.regions))
     monkeypatch.setattr(analysis, "_read_box", counted("boxes", analysis._read_box))
     A = ts.placeholder(shape, name="A")
     out = interpolate(A, levels)
