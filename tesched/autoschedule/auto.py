@@ -143,9 +143,8 @@ def left_as_declared(plan: Plan, sch: Schedule) -> list[tuple[str, str]]:
     hosts = {p.host for p in plan.stages if p.placement == "at"}
     out = []
     for p in plan.stages:
-        if p.placement in ("inline", "at") or p.index in hosts or (
-                p.placement == "root" and _arranged(p, shapes.get(p.stage, ()))):
-            continue
+        if p.placement in ("inline", "at") or p.index in hosts or _arranged(p, shapes.get(p.stage, ())):
+            continue                        # (a kept stage's loops may be arranged too: a scan's step)
         why = next((r for r in p.reasons if r.startswith(("kept as scheduled", "loops left as declared",
                                                             "simplified"))), None)
         out.append((p.stage, why or (p.reasons[-1] if p.reasons else "no loop arranged")))
@@ -153,7 +152,7 @@ def left_as_declared(plan: Plan, sch: Schedule) -> list[tuple[str, str]]:
 
 
 def _arranged(p: StagePlan, shape: Sequence[object]) -> bool:
-    """Whether a root stage's plan changes its loops (the stage of ``shape``)."""
+    """Whether a stored or kept stage's plan changes its loops (the stage of ``shape``)."""
     extents = [d if isinstance(d, int) else None for d in shape]
     splits = any(1 < t and (e is None or t < e) for t, e in zip(p.tile, extents)) or any(
         1 < b and (e is None or b < e) for b, e in zip(p.band, extents))
@@ -178,8 +177,8 @@ def explain_schedule(sch: Schedule) -> str:
     -------
     str
         First the stages left as declared (kept as scheduled, not modelled, simplified after a failed
-        legality check, or with no loop worth arranging) and why; then one block per stage: where it is computed, its loops, and why
-        (footprints, reuse, cost).
+        legality check, or with no loop worth arranging) and why; then one block per stage: where it is
+        computed, its loops, and why (footprints, reuse, cost).
     """
     if not isinstance(sch, Schedule):
         raise TypeError(f"explain_schedule takes a Schedule, got {type(sch).__name__}")
@@ -201,7 +200,7 @@ def explain_schedule(sch: Schedule) -> str:
 
 
 def _summary(p: StagePlan, plan: Plan) -> str:
-    if p.placement == "keep":
+    if p.placement == "keep" and not (p.vectorize or p.rfactor or p.parallel):
         return "kept as scheduled"
     if p.placement == "inline":
         return "inlined"
@@ -212,6 +211,8 @@ def _summary(p: StagePlan, plan: Plan) -> str:
         parts.append(f"computed at {'the innermost tile loop' if p.level < 0 else f'outer loop {p.level}'} of {host}")
         if p.store_level is not None:
             parts.append(f"stored at outer loop {p.store_level} (sliding window)")
+    elif p.placement == "keep":
+        parts.append("at its scan's time loop")
     else:
         parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))
     for flag, text in ((p.parallel, f"parallel x{p.parallel}"), (p.vectorize, "vectorized"),

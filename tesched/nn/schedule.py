@@ -171,20 +171,35 @@ def stored_whole(s: Schedule, red: Tensor, host: Tensor) -> tuple[Tensor, Tensor
     return s.cache_write(red, "local"), red
 
 
+_ROW = 16
+"""The row :func:`schedule_reduction` splits a one-dimensional host into."""
+
+
 def schedule_reduction(s: Schedule, red: Tensor, host: Tensor) -> None:
     """Any reduction: computed per row of ``host`` (all loops but the innermost, fused and parallel when
-    the work is large), the row vectorized."""
+    the work is large), the row vectorized. A reduction with fewer elements than ``host`` has rows (batch
+    statistics, one per channel, read by every pixel) would be computed again by every row that reads an
+    element: it is stored whole first (``stored_whole``) and computed per row of its own."""
+    if element_count(red) < _rows(host):
+        red, host = stored_whole(s, red, host)
     hstage = s[host]
     axes = list(hstage.op.axis)
     if len(axes) > 1:
         row = parallel_outer(hstage, axes[:-1], reduction_work(red))
         hstage.vectorize(axes[-1])
     elif axes:
-        row, inner = hstage.split(axes[0], 16)
+        row, inner = hstage.split(axes[0], _ROW)
         hstage.vectorize(inner)
     else:
         return
     s[red].compute_at(hstage, row)
+
+
+def _rows(host: Tensor) -> int:
+    """How many rows :func:`schedule_reduction` computes ``host`` in."""
+    if len(host.shape) > 1:
+        return element_count(host) // int(host.shape[-1])
+    return -(-element_count(host) // _ROW) if host.shape else 1
 
 
 def schedule_channel_planes(s: Schedule, red: Tensor, host: Tensor, window_input: Tensor | None) -> None:
