@@ -128,14 +128,16 @@ def _forget_failed(key: str, pending: PendingKernel) -> None:
         del _KERNELS[key]
 
 
-def compile_gpu_primitive(fn: Function, target: Target) -> GpuKernel:
+def compile_gpu_primitive(fn: Function, target: Target, schedule: str = "default") -> GpuKernel:
     """The GPU kernel computing primitive function ``fn`` for ``target`` with the default GPU schedules
-    (:func:`tesched.nn.gpu_default_schedule`), compiled once per structure and target."""
-    key = f"{target.key}\n{fn.checked_type}\n{fn.body}"
+    (:func:`tesched.nn.gpu_default_schedule`) or, with ``schedule="auto"``, ``ts.auto_schedule``'s (sized for
+    the device), compiled once per structure, target and kind of schedule."""
+    key = f"{target.key}\n{schedule}\n{fn.checked_type}\n{fn.body}"
     kernel = _GPU_KERNELS.get(key)
     if kernel is None:
         placeholders, outs = declare_primitive(fn)
-        built = ts.build(nn.gpu_default_schedule(outs, target), placeholders + outs, target=target, name=fn.name)
+        s = ts.auto_schedule(outs, target=target) if schedule == "auto" else nn.gpu_default_schedule(outs, target)
+        built = ts.build(s, placeholders + outs, target=target, name=fn.name)
         assert isinstance(built, GpuKernel), f"{target.name} is a GPU target"
         kernel = _GPU_KERNELS[key] = built
     return kernel
