@@ -51,6 +51,7 @@ class Accesses:
         self.writes = isl.UnionMap.empty(model.context.get_space())
         self.reads = isl.UnionMap.empty(model.context.get_space())
         self.collapse: dict[str, isl.Map] = {}
+        self._maps: dict[str, isl.UnionMap] = {}       # by isl text: a body reads one element many times
         for sm in model.stages:
             owner = sm.absorbed_by or sm
             if owner.calls:
@@ -92,7 +93,9 @@ class Accesses:
         private = stmt.loops[:target.store_len]
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
                 f"{target.storage_tag}[{', '.join(private + index)}]{f' : {where}' if where else ''} }}")
-        return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
+        if text not in self._maps:
+            self._maps[text] = isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
+        return self._maps[text]
 
     def read_map(self, stmt: Statement, target: StageModel, read: TensorRead) -> isl.UnionMap:
         """``stmt -> storage of target`` at ``read``'s indices; along a data-dependent index, any element
@@ -107,11 +110,15 @@ class Accesses:
         return self.storage_map(stmt, target, index, " and ".join(bounds))
 
     def _reads_of(self, reader: StageModel, stmt: Statement) -> None:
+        added: set[int] = set()
         for read in collect(reader.body, TensorRead):
             target = self.model.by_op.get(id(read.tensor.op))
             if target is None or target.absorbed_by is not None:  # an input, or internal to an intrinsic
                 continue
-            self._add("reads", stmt, self.read_map(stmt, target, read))
+            rel = self.read_map(stmt, target, read)
+            if id(rel) not in added:            # the same element read again (the same map): added once
+                added.add(id(rel))
+                self._add("reads", stmt, rel)
         if reader.target is not None and reader.update_of is None:  # a scatter reads what it accumulates into
             self._add("reads", stmt, self.read_map(stmt, reader, reader.target))
         elif reader.init is not None and reader.absorbed_by is None:  # the update reads what it accumulates into
@@ -180,7 +187,7 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
         src, sv, dst, dv = _example(late)
         raise ScheduleError(f"{describe(model, dst, dv)} would read a value before "
                             f"{describe(model, src, sv)} writes it: the schedule breaks a dependence")
-    conflicts: dict[str, isl.UnionMap] = {}
+    conflicts: dict[str, tuple[isl.UnionMap, set[str]]] = {}     # per storage: its pairs, their statements
     writes, reads = _by_storage(acc.writes), _by_storage(acc.reads)
     for tag, ws in writes.items():
         pairs = isl.UnionMap.empty(model.context.get_space())
@@ -190,7 +197,8 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
                     pairs = pairs.union(isl.UnionMap(a.apply_range(b.reverse())))
             for r in reads.get(tag, []):
                 pairs = pairs.union(isl.UnionMap(a.apply_range(r.reverse())))
-        conflicts[tag] = pairs.union(pairs.reverse())
+        pairs = pairs.union(pairs.reverse())
+        conflicts[tag] = (pairs, _statements(pairs.domain()))
     _check_loops(model, tree, schedule.get_root(), conflicts)
 
 
@@ -200,6 +208,13 @@ def _among(model: PolyModel, names: set[str]) -> isl.UnionMap:
     for name in names:
         dom = dom.union(isl.UnionSet(model.statements[name].domain))
     return isl.UnionMap.from_domain_and_range(dom, dom)
+
+
+def _statements(instances: isl.UnionSet) -> set[str]:
+    """The names of the statements ``instances`` has instances of."""
+    names: set[str] = set()
+    instances.foreach_set(lambda s: names.add(s.get_tuple_name()))
+    return names
 
 
 def _late(flow: isl.UnionMap, time: isl.UnionMap) -> isl.UnionMap | None:
@@ -296,7 +311,7 @@ def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
 
 
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode,
-                 conflicts: dict[str, isl.UnionMap]) -> None:
+                 conflicts: dict[str, tuple[isl.UnionMap, set[str]]]) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
@@ -305,9 +320,10 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode,
             band = node.child(0)
             dom = band.get_domain()
             private = _private_storage(model, info.stage, info.var)
+            inside = _statements(dom)           # only the storages these statements access can conflict here
             local = isl.UnionMap.empty(model.context.get_space())
-            for tag, pairs in conflicts.items():
-                if tag not in private:
+            for tag, (pairs, stmts) in conflicts.items():
+                if tag not in private and stmts & inside:
                     local = local.union(pairs.intersect_domain(dom).intersect_range(dom))
             if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):

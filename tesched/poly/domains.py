@@ -158,6 +158,12 @@ def _group_footprint(model: PolyModel, sm: StageModel, updates: list[StageModel]
                         model.loop_map(sm.parent.main, depth).range())
 
 
+def _pieces(rel: isl.Map) -> tuple[int, int]:
+    """How complex ``rel`` is to work with: its basic maps, and the existential variables they carry."""
+    parts = rel.get_basic_maps()
+    return len(parts), sum(b.dim(isl.dim_type.div) for b in parts)
+
+
 def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int, AxisBound | None] | None = None,
                  iterations: isl.Set | None = None, alignments: dict[int, tuple[int, int]] | None = None) -> isl.Map:
     """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
@@ -167,7 +173,9 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
     (the projection of the footprint carries existential variables that slow every later step: isl took
     seconds to decide which loops of a statement over such a domain have one value per iteration).
     Along a dimension in ``alignments`` (``align_bounds``: modulus ``m``, remainder ``r``) the box widens
-    to the blocks ``[m*q + r, m*q + r + m)`` that hold it."""
+    to the blocks ``[m*q + r, m*q + r + m)`` that hold it. A footprint that is its own box is returned as
+    it is, unless it is written through existential variables (floors of resampled reads), which would slow
+    every later step: then its box, in one convex piece where it is one."""
     domain = fp.domain()
     if iterations is not None and iterations.is_subset(domain):
         domain = iterations
@@ -199,7 +207,19 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
     # the bounds are defined on the footprint's domain and carry its existential variables, one copy per
     # bound; within that domain they are implied (gist), and ``domain`` is a part of it
     box = box.gist_domain(fp.domain()).intersect_domain(domain).intersect_range(tdom).coalesce()
-    return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
+    if not box.is_equal(fp):
+        return box
+    if not _pieces(fp)[1]:
+        return fp               # an exact footprint without existential variables reads better than its box
+    # the footprint is the box, but through floors (resampled reads): every later step (buffers, the
+    # dependence check, isl's AST) works with the box instead, as one convex piece when it is one (the
+    # simple hull keeps the box's own bounds; the convex hull, dearer, joins a box whose bounds are
+    # constants per iteration, as over two tiles)
+    for hull in (box.simple_hull, box.convex_hull):
+        whole = isl.Map.from_basic_map(hull())
+        if _pieces(whole) < _pieces(box) and whole.is_equal(box):
+            return whole
+    return box
 
 
 # isl operations and pieces allowed for a footprint's exact per-iteration minimum and maximum along one

@@ -324,6 +324,7 @@ class PolyModel:
         self.statements: dict[str, Statement] = {}
         # id(read) -> dimensions the bounds check could not prove (checked when the kernel runs)
         self.unproven: dict[int, frozenset[int]] = {}
+        self._read_ops: dict[int, tuple[Expr, set[int]]] = {}     # id(stage) -> (its body, ids of the ops it reads)
 
     @property
     def param_env(self) -> dict[str, Expr]:
@@ -384,7 +385,15 @@ class PolyModel:
         return [r.indices for r in collect(reader.body, TensorRead) if r.tensor.op is tensor.op]
 
     def readers(self, sm: StageModel) -> list[StageModel]:
-        return [r for r in self.stages if self.reads_of(r, sm.tensor)]
+        """The stages that read ``sm``'s tensor (each body is walked once, not once per producer)."""
+        return [r for r in self.stages if id(sm.tensor.op) in self._reads(r)]
+
+    def _reads(self, reader: StageModel) -> set[int]:
+        found = self._read_ops.get(id(reader))
+        if found is None or found[0] is not reader.body:
+            ops = {id(r.tensor.op) for r in collect(reader.body, TensorRead)}
+            found = self._read_ops[id(reader)] = (reader.body, ops)
+        return found[1]
 
     def loop_map(self, stmt: Statement, upto: int) -> isl.Map:
         """``stmt[coords] -> [first `upto` loop values]``, restricted to the statement's domain."""
