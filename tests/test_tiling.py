@@ -2,6 +2,7 @@
 portable C: scalars, lanes 1), the tilers of the operator library that use it, and kernels built with
 those tiles for each target, compared with NumPy."""
 import re
+import subprocess
 
 import numpy as np
 import pytest
@@ -13,7 +14,8 @@ import tesched.nn as nn
 from tesched.nn.conv import pointwise_tile
 from tesched.nn import winograd
 from tesched.nn.conv_channels import conv2d_weight_last, register_tile, weight_last
-from tesched.nn.dense import MIN_TILE_ROWS, matmul_tile, row_options
+from tesched.driver.compiler import RUNTIME_DIR
+from tesched.nn.dense import MIN_TILE_ROWS, matmul_tile, register_tiles, row_options
 from tesched.nn.dense_panels import GEMM_ROWS
 from tesched.nn.winograd import product_tile
 from tesched.tiling import (
@@ -191,3 +193,46 @@ def test_winograd_and_channel_blocked_convolutions_match_numpy(target, rand):
     out = np.empty((1, 32, 4, 4), np.float32)
     strided_here(x, blocked, out)
     np.testing.assert_allclose(out, np.maximum(_conv_reference(x, w, 2, 1), 0), rtol=1e-4, atol=1e-4)
+
+
+def _hot_loop(source: str, target: str) -> str:
+    """The assembly of the loop of ``source`` (a kernel's C) with the most multiply-adds, as gcc compiles it
+    for ``target``."""
+    t = ts.Target(target)
+    flags = [f for f in t.flags if f not in ("-fopenmp", "-w")]
+    asm = subprocess.run([*t.compiler, "-x", "c", "-", "-S", "-o", "-", "-w", "-I", str(RUNTIME_DIR), *flags],
+                         input=source, capture_output=True, text=True, check=True).stdout
+    return max(re.split(r"\n\.L\d+:", asm), key=lambda block: block.count("vfmadd"))
+
+
+@pytest.mark.parametrize("target, rows, vectors", [
+    (AVX2, 2, 2), (AVX2, 3, 2), (AVX2, 6, 2), (AVX2, 4, 1), (AVX2, 2, 4),
+    (AVX512, 2, 4), (AVX512, 3, 2), (AVX512, 4, 2), (AVX512, 8, 2), (AVX512, 8, 1), (AVX512, 7, 2),
+])
+def test_the_model_matches_the_assembly_gcc_emits(target, rows, vectors, rand):
+    """A GEMM register tile built by tesched for ``target`` and compiled by gcc: its hot loop issues
+    :func:`loads_per_step` loads per step (folded column reloads, broadcasts, embedded or not) and, as
+    :func:`fits` says, touches no stack slot; the kernel agrees with NumPy."""
+    rf = RegisterFile.of(ts.Target(target))
+    block = vectors * rf.lanes
+    x, w = rand((4 * rows, 64), low=-1), rand((2 * block, 64), low=-1)
+    packed = nn.pack_dense_panels(w, block)
+
+    def make():
+        xt, pt = ts.placeholder(x.shape, name="x"), ts.placeholder(packed.shape, name="p")
+        out = nn.dense_panels(xt, pt)
+        s = ts.create_schedule(out.op)
+        register_tiles(s, s.cache_write(out, "local"), out, rows, block)
+        return ts.build(s, [xt, pt, out], name=f"tile_{rows}x{vectors}")
+
+    kernel, here = pinned(make, target)
+    loop = _hot_loop(kernel.c_source, target)
+    steps = loop.count("vfmadd") // (rows * vectors)
+    assert steps * rows * vectors == loop.count("vfmadd") and steps >= 1
+    folded = len(re.findall(r"vfmadd\w+\s+-?\d*\(", loop))
+    loaded = len(re.findall(r"vmov\w+\s+-?\d*\(%\w+(?:,%\w+,\d)?\),\s*%[yz]mm", loop))
+    assert folded + loaded + loop.count("vbroadcastss") == steps * loads_per_step(rows, vectors, rf)
+    assert fits(rows, vectors, rf) and "(%rsp)" not in loop and "(%rbp)" not in loop
+    out = np.empty((x.shape[0], w.shape[0]), np.float32)
+    here(x, packed, out)
+    np.testing.assert_allclose(out, x.astype(np.float64) @ w.T, rtol=1e-5, atol=1e-4)
