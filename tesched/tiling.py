@@ -93,10 +93,12 @@ def vector_chunks(width: int, lanes: int) -> int:
     return chunks
 
 
-def registers_needed(rows: int, vectors: int, rf: RegisterFile) -> int:
+def registers_needed(rows: int, vectors: int, rf: RegisterFile, shared: bool = True) -> int:
     """Registers a step of a ``rows`` x ``vectors`` tile holds: accumulators, the column vectors unless gcc
-    folds them into the multiply-adds, and the broadcast unless it is embedded (see the module doc)."""
-    folded = rf.folds(rows)
+    folds them into the multiply-adds, and the broadcast unless it is embedded (see the module doc).
+    ``shared``: whether the rows read the same column vectors (an outer product); rows that each read
+    their own (a depthwise convolution's rows of the image) keep none in registers."""
+    folded = rf.folds(rows) or not shared
     embedded = rf.embedded_broadcast and vectors == 1 and not folded
     return rows * vectors + (0 if folded else vectors) + (0 if embedded else 1)
 
@@ -107,9 +109,10 @@ def loads_per_step(rows: int, vectors: int, rf: RegisterFile) -> int:
     return rows + (rows * vectors if rf.folds(rows) else vectors)
 
 
-def fits(rows: int, vectors: int, rf: RegisterFile) -> bool:
-    """Whether a ``rows`` x ``vectors`` tile keeps its accumulators and operands in ``rf``'s registers."""
-    return registers_needed(rows, vectors, rf) <= rf.registers
+def fits(rows: int, vectors: int, rf: RegisterFile, shared: bool = True) -> bool:
+    """Whether a ``rows`` x ``vectors`` tile keeps its accumulators and operands in ``rf``'s registers
+    (``shared`` as in :func:`registers_needed`)."""
+    return registers_needed(rows, vectors, rf, shared) <= rf.registers
 
 
 def step_cycles(rows: int, columns: int, rf: RegisterFile) -> float:

@@ -53,6 +53,7 @@ def test_registers_needed_counts_accumulators_kept_vectors_and_the_broadcast():
     assert registers_needed(3, 4, avx512) == 12 + 1           # 3 rows of 32 registers: reloaded
     assert registers_needed(7, 4, avx512) == 28 + 4 + 1       # 33: spills
     assert not fits(8, 2, avx2) and fits(8, 2, avx512) and not fits(7, 4, avx512)
+    assert registers_needed(7, 4, avx512, shared=False) == 28 + 1   # rows of their own (depthwise): none kept
     assert vector_chunks(28, 8) == 4 and FILES["c"].vectors(28) == 1
 
 
