@@ -9,7 +9,13 @@ kernel (target >= 1.0). Device arrays are passed to the kernels (no copies are t
 script says so and exits 0.
 
     python benchmarks/gpu.py [--repeat 20] [--gemm 4096] [--channels 64 --size 56 --tile 14]
-    python benchmarks/gpu.py --opencl [--gemm 256 --channels 8 --size 28]
+    python benchmarks/gpu.py --opencl [--gemm 256 --channels 8 --size 28 --blur 256]
+
+With ``--opencl`` it also compares, on GEMM, relu(conv3x3) and a two-pass blur, three schedules of the same
+computation: one thread per element (``nn.gpu_default_schedule(.., shared=False)``), the default GPU
+schedule (shared-memory tiles), and ``ts.auto_schedule(.., target="opencl")`` (and, for GEMM, the
+``tesched.recipes.gemm_gpu`` schedules), with each one's global-memory traffic from its footprints
+(elements read and written, summed over blocks).
 """
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ from typing import Callable
 import numpy as np
 
 import tesched as ts
+import tesched.nn as nn
 from tesched.errors import TeschedError
 from tesched.recipes import conv_chain, conv_chain_gpu, gemm_gpu
 
@@ -153,7 +160,72 @@ def run_opencl(args: argparse.Namespace) -> int:
     traffic = conv_chain_gpu.traffic(chain, args.tile)
     print(f"  unfused / fused time: {times['tesched unfused (2 kernels)'] / times['tesched fused (1 kernel)']:.2f}; "
           f"global traffic fused / unfused: {traffic.fused} / {traffic.unfused} elements = {traffic.ratio:.2f}")
+    for workload in (gemm_workload(n), conv_workload(c_, h), blur_workload(args.blur)):
+        compare_schedules(workload, queue, cla, args.repeat)
     return 0
+
+
+def gemm_workload(n: int) -> tuple:
+    """``(title, inputs, outputs, reference, flops, recipes)``: C = A @ B, with the gemm_gpu recipes."""
+    A, B = ts.placeholder((n, n), name="A"), ts.placeholder((n, n), name="B")
+    r = ts.reduce_axis((0, n), name="k")
+    C = ts.compute((n, n), lambda i, j: ts.sum(A[i, r] * B[r, j], axis=r), name="C")
+    return (f"GEMM {n}x{n}x{n}", [A, B], [C], lambda a, b: a.astype(np.float64) @ b, 2.0 * n ** 3,
+            gemm_schedules(n))
+
+
+def conv_workload(channels: int, size: int) -> tuple:
+    """relu(conv3x3(x, w)), ``channels`` in and out."""
+    x = ts.placeholder((1, channels, size, size), name="x")
+    w = ts.placeholder((channels, channels, 3, 3), name="w")
+    out = nn.relu(nn.conv2d(x, w, strides=1, padding=1))
+
+    def reference(xv: np.ndarray, wv: np.ndarray) -> np.ndarray:
+        cols = np.lib.stride_tricks.sliding_window_view(np.pad(xv, ((0, 0), (0, 0), (1, 1), (1, 1))), (3, 3), (2, 3))
+        return np.maximum(np.einsum("ncyxij,fcij->nfyx", cols.astype(np.float64), wv), 0)
+    return (f"relu(conv3x3), {channels} channels, {size}x{size}", [x, w], [out], reference,
+            2.0 * 9 * size * size * channels * channels, {})
+
+
+def blur_workload(size: int) -> tuple:
+    """The two-pass 3x3 box blur."""
+    A = ts.placeholder((size + 2, size + 2), name="A")
+    bx = ts.compute((size + 2, size), lambda y, x: (A[y, x] + A[y, x + 1] + A[y, x + 2]) / 3.0, name="bx")
+    by = ts.compute((size, size), lambda y, x: (bx[y, x] + bx[y + 1, x] + bx[y + 2, x]) / 3.0, name="by")
+
+    def reference(a: np.ndarray) -> np.ndarray:
+        rows = (a[:, :-2] + a[:, 1:-1] + a[:, 2:]) / 3
+        return (rows[:-2] + rows[1:-1] + rows[2:]) / 3
+    return f"blur 3x3, {size}x{size}", [A], [by], reference, 4.0 * size * size, {}
+
+
+def compare_schedules(workload: tuple, queue: object, cla: object, repeat: int) -> None:
+    """One thread per element (``gpu_default_schedule(shared=False)``), the default GPU schedule, and
+    ``auto_schedule``, (and the workload's recipes): times, and global traffic from the footprints."""
+    title, inputs, outputs, reference, work, recipes = workload
+    target = ts.Target("opencl")
+    variants = {"one thread per element": (nn.gpu_default_schedule(outputs, target, shared=False), inputs + outputs),
+                "nn default (shared tiles)": (nn.gpu_default_schedule(outputs, target), inputs + outputs),
+                "auto_schedule": (ts.auto_schedule(outputs, target="opencl"), inputs + outputs)}
+    variants.update({name: (g.schedule, g.args) for name, g in recipes.items()})
+    arrays = [np.random.default_rng(k).uniform(-1, 1, [int(d) for d in t.shape]).astype(np.float32)
+              for k, t in enumerate(inputs)]
+    on_device = [cla.to_device(queue, a) for a in arrays]
+    out = cla.empty(queue, tuple(int(d) for d in outputs[0].shape), np.float32)
+    want = reference(*arrays)
+    calls, traffic = {}, {}
+    for name, (s, args) in variants.items():
+        kernel = ts.build(s, args, target="opencl")
+        kernel(*on_device, out)
+        np.testing.assert_allclose(out.get(), want, rtol=1e-4, atol=1e-4)
+        calls[name] = lambda k=kernel: k(*on_device, out)
+        traffic[name] = ts.lower(s, args).global_traffic.total
+    print(f"{title}: one thread per element vs shared tiles vs auto_schedule")
+    medians = report(timed(calls, repeat), dict.fromkeys(calls, work))
+    base = "one thread per element"
+    for name in calls:
+        print(f"  {name:<28} {medians[base] / medians[name]:5.2f}x the one-thread-per-element speed, global "
+              f"traffic {traffic[name]} elements ({traffic[name] / traffic[base]:.2f} of it)")
 
 
 def main() -> int:
@@ -164,6 +236,7 @@ def main() -> int:
     parser.add_argument("--channels", type=int, default=None, help="conv channels (default 64; 8 with --opencl)")
     parser.add_argument("--size", type=int, default=None, help="image size (default 56; 28 with --opencl)")
     parser.add_argument("--tile", type=int, default=14)
+    parser.add_argument("--blur", type=int, default=256, help="blur image size (with --opencl)")
     args = parser.parse_args()
     small = args.opencl
     args.gemm = args.gemm or (256 if small else 4096)

@@ -4,7 +4,12 @@
    ``sum(head * conv(x, w))`` with respect to the weights and to the input. tesched: ``ts.gradient`` of the
    declared convolution, ``auto_schedule``-d, one kernel for both gradients; PyTorch: the same
    convolution's ``backward`` (``torch.ops.aten.convolution_backward``, oneDNN), given the same head.
-2. A chain of 20 stages (stencils, pointwise functions and reductions): the seconds ``ts.gradient`` takes
+2. Backpropagation through time: an RNN ``h[t] = tanh(W h[t-1] + U x[t] + b)`` declared with ``ts.scan``
+   (T 32, batch 32, hidden 256, input 128), the gradients with respect to ``x``, ``W``, ``U``, ``b`` and
+   ``h0`` for a given head. tesched: ``ts.gradient`` of the scan, ``auto_schedule``-d, forward and backward
+   in one kernel; PyTorch: autograd of the same loop, forward and backward (what a training step runs),
+   and ``torch.nn.RNN``'s own forward and backward.
+3. A chain of 20 stages (stencils, pointwise functions and reductions): the seconds ``ts.gradient`` takes
    to build the adjoint pipeline (the declaration only, no lowering).
 
 Each variant is checked against PyTorch before it is timed; the variants are timed interleaved in one
@@ -68,6 +73,66 @@ def conv_layer(n: int, c: int, f: int, size: int, rounds: int) -> None:
               f"{t.spread / t.median * 100:5.1f}%)  PyTorch / this: {base / t.median:5.2f}x")
 
 
+def rnn_through_time(T: int, B: int, H: int, I: int, rounds: int) -> None:
+    import torch
+
+    X, W, U = (ts.placeholder(shape, name=n) for shape, n in (((T, B, I), "X"), ((H, H), "W"), ((H, I), "U")))
+    bias, h0, state = ts.placeholder((H,), name="b"), ts.placeholder((B, H), name="h0"), ts.placeholder((T, B, H), name="h")
+    k, kh = ts.reduce_axis((0, I), name="k"), ts.reduce_axis((0, H), name="kh")
+    xu = ts.compute((T, B, H), lambda t, b, j: ts.sum(X[t, b, k] * U[j, k], axis=k), name="xu")
+    hw = ts.compute((T, B, H), lambda t, b, j: ts.sum(state[t - 1, b, kh] * W[j, kh], axis=kh), name="hw")
+    step = ts.compute((T, B, H), lambda t, b, j: ts.tanh(hw[t, b, j] + xu[t, b, j] + bias[j]), name="step")
+    hs = ts.scan(ts.compute((1, B, H), lambda _, b, j: h0[b, j], name="first"), step, state, name="rnn")
+    head = ts.placeholder(hs.shape, name="dH")
+    start = time.perf_counter()
+    grads = ts.gradient(hs, [X, W, U, bias, h0], head=head)
+    kernel = ts.build(ts.auto_schedule(grads), [X, W, U, bias, h0, head] + grads, name="rnn_bptt")
+    build_s = time.perf_counter() - start
+
+    values = [RNG.standard_normal((T, B, I)).astype("float32") * 0.5,
+              (RNG.standard_normal((H, H)) * 0.05).astype("float32"),
+              (RNG.standard_normal((H, I)) * 0.05).astype("float32"),
+              (RNG.standard_normal(H) * 0.1).astype("float32"), RNG.standard_normal((B, H)).astype("float32"),
+              RNG.standard_normal((T, B, H)).astype("float32")]
+    outs = [np.empty(v.shape, "float32") for v in values[:5]]
+    params = [torch.tensor(v, requires_grad=True) for v in values[:5]]
+    dh = torch.from_numpy(values[5])
+    layer = torch.nn.RNN(I, H, nonlinearity="tanh")
+    with torch.no_grad():
+        layer.weight_ih_l0.copy_(params[2]), layer.weight_hh_l0.copy_(params[1])
+        layer.bias_ih_l0.copy_(params[3]), layer.bias_hh_l0.zero_()
+    x_seq = torch.tensor(values[0][1:], requires_grad=True)
+    h_first = torch.tensor(values[4][None], requires_grad=True)
+
+    def autograd_loop() -> None:
+        x, w, u, b, h = params
+        for p in params:
+            p.grad = None
+        states = [h]
+        for t in range(1, T):
+            states.append(torch.tanh(states[-1] @ w.T + x[t] @ u.T + b))
+        torch.stack(states).backward(dh)
+
+    def nn_rnn() -> None:
+        layer.zero_grad()
+        out, _ = layer(x_seq, h_first)
+        out.backward(dh[1:])
+
+    kernel(*values, *outs)
+    autograd_loop()
+    for got, p in zip(outs, params):
+        np.testing.assert_allclose(got, p.grad.numpy(), rtol=2e-3, atol=2e-3)
+    timings = time_interleaved({"tesched ts.gradient of ts.scan + auto": lambda: kernel(*values, *outs),
+                                "PyTorch autograd of the loop": autograd_loop,
+                                "PyTorch torch.nn.RNN backward": nn_rnn}, rounds)
+    base = min(timings["PyTorch autograd of the loop"].median, timings["PyTorch torch.nn.RNN backward"].median)
+    print(f"\nRNN forward + backward through time, T {T}, batch {B}, hidden {H}, input {I} "
+          f"(tesched gradient + auto_schedule + build: {build_s:.1f} s)")
+    for label, t in timings.items():
+        print(f"  {label:38s} {t.median * 1e3:9.2f} ms  (min {t.min * 1e3:8.2f}, spread "
+              f"{t.spread / t.median * 100:5.1f}%)  best PyTorch / this: {base / t.median:5.2f}x")
+
+
 def twenty_stages(repeat: int) -> None:
     n = 256
     x = ts.placeholder((n + 64, n + 64), name="x")
@@ -108,8 +173,10 @@ def main() -> None:
     print(describe_thread_pools(thread_pools()))
     if args.quick:
         conv_layer(1, 4, 4, 12, 3)
+        rnn_through_time(4, 2, 16, 8, 3)
     else:
         conv_layer(8, 32, 32, 56, args.rounds)
+        rnn_through_time(32, 32, 256, 128, args.rounds)
     twenty_stages(3 if args.quick else 11)
 
 

@@ -16,44 +16,29 @@ share it evenly between the points equal to the result, as PyTorch's ``amax`` do
 tensor named ``<tensor>.grad`` that can be scheduled, auto-scheduled, inlined or built together with the
 forward stages like any other.
 
-Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): scans, scatters, products,
-user-defined reducers and tuple reductions (``argmax`` has no gradient), and integer inputs.
+A scan is differentiated through time (:mod:`tesched.autodiff.scan_adjoint`): its adjoint is a scan run
+backwards over the steps.
+
+A sum scatter (``ts.scatter_add``: a histogram, a bilateral grid's splat) passes each point the adjoint of the
+element it added to, read at its index: a gather, parallel over the points.
+
+Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): max and min scatters, update
+definitions, products, user-defined reducers and tuple reductions (``argmax`` has no gradient), and integer
+inputs.
 """
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
-from tesched.autodiff.derivative import partial
-from tesched.autodiff.inverse import LoopVar, invert, loop_vars
+from tesched.autodiff.contributions import (Contribution, Head, Key, adjoint, check_differentiable, contributions,
+                                            reader, whole)
+from tesched.autodiff.scan_adjoint import scan_contributions
 from tesched.errors import GradientError
 from tesched.te import dtype as dt
-from tesched.te.expr import Const, Expr, Select, as_expr
-from tesched.te.functions import all as all_of
-from tesched.te.functions import if_then_else
-from tesched.te.reducer import builtin
-from tesched.te.reduction import Reduce
+from tesched.te.expr import Const
 from tesched.te.scan import ScanOp
-from tesched.te.scatter import ScatterOp, scatter_add
-from tesched.te.tensor import (ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor, TensorRead,
-                                compute, reduce_axis)
-from tesched.te.visit import collect, structural_key, substitute
-
-_sum = builtin("sum")
-Head = Callable[[Sequence[Expr]], Expr]
-
-
-@dataclass(frozen=True)
-class _Contribution:
-    """What one stage adds to the adjoint of a tensor it reads: ``value`` (an expression of the stage's
-    loops) at the element ``indices``, for the points where ``where`` holds."""
-
-    stage: str
-    indices: tuple[Expr, ...]
-    value: Expr
-    loops: list[LoopVar]
-    where: Expr | None
+from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute
 
 
 def _stages(output: Tensor) -> list[Operation]:
@@ -85,153 +70,6 @@ def _depends(ops: list[Operation], wanted: set[int]) -> set[int]:
     return reaches
 
 
-def _check_differentiable(op: Operation) -> None:
-    if isinstance(op, ScanOp):
-        raise GradientError(f"stage {op.name} is a scan: ts.gradient does not differentiate scans yet; unroll the "
-                            "recurrence into computes to differentiate it")
-    if isinstance(op, ScatterOp):
-        raise GradientError(f"stage {op.name} is a scatter: ts.gradient does not differentiate scatters yet")
-    if not isinstance(op, ComputeOp):
-        raise GradientError(f"stage {op.name} ({type(op).__name__}) has no gradient")
-
-
-def _reads_by_element(body: Expr, relevant: set[int]) -> list[list[TensorRead]]:
-    """The reads of floating tensors in ``relevant``, grouped by the element they load."""
-    groups: dict[tuple, list[TensorRead]] = {}
-    memo: dict[int, tuple] = {}
-    for read in collect(body, TensorRead):
-        if id(read.tensor.op) in relevant and dt.is_float(read.tensor.dtype):
-            key = (id(read.tensor), read.tensor.value_index, structural_key(read, memo))
-            groups.setdefault(key, []).append(read)
-    return list(groups.values())
-
-
-def _tie_share(op: ComputeOp, body: Reduce, output: Tensor) -> Expr:
-    """For a max/min reduction, ``1 / count`` at the points equal to the result (``count`` of them), else 0."""
-    axes = list(op.axis)
-    reduced = [a for a in body.axis if isinstance(a, IterVar)]
-
-    def count(*point: IterVar) -> Expr:
-        fresh = [_reduce_like(a) for a in reduced]
-        moved: dict = dict(zip(axes, point))
-        moved.update(zip(reduced, fresh))
-        equal = substitute(body.source, moved) == output[point]
-        where = None if body.where is None else substitute(body.where, moved)
-        return _sum(if_then_else(equal, Const(1.0, output.dtype), Const(0.0, output.dtype)), axis=fresh, where=where)
-
-    ties = compute(output.shape, count, name=f"{op.name}.ties")
-    point = tuple(axes)
-    return if_then_else(body.source == output[point], 1.0 / ties[point], Const(0.0, output.dtype))
-
-
-def _contributions(op: ComputeOp, heads: list[Head | None], relevant: set[int]) -> list[tuple[Tensor, _Contribution]]:
-    """Every (read tensor, contribution) of stage ``op`` whose outputs have adjoints ``heads``."""
-    out: list[tuple[Tensor, _Contribution]] = []
-    axes = list(op.axis)
-    for k, body in enumerate(op.bodies):
-        head = heads[k]
-        if head is None:
-            continue
-        seed = head(axes)
-        where = None
-        loops = loop_vars(axes)
-        source = body
-        if isinstance(body, Reduce):
-            if body.reducer is not None or body.combiner not in ("sum", "max", "min") or len(body.sources) > 1:
-                raise GradientError(f"stage {op.name}: a {body.combiner} reduction has no gradient (ts.gradient "
-                                    "differentiates sum, max and min reductions)")
-            loops = loops + loop_vars([a for a in body.axis if isinstance(a, IterVar)])
-            where, source = body.where, body.source
-            if body.combiner != "sum":
-                seed = seed * _tie_share(op, body, op.output(k))
-            if body.init is not None:
-                out += _elementwise(op, body.init, seed if body.combiner == "sum" else None, axes, relevant)
-        for group in _reads_by_element(source, relevant):
-            d = partial(source, {id(r) for r in group})
-            if d is not None:
-                out.append((group[0].tensor, _Contribution(op.name, group[0].indices, seed * d, loops, where)))
-    return out
-
-
-def _elementwise(op: ComputeOp, init: Expr, seed: Expr | None, axes: list[IterVar],
-                 relevant: set[int]) -> list[tuple[Tensor, _Contribution]]:
-    """Contributions of a reduction's ``init`` (read once per output point)."""
-    if seed is None:
-        if _reads_by_element(init, relevant):
-            raise GradientError(f"stage {op.name}: the init of a max/min reduction reads a differentiated tensor; "
-                                "take the maximum with it in a separate stage")
-        return []
-    out = []
-    for group in _reads_by_element(init, relevant):
-        d = partial(init, {id(r) for r in group})
-        if d is not None:
-            out.append((group[0].tensor, _Contribution(op.name, group[0].indices, seed * d, loop_vars(axes), None)))
-    return out
-
-
-def _gathered(c: _Contribution, point: Sequence[IterVar]) -> Expr | None:
-    """``c`` summed at element ``point`` in gather form, or None when its index is not affine."""
-    bounds: dict[int, tuple[Expr, Expr]] = {id(a): (Const(0, "int32"), as_expr(a.range.extent) - 1) for a in point}
-    inverse = invert(c.indices, c.loops, point, bounds)
-    if inverse is None:
-        return None
-    mapping = {lp.var: inverse.mapping[id(lp.var)] for lp in c.loops}
-    value = substitute(c.value, mapping)
-    conditions = list(inverse.conditions)
-    if c.where is not None:
-        conditions.append(substitute(c.where, mapping))
-    cond = None if not conditions else conditions[0] if len(conditions) == 1 else all_of(*conditions)
-    if inverse.free:
-        return _sum(value, axis=inverse.free, where=cond)
-    return value if cond is None else Select(cond, value, Const(0.0, value.dtype))
-
-
-def _reduce_like(var: IterVar) -> IterVar:
-    """A new reduce axis over ``var``'s range."""
-    return reduce_axis(Range(var.range.min, var.range.extent), f"{var.name}.adj")
-
-
-def _scattered(c: _Contribution, tensor: Tensor, count: int) -> Tensor:
-    """``c`` accumulated by a scatter over the stage's loops (indices that are not affine)."""
-    ids = {id(lp.var) for lp in c.loops}
-    if any(id(n) in ids for lp in c.loops for e in (lp.low, lp.extent) for n in collect(e, IterVar)):
-        raise GradientError(f"stage {c.stage} reads {tensor.name} at a non-affine index inside a reduction whose "
-                            "range depends on another loop; ts.gradient cannot invert this read")
-    axes = {lp.var: _reduce_like(lp.var) for lp in c.loops}
-    return scatter_add(tensor.shape, tuple(substitute(i, axes) for i in c.indices), substitute(c.value, axes),
-                       list(axes.values()), where=None if c.where is None else substitute(c.where, axes),
-                       dtype=tensor.dtype, name=f"{tensor.name}.grad.scatter{count}")
-
-
-def _adjoint(tensor: Tensor, contributions: list[_Contribution]) -> Tensor:
-    """The compute ``<tensor>.grad`` adding ``contributions`` up."""
-    scatters: list[Tensor] = []
-    gathers: list[_Contribution] = []
-    for c in contributions:
-        probe = [IterVar(Range(0, d), f"j{k}", IterType.DATA_PAR) for k, d in enumerate(tensor.shape)]
-        if invert(c.indices, c.loops, probe, {}) is None:
-            scatters.append(_scattered(c, tensor, len(scatters)))
-        else:
-            gathers.append(c)
-
-    def body(*point: IterVar) -> Expr:
-        total: Expr | None = None
-        for c in gathers:
-            term = _gathered(c, point)
-            assert term is not None, "an affine read stays affine"
-            total = term if total is None else total + term
-        for s in scatters:
-            total = s[point] if total is None else total + s[point]
-        return Const(0.0, tensor.dtype) if total is None else total.astype(tensor.dtype)
-
-    return compute(tensor.shape, body, name=f"{tensor.name}.grad")
-
-
-def _reader(tensor: Tensor) -> Head:
-    """The adjoint read from ``tensor`` at a point."""
-    return lambda point: tensor[tuple(point)]
-
-
 def _ones(dtype: str) -> Head:
     """The adjoint of an output with no ``head``: one everywhere."""
     return lambda point: Const(1.0, dtype)
@@ -251,6 +89,44 @@ def _check_head(output: Tensor, head: Tensor | None) -> None:
     if not same:
         raise GradientError(f"ts.gradient: head {head.name} has shape {head.shape}, the output {output.name} has "
                             f"shape {output.shape}")
+
+
+def walk(ops: list[Operation], heads: dict[Key, Head], relevant: set[int],
+         suffix: str = ".grad") -> tuple[dict[Key, list[Contribution]], dict[Key, Tensor]]:
+    """Propagate the adjoints ``heads`` (by ``(id(op), output index)``) back through ``ops``, consumers first.
+
+    An output of an operation in ``ops`` that receives contributions gets its adjoint stage (named
+    ``<tensor><suffix>``, adding up its head too when it has one), returned in the second dict; contributions to tensors whose operation is not in
+    ``ops`` are returned, not added up, in the first. ``heads`` gains every adjoint made.
+    """
+    walked = {id(op) for op in ops}
+    pending: dict[Key, list[Contribution]] = {}
+    results: dict[Key, Tensor] = {}
+    for op in ops:
+        if id(op) not in relevant:
+            continue
+        for k in range(op.num_outputs):
+            key = (id(op), k)
+            if key in pending:
+                found_here = pending.pop(key)
+                if key in heads:         # a scan's step: an update that another update of its step reads
+                    found_here.insert(0, whole(op.output(k), heads[key], op.name))
+                made = adjoint(op.output(k), found_here, suffix)
+                heads[key] = reader(made)
+                results[key] = made
+        op_heads = [heads.get((id(op), k)) for k in range(op.num_outputs)]
+        if isinstance(op, PlaceholderOp) or all(h is None for h in op_heads):
+            continue
+        if isinstance(op, ScanOp):
+            found = scan_contributions(op, op_heads, relevant, walk)
+        else:
+            check_differentiable(op)
+            assert isinstance(op, ComputeOp)
+            found = contributions(op, op_heads, relevant)
+        for tensor, c in found:
+            pending.setdefault((id(tensor.op), tensor.value_index), []).append(c)
+    outside = {key: cs for key, cs in pending.items() if key[0] not in walked}
+    return outside, results
 
 
 def gradient(output: Tensor, inputs: Tensor | Sequence[Tensor], head: Tensor | None = None) -> list[Tensor]:
@@ -275,8 +151,8 @@ def gradient(output: Tensor, inputs: Tensor | Sequence[Tensor], head: Tensor | N
     Raises
     ------
     GradientError
-        For an integer input or output, a ``head`` of another shape, or a stage with no gradient (a scan, a
-        scatter, a product or argmax reduction, a function with no derivative); the message names it.
+        For an integer input or output, a ``head`` of another shape, or a stage with no gradient (a
+        max or min scatter, a product or argmax reduction, a function with no derivative); the message names it.
 
     Example
     -------
@@ -296,27 +172,9 @@ def gradient(output: Tensor, inputs: Tensor | Sequence[Tensor], head: Tensor | N
     _check_head(output, head)
     ops = _stages(output)
     relevant = _depends(ops, {id(t.op) for t in wanted})
-    heads: dict[tuple[int, int], Head] = {
-        (id(output.op), output.value_index): _reader(head) if head is not None else _ones(output.dtype)}
-    pending: dict[tuple[int, int], list[_Contribution]] = {}
-    results: dict[tuple[int, int], Tensor] = {}
-    for op in ops:
-        if id(op) not in relevant:
-            continue
-        for k in range(op.num_outputs):
-            key = (id(op), k)
-            if key in pending and key not in heads:
-                adjoint = _adjoint(op.output(k), pending.pop(key))
-                heads[key] = _reader(adjoint)
-                results[key] = adjoint
-        if isinstance(op, PlaceholderOp):
-            continue
-        _check_differentiable(op)
-        assert isinstance(op, ComputeOp)
-        op_heads = [heads.get((id(op), k)) for k in range(op.num_outputs)]
-        for tensor, c in _contributions(op, op_heads, relevant):
-            tkey = (id(tensor.op), tensor.value_index)
-            pending.setdefault(tkey, []).append(c)
+    heads: dict[Key, Head] = {
+        (id(output.op), output.value_index): reader(head) if head is not None else _ones(output.dtype)}
+    _, results = walk(ops, heads, relevant)
     grads = []
     for t in wanted:
         key = (id(t.op), t.value_index)

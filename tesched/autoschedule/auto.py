@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from tesched.autoschedule.decide import decide
+from tesched.autoschedule.gpu import gpu_auto_schedule, gpu_explanation, gpu_target
 from tesched.autoschedule.machine import Machine, resolve
 from tesched.autoschedule.pipeline import Pipeline
 from tesched.autoschedule.plan import Plan, StagePlan, apply_plan
@@ -85,7 +86,9 @@ def auto_schedule(outputs: Outputs, target: object = None) -> Schedule:
         A tensor or a list of tensors (they share one schedule), or an existing schedule whose
         already-scheduled stages are kept as they are.
     target
-        None or ``"host"`` for this machine, or a :class:`~tesched.autoschedule.machine.Machine`.
+        None or ``"host"`` for this machine, or a :class:`~tesched.autoschedule.machine.Machine`; or a GPU
+        target (``"opencl"``, ``"cuda"``): block and thread tiles and shared-memory staging
+        (:mod:`tesched.autoschedule.gpu`).
 
     Returns
     -------
@@ -98,6 +101,11 @@ def auto_schedule(outputs: Outputs, target: object = None) -> Schedule:
     >>> f = ts.build(s, [image, blur_y])
     >>> print(ts.explain_schedule(s))
     """
+    gpu = gpu_target(target)
+    if gpu is not None:
+        if isinstance(outputs, Schedule):
+            raise ScheduleError(f"auto_schedule for {gpu.name} takes the output tensors, not a schedule")
+        return gpu_auto_schedule(as_outputs(outputs), gpu)
     start = time.perf_counter()
     machine = resolve(target)
     ops = as_outputs(outputs)
@@ -163,6 +171,9 @@ def explain_schedule(sch: Schedule) -> str:
     """
     if not isinstance(sch, Schedule):
         raise TypeError(f"explain_schedule takes a Schedule, got {type(sch).__name__}")
+    gpu = gpu_explanation(sch)
+    if gpu is not None:
+        return gpu
     info = explanation_of(sch)
     if info is None:
         return "this schedule was not made by auto_schedule or tune: it has no recorded decisions"
@@ -181,7 +192,7 @@ def explain_schedule(sch: Schedule) -> str:
 
 
 def _summary(p: StagePlan, plan: Plan) -> str:
-    if p.placement == "keep":
+    if p.placement == "keep" and not (p.vectorize or p.rfactor or p.parallel):
         return "kept as scheduled"
     if p.placement == "inline":
         return "inlined"
@@ -192,6 +203,8 @@ def _summary(p: StagePlan, plan: Plan) -> str:
         parts.append(f"computed at {'the innermost tile loop' if p.level < 0 else f'outer loop {p.level}'} of {host}")
         if p.store_level is not None:
             parts.append(f"stored at outer loop {p.store_level} (sliding window)")
+    elif p.placement == "keep":
+        parts.append("at its scan's time loop")
     else:
         parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))
     for flag, text in ((p.parallel, f"parallel x{p.parallel}"), (p.vectorize, "vectorized"),

@@ -17,6 +17,7 @@ from tesched.autoschedule.bands import banded, level_tiles, level_trips, place_m
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline, StageInfo
 from tesched.autoschedule.plan import Plan, StagePlan
+from tesched.autoschedule.scan_steps import step_plan
 from tesched.autoschedule.state import DecideState, DecisionMemo
 from tesched.poly.analysis import NotModelable, Region, tile_regions
 from tesched.poly.isl_lock import ISL_LOCK
@@ -97,6 +98,9 @@ def _place(state: DecideState) -> None:
     for info in reversed(pipe.stages):
         k = info.index
         if info.kind == "input":
+            continue
+        if info.kind == "opaque" and info.scan:
+            state.plans[k] = step_plan(state, info)
             continue
         if info.kind == "opaque":
             state.plans[k] = StagePlan(k, info.name, "keep", reasons=(f"kept as scheduled: {info.why_opaque}",))

@@ -107,8 +107,7 @@ def resolve(target: object = None) -> Machine:
     if target is None or isinstance(target, (str, Target)):
         chosen = as_target(target)
         if chosen.backend != "c":
-            raise ScheduleError(f"auto_schedule: {chosen.name} is a GPU target, and the cost model knows CPUs "
-                                "only; use tesched.nn.gpu_default_schedule(outputs, target) (a thread per "
-                                "element) or a schedule of bind/gpu_tile")
+            raise ScheduleError(f"{chosen.name} is a GPU target, and the cost model (and tune) knows CPUs only; "
+                                "ts.auto_schedule(outputs, target=...) schedules for GPU targets")
         return from_target(chosen)
     raise TypeError(f"auto_schedule: target must be None, a Target, a target name or a Machine, got {target!r}")

@@ -4,7 +4,7 @@ A pipeline is everything the outputs read, as ``create_schedule`` orders it (inp
 stage is classified: ``pointwise`` (no reduction), ``reduction``, ``scatter`` (``ts.scatter``: its loops are
 the points it scatters, its writes go anywhere in its tensor), or ``opaque`` when the cost model cannot
 reason about it (a tensorized stage, a stage the user already scheduled, an operation that is not a
-compute, symbolic sizes); an opaque stage keeps the schedule it has. This module only describes; it
+compute, symbolic sizes, a scan and the stages of its step, which run inside its time loop); an opaque stage keeps the schedule it has. This module only describes; it
 decides nothing.
 """
 from __future__ import annotations
@@ -19,7 +19,9 @@ from tesched.te.extern import ExternCall
 from tesched.te.extern_op import ExternOp
 from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
+from tesched.te.scan import ScanOp
 from tesched.te.scatter import ScatterOp
+from tesched.te.update import UpdateOp
 from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, TensorRead
 from tesched.te.visit import collect, walk
 
@@ -35,6 +37,7 @@ class StageInfo:
     stage: Stage
     kind: str                                   # input | pointwise | reduction | scatter | opaque
     why_opaque: str = ""
+    scan: str = ""                              # the scan whose step this stage is, its loops free to arrange
     readers: list[int] = field(default_factory=list)
     producers: list[int] = field(default_factory=list)
     ops: int = 0                                # scalar operations per point (loads included)
@@ -64,14 +67,22 @@ class StageInfo:
         return self.points * self.reduce_extent * max(self.ops, 1)
 
 
-def scheduled_by_user(stage: Stage) -> str:
-    """Why ``stage`` already carries a schedule (empty if it does not)."""
+def loops_arranged_by_user(stage: Stage) -> str:
+    """Why ``stage``'s loops already carry a schedule (empty if they do not)."""
     if stage.tensorize_spec is not None:
         return "it is tensorized"
     if stage.relations or stage.iter_var_attrs:
         return "its loops were already split, fused, reordered or annotated"
     if stage.leaf_iter_vars != stage.all_iter_vars:
         return "its loops were reordered"
+    return ""
+
+
+def scheduled_by_user(stage: Stage) -> str:
+    """Why ``stage`` already carries a schedule (empty if it does not)."""
+    loops = loops_arranged_by_user(stage)
+    if loops:
+        return loops
     if stage.attach_type is not AttachType.ROOT:
         return f"it was already placed ({stage.attach_type})"
     return ""
@@ -99,12 +110,19 @@ def _has_guarded_load(body: Expr) -> bool:
     return False
 
 
-def _opaque_reason(stage: Stage) -> str:
+def _opaque_reason(stage: Stage, steps: dict[int, str]) -> str:
     op = stage.op
+    if isinstance(op, ScanOp):
+        return "it is a scan: its time loop runs in order, with its step computed inside it"
+    if id(op) in steps:
+        return loops_arranged_by_user(stage) or f"it is a step of scan {steps[id(op)]}, computed at its time loop"
     if not isinstance(op, ComputeOp):
         return f"{type(op).__name__} is not a compute the cost model knows"
     if isinstance(op, ExternOp):
         return f"it is an extern stage, one call of C function {op.function}"
+    if isinstance(op, UpdateOp) or any(isinstance(st.op, UpdateOp) and st.op.base is op
+                                       for st in stage.schedule.stages):
+        return "it is a definition of a tensor with updates, which the cost model does not model"
     user = scheduled_by_user(stage)
     if user:
         return user
@@ -129,10 +147,14 @@ class Pipeline:
         self.schedule = schedule
         self.stages: list[StageInfo] = []
         position = {id(st): k for k, st in enumerate(schedule.stages)}
+        steps = {id(o): st.op.name for st in schedule.stages if isinstance(st.op, ScanOp)
+                 for o in st.op.step_operations()}
         for k, st in enumerate(schedule.stages):
             info = StageInfo(k, st, "input")
             if not isinstance(st.op, PlaceholderOp):
-                info.why_opaque = _opaque_reason(st)
+                info.why_opaque = _opaque_reason(st, steps)
+                if type(st.op) is ComputeOp and not loops_arranged_by_user(st):
+                    info.scan = steps.get(id(st.op), "")
                 if info.why_opaque:
                     info.kind = "opaque"
                 else:

@@ -4,7 +4,9 @@ A :class:`Plan` is what ``auto_schedule`` decides and what ``tune`` mutates and 
 names its stage by position (``create_schedule`` order, inputs included) and says:
 
 - ``placement``: ``inline``, ``root`` (a *host*: stored whole, its own loop nest), ``at`` (computed per
-  iteration of a tile loop of stage ``host``: ``compute_at``) or ``keep`` (the schedule it has is kept);
+  iteration of a tile loop of stage ``host``: ``compute_at``) or ``keep`` (the placement it has is kept:
+  a stage the user scheduled, or a scan's step, computed at the time loop; the loop decisions below
+  then arrange its own loops, ``parallel`` 1 making its axis 1, the first after the time step, parallel);
 - for hosts, ``tile`` (extent per data-parallel axis: 1 keeps the axis an outer loop, the full extent
   keeps it inner, anything between splits it), giving loops ``outer axes..., inner axes...``, the outer
   ones in ``outer_order`` (data-axis positions; default: axis order); ``band`` (optional, extent per
@@ -182,6 +184,14 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
             _attach(copy, stages[host_index], loops[host_index], plans[host_index], level)
             copy.vectorize(copy.op.axis[-1])
     for p in plan.stages:
+        if p.placement == "keep" and _arranged(p):        # a scan's step: its loops, at the time loop
+            st = stages[p.index]
+            _arrange_computed(st, p)
+            if p.parallel:
+                st.parallel(st.op.axis[1])
+            if p.index in partials:
+                partials[p.index].compute_at(st, st.op.axis[-1])
+    for p in plan.stages:
         if p.placement == "at":
             host_plan = plans.get(p.host) if p.host is not None else None
             if p.host is None or host_plan is None or host_plan.placement != "root":
@@ -193,6 +203,11 @@ def apply_plan(sch: Schedule, plan: Plan) -> Schedule:
             if p.index in partials:
                 _attach(partials[p.index], stages[p.host], loops[p.host], host_plan, p.level)
     return sch
+
+
+def _arranged(p: StagePlan) -> bool:
+    """Whether ``p`` chooses loops (a ``keep`` stage's are otherwise left as they are)."""
+    return bool(p.vectorize or p.reduce_outer or p.rfactor or p.parallel or p.unroll_axis is not None)
 
 
 def _rfactor(sch: Schedule, st: Stage, p: StagePlan) -> Stage:

@@ -70,17 +70,24 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     ``"auto"`` (``ts.auto_schedule``) or ``"tuned"`` (the best record of ``tuning_db``, a database written
     by ``ts.tune``, for the group's workload; ``auto_schedule`` where it has none). ``target`` (default:
     the current one) compiles for another target; ``"opencl"`` or ``"cuda"`` gives a
-    :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules (and whose
-    pipeline skips the CPU layout passes, ``CPU_LAYOUT_PASSES``). A group's kernel
+    :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules, or
+    ``auto_schedule``'s for the device with ``schedule="auto"`` (and whose pipeline skips the CPU layout
+    passes, ``CPU_LAYOUT_PASSES``). A group's kernel
     compiles in the background while the next group is lowered, one compiler per core; identical groups
     (and identical C) compile once. ``progress`` draws a bar of the kernels built (with tqdm, ``pip install
     tesched[progress]``): ``None`` when standard error is a terminal and the build lasts over a second,
-    ``True`` always, ``False`` never (:mod:`.progress`)."""
+    ``True`` always, ``False`` never (:mod:`.progress`). A dynamic dimension of an input
+    (:class:`~.types.Dim`) builds once for its whole range, with the default CPU schedules only."""
     check_schedule_choice(schedule, tuning_db)
     machine = as_target(target)
-    if machine.backend != "c" and schedule != "default":
+    if machine.backend != "c" and schedule == "tuned":
         raise BuildError(f"schedule={schedule!r} is for CPU targets; {machine.name} takes the default GPU "
-                         "schedules (schedule='default')")
+                         "schedules (schedule='default') or ts.auto_schedule's (schedule='auto')")
+    dynamic = [p for p in f.params if p.tensor_type.is_dynamic] if isinstance(f, Function) else []
+    if dynamic and (schedule != "default" or machine.backend != "c"):
+        raise BuildError(f"input {dynamic[0].name} has a dynamic shape {dynamic[0].tensor_type}: dynamic "
+                         f"dimensions build with the default CPU schedules, not schedule={schedule!r} for "
+                         f"{machine.name}")
     with machine:
         return _build(f, params, rules, disabled_passes, trace, schedule, tuning_db, machine, progress)
 
@@ -104,6 +111,6 @@ def _build(f: Function, params: Mapping[str, np.ndarray] | None, rules: FusionRu
         fused, report = fuse_ops_with_report(optimized, rules)
         record("fuse_ops", fused)
     exe = Executable(fused, report, schedule, tuning_db, progress) if machine.backend == "c" else \
-        GpuExecutable(fused, report, machine)
+        GpuExecutable(fused, report, machine, schedule)
     exe.pass_history = tuple(history)
     return exe

@@ -64,8 +64,9 @@ class GpuExecutable:
 
     pass_history: tuple[tuple[str, Function], ...] = ()
 
-    def __init__(self, function: Function, fusion_report: FusionReport | None, target: Target):
-        self.function, self.fusion_report, self.target = function, fusion_report, target
+    def __init__(self, function: Function, fusion_report: FusionReport | None, target: Target,
+                 schedule: str = "default"):
+        self.function, self.fusion_report, self.target, self.schedule = function, fusion_report, target, schedule
         self.kernels: list[GpuGroup] = []
         self._steps: list[_Step] = []
         self._inputs = [_Value(p.tensor_type, "input", k) for k, p in enumerate(function.params)]
@@ -83,7 +84,7 @@ class GpuExecutable:
         if compile_external_group(fn) is not None:
             raise BuildError(f"group {fn.name} calls an external C function, which {self.target.name} kernels "
                              "cannot: build the graph for a CPU target")
-        group = GpuGroup(fn.name, fn, compile_gpu_primitive(fn, self.target))
+        group = GpuGroup(fn.name, fn, compile_gpu_primitive(fn, self.target, self.schedule))
         self.kernels.append(group)
         outputs = tuple(_Value(t, "step", len(self._steps)) for t in node.tensor_types())
         self._steps.append(_Step(group.kernel, tuple(args), outputs))

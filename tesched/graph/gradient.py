@@ -11,7 +11,7 @@ neighbours and the forward values the adjoints read are kept by the fused groups
 Adjoints flow through floating values only. A boolean value (a comparison feeding ``where``) passes no
 gradient; an integer one that the output depends on (``argmax``, a cast to an integer) raises a
 :class:`~tesched.errors.GradientError` naming the op that made it, as does an op whose declaration has no
-derivative (a scan). A parameter the output does not depend on gets zeros, with a warning (as
+derivative (a max scatter). A parameter the output does not depend on gets zeros, with a warning (as
 ``ts.gradient`` does). It does not differentiate primitive functions (run it before fusion) or values of
 tuple type other than literal tuples.
 """
@@ -147,7 +147,7 @@ def gradient(f: Function, wrt: Sequence[Var | str] | None = None, head: Expr | N
     Raises
     ------
     tesched.errors.GradientError
-        Naming the op with no gradient (``argmax``, an integer cast, a scan), a ``wrt`` that is not a
+        Naming the op with no gradient (``argmax``, an integer cast, a max scatter), a ``wrt`` that is not a
         floating parameter, or a ``head`` of another type.
     """
     if not isinstance(f, Function):

@@ -6,6 +6,7 @@ from tesched.graph.ops_matmul import batch_matmul
 from tesched.graph.ops_nn import (
     avg_pool2d,
     batch_norm,
+    batch_norm_train,
     conv2d,
     conv2d_weight_last,
     dense,
@@ -31,7 +32,7 @@ from tesched.graph.ops_rnn import gru_cell, lstm_cell, rnn_cell
 from tesched.graph.ops_transform import pad
 from tesched.graph.ops_winograd import winograd_conv2d
 
-__all__ = ["attention", "avg_pool2d", "batch_matmul", "batch_norm", "bias_add", "conv2d", "conv2d_transpose",
+__all__ = ["attention", "avg_pool2d", "batch_matmul", "batch_norm", "batch_norm_train", "bias_add", "conv2d", "conv2d_transpose",
            "conv2d_weight_last", "dense", "dense_panels", "depthwise_conv2d",
            "global_avg_pool2d", "gru_cell", "layer_norm", "lstm_cell", "matmul", "max_pool2d", "pad", "relu",
            "rnn_cell", "softmax", "upsample", "winograd_conv2d",

@@ -2,7 +2,7 @@
 equal to the channels; ``nn.conv2d_weight_last`` is the same with weights stored in blocks of output
 channels, output channels last),
 ``nn.dense`` (with an optional bias as ``nn.bias_add``; ``nn.dense_panels`` is the same with the weight
-packed in column panels), ``nn.matmul``, ``nn.batch_norm`` (inference),
+packed in column panels), ``nn.matmul``, ``nn.batch_norm`` (inference), ``nn.batch_norm_train``,
 ``nn.layer_norm``, ``nn.max_pool2d``, ``nn.avg_pool2d``, ``nn.global_avg_pool2d`` and
 ``nn.softmax``. Attribute names follow Relay (``strides``, ``padding``, ``dilation``, ``groups``,
 ``pool_size``, ``epsilon``, ``axis``); padding is stored as ``(top, left, bottom, right)``.
@@ -141,6 +141,28 @@ def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_va
     three-field tuple, since only inference is supported)."""
     return Call(_BATCH_NORM, [data, gamma, beta, moving_mean, moving_var],
                 {"epsilon": float(epsilon), "axis": int(axis)})
+
+
+def _batch_norm_train_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:
+    x, gamma, beta = (a.astype(np.float64) for a in args)
+    axis = normalize_axis(attrs["axis"], x.ndim, "nn.batch_norm_train")
+    shape, others = bias_channel_shape(x.ndim, axis), tuple(a for a in range(x.ndim) if a != axis)
+    centred = x - x.mean(axis=others, keepdims=True)
+    scale = gamma.reshape(shape) / np.sqrt((centred * centred).mean(axis=others, keepdims=True) + attrs["epsilon"])
+    return (centred * scale + beta.reshape(shape)).astype(args[0].dtype)
+
+
+_BATCH_NORM_TRAIN = register_op(
+    "nn.batch_norm_train", Pattern.OPAQUE,
+    lambda args, attrs: nn.batch_norm_train(args[0], args[1], args[2], attrs["epsilon"], attrs["axis"]),
+    _batch_norm_train_eval, 3)
+
+
+def batch_norm_train(data: Expr, gamma: Expr, beta: Expr, epsilon: float = 1e-5, axis: int = 1) -> Call:
+    """Batch normalisation in training mode: each channel of ``axis`` normalised by the batch's mean and
+    biased variance over the other axes, then scaled and shifted (PyTorch's ``BatchNorm`` while training).
+    ``G.gradient`` differentiates through the statistics."""
+    return Call(_BATCH_NORM_TRAIN, [data, gamma, beta], {"epsilon": float(epsilon), "axis": int(axis)})
 
 
 def _layer_norm_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:

@@ -1,7 +1,7 @@
 """tesched.nn: an operator library on ``ts.compute``, each op with a pattern kind and a default schedule.
 
 Ops (NCHW layouts, OIHW kernels): ``conv2d``, ``depthwise_conv2d``, ``dense``, ``matmul``, ``batch_matmul``, ``dense_panels``
-(``dense`` by a weight packed with ``pack_dense_panels``), ``batch_norm``,
+(``dense`` by a weight packed with ``pack_dense_panels``), ``batch_norm``, ``batch_norm_train``, ``batch_moments``,
 ``layer_norm``, ``bias_add``, ``add``/``subtract``/``multiply``/``divide`` (NumPy broadcasting), ``relu``,
 ``sigmoid``, ``tanh``, ``exp``, ``erf``, ``sqrt``, ``rsqrt``, ``log``, ``abs``, ``negative``, ``clip``,
 ``pad``, ``upsample`` (nearest and linear resampling), ``max_pool2d``, ``avg_pool2d``, ``global_avg_pool2d``,
@@ -43,7 +43,7 @@ from tesched.nn.elemwise import (
     tanh,
 )
 from tesched.nn.gpu_schedule import gpu_default_schedule
-from tesched.nn.norm import batch_norm, layer_norm
+from tesched.nn.norm import batch_moments, batch_norm, batch_norm_train, layer_norm
 from tesched.nn.pattern import Pattern, op_of, pattern_of
 from tesched.nn.pool import avg_pool2d, global_avg_pool2d, max_pool2d
 from tesched.nn.quantized import (
@@ -68,7 +68,7 @@ from tesched.nn.softmax import softmax
 from tesched.nn.transform import broadcast_to, concatenate, pad, reshape, split, strided_slice, take, transpose
 
 __all__ = [
-    "Pattern", "abs", "add", "avg_pool2d", "batch_matmul", "batch_norm", "bias_add", "broadcast_to", "clip", "concatenate", "conv2d",
+    "Pattern", "abs", "add", "avg_pool2d", "batch_matmul", "batch_moments", "batch_norm", "batch_norm_train", "bias_add", "broadcast_to", "clip", "concatenate", "conv2d",
     "default_schedule", "gpu_default_schedule", "dense", "depthwise_conv2d", "divide", "erf", "exp", "global_avg_pool2d", "layer_norm", "log",
     "lstm_cell", "matmul", "max", "max_pool2d", "mean", "multiply", "negative", "op_of", "pad", "pattern_of",
     "register_schedule", "relu", "reshape", "rnn_cell", "rsqrt", "schedule_injective", "schedule_reduction",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import tesched as ts
+from tesched.nn.hints import hint
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import (
     element_count,
@@ -145,7 +146,7 @@ def _schedule_pointwise(s: Schedule, conv: Tensor, host: Tensor) -> None:
     """A GEMM over the flattened image: per tile of output channels and band of rows (:func:`pointwise_tile`,
     the band's positions fused into one vectorized loop), the reduction over input channels outside, then
     the host's tile (the epilogue) over the same fused positions."""
-    tile, rows = pointwise_tile(int(conv.shape[1]), int(conv.shape[2]), int(conv.shape[3]),
+    tile, rows = pointwise_tile(hint(conv.shape[1]), hint(conv.shape[2]), hint(conv.shape[3]),
                                 RegisterFile.of(dtype=conv.dtype))
     cstage, hstage = s[conv], s[host]
     n, k, h, w = hstage.op.axis
@@ -182,7 +183,7 @@ def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
     if _is_pointwise(conv):
         _schedule_pointwise(s, conv, host)
         return
-    tile = row_tile(int(conv.shape[1]), int(conv.shape[3]), RegisterFile.of(dtype=conv.dtype))
+    tile = row_tile(hint(conv.shape[1]), hint(conv.shape[3]), RegisterFile.of(dtype=conv.dtype))
     cstage, hstage = s[conv], s[host]
     n, k, h, w = hstage.op.axis
     ko, ki = hstage.split(k, tile)

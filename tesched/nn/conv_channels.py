@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 import tesched as ts
+from tesched.nn.hints import hint
 from tesched.nn.conv import ConvWindow, pad_at_root
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import (
@@ -117,24 +118,24 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
         schedule_reduction(s, core, host)
         return
     n, k, h, w = hstage.op.axis
-    block = int(core.shape[4])
-    positions, _ = register_tile(int(host.shape[3]), block, RegisterFile.of(dtype=core.dtype), block)
+    block = hint(core.shape[4])
+    positions, _ = register_tile(hint(host.shape[3]), block, RegisterFile.of(dtype=core.dtype), block)
     ko, ki = hstage.split(k, block)
     wo, wi = hstage.split(w, positions)
     work = reduction_work(core)
-    blocks = int(core.shape[1])
-    if blocks >= PARALLEL_BLOCKS or int(host.shape[2]) < ROW_CHUNKS:
+    blocks = hint(core.shape[1])
+    if blocks >= PARALLEL_BLOCKS or hint(host.shape[2]) < ROW_CHUNKS:
         hstage.reorder(n, ko, h, wo, ki, wi)
         outer = ko
     else:   # too few blocks to share among threads: chunks of rows outside the blocks
-        outer, h = hstage.split(h, -(-int(host.shape[2]) // ROW_CHUNKS))
+        outer, h = hstage.split(h, -(-hint(host.shape[2]) // ROW_CHUNKS))
         hstage.reorder(n, outer, ko, h, wo, ki, wi)
     if work >= PARALLEL_MIN_WORK:
         hstage.parallel(outer)   # not fused with n: fused indices divide, and the tile must keep constant offsets
     hstage.unroll(ki)
     hstage.unroll(wi)
     channels = static_extent(core.op.reduce_axis[0])
-    block_bytes = int(core.shape[2]) * int(core.shape[3]) * int(core.shape[4]) * 4
+    block_bytes = hint(core.shape[2]) * hint(core.shape[3]) * hint(core.shape[4]) * 4
     if block_bytes <= CHUNKED_BLOCK_BYTES and channels >= 2 * INPUT_CHUNK:
         _chunked_reduction(s, core, hstage, ko, positions)
     else:

@@ -1,33 +1,38 @@
-"""Default GPU schedules of the operator library: every stage bound to blocks and threads, a thread per
-output element, for one op or a fused group of ops.
+"""Default GPU schedules of the operator library: every stage bound to blocks and threads, for one op or
+a fused group of ops.
 
 :func:`gpu_default_schedule` takes the output tensor(s) of a computation built from :mod:`tesched.nn` ops
 and returns a schedule for a GPU target (``opencl`` or ``cuda``) in which
 
 - every stage without a reduction that is not an output is inlined into its readers, as on the CPU;
 - a reduction (the *anchor*: conv2d, dense, a pool, a sum) read only by one output of its shape is
-  computed in that output's thread loop: each thread computes its element of the anchor in a register
-  (its reduction loops serial) and applies the elementwise epilogue to it: one kernel per group;
+  computed with that output: one kernel per group, the elementwise epilogue applied to each element of
+  the anchor in a register;
+- an anchor whose block's threads share an input (dense's operands, a convolution's window and weights:
+  :func:`tesched.nn.gpu_tiles.worth_staging`) is tiled as :mod:`tesched.nn.gpu_tiles`
+  does: blocks of up to 16 x 16 threads, each a register tile, the shared inputs staged in shared memory
+  per step of the reduction, sized within the target's limits (its presets, not a device's);
+- any other anchor is computed in its output's thread loop, one element per thread, its reduction loops
+  serial; an output's (or a stored reduction's) innermost loop is split by :func:`threads_for`, the inner
+  part bound to ``threadIdx.x`` and the outer to ``blockIdx.x``; the next loop outwards to ``blockIdx.y``,
+  and the loops outside it, fused, to ``blockIdx.z``;
 - any other reduction is stored whole in device memory (its own kernel, bound like an output);
-- an output's (or a stored reduction's) innermost loop is split by :func:`threads_for`, the inner part
-  bound to ``threadIdx.x`` and the outer to ``blockIdx.x``; the next loop outwards to ``blockIdx.y``, and
-  the loops outside it, fused, to ``blockIdx.z`` (a fused loop of constant extents: the regions of the
-  stages computed inside stay exact, one element per thread);
 - a reduction to a scalar (no data-parallel loop) is a cross-thread reduction over one block.
 
-The choices are simple and always legal; they are not tuned (no shared-memory staging: see
-:mod:`tesched.recipes.gemm_gpu` for a GEMM that has it). This module chooses loops; it declares no
-computation.
+The choices are simple and always legal; they are not tuned (``ts.auto_schedule(.., target="opencl")``
+sizes tiles for the device and explains them). This module chooses loops; it declares no computation.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 import tesched as ts
+from tesched.nn.gpu_tiles import (GpuLimits, preset_limits, reads_pointwise, reduction_tile,
+                                   tile_reduction, worth_staging)
 from tesched.nn.schedule import inlined_schedule, stored_readers
-from tesched.schedule.schedule import Schedule
+from tesched.schedule.schedule import Schedule, Stage
 from tesched.target import Target
-from tesched.te.tensor import IterVar, Tensor
+from tesched.te.tensor import ComputeOp, IterVar, Tensor
 
 THREADS = 64
 """Threads per block of a default GPU schedule: two warps, a fraction of any device's limit."""
@@ -39,25 +44,42 @@ def threads_for(elements: int, target: Target) -> int:
     return max(1, min(elements, THREADS, target.gpu_max_threads))
 
 
-def gpu_default_schedule(outputs: Tensor | Sequence[Tensor], target: Target) -> Schedule:
-    """A GPU schedule computing ``outputs``, epilogues fused with their anchors (see the module doc)."""
+def gpu_default_schedule(outputs: Tensor | Sequence[Tensor], target: Target, shared: bool = True) -> Schedule:
+    """A GPU schedule computing ``outputs``, epilogues fused with their anchors (see the module doc);
+    without ``shared``, no tiles: one thread per element everywhere."""
     s, outs, computes = inlined_schedule(outputs)
-    hosts: dict[int, IterVar] = {}
-    for st in reversed(computes):       # consumers first: a reduction's host is bound before it is placed
-        if st.is_output or not st.op.reduce_axis:
-            continue
-        readers = stored_readers(s, st)
-        host = readers[0].op.output(0) if len(readers) == 1 else None
-        if host is not None and readers[0].is_output and host.shape == st.op.output(0).shape and host.shape:
-            if id(host.op) not in hosts:
-                hosts[id(host.op)] = bind_threads(s, host, target)
-            st.compute_at(s[host], hosts[id(host.op)])
-        else:
-            bind_elements(s, st.op.output(0), target)
+    limits = preset_limits(target)
+    anchors: dict[int, list[Stage]] = {}
+    for st in computes:
+        readers = stored_readers(s, st) if st.op.reduce_axis and not st.is_output else []
+        if len(readers) == 1 and readers[0].is_output and readers[0].op.output(0).shape == st.op.output(0).shape \
+                and st.op.output(0).shape:
+            anchors.setdefault(id(readers[0].op), []).append(st)
+        elif st.op.reduce_axis and not st.is_output:
+            bind_or_tile(s, st.op.output(0), limits, target, shared)
     for out in outs:
-        if id(out.op) not in hosts:
-            bind_elements(s, out, target)
+        found = anchors.get(id(out.op), [])
+        anchor = found[0].op if len(found) == 1 and shared else None
+        if isinstance(anchor, ComputeOp) and worth_staging(anchor) and reads_pointwise(s, s[out], found[0]):
+            tile_reduction(s, out, anchor.output(0), reduction_tile(anchor, limits))
+        elif found:
+            thread = bind_threads(s, out, target)
+            for st in found:
+                st.compute_at(s[out], thread)
+        else:
+            bind_or_tile(s, out, limits, target, shared)
     return s
+
+
+def bind_or_tile(s: Schedule, t: Tensor, limits: GpuLimits, target: Target, shared: bool = True) -> None:
+    """``t`` (an output or a stored reduction) in tiles staged through shared memory if ``shared`` and it is
+    a reduction whose block's threads share an input, else a thread per element (:func:`bind_elements`)."""
+    if shared and worth_staging(s[t].op):
+        op = s[t].op
+        assert isinstance(op, ComputeOp)
+        tile_reduction(s, t, s.cache_write(t, "local"), reduction_tile(op, limits))
+    else:
+        bind_elements(s, t, target)
 
 
 def bind_elements(s: Schedule, t: Tensor, target: Target) -> None:

@@ -1,8 +1,15 @@
-"""Normalisation: inference ``batch_norm(x, gamma, beta, mean, var, epsilon, axis)`` and
-``layer_norm(x, gamma, beta, axis, epsilon)``.
+"""Normalisation: inference ``batch_norm(x, gamma, beta, mean, var, epsilon, axis)``, training-mode
+``batch_norm_train(x, gamma, beta, epsilon, axis)`` and ``layer_norm(x, gamma, beta, axis, epsilon)``.
 
 ``batch_norm`` is ``(x - mean) / sqrt(var + epsilon) * gamma + beta`` with the four 1-D statistics running
-along ``axis``; one stage tagged ``broadcast``. Training-mode statistics are not computed.
+along ``axis``; one stage tagged ``broadcast``.
+
+``batch_norm_train`` normalises with the batch's own statistics, as PyTorch's ``BatchNorm`` in training
+mode: per channel of ``axis``, the mean and the biased variance over every other axis (the sum, then the
+sum of squared deviations from the mean), two reductions tagged ``comm_reduce``, then the normalisation
+tagged ``opaque``. Its gradient (``ts.gradient``, ``G.gradient``) flows through the statistics. The running
+statistics a training step also updates are the caller's: :func:`batch_moments` gives the batch's mean
+and unbiased variance for them.
 
 ``layer_norm`` normalises each slice along ``axis`` by its own mean and (biased) variance, then scales by
 ``gamma`` and shifts by ``beta`` (1-D, along ``axis``), as PyTorch's ``LayerNorm`` over the last axis: two
@@ -37,6 +44,67 @@ def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor
         return (x[i] - mean[c]) / ts.sqrt(var[c] + epsilon) * gamma[c] + beta[c]
 
     return compute(x.shape, fcompute, name="batch_norm", pattern=Pattern.BROADCAST, op="batch_norm")
+
+
+def _channel_stats(x: Tensor, axis: int, what: str) -> tuple[Tensor, Tensor, float]:
+    """The per-channel sum of ``x`` and sum of squared deviations from the mean over every axis but
+    ``axis``, and how many elements each channel has."""
+    others = [a for a in range(x.ndim) if a != axis]
+    if not all(isinstance(x.shape[a], int) for a in others):
+        raise ValueError(f"{what}: the axes reduced over ({others}) of {x.shape} must have constant extents")
+    count = 1
+    for a in others:
+        count *= int(x.shape[a])
+
+    def at(c, ks: list) -> tuple:
+        it = iter(ks)
+        return tuple(c if a == axis else next(it) for a in range(x.ndim))
+
+    ks1 = [ts.reduce_axis((0, x.shape[a]), f"k{a}") for a in others]
+    total = compute((x.shape[axis],), lambda c: ts.sum(x[at(c, ks1)], axis=ks1), name=f"{what}_sum",
+                    pattern=Pattern.COMM_REDUCE, op=what)
+    ks2 = [ts.reduce_axis((0, x.shape[a]), f"k{a}") for a in others]
+
+    def deviation(c) -> Expr:
+        return x[at(c, ks2)] - total[c] / float(count)
+
+    squares = compute((x.shape[axis],), lambda c: ts.sum(deviation(c) * deviation(c), axis=ks2),
+                      name=f"{what}_squares", pattern=Pattern.COMM_REDUCE, op=what)
+    return total, squares, float(count)
+
+
+def batch_norm_train(x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float = 1e-5, axis: int = 1) -> Tensor:
+    """Normalise ``x`` per channel of ``axis`` by the batch's mean and biased variance over the other axes,
+    then scale and shift (PyTorch's ``BatchNorm`` in training mode)."""
+    axis = normalize_axis(axis, x.ndim, "batch_norm_train")
+    channels = x.shape[axis]
+    for name, t in (("gamma", gamma), ("beta", beta)):
+        if t.shape != (channels,):
+            raise ValueError(f"batch_norm_train: {name} has shape {t.shape}, expected ({channels},) for axis "
+                             f"{axis} of {x.shape}")
+        if t.dtype != x.dtype:
+            raise TypeError(f"batch_norm_train: {name} is {t.dtype} but x is {x.dtype}")
+    total, squares, count = _channel_stats(x, axis, "batch_norm_train")
+
+    def fcompute(*i):
+        c = i[axis]
+        return (x[i] - total[c] / count) * (gamma[c] / ts.sqrt(squares[c] / count + epsilon)) + beta[c]
+
+    return compute(x.shape, fcompute, name="batch_norm_train", pattern=Pattern.OPAQUE, op="batch_norm_train")
+
+
+def batch_moments(x: Tensor, axis: int = 1) -> tuple[Tensor, Tensor]:
+    """The batch's mean and unbiased variance per channel of ``axis`` (what a training step blends into
+    the running statistics, as PyTorch's ``BatchNorm`` does)."""
+    axis = normalize_axis(axis, x.ndim, "batch_moments")
+    total, squares, count = _channel_stats(x, axis, "batch_moments")
+    if count < 2:
+        raise ValueError(f"batch_moments: one element per channel of {x.shape} has no unbiased variance")
+    mean = compute(total.shape, lambda c: total[c] / count, name="batch_mean", pattern=Pattern.ELEMWISE,
+                   op="batch_moments")
+    var = compute(total.shape, lambda c: squares[c] / (count - 1.0), name="batch_var", pattern=Pattern.ELEMWISE,
+                  op="batch_moments")
+    return mean, var
 
 
 def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis: int = -1, epsilon: float = 1e-5) -> Tensor:

@@ -26,6 +26,7 @@ import islpy as isl
 from tesched.errors import ScheduleError
 from tesched.poly.guards import guarded_reads, restrict_to_guard
 from tesched.poly.model import PolyModel, StageModel, StatementKind
+from tesched.poly.updates import update_domain
 from tesched.schedule.storage import AxisBound
 
 T = TypeVar("T")
@@ -38,6 +39,10 @@ def build_domains(model: PolyModel) -> None:
 
 
 def _make_domains(model: PolyModel, sm: StageModel) -> None:
+    if sm.update_of is not None:     # an update definition, over its own axes (see .updates); computed at a
+        if sm.parent is None:        # loop, its domain comes with its pure definition's footprint
+            sm.main.domain = update_domain(model, sm)
+        return
     tdom = model.tensor_domain(sm.tensor, sm.tag)
     rdom = bounds = None
     if sm.raxes:
@@ -56,7 +61,9 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
         if sm.stage.bounds:
             sm.realized = spatial
     else:
-        footprint = sm.footprint = _footprint(model, sm, tdom)
+        updates = [u for u in model.stages if u.update_of is sm]
+        footprint = sm.footprint = (_group_footprint(model, sm, updates, tdom) if updates
+                                    else _footprint(model, sm, tdom))
         computed = footprint
         if sm.hoisted:
             sm.storage = bounding_box(model, footprint.project_out(isl.dim_type.in_, sm.store_len,
@@ -128,6 +135,27 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
     if sm.stage.bounds and not fp.is_subset(box):
         bound_exceeded(model, sm, fp.subtract(box))
     return box
+
+
+def _group_footprint(model: PolyModel, sm: StageModel, updates: list[StageModel], tdom: isl.Set) -> isl.Map:
+    """The region a tensor with updates computes per iteration of the loop it is computed at (Halide's):
+    its updates run over the pure coordinates the readers of its latest version need, and its pure
+    definition over the box of those elements and of every element the updates touch."""
+    assert sm.parent is not None
+    depth = sm.prefix_len
+    last = updates[-1]
+    required = _footprint(model, last, model.tensor_domain(last.tensor, last.tag)).set_tuple_name(
+        isl.dim_type.out, sm.tag)
+    fp = required
+    for u in updates:
+        u.main.domain = update_domain(model, u, required)
+        u.footprint = u.computed = required
+        lmap = model.loop_map(u.main, depth).reverse()
+        for read, _ in guarded_reads(u):
+            if read.tensor.op is sm.op or any(read.tensor.op is v.op for v in updates):
+                fp = fp.union(lmap.apply_range(model.access_map(u.main, sm.tag, read.indices, loose=True)))
+    return bounding_box(model, fp.intersect_range(tdom).coalesce(), tdom, None,
+                        model.loop_map(sm.parent.main, depth).range())
 
 
 def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int, AxisBound | None] | None = None,

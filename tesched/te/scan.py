@@ -16,7 +16,7 @@ from typing import Sequence
 from tesched.te import checks
 from tesched.te.expr import Expr, Select
 from tesched.te.reduction import MultiValue
-from tesched.te.tensor import ComputeOp, IterType, IterVar, PlaceholderOp, Range, Tensor
+from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Range, Tensor
 
 
 class ScanOp(ComputeOp):
@@ -38,6 +38,26 @@ class ScanOp(ComputeOp):
     def init_steps(self) -> int | Expr:
         """How many first time steps ``init`` gives."""
         return self.init.shape[0]
+
+    def step_operations(self) -> list[Operation]:
+        """The stages of the step: those ``updates`` depend on that read a state, directly or not (the
+        updates included), producers first."""
+        states = {id(s.op) for s in self.states}
+        order: list[Operation] = []
+        reads_state: dict[int, bool] = {}
+
+        def visit(o: Operation) -> bool:
+            if id(o) not in reads_state:
+                reads_state[id(o)] = id(o) in states
+                for t in o.input_tensors:
+                    reads_state[id(o)] = visit(t.op) or reads_state[id(o)]
+                if reads_state[id(o)] and id(o) not in states:
+                    order.append(o)
+            return reads_state[id(o)]
+
+        for u in self.updates:
+            visit(u.op)
+        return order
 
     def state_index(self, state: Tensor) -> int:
         """Which output ``state`` (one of the state placeholders) stands for."""

@@ -368,3 +368,45 @@ def test_errors_name_what_is_wrong():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ts.gradient(y, [x])
+
+
+def test_an_update_definition_is_refused_by_name():
+    g = ts.placeholder((6,), name="g")
+    f = ts.Func((6,), name="f")
+    x, = f.axis
+    f[x] = g[x] * 2.0
+    r = ts.reduce_axis((1, 6), "r")
+    f[r] += f[r - 1]
+    with pytest.raises(ts.GradientError, match=r"stage f.update0 is an update definition of f: ts.gradient does "
+                                               r"not differentiate updates in place yet"):
+        ts.gradient(f.tensor, [g])
+
+
+def test_a_sum_scatter_passes_each_point_the_adjoint_of_its_element():
+    n, bins = 40, 6
+    x, w = ts.placeholder((n,), "float64", name="x"), ts.placeholder((n,), "float64", name="w")
+    idx = ts.placeholder((n,), "int32", name="idx")
+    r = ts.reduce_axis((0, n), name="r")
+    hist = ts.scatter_add((bins,), (idx[r],), w[r] * x[r] * x[r], [r], where=x[r] > -1.0, name="hist")
+    out = ts.compute((bins,), lambda b: ts.tanh(hist[b]), name="out")
+    grads = ts.gradient(out, [x, w])
+    s = ts.create_schedule([g.op for g in grads])
+    assert "scatter" not in str(ts.lower(s, [x, w, idx] + grads)).split("produce hist.grad")[1]   # gathers
+    rng = np.random.default_rng(7)
+    values = [rng.standard_normal(n), rng.standard_normal(n), rng.integers(0, bins, n).astype("int32")]
+    got = [np.zeros(n), np.zeros(n)]
+    ts.build(s, [x, w, idx] + grads)(*values, *got)
+    xt, wt = (torch.tensor(v, requires_grad=True) for v in values[:2])
+    kept = (xt > -1.0).double()
+    added = torch.zeros(bins, dtype=torch.float64).index_add(0, torch.tensor(values[2]).long(), wt * xt * xt * kept)
+    torch.tanh(added).sum().backward()
+    np.testing.assert_allclose(got[0], xt.grad.numpy(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(got[1], wt.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_a_max_scatter_is_refused_by_name():
+    x, idx = ts.placeholder((5,), name="x"), ts.placeholder((5,), "int32", name="idx")
+    r = ts.reduce_axis((0, 5), name="r")
+    peak = ts.scatter((3,), (idx[r],), x[r], [r], "max", name="peak")
+    with pytest.raises(ts.GradientError, match="stage peak is a max scatter: ts.gradient differentiates sum"):
+        ts.gradient(peak, [x])

@@ -43,6 +43,15 @@ def test_cnn_builds_for_opencl_and_matches_numpy():
     np.testing.assert_allclose(exe(data=x), wee_net_reference(x, params), rtol=RTOL, atol=ATOL)
 
 
+def test_cnn_with_auto_schedules_matches_numpy():
+    need_opencl()
+    f, params = wee_net(channels=6, size=10)
+    exe = G.build(f, params=params, target="opencl", schedule="auto")
+    assert len(exe.kernels) >= 4 and any("__local float" in k.kernel.source for k in exe.kernels)
+    x = np.random.default_rng(3).standard_normal((1, 3, 10, 10)).astype("float32")
+    np.testing.assert_allclose(exe(x), wee_net_reference(x, params), rtol=RTOL, atol=ATOL)
+
+
 def test_mlp_matches_numpy_with_host_device_and_torch_arrays(gpu_mlp):
     exe, reference = gpu_mlp
     a = np.random.default_rng(5).standard_normal((3, 20)).astype("float32")
@@ -98,8 +107,8 @@ def test_cnn_runs_on_a_cuda_gpu():
 
 def test_cpu_only_schedule_choices_are_refused_for_a_gpu_target():
     f, _ = mlp(np.random.default_rng(0))
-    with pytest.raises(BuildError, match="schedule='auto' is for CPU targets; opencl takes the default GPU"):
-        G.build(f, target="opencl", schedule="auto")
+    with pytest.raises(BuildError, match="schedule='tuned' is for CPU targets; opencl takes the default GPU"):
+        G.build(f, target="opencl", schedule="tuned", tuning_db="unused.json")
 
 
 # one op of each kind the default GPU schedules meet (nn.conv2d: grouped and depthwise); every op: --slow

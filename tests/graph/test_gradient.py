@@ -76,6 +76,29 @@ def test_cnn_softmax_cross_entropy_gradients_match_torch():
     _check(out, *_torch_grads(reference, values, wrt))
 
 
+def test_cnn_with_batch_norm_in_training_mode_gradients_match_torch():
+    n, c, size, k, classes = 3, 2, 6, 4, 5
+    shapes = {"x": (n, c, size, size), "wc": (k, c, 3, 3), "gamma": (k,), "beta": (k,), "wd": (classes, k * 9)}
+    v = {name: G.var(name, s) for name, s in shapes.items()}
+    onehot = G.var("onehot", (n, classes))
+    normed = G.nn.batch_norm_train(G.nn.conv2d(v["x"], v["wc"], padding=1), v["gamma"], v["beta"], epsilon=1e-3)
+    logits = G.nn.dense(G.reshape(G.nn.max_pool2d(G.nn.relu(normed), 2), (n, k * 9)), v["wd"])
+    picked = G.sum(G.multiply(G.log(G.nn.softmax(logits)), onehot), axis=1)
+    f = G.Function([*v.values(), onehot], G.negative(G.mean(picked)))
+    wrt = ["x", "wc", "gamma", "beta", "wd"]
+    exe = G.build(G.gradient(f, wrt))
+    values = _values(np.random.default_rng(5), shapes)
+    values["wd"] *= 0.2
+    labels = np.array([1, 4, 0])
+    out = exe(**values, onehot=np.eye(classes, dtype="float32")[labels])
+
+    def reference(t):
+        bn = F.batch_norm(F.conv2d(t["x"], t["wc"], padding=1), None, None, t["gamma"], t["beta"], training=True,
+                          eps=1e-3)
+        return F.cross_entropy(F.max_pool2d(torch.relu(bn), 2).reshape(n, -1) @ t["wd"].T, torch.tensor(labels))
+    _check(out, *_torch_grads(reference, values, wrt))
+
+
 def test_fan_out_and_repeated_arguments_add_their_adjoints():
     x, w = G.var("x", (3, 4)), G.var("w", (4,))
     y = G.multiply(x, x)                             # one value read twice by one call

@@ -27,6 +27,7 @@ def every_op_call():
         G.nn.conv2d(img, w, strides=(2, 1), padding=(1, 0), groups=2), G.nn.depthwise_conv2d(img, dw, padding=1),
         G.nn.dense(mat, wmat), G.nn.matmul(mat, G.transpose(wmat)),
         G.nn.dense_panels(mat, G.const(np.linspace(-1, 1, 24, dtype="float32").reshape(2, 4, 3))), G.nn.batch_norm(img, *stats),
+        G.nn.batch_norm_train(img, stats[0], stats[1], epsilon=1e-3),
         G.nn.max_pool2d(img, 2, padding=1), G.nn.avg_pool2d(img, 3, strides=1, padding=1),
         G.nn.global_avg_pool2d(img), G.nn.softmax(mat), G.nn.pad(mat, [(1, 0), (0, 2)], pad_value=3.0),
         G.reshape(img, (4, -1)), G.concatenate([mat, mat], axis=0), G.strided_slice(img, [0, 1], [1, 4], [1, 2]),

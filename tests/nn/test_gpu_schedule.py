@@ -1,5 +1,6 @@
-"""Tests of the default GPU schedules: what they bind and where the anchor lives (pinned to the GPU
-targets, whose code does not depend on the host), and their kernels against NumPy on pocl. Every graph op
+"""Tests of the default GPU schedules: what they bind, where the anchor lives and what is staged in shared
+memory (pinned to the GPU targets, whose code does not depend on the host), and their kernels against
+NumPy on pocl. Every graph op
 through them: tests/graph/test_gpu_executor.py."""
 import numpy as np
 import pytest
@@ -20,15 +21,44 @@ def _conv_bias_relu(channels=3, size=10):
 
 
 @pytest.mark.parametrize("target", ["opencl", "cuda"])
-def test_conv_epilogue_is_one_kernel_with_the_conv_in_a_register(target):
+def test_conv_epilogue_is_one_kernel_its_window_and_weights_staged_in_shared_memory(target):
     machine = ts.Target(target)
     inputs, out = _conv_bias_relu()
     s = nn.gpu_default_schedule(out, machine)
     src = generate_gpu(lower_for_target(ts.lower(s, inputs + [out]), machine), machine)
-    assert len(src.kernels) == 1 and not src.scratch and src.kernels[0].shared_bytes == 0
+    assert len(src.kernels) == 1 and not src.scratch
+    assert src.kernels[0].shared_bytes == (3 * 12 * 12 + 4 * 3 * 3 * 3) * 4     # 10 x 10 pixels with their halo
     blocks, threads = src.kernels[0].geometry(lambda e: int(e.value))
-    assert blocks == (1, 10, 4) and threads == (10, 1, 1)      # (w.outer, h, n * c) blocks, a thread per column
-    assert "float conv2d_r0;" in src.source                      # the anchor's element, in a register
+    assert blocks == (1, 1, 1) and threads == (10, 10, 1)       # one 4 x 10 x 10 tile, a thread per pixel
+    assert "float conv2d[4];" in src.source                      # the anchor's 4 filters of a pixel, in registers
+
+
+def test_without_shared_tiles_each_thread_computes_one_element():
+    machine = ts.Target("cuda")
+    inputs, out = _conv_bias_relu()
+    s = nn.gpu_default_schedule(out, machine, shared=False)
+    src = generate_gpu(lower_for_target(ts.lower(s, inputs + [out]), machine), machine)
+    assert [k.shared_bytes for k in src.kernels] == [0]
+    assert src.kernels[0].geometry(lambda e: int(e.value)) == ((1, 10, 4), (10, 1, 1))   # (w.outer, h, n * c)
+
+
+def test_an_anchor_whose_threads_share_nothing_stays_one_thread_per_element():
+    machine = ts.Target("cuda")
+    A = ts.placeholder((7, 9), name="A")
+    out = nn.relu(nn.sum(A, axis=1))
+    src = generate_gpu(lower_for_target(ts.lower(nn.gpu_default_schedule(out, machine), [A, out]), machine), machine)
+    assert [k.shared_bytes for k in src.kernels] == [0]
+    assert src.kernels[0].geometry(lambda e: int(e.value)) == ((1, 1, 1), (7, 1, 1))
+
+
+def test_dense_bias_relu_in_shared_tiles_matches_numpy_on_opencl(rand):
+    need_opencl()
+    x, w, b = ts.placeholder((5, 23), name="x"), ts.placeholder((37, 23), name="w"), ts.placeholder((37,), name="b")
+    out = nn.relu(nn.bias_add(nn.dense(x, w), b))
+    f = ts.build(nn.gpu_default_schedule(out, ts.Target("opencl")), [x, w, b, out], target="opencl")
+    assert "__local float" in f.source and "barrier(" in f.source
+    xv, wv, bv = rand((5, 23), low=-1), rand((37, 23), low=-1), rand((37,), low=-1)
+    np.testing.assert_allclose(f(xv, wv, bv), np.maximum(xv.astype(np.float64) @ wv.T + bv, 0), rtol=RTOL, atol=ATOL)
 
 
 def test_conv_epilogue_matches_numpy_on_opencl(rand):
@@ -69,4 +99,4 @@ def test_default_gpu_schedules_compile_for_cuda():
     need_nvrtc()
     inputs, out = _conv_bias_relu()
     f = ts.build(nn.gpu_default_schedule(out, ts.Target("cuda")), inputs + [out], target="cuda")
-    assert "blockIdx.z" in f.source and f.ptx
+    assert "__shared__" in f.source and "__syncthreads()" in f.source and "sm_90" in f.ptx

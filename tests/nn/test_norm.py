@@ -1,4 +1,4 @@
-"""Inference batch_norm against NumPy."""
+"""batch_norm (inference and training mode), batch_moments and layer_norm against NumPy."""
 import numpy as np
 import pytest
 
@@ -24,6 +24,35 @@ def test_batch_norm_rejects_statistics_of_the_wrong_length():
     stats = [ts.placeholder((3,), name=n) for n in ("gamma", "beta", "mean")]
     with pytest.raises(ValueError, match="var has shape"):
         nn.batch_norm(x, *stats, ts.placeholder((2,), name="var"))
+
+
+@pytest.mark.parametrize("shape,axis", [((3, 4, 5, 6), 1), ((2, 5, 7), -1), ((9, 3), 1)])
+def test_batch_norm_in_training_mode_uses_the_batch_statistics(rand, shape, axis):
+    x = ts.placeholder(shape, name="x")
+    c = shape[axis]
+    gamma, beta = ts.placeholder((c,), name="gamma"), ts.placeholder((c,), name="beta")
+    mean, var = nn.batch_moments(x, axis)
+    xa, ga, ba = rand(shape, low=-2, high=3), rand((c,), low=0.5, high=2), rand((c,), low=-1, high=1)
+    (out, m, v), _ = run([nn.batch_norm_train(x, gamma, beta, 1e-3, axis), mean, var], [x, gamma, beta], [xa, ga, ba])
+    others = tuple(a for a in range(len(shape)) if a != axis % len(shape))
+    keep = [c if a == axis % len(shape) else 1 for a in range(len(shape))]
+    x64 = xa.astype(np.float64)
+    ref = (x64 - x64.mean(others, keepdims=True)) / np.sqrt(x64.var(others, keepdims=True) + 1e-3)
+    np.testing.assert_allclose(out, ref * ga.reshape(keep) + ba.reshape(keep), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(m, x64.mean(others), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(v, x64.var(others, ddof=1), rtol=RTOL, atol=ATOL)
+
+
+def test_batch_norm_in_training_mode_refuses_what_it_cannot_normalise():
+    x = ts.placeholder((2, 3), name="x")
+    with pytest.raises(ValueError, match=r"batch_norm_train: beta has shape \(2,\), expected \(3,\)"):
+        nn.batch_norm_train(x, ts.placeholder((3,), name="g"), ts.placeholder((2,), name="b"))
+    n = ts.var("n")
+    with pytest.raises(ValueError, match="batch_norm_train: the axes reduced over"):
+        nn.batch_norm_train(ts.placeholder((n, 3), name="y"), ts.placeholder((3,), name="g"),
+                            ts.placeholder((3,), name="b"))
+    with pytest.raises(ValueError, match="batch_moments: one element per channel"):
+        nn.batch_moments(ts.placeholder((1, 3), name="z"))
 
 
 def test_layer_norm_over_the_last_and_an_inner_axis(rand):
