@@ -38,7 +38,7 @@ CHANNEL_BLOCK = 64
 """Output channels of a register tile, at most (four AVX-512 vectors of float32)."""
 
 WIDTH_TILE = 7
-"""Output positions of a register tile along a row, at most (7 x 4 vector accumulators with AVX-512; the
+"""Output positions of a register tile along a row, at most (7 x 2 vector accumulators with AVX-512; the
 target's register file decides, see :func:`register_tile`)."""
 
 PARALLEL_BLOCKS = 4
@@ -60,7 +60,8 @@ def register_tile(out_width: int, out_channels: int, rf: RegisterFile, block: in
     """``(positions, channels)`` of a register tile: positions dividing a row of ``out_width`` (at most
     :data:`WIDTH_TILE`) x a block of output channels dividing ``out_channels`` (at most
     :data:`CHANNEL_BLOCK`; ``block`` when the weights are already stored in blocks), chosen by
-    :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 64 with AVX-512, 2 x 32 with AVX2."""
+    :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 32 with AVX-512, 7 x 8 with AVX2 (7 x 64
+    would need 33 AVX-512 registers)."""
     blocks = [block] if block else divisors(out_channels, CHANNEL_BLOCK)
     return accumulator_tile(divisors(out_width, WIDTH_TILE), blocks, rf)
 

@@ -33,7 +33,8 @@ REGISTER_ROWS = 8
 REGISTER_VECTORS = 2
 """A matmul register tile: at most REGISTER_ROWS rows x REGISTER_VECTORS SIMD vectors of columns, as many
 as the target's register file holds (:func:`matmul_tile`): 8 x 32 float32 with AVX-512 (16 accumulators,
-two vector loads of ``b`` and eight broadcasts of ``a`` per step), 4 x 16 with AVX2's 16 registers."""
+two vector loads of ``b`` and eight broadcasts of ``a`` per step), 6 x 16 with AVX2's 16 registers (12
+accumulators, two loads of ``b`` and a broadcast register: 1024 rows are 170 such tiles and one of 4)."""
 
 MIN_TILE_ROWS = 4
 """Fewest rows of a register tile when no divisor of the rows is this large (the tiles then leave a
@@ -151,12 +152,11 @@ def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, t
 
 def row_options(rows: int, at_most: int, least: int) -> list[int]:
     """The row counts a register tile of a product with ``rows`` rows may have: its divisors up to
-    ``at_most`` when one of them is at least ``least``; else (a prime count such as ViT's 197 tokens) every
-    count from ``least`` to ``at_most``, the last tile then partial: the full tiles keep constant trip
-    counts and unroll, and so does the last one (:mod:`tesched.transform.peel`)."""
-    if largest_divisor(rows, at_most) >= least or rows <= least:
-        return divisors(rows, at_most)
-    return list(range(least, min(rows, at_most) + 1))
+    ``at_most``, and every count from ``least`` to ``at_most`` (a prime count such as ViT's 197 tokens, or
+    6 rows of 1024: the last tile then partial; the full tiles keep constant trip counts and unroll, and
+    so does the last one: :mod:`tesched.transform.peel`). :func:`~tesched.tiling.accumulator_tile`, given
+    ``rows`` as its extent, weighs the partial tile."""
+    return sorted(set(divisors(rows, at_most)) | set(range(least, min(rows, at_most) + 1)))
 
 
 def matmul_tile(rows: int, columns: int, rf: RegisterFile) -> tuple[int, int]:
@@ -166,7 +166,7 @@ def matmul_tile(rows: int, columns: int, rf: RegisterFile) -> tuple[int, int]:
     widest = largest_divisor(columns, REGISTER_VECTORS * rf.lanes)
     widths = [v * rf.lanes for v in divisors(widest // rf.lanes, REGISTER_VECTORS)] if widest % rf.lanes == 0 \
         else [widest]
-    return accumulator_tile(row_options(rows, REGISTER_ROWS, MIN_TILE_ROWS), widths, rf)
+    return accumulator_tile(row_options(rows, REGISTER_ROWS, MIN_TILE_ROWS), widths, rf, extent=rows)
 
 
 @register_schedule("matmul")

@@ -7,9 +7,9 @@ builds at run time, as wide as its default tile). The graph packs constant weigh
 The default schedule reads the panels in place, with no copy at run time:
 
 - with at least :data:`~tesched.nn.dense.MIN_TILE_ROWS` rows, register tiles of rows (up to
-  :data:`GEMM_ROWS`, as many as the target's register file holds best: 8 with AVX-512, 4 with AVX2, see
-  :mod:`tesched.tiling`; a divisor of the rows when one is at least ``MIN_TILE_ROWS``, else the last tile
-  is partial: :func:`tesched.nn.dense.row_options`) x one panel's ``B`` columns (the reduction outermost and unrolled by
+  :data:`GEMM_ROWS`, as many as the target's register file holds best: 8 with AVX-512, 6 with AVX2, see
+  :mod:`tesched.tiling`; the last tile partial when the count does not divide the rows:
+  :func:`tesched.nn.dense.row_options`) x one panel's ``B`` columns (the reduction outermost and unrolled by
   :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer
   (parallel) loop: :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
 - otherwise (fewer rows: a matrix-vector product, a recurrent cell at batch 1), per row and tile of
@@ -120,7 +120,7 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
     if rows >= MIN_TILE_ROWS and not is_symbolic(product.shape[0]):
         block = _block_of(product)
         tile_rows, _ = accumulator_tile(row_options(rows, GEMM_ROWS, MIN_TILE_ROWS), [block],
-                                        RegisterFile.of(dtype=product.dtype))
+                                        RegisterFile.of(dtype=product.dtype), extent=rows)
         register_tiles(s, product, host, tile_rows, block)
     else:
         _gemv_tiles(s, product, host)
