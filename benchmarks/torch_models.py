@@ -33,8 +33,12 @@ everything as JSON with ``--json``. ``--profile`` adds, per model, the kernels t
 (each timed alone on random inputs) with the GFLOP/s of the convolutions and dense layers in them. The
 machine is shared and noisy: compare ratios within one run.
 
+``--dynamic`` times instead models built once for a dynamic dimension against the same models built per
+size (``benchmarks/dynamic_shapes.py``, at ``--sizes``).
+
 Run:  python benchmarks/torch_models.py [--models weenet,lstm_cell] [--rounds 15] [--threads 2]
                                         [--quick] [--no-compile] [--no-ort] [--profile] [--json results.json]
+      python benchmarks/torch_models.py --dynamic [--sizes 1,37,256]
 """
 from __future__ import annotations
 
@@ -65,6 +69,9 @@ from tesched.driver.timing import time_calls
 from tesched.graph.visit import post_order
 from tesched.tools.bench.threads import set_all_threads
 from tesched.tools.bench.timing import Timing, time_interleaved
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import dynamic_shapes  # noqa: E402
 
 TARGETS = {   # model: (variant compared, least ratio other/tesched)
     "weenet": [("torch.eager", 2.0), ("tesched.unfused", 1.3)],
@@ -325,10 +332,17 @@ def main() -> None:
     parser.add_argument("--no-ort", action="store_true", help="leave out ONNX Runtime")
     parser.add_argument("--profile", action="store_true", help="time each kernel alone; list the costliest")
     parser.add_argument("--json", type=Path, help="write the results to this file")
+    parser.add_argument("--dynamic", action="store_true",
+                        help="instead: dynamic against static kernels (benchmarks/dynamic_shapes.py) at --sizes")
+    dynamic_shapes.add_arguments(parser)
     args = parser.parse_args()
 
     import torch
     threads = set_all_threads(args.threads, torch)
+    if args.dynamic:
+        print(f"threads: {threads}; torch {torch.__version__}; {args.rounds} rounds; dynamic against static")
+        dynamic_shapes.run(["mlp", "encoder"], [int(s) for s in args.sizes.split(",")], args.rounds, torch)
+        return
     available = workloads(torch, args.quick)
     names = list(available) if args.models == "all" else args.models.split(",")
     unknown = [n for n in names if n not in available]

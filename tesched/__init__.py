@@ -106,6 +106,7 @@ from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.scan import scan
 from tesched.te.scatter import scatter, scatter_add
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from tesched.te.update import Func, update
 from tesched.version import __version__
 from tesched.lower.hooks import set_page_writer as _set_page_writer
 
@@ -235,6 +236,6 @@ __all__ = [
     "min_value", "max_value", "argmax", "argmin",
     "scatter", "scatter_add", "scan", "popcount", "count_leading_zeros", "count_trailing_zeros",
     "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "gradient", "GradientError",
-    "cast", "erf", "lerp", "log1p", "log2",
+    "cast", "erf", "lerp", "log1p", "log2", "Func", "update",
     "ThreadAxis", "thread_axis", "Device",
 ]

@@ -25,6 +25,7 @@ from tesched.te.reduction import Reduce
 from tesched.te.scatter import ScatterOp, scatter_add
 from tesched.te.tensor import (ComputeOp, IterType, IterVar, Operation, Range, Tensor, TensorRead, compute,
                                 reduce_axis)
+from tesched.te.update import UpdateOp
 from tesched.te.visit import collect, structural_key, substitute
 
 _sum = builtin("sum")
@@ -48,6 +49,9 @@ def check_differentiable(op: Operation) -> None:
     if isinstance(op, ScatterOp) and op.body.combiner != "sum":
         raise GradientError(f"stage {op.name} is a {op.body.combiner} scatter: ts.gradient differentiates sum "
                             "scatters (ts.scatter_add) only")
+    if isinstance(op, UpdateOp):
+        raise GradientError(f"stage {op.name} is an update definition of {op.base.name}: ts.gradient does not "
+                            "differentiate updates in place yet")
     if not isinstance(op, ComputeOp):
         raise GradientError(f"stage {op.name} ({type(op).__name__}) has no gradient")
 

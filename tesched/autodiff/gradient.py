@@ -22,8 +22,9 @@ backwards over the steps.
 A sum scatter (``ts.scatter_add``: a histogram, a bilateral grid's splat) passes each point the adjoint of the
 element it added to, read at its index: a gather, parallel over the points.
 
-Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): max and min scatters, products,
-user-defined reducers and tuple reductions (``argmax`` has no gradient), and integer inputs.
+Not differentiated (a :class:`~tesched.errors.GradientError` names the stage): max and min scatters, update
+definitions, products, user-defined reducers and tuple reductions (``argmax`` has no gradient), and integer
+inputs.
 """
 from __future__ import annotations
 

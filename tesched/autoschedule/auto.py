@@ -142,16 +142,35 @@ def _fallback(plan: Plan, err: Exception) -> tuple[Plan, str]:
     raise ScheduleError(f"auto_schedule: no legal schedule found: {err}") from err
 
 
-def left_as_declared(plan: Plan) -> list[tuple[str, str]]:
-    """The stages of ``plan`` whose loops stay as declared (no tiling, parallel or vector loop chosen),
-    with why: kept as the user scheduled them, not modelled, or simplified after a failed check."""
+def left_as_declared(plan: Plan, sch: Schedule) -> list[tuple[str, str]]:
+    """The stages of ``plan`` (applied to ``sch``) whose loops stay as declared, with why: kept as the
+    user scheduled them, not modelled, simplified after a failed check, or stored whole with no loop
+    split, reordered, fused, parallel, vectorized or unrolled and no stage computed in them (too small or
+    too short for any)."""
+    shapes = {st.op.name: st.op.output(0).shape for st in sch.stages if st.op.num_outputs}
+    hosts = {p.host for p in plan.stages if p.placement == "at"}
     out = []
     for p in plan.stages:
+        if p.placement in ("inline", "at") or p.index in hosts or _arranged(p, shapes.get(p.stage, ())):
+            continue                        # (a kept stage's loops may be arranged too: a scan's step)
         why = next((r for r in p.reasons if r.startswith(("kept as scheduled", "loops left as declared",
                                                             "simplified"))), None)
-        if why is not None:
-            out.append((p.stage, why))
+        out.append((p.stage, why or (p.reasons[-1] if p.reasons else "no loop arranged")))
     return out
+
+
+def _arranged(p: StagePlan, shape: Sequence[object]) -> bool:
+    """Whether a stored or kept stage's plan changes its loops (the stage of ``shape``)."""
+    extents = [d if isinstance(d, int) else None for d in shape]
+    splits = any(1 < t and (e is None or t < e) for t, e in zip(p.tile, extents)) or any(
+        1 < b and (e is None or b < e) for b, e in zip(p.band, extents))
+    tile = list(p.tile) or [1] * len(extents)
+    inner = [a for a, (t, e) in enumerate(zip(tile, extents)) if e is not None and t >= e > 1]
+    outer = [a for a in range(len(tile)) if a not in inner]
+    reordered = (bool(p.outer_order) and list(p.outer_order) != sorted(p.outer_order)) or any(
+        a < b for a in inner for b in outer)       # loops: the outer axes, then the inner ones
+    return bool(splits or reordered or p.parallel or p.vectorize or p.unroll_axis is not None or p.reduce_outer
+                or p.k_unroll > 1 or p.rfactor or p.cache_write or p.pack or p.scatter)
 
 
 def explain_schedule(sch: Schedule) -> str:
@@ -165,9 +184,9 @@ def explain_schedule(sch: Schedule) -> str:
     Returns
     -------
     str
-        First the stages left as declared (kept as scheduled, not modelled, or simplified after a failed
-        legality check) and why; then one block per stage: where it is computed, its loops, and why
-        (footprints, reuse, cost).
+        First the stages left as declared (kept as scheduled, not modelled, simplified after a failed
+        legality check, or with no loop worth arranging) and why; then one block per stage: where it is
+        computed, its loops, and why (footprints, reuse, cost).
     """
     if not isinstance(sch, Schedule):
         raise TypeError(f"explain_schedule takes a Schedule, got {type(sch).__name__}")
@@ -179,7 +198,7 @@ def explain_schedule(sch: Schedule) -> str:
         return "this schedule was not made by auto_schedule or tune: it has no recorded decisions"
     lines = [f"{info.source} for {', '.join(op.name for op in sch.outputs)} on {info.machine.describe()} "
              f"(decided in {info.seconds * 1e3:.0f} ms)"]
-    declared = left_as_declared(info.plan)
+    declared = left_as_declared(info.plan, sch)
     lines.append(f"left as declared: {len(declared)} stage(s)" + (":" if declared else ""))
     lines += [f"    - {stage}: {why}" for stage, why in declared]
     for p in info.plan.stages:

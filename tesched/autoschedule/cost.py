@@ -33,7 +33,8 @@ Every figure it uses comes from the declarations or from polyhedral counts
 - **register tiles** of a reduction (the *anchor* of its host): a tile of ``u`` rows x ``v`` columns
   (``v`` along the contiguous output axis, in the vector chunks tesched's vectorizer emits: full vectors,
   then halves and quarters) keeps ``u x chunks(v)`` accumulators in vector registers (with its operands
-  within the target's register file, :func:`tesched.tiling.fits`, and at most 2 KiB, the size tesched
+  within the target's register file, :func:`tesched.tiling.fits`: column vectors count only when every row
+  reads the same ones, and at most 2 KiB, the size tesched
   promotes); per
   reduction step it issues ``u x v / lanes`` FMAs and loads what the step reads (a contiguous read:
   ``v / lanes`` vectors per row it depends on; an invariant read: one broadcast per row; a strided read:
@@ -137,12 +138,13 @@ def register_tiles(reads: list[Read], extents: list[int], vector_axis: int, u_ax
     v_options = _prefer_divisors({min(v_extent, lanes * m) for m in (1, 2, 3, 4)} |
                                  ({v_extent} if v_extent <= 4 * lanes else set()), v_extent)
     u_options = _prefer_divisors(set(range(1, min(u_extent, 16) + 1)), u_extent)
+    shared = u_axis is None or any(r.strides[u_axis] == 0 and r.strides[vector_axis] != 0 for r in reads)
     found = []
     for v in v_options:
         vectors = vector_chunks(v, lanes)
         for u in u_options:
             accumulators = u * vectors
-            if not fits(u, vectors, rf) or u * v * itemsize > REGISTER_TILE_BYTES:
+            if not fits(u, vectors, rf, shared) or u * v * itemsize > REGISTER_TILE_BYTES:
                 continue
             loads = 0.0
             for r in reads:

@@ -54,7 +54,7 @@ class Machine:
 
     def register_file(self, itemsize: int) -> RegisterFile:
         """The register file tiles of elements of ``itemsize`` bytes are sized by (see :mod:`tesched.tiling`)."""
-        return RegisterFile(self.registers, self.lanes(itemsize), self.embedded_broadcast)
+        return RegisterFile(self.registers, self.lanes(itemsize), self.embedded_broadcast, itemsize)
 
     def describe(self) -> str:
         """One line for people: SIMD width, registers, threads and cache sizes."""

@@ -21,6 +21,7 @@ from tesched.te.functions import PURE_CALLS
 from tesched.te.reduction import Reduce
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import ScatterOp
+from tesched.te.update import UpdateOp
 from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, TensorRead
 from tesched.te.visit import collect, walk
 
@@ -119,6 +120,9 @@ def _opaque_reason(stage: Stage, steps: dict[int, str]) -> str:
         return f"{type(op).__name__} is not a compute the cost model knows"
     if isinstance(op, ExternOp):
         return f"it is an extern stage, one call of C function {op.function}"
+    if isinstance(op, UpdateOp) or any(isinstance(st.op, UpdateOp) and st.op.base is op
+                                       for st in stage.schedule.stages):
+        return "it is a definition of a tensor with updates, which the cost model does not model"
     user = scheduled_by_user(stage)
     if user:
         return user

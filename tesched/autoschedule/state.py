@@ -12,17 +12,18 @@ from typing import Sequence
 from tesched.autoschedule.machine import Machine
 from tesched.autoschedule.pipeline import Pipeline
 from tesched.autoschedule.plan import StagePlan
-from tesched.poly.analysis import Read, Region, accesses, reads, tile_regions
+from tesched.poly.analysis import Read, Region, TileFootprints, accesses, reads
 from tesched.te.tensor import ComputeOp, TensorRead
 
 
 @dataclass
 class DecisionMemo:
     """What the rounds of one decision compute once: each stage's accesses with an inlining, and the
-    footprints of stages at a host's tile."""
+    footprints of stages at a host's tile (per tiling of a host, shared by the lists of its members)."""
 
     accesses: dict[tuple, list[TensorRead]] = field(default_factory=dict)
     regions: dict[tuple, dict[str, Region]] = field(default_factory=dict)
+    footprints: dict[tuple, TileFootprints] = field(default_factory=dict)
 
 
 @dataclass
@@ -77,7 +78,10 @@ class DecideState:
         """``analysis.tile_regions`` of ``host`` per ``tile`` with ``ops`` computed in it (memoised: the
         footprints of a stage per host loop are computed once per decision)."""
         inlined = self.inlined_ops()
-        key = ("regions", id(host), tuple(tile), tuple(map(id, ops)), frozenset(map(id, inlined)))
+        tiling = (id(host), tuple(tile), frozenset(map(id, inlined)))
+        key = (*tiling, tuple(map(id, ops)))
         if key not in self.memo.regions:
-            self.memo.regions[key] = tile_regions(host, tile, ops, inlined, reads_of=self.accesses)
+            if tiling not in self.memo.footprints:      # its reads: those of this inlining, in any round
+                self.memo.footprints[tiling] = TileFootprints(host, tile, inlined, reads_of=self.accesses)
+            self.memo.regions[key] = self.memo.footprints[tiling].regions(ops)
         return self.memo.regions[key]

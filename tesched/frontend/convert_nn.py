@@ -50,7 +50,7 @@ def convolution(call: AtenCall) -> Expr:
                       groups=int(call["groups"]))
     if isinstance(call["bias"], Expr):
         out = G.nn.bias_add(out, call["bias"], axis=1)
-    return out if rank == 4 else G.reshape(out, call.out.shape)
+    return out if rank == 4 else G.reshape(out, call.out.extents)
 
 
 # normalisation ------------------------------------------------------------------------------------
@@ -58,7 +58,7 @@ def convolution(call: AtenCall) -> Expr:
 def batch_norm_inference(call: AtenCall) -> tuple[Expr, Unavailable, Unavailable]:
     """``_native_batch_norm_legit_no_training``: normalise with the running statistics."""
     x = call.tensor("input")
-    channels, dtype = x.tensor_type.shape[1], x.tensor_type.dtype
+    channels, dtype = x.tensor_type.size(1), x.tensor_type.dtype
     gamma = _optional_vector(call["weight"], channels, 1.0, dtype)
     beta = _optional_vector(call["bias"], channels, 0.0, dtype)
     out = G.nn.batch_norm(x, gamma, beta, call.tensor("running_mean"), call.tensor("running_var"),
@@ -70,9 +70,9 @@ def batch_norm_inference(call: AtenCall) -> tuple[Expr, Unavailable, Unavailable
 def layer_norm(call: AtenCall) -> tuple[Expr, Unavailable, Unavailable]:
     """``native_layer_norm`` over the trailing ``normalized_shape`` axes (flattened into one when several)."""
     x = call.tensor("input")
-    shape, dtype = x.tensor_type.shape, x.tensor_type.dtype
+    shape, dtype = x.tensor_type.extents, x.tensor_type.dtype
     trailing = len(call["normalized_shape"])
-    size = int(np.prod(shape[len(shape) - trailing:]))
+    size = int(np.prod([x.tensor_type.size(a) for a in range(len(shape) - trailing, len(shape))]))
     gamma = _optional_vector(call["weight"], size, 1.0, dtype)
     beta = _optional_vector(call["bias"], size, 0.0, dtype)
     if trailing > 1:
@@ -115,7 +115,7 @@ def addmm(call: AtenCall) -> Expr:
     bias = call.tensor("self")
     if call["beta"] != 1:
         bias = G.multiply(bias, float(call["beta"]))
-    if bias.tensor_type.ndim == 1 and bias.tensor_type.shape[0] == out.tensor_type.shape[-1]:
+    if bias.tensor_type.ndim == 1 and bias.tensor_type.extents[0] == out.tensor_type.extents[-1]:
         return G.nn.bias_add(out, bias, axis=-1)
     return G.add(out, bias)
 

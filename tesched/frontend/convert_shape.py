@@ -24,7 +24,7 @@ from tesched.graph.ir import Constant, Expr
 def reshape_to_output(call: AtenCall) -> Expr:
     """The input with the output's shape (the same elements in row-major order)."""
     x = call.tensor("self")
-    return x if x.tensor_type.shape == call.out.shape else G.reshape(x, call.out.shape)
+    return x if x.tensor_type.extents == call.out.extents else G.reshape(x, call.out.extents)
 
 
 def identity(call: AtenCall) -> Expr:
@@ -69,7 +69,7 @@ def transpose(call: AtenCall) -> Expr:
 def expand(call: AtenCall) -> Expr:
     """``broadcast_to`` the output's shape."""
     x = call.tensor("self")
-    return x if x.tensor_type.shape == call.out.shape else G.broadcast_to(x, call.out.shape)
+    return x if x.tensor_type.extents == call.out.extents else G.broadcast_to(x, call.out.extents)
 
 
 def cat(call: AtenCall) -> Expr:
@@ -82,8 +82,17 @@ def cat(call: AtenCall) -> Expr:
     return G.concatenate(tensors, axis=int(call["dim"]) % tensors[0].tensor_type.ndim)
 
 
+def _static_size(call: AtenCall, x: Expr, axis: int) -> int:
+    """The size of ``x`` along ``axis``; a dynamic one is refused naming the op and the dimension."""
+    size = x.tensor_type.extents[axis]
+    if not isinstance(size, int):
+        raise call.unsupported(f"dimension {axis} is the dynamic dimension {size.name!r}, which this op cannot "
+                               "cut", "a static size along that axis")
+    return size
+
+
 def _pieces(x: Expr, axis: int, sizes: Sequence[int]) -> tuple[Expr, ...]:
-    shape = x.tensor_type.shape
+    shape = x.tensor_type.extents
     starts = np.cumsum([0] + list(sizes))
     return tuple(x if len(sizes) == 1 else
                  G.strided_slice(x, [0] * axis + [int(lo)], list(shape[:axis]) + [int(hi)])
@@ -100,7 +109,7 @@ def split(call: AtenCall) -> tuple[Expr, ...]:
     """Pieces of ``split_size`` along ``dim`` (the last one may be shorter)."""
     x = call.tensor("self")
     axis = int(call["dim"]) % x.tensor_type.ndim
-    size, step = x.tensor_type.shape[axis], int(call["split_size"])
+    size, step = _static_size(call, x, axis), int(call["split_size"])
     return _pieces(x, axis, [min(step, size - start) for start in range(0, size, step)])
 
 
@@ -108,31 +117,32 @@ def unbind(call: AtenCall) -> tuple[Expr, ...]:
     """Each index along ``dim``, with that axis removed."""
     x = call.tensor("self")
     axis = int(call["dim"]) % x.tensor_type.ndim
-    shape = x.tensor_type.shape
+    shape = x.tensor_type.extents
     rest = shape[:axis] + shape[axis + 1:]
-    return tuple(G.reshape(piece, rest) for piece in _pieces(x, axis, [1] * shape[axis]))
+    return tuple(G.reshape(piece, rest) for piece in _pieces(x, axis, [1] * _static_size(call, x, axis)))
 
 
 def slice_(call: AtenCall) -> Expr:
     """``self[..., start:end:step]`` along ``dim`` (an absent or huge bound means the end)."""
     x = call.tensor("self")
-    shape = x.tensor_type.shape
+    shape = x.tensor_type.extents
     axis = int(call["dim"]) % len(shape)
-    start, end, step = call["start"], call["end"], int(call["step"])
-    begin, stop = 0 if start is None else int(start), shape[axis] if end is None else min(int(end), shape[axis])
-    if call.out.shape == shape:
+    if call.out.extents == shape:
         return x
+    size = _static_size(call, x, axis)
+    start, end, step = call["start"], call["end"], int(call["step"])
+    begin, stop = 0 if start is None else int(start), size if end is None else min(int(end), size)
     return G.strided_slice(x, [0] * axis + [begin], list(shape[:axis]) + [stop], [1] * axis + [step])
 
 
 def select(call: AtenCall) -> Expr:
     """``self[..., index]`` along ``dim``: a slice of one, then that axis removed."""
     x = call.tensor("self")
-    shape = x.tensor_type.shape
+    shape = x.tensor_type.extents
     axis = int(call["dim"]) % len(shape)
-    index = int(call["index"]) % shape[axis]
+    index = int(call["index"]) % _static_size(call, x, axis)
     piece = G.strided_slice(x, [0] * axis + [index], list(shape[:axis]) + [index + 1])
-    return G.reshape(piece, call.out.shape)
+    return G.reshape(piece, call.out.extents)
 
 
 def constant_pad_nd(call: AtenCall) -> Expr:
@@ -148,6 +158,8 @@ def constant_like_output(fill: float | None = None):
         value = call["fill_value"] if fill is None else fill
         if isinstance(value, Expr):
             raise call.unsupported("a tensor fill value", "a number fill value")
+        if call.out.is_dynamic:         # the fill broadcast to the dynamic shape (no constant of it exists)
+            return G.broadcast_to(Constant(np.full((), value, dtype=call.out.dtype)), call.out.extents)
         return Constant(np.full(call.out.shape, value, dtype=call.out.dtype))
     return convert
 

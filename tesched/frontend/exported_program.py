@@ -12,8 +12,9 @@ Every converted value is checked against the shape and dtype PyTorch recorded fo
 conversion can never silently change a shape. A program with ops outside the table is first decomposed
 to core ATen (``run_decompositions()``, keeping resampling whole: see :mod:`.decompose`). Unsupported ops
 raise :class:`~.errors.UnsupportedOpError` naming the op, the module path (``layer3.1.conv2``) and the nearest
-supported alternative; dynamic shapes, buffer updates (training mode) and non-tensor outputs raise
-:class:`~.errors.FrontendError`.
+supported alternative; buffer updates (training mode) and non-tensor outputs raise
+:class:`~.errors.FrontendError`. A dimension exported as dynamic (``torch.export.Dim``) becomes a graph
+:class:`~tesched.graph.types.Dim` of the same name and range (:mod:`.dynamic_dims`).
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ import os
 from typing import Any
 
 from tesched.frontend.call import AtenCall, Unavailable
+from tesched.frontend.dynamic_dims import DynamicDims
 from tesched.frontend.decompose import core_aten
 from tesched.frontend.errors import FrontendError, UnsupportedOpError, describe_module
 from tesched.frontend.lazy_torch import require_torch
@@ -86,6 +88,7 @@ class _Importer:
         self.inputs: list[Var] = []
         self.parameters: list[Var] = []
         self.specs = {spec.arg.name: spec for spec in program.graph_signature.input_specs}
+        self.dims = DynamicDims(program)
 
     # values -----------------------------------------------------------------------------------------
     def tensor_type(self, value: Any, what: str, strict: bool = True) -> TensorType | None:
@@ -93,10 +96,7 @@ class _Importer:
         (an output no converter computes, such as the empty statistics of an inference batch norm)."""
         if not isinstance(value, self.torch.Tensor):
             return None
-        shape = tuple(value.shape)
-        if not all(isinstance(d, int) for d in shape):
-            raise FrontendError(f"{what} has a dynamic shape {shape}; tesched imports static shapes: export "
-                                "without dynamic_shapes")
+        shape = tuple(self.dims.extent(d, what or "an output") for d in value.shape)
         dtype = str(value.dtype).replace("torch.", "")
         problem = f"is {dtype}; tesched imports {', '.join(ALL_TYPES)} (float32 first)" if dtype not in ALL_TYPES \
             else f"has an empty shape {shape}" if 0 in shape else ""
@@ -108,7 +108,8 @@ class _Importer:
         """The types PyTorch recorded for the node's outputs (``None`` where not a supported tensor)."""
         val = node.meta.get("val")
         values = val if isinstance(val, (list, tuple)) else [val]
-        return tuple(self.tensor_type(v, "", strict=False) for v in values)
+        where = f"the output of {op_name(node.target)} in {describe_module(*_where(node))}"
+        return tuple(self.tensor_type(v, where, strict=False) for v in values)
 
     def constant(self, name: str, target: str) -> Constant:
         """Parameter, buffer or lifted constant ``target`` as a named graph constant."""
@@ -131,9 +132,11 @@ class _Importer:
             return str(value).replace("torch.", "")
         if isinstance(value, (torch.device, torch.layout, torch.memory_format)):
             return str(value)
-        if isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            raise FrontendError(f"a symbolic value {value} reaches {consumer}; "
-                                "tesched imports static shapes: export without dynamic_shapes")
+        if isinstance(value, torch.SymInt):
+            return self.dims.extent(value, f"an argument of {consumer}")
+        if isinstance(value, (torch.SymFloat, torch.SymBool)):
+            raise FrontendError(f"a symbolic value {value} reaches {consumer}; tesched imports dynamic sizes, "
+                                "not values computed from them")
         return value
 
     # nodes ------------------------------------------------------------------------------------------
@@ -166,6 +169,9 @@ class _Importer:
         if name == "getitem":
             source, index = node.args
             self.env[node] = self.env[source][index]
+            return
+        if name == "aten.sym_size.int":             # a dynamic dimension's size, as a later view reads it
+            self.env[node] = self.dims.extent(node.meta.get("val"), f"{name} in {describe_module(*_where(node))}")
             return
         path, kind = _where(node)
         converter = converter_for(name)

@@ -18,7 +18,8 @@ user patterns (``pattern("nn.conv2d", "add", "nn.relu")``) to functions of an ``
 (C source or a shared library, each function declared as an ``ExternalFunction``); ``build`` compiles the
 rest as before. ``exe.export_library("model.so")`` compiles the whole graph into one C library (see
 :mod:`.export`) and ``load_executable`` loads it back without a compiler. ``build(f, target="opencl")``
-(or ``"cuda"``) gives a ``GpuExecutable`` whose kernels have the default GPU schedules.
+(or ``"cuda"``) gives a ``GpuExecutable`` whose kernels have the default GPU schedules. A shape entry
+``Dim("batch", 1, 64)`` is a dynamic dimension: the executable is built once and runs at any size in range.
 """
 from __future__ import annotations
 
@@ -76,12 +77,12 @@ from tesched.graph.ops_transform import broadcast_to, concatenate, reshape, spli
 from tesched.graph.params import bind_params
 from tesched.graph.partition import partition
 from tesched.graph.passes import explain_fusion
-from tesched.graph.types import FuncType, TensorType, TupleType
+from tesched.graph.types import Dim, FuncType, TensorType, TupleType
 from tesched.nn.pattern import Pattern
 
 
-def var(name: str, shape: tuple[int, ...] = (), dtype: str = "float32") -> Var:
-    """A named input of static ``shape`` and ``dtype``."""
+def var(name: str, shape: tuple[int | Dim, ...] = (), dtype: str = "float32") -> Var:
+    """A named input of ``shape`` (ints, or ``Dim("batch", 1, 64)`` for a dynamic dimension) and ``dtype``."""
     return Var(name, TensorType(tuple(shape), dtype))
 
 
@@ -91,7 +92,7 @@ def const(value: object, name: str | None = None, dtype: str | None = None) -> C
 
 
 __all__ = [
-    "Call", "CompiledGroup", "Constant", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
+    "Call", "CompiledGroup", "Constant", "Dim", "Executable", "Expr", "ExternalFunction", "ExternalFunctionError",
     "ExternalLibrary", "GpuExecutable", "GpuGroup", "FuncType", "Function", "FusionRules", "Op", "Pattern", "TensorType", "Tuple", "TupleGetItem",
     "TupleType", "Var", "abs", "add", "annotation", "bind_params", "broadcast_to", "build", "clip", "concatenate",
     "const", "cumsum", "divide", "erf", "exp", "explain_fusion", "get_op", "gradient", "interpret", "is_constant", "is_op",

@@ -37,7 +37,7 @@ def attention_shape(call: Call) -> AttentionShape | None:
     serve it (a dtype other than float32, a dimension that is not an int)."""
     types = [a.tensor_type for a in call.args]
     if any(t.dtype != "float32" for t in types) or \
-            any(not isinstance(d, int) for t in types + [call.tensor_type] for d in t.shape):
+            any(t.is_dynamic for t in types + [call.tensor_type]):
         return None
     (batch, rows, depth), (_, _, keys), (_, _, value_depth) = (t.shape for t in types[:3])
     strides = bias_strides(types[3].shape, batch, rows, keys) if len(types) == 4 else None

@@ -76,12 +76,18 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     compiles in the background while the next group is lowered, one compiler per core; identical groups
     (and identical C) compile once. ``progress`` draws a bar of the kernels built (with tqdm, ``pip install
     tesched[progress]``): ``None`` when standard error is a terminal and the build lasts over a second,
-    ``True`` always, ``False`` never (:mod:`.progress`)."""
+    ``True`` always, ``False`` never (:mod:`.progress`). A dynamic dimension of an input
+    (:class:`~.types.Dim`) builds once for its whole range, with the default CPU schedules only."""
     check_schedule_choice(schedule, tuning_db)
     machine = as_target(target)
     if machine.backend != "c" and schedule == "tuned":
         raise BuildError(f"schedule={schedule!r} is for CPU targets; {machine.name} takes the default GPU "
                          "schedules (schedule='default') or ts.auto_schedule's (schedule='auto')")
+    dynamic = [p for p in f.params if p.tensor_type.is_dynamic] if isinstance(f, Function) else []
+    if dynamic and (schedule != "default" or machine.backend != "c"):
+        raise BuildError(f"input {dynamic[0].name} has a dynamic shape {dynamic[0].tensor_type}: dynamic "
+                         f"dimensions build with the default CPU schedules, not schedule={schedule!r} for "
+                         f"{machine.name}")
     with machine:
         return _build(f, params, rules, disabled_passes, trace, schedule, tuning_db, machine, progress)
 

@@ -15,6 +15,10 @@ was one. Because the arena is reused, one executable runs in one thread at a tim
 ``RuntimeError``). A group that is one call of an external C function (see :mod:`.partition`) is listed
 in ``external_calls`` instead of ``kernels``, as is a group that is one ``nn.attention`` (its online-softmax
 kernel, :mod:`.attention_kernel`). Passes and fusion happen before, in :mod:`.build`.
+
+Inputs with dynamic dimensions (:class:`~.types.Dim`) make the kernels take those sizes as arguments: each
+call binds and range-checks them (:mod:`.size_binding`), passes them to every kernel, and allocates the
+results at the bound sizes; the arena is planned at each dim's largest size, so it fits every call.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ from tesched.driver.arrays import as_array, like, torch_module
 from tesched.driver.call import ArgSpec, Program, StepFailed, address, value_slots
 from tesched.driver.kernel import Kernel
 from tesched.driver.timing import BenchmarkResult, time_calls
+from tesched.errors import BuildError
 from tesched.driver.threads import sync_thread
 from tesched.graph.dataflow import fold_values, is_view
 from tesched.graph.export import export_graph, export_graph_c
@@ -41,7 +46,8 @@ from tesched.graph.memory import ALIGNMENT, Buffer, MemoryPlan, plan_memory
 from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
 from tesched.graph.progress import BuildProgress, kernel_groups
-from tesched.graph.types import TensorType, TupleType
+from tesched.graph.size_binding import SizeBinding, Sizes
+from tesched.graph.types import TensorType, TupleType, static_shape
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target
@@ -122,6 +128,7 @@ class _Step:
     order: tuple[int, ...] | None  # which inputs the C function takes, in its order (None: all)
     kernel: Kernel | None          # the tesched kernel (which returns a status); None for an external function
     callee: int = 0                # an external function's address, passed to its argv shim first (0: none)
+    sizes: tuple[int, ...] = ()    # the dynamic sizes the kernel takes last, as ``-(p + 1)`` for dim ``p``
 
 
 class Executable:
@@ -141,6 +148,7 @@ class Executable:
         self.kernels: list[CompiledGroup] = []
         self.external_calls: list[ExternalCall] = []
         self._inputs = [_Value(p.tensor_type, "input", k) for k, p in enumerate(function.params)]
+        self.sizes = SizeBinding([p.tensor_type for p in function.params])
         self._planned: list[Callable[[], _Step]] = []     # each group's step, once its kernel is compiled
         self._progress = BuildProgress(kernel_groups(function), progress)
         try:
@@ -174,6 +182,9 @@ class Executable:
         """The group's step, to take once every group is lowered: its kernel compiles in the background
         meanwhile (an external or attention group's is ready now)."""
         external = compile_external_group(fn) or compile_attention_group(fn)
+        if external is not None and any(t.is_dynamic for t in fn.checked_type.params):   # type: ignore[union-attr]
+            raise BuildError(f"{external.name}: an external call takes static shapes, but its group {fn.name} "
+                             f"has dynamic dimensions ({fn.checked_type})")
         if external is not None:
             self.external_calls.append(external)
             self._progress.step()
@@ -187,7 +198,8 @@ class Executable:
         def finish() -> _Step:
             group = CompiledGroup(fn.name, fn, pending.result())
             self.kernels.append(group)
-            return _Step(group.kernel.address, inputs, outputs, (), None, group.kernel)
+            sizes = self.sizes.size_args([p.name for p in group.kernel.signature.params], fn.name)
+            return _Step(group.kernel.address, inputs, outputs, (), None, group.kernel, sizes=tuple(sizes))
         return finish
 
     def _assign_slots(self) -> None:
@@ -230,18 +242,19 @@ class Executable:
             del literal_addresses[:len(step.literals)]
             ins = [step.inputs[k] for k in step.order] if step.order is not None else list(step.inputs)
             self._c_steps.append((step.address, callee_slots + [v.slot for v in ins] + [v.slot for v in step.outputs]
-                                  + literal_slots))
+                                  + literal_slots + list(step.sizes)))
         self._keep: list[Any] = [self._arena, *(v.data for v in constants.values()), literals]
-        specs = [ArgSpec(np.dtype(v.type.dtype), v.type.shape, writable, v.slot)
+        specs = [ArgSpec(np.dtype(v.type.dtype), self.sizes.spec_dims(v.type.extents), writable, v.slot)
                  for v, writable in [(v, False) for v in self._inputs] + [(v, True) for v in self._results]]
-        self._program = Program(specs, self._fixed, self._c_steps, exclusive=True, keep=self._keep)
-        self._result_types = [(v.type.shape, np.dtype(v.type.dtype)) for v in self._results]
+        self._program = Program(specs, self._fixed, self._c_steps, n_params=len(self.sizes.dims), exclusive=True,
+                                keep=self._keep)
+        self._result_types = [(v.type.extents, np.dtype(v.type.dtype)) for v in self._results]
         self._spares: list[tuple[np.ndarray, ...]] = []
         self._flat_results = _flat_result_indices(self._result, len(self._inputs))
 
     # running --------------------------------------------------------------------------------------
-    def _fresh_results(self) -> list[np.ndarray]:
-        return [np.empty(shape, dtype) for shape, dtype in self._result_types]
+    def _fresh_results(self, sizes: Sizes | None = None) -> list[np.ndarray]:
+        return [np.empty(static_shape(shape, sizes), dtype) for shape, dtype in self._result_types]
 
     def _results_for_call(self) -> tuple[np.ndarray, ...]:
         """Result arrays for a plain call: a set from an earlier call that nobody else holds any more
@@ -252,7 +265,7 @@ class Executable:
                     break
             else:
                 return spare
-        results = tuple(np.empty(shape, dtype) for shape, dtype in self._result_types)
+        results = tuple(self._fresh_results())      # (static: no dims to bind)
         self._spares = [results] + self._spares[:SPARE_RESULT_SETS - 1]
         return results
 
@@ -271,16 +284,21 @@ class Executable:
         return kernel.allocation_error(failure.status)
 
     def _call(self, args: tuple, kwargs: dict[str, Any]) -> Any:
-        results = self._results_for_call()
+        sizes = self.sizes.bind(args) if self.sizes and not kwargs else None
+        results = self._results_for_call() if not self.sizes else tuple(self._fresh_results(sizes))
         if not kwargs and self._program.run(args + results):
             if self._flat_results is not None:
                 return results[0] if self._flat_results == () else tuple([results[k] for k in self._flat_results])
-            return self._collect(self._result, args, results, None)
+            return self._collect(self._result, args, results, None, sizes)
         torch = torch_module(list(args) + list(kwargs.values()))
         inputs = tuple(bind_arguments(self.function.params, args, kwargs))
+        if self.sizes:
+            sizes = self.sizes.bind(inputs)
+            results = tuple(self._fresh_results(sizes))
         if not self._program.run(inputs + results):
-            raise TypeError(f"{self!r}: the inputs passed the checks but their buffers could not be read")
-        return self._collect(self._result, inputs, results, torch)
+            raise TypeError(f"{self!r}: the inputs passed the checks but their buffers could not be read "
+                            "(or their dynamic dimensions disagree)")
+        return self._collect(self._result, inputs, results, torch, sizes)
 
     def prepare(self, *args: Any, **kwargs: Any) -> Callable[[], Any]:
         """Check the inputs once and return a function of no arguments that runs the graph on them. Each
@@ -288,13 +306,17 @@ class Executable:
         The inputs are read on every call, so changing them in place changes the next result."""
         torch = torch_module(list(args) + list(kwargs.values()))
         inputs = bind_arguments(self.function.params, args, kwargs)
-        results = self._fresh_results()
+        sizes = self.sizes.bind(inputs) if self.sizes else None
+        results = self._fresh_results(sizes)
         fixed = list(self._fixed)
         for v, array in zip(self._inputs + self._results, inputs + results):
             fixed[v.slot] = address(array)
-        program = Program([], fixed, self._c_steps, exclusive=True, keep=(self._keep, inputs, results))
-        runner = program.runner()
-        result = self._collect(self._result, tuple(inputs), results, torch)
+        specs = [ArgSpec(np.dtype(v.type.dtype), self.sizes.spec_dims(v.type.extents), False, v.slot)
+                 for v in self._inputs] if self.sizes else []
+        program = Program(specs, fixed, self._c_steps, n_params=len(self.sizes.dims), exclusive=True,
+                          keep=(self._keep, inputs, results))
+        runner = program.runner(tuple(inputs) if self.sizes else ())
+        result = self._collect(self._result, tuple(inputs), results, torch, sizes)
 
         def run() -> Any:
             sync_thread()
@@ -306,16 +328,17 @@ class Executable:
         run.__dict__["program"] = program
         return run
 
-    def _collect(self, structure: Any, inputs: Sequence[Any], results: Sequence[np.ndarray], torch: Any) -> Any:
+    def _collect(self, structure: Any, inputs: Sequence[Any], results: Sequence[np.ndarray], torch: Any,
+                 sizes: Sizes | None = None) -> Any:
         if isinstance(structure, tuple):
-            return tuple(self._collect(s, inputs, results, torch) for s in structure)
+            return tuple(self._collect(s, inputs, results, torch, sizes) for s in structure)
         root = structure.root
         if root.kind == "step":
             array = results[root.slot - len(self._inputs)]
         else:
             source = root.data if root.kind == "constant" else as_array(inputs[root.index], "input")
             array = np.array(source, copy=True)
-        return like(array.reshape(structure.type.shape), torch)
+        return like(array.reshape(static_shape(structure.type.extents, sizes)), torch)
 
     def benchmark(self, *args: Any, repeat: int = 20, warmup: int = 2, **kwargs: Any) -> BenchmarkResult:
         """Median and minimum seconds per call of the whole graph over ``repeat`` calls."""
@@ -386,7 +409,8 @@ def _leaves_of(structure: Any) -> list[_Value]:
 
 
 def _nbytes(ty: TensorType) -> int:
+    """The bytes of a value of type ``ty`` (its dynamic dimensions at their largest)."""
     count = 1
-    for d in ty.shape:
+    for d in static_shape(ty.extents):
         count *= d
     return count * np.dtype(ty.dtype).itemsize

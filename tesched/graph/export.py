@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tesched.errors import BuildError
 from tesched.driver.compiler import compiler_id, runtime_text
 from tesched.driver.export import library_kind, public_prefix
 from tesched.driver.library import ENTRY_FLAGS, LibrarySources, Unit, build_library, write_sources
@@ -52,6 +53,11 @@ def _sources(exe: Built, name: str, explicit: bool, target: Target | str | None,
              constants: str) -> LibrarySources:
     if constants not in ("auto", "embed", "file"):
         raise ValueError(f"export of a graph: constants must be 'auto', 'embed' or 'file', got {constants!r}")
+    dynamic = [p for p in exe.function.params if p.tensor_type.is_dynamic]
+    if dynamic:
+        raise BuildError(f"export of a graph: input {dynamic[0].name} has the dynamic shape "
+                         f"{dynamic[0].tensor_type}; an exported library takes static shapes (build the graph "
+                         "with the sizes to export)")
     built = {group.kernel.target for group in exe.kernels}
     machine = as_target(target) if target is not None or len(built) != 1 else built.pop() or as_target(None)
     prefix = public_prefix(name, explicit, machine, "export of a graph")

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from tesched.graph.ir import Call, Constant, Expr, Function, Tuple, TupleGetItem, Var
+from tesched.graph.types import TensorType, TupleType
 from tesched.graph.params import bind_arguments
 from tesched.graph.visit import post_order
 
@@ -46,8 +47,15 @@ def interpret(f: Function, *args: object, **kwargs: object) -> Value:
 
 
 def is_constant_expr(expr: Expr) -> bool:
-    """Whether every leaf of ``expr`` is a constant (no variables)."""
-    return not any(isinstance(n, Var) for n in post_order(expr))
+    """Whether every leaf of ``expr`` is a constant (no variables) and no value has a dynamic dimension (a
+    constant broadcast to one is only known at call time)."""
+    return not any(isinstance(n, Var) or any(t.is_dynamic for t in _tensor_types(n)) for n in post_order(expr))
+
+
+def _tensor_types(node: Expr) -> tuple[TensorType, ...]:
+    ty = node.checked_type
+    fields = ty.fields if isinstance(ty, TupleType) else (ty,)
+    return tuple(t for t in fields if isinstance(t, TensorType))
 
 
 def evaluate_constant(expr: Expr) -> Constant:

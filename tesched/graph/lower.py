@@ -22,10 +22,12 @@ from tesched.driver.build import cache_key, finished_source, make_kernel
 from tesched.driver.threads import apply_configured_threads
 from tesched.driver.gpu import GpuKernel
 from tesched.driver.kernel import Kernel
+from tesched.graph.dims import SizeVars
 from tesched.graph.ir import Call, Function, Tuple, Var
 from tesched.graph.kernel_index import RecalledKernel, group_key, recall, remember
 from tesched.graph.visit import post_order
 from tesched.lower.func import LoweredFunc
+from tesched.nn.hints import size_hints
 from tesched.target import Target, current_target
 from tesched.te.tensor import ComputeOp, Tensor
 
@@ -34,13 +36,22 @@ _GPU_KERNELS: dict[str, GpuKernel] = {}
 SCHEDULES = ("default", "auto", "tuned")
 
 
-def declare_primitive(fn: Function) -> tuple[list[Tensor], list[Tensor]]:
-    """Placeholders for ``fn``'s parameters and the tensors its body computes (one, or a tuple's fields)."""
-    placeholders = [ts.placeholder(p.tensor_type.shape, p.tensor_type.dtype, name=p.name) for p in fn.params]
+def primitive_sizes(fn: Function) -> SizeVars:
+    """The size variables of ``fn``'s dynamic dimensions (of its parameters and of its ops' attributes)."""
+    calls = [n for n in post_order(fn.body) if isinstance(n, Call)]
+    return SizeVars([p.tensor_type.extents for p in fn.params], [c.attrs for c in calls])
+
+
+def declare_primitive(fn: Function, sizes: SizeVars | None = None) -> tuple[list[Tensor], list[Tensor]]:
+    """Placeholders for ``fn``'s parameters and the tensors its body computes (one, or a tuple's fields);
+    a dynamic dimension becomes the size variable ``sizes`` gives it (by default, one of its own)."""
+    sizes = sizes or primitive_sizes(fn)
+    placeholders = [ts.placeholder(sizes.extents(p.tensor_type.extents), p.tensor_type.dtype, name=p.name)
+                    for p in fn.params]
     values = {id(p): t for p, t in zip(fn.params, placeholders)}
     for node in post_order(fn.body):
         if isinstance(node, Call) and not isinstance(node.op, Function):
-            values[id(node)] = node.op.declare([values[id(a)] for a in node.args], node.attrs)
+            values[id(node)] = node.op.declare([values[id(a)] for a in node.args], sizes.attrs(node.attrs))
         elif not isinstance(node, (Var, Tuple)) or (isinstance(node, Tuple) and node is not fn.body):
             raise TypeError(f"{fn.name}: a primitive function holds only calls of ops on its parameters, "
                             f"found a {type(node).__name__}")
@@ -93,9 +104,12 @@ def start_primitive(fn: Function, schedule: str = "default",
 
 
 def _lower_default(fn: Function) -> LoweredFunc:
-    """``fn`` declared, scheduled with the default schedules and lowered."""
-    placeholders, outs = declare_primitive(fn)
-    return ts.lower(nn.default_schedule(outs), placeholders + outs, name=fn.name)
+    """``fn`` declared, scheduled with the default schedules and lowered. Dynamic dimensions are size
+    variables whose schedule hints are their largest values (:mod:`tesched.nn.hints`)."""
+    sizes = primitive_sizes(fn)
+    placeholders, outs = declare_primitive(fn, sizes)
+    with size_hints(sizes.hints()):
+        return ts.lower(nn.default_schedule(outs), placeholders + outs, name=fn.name)
 
 
 def _default_build(fn: Function, key: str, machine: Target) -> PendingKernel:

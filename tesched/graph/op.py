@@ -14,6 +14,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import tesched as ts
+from tesched.graph.dims import SizeVars
 from tesched.graph.types import TensorType, Type
 from tesched.nn.pattern import Pattern
 from tesched.te.tensor import Tensor
@@ -50,17 +51,19 @@ class Op:
     def _declare_type(self, arg_types: Sequence[Type], attrs: Mapping[str, Any]) -> TensorType:
         if self.arity is not None and len(arg_types) != self.arity:
             raise TypeError(f"{self.name} takes {self.arity} arguments, got {len(arg_types)}")
-        inputs = []
+        tensors: list[TensorType] = []
         for k, t in enumerate(arg_types):
             if not isinstance(t, TensorType):
                 raise TypeError(f"{self.name}: argument {k} must be a tensor, got {t}")
-            inputs.append(ts.placeholder(t.shape, t.dtype, name=f"arg{k}"))
+            tensors.append(t)
+        types = ", ".join(map(str, arg_types))
         try:
-            out = self.declare(inputs, attrs)
+            sizes = SizeVars([t.extents for t in tensors], [attrs])
+            inputs = [ts.placeholder(sizes.extents(t.extents), t.dtype, name=f"arg{k}") for k, t in enumerate(tensors)]
+            out = self.declare(inputs, sizes.attrs(attrs))
+            return TensorType(sizes.graph_shape(out.shape, self.name), out.dtype)
         except (ValueError, TypeError) as err:
-            types = ", ".join(map(str, arg_types))
             raise type(err)(f"{self.name}({types}): {err}") from None
-        return TensorType(tuple(int(d) for d in out.shape), out.dtype)
 
     def __repr__(self) -> str:
         return f"Op({self.name})"

@@ -11,6 +11,7 @@ import numpy as np
 import tesched.nn as nn
 from tesched.graph.ir import Call, Expr, Tuple
 from tesched.graph.op import register_op
+from tesched.graph.types import Dim
 from tesched.nn.pattern import Pattern
 from tesched.nn.shape import normalize_axis
 from tesched.nn.transform import split_bounds
@@ -32,13 +33,19 @@ def pad(data: Expr, pad_width: Sequence[Sequence[int]], pad_value: float = 0.0) 
     return Call(_PAD, [data], {"pad_width": widths, "pad_value": float(pad_value)})
 
 
+def _reshape_array(array: np.ndarray, newshape: Sequence[int | Dim]) -> np.ndarray:
+    """``array`` reshaped; a dynamic dimension of ``newshape`` is inferred (the one ``-1``)."""
+    return array.reshape([-1 if isinstance(d, Dim) else d for d in newshape])
+
+
 _RESHAPE = register_op("reshape", Pattern.INJECTIVE, lambda args, attrs: nn.reshape(args[0], attrs["newshape"]),
-                       lambda args, attrs: args[0].reshape(attrs["newshape"]), 1)
+                       lambda args, attrs: _reshape_array(args[0], attrs["newshape"]), 1)
 
 
-def reshape(data: Expr, newshape: Sequence[int]) -> Call:
-    """The same elements in row-major order with shape ``newshape`` (one entry may be -1)."""
-    return Call(_RESHAPE, [data], {"newshape": tuple(int(d) for d in newshape)})
+def reshape(data: Expr, newshape: Sequence[int | Dim]) -> Call:
+    """The same elements in row-major order with shape ``newshape`` (one entry may be -1; a dynamic
+    dimension of ``data`` must appear in it unchanged)."""
+    return Call(_RESHAPE, [data], {"newshape": tuple(d if isinstance(d, Dim) else int(d) for d in newshape)})
 
 
 _TRANSPOSE = register_op("transpose", Pattern.INJECTIVE,
@@ -62,7 +69,8 @@ def concatenate(data: Sequence[Expr], axis: int = 0) -> Call:
 
 
 def _slices(attrs: Attrs) -> tuple[slice, ...]:
-    return tuple(slice(b, e, s) for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
+    return tuple(slice(b, None if isinstance(e, Dim) else e, s)
+                 for b, e, s in zip(attrs["begin"], attrs["end"], attrs["strides"]))
 
 
 _STRIDED_SLICE = register_op("strided_slice", Pattern.INJECTIVE,
@@ -71,11 +79,13 @@ _STRIDED_SLICE = register_op("strided_slice", Pattern.INJECTIVE,
                              lambda args, attrs: np.ascontiguousarray(args[0][_slices(attrs)]), 1)
 
 
-def strided_slice(data: Expr, begin: Sequence[int], end: Sequence[int],
+def strided_slice(data: Expr, begin: Sequence[int], end: Sequence[int | Dim],
                   strides: Sequence[int] | None = None) -> Call:
-    """``data[begin[0]:end[0]:strides[0], ...]`` (Python slice semantics)."""
+    """``data[begin[0]:end[0]:strides[0], ...]`` (Python slice semantics). An axis of dynamic size is
+    taken whole: begin 0, stride 1 and its dim as the end."""
     strides = [1] * len(begin) if strides is None else strides
-    return Call(_STRIDED_SLICE, [data], {"begin": tuple(int(v) for v in begin), "end": tuple(int(v) for v in end),
+    return Call(_STRIDED_SLICE, [data], {"begin": tuple(int(v) for v in begin),
+                                         "end": tuple(v if isinstance(v, Dim) else int(v) for v in end),
                                          "strides": tuple(int(v) for v in strides)})
 
 
@@ -93,9 +103,9 @@ _BROADCAST_TO = register_op("broadcast_to", Pattern.INJECTIVE,
                             lambda args, attrs: np.ascontiguousarray(np.broadcast_to(args[0], attrs["shape"])), 1)
 
 
-def broadcast_to(data: Expr, shape: Sequence[int]) -> Call:
-    """``data`` broadcast to ``shape`` (NumPy's rules)."""
-    return Call(_BROADCAST_TO, [data], {"shape": tuple(int(d) for d in shape)})
+def broadcast_to(data: Expr, shape: Sequence[int | Dim]) -> Call:
+    """``data`` broadcast to ``shape`` (NumPy's rules; an entry may be a dynamic dimension)."""
+    return Call(_BROADCAST_TO, [data], {"shape": tuple(d if isinstance(d, Dim) else int(d) for d in shape)})
 
 
 def _take_eval(args: Sequence[np.ndarray], attrs: Attrs) -> np.ndarray:

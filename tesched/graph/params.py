@@ -23,8 +23,9 @@ def check_array(value: object, ty: TensorType, what: str) -> np.ndarray:
         raise TypeError(f"{what}: expected a numpy.ndarray of {ty}, got {type(value).__name__}")
     if value.dtype != np.dtype(ty.dtype):
         raise TypeError(f"{what}: expected dtype {ty.dtype}, got {value.dtype}")
-    if value.shape != ty.shape:
-        raise ValueError(f"{what}: expected shape {ty.shape}, got {value.shape}")
+    if len(value.shape) != ty.ndim or any(isinstance(d, int) and d != v for d, v in zip(ty.extents, value.shape)):
+        want = f"({', '.join(map(str, ty.extents))})" if ty.is_dynamic else str(ty.shape)
+        raise ValueError(f"{what}: expected shape {want}, got {value.shape}")
     return readable(np.ascontiguousarray(value), np.dtype(ty.dtype))[0]     # inputs: an aligned copy if need be
 
 

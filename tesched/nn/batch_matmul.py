@@ -5,6 +5,7 @@ folds them into the batch axis); this module does not pack panels or tile for re
 from __future__ import annotations
 
 import tesched as ts
+from tesched.nn.hints import hint
 from tesched.nn.pattern import Pattern, compute
 from tesched.nn.schedule import largest_divisor, parallel_outer, reduction_work, register_schedule, stored_whole
 from tesched.schedule.schedule import Schedule
@@ -35,7 +36,7 @@ def schedule_batch_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     in too would leave the tile's coordinates as divisions of the fused loop in every vector access)."""
     product, host = stored_whole(s, product, host)
     lanes = current_target().lanes(product.dtype)
-    tile = largest_divisor(int(product.shape[2]), 2 * lanes)
+    tile = largest_divisor(hint(product.shape[2]), 2 * lanes)
     pstage, hstage = s[product], s[host]
     n, i, j = hstage.op.axis
     jo, ji = hstage.split(j, tile)

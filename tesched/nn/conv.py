@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 import tesched as ts
+from tesched.nn.hints import hint
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import (
     element_count,
@@ -133,8 +134,9 @@ def pointwise_row_width(channels: int, height: int, width: int, rf: RegisterFile
     """The width of the rows a pointwise convolution's image (contiguous ``height x width`` positions) is
     best read as: the positions of the best register tile over the flattened image (channels as in
     :func:`pointwise_tile` x any divisor of ``height * width`` up to :data:`POINTWISE_VECTORS` vectors), or
-    ``width`` when that tile is a band of whole rows. Rows of 28 positions, say, fill 3.5 AVX2 vectors, and
-    the only tile of whole rows that fits 16 registers is 2 channels x 28; rows of 16 give 4 x 16."""
+    ``width`` when that tile is a band of whole rows. Rows of 28 positions, say, fill 1.75 AVX-512 or 3.5 AVX2
+    vectors; rows of 16 give 8 x 16 (AVX-512) or 4 x 16 (AVX2), which read a new image line from L2 per 8
+    multiply-adds where a band of 2 channels x 112 positions reads one per 2 (:mod:`tesched.tiling`)."""
     _, positions = accumulator_tile(divisors(channels, CHANNEL_TILE),
                                     divisors(height * width, POINTWISE_VECTORS * rf.lanes), rf)
     return width if positions % width == 0 else positions
@@ -144,7 +146,7 @@ def _schedule_pointwise(s: Schedule, conv: Tensor, host: Tensor) -> None:
     """A GEMM over the flattened image: per tile of output channels and band of rows (:func:`pointwise_tile`,
     the band's positions fused into one vectorized loop), the reduction over input channels outside, then
     the host's tile (the epilogue) over the same fused positions."""
-    tile, rows = pointwise_tile(int(conv.shape[1]), int(conv.shape[2]), int(conv.shape[3]),
+    tile, rows = pointwise_tile(hint(conv.shape[1]), hint(conv.shape[2]), hint(conv.shape[3]),
                                 RegisterFile.of(dtype=conv.dtype))
     cstage, hstage = s[conv], s[host]
     n, k, h, w = hstage.op.axis
@@ -181,7 +183,7 @@ def schedule_conv2d(s: Schedule, conv: Tensor, host: Tensor) -> None:
     if _is_pointwise(conv):
         _schedule_pointwise(s, conv, host)
         return
-    tile = row_tile(int(conv.shape[1]), int(conv.shape[3]), RegisterFile.of(dtype=conv.dtype))
+    tile = row_tile(hint(conv.shape[1]), hint(conv.shape[3]), RegisterFile.of(dtype=conv.dtype))
     cstage, hstage = s[conv], s[host]
     n, k, h, w = hstage.op.axis
     ko, ki = hstage.split(k, tile)

@@ -17,6 +17,7 @@ from typing import Sequence
 import numpy as np
 
 import tesched as ts
+from tesched.nn.hints import hint
 from tesched.nn.conv import ConvWindow, pad_at_root
 from tesched.nn.pattern import Pattern, compute, op_of
 from tesched.nn.schedule import (
@@ -37,7 +38,7 @@ CHANNEL_BLOCK = 64
 """Output channels of a register tile, at most (four AVX-512 vectors of float32)."""
 
 WIDTH_TILE = 7
-"""Output positions of a register tile along a row, at most (7 x 4 vector accumulators with AVX-512; the
+"""Output positions of a register tile along a row, at most (7 x 2 vector accumulators with AVX-512; the
 target's register file decides, see :func:`register_tile`)."""
 
 PARALLEL_BLOCKS = 4
@@ -59,7 +60,8 @@ def register_tile(out_width: int, out_channels: int, rf: RegisterFile, block: in
     """``(positions, channels)`` of a register tile: positions dividing a row of ``out_width`` (at most
     :data:`WIDTH_TILE`) x a block of output channels dividing ``out_channels`` (at most
     :data:`CHANNEL_BLOCK`; ``block`` when the weights are already stored in blocks), chosen by
-    :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 64 with AVX-512, 2 x 32 with AVX2."""
+    :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 32 with AVX-512, 7 x 8 with AVX2 (7 x 64
+    would need 33 AVX-512 registers)."""
     blocks = [block] if block else divisors(out_channels, CHANNEL_BLOCK)
     return accumulator_tile(divisors(out_width, WIDTH_TILE), blocks, rf)
 
@@ -116,24 +118,24 @@ def schedule_conv2d_weight_last(s: Schedule, core: Tensor, host: Tensor) -> None
         schedule_reduction(s, core, host)
         return
     n, k, h, w = hstage.op.axis
-    block = int(core.shape[4])
-    positions, _ = register_tile(int(host.shape[3]), block, RegisterFile.of(dtype=core.dtype), block)
+    block = hint(core.shape[4])
+    positions, _ = register_tile(hint(host.shape[3]), block, RegisterFile.of(dtype=core.dtype), block)
     ko, ki = hstage.split(k, block)
     wo, wi = hstage.split(w, positions)
     work = reduction_work(core)
-    blocks = int(core.shape[1])
-    if blocks >= PARALLEL_BLOCKS or int(host.shape[2]) < ROW_CHUNKS:
+    blocks = hint(core.shape[1])
+    if blocks >= PARALLEL_BLOCKS or hint(host.shape[2]) < ROW_CHUNKS:
         hstage.reorder(n, ko, h, wo, ki, wi)
         outer = ko
     else:   # too few blocks to share among threads: chunks of rows outside the blocks
-        outer, h = hstage.split(h, -(-int(host.shape[2]) // ROW_CHUNKS))
+        outer, h = hstage.split(h, -(-hint(host.shape[2]) // ROW_CHUNKS))
         hstage.reorder(n, outer, ko, h, wo, ki, wi)
     if work >= PARALLEL_MIN_WORK:
         hstage.parallel(outer)   # not fused with n: fused indices divide, and the tile must keep constant offsets
     hstage.unroll(ki)
     hstage.unroll(wi)
     channels = static_extent(core.op.reduce_axis[0])
-    block_bytes = int(core.shape[2]) * int(core.shape[3]) * int(core.shape[4]) * 4
+    block_bytes = hint(core.shape[2]) * hint(core.shape[3]) * hint(core.shape[4]) * 4
     if block_bytes <= CHUNKED_BLOCK_BYTES and channels >= 2 * INPUT_CHUNK:
         _chunked_reduction(s, core, hstage, ko, positions)
     else:

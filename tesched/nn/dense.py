@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 import tesched as ts
+from tesched.nn.hints import hint, is_symbolic
 from tesched.nn.elemwise import bias_add
 from tesched.nn.pattern import Pattern, compute
 from tesched.nn.schedule import (
@@ -32,7 +33,8 @@ REGISTER_ROWS = 8
 REGISTER_VECTORS = 2
 """A matmul register tile: at most REGISTER_ROWS rows x REGISTER_VECTORS SIMD vectors of columns, as many
 as the target's register file holds (:func:`matmul_tile`): 8 x 32 float32 with AVX-512 (16 accumulators,
-two vector loads of ``b`` and eight broadcasts of ``a`` per step), 4 x 16 with AVX2's 16 registers."""
+two vector loads of ``b`` and eight broadcasts of ``a`` per step), 6 x 16 with AVX2's 16 registers (12
+accumulators, two loads of ``b`` and a broadcast register: 1024 rows are 170 such tiles and one of 4)."""
 
 MIN_TILE_ROWS = 4
 """Fewest rows of a register tile when no divisor of the rows is this large (the tiles then leave a
@@ -79,7 +81,7 @@ def _schedule_columns(s: Schedule, product: Tensor, host: Tensor, vector_columns
     tile the product runs with the reduction outside the column loop, which is vectorized when
     ``vector_columns`` else unrolled (independent accumulators); then the host's tile (of the product's
     shape: see :func:`~tesched.nn.schedule.stored_whole`)."""
-    tile = largest_divisor(int(product.shape[1]), COLUMN_TILE)
+    tile = largest_divisor(hint(product.shape[1]), COLUMN_TILE)
     pstage, hstage = s[product], s[host]
     i, j = hstage.op.axis
     jo, ji = hstage.split(j, tile)
@@ -110,7 +112,7 @@ def schedule_dense(s: Schedule, product: Tensor, host: Tensor) -> None:
     partial = s.rfactor(product, lane, factor_axis=2)
     assert isinstance(partial, Tensor)      # a sum: one partial tensor
     i, j = hstage.op.axis
-    jo, ji = hstage.split(j, largest_divisor(int(product.shape[1]), COLUMN_TILE))
+    jo, ji = hstage.split(j, largest_divisor(hint(product.shape[1]), COLUMN_TILE))
     pstage.compute_at(hstage, jo)
     rstage = s[partial]
     rstage.compute_at(hstage, jo)
@@ -126,7 +128,8 @@ def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, t
     """``host`` (of ``product``'s shape) in tiles of ``tile_rows`` x ``tile_columns``, column panels outermost
     (parallel when the work is large), row tiles next; per tile ``product`` accumulates in registers: the
     reduction outermost and unrolled by ``REDUCTION_UNROLL``, rows unrolled, columns vectorized. Returns
-    the loop over column panels."""
+    the loop over column panels. With a symbolic row count the rows of a tile are not unrolled (the last
+    tile's rows are guarded, and the same code runs for any count)."""
     pstage, hstage = s[product], s[host]
     i, j = hstage.op.axis
     io, ii = hstage.split(i, tile_rows)
@@ -138,7 +141,8 @@ def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, t
     ko, ki = pstage.split(k, largest_divisor(static_extent(k), REDUCTION_UNROLL))
     pstage.reorder(ko, ki, pi, pj)
     pstage.unroll(ki)
-    pstage.unroll(pi)
+    if not is_symbolic(product.shape[0]):   # a symbolic row count leaves a last tile of unknown rows
+        pstage.unroll(pi)
     pstage.vectorize(pj)
     hstage.vectorize(ji)
     if reduction_work(product) >= PARALLEL_MIN_WORK:
@@ -148,12 +152,11 @@ def register_tiles(s: Schedule, product: Tensor, host: Tensor, tile_rows: int, t
 
 def row_options(rows: int, at_most: int, least: int) -> list[int]:
     """The row counts a register tile of a product with ``rows`` rows may have: its divisors up to
-    ``at_most`` when one of them is at least ``least``; else (a prime count such as ViT's 197 tokens) every
-    count from ``least`` to ``at_most``, the last tile then partial: the full tiles keep constant trip
-    counts and unroll, and so does the last one (:mod:`tesched.transform.peel`)."""
-    if largest_divisor(rows, at_most) >= least or rows <= least:
-        return divisors(rows, at_most)
-    return list(range(least, min(rows, at_most) + 1))
+    ``at_most``, and every count from ``least`` to ``at_most`` (a prime count such as ViT's 197 tokens, or
+    6 rows of 1024: the last tile then partial; the full tiles keep constant trip counts and unroll, and
+    so does the last one: :mod:`tesched.transform.peel`). :func:`~tesched.tiling.accumulator_tile`, given
+    ``rows`` as its extent, weighs the partial tile."""
+    return sorted(set(divisors(rows, at_most)) | set(range(least, min(rows, at_most) + 1)))
 
 
 def matmul_tile(rows: int, columns: int, rf: RegisterFile) -> tuple[int, int]:
@@ -163,7 +166,7 @@ def matmul_tile(rows: int, columns: int, rf: RegisterFile) -> tuple[int, int]:
     widest = largest_divisor(columns, REGISTER_VECTORS * rf.lanes)
     widths = [v * rf.lanes for v in divisors(widest // rf.lanes, REGISTER_VECTORS)] if widest % rf.lanes == 0 \
         else [widest]
-    return accumulator_tile(row_options(rows, REGISTER_ROWS, MIN_TILE_ROWS), widths, rf)
+    return accumulator_tile(row_options(rows, REGISTER_ROWS, MIN_TILE_ROWS), widths, rf, extent=rows)
 
 
 @register_schedule("matmul")
@@ -174,9 +177,10 @@ def schedule_matmul(s: Schedule, product: Tensor, host: Tensor) -> None:
     vectorized, the reduction outermost and unrolled by ``REDUCTION_UNROLL``: the write cache). Column
     panels are the outer, parallel loop, and each panel of ``b`` is copied once into a contiguous local
     buffer (``cache_read`` packing) that every row tile of the panel reads. Shapes without such tiles, or
-    too little work to fill them, keep the column schedule of :func:`_schedule_columns`."""
+    too little work to fill them, keep the column schedule of :func:`_schedule_columns`. With a symbolic row
+    count the tiles' rows are not unrolled (see :func:`register_tiles`)."""
     product, host = stored_whole(s, product, host)
-    rows, columns = (int(d) for d in product.shape)
+    rows, columns = (hint(d) for d in product.shape)
     rf = RegisterFile.of(dtype=product.dtype)
     tile_rows, tile_columns = matmul_tile(rows, columns, rf)
     if tile_columns % rf.lanes or tile_rows * tile_columns < 4 * rf.lanes:

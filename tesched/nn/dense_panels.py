@@ -7,9 +7,9 @@ builds at run time, as wide as its default tile). The graph packs constant weigh
 The default schedule reads the panels in place, with no copy at run time:
 
 - with at least :data:`~tesched.nn.dense.MIN_TILE_ROWS` rows, register tiles of rows (up to
-  :data:`GEMM_ROWS`, as many as the target's register file holds best: 8 with AVX-512, 4 with AVX2, see
-  :mod:`tesched.tiling`; a divisor of the rows when one is at least ``MIN_TILE_ROWS``, else the last tile
-  is partial: :func:`tesched.nn.dense.row_options`) x one panel's ``B`` columns (the reduction outermost and unrolled by
+  :data:`GEMM_ROWS`, as many as the target's register file holds best: 8 with AVX-512, 6 with AVX2, see
+  :mod:`tesched.tiling`; the last tile partial when the count does not divide the rows:
+  :func:`tesched.nn.dense.row_options`) x one panel's ``B`` columns (the reduction outermost and unrolled by
   :data:`tesched.nn.dense.REDUCTION_UNROLL`, rows unrolled, columns vectorized), panels the outer
   (parallel) loop: :func:`tesched.nn.dense.schedule_matmul` without its packing copy;
 - otherwise (fewer rows: a matrix-vector product, a recurrent cell at batch 1), per row and tile of
@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 
 import tesched as ts
+from tesched.nn.hints import hint, is_symbolic
 from tesched.nn.dense import MIN_TILE_ROWS, register_tiles, row_options
 from tesched.nn.pattern import Pattern, compute
 from tesched.nn.schedule import (
@@ -93,7 +94,7 @@ def dense_panels(x: Tensor, packed: Tensor) -> Tensor:
     if x.shape[1] != packed.shape[1]:
         raise ValueError(f"dense_panels: x {x.shape} and packed weights {packed.shape} disagree on the reduced "
                          f"axis ({x.shape[1]} vs {packed.shape[1]})")
-    block = int(packed.shape[2])
+    block = hint(packed.shape[2])
     k = ts.reduce_axis((0, x.shape[1]), "k")
     return compute((x.shape[0], packed.shape[0] * block),
                    lambda i, j: ts.sum(x[i, k] * packed[j // block, k, j % block], axis=k),
@@ -103,7 +104,7 @@ def dense_panels(x: Tensor, packed: Tensor) -> Tensor:
 def _block_of(product: Tensor) -> int:
     """The panel width of the packed weight ``product`` reads (its one 3-D operand)."""
     packed, = (t for t in product.op.input_tensors if t.ndim == 3)
-    return int(packed.shape[2])
+    return hint(packed.shape[2])
 
 
 @register_schedule("dense_panels")
@@ -111,13 +112,15 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
     """The register tiles of the module docstring, computed inside ``host``'s loops (see there). A host of
     another shape (a slice of the product's columns, as in a GRU cell) would read the product element by
     element: the product is stored whole instead, through a write cache, and computed in tiles, and the
-    host gets the injective schedule."""
+    host gets the injective schedule. A symbolic row count (a dynamic batch or sequence) takes the
+    matrix-vector tiles, row by row: register tiles of rows would leave the last tile's rows a loop (not
+    unrolled, its accumulators in memory), which measured slower at every size."""
     product, host = stored_whole(s, product, host)
-    rows = int(product.shape[0])
-    if rows >= MIN_TILE_ROWS:
+    rows = hint(product.shape[0])
+    if rows >= MIN_TILE_ROWS and not is_symbolic(product.shape[0]):
         block = _block_of(product)
         tile_rows, _ = accumulator_tile(row_options(rows, GEMM_ROWS, MIN_TILE_ROWS), [block],
-                                        RegisterFile.of(dtype=product.dtype))
+                                        RegisterFile.of(dtype=product.dtype), extent=rows)
         register_tiles(s, product, host, tile_rows, block)
     else:
         _gemv_tiles(s, product, host)
@@ -125,7 +128,7 @@ def schedule_dense_panels(s: Schedule, product: Tensor, host: Tensor) -> None:
 
 def _gemv_tiles(s: Schedule, product: Tensor, host: Tensor) -> None:
     block = _block_of(product)
-    columns = int(product.shape[1])
+    columns = hint(product.shape[1])
     rf = RegisterFile.of(dtype=product.dtype)
     _, tile = accumulator_tile([1], [block * p for p in divisors(columns // block, GEMV_PANELS)], rf)
     pstage, hstage = s[product], s[host]

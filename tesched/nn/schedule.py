@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 import tesched as ts
+from tesched.nn.hints import hint
 from tesched.nn.pattern import op_of
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
@@ -113,9 +114,10 @@ def largest_divisor(n: int, at_most: int) -> int:
 
 
 def element_count(t: Tensor) -> int:
+    """The elements of ``t`` (symbolic sizes at their hints)."""
     count = 1
     for d in t.shape:
-        count *= int(d)
+        count *= hint(d)
     return count
 
 
@@ -128,10 +130,9 @@ def reduction_work(red: Tensor) -> int:
 
 
 def static_extent(axis: IterVar) -> int:
-    """The extent of an axis of a library op, all of whose shapes are static ints."""
-    extent = axis.constant_extent
-    assert extent is not None, f"axis {axis.name} of a library op has no constant extent"
-    return extent
+    """The extent of an axis of a library op: its constant, or for a symbolic size its hint
+    (:mod:`tesched.nn.hints`: tiles chosen by it stay legal for any size)."""
+    return hint(axis.range.extent)
 
 
 def parallel_outer(stage: Stage, axes: Sequence[IterVar], work: int) -> IterVar:
@@ -150,7 +151,7 @@ def schedule_injective(s: Schedule, out: Tensor) -> None:
     axes = list(stage.op.axis)
     if not axes:
         return
-    if len(axes) == 1 and int(out.shape[0]) >= PARALLEL_MIN_WORK:
+    if len(axes) == 1 and hint(out.shape[0]) >= PARALLEL_MIN_WORK:
         outer, inner = stage.split(axes[0], 1024)
         stage.parallel(outer)
         stage.vectorize(inner)
@@ -198,7 +199,7 @@ def schedule_reduction(s: Schedule, red: Tensor, host: Tensor) -> None:
 def _rows(host: Tensor) -> int:
     """How many rows :func:`schedule_reduction` computes ``host`` in."""
     if len(host.shape) > 1:
-        return element_count(host) // int(host.shape[-1])
+        return element_count(host) // hint(host.shape[-1])
     return -(-element_count(host) // _ROW) if host.shape else 1
 
 

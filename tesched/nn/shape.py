@@ -1,12 +1,15 @@
 """Shape arithmetic shared by the operator library and the graph's type inference.
 
 NumPy broadcasting, normalisation of ``int``-or-tuple arguments (strides, padding, pool sizes), output
-sizes of sliding windows, ``reshape`` targets with ``-1``, and axis normalisation. Pure integer
-arithmetic on static shapes: no tensors, no expressions. Errors are ``ValueError`` naming the op.
+sizes of sliding windows, ``reshape`` targets with ``-1``, and axis normalisation. Integer arithmetic on
+shapes, no tensors; a symbolic size (``ts.var``) only passes through broadcasts and reshapes unchanged.
+Errors are ``ValueError`` naming the op.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
+
+from tesched.te.expr import Expr
 
 
 def pair(value: int | Sequence[int], what: str) -> tuple[int, int]:
@@ -47,6 +50,11 @@ def broadcast_shapes(a: Sequence[int], b: Sequence[int], what: str) -> tuple[int
     pa, pb = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
     out = []
     for x, y in zip(pa, pb):
+        if isinstance(x, Expr) or isinstance(y, Expr):     # a symbolic size broadcasts with itself or 1
+            if x is not y and not (isinstance(x, int) and x == 1) and not (isinstance(y, int) and y == 1):
+                raise ValueError(f"{what}: shapes {tuple(a)} and {tuple(b)} cannot be broadcast together")
+            out.append(y if isinstance(x, int) else x)
+            continue
         if x != y and 1 not in (x, y):
             raise ValueError(f"{what}: shapes {tuple(a)} and {tuple(b)} cannot be broadcast together")
         out.append(max(x, y))
@@ -60,8 +68,20 @@ def normalize_axis(axis: int, ndim: int, what: str) -> int:
     return axis % ndim
 
 
-def reshape_target(shape: Sequence[int], newshape: Sequence[int], what: str) -> tuple[int, ...]:
-    """``newshape`` with at most one ``-1`` resolved so the element count matches ``shape``."""
+def reshape_target(shape: Sequence[Any], newshape: Sequence[Any], what: str) -> tuple[Any, ...]:
+    """``newshape`` with at most one ``-1`` resolved so the element count matches ``shape``. A symbolic
+    size (``ts.var``) must appear in both, unchanged (a reshape keeps a dynamic dimension whole); the
+    other entries are reshaped as usual."""
+    symbolic = [d for d in shape if isinstance(d, Expr)]
+    kept = [d for d in newshape if isinstance(d, Expr)]
+    if symbolic or kept:
+        if sorted(map(id, symbolic)) != sorted(map(id, kept)):
+            raise ValueError(f"{what}: the dynamic dimensions of {tuple(shape)} must appear unchanged in the "
+                             f"target {tuple(newshape)}")
+        static = reshape_target([d for d in shape if not isinstance(d, Expr)] or [1],
+                                [d for d in newshape if not isinstance(d, Expr)] or [1], what)
+        rest = iter(static if any(not isinstance(d, Expr) for d in newshape) else ())
+        return tuple(d if isinstance(d, Expr) else next(rest) for d in newshape)
     total = 1
     for d in shape:
         total *= d

@@ -7,7 +7,7 @@ Each output element reads at most one input element through an index map; every 
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import tesched as ts
 from tesched.nn.pattern import Pattern, compute
@@ -80,6 +80,9 @@ def concatenate(tensors: Sequence[Tensor], axis: int = 0) -> Tensor:
             raise ValueError(f"concatenate: shapes {[u.shape for u in tensors]} differ outside axis {axis}")
         if t.dtype != first.dtype:
             raise TypeError(f"concatenate: dtypes {[u.dtype for u in tensors]} differ")
+    if any(isinstance(t.shape[axis], Expr) for t in tensors):
+        sizes = ", ".join(str(t.shape[axis]) for t in tensors)
+        raise ValueError(f"concatenate: axis {axis} has a dynamic size ({sizes}); tensors join along a static axis only")
     starts = [0]
     for t in tensors:
         starts.append(starts[-1] + t.shape[axis])
@@ -107,17 +110,29 @@ def strided_slice(x: Tensor, begin: Sequence[int], end: Sequence[int],
                          f"the same length, at most {x.ndim}")
     if any(s == 0 for s in strides):
         raise ValueError("strided_slice: a stride is 0")
-    ranges = [range(*slice(b, e, s).indices(d)) for b, e, s, d in zip(begin, end, strides, x.shape)]
-    ranges += [range(d) for d in x.shape[n:]]
-    if any(len(r) == 0 for r in ranges):
+    ranges = [_axis_slice(b, e, s, d, k) for k, (b, e, s, d) in enumerate(zip(begin, end, strides, x.shape))]
+    ranges += [(0, 1, d) for d in x.shape[n:]]
+    if any(isinstance(size, int) and size == 0 for _, _, size in ranges):
         raise ValueError(f"strided_slice: slice {list(begin)}:{list(end)}:{strides} of {x.shape} is empty")
-    shape = tuple(len(r) for r in ranges)
+    shape = tuple(size for _, _, size in ranges)
 
     def fcompute(*i: Expr) -> Expr:
-        return x[tuple(r.start + r.step * i[k] if (r.start, r.step) != (0, 1) else i[k]
-                       for k, r in enumerate(ranges))]
+        return x[tuple(start + step * i[k] if (start, step) != (0, 1) else i[k]
+                       for k, (start, step, _) in enumerate(ranges))]
 
     return compute(shape, fcompute, name="strided_slice", pattern=Pattern.INJECTIVE, op="strided_slice")
+
+
+def _axis_slice(begin: int, end: Any, stride: int, size: Any, axis: int) -> tuple[int, int, Any]:
+    """``(start, step, length)`` of ``begin:end:stride`` along an axis of ``size``; an axis of symbolic size
+    (``ts.var``) can only be taken whole (begin 0, stride 1, its size or more as the end)."""
+    if isinstance(size, Expr):
+        if begin != 0 or stride != 1 or not (end is size or (isinstance(end, int) and end >= 1 << 31)):
+            raise ValueError(f"strided_slice: axis {axis} has the dynamic size {size}; it can only be taken "
+                             f"whole, not as {begin}:{end}:{stride}")
+        return 0, 1, size
+    r = range(*slice(begin, end, stride).indices(size))
+    return r.start, r.step, len(r)
 
 
 def split(x: Tensor, indices_or_sections: int | Sequence[int], axis: int = 0) -> list[Tensor]:
@@ -142,9 +157,10 @@ def split_bounds(size: int, indices_or_sections: int | Sequence[int]) -> list[tu
     return list(zip(edges[:-1], edges[1:]))
 
 
-def broadcast_to(x: Tensor, shape: Sequence[int]) -> Tensor:
-    """``x`` repeated along its size-1 (and missing leading) axes to ``shape``, as NumPy broadcasts."""
-    shape = tuple(int(d) for d in shape)
+def broadcast_to(x: Tensor, shape: Sequence[Any]) -> Tensor:
+    """``x`` repeated along its size-1 (and missing leading) axes to ``shape``, as NumPy broadcasts (an
+    entry of ``shape`` may be a symbolic size)."""
+    shape = tuple(d if isinstance(d, Expr) else int(d) for d in shape)
     if broadcast_shapes(x.shape, shape, "broadcast_to") != shape:
         raise ValueError(f"broadcast_to: {x.shape} cannot be broadcast to {shape}")
     lead = len(shape) - x.ndim

@@ -250,7 +250,7 @@ MIN_BANDS = 8
 CHANNEL_BLOCK = 64
 """Output channels of a register tile of the products, at most (four AVX-512 vectors of float32)."""
 TILE_GROUP = 7
-"""Tiles of a register tile of the products, at most (7 x 4 vector accumulators with AVX-512; the target's
+"""Tiles of a register tile of the products, at most (7 x 2 vector accumulators with AVX-512; the target's
 register file decides, see :func:`product_tile`)."""
 MIN_TILE_COLUMNS = 7
 """Tiles a row of tiles holds at least: the transforms before the products are vectorized along it."""
@@ -271,7 +271,8 @@ EPILOGUE_CHANNELS = 16
 def product_tile(tile_columns: int, out_channels: int, rf: RegisterFile) -> tuple[int, int]:
     """``(tiles, channels)`` of the products' register tile: tiles dividing a row of ``tile_columns`` tiles
     (at most :data:`TILE_GROUP`) x output channels dividing ``out_channels`` (at most :data:`CHANNEL_BLOCK`),
-    chosen by :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 64 with AVX-512, 2 x 32 with AVX2."""
+    chosen by :func:`~tesched.tiling.accumulator_tile` for ``rf``: 7 x 32 with AVX-512, 7 x 8 with AVX2 (7 x 64
+    would need 33 AVX-512 registers)."""
     return accumulator_tile(divisors(tile_columns, TILE_GROUP), divisors(out_channels, CHANNEL_BLOCK), rf)
 
 

@@ -103,6 +103,7 @@ def reads(op: ComputeOp, inlined: Collection[Operation] = ()) -> list[Read]:
     body = inlined_body(op, inlined)
     parts = body.children() if isinstance(body, Reduce) else (body,)
     axes = _axes(op)
+    names = _names(op)
     found: list[Read] = []
     seen: set[tuple] = set()
     for part in parts:
@@ -111,36 +112,38 @@ def reads(op: ComputeOp, inlined: Collection[Operation] = ()) -> list[Read]:
             if key in seen:
                 continue
             seen.add(key)
-            found.append(Read(r.tensor, r.indices, tuple(_stride(op, r, a, axes) for a in range(len(axes)))))
+            found.append(Read(r.tensor, r.indices, _strides(r, axes, names)))
     return found
 
 
-def _stride(op: ComputeOp, read: TensorRead, axis: int, axes: list[IterVar]) -> int | None:
-    """How far ``read``'s row-major flat index moves when ``axis`` grows by one; a data-dependent index
-    that does not involve the axis (the row of a gather ``C[idx[i], j]``, along ``j``) does not move."""
+def _strides(read: TensorRead, axes: list[IterVar], names: dict[int, str]) -> tuple[int | None, ...]:
+    """How far ``read``'s row-major flat index moves when each axis grows by one (None: not affine in
+    it); a data-dependent index that does not involve the axis (the row of a gather ``C[idx[i], j]``,
+    along ``j``) does not move."""
     try:
         shape = constant_shape(read.tensor)
     except NotModelable:
-        return None
+        return (None,) * len(axes)
     flat = "0"
+    moved: set[int] = set()         # axes a data-dependent index involves
     for idx, extent in zip(read.indices, shape):
         try:
-            term = to_isl(idx, _names(op))
+            term = to_isl(idx, names)
         except NotAffine:
-            if any(v is axes[axis] for v in collect(idx, Var)):
-                return None
+            moved |= {id(v) for v in collect(idx, Var)}
             term = "0"
         flat = f"({flat}) * {extent} + ({term})"
     coords = ", ".join(f"a{k}" for k in range(len(axes)))
     try:
-        aff = isl.PwAff(f"{{ [{coords}] -> [({flat})] }}")
+        pieces = isl.PwAff(f"{{ [{coords}] -> [({flat})] }}").get_pieces()
     except isl.Error:
-        return None
-    pieces = aff.get_pieces()
+        return (None,) * len(axes)
     if len(pieces) != 1:
-        return None
-    value = pieces[0][1].get_coefficient_val(isl.dim_type.in_, axis)
-    return int(value.to_python()) if value.is_int() else None
+        return (None,) * len(axes)
+    aff = pieces[0][1]
+    values = [aff.get_coefficient_val(isl.dim_type.in_, a) for a in range(len(axes))]
+    return tuple(int(v.to_python()) if v.is_int() and id(axis) not in moved else None
+                 for axis, v in zip(axes, values))
 
 
 def _size(tensor: Tensor) -> int:
@@ -204,12 +207,13 @@ def _axis_spans(op: ComputeOp, box: Box | None, tile: Sequence[int] | None, redu
     return out
 
 
-def _read_box(read: TensorRead, spans: dict[int, Span]) -> Box:
-    """The box ``read`` touches, clipped to its tensor (empty where a bound crosses the other)."""
+def _read_box(read: TensorRead, spans: dict[int, Span], memo: dict) -> Box:
+    """The box ``read`` touches, clipped to its tensor (empty where a bound crosses the other); ``memo``
+    holds the spans of expressions already bounded under ``spans``."""
     shape = constant_shape(read.tensor)
     box = []
     for index, extent in zip(read.indices, shape):
-        lo, hi = intervals.span(index, spans)
+        lo, hi = intervals.span(index, spans, memo)
         box.append((np.maximum(np.ceil(lo), 0.0), np.minimum(np.floor(hi), float(extent - 1))))
     return box
 
@@ -300,34 +304,65 @@ def tile_regions(host: ComputeOp, tile: Sequence[int], computed_at_tile: Sequenc
     >>> regions = tile_regions(blur_y.op, (8, 512), computed_at_tile=[blur_x.op])
     >>> regions["blur_x"].extents, regions["blur_x"].redundancy     # (10, 512), 1.25
     """
-    if len(tile) != len(host.axis):
-        raise ValueError(f"tile of {host.name}: {len(tile)} sizes for {len(host.axis)} axes")
-    if reduce_tile is not None and len(reduce_tile) != len(host.reduce_axis):
-        raise ValueError(f"reduce_tile of {host.name}: {len(reduce_tile)} sizes for {len(host.reduce_axis)} axes")
-    sizes = list(tile) + list(reduce_tile or ())
-    if any(int(s) < 1 for s in sizes):
-        raise ValueError(f"tile of {host.name}: sizes must be positive, got {list(sizes)}")
-    constant_shape(host.output(0))
-    listed = reads_of or (lambda op: accesses(op, inlined))
-    spans = _axis_spans(host, None, tile, reduce_tile, len(sizes))
-    counts = [int(np.size(spans[id(v)][0])) for v in _axes(host)[:len(sizes)]]
-    touched: dict[int, tuple[Tensor, Box]] = {}          # id(op of tensor) -> (tensor, box per tile)
-    regions: dict[str, Region] = {}
-    for k, op in enumerate([host] + list(computed_at_tile)):
-        if k > 0:
+    return TileFootprints(host, tile, inlined, reduce_tile, reads_of).regions(computed_at_tile)
+
+
+_State = tuple[dict[int, tuple[Tensor, Box]], dict[str, Region]]
+
+
+class TileFootprints:
+    """The regions of :func:`tile_regions` for one tiling of a host, for any list of stages computed at
+    its tile: the composition is followed stage by stage (consumers first) and the state after every
+    prefix of a list is kept, so a list sharing a prefix with an earlier one (the same members less those
+    stored whole after, or more of them) only follows its own stages. Parameters as :func:`tile_regions`."""
+
+    def __init__(self, host: ComputeOp, tile: Sequence[int], inlined: Collection[Operation] = (),
+                 reduce_tile: Sequence[int] | None = None,
+                 reads_of: Callable[[ComputeOp], Sequence[TensorRead]] | None = None):
+        if len(tile) != len(host.axis):
+            raise ValueError(f"tile of {host.name}: {len(tile)} sizes for {len(host.axis)} axes")
+        if reduce_tile is not None and len(reduce_tile) != len(host.reduce_axis):
+            raise ValueError(f"reduce_tile of {host.name}: {len(reduce_tile)} sizes for "
+                             f"{len(host.reduce_axis)} axes")
+        sizes = list(tile) + list(reduce_tile or ())
+        if any(int(s) < 1 for s in sizes):
+            raise ValueError(f"tile of {host.name}: sizes must be positive, got {list(sizes)}")
+        constant_shape(host.output(0))
+        self.host = host
+        self.ndim = len(sizes)
+        self.reads_of = reads_of or (lambda op: accesses(op, inlined))
+        spans = _axis_spans(host, None, tile, reduce_tile, self.ndim)
+        self.counts = [int(np.size(spans[id(v)][0])) for v in _axes(host)[:self.ndim]]
+        touched: dict[int, tuple[Tensor, Box]] = {}     # id(op of tensor) -> (tensor, box per tile)
+        self._follow(host, spans, touched)
+        self._states: dict[tuple[int, ...], _State] = {(): (touched, {})}     # by the ids of a prefix
+
+    def regions(self, computed_at_tile: Sequence[ComputeOp] = ()) -> dict[str, Region]:
+        """For every stage in ``computed_at_tile`` and every other tensor the group reads, its region."""
+        key = tuple(id(op) for op in computed_at_tile)
+        done = next(n for n in range(len(key), -1, -1) if key[:n] in self._states)
+        saved_touched, saved_regions = self._states[key[:done]]
+        touched, regions = dict(saved_touched), dict(saved_regions)
+        for n in range(done, len(key)):
+            op = computed_at_tile[n]
             if id(op) not in touched:
-                raise ValueError(f"{op.name} is computed at the tile of {host.name} but no stage of the tile "
-                                 "reads it (list consumers before producers)")
-            tensor, box = touched.pop(id(op))
-            regions[op.name] = _region(op.output(0), box, counts)
-            spans = _axis_spans(op, box, None, None, len(sizes))
-        for read in listed(op):
-            part = _read_box(read, spans)
+                raise ValueError(f"{op.name} is computed at the tile of {self.host.name} but no stage of the "
+                                 "tile reads it (list consumers before producers)")
+            _, box = touched.pop(id(op))
+            regions[op.name] = _region(op.output(0), box, self.counts)
+            self._follow(op, _axis_spans(op, box, None, None, self.ndim), touched)
+            self._states[key[:n + 1]] = (dict(touched), dict(regions))
+        for tensor, box in touched.values():
+            regions.setdefault(tensor.name, _region(tensor, box, self.counts))
+        return regions
+
+    def _follow(self, op: ComputeOp, spans: dict[int, Span], touched: dict[int, tuple[Tensor, Box]]) -> None:
+        """Add the boxes ``op`` reads, its axes in ``spans``, to ``touched``."""
+        memo: dict = {}
+        for read in self.reads_of(op):
+            part = _read_box(read, spans, memo)
             key = id(read.tensor.op)
             touched[key] = (read.tensor, _union(touched[key][1], part) if key in touched else part)
-    for tensor, box in touched.values():
-        regions.setdefault(tensor.name, _region(tensor, box, counts))
-    return regions
 
 
 def register_footprint(host: ComputeOp, tile: Sequence[int], inlined: Collection[Operation] = ()

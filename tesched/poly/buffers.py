@@ -55,8 +55,12 @@ def _lay_out(sm: StageModel) -> None:
 
 def _make_buffer(model: PolyModel, sm: StageModel) -> None:
     tensor = sm.tensor
+    if sm.update_of is not None:     # an update definition writes its pure definition's buffer
+        sm.buffer, sm.buffers = sm.update_of.buffer, []
+        return
     if sm.parent is None:
-        scope = BufferScope.ARG if any(t is tensor for t in model.arg_tensors) else BufferScope.GLOBAL
+        versions = [tensor] + [u.tensor for u in model.stages if u.update_of is sm]
+        scope = BufferScope.ARG if any(t is v for t in model.arg_tensors for v in versions) else BufferScope.GLOBAL
         sm.buffer = Buffer(sm.name, list(tensor.shape), tensor.dtype, scope)
         _check_no_fold(sm, "it is computed at the root, where its buffer is the whole tensor")
         _lay_out(sm)

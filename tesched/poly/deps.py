@@ -33,6 +33,7 @@ from tesched.errors import ScheduleError
 from tesched.poly.affine import NotAffine
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.tree import LoopMark, ScheduleTree
+from tesched.poly.updates import definition_order, group_statements
 from tesched.ir.kinds import LoopKind
 from tesched.te.tensor import IterType, TensorRead
 from tesched.te.visit import collect
@@ -50,6 +51,7 @@ class Accesses:
         self.writes = isl.UnionMap.empty(model.context.get_space())
         self.reads = isl.UnionMap.empty(model.context.get_space())
         self.collapse: dict[str, isl.Map] = {}
+        self._maps: dict[str, isl.UnionMap] = {}       # by isl text: a body reads one element many times
         for sm in model.stages:
             owner = sm.absorbed_by or sm
             if owner.calls:
@@ -70,7 +72,8 @@ class Accesses:
         for sm in model.stages:
             if sm.absorbed_by is None:
                 for stmt in sm.statements + sm.tail:
-                    if sm.target is not None and stmt.kind is StatementKind.UPDATE:   # a scatter's computed index
+                    # a scatter's computed index, an update definition's element
+                    if sm.target is not None and stmt.kind is StatementKind.UPDATE:
                         self._add("writes", stmt, self.read_map(stmt, sm, sm.target))
                         continue
                     own = stmt.coords[sm.prefix_len:sm.prefix_len + len(sm.axes)]
@@ -89,8 +92,10 @@ class Accesses:
         """``stmt -> storage of target`` at tensor coordinates ``index`` (isl text), under ``where``."""
         private = stmt.loops[:target.store_len]
         text = (f"{self.model.param_prefix}{{ {stmt.name}[{', '.join(stmt.coords)}] -> "
-                f"{target.tag}[{', '.join(private + index)}]{f' : {where}' if where else ''} }}")
-        return isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
+                f"{target.storage_tag}[{', '.join(private + index)}]{f' : {where}' if where else ''} }}")
+        if text not in self._maps:
+            self._maps[text] = isl.UnionMap(isl.Map(text).intersect_domain(stmt.domain))
+        return self._maps[text]
 
     def read_map(self, stmt: Statement, target: StageModel, read: TensorRead) -> isl.UnionMap:
         """``stmt -> storage of target`` at ``read``'s indices; along a data-dependent index, any element
@@ -105,12 +110,16 @@ class Accesses:
         return self.storage_map(stmt, target, index, " and ".join(bounds))
 
     def _reads_of(self, reader: StageModel, stmt: Statement) -> None:
+        added: set[int] = set()
         for read in collect(reader.body, TensorRead):
             target = self.model.by_op.get(id(read.tensor.op))
             if target is None or target.absorbed_by is not None:  # an input, or internal to an intrinsic
                 continue
-            self._add("reads", stmt, self.read_map(stmt, target, read))
-        if reader.target is not None:       # a scatter's update reads the element it accumulates into
+            rel = self.read_map(stmt, target, read)
+            if id(rel) not in added:            # the same element read again (the same map): added once
+                added.add(id(rel))
+                self._add("reads", stmt, rel)
+        if reader.target is not None and reader.update_of is None:  # a scatter reads what it accumulates into
             self._add("reads", stmt, self.read_map(stmt, reader, reader.target))
         elif reader.init is not None and reader.absorbed_by is None:  # the update reads what it accumulates into
             own = stmt.coords[reader.prefix_len:reader.prefix_len + len(reader.axes)]
@@ -154,9 +163,9 @@ def _same_stage_updates(model: PolyModel, scatters: bool = True, only_atomic: bo
     of scatters whose updates are atomic (threads may run them at once)."""
     pairs = isl.UnionMap.empty(model.context.get_space())
     for sm in model.stages:
-        if only_atomic and not (sm.target is not None and sm.stage.atomic_updates):
+        if only_atomic and not (sm.scatters and sm.stage.atomic_updates):
             continue
-        if sm.init is not None and sm.absorbed_by is None and (scatters or sm.target is None):
+        if sm.init is not None and sm.absorbed_by is None and (scatters or not sm.scatters):
             dom = isl.UnionSet(sm.emitted[-1].domain)
             if sm.tail_main is not None:
                 dom = dom.union(isl.UnionSet(sm.tail_main.domain))
@@ -169,12 +178,16 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
     acc = Accesses(model)
     schedule = tree.schedule
     flow = acc.writes.apply_range(acc.reads.reverse()).subtract(_same_stage_updates(model))
+    # within the definitions of a tensor with updates, the order they declare (flow, anti and output)
+    own = group_statements(model)
+    if own:
+        flow = flow.subtract(_among(model, own)).union(definition_order(model, acc.writes, acc.reads))
     late = _late(flow, schedule.get_map())
     if late is not None:
         src, sv, dst, dv = _example(late)
         raise ScheduleError(f"{describe(model, dst, dv)} would read a value before "
                             f"{describe(model, src, sv)} writes it: the schedule breaks a dependence")
-    conflicts: dict[str, isl.UnionMap] = {}
+    conflicts: dict[str, tuple[isl.UnionMap, set[str]]] = {}     # per storage: its pairs, their statements
     writes, reads = _by_storage(acc.writes), _by_storage(acc.reads)
     for tag, ws in writes.items():
         pairs = isl.UnionMap.empty(model.context.get_space())
@@ -184,8 +197,24 @@ def check_legality(model: PolyModel, tree: ScheduleTree) -> None:
                     pairs = pairs.union(isl.UnionMap(a.apply_range(b.reverse())))
             for r in reads.get(tag, []):
                 pairs = pairs.union(isl.UnionMap(a.apply_range(r.reverse())))
-        conflicts[tag] = pairs.union(pairs.reverse())
+        pairs = pairs.union(pairs.reverse())
+        conflicts[tag] = (pairs, _statements(pairs.domain()))
     _check_loops(model, tree, schedule.get_root(), conflicts)
+
+
+def _among(model: PolyModel, names: set[str]) -> isl.UnionMap:
+    """Every pair of instances of the statements ``names``."""
+    dom = isl.UnionSet.empty(model.context.get_space())
+    for name in names:
+        dom = dom.union(isl.UnionSet(model.statements[name].domain))
+    return isl.UnionMap.from_domain_and_range(dom, dom)
+
+
+def _statements(instances: isl.UnionSet) -> set[str]:
+    """The names of the statements ``instances`` has instances of."""
+    names: set[str] = set()
+    instances.foreach_set(lambda s: names.add(s.get_tuple_name()))
+    return names
 
 
 def _late(flow: isl.UnionMap, time: isl.UnionMap) -> isl.UnionMap | None:
@@ -247,7 +276,7 @@ def _private_storage(model: PolyModel, stage: str, var: object) -> set[str]:
     level = next((k for k, v in enumerate(owner.leaves) if v is var), None)
     if level is None:
         return set()
-    return {sm.tag for sm in model.stages
+    return {sm.storage_tag for sm in model.stages
             if (owner, level) in [(s, t) for s, lv in sm.chain() for t in range(lv + 1)][:sm.store_len]}
 
 
@@ -272,7 +301,7 @@ def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
     for name in (a, b):
         stmt = model.statements[name]
         sm = stmt.stage
-        if sm.target is not None and stmt.kind is StatementKind.UPDATE:
+        if sm.scatters and stmt.kind is StatementKind.UPDATE:
             fix = (f"make the updates atomic (s[{sm.name}].atomic())" if kind is LoopKind.PARALLEL
                    else "keep the loop scalar")
             return (f"; {sm.name} is a scatter whose points may add into the same element (its index is "
@@ -282,7 +311,7 @@ def _scatter_hint(model: PolyModel, a: str, b: str, kind: LoopKind) -> str:
 
 
 def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode,
-                 conflicts: dict[str, isl.UnionMap]) -> None:
+                 conflicts: dict[str, tuple[isl.UnionMap, set[str]]]) -> None:
     if node.get_type() == isl.schedule_node_type.mark:
         info = tree.marks.get(node.mark_get_id().get_name())
         ivdep = isinstance(info, LoopMark) and ("ivdep", True) in info.pragmas
@@ -291,9 +320,10 @@ def _check_loops(model: PolyModel, tree: ScheduleTree, node: isl.ScheduleNode,
             band = node.child(0)
             dom = band.get_domain()
             private = _private_storage(model, info.stage, info.var)
+            inside = _statements(dom)           # only the storages these statements access can conflict here
             local = isl.UnionMap.empty(model.context.get_space())
-            for tag, pairs in conflicts.items():
-                if tag not in private:
+            for tag, (pairs, stmts) in conflicts.items():
+                if tag not in private and stmts & inside:
                     local = local.union(pairs.intersect_domain(dom).intersect_range(dom))
             if not ivdep and info.kind is LoopKind.VECTORIZED and info.var.iter_type is IterType.COMM_REDUCE and any(
                     sm.leaves and sm.leaves[-1] is info.var for sm in model.stages):

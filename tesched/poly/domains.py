@@ -26,6 +26,7 @@ import islpy as isl
 from tesched.errors import ScheduleError
 from tesched.poly.guards import guarded_reads, restrict_to_guard
 from tesched.poly.model import PolyModel, StageModel, StatementKind
+from tesched.poly.updates import update_domain
 from tesched.schedule.storage import AxisBound
 
 T = TypeVar("T")
@@ -38,6 +39,10 @@ def build_domains(model: PolyModel) -> None:
 
 
 def _make_domains(model: PolyModel, sm: StageModel) -> None:
+    if sm.update_of is not None:     # an update definition, over its own axes (see .updates); computed at a
+        if sm.parent is None:        # loop, its domain comes with its pure definition's footprint
+            sm.main.domain = update_domain(model, sm)
+        return
     tdom = model.tensor_domain(sm.tensor, sm.tag)
     rdom = bounds = None
     if sm.raxes:
@@ -56,7 +61,9 @@ def _make_domains(model: PolyModel, sm: StageModel) -> None:
         if sm.stage.bounds:
             sm.realized = spatial
     else:
-        footprint = sm.footprint = _footprint(model, sm, tdom)
+        updates = [u for u in model.stages if u.update_of is sm]
+        footprint = sm.footprint = (_group_footprint(model, sm, updates, tdom) if updates
+                                    else _footprint(model, sm, tdom))
         computed = footprint
         if sm.hoisted:
             sm.storage = bounding_box(model, footprint.project_out(isl.dim_type.in_, sm.store_len,
@@ -130,6 +137,33 @@ def _footprint(model: PolyModel, sm: StageModel, tdom: isl.Set) -> isl.Map:
     return box
 
 
+def _group_footprint(model: PolyModel, sm: StageModel, updates: list[StageModel], tdom: isl.Set) -> isl.Map:
+    """The region a tensor with updates computes per iteration of the loop it is computed at (Halide's):
+    its updates run over the pure coordinates the readers of its latest version need, and its pure
+    definition over the box of those elements and of every element the updates touch."""
+    assert sm.parent is not None
+    depth = sm.prefix_len
+    last = updates[-1]
+    required = _footprint(model, last, model.tensor_domain(last.tensor, last.tag)).set_tuple_name(
+        isl.dim_type.out, sm.tag)
+    fp = required
+    for u in updates:
+        u.main.domain = update_domain(model, u, required)
+        u.footprint = u.computed = required
+        lmap = model.loop_map(u.main, depth).reverse()
+        for read, _ in guarded_reads(u):
+            if read.tensor.op is sm.op or any(read.tensor.op is v.op for v in updates):
+                fp = fp.union(lmap.apply_range(model.access_map(u.main, sm.tag, read.indices, loose=True)))
+    return bounding_box(model, fp.intersect_range(tdom).coalesce(), tdom, None,
+                        model.loop_map(sm.parent.main, depth).range())
+
+
+def _pieces(rel: isl.Map) -> tuple[int, int]:
+    """How complex ``rel`` is to work with: its basic maps, and the existential variables they carry."""
+    parts = rel.get_basic_maps()
+    return len(parts), sum(b.dim(isl.dim_type.div) for b in parts)
+
+
 def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int, AxisBound | None] | None = None,
                  iterations: isl.Set | None = None, alignments: dict[int, tuple[int, int]] | None = None) -> isl.Map:
     """The per-iteration bounding box of a footprint (Halide's choice): the producer computes a
@@ -139,7 +173,9 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
     (the projection of the footprint carries existential variables that slow every later step: isl took
     seconds to decide which loops of a statement over such a domain have one value per iteration).
     Along a dimension in ``alignments`` (``align_bounds``: modulus ``m``, remainder ``r``) the box widens
-    to the blocks ``[m*q + r, m*q + r + m)`` that hold it."""
+    to the blocks ``[m*q + r, m*q + r + m)`` that hold it. A footprint that is its own box is returned as
+    it is, unless it is written through existential variables (floors of resampled reads), which would slow
+    every later step: then its box, in one convex piece where it is one."""
     domain = fp.domain()
     if iterations is not None and iterations.is_subset(domain):
         domain = iterations
@@ -171,7 +207,19 @@ def bounding_box(model: PolyModel, fp: isl.Map, tdom: isl.Set, bounds: dict[int,
     # the bounds are defined on the footprint's domain and carry its existential variables, one copy per
     # bound; within that domain they are implied (gist), and ``domain`` is a part of it
     box = box.gist_domain(fp.domain()).intersect_domain(domain).intersect_range(tdom).coalesce()
-    return fp if box.is_equal(fp) else box   # an exact footprint reads better than its rebuilt box
+    if not box.is_equal(fp):
+        return box
+    if not _pieces(fp)[1]:
+        return fp               # an exact footprint without existential variables reads better than its box
+    # the footprint is the box, but through floors (resampled reads): every later step (buffers, the
+    # dependence check, isl's AST) works with the box instead, as one convex piece when it is one (the
+    # simple hull keeps the box's own bounds; the convex hull, dearer, joins a box whose bounds are
+    # constants per iteration, as over two tiles)
+    for hull in (box.simple_hull, box.convex_hull):
+        whole = isl.Map.from_basic_map(hull())
+        if _pieces(whole) < _pieces(box) and whole.is_equal(box):
+            return whole
+    return box
 
 
 # isl operations and pieces allowed for a footprint's exact per-iteration minimum and maximum along one

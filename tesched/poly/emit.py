@@ -29,6 +29,7 @@ from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Var
 from tesched.te.extern_op import ExternOp
 from tesched.te.reduction import MultiValue, Reduce
 from tesched.te.tensor import TensorRead
+from tesched.te.update import Definition
 from tesched.te.visit import rewrite, substitute
 
 
@@ -123,6 +124,17 @@ class StatementEmitter:
                            ir.IntrinsicCall(impl.update, args, match.intrin)])
         return ir.IntrinsicCall(function, args, match.intrin)
 
+    def definition(self, sm: StageModel, coords: list[Expr]) -> ir.Stmt:
+        """An update definition's instance at ``coords`` (its pure axes, then reduce axes): its value
+        stored at its (checked) element of the shared buffer."""
+        values = dict(zip(sm.axes + sm.raxes, coords))
+        assert sm.target is not None and sm.buffer is not None, f"update {sm.name} without its element"
+        body = checked_body(self.model, sm, sm.body)
+        assert isinstance(body, Definition)
+        target = rewrite(substitute(checked_body(self.model, sm, sm.target), values), self.load)
+        assert isinstance(target, ir.Load)
+        return _store(sm.buffer, target.indices, rewrite(substitute(body.value, values), self.load))
+
     def load(self, e: Expr) -> Expr | None:
         if isinstance(e, TensorRead):
             indices = [rewrite(i, self.load) for i in e.indices]
@@ -142,6 +154,8 @@ class StatementEmitter:
         if stmt.kind is StatementKind.PREFETCH:
             return self.prefetch(self.prefetches[name], coords)
         p = sm.prefix_len
+        if sm.update_of is not None:
+            return self.definition(sm, coords[p:])
         scatter = sm.target is not None and stmt.kind is StatementKind.UPDATE
         axes = ([] if scatter else sm.axes) + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
         axis_values = dict(zip(axes, coords[p:]))

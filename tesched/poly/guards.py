@@ -47,7 +47,10 @@ def guarded_reads(sm: StageModel) -> Iterator[tuple[TensorRead, tuple]]:
 
 
 def _target_reads(sm: StageModel) -> Iterator[tuple[TensorRead, tuple]]:
-    """A scatter's element, read and written by its update where its ``where`` holds."""
+    """A scatter's element, read and written by its update where its ``where`` holds (an update
+    definition's element, written wherever it runs)."""
+    if sm.target is not None and sm.update_of is not None:   # an update definition: the element it writes
+        return _guarded_reads(sm.target, (), set())
     if sm.target is None or not isinstance(sm.body, Reduce):
         return iter(())
     return _guarded_reads(sm.target, () if sm.body.where is None else ((sm.body.where, True),), set())

@@ -65,31 +65,43 @@ def hull(a: Span, b: Span) -> Span:
     return _fit(np.minimum(a[0], b[0]), np.maximum(a[1], b[1]))
 
 
-def span(e: Expr, leaves: Mapping[int, Span]) -> Span:
+def span(e: Expr, leaves: Mapping[int, Span], memo: dict[int, tuple[Expr, Span]] | None = None) -> Span:
     """The bounds of ``e`` where each variable ``v`` lies in ``leaves[id(v)]`` (other variables: any value
-    of their type)."""
+    of their type). ``memo`` (by expression, for one ``leaves``) lets the spans of many expressions share
+    their common parts (an index read many times in a body)."""
+    return _span(e, leaves, {} if memo is None else memo)
+
+
+def _span(e: Expr, leaves: Mapping[int, Span], memo: dict[int, tuple[Expr, Span]]) -> Span:
+    found = memo.get(id(e))
+    if found is None:
+        found = memo[id(e)] = (e, _evaluate(e, leaves, memo))      # e kept: its id stays its own
+    return found[1]
+
+
+def _evaluate(e: Expr, leaves: Mapping[int, Span], memo: dict[int, tuple[Expr, Span]]) -> Span:
     if isinstance(e, Const):
         return constant(float(e.value))
     if isinstance(e, Var):
         found = leaves.get(id(e))
         return found if found is not None else type_range(e.dtype)
     if isinstance(e, Cast):
-        return _cast(e, span(e.value, leaves))
+        return _cast(e, _span(e.value, leaves, memo))
     if isinstance(e, Select):
-        return hull(span(e.true_value, leaves), span(e.false_value, leaves))
+        return hull(_span(e.true_value, leaves, memo), _span(e.false_value, leaves, memo))
     if isinstance(e, Binary) and e.dtype != "bool":
-        value = _in_type(_binary(e, leaves), e.dtype)
+        value = _in_type(_binary(e, leaves, memo), e.dtype)
         return value if e.op in (BinOp.MIN, BinOp.MAX) else _rounded(value, e.dtype)
     if isinstance(e, Unary) and e.op == "neg":
-        lo, hi = span(e.a, leaves)
+        lo, hi = _span(e.a, leaves, memo)
         return _in_type((-hi, -lo), e.dtype)
     if isinstance(e, Call) and e.name in MONOTONE_CALLS and len(e.args) == 1:
-        lo, hi = span(e.args[0], leaves)
+        lo, hi = _span(e.args[0], leaves, memo)
         fn = MONOTONE_CALLS[e.name]
         with np.errstate(all="ignore"):
             return _rounded(_fit(fn(lo), fn(hi)), e.dtype)
     if isinstance(e, Call) and e.name == "abs" and len(e.args) == 1:
-        lo, hi = span(e.args[0], leaves)
+        lo, hi = _span(e.args[0], leaves, memo)
         low = np.where((lo <= 0) & (hi >= 0), 0.0, np.minimum(np.abs(lo), np.abs(hi)))
         return _fit(low, np.maximum(np.abs(lo), np.abs(hi)))
     if e.dtype == "bool":
@@ -133,6 +145,13 @@ def _in_type(value: Span, dtype: str) -> Span:
 
 
 def _products(a: Span, b: Span) -> Span:
+    for x, y in ((a, b), (b, a)):
+        if y[0] is y[1] and y[0].ndim == 0 and np.isfinite(y[0]):     # a constant factor: a scaling
+            c = float(y[0])
+            if c == 0.0:
+                return constant(0.0)
+            with np.errstate(all="ignore"):
+                return _fit(c * x[0], c * x[1]) if c > 0 else _fit(c * x[1], c * x[0])
     with np.errstate(all="ignore"):
         values = [np.nan_to_num(x * y, nan=0.0, posinf=np.inf, neginf=-np.inf) for x in a for y in b]
     return _fit(np.minimum(np.minimum(values[0], values[1]), np.minimum(values[2], values[3])),
@@ -147,8 +166,8 @@ def _divisor(e: Binary) -> float | None:
     return float(b.value) if isinstance(b, Const) and float(b.value) > 0 else None
 
 
-def _binary(e: Binary, leaves: Mapping[int, Span]) -> Span:
-    a = span(e.a, leaves)
+def _binary(e: Binary, leaves: Mapping[int, Span], memo: dict[int, tuple[Expr, Span]]) -> Span:
+    a = _span(e.a, leaves, memo)
     if e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) or (e.op == BinOp.DIV and not dt.is_float(e.dtype)):
         c = _divisor(e)
         if c is None:
@@ -161,7 +180,7 @@ def _binary(e: Binary, leaves: Mapping[int, Span]) -> Span:
                 return _fit(lo, hi)
             same = lo == hi                        # one period: the remainders keep their order
             return _fit(np.where(same, a[0] - lo * c, 0.0), np.where(same, a[1] - hi * c, c - 1))
-    b = span(e.b, leaves)
+    b = _span(e.b, leaves, memo)
     if e.op == BinOp.ADD:
         return _fit(a[0] + b[0], a[1] + b[1])
     if e.op == BinOp.SUB:
@@ -182,8 +201,8 @@ def _binary(e: Binary, leaves: Mapping[int, Span]) -> Span:
 
 def _fit(lo: np.ndarray, hi: np.ndarray) -> Span:
     """``(lo, hi)`` with NaN bounds widened to infinities, relaxed to its hull when the grid is too big."""
-    lo = np.where(np.isnan(lo), -np.inf, lo)
-    hi = np.where(np.isnan(hi), np.inf, hi)
+    lo = np.fmax(lo, -np.inf)           # fmax/fmin return the other operand where one is NaN
+    hi = np.fmin(hi, np.inf)
     if max(lo.size, hi.size) > MAX_GRID:
         return np.array(lo.min()), np.array(hi.max())
     return lo, hi

@@ -182,7 +182,11 @@ class StageModel:
     tensorized: "TensorizeMatch | None" = None
     calls: list[Statement] = field(default_factory=list)
     absorbed_by: "StageModel | None" = None         # computed by the intrinsic call of that stage
-    target: TensorRead | None = None                # a scatter's element written (and read) by its update
+    target: TensorRead | None = None                # a scatter's element written (and read) by its update,
+    #                                                   or the element an update definition writes
+    update_of: "StageModel | None" = None           # an update definition: its tensor's pure definition
+    fused_into: "StageModel | None" = None          # ``compute_with``: the stage whose loops it shares,
+    fused_level: int = -1                           # down to this level of them
     prefetches: list = field(default_factory=list)  # :class:`.prefetch.PrefetchPlan` per ``Stage.prefetch``
     tail_init: Statement | None = None              # tensorized: the init run as plain loops (partial tiles,
     tail_main: Statement | None = None              # or an intrinsic without reset), and the main statement
@@ -193,6 +197,16 @@ class StageModel:
     def emitted(self) -> list[Statement]:
         """The statements placed in the schedule tree (intrinsic calls replace a tensorized nest)."""
         return self.calls or self.statements
+
+    @property
+    def storage_tag(self) -> str:
+        """The isl name of the storage it writes: its own tag, or its pure definition's for an update."""
+        return self.tag if self.update_of is None else self.update_of.tag
+
+    @property
+    def scatters(self) -> bool:
+        """Whether it is a scatter (its update accumulates into a computed element)."""
+        return self.target is not None and self.update_of is None
 
     @property
     def tail(self) -> list[Statement]:
@@ -310,6 +324,7 @@ class PolyModel:
         self.statements: dict[str, Statement] = {}
         # id(read) -> dimensions the bounds check could not prove (checked when the kernel runs)
         self.unproven: dict[int, frozenset[int]] = {}
+        self._read_ops: dict[int, tuple[Expr, set[int]]] = {}     # id(stage) -> (its body, ids of the ops it reads)
 
     @property
     def param_env(self) -> dict[str, Expr]:
@@ -370,7 +385,15 @@ class PolyModel:
         return [r.indices for r in collect(reader.body, TensorRead) if r.tensor.op is tensor.op]
 
     def readers(self, sm: StageModel) -> list[StageModel]:
-        return [r for r in self.stages if self.reads_of(r, sm.tensor)]
+        """The stages that read ``sm``'s tensor (each body is walked once, not once per producer)."""
+        return [r for r in self.stages if id(sm.tensor.op) in self._reads(r)]
+
+    def _reads(self, reader: StageModel) -> set[int]:
+        found = self._read_ops.get(id(reader))
+        if found is None or found[0] is not reader.body:
+            ops = {id(r.tensor.op) for r in collect(reader.body, TensorRead)}
+            found = self._read_ops[id(reader)] = (reader.body, ops)
+        return found[1]
 
     def loop_map(self, stmt: Statement, upto: int) -> isl.Map:
         """``stmt[coords] -> [first `upto` loop values]``, restricted to the statement's domain."""

@@ -12,8 +12,10 @@ from __future__ import annotations
 import re
 
 from tesched.errors import ScheduleError
+from tesched.poly.compute_with import resolve_compute_with
 from tesched.poly.fused import fused_groups
 from tesched.poly.model import LoopSpace, PolyModel, StageModel, Statement, StatementKind
+from tesched.poly.updates import link_updates, placed_by, update_statement
 from tesched.ir.kinds import LoopKind
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.stage import Fuse, Singleton, Split, Stage
@@ -21,6 +23,7 @@ from tesched.te.reduction import Reduce
 from tesched.te.scan import ScanOp
 from tesched.te.scatter import Scatter, ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar
+from tesched.te.update import Definition, UpdateOp
 
 
 def declare_stages(model: PolyModel) -> None:
@@ -34,10 +37,12 @@ def declare_stages(model: PolyModel) -> None:
             sm = _stage_model(model, st, len(model.stages))
             model.stages.append(sm)
             model.by_op[id(st.op)] = sm
+    link_updates(model)
     for sm in model.stages:
         _resolve_attach(model, sm)
     for sm in model.stages:
         _resolve_store(model, sm)
+    resolve_compute_with(model)
     for sm in model.stages:
         if isinstance(sm.op, ScanOp):
             _check_scan_group(model, sm)
@@ -82,6 +87,9 @@ def _stage_model(model: PolyModel, st: Stage, index: int) -> StageModel:
     sm = StageModel(st, op, body, f"T{index}", axes, raxes, coord, leaf_expr, extent)
     if isinstance(op, ScatterOp):
         assert isinstance(body, Scatter)
+        sm.target = op.target(body)
+    if isinstance(op, UpdateOp):
+        assert isinstance(body, Definition)
         sm.target = op.target(body)
     if groups:
         sm.model_leaves, sm.groups = leaves, groups
@@ -155,9 +163,10 @@ def _resolve_attach(model: PolyModel, sm: StageModel) -> None:
         if kind is LoopKind.UNROLLED and sm.leaf_extent[id(v)] is None:
             raise ScheduleError(f"unroll of {sm.name}.{v.name}: its extent is not a constant; split it "
                                 "with a constant factor and unroll the inner loop")
+    st = placed_by(sm)      # an update definition is placed with its pure definition
     if st.attach_type is not AttachType.SCOPE:
         return
-    if sm.target is not None:
+    if sm.scatters:
         raise ScheduleError(f"compute_at of {sm.name}: a scatter writes anywhere in its tensor, so it is "
                             "computed at the root; compute its readers at it instead")
     host, ivar = st.attach_stage, st.attach_ivar
@@ -193,7 +202,7 @@ def _placement(st: Stage) -> str:
 def _resolve_store(model: PolyModel, sm: StageModel) -> None:
     """Where ``sm``'s buffer lives: the ``compute_at`` loop by default, else the ``store_at`` loop (which
     must enclose it) or the root; the loops between the two must run in order (a sliding window)."""
-    st = sm.stage
+    st = placed_by(sm)
     if sm.parent is None:
         return
     if st.store_type is None:
@@ -236,6 +245,9 @@ def _make_statements(sm: StageModel, params: str) -> None:
     rcoords = [sm.coord[id(r)] for r in sm.raxes]
     own = [sm.leaf_expr[id(v)] for v in sm.leaves]
     base = f"S{sm.tag[1:]}"
+    if sm.update_of is not None:
+        sm.statements = [update_statement(sm, pcoords, params)]
+        return
     if sm.target is not None:   # a scatter: the identity over the tensor, then the updates over its points
         space = LoopSpace(pcoords + [sm.loop_name[id(v)] for v in sm.leaves],
                           pcoords + [sm.axis_value[id(r)] for r in sm.raxes], [c for _, c in sm.loop_conds], params)

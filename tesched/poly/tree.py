@@ -9,7 +9,8 @@ shares the loops before the first reduction loop and then gets its own loops, in
 iteration. A stage stored outside the loop it is computed at (``store_at``) has its ``alloc`` mark and
 statement at its storage loop instead (``store_root``: around the root stage that encloses it).
 Prefetch statements (:mod:`.prefetch`) go first in the body of their loop. Root stages form a
-sequence in dependence order.
+sequence in dependence order; a stage computed with another (``compute_with``) runs inside that stage's
+loops instead, its bands shared down to the fused loop, its own loops after the host's body there.
 """
 from __future__ import annotations
 
@@ -90,7 +91,7 @@ class TreeBuilder:
     def build(self) -> isl.Schedule:
         parts = []
         for root in self.model.stages:
-            if root.parent is None:
+            if root.parent is None and root.fused_into is None:
                 stored = [p for p in self.model.stages if p.parent is not None and p.store_parent is None
                           and p.chain()[0][0] is root and p.absorbed_by is None]
                 parts.append(self.allocate(stored, [], self.stage_tree(root)[0])[0])
@@ -225,9 +226,13 @@ class TreeBuilder:
                stmts: list[Statement]) -> tuple[isl.Schedule, list[Statement]]:
         """Wrap ``sched`` in ``sm``'s loops ``lo..hi-1``, placing stages computed or stored at each."""
         for t in reversed(range(lo, hi)):
+            for p in self.model.stages:     # computed with sm down to this loop (compute_with): after its body
+                if p.fused_into is sm and p.fused_level == t:
+                    psched, pstmts = self.nest(p, t + 1, p.init, p.main)
+                    sched, stmts = sched.sequence(self.mark(psched, ProduceMark(p))), stmts + pstmts
             live = [p for p in self.model.stages if p.parent is not None and p.absorbed_by is None]
             computed = [p for p in live if p.parent is sm and p.level == t]
-            stored = [p for p in live if p.store_parent is sm and p.store_level == t]
+            stored = [p for p in live if p.store_parent is sm and p.store_level == t and p.update_of is None]
             sched, added = self.allocate(stored, computed, sched)
             stmts = added + stmts
             ahead = [pf.statement for pf in sm.prefetches if pf.level == t]

@@ -12,6 +12,7 @@ from tesched.schedule.stage_base import StageBase, atomic, positive_int
 from tesched.te.expr import Expr
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.scatter import ScatterOp
+from tesched.te.update import UpdateOp
 from tesched.te.tensor import IterType, IterVar, Tensor, TensorRead
 from tesched.te.visit import walk
 
@@ -35,8 +36,10 @@ class LoopHints(StageBase):
                 f"{primitive} on stage {self.name}: loop {ivar.name} fuses data-parallel and reduction loops "
                 f"(a reduction loop), so consecutive iterations update the same {self.name} element; "
                 "parallelize a data-parallel loop")
-        # a scatter's loops are its points: the dependence check decides whether they may run in parallel
-        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE and not isinstance(self.op, ScatterOp):
+        # a scatter's or an update's loops are its points: the dependence check decides whether they may run
+        # in parallel
+        if kind is LoopKind.PARALLEL and ivar.iter_type == IterType.COMM_REDUCE \
+                and not isinstance(self.op, (ScatterOp, UpdateOp)):
             raise ScheduleError(
                 f"{primitive} on stage {self.name}: loop {ivar.name} runs over a reduction axis, so its "
                 f"iterations all update the same {self.name} element (a loop-carried dependence); "

@@ -64,6 +64,24 @@ class Placement(StageBase):
         self.attach_type, self.attach_stage, self.attach_ivar = AttachType.SCOPE, parent, scope
 
     @atomic
+    def compute_with(self, parent: StageBase, scope: IterVar) -> None:
+        """Run this stage's loops fused with ``parent``'s, from the outermost down to ``parent``'s loop
+        ``scope`` (Halide's ``compute_with``): this stage's loop at each of those depths is ``parent``'s,
+        and per iteration of the innermost of them, ``parent``'s body runs, then this stage's. Both stay
+        computed at the root; the fused loops are data-parallel and run as ``parent`` marks them. The
+        dependence check refuses a fusion that reads a value before it is written (this stage reading
+        ``parent`` ahead of the fused loop, or ``parent`` reading this stage), or a parallel fused loop
+        that carries a dependence."""
+        self._compute_only("compute_with")
+        if not isinstance(parent, StageBase) or parent.schedule is not self.schedule or parent is self:
+            raise ScheduleError(f"compute_with of {self.name}: the parent must be another stage of the same "
+                                "schedule, e.g. s[f]")
+        if not isinstance(scope, IterVar) or scope not in parent.leaf_iter_vars:
+            raise ScheduleError(f"compute_with of {self.name}: {getattr(scope, 'name', scope)!r} is not a loop of "
+                                f"{parent.name} (its loops are: {parent._names(parent.leaf_iter_vars)})")
+        self.with_stage, self.with_ivar = parent, scope
+
+    @atomic
     def store_at(self, parent: StageBase, scope: IterVar) -> None:
         """Allocate this stage's buffer inside loop ``scope`` of ``parent``, at or outside the loop it is
         computed at (Halide's ``store_at``).

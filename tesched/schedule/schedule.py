@@ -15,6 +15,7 @@ from tesched.schedule.dataflow import cache_read, cache_write, rfactor
 from tesched.schedule.stage import Fuse, Split, Stage, as_op
 from tesched.te.scan import ScanOp
 from tesched.te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
+from tesched.te.update import Func
 
 __all__ = ["Fuse", "Schedule", "Split", "Stage", "create_schedule", "set_legality_check"]
 
@@ -65,9 +66,11 @@ class Schedule:
                     and self.reads_transitively(scan, st.op):
                 st.compute_at(stage, scan.scan_axis)
 
-    def __getitem__(self, key: "Operation | Tensor | Stage") -> Stage:
+    def __getitem__(self, key: "Operation | Tensor | Stage | Func") -> Stage:
         if isinstance(key, Stage) and key.schedule is self:
             return key
+        if isinstance(key, Func):       # Halide's ``f``: its pure definition (``s[f].update(k)``: the updates)
+            key = key.op
         op = as_op(key.op if isinstance(key, Stage) else key)
         try:
             return self.stage_map[id(op)]

@@ -18,6 +18,7 @@ from tesched.schedule.placement import Placement
 from tesched.schedule.stage_base import Fuse, Relation, Singleton, Split, as_op, atomic, positive_int
 from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, Range, Tensor
+from tesched.te.update import UpdateOp
 
 __all__ = ["Fuse", "Relation", "Singleton", "Split", "Stage", "StageGraph", "as_op"]
 
@@ -39,6 +40,17 @@ class StageGraph(Protocol):
 
 class Stage(LoopHints, Placement):
     """The schedule of one operation: its loops (``leaf_iter_vars``) and where it is computed."""
+
+    def update(self, index: int = 0) -> "Stage":
+        """The stage of update definition ``index`` of this stage's tensor (Halide's ``f.update(0)``), from
+        the stage of its pure definition or of any of its updates."""
+        base = self.op.base if isinstance(self.op, UpdateOp) else self.op
+        found = [st for st in self.schedule.stages if isinstance(st.op, UpdateOp) and st.op.base is base]
+        match = next((st for st in found if st.op.position == index), None)
+        if match is None:
+            raise ScheduleError(f"update({index!r}) of {base.name}: it has {len(found)} update definition(s) in "
+                                f"this schedule" + (f" (0 to {len(found) - 1})" if found else ""))
+        return match
 
     # loop transformations -------------------------------------------------------------------------
     @atomic

@@ -22,6 +22,7 @@ from tesched.schedule.storage import AxisBound
 from tesched.te.expr import Expr, as_expr
 from tesched.te.extern_op import ExternOp
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, PlaceholderOp, Tensor
+from tesched.te.update import Func
 
 
 @dataclass(frozen=True, eq=False)
@@ -56,7 +57,10 @@ class Singleton:
 Relation = Split | Fuse | Singleton
 
 
-def as_op(x: Operation | Tensor, what: str = "schedule") -> Operation:
+def as_op(x: "Operation | Tensor | Func", what: str = "schedule") -> Operation:
+    """The operation of ``x``: a tensor's, or a :class:`~tesched.te.update.Func`'s latest definition."""
+    if isinstance(x, Func):
+        return x.tensor.op
     if isinstance(x, Tensor):
         return x.op
     if isinstance(x, Operation):
@@ -135,6 +139,8 @@ class StageBase:
         self.store_type: AttachType | None = None     # None: stored where computed
         self.store_stage: StageBase | None = None
         self.store_ivar: IterVar | None = None
+        self.with_stage: StageBase | None = None     # ``compute_with``: the stage whose loops it shares,
+        self.with_ivar: IterVar | None = None         # down to this loop of it
         self.bounds: dict[IterVar, AxisBound] = {}
         self.bound_alignments: dict[IterVar, tuple[int, int]] = {}  # axis -> (modulus, remainder), ``align_bounds``
 
@@ -164,6 +170,8 @@ class StageBase:
             text += ", stored at root"
         elif self.store_stage is not None and self.store_ivar is not None:
             text += f", stored at {self.store_stage.name}.{self.store_ivar.name}"
+        if self.with_stage is not None and self.with_ivar is not None:
+            text += f", with {self.with_stage.name}.{self.with_ivar.name}"
         return text
 
     def _loops_text(self) -> str:

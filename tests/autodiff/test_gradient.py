@@ -370,6 +370,18 @@ def test_errors_name_what_is_wrong():
         ts.gradient(y, [x])
 
 
+def test_an_update_definition_is_refused_by_name():
+    g = ts.placeholder((6,), name="g")
+    f = ts.Func((6,), name="f")
+    x, = f.axis
+    f[x] = g[x] * 2.0
+    r = ts.reduce_axis((1, 6), "r")
+    f[r] += f[r - 1]
+    with pytest.raises(ts.GradientError, match=r"stage f.update0 is an update definition of f: ts.gradient does "
+                                               r"not differentiate updates in place yet"):
+        ts.gradient(f.tensor, [g])
+
+
 def test_a_sum_scatter_passes_each_point_the_adjoint_of_its_element():
     n, bins = 40, 6
     x, w = ts.placeholder((n,), "float64", name="x"), ts.placeholder((n,), "float64", name="w")

@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 import tesched as ts
 import tesched.nn as nn
 from tesched.autoschedule.machine import Machine
+from tesched.autoschedule.pipeline import scheduled_by_user
+from tesched.te.tensor import PlaceholderOp
 from tesched.poly import analysis
 from tesched.recipes import image_apps
 from tesched.recipes.local_laplacian import local_laplacian
@@ -118,7 +120,8 @@ static void dot8(const float *a, int64_t sa, const float *b, int64_t sb, float *
     assert result is s
     text = ts.explain_schedule(s)
     assert "Z: kept as scheduled" in text and "it is tensorized" in text
-    assert text.splitlines()[1:3] == ["left as declared: 1 stage(s):", "    - Z: kept as scheduled: it is tensorized"]
+    assert text.splitlines()[1:4] == ["left as declared: 2 stage(s):", "    - Z: kept as scheduled: it is tensorized",
+                                      "    - O: rows of 1, too short to vectorize"]
     assert "P: stored whole" in text and "read by a stage kept as scheduled" in text
     xa, ya = data(16, 8), data(16, 8, seed=1)
     out = ts.build(s, [X, Y, O])(xa, ya)
@@ -139,11 +142,27 @@ def test_explain_and_arguments():
     assert "128-bit SIMD" in ts.explain_schedule(ts.auto_schedule(outputs, target=narrow))
 
 
+def declared_at_top(text: str) -> dict[str, str]:
+    """The stages ``explain_schedule`` lists first as left as declared, with why."""
+    lines = text.splitlines()
+    count = int(lines[1].split(": ")[1].split()[0])
+    return dict(line[len("    - "):].split(": ", 1) for line in lines[2:2 + count])
+
+
+def untouched(s: ts.Schedule) -> set[str]:
+    """The compute stages of ``s`` whose loops are as declared: none split, reordered, annotated or placed,
+    and no stage computed in them (a member, a partial reduction)."""
+    hosts = {id(st.attach_stage) for st in s.stages if st.attach_stage is not None}
+    return {st.op.name for st in s.stages
+            if not isinstance(st.op, PlaceholderOp) and not scheduled_by_user(st) and id(st) not in hosts}
+
+
 @settings(max_examples=8, deadline=None)
 @given(pipelines())
 def test_random_pipelines_stay_correct(pipeline):
     A, out, ref = pipeline
     s = ts.auto_schedule(out)
+    assert set(declared_at_top(ts.explain_schedule(s))) == untouched(s)
     a = data(*[int(d) for d in A.shape])
     got = ts.build(s, [A, out])(a)
     np.testing.assert_allclose(got, ref(a.astype(np.float64)), rtol=1e-4, atol=1e-4)
@@ -207,8 +226,7 @@ def test_pyramid_decides_with_work_bounded_by_its_stages(levels, shape, monkeypa
             return fn(*args, **kwargs)
         return call
 
-    state = importlib.import_module("tesched.autoschedule.state")
-    monkeypatch.setattr(state, "tile_regions", counted("regions", analysis.tile_regions))
+    monkeypatch.setattr(analysis.TileFootprints, "regions", counted("regions", analysis.TileFootprints.regions))
     monkeypatch.setattr(analysis, "_read_box", counted("boxes", analysis._read_box))
     A = ts.placeholder(shape, name="A")
     out = interpolate(A, levels)
@@ -349,11 +367,13 @@ WIDE = Machine(vector_bytes=64, threads=2, registers=32, l1_bytes=32 << 10, l2_b
 def test_histogram_equalization_scatters_scans_and_gathers_without_checks():
     """A scatter, a cumulative sum as short as one vector (its whole output one register tile: it
     accumulates in place, no write cache at a tile loop it does not have), then a gather of it at each
-    pixel's bin computed in a stage of its own: every stage scheduled, no run-time index check."""
+    pixel's bin computed in a stage of its own: every stage scheduled but the scatter, too small to share
+    (serial, named first), no run-time index check."""
     (img,), out = image_apps.equalize(48, 40, 16)
     s = ts.auto_schedule(out, target=WIDE)
     text = ts.explain_schedule(s)
-    assert "left as declared: 0 stage(s)" in text and "rejected" not in text, text
+    assert text.splitlines()[1:3] == ["left as declared: 1 stage(s):", "    - hist: serial: too little work (or too "
+                                      "short a first loop) to share between threads"] and "rejected" not in text, text
     assert "cdf: stored whole, tiles [16], vectorized, register tile" in text and "accumulates in place" in text
     assert "checked" not in str(ts.lower(s, [img, out]))
     a = np.random.default_rng(8).uniform(-0.1, 1.1, (48, 40)).astype(np.float32)
@@ -377,3 +397,37 @@ def test_a_reduction_read_by_a_one_tile_stage_is_stored_whole_with_loops_of_its_
     assert f"stored whole: r is one tile (tiles [{n}])" in text and "y: stored whole, tiles" in text
     w, v = data(n, 64), data(64, seed=1)
     np.testing.assert_allclose(ts.build(s, [W, x, r])(w, v), np.maximum(w @ v, 0), rtol=1e-4, atol=1e-5)
+
+
+def test_explain_names_first_every_stage_whose_loops_stay_as_declared():
+    """Stages too small to tile, vectorize or share (a reduction over an axis of one, a 3 x 3 map, a
+    serial scatter) are listed at the top with their reason, as is a stage kept as the user scheduled it;
+    the listed stages are exactly those the applied schedule leaves untouched (besides the kept one)."""
+    A = ts.placeholder((4, 3), name="A")
+    k = ts.reduce_axis((0, 3), name="k")
+    R = ts.compute((4, 1), lambda i, j: ts.sum(A[i, k], axis=k), name="R")
+    C = ts.placeholder((3, 3), name="C")
+    D = ts.compute((3, 3), lambda i, j: C[i, j] * 2.0, name="D")
+    img = ts.placeholder((5, 4), "int32", name="img")
+    ry, rx = ts.reduce_axis((0, 5), name="ry"), ts.reduce_axis((0, 4), name="rx")
+    H = ts.scatter_add((8,), img[ry, rx], 1.0, [ry, rx], name="H")
+    B = ts.placeholder((64, 64), name="B")
+    K = ts.compute((64, 64), lambda i, j: B[i, j] + 1.0, name="K")
+    E = ts.compute((64, 64), lambda i, j: K[i, j] * 3.0, name="E")
+    s = ts.create_schedule([R.op, D.op, H.op, E.op])
+    s[K].split(K.op.axis[1], 16)
+    ts.auto_schedule(s)
+    declared = declared_at_top(ts.explain_schedule(s))
+    assert declared == {"R": "no axis long enough to vectorize: loops as declared",
+                        "D": "rows of 3, too short to vectorize",
+                        "H": declared.get("H", ""),
+                        "K": "kept as scheduled: its loops were already split, fused, reordered or annotated"}, declared
+    assert declared["H"].startswith("serial: too little work")
+    assert set(declared) - {"K"} == untouched(s) and "E" not in declared
+    a, c, b = data(4, 3), data(3, 3, seed=1), data(64, 64, seed=2)
+    i = np.random.default_rng(3).integers(0, 8, (5, 4)).astype(np.int32)
+    r, d, h, e = ts.build(s, [A, C, img, B, R, D, H, E])(a, c, i, b)
+    np.testing.assert_allclose(r[:, 0], a.sum(1), rtol=1e-5)
+    np.testing.assert_allclose(d, 2 * c, rtol=1e-6)
+    np.testing.assert_allclose(h, np.bincount(i.ravel(), minlength=8), rtol=1e-6)
+    np.testing.assert_allclose(e, (b + 1) * 3, rtol=1e-6)

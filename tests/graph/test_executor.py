@@ -223,3 +223,78 @@ def test_a_fused_group_takes_any_number_of_inputs(rand):
     data = [rand((2, 3), low=-0.1, high=0.1) for _ in xs]
     expected = np.tanh(sum((d.astype(np.float64) * (k + 1) for k, d in enumerate(data)), np.zeros((2, 3))))
     np.testing.assert_allclose(exe(*data), expected, rtol=RTOL, atol=ATOL)
+
+
+# dynamic dimensions -------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def dynamic_mlp():
+    """An MLP on (batch, 16), batch in [1, 64], built once; its weights."""
+    rng = np.random.default_rng(5)
+    w1, b1 = rng.standard_normal((32, 16)).astype("f"), rng.standard_normal(32).astype("f")
+    w2 = rng.standard_normal((8, 32)).astype("f")
+    x = G.var("x", shape=(G.Dim("batch", 1, 64), 16))
+    hidden = G.nn.relu(G.nn.bias_add(G.nn.dense(x, G.const(w1)), G.const(b1)))
+    return G.build(G.Function([x], G.nn.softmax(G.nn.dense(hidden, G.const(w2))))), (w1, b1, w2)
+
+
+def _mlp_reference(x, weights):
+    w1, b1, w2 = (w.astype(np.float64) for w in weights)
+    logits = np.maximum(x @ w1.T + b1, 0) @ w2.T
+    e = np.exp(logits - logits.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+def test_a_dynamic_batch_builds_once_and_runs_at_any_size_in_range(dynamic_mlp, rand, monkeypatch):
+    from tesched.driver import build as build_module
+    exe, weights = dynamic_mlp
+    assert all([p.name for p in k.kernel.signature.params] == ["batch"] for k in exe.kernels)
+    monkeypatch.setattr(build_module, "compile_module", lambda *a, **k: pytest.fail("compiled at call time"))
+    for n in (1, 13, 64, 2):
+        x = rand((n, 16), low=-1)
+        np.testing.assert_allclose(exe(x), _mlp_reference(x, weights), rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(exe(x=x), _mlp_reference(x, weights), rtol=1e-3, atol=1e-4)
+        np.testing.assert_allclose(exe.prepare(x)(), _mlp_reference(x, weights), rtol=1e-3, atol=1e-4)
+
+
+def test_a_dynamic_size_outside_its_range_raises_naming_the_dimension(dynamic_mlp, rand):
+    exe, _ = dynamic_mlp
+    for n in (65, 0):
+        with pytest.raises(ValueError, match=rf"dimension 'batch' = {n} is outside its declared range \[1, 64\]"):
+            exe(np.zeros((n, 16), np.float32))
+    with pytest.raises(ValueError, match=r"input x: expected shape \(batch, 16\), got \(3, 15\)"):
+        exe(x=rand((3, 15)))
+
+
+def test_a_dynamic_batch_conv_and_two_inputs_sharing_the_dim(rand):
+    batch = G.Dim("n", 1, 5)
+    x, y = G.var("x", shape=(batch, 3, 6, 6)), G.var("y", shape=(batch, 4, 6, 6))
+    w = rand((4, 3, 3, 3), low=-1)
+    exe = G.build(G.Function([x, y], G.nn.relu(G.add(G.nn.conv2d(x, G.const(w), padding=1), y))))
+    for n in (1, 5, 3):
+        a, b = rand((n, 3, 6, 6), low=-1), rand((n, 4, 6, 6), low=-1)
+        padded = np.pad(a, ((0, 0), (0, 0), (1, 1), (1, 1))).astype(np.float64)
+        conv = sum(np.einsum("nchw,kc->nkhw", padded[:, :, i:i + 6, j:j + 6], w[:, :, i, j])
+                   for i in range(3) for j in range(3))
+        np.testing.assert_allclose(exe(a, b), np.maximum(conv + b, 0), rtol=1e-3, atol=1e-4)
+    with pytest.raises(ValueError, match="input 1: axis 0 is dimension 'n' = 3, but an earlier input set it to 2"):
+        exe(rand((2, 3, 6, 6)), rand((3, 4, 6, 6)))
+
+
+def test_dynamic_inputs_refuse_export_and_other_schedules(dynamic_mlp, tmp_path):
+    from tesched.errors import BuildError
+    exe, _ = dynamic_mlp
+    with pytest.raises(BuildError, match=r"input x has the dynamic shape Tensor\[\(batch, 16\), float32\]"):
+        exe.export_library(tmp_path / "model.so")
+    with pytest.raises(BuildError, match=r"input x has a dynamic shape .*not schedule='auto'"):
+        G.build(exe.pass_history[0][1], schedule="auto")
+
+
+def test_a_dynamic_batch_dense_padded_to_whole_panels_is_sliced_back(rand):
+    """20 output columns are no whole number of SIMD vectors: the weight is padded and the product
+    sliced back, along a dynamic row axis taken whole."""
+    w = rand((20, 24), low=-1)
+    x = G.var("x", shape=(G.Dim("rows", 1, 40), 24))
+    exe = G.build(G.Function([x], G.nn.dense(x, G.const(w))))
+    for n in (1, 23, 40):
+        a = rand((n, 24), low=-1)
+        np.testing.assert_allclose(exe(a), a @ w.T, rtol=1e-3, atol=1e-4)

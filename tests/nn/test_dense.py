@@ -66,23 +66,32 @@ def test_matmul_register_tiles_with_and_without_packing_and_an_epilogue(rand, m,
     assert ("b.local" in lowered) == (m >= 32)                # a panel of b is packed for 4+ row tiles
 
 
-def test_row_options_are_divisors_or_a_partial_last_tile():
-    assert row_options(12, 8, 4) == [1, 2, 3, 4, 6]            # 6 divides 12: no partial tile
-    assert row_options(197, 8, 4) == [4, 5, 6, 7, 8]           # a prime: 24 tiles of 8 and one of 5
-    assert row_options(22, 8, 4) == [4, 5, 6, 7, 8]            # its divisors up to 8 (1, 2) are too few rows
-    assert row_options(3, 8, 4) == [1, 3] and row_options(5, 8, 4) == [1, 5]
+def test_row_options_are_divisors_and_counts_leaving_a_partial_last_tile():
+    assert row_options(12, 8, 4) == [1, 2, 3, 4, 5, 6, 7, 8]
+    assert row_options(197, 8, 4) == [1, 4, 5, 6, 7, 8]        # a prime: 24 tiles of 8 and one of 5
+    assert row_options(1024, 8, 4) == [1, 2, 4, 5, 6, 7, 8]     # 6: 170 tiles and one of 4
+    assert row_options(3, 8, 4) == [1, 3] and row_options(5, 8, 4) == [1, 4, 5]
 
 
-@pytest.mark.parametrize("m", [197, 11, 24])
-def test_matmul_of_prime_and_composite_row_counts(rand, m):
+@pytest.mark.parametrize("m, rows", [(1024, 6), (12, 6), (8, 4), (197, 6)])
+def test_avx2_matmul_rows_weigh_the_partial_tile(m, rows):
+    """AVX2 holds 6 x 16 (12 accumulators, 2 vectors of b, a broadcast): chosen when its partial last
+    tile costs no more than tiles of 4 would (1024 = 170 x 6 + 4), not for 8 rows (6 + a slow 2)."""
+    with ts.Target("x86-64-avx2"):
+        assert matmul_tile(m, 64, RegisterFile.of()) == (rows, 16)
+
+
+@pytest.mark.parametrize("m, rows", [(197, 8), (11, 7), (24, 8)])
+def test_matmul_of_prime_and_composite_row_counts(rand, m, rows):
     """A prime row count gets the register tile of a divisible one (8 rows x 2 AVX-512 vectors: 24 full
-    tiles and one of 5 rows for 197), unrolled; the numbers match NumPy on the host."""
+    tiles and one of 5 rows for 197; 11 rows are a tile of 7 and one of 4, both at full rate, where 8 would
+    leave 3 rows reloading ``b``), unrolled; the numbers match NumPy on the host."""
     a, b = ts.placeholder((m, 20), name="a"), ts.placeholder((20, 64), name="b")
     out = nn.matmul(a, b)
     arrays = [rand(a.shape, low=-1), rand(b.shape, low=-1)]
     kernel, here = pinned(lambda: ts.build(nn.default_schedule([out]), [a, b, out], name="matmul_rows"))
     with ts.Target(AVX512):
-        assert matmul_tile(m, 64, RegisterFile.of()) == (8, 32)
+        assert matmul_tile(m, 64, RegisterFile.of()) == (rows, 32)
     assert "ts_min" not in kernel.c_source and "#pragma GCC unroll" not in kernel.c_source
     np.testing.assert_allclose(here(*arrays), arrays[0].astype(np.float64) @ arrays[1], rtol=RTOL,
                                atol=ATOL * np.sqrt(20))

@@ -29,3 +29,21 @@ def test_broadcast_and_axes():
         broadcast_shapes((2,), (3,), "add")
     assert normalize_axis(-1, 3, "op") == 2
     assert reshape_target((2, 6), (3, -1), "reshape") == (3, 4)
+
+
+def test_a_symbolic_size_passes_broadcasts_and_reshapes_whole():
+    import tesched as ts
+    n, m = ts.var("n"), ts.var("m")
+    assert broadcast_shapes((n, 1, 4), (3, 1), "add") == (n, 3, 4)
+    assert broadcast_shapes((1, 4), (n, 4), "add")[0] is n
+    with pytest.raises(ValueError, match="add: shapes"):
+        broadcast_shapes((n, 4), (m, 4), "add")
+    with pytest.raises(ValueError, match="add: shapes"):
+        broadcast_shapes((n,), (3,), "add")
+    assert reshape_target((n, 4, 6), (n, -1), "reshape") == (n, 24)
+    assert reshape_target((2, n, 6), (n, 3, 4), "reshape") == (n, 3, 4)
+    assert reshape_target((n,), (n, 1), "reshape") == (n, 1)
+    with pytest.raises(ValueError, match="reshape: the dynamic dimensions .* must appear unchanged"):
+        reshape_target((n, 4), (-1,), "reshape")
+    with pytest.raises(ValueError, match=r"reshape: cannot reshape \(4,\)"):
+        reshape_target((n, 4), (n, 5), "reshape")

@@ -71,3 +71,18 @@ def test_broadcast_to_and_take_reject_bad_arguments():
         nn.broadcast_to(x, (3, 1))
     with pytest.raises(TypeError, match="take: indices must be int32 or int64"):
         nn.take(x, ts.placeholder((2,), name="ids"))
+
+
+def test_a_symbolic_axis_is_sliced_and_broadcast_whole(rand):
+    n = ts.var("n")
+    x = ts.placeholder((n, 6), name="x")
+    middle = nn.strided_slice(x, [0, 1], [n, 5])
+    spread = nn.broadcast_to(ts.placeholder((1, 6), name="row"), (n, 6))
+    assert middle.shape[0] is n and spread.shape[0] is n
+    with pytest.raises(ValueError, match="strided_slice: axis 0 has the dynamic size n; it can only be taken whole"):
+        nn.strided_slice(x, [1], [n])
+    with pytest.raises(ValueError, match="concatenate: axis 0 has a dynamic size"):
+        nn.concatenate([x, x], 0)
+    f = ts.build(nn.default_schedule(middle), [x, middle], name="middle_columns")
+    a = rand((7, 6))
+    np.testing.assert_array_equal(f(a), a[:, 1:5])

@@ -138,3 +138,23 @@ def test_bad_tile_arguments():
     with pytest.raises(ValueError, match="must be positive"):
         an.tile_regions(by.op, (0, 2))
     assert np.isclose(an.tile_regions(by.op, (1, 4), [bx.op])["bx"].redundancy, 3 * 4 * 4 / 24)
+
+
+def test_footprints_of_one_tiling_follow_only_the_members_a_list_adds(monkeypatch):
+    """TileFootprints keeps the composition after every prefix of a member list: asking again for a
+    prefix (members stored whole after a round) or for a longer list reads only the new members' boxes,
+    and every answer equals tile_regions computed afresh."""
+    A = ts.placeholder((20, 18), name="A")
+    p = ts.compute((20, 18), lambda y, x: A[y, x] * 2.0, name="p")
+    q = ts.compute((19, 18), lambda y, x: p[y, x] + p[y + 1, x], name="q")
+    r = ts.compute((18, 17), lambda y, x: q[y, x] + q[y + 1, x + 1], name="r")
+    boxes = []
+    real = an._read_box
+    monkeypatch.setattr(an, "_read_box", lambda *a: boxes.append(a[0].tensor.name) or real(*a))
+    feet = an.TileFootprints(r.op, (4, 17))
+    for members, new_reads in (([q.op, p.op], ["p", "p", "A"]), ([q.op], []), ([q.op, p.op], [])):
+        before = len(boxes)
+        got = feet.regions(members)
+        assert boxes[before:] == new_reads
+        assert got == an.tile_regions(r.op, (4, 17), members)
+    assert an.TileFootprints(r.op, (4, 17)).regions([q.op])["p"].extents == (6, 18)

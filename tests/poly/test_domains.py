@@ -17,6 +17,7 @@ from tesched.ir import nodes as ir
 from tesched.ir.visitor import walk_stmts
 from tesched.poly import domains
 from tesched.poly.buffers import computed_points
+from .helpers import model_of
 
 
 def blur(n: int, m: int):
@@ -488,3 +489,31 @@ def test_boxes_widened_to_whole_dimensions_still_match_numpy(placement, monkeypa
     if placement == "compute_at":
         assert evaluations(func, "blur_x") == 4 * 15 * 7     # all 15 rows at each of the 4 row tiles
     build_and_check(s, A, by, blur_ref, rand, (15, 9))
+
+
+@pytest.mark.parametrize("tile", [4, 8])
+def test_a_resampled_footprint_is_kept_as_its_box_without_floors(tile):
+    """A coarse stage computed at row tiles of a 2x upsampling (reads at ``y // 2`` and at
+    ``clamp(y // 2 - 1 + 2 * (y % 2), 0, 7)``, Halide's ``[1/4 3/4]``): its footprint is exactly its box,
+    but isl writes the union of the reads through existential variables, which slowed every later step
+    (buffers, the dependence check, the AST). The model keeps the box, in one piece (over two tiles too,
+    whose bounds are constants per tile), and the kernel computes the reference."""
+    A = ts.placeholder((8, 8), name="A")
+    C = ts.compute((8, 8), lambda y, x: A[y, x] * 2.0, name="C")
+    F = ts.compute((16, 16), lambda y, x: 0.25 * C[ts.clamp(y // 2 - 1 + 2 * (y % 2), 0, 7), x // 2]
+                   + 0.75 * C[ts.minimum(y // 2, 7), x // 2], name="F")
+    s = ts.create_schedule(F.op)
+    yo, _ = s[F].split(F.op.axis[0], tile)
+    s[C].compute_at(s[F], yo)
+    fp = next(sm for sm in model_of(s, [A, F]).stages if sm.name == "C").footprint
+    rows = tile // 2
+    box = isl.Map(f"{{ [t] -> {fp.get_tuple_name(isl.dim_type.out)}[y, x] : 0 <= t < {16 // tile} and "
+                  f"{rows} * t - 1 <= y <= {rows} * t + {rows} and 0 <= y <= 7 and 0 <= x <= 7 }}")
+    assert fp.is_equal(box), fp
+    assert fp.n_basic_map() == 1 and all(b.dim(isl.dim_type.div) == 0 for b in fp.get_basic_maps()), fp
+    a = np.random.default_rng(5).standard_normal((8, 8)).astype(np.float32)
+    c = 2 * a
+    y = np.arange(16)
+    near, far = np.minimum(y // 2, 7), np.clip(y // 2 - 1 + 2 * (y % 2), 0, 7)
+    expected = 0.25 * c[far][:, y // 2] + 0.75 * c[near][:, y // 2]
+    np.testing.assert_allclose(ts.build(s, [A, F])(a), expected, rtol=1e-5, atol=1e-6)

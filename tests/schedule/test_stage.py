@@ -294,3 +294,41 @@ def test_pragma_vectorize_and_unroll_are_the_loop_kinds(rand):
     np.testing.assert_allclose(ts.build(s, [A, B])(a), a * 2 + 1, rtol=1e-6)
     with pytest.raises(ts.ScheduleError, match="pragma on stage B, loop j.outer: 'vectorize' takes no value"):
         s[B].pragma(o, "vectorize", 4)
+
+
+def test_a_funcs_stages_are_its_pure_definition_and_each_update():
+    """``s[f]`` is the pure definition's stage, ``s[f].update(k)`` update ``k``'s (from any of them)."""
+    f = ts.Func((4,), "int32", name="f")
+    x, = f.axis
+    f[x] = 0
+    r = ts.reduce_axis((0, 4), "r")
+    f[r] += 1
+    f[r] *= 2
+    s = ts.create_schedule(f)          # a Func's schedule is that of its latest version
+    assert s.outputs == [f.tensor.op] and s[f].op is f.op
+    assert s[f].update(0).name == "f.update0" and s[f].update(1) is s[f.tensor]
+    assert s[f.tensor].update(0) is s[f].update(0)
+    with pytest.raises(ts.ScheduleError, match=r"update\(2\) of f: it has 2 update definition\(s\) in this "
+                                               r"schedule \(0 to 1\)"):
+        s[f].update(2)
+    with pytest.raises(ts.ScheduleError, match=r"update\(0\) of g: it has 0 update definition\(s\)"):
+        g = ts.compute((4,), lambda i: f[i] + 1, name="g")
+        ts.create_schedule(g)[g].update(0)
+
+
+def test_compute_with_takes_another_stage_of_the_schedule_and_one_of_its_loops():
+    A = ts.placeholder((4,), name="A")
+    f = ts.compute((4,), lambda i: A[i] + 1.0, name="f")
+    g = ts.compute((4,), lambda i: f[i] * 2.0, name="g")
+    s = ts.create_schedule(g)
+    before = _snapshot(s[g])
+    with pytest.raises(ts.ScheduleError, match=r"compute_with of g: the parent must be another stage"):
+        s[g].compute_with(s[g], g.op.axis[0])
+    with pytest.raises(ts.ScheduleError, match=r"compute_with of g: 'i' is not a loop of f \(its loops are: i\)"):
+        s[g].compute_with(s[f], g.op.axis[0])
+    with pytest.raises(ts.ScheduleError, match=r"compute_with: A is an input"):
+        s[A].compute_with(s[f], f.op.axis[0])
+    assert _snapshot(s[g]) == before
+    s[g].compute_with(s[f], f.op.axis[0])
+    assert s[g].with_stage is s[f] and s[g].with_ivar is f.op.axis[0]
+    assert repr(s[g]) == "Stage(g, root, with f.i, loops: i (4))"

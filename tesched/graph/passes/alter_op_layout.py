@@ -30,6 +30,9 @@
   from the target's register file: :func:`tesched.nn.conv_channels.register_tile`):
   vectorized along output channels instead of along the row.
 
+With a dynamic dimension (:class:`~tesched.graph.types.Dim`), a dense layer's rows count at their
+largest value (the slice back of a padded product takes a dynamic axis whole), and a convolution gets
+only the weight-last layout (Winograd tiles and pointwise row views reshape the image).
 Everything else is left as it is. The rewritten graph computes the same values (to float32 rounding).
 """
 from __future__ import annotations
@@ -40,6 +43,7 @@ from tesched.graph.fusion_rules import FusionRules
 from tesched.graph.ir import Call, Constant, Expr, Function
 from tesched.graph.ops_nn import conv2d_weight_last, dense_panels, matmul
 from tesched.graph.ops_transform import reshape, strided_slice
+from tesched.graph.types import static_shape
 from tesched.graph.ops_winograd import winograd_conv2d
 from tesched.graph.visit import rewrite, use_counts
 from tesched.nn import winograd
@@ -72,13 +76,14 @@ def _dense_in_panels(node: Call) -> Expr | None:
     lanes = current_target().lanes(str(weight.data.dtype))
     if block % lanes == 0:
         return dense_panels(x, Constant(pack_dense_panels(weight.data, block), name=weight.name))
+    rows = static_shape(x.tensor_type.extents)[0]
     if columns > lanes:
         width = PANEL_VECTORS * lanes
         padded = np.zeros((-(-columns // width) * width, weight.data.shape[1]), weight.data.dtype)
         padded[:columns] = weight.data
         product = dense_panels(x, Constant(pack_dense_panels(padded, width), name=weight.name))
-        return strided_slice(product, [0, 0], [x.tensor_type.shape[0], columns])
-    if x.tensor_type.shape[0] < GEMM_MIN_ROWS:
+        return strided_slice(product, [0, 0], [x.tensor_type.extents[0], columns])
+    if rows < GEMM_MIN_ROWS:
         return None
     return matmul(x, Constant(np.ascontiguousarray(weight.data.T), name=weight.name))
 
@@ -121,12 +126,12 @@ def _conv_weight_last(node: Call) -> Expr | None:
     attrs = node.attrs
     k, _, kh, kw = weight.tensor_type.shape
     strided = tuple(attrs["strides"]) != (1, 1)
-    narrow = node.tensor_type.shape[3] < NARROW_ROW
+    narrow = node.tensor_type.size(3) < NARROW_ROW
     if not isinstance(weight, Constant) or attrs["groups"] != 1 or (kh, kw) == (1, 1) or \
             not current_target().vector_bytes or \
             k % current_target().lanes(str(weight.data.dtype)) or not (strided or narrow):
         return None                 # (without SIMD there are no output-channel vectors to gain)
-    _, block = register_tile(node.tensor_type.shape[3], k, RegisterFile.of(dtype=str(weight.data.dtype)))
+    _, block = register_tile(node.tensor_type.size(3), k, RegisterFile.of(dtype=str(weight.data.dtype)))
     return conv2d_weight_last(x, Constant(weight_last(weight.data, block), name=weight.name), attrs["strides"],
                               attrs["padding"], attrs["dilation"])
 
@@ -201,6 +206,8 @@ def alter_op_layout(f: Function, rules: FusionRules | None = None) -> Function:
         if node.op_name == "nn.dense":
             return _dense_in_panels(node)
         if node.op_name == "nn.conv2d":
+            if node.tensor_type.is_dynamic:         # tile layouts and row views assume a static image
+                return _conv_weight_last(node)
             tiles = (_conv_as_winograd(node) if use_winograd else None) or _pointwise_rows(node)
             return _conv_weight_last(node) if tiles is None else views.view(tiles, node.tensor_type.shape)
         return views.pushed(node, original)

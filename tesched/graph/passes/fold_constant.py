@@ -16,7 +16,7 @@ def fold(expr: Expr) -> Expr:
 
 def _fold_node(node: Expr, original: Expr) -> Expr | None:
     if isinstance(node, Call) and not isinstance(node.op, Function) and \
-            all(isinstance(a, Constant) for a in node.args):
+            all(isinstance(a, Constant) for a in node.args) and is_constant_expr(node):
         return evaluate_constant(node)
     if isinstance(node, TupleGetItem) and isinstance(node.tuple_value, Tuple):
         return node.tuple_value.fields[node.index]

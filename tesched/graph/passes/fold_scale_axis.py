@@ -28,7 +28,9 @@ def channel_scale(scale: Constant, out: TensorType) -> np.ndarray | None:
     if out.ndim <= CHANNEL_AXIS or s.ndim > out.ndim:
         return None
     full = s.reshape((1,) * (out.ndim - s.ndim) + s.shape)
-    channels = out.shape[CHANNEL_AXIS]
+    channels = out.extents[CHANNEL_AXIS]
+    if not isinstance(channels, int):
+        return None                 # a dynamic axis is no channel axis
     if any(d != 1 and (k != CHANNEL_AXIS or d != channels) for k, d in enumerate(full.shape)):
         return None
     return np.broadcast_to(full.reshape(-1), (channels,))

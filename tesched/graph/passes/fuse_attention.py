@@ -50,7 +50,8 @@ def _sides(node: Call, scores_full: bool) -> tuple[Expr, Expr]:
     """``(scores, other)`` of a binary op: the scores are the operand of the output's shape (the first when
     both are)."""
     a, b = node.args
-    if scores_full and a.tensor_type.shape != node.tensor_type.shape and b.tensor_type.shape == node.tensor_type.shape:
+    if scores_full and a.tensor_type.extents != node.tensor_type.extents and \
+            b.tensor_type.extents == node.tensor_type.extents:
         return b, a
     if not scores_full and _scalar(a) is not None:
         return b, a
@@ -59,14 +60,17 @@ def _sides(node: Call, scores_full: bool) -> tuple[Expr, Expr]:
 
 def _keeps_rows(node: Call) -> bool:
     """A reshape that keeps the last two axes (splits or merges the batch axes only)."""
-    before, after = node.args[0].tensor_type.shape, node.tensor_type.shape
+    before, after = node.args[0].tensor_type.extents, node.tensor_type.extents
     return len(before) >= 2 and len(after) >= 2 and before[-2:] == after[-2:]
 
 
 def _unguarded(node: Expr) -> tuple[Expr, Expr | None]:
     """``(softmax, logits guarded)`` under ``where(not any(logits != -inf, -1), 0, softmax)``, else
     ``(node, None)``."""
-    if not (_op(node, "where") and _scalar(node.args[1]) == 0.0 and _op(node.args[2], "nn.softmax")):
+    if not _op(node, "where"):
+        return node, None
+    fill = node.args[1].args[0] if _op(node.args[1], "broadcast_to") else node.args[1]   # a dynamic shape's fill
+    if not (_scalar(fill) == 0.0 and _op(node.args[2], "nn.softmax")):
         return node, None
     cond = node.args[0]
     if not (_op(cond, "logical_not") and _op(cond.args[0], "any") and cond.args[0].attrs["keepdims"]):
@@ -111,7 +115,8 @@ def _match(pv: Call, counts: dict[int, int]) -> _Match | None:
             assert factor is not None
             scale *= factor                     # of the scores, and of every bias added before it
             node = scores
-        elif _op(node, "add") and _sides(node, True)[1].tensor_type.ndim <= node.tensor_type.ndim:
+        elif _op(node, "add") and _sides(node, True)[1].tensor_type.ndim <= node.tensor_type.ndim \
+                and not node.tensor_type.is_dynamic:         # (a bias of a dynamic shape: left unfused)
             scores, bias = _sides(node, True)
             biases.append((bias, scale, node.tensor_type.shape))
             node = scores
@@ -119,7 +124,7 @@ def _match(pv: Call, counts: dict[int, int]) -> _Match | None:
             break
         else:
             return None
-    if counts[id(node)] != 1 or node.tensor_type.shape[:1] + node.tensor_type.shape[1:2] != pv.tensor_type.shape[:2]:
+    if counts[id(node)] != 1 or node.tensor_type.extents[:2] != pv.tensor_type.extents[:2]:
         return None
     return _Match(node.args[0], node.args[1], v, scale, tuple(biases))
 
@@ -164,7 +169,6 @@ def fuse_attention(f: Function) -> Function:
             new_kids = tuple(memo[id(k)] for k in kids)
             memo[id(node)] = node if all(a is b for a, b in zip(kids, new_kids)) else node.with_children(new_kids)
             continue
-        batch = node.tensor_type.shape[0]
         total: Expr | None = None
         causal: int | None = None
         for bias, factor, shape in match.biases:
@@ -172,7 +176,7 @@ def fuse_attention(f: Function) -> Function:
             if offset is not None and causal is None:
                 causal = offset                     # a mask computed from indices in the kernel
                 continue
-            term = _batched_bias(memo[id(bias)], factor, shape, batch)
+            term = _batched_bias(memo[id(bias)], factor, shape, node.tensor_type.shape[0])
             total = term if total is None else add(total, term)
         memo[id(node)] = attention(memo[id(match.q)], memo[id(match.kt)], memo[id(match.v)], total, match.scale,
                                    causal)
