@@ -47,7 +47,7 @@ from tesched.graph.params import bind_arguments
 from tesched.graph.passes import FusionReport
 from tesched.graph.progress import BuildProgress, kernel_groups
 from tesched.graph.size_binding import SizeBinding, Sizes
-from tesched.graph.types import TensorType, TupleType, static_shape
+from tesched.graph.types import TensorType, TupleType, has_dynamic, static_shape
 from tesched.lower.func import LoweredFunc
 from tesched.lower.hooks import write_page
 from tesched.target import Target
@@ -182,7 +182,7 @@ class Executable:
         """The group's step, to take once every group is lowered: its kernel compiles in the background
         meanwhile (an external or attention group's is ready now)."""
         external = compile_external_group(fn) or compile_attention_group(fn)
-        if external is not None and any(t.is_dynamic for t in fn.checked_type.params):   # type: ignore[union-attr]
+        if external is not None and has_dynamic(fn.checked_type):
             raise BuildError(f"{external.name}: an external call takes static shapes, but its group {fn.name} "
                              f"has dynamic dimensions ({fn.checked_type})")
         if external is not None:

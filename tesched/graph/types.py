@@ -130,4 +130,13 @@ class FuncType:
         return f"fn ({', '.join(map(str, self.params))}) -> {self.ret}"
 
 
+def has_dynamic(t: "Type") -> bool:
+    """Whether a value of type ``t`` (a tensor, or a tuple or function of them) has a dynamic dimension."""
+    if isinstance(t, TensorType):
+        return t.is_dynamic
+    if isinstance(t, TupleType):
+        return any(has_dynamic(f) for f in t.fields)
+    return any(has_dynamic(p) for p in t.params) or has_dynamic(t.ret)
+
+
 Type = TensorType | TupleType | FuncType

@@ -31,19 +31,23 @@ def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor
                axis: int = 1) -> Tensor:
     """Normalise ``x`` per channel of ``axis`` with given statistics, then scale and shift."""
     axis = normalize_axis(axis, x.ndim, "batch_norm")
-    channels = x.shape[axis]
-    for name, t in (("gamma", gamma), ("beta", beta), ("mean", mean), ("var", var)):
-        if t.shape != (channels,):
-            raise ValueError(f"batch_norm: {name} has shape {t.shape}, expected ({channels},) for axis {axis} "
-                             f"of {x.shape}")
-        if t.dtype != x.dtype:
-            raise TypeError(f"batch_norm: {name} is {t.dtype} but x is {x.dtype}")
+    _check_along(x, axis, "batch_norm", gamma=gamma, beta=beta, mean=mean, var=var)
 
     def fcompute(*i):
         c = i[axis]
         return (x[i] - mean[c]) / ts.sqrt(var[c] + epsilon) * gamma[c] + beta[c]
 
     return compute(x.shape, fcompute, name="batch_norm", pattern=Pattern.BROADCAST, op="batch_norm")
+
+
+def _check_along(x: Tensor, axis: int, what: str, **vectors: Tensor) -> None:
+    """Each of ``vectors`` is 1-D along ``axis`` of ``x``, of ``x``'s dtype."""
+    size = x.shape[axis]
+    for name, t in vectors.items():
+        if t.shape != (size,):
+            raise ValueError(f"{what}: {name} has shape {t.shape}, expected ({size},) for axis {axis} of {x.shape}")
+        if t.dtype != x.dtype:
+            raise TypeError(f"{what}: {name} is {t.dtype} but x is {x.dtype}")
 
 
 def _channel_stats(x: Tensor, axis: int, what: str) -> tuple[Tensor, Tensor, float]:
@@ -77,13 +81,7 @@ def batch_norm_train(x: Tensor, gamma: Tensor, beta: Tensor, epsilon: float = 1e
     """Normalise ``x`` per channel of ``axis`` by the batch's mean and biased variance over the other axes,
     then scale and shift (PyTorch's ``BatchNorm`` in training mode)."""
     axis = normalize_axis(axis, x.ndim, "batch_norm_train")
-    channels = x.shape[axis]
-    for name, t in (("gamma", gamma), ("beta", beta)):
-        if t.shape != (channels,):
-            raise ValueError(f"batch_norm_train: {name} has shape {t.shape}, expected ({channels},) for axis "
-                             f"{axis} of {x.shape}")
-        if t.dtype != x.dtype:
-            raise TypeError(f"batch_norm_train: {name} is {t.dtype} but x is {x.dtype}")
+    _check_along(x, axis, "batch_norm_train", gamma=gamma, beta=beta)
     total, squares, count = _channel_stats(x, axis, "batch_norm_train")
 
     def fcompute(*i):
@@ -111,12 +109,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis: int = -1, epsilon: 
     """Normalise ``x`` over ``axis`` by each slice's mean and variance, then scale and shift."""
     axis = normalize_axis(axis, x.ndim, "layer_norm")
     size = x.shape[axis]
-    for name, t in (("gamma", gamma), ("beta", beta)):
-        if t.shape != (size,):
-            raise ValueError(f"layer_norm: {name} has shape {t.shape}, expected ({size},) for axis {axis} "
-                             f"of {x.shape}")
-        if t.dtype != x.dtype:
-            raise TypeError(f"layer_norm: {name} is {t.dtype} but x is {x.dtype}")
+    _check_along(x, axis, "layer_norm", gamma=gamma, beta=beta)
     reduced = tuple(1 if a == axis else d for a, d in enumerate(x.shape))
 
     def along(i: tuple, k) -> tuple:

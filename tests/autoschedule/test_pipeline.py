@@ -7,31 +7,17 @@ import pytest
 
 import tesched as ts
 from tesched.autoschedule.pipeline import Pipeline
+from scan_helpers import rnn_reference, rnn_scan
 from targets import AVX512
 
 
 def _rnn(T, B, H, I):
-    X = ts.placeholder((T, B, I), name="X")
-    W = ts.placeholder((H, H), name="W")
-    U = ts.placeholder((H, I), name="U")
-    h0 = ts.placeholder((B, H), name="h0")
-    state = ts.placeholder((T, B, H), name="h")
-    k = ts.reduce_axis((0, I), name="k")
-    xu = ts.compute((T, B, H), lambda t, b, j: ts.sum(X[t, b, k] * U[j, k], axis=k), name="xu")
-    init = ts.compute((1, B, H), lambda _, b, j: h0[b, j], name="init")
-    kh = ts.reduce_axis((0, H), name="kh")
-    hw = ts.compute((T, B, H), lambda t, b, j: ts.sum(state[t - 1, b, kh] * W[j, kh], axis=kh), name="hw")
-    upd = ts.compute((T, B, H), lambda t, b, j: ts.tanh(hw[t, b, j] + xu[t, b, j]), name="upd")
-    hs = ts.scan(init, upd, state, name="rnn")
-    out = ts.compute((T, B, H), lambda t, b, j: hs[t, b, j] * 2.0, name="out")
-    return (X, W, U, h0), out
+    inputs, _, _, _, hs = rnn_scan(T, B, H, I)
+    return inputs, ts.compute(hs.shape, lambda t, b, j: hs[t, b, j] * 2.0, name="out")
 
 
 def _reference(x, w, u, h0):
-    hs = [h0]
-    for t in range(1, x.shape[0]):
-        hs.append(np.tanh(hs[-1] @ w.T + x[t] @ u.T))
-    return np.stack(hs) * 2.0
+    return rnn_reference(x, w, u, h0) * 2.0
 
 
 def test_a_scan_and_its_step_keep_their_schedule_and_the_rest_is_scheduled(rand):

@@ -8,16 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tesched as ts
-
-
-def _histogram(n, m):
-    im = ts.placeholder((m,), "int32", name="im")
-    r = ts.reduce_axis((0, m), "r")
-    f = ts.Func((n,), "int32", name="hist")
-    x, = f.axis
-    f[x] = 0
-    f[im[r]] += 1
-    return im, f
+from update_helpers import histogram
 
 
 def _prefix_sum(h, w):
@@ -32,7 +23,7 @@ def _prefix_sum(h, w):
 
 
 def test_a_histogram_lowers_to_its_pure_definition_then_its_update(rand):
-    im, f = _histogram(8, 20)
+    im, _, f = histogram(8, 20)
     s = ts.create_schedule(f)
     text = str(ts.lower(s, [im, f.tensor]))
     assert text.index("produce hist {") < text.index("produce hist.update0 {")
@@ -49,7 +40,7 @@ def test_a_histogram_lowers_to_its_pure_definition_then_its_update(rand):
 @given(n=st.integers(1, 9), m=st.integers(1, 24), factor=st.integers(1, 5), unroll=st.booleans(),
        seed=st.integers(0, 2**31))
 def test_a_histogram_under_random_splits_counts_what_bincount_counts(n, m, factor, unroll, seed):
-    im, f = _histogram(n, m)
+    im, _, f = histogram(n, m)
     s = ts.create_schedule(f)
     u = s[f].update(0)
     _, inner = u.split(u.leaf_iter_vars[0], factor)
@@ -164,7 +155,7 @@ def test_a_loop_carrying_an_updates_recurrence_may_not_run_at_once(kind):
 
 
 def test_a_histograms_loop_may_not_run_in_parallel():
-    im, f = _histogram(8, 20)
+    im, _, f = histogram(8, 20)
     s = ts.create_schedule(f)
     s[f].update(0).parallel(s[f].update(0).leaf_iter_vars[0])
     with pytest.raises(ts.ScheduleError, match=r"loop r of stage hist.update0 is parallel"):

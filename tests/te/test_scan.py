@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tesched as ts
+from scan_helpers import rnn_reference, rnn_scan
 
 
 def _cumsum(m, n, init_steps=1):
@@ -60,33 +61,10 @@ def test_several_initial_steps_and_a_symbolic_length(rand):
     np.testing.assert_allclose(f(x), expected, rtol=1e-5)
 
 
-def _rnn(T, B, H, I):
-    X = ts.placeholder((T, B, I), name="X")
-    W = ts.placeholder((H, H), name="W")
-    U = ts.placeholder((H, I), name="U")
-    h0 = ts.placeholder((B, H), name="h0")
-    state = ts.placeholder((T, B, H), name="h")
-    k = ts.reduce_axis((0, I), name="k")
-    xu = ts.compute((T, B, H), lambda t, b, j: ts.sum(X[t, b, k] * U[j, k], axis=k), name="xu")
-    init = ts.compute((1, B, H), lambda _, b, j: h0[b, j], name="init")
-    kh = ts.reduce_axis((0, H), name="kh")
-    hw = ts.compute((T, B, H), lambda t, b, j: ts.sum(state[t - 1, b, kh] * W[j, kh], axis=kh), name="hw")
-    upd = ts.compute((T, B, H), lambda t, b, j: ts.tanh(hw[t, b, j] + xu[t, b, j]), name="upd")
-    return (X, W, U, h0), xu, hw, upd, ts.scan(init, upd, state, name="rnn")
-
-
-def _rnn_reference(x, w, u, h0):
-    out = np.zeros((x.shape[0],) + h0.shape, "float32")
-    out[0] = h0
-    for t in range(1, x.shape[0]):
-        out[t] = np.tanh(out[t - 1] @ w.T + x[t] @ u.T)
-    return out
-
-
 @pytest.mark.parametrize("schedule", ["default", "inline_update", "parallel", "hw_split"])
 def test_a_simple_rnn_over_t_steps_matches_a_numpy_loop(rand, schedule):
     T, B, H, I = 9, 2, 16, 5
-    inputs, xu, hw, upd, hs = _rnn(T, B, H, I)
+    inputs, xu, hw, upd, hs = rnn_scan(T, B, H, I)
     s = ts.create_schedule(hs.op)
     if schedule == "inline_update":
         s[upd].compute_inline()
@@ -99,11 +77,11 @@ def test_a_simple_rnn_over_t_steps_matches_a_numpy_loop(rand, schedule):
         s[hw].vectorize(ki)
     f = ts.build(s, list(inputs) + [hs], name=f"rnn_{schedule}")
     x, w, u, h0 = rand((T, B, I)), rand((H, H), low=-0.3, high=0.3), rand((H, I)), rand((B, H))
-    np.testing.assert_allclose(f(x, w, u, h0), _rnn_reference(x, w, u, h0), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(f(x, w, u, h0), rnn_reference(x, w, u, h0), rtol=1e-4, atol=1e-5)
 
 
 def test_a_parallel_time_loop_is_refused_by_the_dependence_check():
-    inputs, _, _, _, hs = _rnn(4, 2, 4, 3)
+    inputs, _, _, _, hs = rnn_scan(4, 2, 4, 3)
     s = ts.create_schedule(hs.op)
     s[hs].parallel(hs.op.axis[0])
     with pytest.raises(ts.ScheduleError, match=r"loop t of stage rnn is parallel, but its iterations depend"):

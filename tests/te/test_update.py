@@ -4,20 +4,11 @@ import pytest
 
 import tesched as ts
 from tesched.te.update import UpdateOp
-
-
-def _histogram(n=8, m=20):
-    im = ts.placeholder((m,), "int32", name="im")
-    r = ts.reduce_axis((0, m), "r")
-    f = ts.Func((n,), "int32", name="hist")
-    x, = f.axis
-    f[x] = 0
-    f[im[r]] += 1
-    return im, r, f
+from update_helpers import histogram
 
 
 def test_an_update_is_an_operation_of_its_own_over_its_reduce_axes():
-    im, r, f = _histogram()
+    im, r, f = histogram(8, 20)
     op = f.tensor.op
     assert isinstance(op, UpdateOp) and op.name == "hist.update0" and op.position == 0
     assert op.base is f.op and f.op.name == "hist"
