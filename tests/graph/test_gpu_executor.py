@@ -139,3 +139,20 @@ def ops_on_opencl(rand, names):
     compiled = G.build(f, disabled_passes=["fuse_ops"], target="opencl")(*arrays)
     for call, got, want in zip(calls, compiled, G.interpret(f, *arrays)):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=call.op_name)
+
+
+def test_blocked_convolutions_fall_back_to_a_thread_per_element_and_match_numpy(rand):
+    """conv2d_weight_last's and Winograd's blocked layouts give register tiles the GPU code generator cannot
+    give each thread; the default schedule falls back to one thread per element."""
+    need_opencl()
+    img = G.var("img", shape=(1, 4, 6, 5))
+    w3 = G.var("w3", shape=(16, 4, 3, 3))
+    blocked = G.nn.conv2d_weight_last(img, G.transpose(G.reshape(w3, (2, 8, 4, 3, 3)), (0, 2, 3, 4, 1)), strides=2,
+                                      padding=1)
+    winograd = G.nn.winograd_conv2d(img, np.linspace(-1, 1, 6 * 4 * 9, dtype="float32").reshape(6, 4, 3, 3), 2,
+                                    padding=(1, 1, 1, 2))
+    for out in (blocked, winograd):
+        f = G.Function([img, w3], out) if out is blocked else G.Function([img], out)
+        arrays = [rand(p.tensor_type.shape, low=0.5, high=1.5) for p in f.params]
+        got = G.build(f, disabled_passes=["fuse_ops"], target="opencl")(*arrays)
+        np.testing.assert_allclose(got, G.interpret(f, *arrays), rtol=RTOL, atol=ATOL)
