@@ -197,6 +197,24 @@ def test_iterations_isl_would_leave_out_raise_instead_of_a_wrong_answer(rand):
     np.testing.assert_allclose(f(a), np.array([a[i + 2:i + 4].sum() for i in range(7)]) * 2, rtol=1e-5)
 
 
+def test_a_fused_tile_computed_inside_a_fused_tile_is_refused_not_miscompiled():
+    """Found by the random schedules: the consumer's tile loops fused, the producer tiled by 5, its tile loop
+    fused with the inner one and computed at the consumer's inner loop. isl's generator drops iterations of
+    the producer over both trees (its domain is strided by a modulo); lowering names the stage instead."""
+    A = ts.placeholder((9, 12), name="A")
+    P = ts.compute((9, 12), lambda i, j: A[i, j] * 2.0 + 1.0, name="P")
+    C = ts.compute((9, 10), lambda i, j: P[i, j] + P[i, j + 1] * 2.0 + P[i, j + 2] * 3.0, name="C")
+    s = ts.create_schedule(C.op)
+    i, j = C.op.axis
+    io, jo, ii, _ = s[C].tile(i, j, 2, 1)
+    s[C].fuse(io, jo)
+    _, pjo, pii, _ = s[P].tile(P.op.axis[0], P.op.axis[1], 5, 1)
+    s[P].fuse(pjo, pii)
+    s[P].compute_at(s[C], ii)
+    with pytest.raises(ts.LoweringError, match="stage P: isl's loop generator left out some of its iterations"):
+        ts.lower(s, [A, C])
+
+
 @pytest.mark.parametrize("tree_budget", [None, (("loop values", 1), ("coordinates", 1))])
 def test_either_schedule_tree_gives_the_same_loops(rand, monkeypatch, tree_budget):
     """With no isl operations to spare, both trees run out of their budget and the tree over loop values is

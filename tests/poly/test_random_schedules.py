@@ -6,7 +6,8 @@ and parallel / vectorize / unroll on data-parallel loops. Kernels go to a cache 
 
 Also fusing two adjacent loops of the consumer, and a parallel loop in a producer computed inside the
 consumer; the one illegal combination this can draw (a parallel loop inside a vectorized one) must raise
-ScheduleError, which the test accepts.
+ScheduleError, which the test accepts, as it accepts the LoweringError that names isl's gap with strided
+fused loops (``tests/poly/test_astgen.py`` keeps examples of it) instead of a kernel missing iterations.
 """
 from __future__ import annotations
 
@@ -117,6 +118,9 @@ def test_random_legal_schedule_matches_numpy(data, make):
         kernel = ts.build(s, pipe.inputs + [C], name="random_schedule")
     except ts.ScheduleError as err:
         assert "inside the vectorized loop" in str(err), err
+        return
+    except ts.LoweringError as err:      # isl's known gap with strided fused loops (tests/poly/test_astgen.py)
+        assert "isl's loop generator left out some of its iterations" in str(err), err
         return
     note(str(kernel.lowered))
     rng = np.random.default_rng(0)
