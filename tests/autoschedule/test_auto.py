@@ -416,7 +416,8 @@ def test_explain_names_first_every_stage_whose_loops_stay_as_declared():
     E = ts.compute((64, 64), lambda i, j: K[i, j] * 3.0, name="E")
     s = ts.create_schedule([R.op, D.op, H.op, E.op])
     s[K].split(K.op.axis[1], 16)
-    ts.auto_schedule(s)
+    with ts.Target(AVX512):                 # which rows are too short to vectorize depends on the lanes
+        ts.auto_schedule(s)
     declared = declared_at_top(ts.explain_schedule(s))
     assert declared == {"R": "no axis long enough to vectorize: loops as declared",
                         "D": "rows of 3, too short to vectorize",
