@@ -116,7 +116,8 @@ static void dot8(const float *a, int64_t sa, const float *b, int64_t sb, float *
     O = ts.compute((16, 1), lambda i, j: ts.maximum(Z[i, j], 0.0), name="O")
     s = ts.create_schedule(O.op)
     s[Z].tensorize(Z.op.axis[1], dot)
-    result = ts.auto_schedule(s)
+    with ts.Target(AVX512):                 # the rows vectorized depend on the target's lanes
+        result = ts.auto_schedule(s)
     assert result is s
     text = ts.explain_schedule(s)
     assert "Z: kept as scheduled" in text and "it is tensorized" in text
