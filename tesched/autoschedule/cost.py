@@ -107,6 +107,18 @@ def inline_wins(info: StageInfo, factor: float) -> bool:
     return factor * info.ops <= info.ops + STORE_OPS + factor
 
 
+def rfactor_lanes(reduce_extent: int, lanes: int) -> int:
+    """Lanes of partial sums for an rfactor of a reduction of ``reduce_extent`` (a divisor of it, at most
+    the SIMD lanes and, at the full width, at most half the extent); 0 when none fits."""
+    return max((w for w in (4, 8, 16, 32, 64) if w <= lanes and reduce_extent % w == 0
+                and reduce_extent >= (2 * w if w == lanes else w)), default=0)
+
+
+def k_unroll(reduce_extent: int) -> int:
+    """How far the innermost reduce loop of a register tile is unrolled: its largest divisor up to 4."""
+    return max(d for d in range(1, min(4, reduce_extent) + 1) if reduce_extent % d == 0)
+
+
 def worth_parallel(work: float) -> bool:
     return work >= PARALLEL_MIN_OPS
 

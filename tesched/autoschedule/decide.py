@@ -245,8 +245,7 @@ def _register_tiled(state: DecideState, host: StageInfo, anchor: StageInfo, plan
     strided = [r for r in anchor_reads if ndim and r.strides[vector_axis] not in (0, 1)]
     last_reduce = len(anchor.op.axis) + len(anchor.op.reduce_axis) - 1
     reduce_extent = anchor.op.reduce_axis[-1].constant_extent or 1    # constant: else the stage is opaque
-    rf_lanes = max((w for w in (4, 8, 16, 32, 64) if w <= lanes and reduce_extent % w == 0
-                    and reduce_extent >= (2 * w if w == lanes else w)), default=0)
+    rf_lanes = cost.rfactor_lanes(reduce_extent, lanes)
     if (not ndim or extents[vector_axis] < lanes or strided) and rf_lanes and all(
             r.strides[last_reduce] in (0, 1) for r in anchor_reads):
         rows = [a for a in range(ndim) if extents[a] > 1]
@@ -285,7 +284,7 @@ def _register_tiled(state: DecideState, host: StageInfo, anchor: StageInfo, plan
         tile[u_axis] = best.u
     reg = register_footprint_text(anchor, tile, inlined)
     k_extent = reduce_extent
-    k_unroll = max(d for d in range(1, min(4, k_extent) + 1) if k_extent % d == 0)
+    k_unroll = cost.k_unroll(k_extent)
     anchor_plan = state.plans[anchor.index] if anchor is not host else plan
     whole = all(t >= e for t, e in zip(tile, extents))      # one tile: no tile loop for a write cache to sit at
     anchor_plan = anchor_plan.with_(

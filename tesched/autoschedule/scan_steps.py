@@ -47,13 +47,13 @@ def step_plan(state: DecideState, info: StageInfo) -> StagePlan:
     along_row = all(r.strides[vector_axis] in (0, 1) for r in reads)
     if along_row and extents[-1] >= lanes:
         reduce_extent = op.reduce_axis[-1].constant_extent or 1
-        k_unroll = max(d for d in range(1, min(4, reduce_extent) + 1) if reduce_extent % d == 0)
+        k_unroll = cost.k_unroll(reduce_extent)
         return plan.with_(f"reduce loops outside its innermost axis ({op.axis[-1].name}), which is vectorized: "
                           f"its inputs are contiguous along it; the innermost reduce loop unrolled by {k_unroll}",
                           reduce_outer=True, vectorize=True, k_unroll=k_unroll)
     last_reduce = len(op.axis) + len(op.reduce_axis) - 1
     reduce_extent = op.reduce_axis[-1].constant_extent or 1
-    rf_lanes = max((w for w in (4, 8, 16, 32, 64) if w <= lanes and reduce_extent % w == 0), default=0)
+    rf_lanes = cost.rfactor_lanes(reduce_extent, lanes)
     if rf_lanes and all(r.strides[last_reduce] in (0, 1) for r in reads):
         return plan.with_(f"rfactor: the reduction over {op.reduce_axis[-1].name} ({reduce_extent}) is contiguous "
                           f"in its inputs: {rf_lanes} lanes of partial sums, vectorized", rfactor=rf_lanes)

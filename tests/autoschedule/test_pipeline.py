@@ -37,7 +37,7 @@ def test_a_scan_and_its_step_keep_their_schedule_and_the_rest_is_scheduled(rand)
     assert top == ["left as declared: 1 stage(s):",
                    "    - rnn: kept as scheduled: it is a scan: its time loop runs in order, with its step computed "
                    "inside it"]
-    assert "hw: at its scan's time loop, rfactor 16" in text      # W[j, kh]: contiguous along kh only
+    assert "hw: at its scan's time loop, rfactor 8" in text       # W[j, kh]: contiguous along kh only; 16 of it
     assert "upd: at its scan's time loop, vectorized" in text
     values = [rand((T, B, I), low=-1, high=1), rand((H, H), low=-0.3, high=0.3), rand((H, I), low=-1, high=1),
               rand((B, H), low=-1, high=1)]
