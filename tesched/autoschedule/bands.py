@@ -147,8 +147,7 @@ def place_members(state: DecideState, host: StageInfo, plan: StagePlan, placemen
         if redundancy > cost.MAX_REDUNDANCY:
             demoted.add(m)
             continue
-        lanes = state.machine.lanes(info.itemsize)
-        vector = region.extents[-1] >= lanes // 2 if info.kind == "pointwise" else _contiguous_reduce(state, info)
+        vector = (state.machine.vectorizes(region.extents[-1], info.itemsize) if info.kind == "pointwise" else _contiguous_reduce(state, info))
         where = f"at outer loop {placement.level} of {host.name}"
         if placement.store is not None:
             where += (f", stored at outer loop {placement.store} (a sliding window: each iteration computes "
@@ -188,8 +187,7 @@ def banded(state: DecideState, host: StageInfo, plan: StagePlan, extents: list[i
     members = state.members.get(host.index, [])
     if ndim == 0:
         return plan.with_("a single value: no loops to arrange"), None
-    lanes = machine.lanes(host.itemsize)
-    vectorize = extents[-1] >= lanes // 2
+    vectorize = machine.vectorizes(extents[-1], host.itemsize)
     how = "vectorized" if vectorize else "serial"
     if ndim == 1:
         chunk = min(extents[0], 1024 if extents[0] >= 1 << 16 else extents[0])

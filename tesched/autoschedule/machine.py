@@ -52,13 +52,20 @@ class Machine:
         """SIMD lanes for elements of ``itemsize`` bytes."""
         return max(1, self.vector_bytes // itemsize)
 
+    def vectorizes(self, row: int, itemsize: int) -> bool:
+        """Whether a row of ``row`` elements of ``itemsize`` bytes is worth vectorizing: at least half a vector,
+        and never a row of one element (which a target without SIMD would otherwise count as a full vector)."""
+        return row >= max(2, self.lanes(itemsize) // 2)
+
     def register_file(self, itemsize: int) -> RegisterFile:
         """The register file tiles of elements of ``itemsize`` bytes are sized by (see :mod:`tesched.tiling`)."""
         return RegisterFile(self.registers, self.lanes(itemsize), self.embedded_broadcast, itemsize)
 
     def describe(self) -> str:
         """One line for people: SIMD width, registers, threads and cache sizes."""
-        return (f"{self.vector_bytes * 8}-bit SIMD, {self.registers} vector registers, {self.threads} threads, "
+        simd = f"{self.vector_bytes * 8}-bit SIMD, {self.registers} vector registers" if self.vector_bytes else \
+            f"no SIMD, {self.registers} registers"
+        return (f"{simd}, {self.threads} threads, "
                 f"L1 {self.l1_bytes >> 10} KiB, L2 {self.l2_bytes >> 10} KiB, L3 {self.l3_bytes >> 20} MiB")
 
     def key(self) -> str:
