@@ -238,7 +238,7 @@ def group_flops(fn: G.Function) -> int:
                 flops += 2 * int(np.prod(out)) * channels * kh * kw
             elif node.op_name == "nn.winograd_conv2d":
                 flops += 2 * int(np.prod(out)) * node.args[1].tensor_type.shape[2] * 9
-            elif node.op_name == "nn.dense":
+            elif node.op_name in ("nn.dense", "nn.dense_panels"):     # weight (N, K) or panels (N / w, K, w)
                 flops += 2 * int(np.prod(out)) * node.args[1].tensor_type.shape[1]
     return flops
 

@@ -123,15 +123,28 @@ static inline NAME_vf NAME_vexp(NAME_vf x)
 """
 
 
+def _tail_width(shape: AttentionShape, bk: int) -> int:
+    """Keys the partial last key block is padded to: its keys rounded up to whole vectors of the exponential
+    (0 when the keys fill whole blocks)."""
+    width = _exp_lanes(shape)
+    return -(-(shape.keys % bk) // width) * width
+
+
 def _micro_kernels(name: str, shape: AttentionShape, bk: int, tile: int) -> tuple[str, str, str]:
     """``(source, scores, values)``: the micro-kernel functions, and C statements computing a block's scores
-    (``sc = q @ kt``) and adding its weights times ``v`` into the accumulator, tile by tile. A block that
-    would read past the last key (the partial last block) reads the task's zero-padded copies ``ktail`` and
-    ``vtail`` instead. When ``Dv`` fits no tile, the weights times ``v`` are plain loops."""
-    s, mr = shape, _TILE_ROWS[shape.isa]
-    parts = [gemm_source(f"{name}_qk{r}", s.isa, "float32", r, bk, s.depth, False) for r in sorted({mr, 1})]
+    (``sc = q @ kt``) and adding its weights times ``v`` into the accumulator, tile by tile. The partial last
+    block (which would read past the last key) has micro-kernels of its own, as wide as its padded keys
+    (:func:`_tail_width`), reading the task's zero-padded copies ``ktail`` and ``vtail``. When ``Dv`` fits no
+    tile, the weights times ``v`` are plain loops."""
+    s, mr, tw = shape, _TILE_ROWS[shape.isa], _tail_width(shape, bk)
+    rows = sorted({mr, 1})
+    parts = [gemm_source(f"{name}_qk{r}", s.isa, "float32", r, bk, s.depth, False) for r in rows]
+    if tw:
+        parts += [gemm_source(f"{name}_qt{r}", s.isa, "float32", r, tw, s.depth, False) for r in rows]
     if tile:
-        parts += [gemm_source(f"{name}_pv{r}", s.isa, "float32", r, tile, bk, False) for r in sorted({mr, 1})]
+        parts += [gemm_source(f"{name}_pv{r}", s.isa, "float32", r, tile, bk, False) for r in rows]
+        if tw:
+            parts += [gemm_source(f"{name}_pt{r}", s.isa, "float32", r, tile, tw, False) for r in rows]
 
     def tiles(call: str) -> str:
         return f"""int64_t i = 0;
@@ -139,15 +152,16 @@ def _micro_kernels(name: str, shape: AttentionShape, bk: int, tile: int) -> tupl
                 for (; i < rows; i++) {call.format(r=1)}"""
 
     def inside_or_tail(inside: str, tail: str) -> str:
-        if s.keys % bk == 0:
+        if not tw:
             return tiles(inside)
         return f"""if (n0 + {bk} <= {s.keys}) {{
                 {tiles(inside)}
             }} else {{
                 {tiles(tail)}
             }}"""
-    qk = f"{name}_qk{{r}}_tile(qb + i * {s.depth}, {s.depth}, 1, KEYS, 1, 0, 0, sc[i], {bk}, 1, 0);"
-    scores = inside_or_tail(qk.replace("KEYS", f"kb + n0, {s.keys}"), qk.replace("KEYS", f"&ktail[0][0], {bk}"))
+    qk = f"{name}_KERNEL{{r}}_tile(qb + i * {s.depth}, {s.depth}, 1, KEYS, 1, 0, 0, sc[i], {bk}, 1, 0);"
+    scores = inside_or_tail(qk.replace("KERNEL", "qk").replace("KEYS", f"kb + n0, {s.keys}"),
+                            qk.replace("KERNEL", "qt").replace("KEYS", f"&ktail[0][0], {tw}"))
     plain = f"""for (int64_t i = 0; i < rows; i++)
                     for (int64_t n = 0; n < nk; n++) {{
                         float p = sc[i][n];
@@ -157,10 +171,11 @@ def _micro_kernels(name: str, shape: AttentionShape, bk: int, tile: int) -> tupl
                     }}"""
     if not tile:
         return "\n".join(parts), scores, plain
-    pv = f"{name}_pv{{r}}_tile(sc[i], {bk}, 1, VALUES + j0, {s.value_depth}, 1, 0, 0, acc[i] + j0, " \
+    pv = f"{name}_KERNEL{{r}}_tile(sc[i], {bk}, 1, VALUES + j0, {s.value_depth}, 1, 0, 0, acc[i] + j0, " \
          f"{s.value_depth}, 1, 1);"
+    tail = pv.replace("KERNEL", "pt").replace("VALUES", "&vtail[0][0]")
     values = f"""for (int64_t j0 = 0; j0 < {s.value_depth}; j0 += {tile}) {{
-                {inside_or_tail(pv.replace("VALUES", f"vb + n0 * {s.value_depth}"), pv.replace("VALUES", "&vtail[0][0]"))}
+                {inside_or_tail(pv.replace("KERNEL", "pv").replace("VALUES", f"vb + n0 * {s.value_depth}"), tail)}
             }}"""
     return "\n".join(parts), scores, values
 
@@ -168,17 +183,17 @@ def _micro_kernels(name: str, shape: AttentionShape, bk: int, tile: int) -> tupl
 def _tail_copies(shape: AttentionShape, bk: int, tile: int) -> tuple[str, str]:
     """``(declarations, fill)``: a task's zero-padded copies of the keys (and, with a value tile, the values)
     of the partial last key block, filled when the task reaches that block; empty without a partial block."""
-    s = shape
+    s, tw = shape, _tail_width(shape, bk)
     start = s.keys - s.keys % bk
-    if start == s.keys:
+    if not tw:
         return "", ""
-    declare = f"float ktail[{s.depth}][{bk}] __attribute__((aligned(64)));"
+    declare = f"float ktail[{s.depth}][{tw}] __attribute__((aligned(64)));"
     fill = f"""if (key_end > {start}) {{
             memset(ktail, 0, sizeof ktail);
             for (int64_t d = 0; d < {s.depth}; d++)
                 memcpy(ktail[d], kb + d * (int64_t){s.keys} + {start}, {s.keys - start} * sizeof(float));"""
     if tile:
-        declare += f"\n        float vtail[{bk}][{s.value_depth}] __attribute__((aligned(64)));"
+        declare += f"\n        float vtail[{tw}][{s.value_depth}] __attribute__((aligned(64)));"
         fill += f"""
             memset(vtail, 0, sizeof vtail);
             memcpy(vtail, vb + {start} * (int64_t){s.value_depth}, {(s.keys - start) * s.value_depth} * sizeof(float));"""
@@ -193,6 +208,8 @@ def attention_source(name: str, shape: AttentionShape) -> str:
     tile = _value_tile(s)
     micro, scores, values = _micro_kernels(name, s, bk, tile)
     tail_declare, tail_fill = _tail_copies(s, bk, tile)
+    tw = _tail_width(s, bk)
+    block_width = f"n0 + {bk} <= {s.keys} ? {bk} : {tw}" if tw else str(bk)
     bias_param = "const float *restrict bias, " if s.bias_strides is not None else ""
     if s.bias_strides is not None:
         sb, si, sn = s.bias_strides
@@ -230,6 +247,7 @@ void {name}(const float *restrict q, const float *restrict kt, const float *rest
         {tail_fill}
         for (int64_t n0 = 0; n0 < key_end; n0 += {bk}) {{
             int64_t nk = key_end - n0 < {bk} ? key_end - n0 : {bk};
+            int64_t width = {block_width};                  /* keys the tiles compute: the block's, padded */
             {scores}
             for (int64_t i = 0; i < rows; i++) {{
                 float *restrict srow = sc[i];
@@ -248,9 +266,9 @@ void {name}(const float *restrict q, const float *restrict kt, const float *rest
                     continue;
                 }}
                 float alpha = {name}_exp(mx[i] - best);
-                for (int64_t n = nk; n < {bk}; n++) srow[n] = -INFINITY;      /* past the keys: weight 0 */
+                for (int64_t n = nk; n < width; n++) srow[n] = -INFINITY;    /* past the keys: weight 0 */
                 {name}_vf vsum = {{0}};
-                for (int64_t n = 0; n < {bk}; n += {width}) {{
+                for (int64_t n = 0; n < width; n += {width}) {{
                     {name}_vf p = {name}_vexp(*({name}_vf *)(srow + n) - best);
                     *({name}_vf *)(srow + n) = p;
                     vsum += p;
