@@ -20,6 +20,8 @@ reshape sits.
 """
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from tesched.graph.ir import Call, Expr, Function
 from tesched.graph.ops_transform import reshape
 from tesched.graph.visit import rewrite
@@ -31,7 +33,7 @@ BROADCASTING_OPS = frozenset({
 """Binary and ternary ops that broadcast their operands as NumPy does (and have no axis attribute)."""
 
 
-def _is_reshape(node: Expr) -> bool:
+def _is_reshape(node: Expr) -> TypeGuard[Call]:
     return isinstance(node, Call) and not isinstance(node.op, Function) and node.op_name == "reshape"
 
 
@@ -91,7 +93,8 @@ def _sink(node: Expr, original: Expr) -> Expr | None:
         if rewritten is None:
             return None
         args.append(rewritten)
-    return reshape(node.with_children(args), out)
+    moved = node.with_children(args)
+    return reshape(moved, out) if moved.tensor_type.shape == source else None
 
 
 def sink_reshapes(f: Function) -> Function:
