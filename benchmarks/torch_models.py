@@ -12,7 +12,10 @@ every library, these variants are timed in one process, interleaved round-robin
 - ``torch.eager``: ``model(*inputs)`` under ``torch.inference_mode()``;
 - ``torch.compile``: ``torch.compile(model)`` (inductor), called the same way;
 - ``onnxruntime``: ``torch.onnx.export`` then an ONNX Runtime CPU session with ``--threads`` intra-op
-  threads (``--no-ort`` leaves it out; skipped with a note when onnxruntime is not installed).
+  threads, which sleep when idle as the OpenMP threads do under ``OMP_WAIT_POLICY=passive`` (``--no-ort``
+  leaves it out; skipped with a note when onnxruntime is not installed).
+
+The three peers are made by :mod:`tesched.tools.bench.torch_peers`, as in ``tutorials/12_import_transformer.py``.
 
 The present-day models of ``tesched.frontend.model_zoo_modern`` (``encoder_layer``, ``encoder_stack4``,
 ``gpt_block``, ``vit_tiny``, ``mlp_mixer``, ``unet``, ``gru2``, ``lstm2``, ``dense_block``,
