@@ -104,9 +104,9 @@ static inline float NAME_exp(float x)     /* exp(x) for x <= 0; 0 below -87; NaN
    becomes a branch the compiler does not vectorize) */
 static inline NAME_vf NAME_vexp(NAME_vf x)
 {
-    NAME_vi small = x < -87.0f;                                    /* -1 where x < -87; 0 for NaN */
-    NAME_vi floor87 = (NAME_vi)((NAME_vf){0} - 87.0f);
-    NAME_vf c = (NAME_vf)(((NAME_vi)x & ~small) | (floor87 & small));
+    NAME_vf floor87 = (NAME_vf){0} - 87.0f;
+    NAME_vi small = x < floor87;                                   /* -1 where x < -87; 0 for NaN */
+    NAME_vf c = (NAME_vf)(((NAME_vi)x & ~small) | ((NAME_vi)floor87 & small));
     NAME_vi m = __builtin_convertvector(c * -1.4426950408889634f + 0.5f, NAME_vi);
     NAME_vf mf = __builtin_convertvector(m, NAME_vf);
     NAME_vf r = c + mf * 0.693145751953125f + mf * 1.428606765330187e-06f;
