@@ -36,11 +36,12 @@ from tesched.poly.isl_lock import ISL_LOCK
 from tesched.poly.emit import loop_ir
 from tesched.poly.model import PolyModel
 from tesched.poly.prefetch import plan_prefetches
+from tesched.poly.regions import realize_outputs
 from tesched.poly.specialize import specialize
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
-from tesched.schedule.schedule import Schedule, set_legality_check
+from tesched.schedule.schedule import Schedule, set_legality_check, set_region_inference
 from tesched.target import Target, current_target
 from tesched.te.expr import Param
 from tesched.te.tensor import PlaceholderOp, Tensor
@@ -279,4 +280,5 @@ def check_schedule(sch: Schedule) -> None:
 
 
 set_legality_check(check_schedule)
+set_region_inference(realize_outputs)
 set_finisher(lower_for_target)

@@ -1,0 +1,164 @@
+"""Bounds inference: the region each compute declared without a shape must compute (Halide's).
+
+A compute declared with ``shape=None`` (:mod:`tesched.te.inferred`) is defined everywhere; the region it
+computes is the bounding box of every element its readers read, over the readers' own regions (their
+shapes, or their inferred regions), taken from the outputs back to the inputs. With isl: each read is an
+access relation from the reader's instances (its axes, then its reduce axes, under the affine conditions
+of ``if_then_else``/``where`` around the read) to the element read; the union of their images is the
+footprint, and its per-dimension minimum and maximum, as functions of the size variables, give the
+region ``[min, max + 1)``. A read at a data-dependent index (the value of a tensor or of a runtime
+parameter), at a non-affine index, or an unbounded footprint has no region: a :class:`LoweringError`
+names the stage and the read. :func:`realize_outputs` runs the inference and rebuilds the pipeline
+(:mod:`tesched.te.realize`) for a new schedule; it builds no loop.
+"""
+from __future__ import annotations
+
+from typing import Iterator, Sequence
+
+import islpy as isl
+
+from tesched.errors import LoweringError
+from tesched.poly.affine import NotAffine, condition_to_isl, to_isl
+from tesched.poly.astgen import pw_aff_to_ir
+from tesched.poly.guards import reads_with_guards
+from tesched.poly.isl_lock import ISL_LOCK
+from tesched.poly.model import piece_constants
+from tesched.schedule.schedule import dependence_order
+from tesched.te.expr import Expr, Param, Var
+from tesched.te.inferred import InferredOp
+from tesched.te.realize import Region, realize
+from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, TensorRead
+from tesched.te.update import UpdateOp
+from tesched.te.visit import walk
+
+
+def realize_outputs(outputs: Sequence[Operation]) -> list[tuple[Operation, Operation]]:
+    """Every inferred compute the outputs depend on and every operation reading one, each with its rebuilt
+    operation; empty when there is none."""
+    order = dependence_order(outputs)
+    if not any(isinstance(op, InferredOp) for op in order):
+        return []
+    for op in outputs:
+        if isinstance(op, InferredOp):
+            raise LoweringError(f"compute {op.name} is an output but was declared without a shape: outputs carry "
+                                f"their sizes (Halide's realize); give {op.name} a shape")
+    with ISL_LOCK:
+        regions = _Inference(order).regions()
+    rebuilt = realize(order, regions)
+    return [(op, rebuilt[id(op)]) for op in order if id(op) in rebuilt]
+
+
+class _Inference:
+    """The regions of the inferred computes of ``order`` (inputs first), readers before producers."""
+
+    def __init__(self, order: list[Operation]):
+        self.order = order
+        sizes: dict[int, Var] = {}
+        for op in order:
+            exprs = ([op.body] if isinstance(op, ComputeOp) else []) + [b for r in op.reduce_axis for b in (r.range.min, r.range.extent)]
+            if not isinstance(op, InferredOp):
+                exprs += [d for k in range(op.num_outputs) for d in op.output(k).shape]
+            for e in exprs:
+                if isinstance(e, Expr):
+                    sizes.update((id(v), v) for v in walk(e)
+                                 if isinstance(v, Var) and not isinstance(v, (IterVar, Param)))
+        self.names = {key: f"p{k}" for k, key in enumerate(sizes)}
+        self.env: dict[str, Expr] = {self.names[key]: v for key, v in sizes.items()}
+        self.prefix = f"[{', '.join(self.names.values())}] -> " if sizes else ""
+        self.context = isl.Set(self.prefix + "{ : " + (" and ".join(f"{n} > 0" for n in self.names.values())
+                                                          or "true") + " }")
+        self.boxes: dict[int, isl.Set] = {}
+
+    def regions(self) -> dict[int, Region]:
+        out: dict[int, Region] = {}
+        for op in reversed(self.order):
+            if isinstance(op, InferredOp):
+                out[id(op)] = self._region(op)
+        return out
+
+    def _region(self, op: InferredOp) -> Region:
+        footprint: isl.Set | None = None
+        for reader in self.order:
+            if not isinstance(reader, ComputeOp):
+                continue
+            for read, guard in _reads_of(reader, op):
+                part = self._image(reader, read, guard)
+                footprint = part if footprint is None else footprint.union(part)
+        footprint = footprint.coalesce() if footprint is not None else None
+        if footprint is None or footprint.is_empty():
+            raise LoweringError(f"compute {op.name} was declared without a shape, but no stage of these outputs "
+                                "reads it anywhere, so its region cannot be inferred; give it a shape")
+        if not footprint.is_bounded():
+            raise LoweringError(f"compute {op.name}: its readers read an unbounded region of it "
+                                f"({footprint}), so its region cannot be inferred; bound the reads or give it a shape")
+        n = len(op.axis)
+        box = isl.Set.universe(footprint.get_space())
+        region: Region = []
+        for d in range(n):
+            lo, hi = footprint.dim_min(d).gist_params(self.context), footprint.dim_max(d).gist_params(self.context)
+            region.append((self._value(lo), self._value(hi.sub(lo).add_constant_val(isl.Val(1)))))
+            axis = isl.PwAff.from_aff(isl.Aff.var_on_domain(isl.LocalSpace.from_space(box.get_space()),
+                                                            isl.dim_type.set, d))
+            box = box.intersect(axis.ge_set(lo.insert_dims(isl.dim_type.in_, 0, n))).intersect(
+                axis.le_set(hi.insert_dims(isl.dim_type.in_, 0, n)))
+        self.boxes[id(op)] = box
+        return region
+
+    def _value(self, pa: isl.PwAff) -> int | Expr:
+        constants = piece_constants(pa)
+        if constants is not None and len(set(constants)) == 1:
+            return constants[0]
+        return pw_aff_to_ir(pa, self.context, self.env)
+
+    def _image(self, reader: ComputeOp, read: TensorRead, guard: tuple) -> isl.Set:
+        """The elements ``read`` reads over the reader's region, where the affine conditions of ``guard`` hold."""
+        loops = list(reader.axis) + list(reader.reduce_axis)
+        coords = [f"c{k}" for k in range(len(loops))]
+        names = dict(self.names)
+        names.update((id(a), c) for a, c in zip(loops, coords))
+        inferred = id(reader) in self.boxes
+        conds = []
+        try:
+            for a, c in zip(loops, coords):
+                if not (inferred and a.iter_type is IterType.DATA_PAR):
+                    lo, ext = to_isl(a.range.min, names), to_isl(a.range.extent, names)
+                    conds.append(f"{lo} <= {c} < ({lo}) + ({ext})")
+        except NotAffine as err:
+            raise LoweringError(f"stage {reader.name}: a bound of its loops is not affine ({err}), so the region "
+                                f"it reads of {read.tensor.name} cannot be inferred") from None
+        for cond, holds in guard:
+            try:
+                text = condition_to_isl(cond, names)
+            except NotAffine:
+                continue        # a data-dependent condition: the read may run anywhere (a superset)
+            conds.append(text if holds else f"not {text}")
+        try:
+            index = [to_isl(i, names) for i in read.indices]
+        except NotAffine:
+            raise LoweringError(self._unbounded(reader, read)) from None
+        where = " and ".join(conds) or "true"
+        rel = isl.Map(f"{self.prefix}{{ [{', '.join(coords)}] -> [{', '.join(index)}] : {where} }}")
+        if inferred:
+            rcoords = ", ".join(coords[len(reader.axis):])
+            rel = rel.intersect_domain(self.boxes[id(reader)].flat_product(isl.Set(f"{self.prefix}{{ [{rcoords}] }}")))
+        return rel.range()
+
+    def _unbounded(self, reader: ComputeOp, read: TensorRead) -> str:
+        data = [e for i in read.indices for e in walk(i) if isinstance(e, (TensorRead, Param))]
+        what = (f"a data-dependent index (it reads {data[0]!r})" if data else
+                "an index that is not affine in its loops and sizes")
+        return (f"stage {reader.name} reads {read!r}, at {what}, so the region of {read.tensor.name}, declared "
+                f"without a shape, cannot be inferred; give {read.tensor.name} a shape")
+
+
+def _reads_of(reader: ComputeOp, producer: InferredOp) -> Iterator[tuple[TensorRead, tuple]]:
+    """Every read of ``producer`` by ``reader`` (a compute or an update definition), with its conditions."""
+    if not any(t.op is producer for t in reader.input_tensors):
+        return
+    if type(reader) is not ComputeOp and not isinstance(reader, (InferredOp, UpdateOp)):
+        raise LoweringError(f"stage {reader.name} ({type(reader).__name__}) reads {producer.name}, whose region "
+                            f"is inferred; only computes and update definitions may read it: give "
+                            f"{producer.name} a shape")
+    for read, guard in reads_with_guards(reader.body):
+        if read.tensor.op is producer:
+            yield read, guard

@@ -1,0 +1,117 @@
+"""Rebuild a pipeline once the regions of its inferred computes are known (Halide's realization).
+
+A compute declared without a shape (:class:`~tesched.te.inferred.InferredOp`) whose region along
+dimension ``d`` is ``[min_d, min_d + extent_d)`` becomes a plain compute of shape ``extent`` over axes
+from 0: element ``k`` of its buffer holds the value at ``k + min`` (the region's *origin*), so its body
+reads its axes shifted by the origin, and every reader's index is shifted back (``f[x - 1]`` becomes
+``f'[x - 1 - min]``). Negative offsets are thus never stored: a tensor keeps its buffer from 0, and the
+origin lives in the indices. Readers of rebuilt tensors are rebuilt too (same names, axes and
+attributes, new bodies), transitively up to the outputs; operations that read nothing rebuilt stay as
+they are. The axes of an inferred compute are the user's handles for scheduling (``s[f].split(f.op.axis[0],
+8)``), so they are kept, and their extents set to the region's: a compute's region is inferred once
+(:func:`realize` refuses a second, different region). :func:`inferred_region` gives a rebuilt compute's
+region, for printing. The regions themselves come from :mod:`tesched.poly.regions`.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Sequence
+
+from tesched.errors import LoweringError
+from tesched.te.expr import Const, Expr, Var
+from tesched.te.inferred import InferredOp
+from tesched.te.printer import expr_str
+from tesched.te.tensor import ComputeOp, Operation, Range, Tensor, TensorRead
+from tesched.te.update import Definition, UpdateOp
+from tesched.te.visit import rewrite, structural_key, substitute
+
+Bound = int | Expr
+Region = list[tuple[Bound, Bound]]      # (min, extent) per dimension
+
+_REGIONS: "weakref.WeakKeyDictionary[ComputeOp, Region]" = weakref.WeakKeyDictionary()
+
+
+def inferred_region(op: Operation) -> Region | None:
+    """The region a rebuilt compute computes, ``(min, extent)`` per dimension; None for any other."""
+    return _REGIONS.get(op) if isinstance(op, ComputeOp) else None
+
+
+def region_text(e: Bound) -> str:
+    """The text of a bound of a region."""
+    return str(e) if isinstance(e, int) else expr_str(e)
+
+
+def realize(order: Sequence[Operation], regions: dict[int, Region]) -> dict[int, Operation]:
+    """The rebuilt operation of every operation of ``order`` (inputs first) that is inferred (its region in
+    ``regions``) or reads a rebuilt one, by the id of the declared operation."""
+    rebuilt: dict[int, Operation] = {}
+    tensors: dict[int, tuple[Tensor, Region | None]] = {}
+    for op in order:
+        if isinstance(op, InferredOp):
+            new: Operation = _inferred(op, regions[id(op)], tensors)
+        elif any(id(t) in tensors for t in op.input_tensors) or (
+                isinstance(op, UpdateOp) and id(op.base) in rebuilt):
+            new = _reader(op, rebuilt, tensors)
+        else:
+            continue
+        rebuilt[id(op)] = new
+        region = regions.get(id(op))
+        for k in range(op.num_outputs):
+            tensors[id(op.output(k))] = (new.output(k), region)
+    return rebuilt
+
+
+def _inferred(op: InferredOp, region: Region, tensors: dict[int, tuple[Tensor, Region | None]]) -> ComputeOp:
+    """The plain compute of an inferred one over its region (see the module docstring)."""
+    for axis, (_, extent) in zip(op.axis, region):
+        assert axis.dom is not None
+        declared = axis.dom.extent
+        if isinstance(declared, Var) and declared.name == f"{op.name}.extent{op.axis.index(axis)}":
+            axis.dom = Range(0, extent)
+        elif not _same(declared, extent):
+            raise LoweringError(f"compute {op.name}: its region was inferred as extent {region_text(declared)} along "
+                                f"{axis.name} for an earlier schedule, and these outputs need extent "
+                                f"{region_text(extent)}; a compute's region is inferred once: declare it again for "
+                                "another pipeline")
+    shift = {a: a + lo for a, (lo, _) in zip(op.axis, region) if not (isinstance(lo, int) and lo == 0)}
+    body = substitute(_reads(op.body, tensors), shift) if shift else _reads(op.body, tensors)
+    new = ComputeOp(op.name, op.tag, list(op.axis), body, op.attrs)
+    _REGIONS[new] = region
+    return new
+
+
+def _same(a: Bound, b: Bound) -> bool:
+    if isinstance(a, int) or isinstance(b, int):
+        return (a.value if isinstance(a, Const) else a) == (b.value if isinstance(b, Const) else b)
+    return structural_key(a) == structural_key(b)
+
+
+def _reader(op: Operation, rebuilt: dict[int, Operation], tensors: dict[int, tuple[Tensor, Region | None]]) -> Operation:
+    """A compute or update that reads rebuilt tensors, reading them instead (shifted by their origins)."""
+    if isinstance(op, UpdateOp):
+        base = rebuilt.get(id(op.base), op.base)
+        previous = tensors.get(id(op.previous), (op.previous, None))[0]
+        assert isinstance(base, ComputeOp)
+        body = _reads(op.body, tensors)
+        assert isinstance(body, Definition)
+        return UpdateOp(base, previous, op.position, op.axis, op.reduce_axis, body)
+    if type(op) is not ComputeOp:
+        inferred = next(t.name for t in op.input_tensors if id(t) in tensors)
+        raise LoweringError(f"stage {op.name} ({type(op).__name__}) reads {inferred}, whose region is inferred "
+                            f"(or which reads one); only computes and update definitions may read an inferred "
+                            f"compute: give {inferred} a shape")
+    return ComputeOp(op.name, op.tag, op.axis, _reads(op.body, tensors), op.attrs)
+
+
+def _reads(body: Expr, tensors: dict[int, tuple[Tensor, Region | None]]) -> Expr:
+    """``body`` reading each rebuilt tensor instead of the declared one, at indices shifted by its origin."""
+    def swap(e: Expr) -> Expr | None:
+        if not isinstance(e, TensorRead) or id(e.tensor) not in tensors:
+            return None
+        tensor, region = tensors[id(e.tensor)]
+        indices = [rewrite(i, swap) for i in e.indices]
+        if region is not None:
+            indices = [i if isinstance(lo, int) and lo == 0 else i - lo for i, (lo, _) in zip(indices, region)]
+        return TensorRead(tensor, tuple(indices))
+
+    return rewrite(body, swap)
