@@ -13,10 +13,12 @@ names the stage and the read. :func:`realize_outputs` runs the inference and reb
 """
 from __future__ import annotations
 
+import math
 from typing import Iterator, Sequence
 
 import islpy as isl
 
+from tesched.arith.value_range import value_range
 from tesched.errors import LoweringError
 from tesched.poly.affine import NotAffine, condition_to_isl, to_isl
 from tesched.poly.astgen import pw_aff_to_ir
@@ -67,7 +69,8 @@ class _Inference:
         self.prefix = f"[{', '.join(self.names.values())}] -> " if sizes else ""
         self.context = isl.Set(self.prefix + "{ : " + (" and ".join(f"{n} > 0" for n in self.names.values())
                                                           or "true") + " }")
-        self.boxes: dict[int, isl.Set] = {}
+        self.boxes: dict[int, isl.Set] = {}     # the region of each inferred compute, as a box
+        self.numeric: dict[int, Region] = {}
 
     def regions(self) -> dict[int, Region]:
         out: dict[int, Region] = {}
@@ -102,6 +105,7 @@ class _Inference:
             box = box.intersect(axis.ge_set(lo.insert_dims(isl.dim_type.in_, 0, n))).intersect(
                 axis.le_set(hi.insert_dims(isl.dim_type.in_, 0, n)))
         self.boxes[id(op)] = box
+        self.numeric[id(op)] = region
         return region
 
     def _value(self, pa: isl.PwAff) -> int | Expr:
@@ -132,10 +136,16 @@ class _Inference:
             except NotAffine:
                 continue        # a data-dependent condition: the read may run anywhere (a superset)
             conds.append(text if holds else f"not {text}")
-        try:
-            index = [to_isl(i, names) for i in read.indices]
-        except NotAffine:
-            raise LoweringError(self._unbounded(reader, read)) from None
+        index = []
+        for k, i in enumerate(read.indices):
+            try:
+                index.append(to_isl(i, names))
+            except NotAffine:       # a data-dependent index: the range of its values, if they are bounded
+                low, high = value_range(i, self._loop_ranges(reader, loops))
+                if math.isinf(low) or math.isinf(high):
+                    raise LoweringError(self._unbounded(reader, read, i)) from None
+                index.append(f"v{k}")
+                conds.append(f"{math.floor(low)} <= v{k} <= {math.ceil(high)}")
         where = " and ".join(conds) or "true"
         rel = isl.Map(f"{self.prefix}{{ [{', '.join(coords)}] -> [{', '.join(index)}] : {where} }}")
         if inferred:
@@ -143,12 +153,22 @@ class _Inference:
             rel = rel.intersect_domain(self.boxes[id(reader)].flat_product(isl.Set(f"{self.prefix}{{ [{rcoords}] }}")))
         return rel.range()
 
-    def _unbounded(self, reader: ComputeOp, read: TensorRead) -> str:
-        data = [e for i in read.indices for e in walk(i) if isinstance(e, (TensorRead, Param))]
-        what = (f"a data-dependent index (it reads {data[0]!r})" if data else
-                "an index that is not affine in its loops and sizes")
-        return (f"stage {reader.name} reads {read!r}, at {what}, so the region of {read.tensor.name}, declared "
-                f"without a shape, cannot be inferred; give {read.tensor.name} a shape")
+    def _loop_ranges(self, reader: ComputeOp, loops: list[IterVar]) -> dict[int, tuple[float, float]]:
+        """The constant ranges of the reader's loops (its region's, for an inferred reader)."""
+        out: dict[int, tuple[float, float]] = {}
+        region = self.numeric.get(id(reader))
+        for k, a in enumerate(loops):
+            lo, ext = region[k] if region is not None and k < len(region) else (a.range.min, a.range.extent)
+            if isinstance(lo, int) and isinstance(ext, int):
+                out[id(a)] = (float(lo), float(lo + ext - 1))
+        return out
+
+    def _unbounded(self, reader: ComputeOp, read: TensorRead, index: Expr) -> str:
+        data = [e for e in walk(index) if isinstance(e, (TensorRead, Param))]
+        what = (f"a data-dependent index, {index!r}, whose values are not bounded (clamp it)" if data else
+                f"{index!r}, which is neither affine in its loops and sizes nor bounded")
+        return (f"stage {reader.name} reads {read!r} at {what}, so the region of {read.tensor.name}, declared "
+                f"without a shape, cannot be inferred; bound the index or give {read.tensor.name} a shape")
 
 
 def _reads_of(reader: ComputeOp, producer: InferredOp) -> Iterator[tuple[TensorRead, tuple]]:
