@@ -26,12 +26,13 @@ from tesched.poly.guards import reads_with_guards
 from tesched.poly.isl_lock import ISL_LOCK
 from tesched.poly.model import piece_constants
 from tesched.schedule.schedule import dependence_order
-from tesched.te.expr import Expr, Param, Var
+from tesched.te.expr import BinOp, Binary, Expr, Param, Var, as_expr
+from tesched.te.functions import maximum, minimum
 from tesched.te.inferred import InferredOp
 from tesched.te.realize import Region, realize
 from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, TensorRead
 from tesched.te.update import UpdateOp
-from tesched.te.visit import walk
+from tesched.te.visit import rewrite, walk
 
 
 def realize_outputs(outputs: Sequence[Operation]) -> list[tuple[Operation, Operation]]:
@@ -98,8 +99,9 @@ class _Inference:
         box = isl.Set.universe(footprint.get_space())
         region: Region = []
         for d in range(n):
-            lo, hi = footprint.dim_min(d).gist_params(self.context), footprint.dim_max(d).gist_params(self.context)
-            region.append((self._value(lo), self._value(hi.sub(lo).add_constant_val(isl.Val(1)))))
+            (lo, low), (hi, high) = self._bound(footprint.dim_min(d), False), self._bound(footprint.dim_max(d), True)
+            region.append((low, high - low + 1 if isinstance(low, int) and isinstance(high, int) else
+                           as_expr(high, "int64") - low + 1))
             axis = isl.PwAff.from_aff(isl.Aff.var_on_domain(isl.LocalSpace.from_space(box.get_space()),
                                                             isl.dim_type.set, d))
             box = box.intersect(axis.ge_set(lo.insert_dims(isl.dim_type.in_, 0, n))).intersect(
@@ -108,11 +110,28 @@ class _Inference:
         self.numeric[id(op)] = region
         return region
 
-    def _value(self, pa: isl.PwAff) -> int | Expr:
-        constants = piece_constants(pa)
-        if constants is not None and len(set(constants)) == 1:
-            return constants[0]
-        return pw_aff_to_ir(pa, self.context, self.env)
+    def _bound(self, pa: isl.PwAff, upper: bool) -> tuple[isl.PwAff, int | Expr]:
+        """A bound of a footprint's minimum (or maximum, ``upper``) over every size, as isl and as an
+        expression: the minimum (maximum) of its pieces' affine functions, so an affine expression or a
+        ``min``/``max`` of them (a shape isl can read), never a ``select`` between pieces. It is the exact
+        minimum where the pieces agree on which is smallest; at worst a few more points are computed."""
+        whole: isl.PwAff | None = None
+        values: dict[str, int | Expr] = {}
+        for _, aff in pa.gist_params(self.context).get_pieces():
+            part = isl.PwAff.from_aff(aff)
+            whole = part if whole is None else whole.max(part) if upper else whole.min(part)
+            constants = piece_constants(part)
+            value = constants[0] if constants is not None else _floors(pw_aff_to_ir(part, self.context, self.env))
+            values.setdefault(str(value), value)
+        assert whole is not None, "a non-empty footprint has bounds"
+        ints = [v for v in values.values() if isinstance(v, int)]
+        terms: list[int | Expr] = [v for v in values.values() if not isinstance(v, int)]
+        if ints:
+            terms.append(max(ints) if upper else min(ints))
+        out = terms[0]
+        for t in terms[1:]:
+            out = maximum(out, t) if upper else minimum(out, t)
+        return whole, out
 
     def _image(self, reader: ComputeOp, read: TensorRead, guard: tuple) -> isl.Set:
         """The elements ``read`` reads over the reader's region, where the affine conditions of ``guard`` hold."""
@@ -169,6 +188,20 @@ class _Inference:
                 f"{index!r}, which is neither affine in its loops and sizes nor bounded")
         return (f"stage {reader.name} reads {read!r} at {what}, so the region of {read.tensor.name}, declared "
                 f"without a shape, cannot be inferred; bound the index or give {read.tensor.name} a shape")
+
+
+def _floors(e: Expr) -> Expr:
+    """``e`` with the loop IR's C divisions (which isl emits only where the operands are non-negative, or
+    the division exact) as the floor divisions of declarations, which shapes may use."""
+    def declared(node: Expr) -> Expr | None:
+        if isinstance(node, Binary) and node.op in _FLOOR:
+            return Binary(_FLOOR[node.op], _floors(node.a), _floors(node.b), node.dtype)
+        return None
+
+    return rewrite(e, declared)
+
+
+_FLOOR = {BinOp.CDIV: BinOp.FLOORDIV, BinOp.CMOD: BinOp.FLOORMOD}
 
 
 def _reads_of(reader: ComputeOp, producer: InferredOp) -> Iterator[tuple[TensorRead, tuple]]:
