@@ -4,7 +4,8 @@
 variables (by identity): a constant is itself, a read of a tensor spans its dtype when it is an integer
 narrower than 32 bits (``uint8``: 0 to 255) and is unbounded otherwise, and ``min``/``max`` (so
 ``clamp``), ``select``, sums, products, divisions and casts propagate ranges (a float cast to an integer
-truncates). Unknown sides are ``-inf``/``+inf``. A lookup table read at ``int32(clamp(v, 0, 1) * 255)`` is
+truncates; arithmetic on integers narrower than 32 bits wraps, so a range beyond the dtype's is the dtype's).
+Unknown sides are ``-inf``/``+inf``. A lookup table read at ``int32(clamp(v, 0, 1) * 255)`` is
 thus known to read 0 to 255. :mod:`.interval` bounds integer index arithmetic exactly; this module is
 coarser and covers floats and reads. It rewrites nothing.
 """
@@ -44,7 +45,9 @@ def value_range(e: Expr, ranges: Mapping[int, Range]) -> Range:
         low, high = value_range(e.a, ranges)
         return -high, -low
     if isinstance(e, Binary):
-        return _binary(e, ranges)
+        low, high = _binary(e, ranges)
+        bounds = _dtype_range(e.dtype) if dt.is_int(e.dtype) else UNBOUNDED
+        return (low, high) if bounds[0] <= low and high <= bounds[1] else bounds   # narrow integers wrap
     return UNBOUNDED
 
 

@@ -96,11 +96,25 @@ def _reader(op: Operation, rebuilt: dict[int, Operation], tensors: dict[int, tup
         assert isinstance(body, Definition)
         return UpdateOp(base, previous, op.position, op.axis, op.reduce_axis, body)
     if type(op) is not ComputeOp:
-        inferred = next(t.name for t in op.input_tensors if id(t) in tensors)
-        raise LoweringError(f"stage {op.name} ({type(op).__name__}) reads {inferred}, whose region is inferred "
-                            f"(or which reads one); only computes and update definitions may read an inferred "
-                            f"compute: give {inferred} a shape")
+        read = next(t for t in op.input_tensors if id(t) in tensors)
+        origin = _origin(read.op)
+        path = f"{read.name}, whose region is inferred" if origin is read.op else (
+            f"{read.name}, which reads {origin.name}, whose region is inferred")
+        raise LoweringError(f"stage {op.name} ({type(op).__name__}) reads {path}; a stage that is not a compute or "
+                            f"an update definition is not rebuilt over inferred regions: give {origin.name} a shape")
     return ComputeOp(op.name, op.tag, op.axis, _reads(op.body, tensors), op.attrs)
+
+
+def _origin(op: Operation) -> Operation:
+    """The first compute declared without a shape that ``op`` is, or reads through other operations."""
+    stack, seen = [op], set()
+    while stack:
+        top = stack.pop()
+        if isinstance(top, InferredOp):
+            return top
+        seen.add(id(top))
+        stack.extend(t.op for t in reversed(top.input_tensors) if id(t.op) not in seen)
+    raise AssertionError(f"{op.name} reads no inferred compute")
 
 
 def _reads(body: Expr, tensors: dict[int, tuple[Tensor, Region | None]]) -> Expr:

@@ -1,0 +1,175 @@
+"""Tests of tesched.poly.regions: bounds inference of computes declared without a shape (Halide's blur, a
+3-level pyramid, a clamped lookup table) against NumPy, the regions ``lower()`` prints (constant and
+symbolic sizes, guards, reductions), and the errors naming the stage and the read it cannot bound."""
+import numpy as np
+import pytest
+
+import tesched as ts
+
+
+def _regions(s, args):
+    text = str(ts.lower(s, args))
+    return {line.split(":")[0][2:]: line.split(": ", 2)[2] for line in text.splitlines() if "region inferred" in line}
+
+
+def test_halides_blur_with_symbolic_sizes_infers_its_halo_and_runs_at_any_size():
+    H, W = ts.var("H"), ts.var("W")
+    inp = ts.placeholder((H, W), name="inp")
+    clamped = ts.compute(None, lambda y, x: inp[ts.clamp(y, 0, H - 1), ts.clamp(x, 0, W - 1)], name="clamped")
+    bx = ts.Func(None, "float32", name="blur_x", axes=("y", "x"))
+    y, x = bx.axis
+    bx[y, x] = (clamped[y, x - 1] + clamped[y, x] + clamped[y, x + 1]) / 3
+    by = ts.compute((H, W), lambda y, x: (bx[y - 1, x] + bx[y, x] + bx[y + 1, x]) / 3, name="blur_y")
+    s = ts.create_schedule(by)
+    assert _regions(s, [inp, by]) == {"clamped": "y in [-1, H + 1), x in [-1, W + 1)",
+                                      "blur_x": "y in [-1, H + 1), x in [0, W)"}
+    yo, yi = s[by].split(by.op.axis[0], 4)
+    s[bx].compute_at(s[by], yo)
+    s[clamped].compute_inline()
+    s[bx].vectorize(s[bx].split(bx.op.axis[1], 4)[1])
+    s[by].parallel(yo)
+    kernel = ts.build(s, [inp, by])
+    for h, w in [(7, 9), (1, 3), (5, 17)]:
+        a = np.random.default_rng(h).random((h, w), dtype=np.float32)
+        p = np.pad(a, 1, mode="edge")
+        blur_x = (p[:, :-2] + p[:, 1:-1] + p[:, 2:]) / 3
+        np.testing.assert_allclose(kernel(a), (blur_x[:-2] + blur_x[1:-1] + blur_x[2:]) / 3, rtol=1e-5)
+
+
+def _pyramid(image, levels):
+    """Halide's interpolate, 3 levels: [1 2 1] / 4 downsampling, then upsampling averaged with each level."""
+    h, w = image.shape
+    down = [ts.compute(None, lambda y, x: image[ts.clamp(y, 0, h - 1), ts.clamp(x, 0, w - 1)], name="down0")]
+    for k in range(1, levels):
+        p = down[-1]
+        dx = ts.compute(None, lambda y, x, p=p: (p[y, 2 * x - 1] + 2.0 * p[y, 2 * x] + p[y, 2 * x + 1]) * 0.25,
+                        name=f"downx{k}")
+        down.append(ts.compute(None, lambda y, x, d=dx: (d[2 * y - 1, x] + 2.0 * d[2 * y, x] + d[2 * y + 1, x])
+                               * 0.25, name=f"down{k}"))
+    up = down[-1]
+    for k in range(levels - 2, -1, -1):
+        ux = ts.compute(None, lambda y, x, c=up: (c[y, x // 2] + c[y, (x + 1) // 2]) * 0.5, name=f"upx{k}")
+        uy = ts.compute(None, lambda y, x, u=ux: (u[y // 2, x] + u[(y + 1) // 2, x]) * 0.5, name=f"upy{k}")
+        up = ts.compute((h, w) if k == 0 else None, lambda y, x, d=down[k], u=uy: (d[y, x] + u[y, x]) * 0.5,
+                        name=f"interp{k}")
+    return up
+
+
+def _pyramid_reference(a, levels):
+    h, w = a.shape
+
+    def down(k, ys, xs):
+        if k == 0:
+            return a[np.clip(ys, 0, h - 1), np.clip(xs, 0, w - 1)].astype(np.float64)
+
+        def dx(ys, xs):
+            return (down(k - 1, ys, 2 * xs - 1) + 2 * down(k - 1, ys, 2 * xs) + down(k - 1, ys, 2 * xs + 1)) / 4
+        return (dx(2 * ys - 1, xs) + 2 * dx(2 * ys, xs) + dx(2 * ys + 1, xs)) / 4
+
+    def interp(k, ys, xs):
+        if k == levels - 1:
+            return down(k, ys, xs)
+
+        def ux(ys, xs):
+            return (interp(k + 1, ys, xs // 2) + interp(k + 1, ys, (xs + 1) // 2)) / 2
+        return (down(k, ys, xs) + (ux(ys // 2, xs) + ux((ys + 1) // 2, xs)) / 2) / 2
+
+    ys, xs = np.meshgrid(np.arange(h), np.arange(w), indexing="ij")
+    return interp(0, ys, xs)
+
+
+def test_a_three_level_pyramid_sizes_every_level_from_its_readers():
+    image = ts.placeholder((12, 20), name="image")
+    out = _pyramid(image, 3)
+    s = ts.create_schedule(out)
+    regions = _regions(s, [image, out])
+    # the coarsest level covers what level 1's upsampling reads; the finer ones also the downsampling's halo
+    assert regions["down2"] == "y in [0, 4), x in [0, 6)" and regions["upy0"] == "y in [0, 12), x in [0, 20)"
+    assert regions["down1"] == "y in [-1, 8), x in [-1, 12)" and regions["down0"] == "y in [-3, 16), x in [-3, 24)"
+    a = np.random.default_rng(3).random((12, 20), dtype=np.float32)
+    np.testing.assert_allclose(ts.build(s, [image, out])(a), _pyramid_reference(a, 3), rtol=1e-5)
+    auto = ts.auto_schedule(out)
+    np.testing.assert_allclose(ts.build(auto, [image, out])(a), _pyramid_reference(a, 3), rtol=1e-5)
+
+
+def test_a_lookup_table_read_at_a_clamped_data_dependent_index_covers_the_clamp():
+    n = 16
+    im = ts.placeholder((n,), name="im")
+    lut = ts.compute(None, lambda i: ts.exp(ts.cast("float32", i) * 0.01), name="lut")
+    out = ts.compute((n,), lambda i: lut[ts.cast("int32", ts.clamp(im[i], 0.0, 1.0) * 255.0)], name="out")
+    s = ts.create_schedule(out)
+    assert _regions(s, [im, out]) == {"lut": "i in [0, 256)"}
+    a = np.random.default_rng(4).uniform(-0.2, 1.2, n).astype(np.float32)
+    expected = np.exp((np.clip(a, 0, 1) * 255).astype(np.int32).astype(np.float32) * 0.01)
+    np.testing.assert_allclose(ts.build(s, [im, out])(a), expected, rtol=1e-5)
+
+
+def test_reads_under_a_condition_count_only_where_it_holds():
+    """A zero-padded convolution: f is read only inside [0, n), so that is its region."""
+    n = 10
+    A = ts.placeholder((n,), name="A")
+    f = ts.compute(None, lambda i: A[i] * 2.0, name="f")
+    k = ts.reduce_axis((-1, 2), name="k")
+    out = ts.compute((n,), lambda i: ts.sum(ts.if_then_else((i + k >= 0) & (i + k < n), f[i + k], 0.0), axis=k),
+                     name="out")
+    s = ts.create_schedule(out)
+    assert _regions(s, [A, out]) == {"f": "i in [0, 10)"}
+    a = np.random.default_rng(5).random(n, dtype=np.float32)
+    p = np.pad(2 * a, 1)
+    np.testing.assert_allclose(ts.build(s, [A, out])(a), p[:-2] + p[1:-1] + p[2:], rtol=1e-5)
+
+
+def test_a_compute_with_a_shape_is_not_changed_by_an_inferred_producer():
+    A = ts.placeholder((8,), name="A")
+    f = ts.compute(None, lambda i: A[ts.clamp(i, 0, 7)] + 1.0, name="f")
+    g = ts.compute((6,), lambda i: f[i + 2], name="g")      # explicit: [0, 6), reading f at 2 .. 7
+    s = ts.create_schedule(g)
+    assert s[g].op.output(0).shape == (6,) and s[g].op.axis == g.op.axis
+    assert _regions(s, [A, g]) == {"f": "i in [2, 8)"}
+
+
+@pytest.mark.parametrize("index, message", [
+    (lambda idx, i: idx[i], r"stage out reads lut\[idx\[i\]\] at a data-dependent index, idx\[i\], whose values "
+                            r"are not bounded \(clamp it\), so the region of lut, declared without a shape, "
+                            r"cannot be inferred; bound the index or give lut a shape"),
+    (lambda idx, i: i * ts.cast("int32", idx[0]), r"stage out reads lut\[i \* idx\[0\]\] at a data-dependent index"),
+])
+def test_an_unbounded_data_dependent_read_is_refused_naming_the_stage_and_the_read(index, message):
+    idx = ts.placeholder((8,), "int32", name="idx")
+    lut = ts.compute(None, lambda i: ts.cast("float32", i), name="lut")
+    out = ts.compute((8,), lambda i: lut[index(idx, i)], name="out")
+    with pytest.raises(ts.LoweringError, match=message):
+        ts.create_schedule(out)
+
+
+def test_an_inferred_output_or_a_compute_read_nowhere_is_refused():
+    A = ts.placeholder((8,), name="A")
+    f = ts.compute(None, lambda i: A[i] * 2.0, name="f")
+    with pytest.raises(ts.LoweringError, match="compute f is an output but was declared without a shape: outputs "
+                                               "carry their sizes"):
+        ts.create_schedule(f)
+    g = ts.compute((8,), lambda i: ts.if_then_else(i < 0, f[i], 0.0), name="g")
+    with pytest.raises(ts.LoweringError, match="compute f was declared without a shape, but no stage of these "
+                                               "outputs reads it anywhere"):
+        ts.create_schedule(g)
+
+
+def test_an_inferred_compute_is_not_a_kernel_argument():
+    A = ts.placeholder((8,), name="A")
+    f = ts.compute(None, lambda i: A[ts.clamp(i - 1, 0, 7)], name="f")
+    g = ts.compute((8,), lambda i: f[i] + f[i + 1], name="g")
+    with pytest.raises(ts.ScheduleError, match="f is an argument, but it was declared without a shape"):
+        ts.build(ts.create_schedule(g), [A, f, g])
+
+
+def test_a_scan_reading_an_inferred_compute_is_refused():
+    n = 6
+    X = ts.placeholder((n, 4), name="X")
+    f = ts.compute(None, lambda t, j: X[ts.clamp(t, 0, n - 1), j] * 2.0, name="f")
+    state = ts.placeholder((n, 4), name="state")
+    init = ts.compute((1, 4), lambda _, j: f[0, j], name="init")
+    update = ts.compute((n, 4), lambda t, j: state[t - 1, j] + f[t, j], name="update")
+    scan = ts.scan(init, update, state)
+    with pytest.raises(ts.LoweringError, match=r"stage scan \(ScanOp\) reads init, which reads f, whose region is "
+                                               r"inferred; .* give f a shape"):
+        ts.create_schedule(scan)
