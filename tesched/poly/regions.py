@@ -74,24 +74,45 @@ class _Inference:
         self.numeric: dict[int, Region] = {}
 
     def regions(self) -> dict[int, Region]:
+        """The region of every inferred compute and of each of its update definitions (the same)."""
         out: dict[int, Region] = {}
         for op in reversed(self.order):
             if isinstance(op, InferredOp):
-                out[id(op)] = self._region(op)
+                updates = [u for u in self.order if isinstance(u, UpdateOp) and u.base is op]
+                out[id(op)] = self._region(op, updates)
+                out.update((id(u), out[id(op)]) for u in updates)
         return out
 
-    def _region(self, op: InferredOp) -> Region:
+    def _region(self, op: InferredOp, updates: list[UpdateOp]) -> Region:
+        """The box of what the readers of ``op`` (of its latest version) read, and, with update definitions
+        (Halide's), of what those touch (their pure axes over that box, their reduce axes over theirs)."""
+        group = {id(op)} | {id(u) for u in updates}
         footprint: isl.Set | None = None
         for reader in self.order:
-            if not isinstance(reader, ComputeOp):
+            if not isinstance(reader, ComputeOp) or id(reader) in group:
                 continue
-            for read, guard in _reads_of(reader, op):
+            for read, guard in _reads_of(reader, group, op.name):
                 part = self._image(reader, read, guard)
                 footprint = part if footprint is None else footprint.union(part)
-        footprint = footprint.coalesce() if footprint is not None else None
         if footprint is None or footprint.is_empty():
             raise LoweringError(f"compute {op.name} was declared without a shape, but no stage of these outputs "
                                 "reads it anywhere, so its region cannot be inferred; give it a shape")
+        box, region = self._box(op, footprint)
+        for u in updates:
+            dims = [next(d for d, i in enumerate(u.body.index) if i is a) for a in u.axis]
+            pure = box
+            for d in reversed(range(len(op.axis))):
+                if d not in dims:
+                    pure = pure.project_out(isl.dim_type.set, d, 1)
+            self.boxes[id(u)], self.numeric[id(u)] = pure, [region[d] for d in dims]
+            for read, guard in [(u.target(), ()), *_reads_of(u, group, op.name)]:
+                footprint = footprint.union(self._image(u, read, guard))
+        return self._box(op, footprint)[1] if updates else region
+
+    def _box(self, op: InferredOp, footprint: isl.Set) -> tuple[isl.Set, Region]:
+        """The bounding box of a footprint of ``op``, as a set and as its region (also recorded for the
+        readers of ``op``)."""
+        footprint = footprint.coalesce()
         if not footprint.is_bounded():
             raise LoweringError(f"compute {op.name}: its readers read an unbounded region of it "
                                 f"({footprint}), so its region cannot be inferred; bound the reads or give it a shape")
@@ -106,9 +127,8 @@ class _Inference:
                                                             isl.dim_type.set, d))
             box = box.intersect(axis.ge_set(lo.insert_dims(isl.dim_type.in_, 0, n))).intersect(
                 axis.le_set(hi.insert_dims(isl.dim_type.in_, 0, n)))
-        self.boxes[id(op)] = box
-        self.numeric[id(op)] = region
-        return region
+        self.boxes[id(op)], self.numeric[id(op)] = box, region
+        return box, region
 
     def _bound(self, pa: isl.PwAff, upper: bool) -> tuple[isl.PwAff, int | Expr]:
         """A bound of a footprint's minimum (or maximum, ``upper``) over every size, as isl and as an
@@ -204,14 +224,14 @@ def _floors(e: Expr) -> Expr:
 _FLOOR = {BinOp.CDIV: BinOp.FLOORDIV, BinOp.CMOD: BinOp.FLOORMOD}
 
 
-def _reads_of(reader: ComputeOp, producer: InferredOp) -> Iterator[tuple[TensorRead, tuple]]:
-    """Every read of ``producer`` by ``reader`` (a compute or an update definition), with its conditions."""
-    if not any(t.op is producer for t in reader.input_tensors):
+def _reads_of(reader: ComputeOp, group: set[int], name: str) -> Iterator[tuple[TensorRead, tuple]]:
+    """Every read by ``reader`` (a compute or an update definition) of a definition in ``group`` (the
+    inferred compute ``name`` and its updates), with its conditions."""
+    if not any(id(t.op) in group for t in reader.input_tensors):
         return
     if type(reader) is not ComputeOp and not isinstance(reader, (InferredOp, UpdateOp)):
-        raise LoweringError(f"stage {reader.name} ({type(reader).__name__}) reads {producer.name}, whose region "
-                            f"is inferred; only computes and update definitions may read it: give "
-                            f"{producer.name} a shape")
+        raise LoweringError(f"stage {reader.name} ({type(reader).__name__}) reads {name}, whose region "
+                            f"is inferred; only computes and update definitions may read it: give {name} a shape")
     for read, guard in reads_with_guards(reader.body):
-        if read.tensor.op is producer:
+        if id(read.tensor.op) in group:
             yield read, guard

@@ -18,10 +18,10 @@ import weakref
 from typing import Sequence
 
 from tesched.errors import LoweringError
-from tesched.te.expr import Const, Expr, Var
+from tesched.te.expr import BinOp, Binary, Const, Expr, Var
 from tesched.te.inferred import InferredOp
 from tesched.te.printer import expr_str
-from tesched.te.tensor import ComputeOp, Operation, Range, Tensor, TensorRead
+from tesched.te.tensor import ComputeOp, IterVar, Operation, Range, Tensor, TensorRead
 from tesched.te.update import Definition, UpdateOp
 from tesched.te.visit import rewrite, structural_key, substitute
 
@@ -49,6 +49,8 @@ def realize(order: Sequence[Operation], regions: dict[int, Region]) -> dict[int,
     for op in order:
         if isinstance(op, InferredOp):
             new: Operation = _inferred(op, regions[id(op)], tensors)
+        elif isinstance(op, UpdateOp) and isinstance(op.base, InferredOp):
+            new = _inferred_update(op, regions[id(op)], rebuilt, tensors)
         elif any(id(t) in tensors for t in op.input_tensors) or (
                 isinstance(op, UpdateOp) and id(op.base) in rebuilt):
             new = _reader(op, rebuilt, tensors)
@@ -63,27 +65,60 @@ def realize(order: Sequence[Operation], regions: dict[int, Region]) -> dict[int,
 
 def _inferred(op: InferredOp, region: Region, tensors: dict[int, tuple[Tensor, Region | None]]) -> ComputeOp:
     """The plain compute of an inferred one over its region (see the module docstring)."""
-    for axis, (_, extent) in zip(op.axis, region):
-        assert axis.dom is not None
-        declared = axis.dom.extent
-        if isinstance(declared, Var) and declared.name == f"{op.name}.extent{op.axis.index(axis)}":
-            axis.dom = Range(0, extent)
-        elif not _same(declared, extent):
-            raise LoweringError(f"compute {op.name}: its region was inferred as extent {region_text(declared)} along "
-                                f"{axis.name} for an earlier schedule, and these outputs need extent "
-                                f"{region_text(extent)}; a compute's region is inferred once: declare it again for "
-                                "another pipeline")
+    for d, (axis, (_, extent)) in enumerate(zip(op.axis, region)):
+        _set_extent(op.name, axis, d, extent)
     shift = {a: a + lo for a, (lo, _) in zip(op.axis, region) if not (isinstance(lo, int) and lo == 0)}
-    body = substitute(_reads(op.body, tensors), shift) if shift else _reads(op.body, tensors)
-    new = ComputeOp(op.name, op.tag, list(op.axis), body, op.attrs)
+    new = ComputeOp(op.name, op.tag, list(op.axis), _reads(substitute(op.body, shift), tensors), op.attrs)
     _REGIONS[new] = region
     return new
 
 
-def _same(a: Bound, b: Bound) -> bool:
-    if isinstance(a, int) or isinstance(b, int):
-        return (a.value if isinstance(a, Const) else a) == (b.value if isinstance(b, Const) else b)
-    return structural_key(a) == structural_key(b)
+def _inferred_update(op: UpdateOp, region: Region, rebuilt: dict[int, Operation],
+                     tensors: dict[int, tuple[Tensor, Region | None]]) -> UpdateOp:
+    """An update definition of an inferred compute over its region: its pure axes run from 0 over the
+    region along their dimensions (each still alone at its own position of the element written), and
+    every other index is shifted as a read is."""
+    dims = [next(d for d, i in enumerate(op.body.index) if i is a) for a in op.axis]
+    for a, d in zip(op.axis, dims):
+        _set_extent(op.base.name, a, d, region[d][1])
+    shift = {a: a + region[d][0] for a, d in zip(op.axis, dims) if not (isinstance(region[d][0], int)
+                                                                        and region[d][0] == 0)}
+    index = [i if d in dims else _minus(_reads(substitute(i, shift), tensors), region[d][0])
+             for d, i in enumerate(op.body.index)]
+    base, previous = rebuilt[id(op.base)], tensors[id(op.previous)][0]
+    assert isinstance(base, ComputeOp)
+    return UpdateOp(base, previous, op.position, op.axis, op.reduce_axis,
+                    Definition(_reads(substitute(op.body.value, shift), tensors), index))
+
+
+def _set_extent(name: str, axis: IterVar, dim: int, extent: Bound) -> None:
+    """Give an axis of inferred compute ``name`` (along dimension ``dim``) its region's extent, once."""
+    assert axis.dom is not None
+    declared = axis.dom.extent
+    if isinstance(declared, Var) and declared.name == f"{name}.extent{dim}":
+        axis.dom = Range(0, extent)
+    elif not _same(declared, extent):
+        raise LoweringError(f"compute {name}: its region was inferred as extent {region_text(declared)} along "
+                            f"{axis.name} for an earlier schedule, and these outputs need extent "
+                            f"{region_text(extent)}; a compute's region is inferred once: declare it again for "
+                            "another pipeline")
+
+
+def _minus(index: Expr, origin: Bound) -> Expr:
+    """``index - origin``, as the bare term when ``index`` is ``term + origin`` (an axis shifted by it)."""
+    if isinstance(origin, int) and origin == 0:
+        return index
+    if isinstance(index, Binary) and index.op == BinOp.ADD and _same(index.b, origin):
+        return index.a
+    return index - origin
+
+
+def _same(a: Bound | Expr, b: Bound | Expr) -> bool:
+    """Whether two bounds are the same number or the same expression."""
+    x, y = (v.value if isinstance(v, Const) else v for v in (a, b))
+    if isinstance(x, Expr) and isinstance(y, Expr):
+        return structural_key(x) == structural_key(y)
+    return not isinstance(x, Expr) and not isinstance(y, Expr) and x == y
 
 
 def _reader(op: Operation, rebuilt: dict[int, Operation], tensors: dict[int, tuple[Tensor, Region | None]]) -> Operation:
@@ -125,7 +160,7 @@ def _reads(body: Expr, tensors: dict[int, tuple[Tensor, Region | None]]) -> Expr
         tensor, region = tensors[id(e.tensor)]
         indices = [rewrite(i, swap) for i in e.indices]
         if region is not None:
-            indices = [i if isinstance(lo, int) and lo == 0 else i - lo for i, (lo, _) in zip(indices, region)]
+            indices = [_minus(i, lo) for i, (lo, _) in zip(indices, region)]
         return TensorRead(tensor, tuple(indices))
 
     return rewrite(body, swap)

@@ -113,10 +113,7 @@ def update(tensor: Tensor, index: object, value: object) -> Tensor:
     without pure axes (of reduce axes, sizes, tensor reads); ``value`` may read any version of the tensor."""
     base = tensor.op.base if isinstance(tensor.op, UpdateOp) else tensor.op
     name = base.name
-    if isinstance(base, InferredOp):
-        raise TypeError(f"update of {name}: its region is inferred (declared without a shape); a tensor with "
-                        "update definitions needs a shape (ts.Func(shape, ...))")
-    if type(base) is not ComputeOp or base.num_outputs != 1 or base.reduce_axis:
+    if not (type(base) is ComputeOp or isinstance(base, InferredOp)) or base.num_outputs != 1 or base.reduce_axis:
         raise TypeError(f"update of {name}: only a single-output compute without a reduction can be updated "
                         f"(it is a {type(base).__name__}); write its reduction as an update instead")
     latest: ComputeOp = _LATEST.get(base, base)
