@@ -6,10 +6,13 @@ shapes, or their inferred regions), taken from the outputs back to the inputs. W
 access relation from the reader's instances (its axes, then its reduce axes, under the affine conditions
 of ``if_then_else``/``where`` around the read) to the element read; the union of their images is the
 footprint, and its per-dimension minimum and maximum, as functions of the size variables, give the
-region ``[min, max + 1)``. A read at a data-dependent index (the value of a tensor or of a runtime
-parameter), at a non-affine index, or an unbounded footprint has no region: a :class:`LoweringError`
-names the stage and the read. :func:`realize_outputs` runs the inference and rebuilds the pipeline
-(:mod:`tesched.te.realize`) for a new schedule; it builds no loop.
+region ``[min, max + 1)`` (over symbolic sizes, the ``min``/``max`` of the pieces isl finds, so a shape
+stays affine). A Func with update definitions also covers what they touch: their pure axes run over the
+readers' footprint along their dimensions, their reduce axes over their own ranges. A data-dependent index
+counts the range of its values (:mod:`tesched.arith.value_range`: a clamped lookup); one whose values are
+unbounded, or an unbounded footprint, has no region: a :class:`LoweringError` names the stage and the
+read. :func:`realize_outputs` runs the inference and rebuilds the pipeline (:mod:`tesched.te.realize`)
+for a new schedule; it builds no loop.
 """
 from __future__ import annotations
 

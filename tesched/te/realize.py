@@ -5,11 +5,12 @@ dimension ``d`` is ``[min_d, min_d + extent_d)`` becomes a plain compute of shap
 from 0: element ``k`` of its buffer holds the value at ``k + min`` (the region's *origin*), so its body
 reads its axes shifted by the origin, and every reader's index is shifted back (``f[x - 1]`` becomes
 ``f'[x - 1 - min]``). Negative offsets are thus never stored: a tensor keeps its buffer from 0, and the
-origin lives in the indices. Readers of rebuilt tensors are rebuilt too (same names, axes and
-attributes, new bodies), transitively up to the outputs; operations that read nothing rebuilt stay as
-they are. The axes of an inferred compute are the user's handles for scheduling (``s[f].split(f.op.axis[0],
-8)``), so they are kept, and their extents set to the region's: a compute's region is inferred once
-(:func:`realize` refuses a second, different region). :func:`inferred_region` gives a rebuilt compute's
+origin lives in the indices. The update definitions of an inferred ``Func`` are rebuilt over the same
+region: their pure axes run from 0 too, still alone at their positions of the element written. Readers of
+rebuilt tensors are rebuilt too (same names, axes and attributes, new bodies), transitively up to the
+outputs; operations that read nothing rebuilt stay as they are. The axes of an inferred compute are the
+user's handles for scheduling (``s[f].split(f.op.axis[0], 8)``), so they are kept, and their extents set
+to the region's: a compute's region is inferred once (:func:`realize` refuses a second, different one). :func:`inferred_region` gives a rebuilt compute's
 region, for printing. The regions themselves come from :mod:`tesched.poly.regions`.
 """
 from __future__ import annotations

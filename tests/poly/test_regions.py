@@ -173,3 +173,46 @@ def test_a_scan_reading_an_inferred_compute_is_refused():
     with pytest.raises(ts.LoweringError, match=r"stage scan \(ScanOp\) reads init, which reads f, whose region is "
                                                r"inferred; .* give f a shape"):
         ts.create_schedule(scan)
+
+
+def test_an_inferred_func_with_an_update_covers_what_the_update_writes():
+    """A histogram of clamped bins (Halide's f(x) = 0; f(clamp(im(r))) += 1), read by a 3-point blur: its region
+    is the blur's halo, [-1, 9), which holds every bin the update writes."""
+    n, bins = 20, 8
+    im = ts.placeholder((n,), "int32", name="im")
+    f = ts.Func(None, "float32", name="hist", axes=("b",))
+    b, = f.axis
+    f[b] = 0.0
+    r = ts.reduce_axis((0, n), "r")
+    f[ts.clamp(im[r], 0, bins - 1) * 2] += 1.0          # bins 0, 2 .. 14: beyond what the blur reads
+    out = ts.compute((bins,), lambda i: f[i - 1] + f[i] + f[i + 1], name="out")
+    s = ts.create_schedule(out)
+    assert _regions(s, [im, out]) == {"hist": "b in [-1, 15)"}
+    a = np.random.default_rng(6).integers(-2, 10, n).astype(np.int32)
+    h = np.bincount(np.clip(a, 0, bins - 1) * 2, minlength=15).astype(np.float32)
+    p = np.pad(h, (1, 0))
+    np.testing.assert_allclose(ts.build(s, [im, out])(a), p[:-2][:bins] + p[1:-1][:bins] + p[2:][:bins])
+
+
+@pytest.mark.parametrize("at_loop", [None, 0, 1])
+def test_running_sums_of_an_inferred_func_computed_at_a_loop_of_their_reader(at_loop):
+    """c(y, x) = g(y, clamp(x)); c(r, x) += c(r - 1, x): the pure axis x covers the reader's halo [-1, W + 1)."""
+    H, W = 5, 7
+    g = ts.placeholder((H, W), name="g")
+    c = ts.Func(None, "float32", name="c", axes=("y", "x"))
+    y, x = c.axis
+    c[y, x] = g[y, ts.clamp(x, 0, W - 1)]
+    ry = ts.reduce_axis((1, H), "ry")
+    c[ry, x] = c[ry, x] + c[ry - 1, x]
+    out = ts.compute((H, W), lambda y, x: c[y, x - 1] + c[y, x + 1], name="out")
+    s = ts.create_schedule(out)
+    assert _regions(s, [g, out]) == {"c": "y in [0, 5), x in [-1, 8)"}
+    yo, xo = s[out].op.axis
+    s[out].reorder(xo, yo)
+    xoo, _ = s[out].split(xo, 3)
+    s[out].parallel(xoo)
+    if at_loop is not None:
+        s[c].compute_at(s[out], s[out].leaf_iter_vars[at_loop])
+    a = np.random.default_rng(7).random((H, W), dtype=np.float32)
+    sums = np.cumsum(a[:, np.clip(np.arange(-1, W + 1), 0, W - 1)], axis=0)
+    np.testing.assert_allclose(ts.build(s, [g, out])(a), sums[:, :-2] + sums[:, 2:], rtol=1e-5)
