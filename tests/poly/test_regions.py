@@ -216,3 +216,56 @@ def test_running_sums_of_an_inferred_func_computed_at_a_loop_of_their_reader(at_
     a = np.random.default_rng(7).random((H, W), dtype=np.float32)
     sums = np.cumsum(a[:, np.clip(np.arange(-1, W + 1), 0, W - 1)], axis=0)
     np.testing.assert_allclose(ts.build(s, [g, out])(a), sums[:, :-2] + sums[:, 2:], rtol=1e-5)
+
+
+def _bilateral_grid(h, w, s_sigma=8, r_sigma=0.1):
+    """Halide's bilateral grid with no intermediate size: the histogram a Func whose update writes the bin of
+    each pixel of its cell (clamped, so bounded), three [1 4 6 4 1] blurs, the trilinear slice."""
+    from tesched.recipes.bilateral_grid import TAPS
+    img = ts.placeholder((h, w), name="input")
+    inv_r, half = 1.0 / r_sigma, s_sigma // 2
+    hist = ts.Func(None, "float32", name="histogram", axes=("c", "z", "y", "x"))
+    c, z, y, x = hist.axis
+    hist[c, z, y, x] = 0.0
+    ry, rx = ts.reduce_axis((0, s_sigma), name="ry"), ts.reduce_axis((0, s_sigma), name="rx")
+    val = ts.clamp(img[ts.clamp(y * s_sigma + ry - half, 0, h - 1), ts.clamp(x * s_sigma + rx - half, 0, w - 1)],
+                   0.0, 1.0)
+    hist[c, ts.cast("int32", val * inv_r + 0.5), y, x] += ts.if_then_else(c == 0, val, 1.0)
+    blurs = {"histogram": hist.tensor}
+    for name, (dz, dy, dx) in (("blurz", (1, 0, 0)), ("blurx", (0, 0, 1)), ("blury", (0, 1, 0))):
+        blurs[name] = ts.compute(None, lambda c, z, y, x, g=list(blurs.values())[-1], dz=dz, dy=dy, dx=dx: sum(
+            t * g[c, z + dz * (i - 2), y + dy * (i - 2), x + dx * (i - 2)] for i, t in enumerate(TAPS)), name=name)
+    blury = blurs["blury"]
+
+    def interpolated(c, y, x):
+        zv = ts.clamp(img[y, x], 0.0, 1.0) * inv_r
+        zi = ts.cast("int32", zv)
+        zf = zv - ts.cast("float32", zi)
+        yi, xi = y // s_sigma, x // s_sigma
+        yf, xf = (ts.cast("float32", v % s_sigma) * (1.0 / s_sigma) for v in (y, x))
+
+        def plane(z):
+            return ts.lerp(ts.lerp(blury[c, z, yi, xi], blury[c, z, yi, xi + 1], xf),
+                           ts.lerp(blury[c, z, yi + 1, xi], blury[c, z, yi + 1, xi + 1], xf), yf)
+        return ts.lerp(plane(zi), plane(zi + 1), zf)
+    out = ts.compute((h, w), lambda y, x: interpolated(0, y, x) / interpolated(1, y, x), name="bilateral_grid")
+    return img, out, blurs
+
+
+def test_halides_bilateral_grid_without_any_intermediate_size_matches_the_recipes_reference():
+    from tests.recipes.references import bilateral_grid as reference
+    img, out, blurs = _bilateral_grid(20, 36)
+    s = ts.create_schedule(out)
+    regions = _regions(s, [img, out])
+    assert regions["blury"] == "c in [0, 2), z in [0, 12), y in [0, 4), x in [0, 6)"
+    # the blur along z reads bins -2 .. 13, the update writes bins 0 .. 10: the histogram covers both
+    assert regions["histogram"] == "c in [0, 2), z in [-2, 14), y in [-2, 6), x in [-2, 8)"
+    blurx = s[blurs["blurx"]]
+    c, z, y, x = blurs["blurx"].op.axis
+    blurx.reorder(z, c, y, x)
+    blurx.parallel(z)
+    blurx.vectorize(blurx.split(x, 4)[1])
+    s[blurs["blurz"]].compute_at(blurx, y)
+    s[blurs["blury"]].compute_inline()
+    a = np.random.default_rng(8).random((20, 36), dtype=np.float32)
+    np.testing.assert_allclose(ts.build(s, [img, out])(a), reference(a), rtol=2e-4, atol=1e-5)
