@@ -61,8 +61,9 @@ class _Inference:
         self.order = order
         sizes: dict[int, Var] = {}
         for op in order:
-            exprs = ([op.body] if isinstance(op, ComputeOp) else []) + [b for r in op.reduce_axis for b in (r.range.min, r.range.extent)]
-            if not isinstance(op, InferredOp):
+            exprs = [b for r in op.reduce_axis for b in (r.range.min, r.range.extent)]
+            exprs += [op.body] if isinstance(op, ComputeOp) else []
+            if not isinstance(op.base if isinstance(op, UpdateOp) else op, InferredOp):   # no placeholder extents
                 exprs += [d for k in range(op.num_outputs) for d in op.output(k).shape]
             for e in exprs:
                 if isinstance(e, Expr):

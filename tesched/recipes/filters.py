@@ -5,9 +5,10 @@ Each takes a planar RGB image ``(3, h, w)`` (float32, channel outermost, as Hali
 it through a repeat-edge boundary (indices clamped), so every output pixel is defined. As in Halide, only
 the output has a shape: every intermediate is declared without one (``compute(None, ...)``), indexed in
 image coordinates, and computes the region its readers read (bounds inference, when a schedule is
-created: ``gray`` of the unsharp mask covers ``[-3, h + 3) x [-3, w + 3)``). The functions return a :class:`App` (input, output and every stage by name, for schedules). This module
-declares; :mod:`tesched.recipes.app_schedules` schedules, and ``tests/recipes/references.py`` holds the
-NumPy references.
+created: ``gray`` of the unsharp mask covers ``[-3, h + 3) x [-3, w + 3)``). The functions return a
+:class:`App` (input, output and every stage by name, for schedules). This module declares;
+:mod:`tesched.recipes.app_schedules` schedules, and ``tests/recipes/references.py`` holds the NumPy
+references.
 """
 from __future__ import annotations
 

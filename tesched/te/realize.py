@@ -10,8 +10,8 @@ region: their pure axes run from 0 too, still alone at their positions of the el
 rebuilt tensors are rebuilt too (same names, axes and attributes, new bodies), transitively up to the
 outputs; operations that read nothing rebuilt stay as they are. The axes of an inferred compute are the
 user's handles for scheduling (``s[f].split(f.op.axis[0], 8)``), so they are kept, and their extents set
-to the region's: a compute's region is inferred once (:func:`realize` refuses a second, different one). :func:`inferred_region` gives a rebuilt compute's
-region, for printing. The regions themselves come from :mod:`tesched.poly.regions`.
+to the region's: a compute's region is inferred once (:func:`realize` refuses a second, different one).
+:func:`inferred_region` gives a rebuilt compute's region, for printing. The regions themselves come from :mod:`tesched.poly.regions`.
 """
 from __future__ import annotations
 
@@ -122,7 +122,8 @@ def _same(a: Bound | Expr, b: Bound | Expr) -> bool:
     return not isinstance(x, Expr) and not isinstance(y, Expr) and x == y
 
 
-def _reader(op: Operation, rebuilt: dict[int, Operation], tensors: dict[int, tuple[Tensor, Region | None]]) -> Operation:
+def _reader(op: Operation, rebuilt: dict[int, Operation],
+            tensors: dict[int, tuple[Tensor, Region | None]]) -> Operation:
     """A compute or update that reads rebuilt tensors, reading them instead (shifted by their origins)."""
     if isinstance(op, UpdateOp):
         base = rebuilt.get(id(op.base), op.base)

@@ -5,8 +5,9 @@ Hypothesis draws a pipeline: a repeat-edge read of the input (the only stage tha
 three stages, each reading one or two earlier ones at shifted (``y + d``), downsampled (``2y + d``) or
 upsampled (``y // 2 + d``) coordinates, and an output of a drawn size (constant or symbolic) reading the
 last stages. Every intermediate is ``compute(None, ...)`` or ``Func(None, ...)``. The schedule: the output
-split, reordered, fused and annotated at random (split by constant factors only for symbolic sizes); each intermediate inlined, computed at the root (split and
-annotated), or computed at a loop of the output enclosing all its readers. The NumPy reference evaluates
+split, reordered, fused and annotated at random (split by constant factors only for symbolic sizes); each
+intermediate inlined, computed at the root (split and annotated), or computed at a loop of the output
+enclosing all its readers. The NumPy reference evaluates
 each stage at the coordinates its readers ask for, so it knows nothing of regions.
 """
 from __future__ import annotations
