@@ -1,5 +1,5 @@
 """Tests of tesched.te.inferred: computes and Funcs declared without a shape (their axes from the function's
-parameters or the Func's names) and what such a declaration refuses."""
+parameters or the Func's names, a Func's updates) and what such a declaration refuses."""
 import pytest
 
 import tesched as ts
@@ -53,10 +53,12 @@ def _triangle(A):
     return rows
 
 
-def test_an_inferred_func_has_no_update_definitions():
+def test_an_inferred_func_takes_update_definitions():
+    """Halide's f(x) = 0; f(x) += g(x): the updates' pure axes run over the region inferred later."""
+    g = ts.placeholder((4,), name="g")
     f = ts.Func(None, name="f", axes=("x",))
     x, = f.axis
     f[x] = 0.0
-    with pytest.raises(TypeError, match=r"update of f: its region is inferred \(declared without a shape\); a "
-                                        "tensor with update definitions needs a shape"):
-        f[x] += 1.0
+    f[x] += g[ts.clamp(x, 0, 3)]
+    update = f.tensor.op
+    assert update.base is f.op and isinstance(f.op, InferredOp) and [a.name for a in update.axis] == ["x"]
