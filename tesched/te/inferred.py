@@ -26,9 +26,8 @@ class InferredOp(ComputeOp):
 
 def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: str = "",
             attrs: dict | None = None) -> Tensor:
-    """``ts.compute``: with a shape, :func:`tesched.te.tensor.compute`; with ``shape=None``, a compute whose
-    region is inferred from its readers when a schedule of the outputs is created (Halide's Func: defined
-    everywhere, computed where it is read). Its axes are the parameters of ``fcompute``."""
+    """``out[i...] = fcompute(i...)`` over ``shape``, or, with ``shape=None``, over the region its readers read
+    (see :func:`tesched.te.tensor.compute`, appended below, and the module docstring)."""
     if shape is not None:
         return compute_shaped(shape, fcompute, name, tag, attrs)
     checks.check_name(name, "compute")
@@ -56,6 +55,16 @@ def compute(shape, fcompute: Callable[..., object], name: str = "compute", tag: 
     if op.num_outputs == 1:
         return op.output(0)
     return cast(Tensor, tuple(op.output(k) for k in range(op.num_outputs)))     # as tensor.compute: a tuple
+
+
+compute.__doc__ = f"""{compute.__doc__}
+
+    With ``shape=None`` the compute has no shape (Halide's Func, defined everywhere): its axes are the
+    parameters of ``fcompute``, its region is inferred from what its readers read when a schedule of the
+    outputs is created, and ``lower()`` prints it; it may not be an output or a kernel argument.
+
+    {(compute_shaped.__doc__ or "").strip()}
+    """
 
 
 def _arity(fcompute: Callable, name: str) -> list[str]:
