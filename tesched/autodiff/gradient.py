@@ -36,9 +36,8 @@ from tesched.autodiff.contributions import (Contribution, Head, Key, adjoint, ch
 from tesched.autodiff.scan_adjoint import scan_contributions
 from tesched.errors import GradientError
 from tesched.te import dtype as dt
-from tesched.schedule.schedule import dependence_order
+from tesched.schedule.schedule import realize_declared
 from tesched.te.expr import Const
-from tesched.te.inferred import InferredOp
 from tesched.te.scan import ScanOp
 from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute
 
@@ -83,12 +82,8 @@ def _zeros(tensor: Tensor) -> Tensor:
 
 def _realized(output: Tensor, wanted: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
     """``output`` and ``wanted`` in the pipeline rebuilt over the inferred regions of its computes declared
-    without a shape (:mod:`tesched.poly.regions`), so their adjoints have shapes; unchanged without one."""
-    if not any(isinstance(op, InferredOp) for op in dependence_order([output.op])):
-        return output, wanted
-    from tesched.poly.regions import realize_outputs   # isl, only for such pipelines
-
-    rebuilt = {id(old): new for old, new in realize_outputs([output.op])}
+    without a shape (bounds inference), so their adjoints have shapes; unchanged without one."""
+    rebuilt = {id(old): new for old, new in realize_declared([output.op])}
 
     def of(t: Tensor) -> Tensor:
         return rebuilt[id(t.op)].output(t.value_index) if id(t.op) in rebuilt else t

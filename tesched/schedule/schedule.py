@@ -57,20 +57,24 @@ def dependence_order(outputs: Sequence[Operation]) -> list[Operation]:
     return order
 
 
+def realize_declared(outputs: Sequence[Operation]) -> list[tuple[Operation, Operation]]:
+    """The operations of a pipeline declared with computes without a shape, each with its operation rebuilt
+    over the inferred regions (the registered inference); empty when the outputs depend on none."""
+    if not any(isinstance(op, InferredOp) for op in dependence_order(outputs)):
+        return []
+    assert _region_inference is not None, "no region inference registered: import tesched"
+    return _region_inference(list(outputs))
+
+
 class Schedule:
     """The schedule of every operation that the outputs depend on."""
 
     def __init__(self, outputs: Sequence[Operation]):
-        order = dependence_order(outputs)
         # the declared operations of a pipeline rebuilt over inferred regions, each with its rebuilt one
-        self.declared: list[tuple[Operation, Operation]] = []
-        if any(isinstance(op, InferredOp) for op in order):
-            assert _region_inference is not None, "no region inference registered: import tesched"
-            self.declared = _region_inference(list(outputs))
-            rebuilt = {id(old): new for old, new in self.declared}
-            outputs = [rebuilt.get(id(op), op) for op in outputs]
-            order = dependence_order(outputs)
-        self.outputs = list(outputs)
+        self.declared = realize_declared(outputs)
+        rebuilt = {id(old): new for old, new in self.declared}
+        self.outputs = [rebuilt.get(id(op), op) for op in outputs]
+        order = dependence_order(self.outputs)
         scans = [op for op in order if isinstance(op, ScanOp)]
         states = {id(state.op) for op in scans for state in op.states}
         self.stages = [Stage(op, self) for op in order if id(op) not in states]
