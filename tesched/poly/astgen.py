@@ -17,7 +17,6 @@ import islpy as isl
 from tesched.errors import LoweringError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
-from tesched.poly.collapse import collapse_fused
 from tesched.poly.fused import FusedGroup
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
 from tesched.ir.kinds import LoopKind
@@ -387,7 +386,9 @@ class AstToIR:
         self.components: dict[int, FusedGroup] = {}   # loop variable -> the kept-out fuse it is a loop of
 
     def convert(self, node: isl.AstNode) -> ir.Stmt:
-        return collapse_fused(self.walk(node, dict(self.params), None), self.components)
+        """The loop IR of ``node``; the loops of kept-out fuses stay a nest, listed in ``components`` (the
+        ``collapse fused loops`` pass, :mod:`.collapse`, makes each one loop)."""
+        return self.walk(node, dict(self.params), None)
 
     def walk(self, node: isl.AstNode, env: dict[str, Expr], loop: LoopMark | None) -> ir.Stmt:
         kind = node.get_type()
@@ -440,7 +441,7 @@ class AstToIR:
         body = self.walk(node.for_get_body(), inner, None)
         kind = loop.kind if loop is not None else LoopKind.SERIAL
         pragmas = loop.pragmas if loop is not None else ()
-        if loop is not None and loop.group is not None:    # a loop of a kept-out fuse: collapse_fused decides
+        if loop is not None and loop.group is not None:    # a loop of a kept-out fuse: the collapse pass decides
             self.components[id(var)] = loop.group
             kind, pragmas = LoopKind.SERIAL, ()
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,
