@@ -6,17 +6,18 @@ Each pass is a typed function from one pipeline state to the next, and the state
 
 ``Request`` (schedule, arguments, name) -> ``ModelState`` (the polyhedral model, filled in by its phases)
 -> ``TreeState`` (+ the isl schedule tree) -> ``AstState`` (+ isl's loop AST) -> ``EmitState`` (+ each
-stage's value with its unproven indices checked) -> ``LoopState`` (+ the loop IR, its buffers, the fused
-loops still to collapse) -> ``LoweredFunc`` (the function: arguments, sizes, parameters, loop IR).
+stage's value with its unproven indices checked) -> ``NestState`` (+ the loop IR, its buffers, the fused
+loops still to collapse) -> ``LoopState`` (the loop IR and its buffers, every loop as scheduled) ->
+``LoweredFunc`` (the function: arguments, sizes, parameters, loop IR).
 
 The passes, by phase:
 
 - model (``Request`` -> ``ModelState``): check arguments; inline and parameters; stage models and
   statements; iteration domains and footprints; bounds check; buffers; tensorize matching; prefetch regions;
 - isl (-> ``TreeState`` -> ``AstState``): isl schedule tree; dependence check; isl AST generation;
-- loop IR in the model's terms (-> ``EmitState`` -> ``LoopState``): index checks; AST to loop IR;
-  specialize (isl's AST generation again under each ``Stage.specialize`` condition); collapse fused
-  loops; bind shared subexpressions;
+- loop IR in the model's terms (-> ``EmitState`` -> ``NestState`` -> ``LoopState``): index checks; AST to
+  loop IR; specialize (isl's AST generation again under each ``Stage.specialize`` condition); collapse
+  fused loops; bind shared subexpressions;
 - loop IR (-> ``LoweredFunc``): function and its parameters; loop nesting check; allocate intermediates;
   simplify index arithmetic; element offsets where they divide less;
 - ``build``, for a target: peel partial tiles; unroll; loops from 0, indices simplified; unswitch loops
@@ -30,6 +31,10 @@ application configures logging). With ``TESCHED_VERIFY=1`` (the test suite sets 
 loop IR is checked after every pass that holds it (:mod:`tesched.ir.verify`), and a broken invariant
 raises :class:`~tesched.errors.InternalError` naming the pass. :func:`lower_through` gives the state
 right after any pass, to find the first pass whose output is wrong.
+
+What the C code generator still does as it prints (not a pass): an access's coordinates become the element
+offset C indexes, simplified under the loops' ranges, and the part of an offset an innermost loop does not
+change is named before it (:mod:`tesched.codegen.hoist`).
 """
 from __future__ import annotations
 
@@ -129,8 +134,8 @@ class EmitState:
 
 
 @dataclass(frozen=True)
-class LoopState:
-    """A loop nest being finished in the model's terms: its buffers (by ``id`` of their tensor), and the
+class NestState:
+    """The loop IR isl's AST became, in the model's terms: its buffers (by ``id`` of their tensor), and the
     loops of kept-out fuses still to collapse (by ``id`` of their variable, see :mod:`tesched.poly.collapse`)."""
 
     request: Request
@@ -140,6 +145,16 @@ class LoopState:
     buffers: Mapping[int, ir.Buffer]
     body: ir.Stmt
     components: Mapping[int, FusedGroup]
+
+
+@dataclass(frozen=True)
+class LoopState:
+    """The loop IR with every loop the schedule asked for, and its buffers (by ``id`` of their tensor)."""
+
+    request: Request
+    model: PolyModel
+    buffers: Mapping[int, ir.Buffer]
+    body: ir.Stmt
 
 
 class Phase(StrEnum):
@@ -192,12 +207,12 @@ def _index_checks(st: AstState, target: Target) -> EmitState:
     return EmitState(st.request, st.model, st.tree, st.ast, checked_bodies(st.model))
 
 
-def _loop_ir(st: EmitState, target: Target) -> LoopState:
+def _loop_ir(st: EmitState, target: Target) -> NestState:
     nest = loop_ir(st.model, st.tree, st.ast, st.bodies)
-    return LoopState(st.request, st.model, st.tree, st.bodies, nest.buffers, nest.body, nest.components)
+    return NestState(st.request, st.model, st.tree, st.bodies, nest.buffers, nest.body, nest.components)
 
 
-def _specialize(st: LoopState, target: Target) -> LoopState:
+def _specialize(st: NestState, target: Target) -> NestState:
     components = dict(st.components)
 
     def fast_nest(ast: LoopAst) -> ir.Stmt:
@@ -208,8 +223,8 @@ def _specialize(st: LoopState, target: Target) -> LoopState:
     return replace(st, body=specialize(st.model, st.tree, st.body, fast_nest), components=components)
 
 
-def _collapse(st: LoopState, target: Target) -> LoopState:
-    return replace(st, body=collapse_fused(st.body, st.components), components={})
+def _collapse(st: NestState, target: Target) -> LoopState:
+    return LoopState(st.request, st.model, st.buffers, collapse_fused(st.body, st.components))
 
 
 def _bind_shared(st: LoopState, target: Target) -> LoopState:
@@ -304,14 +319,14 @@ def describe(state: object) -> str:
                                 for n in walk(e)) for sm in state.model.stages}
         return "\n".join(f"  {name}: {count} indices checked when the kernel runs"
                          for name, count in checked.items() if count) or "  every index proven in bounds"
-    if isinstance(state, (LoopState, LoweredFunc)):
+    if isinstance(state, (NestState, LoopState, LoweredFunc)):
         return str(state.body)
     return ""
 
 
 def _verify(state: object, after: str) -> None:
     """The loop IR's invariants (:mod:`tesched.ir.verify`) on a state that holds loop IR."""
-    if isinstance(state, LoopState):
+    if isinstance(state, (NestState, LoopState)):
         model, body = state.model, state.body
         args = [state.buffers[id(t)] for t in state.request.args]
         sizes = (*model.params, *state.request.params, *model.scalars)

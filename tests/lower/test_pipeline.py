@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import tesched as ts
+from tesched.lower import pipeline
 from tesched.lower.pipeline import PASSES, Phase, lower_for_target, lower_through, passes_until
 from targets import AVX512
 
@@ -326,6 +327,8 @@ def test_the_pipeline_lists_every_step_from_lower_to_c():
                  "unswitch loops left scalar", "dot products", "explicit SIMD", "promote registers"):
         assert step in names, step
     assert len(set(names)) == len(names)
+    listed = " ".join(pipeline.__doc__.split())       # the module's docstring lists them all, for a newcomer
+    assert all(name in listed for name in names), [name for name in names if name not in listed]
     phases = [p.phase for p in PASSES]
     assert phases == sorted(phases, key=[Phase.LOWER, Phase.BUILD].index)     # lower first, then build
     with pytest.raises(ValueError, match="no lowering pass is called 'inline'; the passes are: check arguments"):
