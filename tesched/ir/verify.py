@@ -16,8 +16,8 @@ bug, not a user error) naming the pass that broke one of these:
   one or theirs; a conversion keeps the lanes; a masked load's mask has its lanes; an assignment keeps
   the lanes of its variable;
 - loop kinds are legal: a loop bound to a GPU index says which, and no other loop does; no parallel loop
-  runs inside a vectorized one (the schedule's check says so to the user before the loop IR exists); a
-  loop steps forward.
+  runs inside a vectorized one (once the pipeline's loop nesting check has told the user of such a
+  schedule); a loop steps forward.
 
 The walk keeps its own stack (a ``let`` chain may be thousands deep). It checks; it changes nothing.
 """
@@ -39,15 +39,17 @@ _SAME_TYPED = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max",
 
 
 def verify(body: ir.Stmt, args: Sequence[ir.Buffer], params: Iterable[Var], intermediates: Iterable[ir.Buffer],
-           after: str) -> None:
+           after: str, nesting: bool = True) -> None:
     """Check the invariants of the module docstring on ``body``, a function of buffers ``args`` and sizes
-    ``params`` whose root intermediates are ``intermediates``; ``after`` names the pass that produced it."""
-    _Verifier(after, [*args, *intermediates], params).run(body)
+    ``params`` whose root intermediates are ``intermediates``; ``after`` names the pass that produced it.
+    ``nesting=False`` leaves out the nesting of parallel and vectorized loops (before the user's schedule
+    is checked for it, it is the user's error)."""
+    _Verifier(after, [*args, *intermediates], params, nesting).run(body)
 
 
 class _Verifier:
-    def __init__(self, after: str, buffers: Sequence[ir.Buffer], params: Iterable[Var]):
-        self.after = after
+    def __init__(self, after: str, buffers: Sequence[ir.Buffer], params: Iterable[Var], nesting: bool):
+        self.after, self.nesting = after, nesting
         self.buffers: dict[int, int] = {}       # id -> how many scopes hold it (arguments: one, forever)
         self.vars: dict[int, int] = {}
         self.vectorized: list[ir.For] = []      # the vectorized loops around the statement walked
@@ -133,7 +135,7 @@ class _Verifier:
     def loop(self, s: ir.For) -> None:
         if s.kind.bound != bool(s.thread):
             self.fail(f"loop {s.var.name} of kind {s.kind.value} has GPU index {s.thread or 'none'}")
-        if s.kind is LoopKind.PARALLEL and self.vectorized:
+        if s.kind is LoopKind.PARALLEL and self.vectorized and self.nesting:
             self.fail(f"parallel loop {s.var.name} runs inside the vectorized loop {self.vectorized[-1].var.name}")
         if s.step < 1:
             self.fail(f"loop {s.var.name} has step {s.step}")

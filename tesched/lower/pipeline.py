@@ -17,9 +17,9 @@ The passes, by phase:
 - isl (-> ``TreeState`` -> ``AstState``): isl schedule tree; dependence check; isl AST generation;
 - loop IR in the model's terms (-> ``EmitState`` -> ``NestState`` -> ``LoopState``): index checks; AST to
   loop IR; specialize (isl's AST generation again under each ``Stage.specialize`` condition); collapse
-  fused loops; bind shared subexpressions;
-- loop IR (-> ``LoweredFunc``): function and its parameters; loop nesting check; allocate intermediates;
-  simplify index arithmetic; element offsets where they divide less;
+  fused loops; bind shared subexpressions; loop nesting check (the user's, on the loops as scheduled);
+- loop IR (-> ``LoweredFunc``): function and its parameters; allocate intermediates; simplify index
+  arithmetic; element offsets where they divide less;
 - ``build``, for a target: peel partial tiles; unroll; loops from 0, indices simplified; unswitch loops
   left scalar; dot products; explicit SIMD; promote registers.
 
@@ -243,9 +243,9 @@ def _function(st: LoopState, target: Target) -> LoweredFunc:
                        st.body, st.model, scalars)
 
 
-def _loop_nesting(func: LoweredFunc, target: Target) -> LoweredFunc:
-    check_loop_nesting(func.body)
-    return func
+def _loop_nesting(st: LoopState, target: Target) -> LoopState:
+    check_loop_nesting(st.body)
+    return st
 
 
 def _allocate_intermediates(func: LoweredFunc, target: Target) -> LoweredFunc:
@@ -286,8 +286,8 @@ PASSES: tuple[Pass, ...] = (
     Pass("specialize", _specialize),
     Pass("collapse fused loops", _collapse),
     Pass("bind shared subexpressions", _bind_shared),
-    Pass("function and its parameters", _function),
     Pass("loop nesting check", _loop_nesting),
+    Pass("function and its parameters", _function),
     Pass("allocate intermediates", _allocate_intermediates),
     Pass("simplify index arithmetic", _on_body(lambda body, target: simplify_indices(body))),
     Pass("element offsets where they divide less", _on_body(lambda body, target: flatten_indices(body))),
@@ -326,6 +326,7 @@ def describe(state: object) -> str:
 
 def _verify(state: object, after: str) -> None:
     """The loop IR's invariants (:mod:`tesched.ir.verify`) on a state that holds loop IR."""
+    nesting = isinstance(state, LoweredFunc)    # (the user's nesting of loop kinds is checked before it exists)
     if isinstance(state, (NestState, LoopState)):
         model, body = state.model, state.body
         args = [state.buffers[id(t)] for t in state.request.args]
@@ -335,7 +336,7 @@ def _verify(state: object, after: str) -> None:
     else:
         return
     intermediates = [b for sm in model.stages for b in sm.buffers if b.scope is ir.BufferScope.GLOBAL]
-    verify(body, args, sizes, intermediates, after)
+    verify(body, args, sizes, intermediates, after, nesting)
 
 
 def run_passes(state: object, passes: Sequence[Pass], target: Target, debug: bool | None = None) -> Any:

@@ -144,6 +144,7 @@ def test_loop_kinds_must_be_legal():
     nested = map_stmt(func.body, on_stmt=lambda s: swapped if s is outer else None)
     with pytest.raises(InternalError, match="parallel loop j runs inside the vectorized loop i"):
         _check(func, nested)
+    verify(nested, func.args, func.params, (), "a pass before the schedule's check", nesting=False)
     backwards = map_stmt(func.body, on_stmt=lambda s: replace(s, step=0) if s is inner else None)
     with pytest.raises(InternalError, match="loop j has step 0"):
         _check(func, backwards)
