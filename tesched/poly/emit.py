@@ -5,6 +5,12 @@ the stored value with the reduced expression (under the reduction's ``where``); 
 of a ``compute_at`` buffer for the current iteration of the loop it lives in; ``prefetch`` loops over the
 box a later iteration reads. Tensor reads become loads from the tensor's buffer (argument, whole
 intermediate, or local region).
+
+This is the ``AST to loop IR`` pass (and the nests ``specialize`` makes): each stage's value comes checked
+from the ``index checks`` pass (:mod:`.index_checks`), and the result keeps what later passes do: the
+loops of a fuse over symbolic extents stay a nest (``collapse fused loops``, :mod:`.collapse`) and a value
+used twice is repeated (``bind shared subexpressions``, :mod:`tesched.ir.cse`), except in a tuple
+reduction's combination, whose shared values are bound here (the vectorizer reads that form).
 """
 from __future__ import annotations
 
