@@ -319,7 +319,9 @@ def describe(state: object) -> str:
                                 for n in walk(e)) for sm in state.model.stages}
         return "\n".join(f"  {name}: {count} indices checked when the kernel runs"
                          for name, count in checked.items() if count) or "  every index proven in bounds"
-    if isinstance(state, (NestState, LoopState, LoweredFunc)):
+    if isinstance(state, (NestState, LoopState)):   # (before the pass binding them, shared values would be
+        return str(bind_shared_stores(state.body))  # printed once per use: exponential in an inlined chain)
+    if isinstance(state, LoweredFunc):
         return str(state.body)
     return ""
 
