@@ -1,18 +1,20 @@
 """Two convolutions in one GPU kernel (``auto_schedule``'s GPU path, tesched/autoschedule/gpu_chain.py): the
 first computed per block in shared memory with its halo, on pocl against NumPy and compiled by NVRTC; its
 global traffic beside the two kernels of the unfused version; what is not chained, and the tile fitted to
-the device's shared memory. Decisions are asserted for the ``cuda`` target, whose limits are its presets."""
+the device's shared memory; grouped, depthwise, dilated and strided convolutions. Decisions are asserted
+for the ``cuda`` target, whose limits are its presets."""
 import re
 
 import numpy as np
 import pytest
 
 import tesched as ts
+import tesched.nn as nn
 from tesched.autoschedule.gpu_chain import MIN_THREADS
 from tesched.recipes import conv_chain
 from tests.autoschedule.helpers import data
 from tests.gpu_helpers import need_nvrtc, need_opencl
-from tests.nn.helpers import ATOL, RTOL
+from tests.nn.helpers import ATOL, RTOL, conv2d_reference
 
 PRODUCER = "conv1: computed per block in shared memory, halo included"
 
@@ -93,3 +95,31 @@ def test_a_producer_read_elsewhere_or_not_through_a_window_is_not_chained():
     assert PRODUCER not in both and len(_shared_bytes(both)) == 2              # conv1 is a result too
     products = ts.explain_schedule(ts.auto_schedule(_gemm_chain(), target="cuda"))
     assert "computed per block in shared memory, halo included" not in products and "C: a kernel" in products
+
+
+# (name, (n, c, h, w), conv1 (filters, groups), conv2 (filters, groups, stride, dilation), chained)
+VARIANTS = [
+    ("grouped-batch2", (2, 4, 9, 9), (6, 2), (4, 2, 1, 1), True),
+    ("depthwise", (1, 4, 10, 10), (4, 4), (4, 4, 1, 1), True),
+    pytest.param("dilated", (1, 3, 11, 12), (4, 1), (5, 1, 1, 2), True, marks=pytest.mark.slow),
+    pytest.param("strided", (1, 4, 12, 12), (4, 1), (4, 1, 2, 1), False, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("name, shape, first, second, chained", VARIANTS, ids=lambda v: v if isinstance(v, str) else "")
+def test_chains_of_grouped_depthwise_dilated_and_strided_convolutions_match_numpy_on_opencl(name, shape, first,
+                                                                                         second, chained):
+    """A strided second convolution reads the first at twice its own rows: its region per block would be
+    computed over twice, so the first stays a kernel of its own."""
+    need_opencl()
+    (k1, g1), (k2, g2, stride, dilation) = first, second
+    x = ts.placeholder(shape, name="x")
+    w1, w2 = ts.placeholder((k1, shape[1] // g1, 3, 3), name="w1"), ts.placeholder((k2, k1 // g2, 3, 3), name="w2")
+    out = nn.conv2d(nn.relu(nn.conv2d(x, w1, 1, 1, 1, g1)), w2, stride, dilation, dilation, g2)
+    s = ts.auto_schedule(out, target="opencl")
+    assert (PRODUCER.replace("conv1", "conv2d") in ts.explain_schedule(s)) == chained
+    f = ts.build(s, [x, w1, w2, out], target="opencl")
+    xv, w1v, w2v = (data(*(int(d) for d in t.shape), seed=k) for k, t in enumerate((x, w1, w2)))
+    middle = np.maximum(conv2d_reference(xv, w1v, 1, 1, 1, g1), 0)
+    want = conv2d_reference(middle, w2v, stride, dilation, dilation, g2)
+    np.testing.assert_allclose(f(xv, w1v, w2v), want, rtol=RTOL, atol=ATOL)
