@@ -41,7 +41,7 @@ from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.target import Target
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Expr
+from tesched.te.expr import Const, Expr
 from tesched.te.tensor import ComputeOp, IterVar, Operation, Tensor, TensorRead, output_bodies
 from tesched.te.visit import collect, structural_key, walk
 
@@ -247,13 +247,19 @@ def tileable(op: Operation) -> bool:
 
 def reads_pointwise(s: Schedule, host: Stage, anchor: Stage) -> bool:
     """Whether ``host`` (without reduction) reads ``anchor`` only at its own point, through the stages
-    inlined into it: then ``anchor`` can be computed per block in registers and its epilogue fused."""
+    inlined into it: then ``anchor`` can be computed per block in registers and its epilogue fused. Along
+    an axis of one iteration the point is index 0 (a broadcasting epilogue reads size-1 axes at 0)."""
     op = host.op
     if not isinstance(op, ComputeOp) or op.reduce_axis or op.output(0).shape != anchor.op.output(0).shape:
         return False
     inlined = [st.op for st in s.stages if st.attach_type is AttachType.INLINE]
     reads = [r for r in _reads([inlined_body(op, inlined)]) if r.tensor.op is anchor.op]
-    return all(len(r.indices) == len(op.axis) and all(e is a for e, a in zip(r.indices, op.axis)) for r in reads)
+    return all(len(r.indices) == len(op.axis) and all(_at(e, a) for e, a in zip(r.indices, op.axis)) for r in reads)
+
+
+def _at(index: Expr, axis: IterVar) -> bool:
+    """Whether ``index`` is ``axis``'s value: the axis itself, or 0 along an axis of one iteration."""
+    return index is axis or (isinstance(index, Const) and index.value == 0 and axis.constant_extent == 1)
 
 
 @dataclass

@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import tesched as ts
 import tesched.nn as nn
@@ -123,3 +125,19 @@ def test_chains_of_grouped_depthwise_dilated_and_strided_convolutions_match_nump
     middle = np.maximum(conv2d_reference(xv, w1v, 1, 1, 1, g1), 0)
     want = conv2d_reference(middle, w2v, stride, dilation, dilation, g2)
     np.testing.assert_allclose(f(xv, w1v, w2v), want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(1, 6), st.integers(1, 9), st.integers(3, 30), st.integers(3, 30), st.integers(1, 2))
+def test_chains_of_any_size_match_numpy_on_opencl(channels, mid, height, width, batch):
+    """Partial blocks at the image's edges, halos clipped there, channel counts no tile divides."""
+    need_opencl()
+    chain = conv_chain.declare(channels, 1, batch, mid_channels=mid)
+    x = ts.placeholder((batch, channels, height, width), name="x")
+    c1 = conv_chain.conv3x3(conv_chain.pad(x, 1, "pad1"), chain.w1, "conv1")
+    relu = ts.compute(c1.shape, lambda *i: ts.maximum(c1[i], 0.0), name="relu")
+    out = conv_chain.conv3x3(conv_chain.pad(relu, 1, "pad2"), chain.w2, "conv2")
+    f = ts.build(ts.auto_schedule(out, target="opencl"), [x, chain.w1, chain.w2, out], target="opencl")
+    xv, w1, w2 = (data(*(int(d) for d in t.shape), seed=k) for k, t in enumerate((x, chain.w1, chain.w2)))
+    np.testing.assert_allclose(f(xv, w1, w2), conv_chain.reference(xv, w1, w2), rtol=RTOL, atol=ATOL)

@@ -165,3 +165,19 @@ def test_convolutions_in_shared_tiles_compile_for_cuda(case):
     inputs, out, _, _ = _convolution(case, np.random.default_rng(0))
     f = ts.build(nn.gpu_default_schedule(out, ts.Target("cuda")), inputs + [out], target="cuda")
     assert "__shared__ float" in f.source and _private_arrays(f.source) and "sm_90" in f.ptx
+
+
+def test_a_broadcasting_epilogue_of_a_batch_of_one_is_fused_and_matches_numpy(rand):
+    """``add`` broadcasting a (K, 1, 1) shift reads the convolution of a batch of one at index 0 along the
+    batch: still its own point, so the epilogue is fused (one kernel)."""
+    x, w, b = ts.placeholder((1, 3, 9, 9), name="x"), ts.placeholder((4, 3, 3, 3), name="w"), \
+        ts.placeholder((4, 1, 1), name="b")
+    out = nn.relu(nn.add(nn.conv2d(x, w, padding=1), b))
+    for schedule in (nn.gpu_default_schedule(out, ts.Target("cuda")), ts.auto_schedule(out, target="cuda")):
+        src = generate_gpu(lower_for_target(ts.lower(schedule, [x, w, b, out]), ts.Target("cuda")), ts.Target("cuda"))
+        assert len(src.kernels) == 1 and not src.scratch
+    need_opencl()
+    f = ts.build(nn.gpu_default_schedule(out, ts.Target("opencl")), [x, w, b, out], target="opencl")
+    xv, wv, bv = rand((1, 3, 9, 9), low=-1), rand((4, 3, 3, 3), low=-1), rand((4, 1, 1), low=-1)
+    np.testing.assert_allclose(f(xv, wv, bv), np.maximum(conv2d_reference(xv, wv, 1, 1, 1, 1) + bv, 0), rtol=RTOL,
+                               atol=ATOL)
