@@ -36,7 +36,7 @@ from tesched.errors import (
     TeschedError,
 )
 from tesched.schedule.kinds import ThreadAxis, thread_axis
-from tesched.schedule.schedule import Schedule, Stage, create_schedule, set_legality_check
+from tesched.schedule.schedule import Schedule, Stage, create_schedule
 from tesched.target import Target
 from tesched.te import boundary
 from tesched.te.dtype import ALL_TYPES as dtypes
@@ -213,21 +213,27 @@ def _viewer_page(kind: str) -> _Any:
     return write
 
 
-def _check_schedule(sch: Schedule) -> None:
-    """``Schedule.check`` before anything was lowered: load the lowering pipeline (which installs its check)."""
-    _importlib.import_module("tesched.lower.pipeline")
-    sch.check()
+def check_schedule(sch: Schedule) -> None:
+    """Run the legality checks of ``lower`` (dependences included) on a schedule without generating code
+    (:func:`tesched.lower.pipeline.check_schedule`, whose pipeline loads with the first call).
+
+    Raises
+    ------
+    ScheduleError
+        Naming the primitive, stage and instances of the first check that fails, as ``lower`` would.
+    """
+    from tesched.lower.pipeline import check_schedule as pipeline_check
+    pipeline_check(sch)
 
 
 for _kind in ("kernel", "graph"):
     _set_page_writer(_kind, _viewer_page(_kind))
-set_legality_check(_check_schedule)
 
 __all__ = [
     "BoundsError", "BuildError", "boundary", "CIntrinsic", "Target", "__version__", "auto_schedule",
     "explain_schedule", "tune", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
-    "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
+    "Tensor", "TeschedError", "abs", "all", "any", "ceil", "check_schedule", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
     "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var", "param", "call_pure_extern", "extern", "extern_call",
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",

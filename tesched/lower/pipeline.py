@@ -68,7 +68,7 @@ from tesched.poly.specialize import specialize
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
-from tesched.schedule.schedule import Schedule, set_legality_check
+from tesched.schedule.schedule import Schedule
 from tesched.target import Target, current_target
 from tesched.te.expr import Param
 from tesched.te.tensor import PlaceholderOp, Tensor
@@ -406,11 +406,11 @@ def lower_for_target(func: LoweredFunc, target: Target, debug: bool | None = Non
 
 
 def check_schedule(sch: Schedule) -> None:
-    """The passes of :func:`lower` up to the dependence check, on a schedule's outputs and inputs."""
+    """The passes of :func:`lower` up to the dependence check, on a schedule's outputs and inputs
+    (``ts.check_schedule``)."""
     args = tuple(st.op.output(k) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output
                  for k in range(st.op.num_outputs))
     run_passes(Request(sch, args, "check"), passes_until("dependence check"), current_target(), False)
 
 
-set_legality_check(check_schedule)
 set_finisher(lower_for_target)
