@@ -4,9 +4,7 @@ the functions ``lower()`` returns.
 ``to_html`` is offered by lowered functions, kernels and graph executables, which live below the viewer
 (:mod:`tesched.viz`); the viewer registers a writer per kind of page (``"kernel"``, ``"graph"``) here
 when ``tesched`` is imported, and they call :func:`write_page`. :func:`watch_lowering` lets a tool see every function lowered while it runs (``python
--m tesched show script.py`` shows a script's last kernel). The lowering pipeline installs here how a
-lowered function is finished for a target (:func:`finish_for_target`), which its printed text consults
-for the register promotions a build would make. This module holds the three registrations and nothing else.
+-m tesched show script.py`` shows a script's last kernel). This module holds the two registrations and nothing else.
 """
 from __future__ import annotations
 
@@ -19,7 +17,6 @@ PageWriter = Callable[..., Path]
 
 _page_writers: dict[str, PageWriter] = {}
 _watchers: list[Callable[[Any], None]] = []
-_finisher: list[Callable[[Any, Any], Any]] = []
 
 
 def set_page_writer(kind: str, writer: PageWriter) -> None:
@@ -67,16 +64,3 @@ def notify_lowered(func: Any) -> None:
     """Tell the watchers that ``func`` was lowered (called by ``lower()``)."""
     for callback in _watchers:
         callback(func)
-
-
-def set_finisher(finish: Callable[[Any, Any], Any]) -> None:
-    """Install ``finish(func, target)``: the build phase of the lowering pipeline (called when it loads)."""
-    _finisher[:] = [finish]
-
-
-def finish_for_target(func: Any, target: Any) -> Any:
-    """``func`` (a :class:`~tesched.lower.func.LoweredFunc` from ``lower()``) finished for ``target`` as
-    ``build`` finishes it (unrolled, explicit SIMD, registers)."""
-    if not _finisher:
-        raise RuntimeError("finish_for_target: the lowering pipeline (tesched.lower.pipeline) is not loaded")
-    return _finisher[0](func, target)

@@ -51,7 +51,7 @@ from tesched.ir.cse import bind_shared_stores
 from tesched.ir.verify import verify
 from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
 from tesched.lower.func import LoweredFunc
-from tesched.lower.hooks import notify_lowered, set_finisher
+from tesched.lower.hooks import notify_lowered
 from tesched.poly.astgen import LoopAst, generate_ast
 from tesched.poly.buffers import allocate_buffers
 from tesched.poly.bounds import check_bounds
@@ -240,7 +240,7 @@ def _function(st: LoopState, target: Target) -> LoweredFunc:
         raise LoweringError(f"{st.request.name}: two runtime parameters are named {twice[0]} (ts.param); a kernel's "
                             "params are passed by name, so each needs its own")
     return LoweredFunc(st.request.name, tuple(st.buffers[id(t)] for t in args), args, tuple(st.model.params),
-                       st.body, st.model, scalars)
+                       st.body, st.model, scalars, finisher=lower_for_target)
 
 
 def _loop_nesting(st: LoopState, target: Target) -> LoopState:
@@ -412,5 +412,3 @@ def check_schedule(sch: Schedule) -> None:
                  for k in range(st.op.num_outputs))
     run_passes(Request(sch, args, "check"), passes_until("dependence check"), current_target(), False)
 
-
-set_finisher(lower_for_target)
