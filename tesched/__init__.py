@@ -108,7 +108,6 @@ from tesched.te.scatter import scatter, scatter_add
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.te.update import Func, update
 from tesched.version import __version__
-from tesched.lower.hooks import set_page_writer as _set_page_writer
 
 _LAZY = {"LoweredFunc": "tesched.lower.func",
          "load_module": "tesched.driver.load", "get_num_threads": "tesched.driver.threads",
@@ -204,15 +203,6 @@ def lower(sch: Schedule, args: "Sequence[Tensor]", name: str = "main", debug: "b
     return pipeline_lower(sch, args, name, debug, simple_mode)
 
 
-def _viewer_page(kind: str) -> _Any:
-    """A page writer that loads :mod:`tesched.viz` (which installs its own writers) on the first page."""
-    def write(obj: object, path: _Any, **options: _Any) -> _Any:
-        from tesched.lower.hooks import write_page
-        _importlib.import_module("tesched.viz")
-        return write_page(kind, obj, path, **options)
-    return write
-
-
 def check_schedule(sch: Schedule) -> None:
     """Run the legality checks of ``lower`` (dependences included) on a schedule without generating code
     (:func:`tesched.lower.pipeline.check_schedule`, whose pipeline loads with the first call).
@@ -226,8 +216,6 @@ def check_schedule(sch: Schedule) -> None:
     pipeline_check(sch)
 
 
-for _kind in ("kernel", "graph"):
-    _set_page_writer(_kind, _viewer_page(_kind))
 
 __all__ = [
     "BoundsError", "BuildError", "boundary", "CIntrinsic", "Target", "__version__", "auto_schedule",
