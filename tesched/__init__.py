@@ -108,6 +108,9 @@ from tesched.te.scatter import scatter, scatter_add
 from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
 from tesched.te.update import Func, update
 from tesched.version import __version__
+# the package tesched.lower loads before the function ``lower`` below replaces its name here; loaded later
+# (with the pipeline, on the first call), it would rebind ``tesched.lower`` to itself
+from tesched import lower as _lowering_package  # noqa: F401
 
 _LAZY = {"LoweredFunc": "tesched.lower.func",
          "load_module": "tesched.driver.load", "get_num_threads": "tesched.driver.threads",
