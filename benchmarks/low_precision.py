@@ -1,7 +1,7 @@
 """Low-precision workloads: narrow integer and bfloat16 kernels against their float32 and library peers.
 
 Four workloads, each a group of variants timed interleaved round-robin in one process
-(:func:`tesched.tools.bench.timing.time_interleaved`: a busy pause before each block, the order turning
+(:func:`tesched.driver.timing.time_interleaved`: a busy pause before each block, the order turning
 every round); every variant's result is checked before it is timed. Printed per variant: the median and
 the minimum microseconds per call over the rounds, the spread (interquartile range of the rounds over the
 median, from the raw samples) and the ratio of the group's reference median to the variant's median.
@@ -56,7 +56,7 @@ import tesched as ts  # noqa: E402
 from tesched import nn  # noqa: E402
 from tesched.intrin import amx_usable, os_permits_amx  # noqa: E402
 from tesched.nn import quantized_ref  # noqa: E402
-from tesched.tools.bench.timing import SETTLE_SECONDS, calls_per_block  # noqa: E402
+from tesched.driver.timing import SETTLE_SECONDS, calls_per_block  # noqa: E402
 
 RNG = np.random.default_rng(0)
 NO_AMX = "x86-64-avx512+avx512_vnni+avx512_bf16"
