@@ -3,7 +3,9 @@
 A single callable (:func:`sample`, the loop; :func:`time_calls`, its median and minimum after warm-up
 calls) for ``Kernel.benchmark``, the graph executors' ``benchmark``, the autoscheduler's measurements and
 the demo; and interleaved timing of several callables (:func:`time_interleaved`) for comparisons between
-libraries, with spreads and the warning that the machine was busy (:func:`busy_warning`).
+libraries, with spreads (:func:`spread`) and the warning that the machine was busy (:func:`busy_warning`).
+Its loop, :func:`round_robin`, is also what the benchmarks with their own policy (no settling, one call a
+block, their own warm-up) call: no benchmark keeps a timing loop of its own.
 
 Interleaved timing: the variants of one workload are timed round after round, one block of calls each
 per round, so that load from other processes falls on all of them alike. The order of the variants
@@ -153,6 +155,44 @@ def _busy_wait(seconds: float) -> None:
         pass
 
 
+@dataclass(frozen=True)
+class Samples:
+    """Seconds per call of one variant, one entry per round: wall clock, and processor time (all threads)."""
+
+    wall: list[float]
+    cpu: list[float]
+
+
+def round_robin(variants: Mapping[str, Callable[[], object]], rounds: int, number: int | Mapping[str, int] = 1,
+                warmup: int = 0, rotate: bool = False, settle: float = 0.0, wake: bool = False) -> dict[str, Samples]:
+    """The loop of interleaved timing: ``warmup`` untimed calls of every variant, then ``rounds`` rounds, in
+    each of which every variant in turn times one block of ``number`` calls (its own count, for a mapping).
+
+    ``rotate`` turns the order of the variants by one every round; ``settle`` seconds of busy waiting
+    precede every block, and with ``wake`` one untimed call starts it. :func:`time_interleaved` uses all
+    three; a benchmark with its own policy calls this loop directly."""
+    for call in variants.values():
+        for _ in range(warmup):
+            call()
+    samples = {label: Samples([], []) for label in variants}
+    labels = list(variants)
+    for round_ in range(rounds):
+        turn = round_ % len(labels) if rotate and labels else 0
+        for label in labels[turn:] + labels[:turn]:
+            call = variants[label]
+            if settle:
+                _busy_wait(settle)
+            if wake:
+                call()
+            n = number if isinstance(number, int) else number[label]
+            start, cpu_start = time.perf_counter(), time.process_time()
+            for _ in range(n):
+                call()
+            samples[label].wall.append((time.perf_counter() - start) / n)
+            samples[label].cpu.append((time.process_time() - cpu_start) / n)
+    return samples
+
+
 def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
                      settle: float = SETTLE_SECONDS) -> dict[str, Timing]:
     """Time each variant over ``rounds`` rounds; in every round each variant runs one block in turn."""
@@ -161,28 +201,14 @@ def time_interleaved(variants: Mapping[str, Callable[[], object]], rounds: int,
     for call in variants.values():
         warm_up(call)
     calls = {label: calls_per_block(call) for label, call in variants.items()}
-    samples: dict[str, list[float]] = {label: [] for label in variants}
-    cpu: dict[str, list[float]] = {label: [] for label in variants}
-    labels = list(variants)
-    for round_ in range(rounds):
-        turn = round_ % len(labels)
-        for label in labels[turn:] + labels[:turn]:
-            call = variants[label]
-            if settle:
-                _busy_wait(settle)
-            call()
-            n = calls[label]
-            start, cpu_start = time.perf_counter(), time.process_time()
-            for _ in range(n):
-                call()
-            samples[label].append((time.perf_counter() - start) / n)
-            cpu[label].append((time.process_time() - cpu_start) / n)
-    return {label: Timing(statistics.median(times), min(times), rounds, calls[label], _interquartile(times),
-                          statistics.median(cpu[label]))
-            for label, times in samples.items()}
+    samples = round_robin(variants, rounds, calls, rotate=True, settle=settle, wake=True)
+    return {label: Timing(statistics.median(s.wall), min(s.wall), rounds, calls[label], spread(s.wall),
+                          statistics.median(s.cpu))
+            for label, s in samples.items()}
 
 
-def _interquartile(times: list[float]) -> float:
+def spread(times: list[float]) -> float:
+    """The interquartile range of ``times`` (0 for fewer than two)."""
     if len(times) < 2:
         return 0.0
     low, _, high = statistics.quantiles(times, n=4)

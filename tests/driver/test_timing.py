@@ -4,7 +4,7 @@ import time
 
 import pytest
 
-from tesched.driver.timing import Timing, busy, busy_warning, time_calls, time_interleaved, warm_up
+from tesched.driver.timing import Timing, busy, busy_warning, round_robin, spread, time_calls, time_interleaved, warm_up
 
 
 def test_time_calls_runs_warmup_then_repeat_times_number_calls():
@@ -45,3 +45,23 @@ def test_busy_timings_are_named_in_a_warning():
     assert busy_warning({"gemm": {"a": quiet}}) == []
     warning = "\n".join(busy_warning({"gemm": {"a": quiet, "b": noisy}}, load=(3.1, 4.0)))
     assert "busy" in warning and "gemm, b" in warning and "3.1" in warning
+
+
+def test_round_robin_warms_up_then_times_a_block_of_each_variant_per_round_in_turn():
+    order = []
+    variants = {"a": lambda: order.append("a"), "b": lambda: order.append("b"), "c": lambda: order.append("c")}
+    samples = round_robin(variants, rounds=2, number={"a": 2, "b": 1, "c": 1}, warmup=1)
+    assert order == ["a", "b", "c"] + ["a", "a", "b", "c"] * 2
+    assert all(len(s.wall) == len(s.cpu) == 2 and min(s.wall) >= 0 for s in samples.values())
+
+
+def test_round_robin_turns_the_order_and_wakes_each_block():
+    order = []
+    variants = {"a": lambda: order.append("a"), "b": lambda: order.append("b")}
+    round_robin(variants, rounds=2, rotate=True, wake=True)
+    assert order == ["a", "a", "b", "b", "b", "b", "a", "a"]
+
+
+def test_spread_is_the_interquartile_range():
+    assert spread([1.0]) == 0.0
+    assert spread([1.0, 2.0, 3.0, 4.0, 5.0]) == pytest.approx(3.0)   # 4.5 - 1.5
