@@ -36,7 +36,7 @@ from tesched.errors import (
     TeschedError,
 )
 from tesched.schedule.kinds import ThreadAxis, thread_axis
-from tesched.schedule.schedule import Schedule, Stage, create_schedule
+from tesched.schedule.schedule import Schedule, Stage, create_schedule, set_region_inference
 from tesched.target import Target
 from tesched.te import boundary
 from tesched.te.dtype import ALL_TYPES as dtypes
@@ -105,7 +105,8 @@ from tesched.te.reducer import CommReducer, argmax, argmin, comm_reducer, max_va
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.scan import scan
 from tesched.te.scatter import scatter, scatter_add
-from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from tesched.te.inferred import compute
+from tesched.te.tensor import IterVar, Tensor, placeholder, reduce_axis, var
 from tesched.te.update import Func, update
 from tesched.version import __version__
 # the package tesched.lower loads before the function ``lower`` below replaces its name here; loaded later
@@ -219,6 +220,13 @@ def check_schedule(sch: Schedule) -> None:
     pipeline_check(sch)
 
 
+def _realize_outputs(outputs: list) -> list:
+    """Bounds inference before anything was lowered: load the lowering pipeline (which installs its own)."""
+    from tesched.poly.regions import realize_outputs
+    return realize_outputs(outputs)
+
+
+set_region_inference(_realize_outputs)
 
 __all__ = [
     "BoundsError", "BuildError", "boundary", "CIntrinsic", "Target", "__version__", "auto_schedule",

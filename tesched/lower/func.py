@@ -24,7 +24,10 @@ from tesched.poly.traffic import Traffic, global_traffic
 from tesched.poly.tree import build_tree
 from tesched.target import Target, current_target
 from tesched.te.expr import Param, Var
-from tesched.te.tensor import Tensor
+from tesched.arith.simplify import simplify
+from tesched.te.expr import Cast, Expr
+from tesched.te.realize import Region, inferred_region, region_text
+from tesched.te.tensor import ComputeOp, Tensor
 from tesched.transform.registers import Promotion
 
 
@@ -98,7 +101,10 @@ class LoweredFunc:
             sig += ", " + ", ".join(f"{p.name}: int64" for p in self.params)
         if self.scalars:
             sig += ", " + ", ".join(f"{p.name}: {p.dtype}" for p in self.scalars)
-        notes = "".join(f"# {stage}: computes {factor:.2f}x its points (recomputed halo or re-executed "
+        notes = "".join(f"# {st.name}: region inferred from its readers: {_region_text(st.op, region)}\n"
+                        for st in self.model.schedule.stages
+                        if isinstance(st.op, ComputeOp) and (region := inferred_region(st.op)) is not None)
+        notes += "".join(f"# {stage}: computes {factor:.2f}x its points (recomputed halo or re-executed "
                         f"per outer iteration)\n" for stage, factor in self.redundancy.items())
         notes += "".join(f"# {promotion}\n" for promotion in self.register_promotions())
         return notes + f"def {self.name}({sig}):\n" + printer.stmt(self.body, 1)
@@ -110,3 +116,15 @@ class LoweredFunc:
         """Write a self-contained HTML page of this function (loop IR, tiles and halos; see
         :func:`tesched.viz.write_kernel_page`) and return its path."""
         return write_page("kernel", self, path, **options)
+
+
+def _region_text(op: ComputeOp, region: Region) -> str:
+    """``y in [-1, H + 1), x in [0, W)``: an inferred region along each axis."""
+    def bound(e: int | Expr) -> str:
+        if isinstance(e, int):
+            return str(e)
+        e = simplify(e)
+        return region_text(e.value if isinstance(e, Cast) else e)
+
+    return ", ".join(f"{a.name} in [{bound(lo)}, {bound(ext + lo if isinstance(ext, Expr) else lo + ext)})"
+                     for a, (lo, ext) in zip(op.axis, region))

@@ -64,11 +64,12 @@ from tesched.poly.fused import FusedGroup
 from tesched.poly.index_checks import StageBodies, checked_bodies
 from tesched.poly.model import PolyModel
 from tesched.poly.prefetch import plan_prefetches
+from tesched.poly.regions import realize_outputs
 from tesched.poly.specialize import specialize
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
-from tesched.schedule.schedule import Schedule
+from tesched.schedule.schedule import Schedule, set_region_inference
 from tesched.target import Target, current_target
 from tesched.te.expr import Param
 from tesched.te.tensor import PlaceholderOp, Tensor
@@ -412,3 +413,5 @@ def check_schedule(sch: Schedule) -> None:
                  for k in range(st.op.num_outputs))
     run_passes(Request(sch, args, "check"), passes_until("dependence check"), current_target(), False)
 
+
+set_region_inference(realize_outputs)
