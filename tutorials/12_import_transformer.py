@@ -61,7 +61,7 @@ from tesched.graph.visit import post_order
 from tesched.target import Target
 from tesched.tools.bench.suite import cpu_model
 from tesched.tools.bench.threads import set_all_threads
-from tesched.tools.bench.timing import time_interleaved
+from tesched.driver.timing import time_interleaved
 from tesched.tools.tutorial import is_noisy, parse_tutorial_args, ratio_text, tutorial_parser
 
 PARSER = tutorial_parser(__doc__, "seq 16, d 64, a smoke test; torch.compile is skipped")

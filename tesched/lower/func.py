@@ -4,19 +4,20 @@ A function over buffers (the arguments, in call order) and size parameters, whos
 ``print()`` shows it as pseudo-code, headed by the redundancy of every stage computed inside another
 (how many points it computes relative to its size: a recomputed halo shows as more than 1.00x) and by
 what register promotion does with its local buffers of constant size on the current target (promoted, or
-kept in memory for their size; see :mod:`tesched.transform.registers`).
+kept in memory for their size; see :mod:`tesched.transform.registers`): the pipeline that made the function
+gives it, as ``finisher``, its own build phase to ask.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from tesched.ir import nodes as ir
 from tesched.ir.printer import IRPrinter
 from tesched.ir.visitor import walk_stmts
-from tesched.lower.hooks import finish_for_target, write_page
+from tesched.lower.hooks import write_page
 from tesched.poly.buffers import redundancy
 from tesched.poly.model import PolyModel
 from tesched.poly.traffic import Traffic, global_traffic
@@ -53,6 +54,9 @@ class LoweredFunc:
     promotions : tuple of tesched.transform.registers.Promotion or None
         Once finished for a target (as ``build`` does), what register promotion did with its local buffers
         of constant size; None for what ``lower()`` returns (see :meth:`register_promotions`).
+    finisher : callable or None
+        ``finisher(func, target)``: the build phase of the pipeline that lowered it (unroll, explicit SIMD,
+        registers), which :meth:`register_promotions` asks.
     """
 
     name: str
@@ -63,6 +67,7 @@ class LoweredFunc:
     model: PolyModel
     scalars: tuple[Param, ...] = ()
     promotions: tuple[Promotion, ...] | None = None
+    finisher: Callable[["LoweredFunc", Target], "LoweredFunc"] | None = field(default=None, repr=False)
 
     @cached_property
     def redundancy(self) -> dict[str, float]:
@@ -84,7 +89,9 @@ class LoweredFunc:
         if not any(isinstance(s, ir.Allocate) and s.buffer.scope is ir.BufferScope.LOCAL
                    and s.buffer.constant_shape() is not None for s in walk_stmts(self.body)):
             return ()
-        return finish_for_target(self, target or current_target()).promotions or ()
+        if self.finisher is None:
+            raise RuntimeError(f"{self.name}: register_promotions needs the pipeline that lowered it (finisher)")
+        return self.finisher(self, target or current_target()).promotions or ()
 
     def __str__(self) -> str:
         printer = IRPrinter()

@@ -3,8 +3,8 @@
 ``create_schedule(outputs)`` makes one :class:`~.stage.Stage` per operation (inputs first); ``s[T]`` finds
 a tensor's stage. A scan's state placeholder has no stage of its own: it is the scan's tensor, and the
 stages between it and the scan start computed at the scan's time loop. The dataflow primitives (``cache_read``, ``cache_write``, ``rfactor``, in
-:mod:`.dataflow`) add stages. ``s.check()`` runs the lowering's legality checks, which the lowering layer
-registers with ``set_legality_check`` (a schedule does not depend on its lowering). A pipeline with computes
+:mod:`.dataflow`) add stages. A schedule does not check itself: the lowering does (``ts.check_schedule(s)``
+runs its legality checks on demand), so it does not depend on its lowering. A pipeline with computes
 declared without a shape is rebuilt over their inferred regions first, by the function the lowering
 registers with ``set_region_inference``; ``s[T]`` of a declared operation finds its rebuilt stage.
 """
@@ -20,16 +20,9 @@ from tesched.te.inferred import InferredOp
 from tesched.te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from tesched.te.update import Func
 
-__all__ = ["Fuse", "Schedule", "Split", "Stage", "create_schedule", "set_legality_check"]
+__all__ = ["Fuse", "Schedule", "Split", "Stage", "create_schedule"]
 
-_legality_check: Callable[["Schedule"], None] | None = None
 _region_inference: Callable[[list[Operation]], list[tuple[Operation, Operation]]] | None = None
-
-
-def set_legality_check(check: Callable[["Schedule"], None]) -> None:
-    """Register the function ``Schedule.check`` runs (done by :mod:`tesched.lower`)."""
-    global _legality_check
-    _legality_check = check
 
 
 def set_region_inference(infer: Callable[[list[Operation]], list[tuple[Operation, Operation]]]) -> None:
@@ -174,14 +167,6 @@ class Schedule:
         several values), the list of its outputs (one partial tensor per component), as TVM does; the final
         stage combines every component's partials."""
         return rfactor(self, tensor, axis, factor_axis)
-
-    def check(self) -> None:
-        """Run the legality checks of ``lower`` (dependences included) without generating code.
-
-        The checks live in the lowering layer, which registers them here (``set_legality_check``)."""
-        if _legality_check is None:
-            raise RuntimeError("no legality check registered: import tesched")
-        _legality_check(self)
 
     def canonical(self, tensor: Tensor) -> Tensor:
         """The tensor a stage currently produces, for a tensor the user declared."""
