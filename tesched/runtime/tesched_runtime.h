@@ -171,6 +171,19 @@ TS_VECTORS_OPS(int32_t, i32, i32, 4, 8, 16)
 TS_VECTORS_OPS(int64_t, i64, i64, 2, 4, 8)
 TS_VECTORS_OPS(float, f32, i32, 4, 8, 16)
 TS_VECTORS_OPS(double, f64, i64, 2, 4, 8)
+/* Gathers: each lane read at its own int32 element offset (a lookup at computed indices); gcc picks the
+   instructions (masked broadcasts or a hardware gather). */
+#define TS_GATHER(T, S, N)                                                                             \
+  static inline ts_##S##x##N ts_vgather_##S##x##N(const T *p, ts_i32x##N idx) {                         \
+    ts_##S##x##N v;                                                                                     \
+    for (int i = 0; i < N; i++) v[i] = p[idx[i]];                                                       \
+    return v;                                                                                           \
+  }
+TS_GATHER(float, f32, 4) TS_GATHER(float, f32, 8) TS_GATHER(float, f32, 16)
+TS_GATHER(int32_t, i32, 4) TS_GATHER(int32_t, i32, 8) TS_GATHER(int32_t, i32, 16)
+TS_GATHER(double, f64, 4) TS_GATHER(double, f64, 8)
+TS_GATHER(int64_t, i64, 4) TS_GATHER(int64_t, i64, 8)
+#undef TS_GATHER
 #include "tesched_narrow.h"
 #include "tesched_masked.h"
 #undef TS_VECTORS

@@ -8,7 +8,8 @@ branches read memory is split at its condition first, see :mod:`.select_split`, 
 possible its branches read with masked loads and are blended). The trip count is split
 into full-width chunks (a loop over them when there are many) and narrower tails. When the trip count is
 only known at run time, the vector code handles full tiles and the remainder runs the scalar loop.
-Anything else (calls such as ``exp``, gathered accesses, inner loops) keeps the scalar loop, which the C
+A read at a computed index becomes a gather (:mod:`.gathers`). Anything else (calls such as ``exp``,
+inner loops) keeps the scalar loop, which the C
 code marks ``#pragma omp simd`` for gcc's vectorizer, after moving out the selects whose conditions do not
 change with it (:mod:`.unswitch`).
 
@@ -33,6 +34,7 @@ from tesched.te import dtype as dt
 from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
+from tesched.transform.gathers import gather_offset
 from tesched.transform.masked_reads import inside_buffer
 from tesched.transform.narrow_indices import narrow_comparisons
 from tesched.transform.select_split import split_at_conditions
@@ -160,6 +162,9 @@ class LoopVectorizer:
                 return ir.Broadcast(substitute(e, {var: base}), lanes)
             if step == 1:
                 return ir.VLoad(e.buffer, simplify(substitute(flat, {var: base})), lanes)
+            offset = gather_offset(e, flat, lanes, self.ranges) if step is None else None
+            if offset is not None:      # a lookup at a computed index: its int32 offsets, one per lane
+                return ir.VGather(e.buffer, self.expr(offset, base, lanes), lanes)
             if step is not None and e.buffer.dtype in _STRIDED and e.buffer.scope is not ir.BufferScope.LOCAL:
                 # a transposed read: lanes gathered ``step`` apart (local buffers stay in the
                 # contiguous forms the register promotion understands)
