@@ -228,9 +228,11 @@ def _summary(p: StagePlan, plan: Plan) -> str:
     else:
         parts.append("stored whole" + (f", tiles {list(p.tile)}" if p.tile else ""))
     for flag, text in ((p.parallel, f"parallel x{p.parallel}"), (p.vectorize, "vectorized"),
-                       (p.cache_write, "write cache"), (p.reduce_outer, "register tile"),
+                       (p.cache_write, "write cache"),
+                       (p.reduce_outer, "register tile" if p.placement != "at" or p.level < 0 else "reduce loops outside"),
                        (p.rfactor, f"rfactor {p.rfactor}"), (p.scatter == "private", f"{p.copies} private copies"),
-                       (p.scatter == "atomic", "atomic updates"), (p.pack, "packed panel"), (p.band, f"bands {list(p.band)}")):
+                       (p.scatter == "atomic", "atomic updates"),
+                       (p.scatter == "disjoint", "parallel over disjoint elements"), (p.pack, "packed panel"), (p.band, f"bands {list(p.band)}")):
         if flag:
             parts.append(text)
     return ", ".join(parts)

@@ -147,7 +147,8 @@ def place_members(state: DecideState, host: StageInfo, plan: StagePlan, placemen
         if redundancy > cost.MAX_REDUNDANCY:
             demoted.add(m)
             continue
-        vector = (state.machine.vectorizes(region.extents[-1], info.itemsize) if info.kind == "pointwise" else _contiguous_reduce(state, info))
+        vector, reduce_outer = (state.machine.vectorizes(region.extents[-1], info.itemsize), False) \
+            if info.kind == "pointwise" else _reduction_lanes(state, info, region.extents[-1])
         where = f"at outer loop {placement.level} of {host.name}"
         if placement.store is not None:
             where += (f", stored at outer loop {placement.store} (a sliding window: each iteration computes "
@@ -155,7 +156,11 @@ def place_members(state: DecideState, host: StageInfo, plan: StagePlan, placemen
         state.plans[m] = state.plans[m].with_(
             f"{where}: a {'x'.join(map(str, region.extents))} region per iteration, {redundancy:.3f}x its "
             f"points computed (exact count, halos included)",
-            level=placement.level, store_level=placement.store, vectorize=vector)
+            level=placement.level, store_level=placement.store, vectorize=vector, reduce_outer=reduce_outer)
+        if reduce_outer:
+            state.plans[m] = state.plans[m].with_(
+                f"its reduce loops outside its innermost axis, which is vectorized (each lane accumulates its "
+                f"own element in place; the innermost reduction is too short or strided to vectorize)")
     return {m for m in demoted if not _reads_into(state, m, demoted - {m})}
 
 
@@ -173,9 +178,25 @@ def _reads_into(state: DecideState, stage: int, others: set[int]) -> bool:
     return False
 
 
-def _contiguous_reduce(state: DecideState, info: StageInfo) -> bool:
-    last = len(info.op.axis) + len(info.op.reduce_axis) - 1
-    return all(r.strides[last] in (0, 1) for r in state.reads(info.op))
+def _contiguous_along(state: DecideState, info: StageInfo, loop: int) -> bool:
+    """Whether every read of ``info`` moves by 0 or 1 element per step of its loop ``loop`` (axes, then
+    reduce axes)."""
+    return all(r.strides[loop] in (0, 1) for r in state.reads(info.op))
+
+
+def _reduction_lanes(state: DecideState, info: StageInfo, row: int) -> tuple[bool, bool]:
+    """``(vectorize, reduce_outer)`` of a reduction computed at a tile, whose innermost axis spans ``row``
+    elements there: its innermost reduce loop vectorized (one partial result per lane) when it is a full
+    vector long and its reads are contiguous along it; else, as Halide's schedules do, its reduce loops
+    moved outside its innermost axis, which is vectorized when long enough and read contiguously."""
+    machine = state.machine
+    last_reduce = len(info.op.axis) + len(info.op.reduce_axis) - 1
+    inner = info.op.reduce_axis[-1].constant_extent or 0
+    if inner >= machine.lanes(info.itemsize) and _contiguous_along(state, info, last_reduce):
+        return True, False
+    if machine.vectorizes(row, info.itemsize) and _contiguous_along(state, info, len(info.op.axis) - 1):
+        return True, True
+    return _contiguous_along(state, info, last_reduce), False
 
 
 def banded(state: DecideState, host: StageInfo, plan: StagePlan, extents: list[int]

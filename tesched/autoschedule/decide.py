@@ -12,6 +12,7 @@ its reason. This module does not build or time anything.
 """
 from __future__ import annotations
 
+from tesched.arith.linear import coefficient
 from tesched.autoschedule import cost
 from tesched.autoschedule.bands import banded, level_tiles, level_trips, place_members, with_parallel
 from tesched.autoschedule.machine import Machine
@@ -165,26 +166,51 @@ def _place(state: DecideState) -> None:
 
 
 def _scatter_plan(state: DecideState, info: StageInfo) -> StagePlan:
-    """A scatter's loops: serial when too small to share; else its outermost loop parallel, scattering
-    into one private copy of the tensor per thread (summed after) when the copies cost little beside the
-    points, or with atomic additions into the one tensor."""
+    """A scatter's loops: serial when too small to share; else in parallel over a loop whose iterations
+    write disjoint elements (an index of the target that is that loop's value, moved outermost: no
+    atomics, no copies); else its outermost loop parallel, scattering into one private copy of the
+    tensor per thread (summed after) when the copies cost little beside the points, or with atomic
+    additions into the one tensor."""
     machine, op = state.machine, info.op
     plan = StagePlan(info.index, info.name, "root", reasons=(f"a scatter of {info.reduce_extent} points into "
                                                              f"{info.points} elements: stored whole",))
-    first = op.reduce_axis[0].constant_extent or 1
-    if machine.threads < 2 or not cost.worth_parallel(info.reduce_extent * max(info.ops, 1)) or first < machine.threads:
-        return plan.with_("serial: too little work (or too short a first loop) to share between threads")
+    if machine.threads < 2 or not cost.worth_parallel(info.reduce_extent * max(info.ops, 1)):
+        return plan.with_("serial: too little work to share between threads")
+    axes = list(op.reduce_axis)
+    disjoint = [k for k in disjoint_axes(op) if (axes[k].constant_extent or 0) >= machine.threads]
+    if disjoint:
+        k = disjoint[0]
+        return plan.with_(f"parallel over loop {axes[k].name} (moved outermost): its iterations write disjoint "
+                          f"elements of {info.name}", scatter="disjoint",
+                          outer_order=(k, *(j for j in range(len(axes)) if j != k)))
+    if (axes[0].constant_extent or 1) < machine.threads:
+        return plan.with_("serial: its first loop is too short to share between threads")
     copies = machine.threads
     if info.points * copies * cost.PRIVATE_COPY_COST <= info.reduce_extent:
         return plan.with_(
             f"privatised: {copies} copies of {info.name} ({info.points} elements each), one per part of loop "
-            f"{op.reduce_axis[0].name} in parallel (an rfactor), then summed", scatter="private", copies=copies)
+            f"{axes[0].name} in parallel (an rfactor), then summed", scatter="private", copies=copies)
     combiner = op.body.combiner if isinstance(op.body, Reduce) else ""
     if combiner == "sum" and op.output(0).dtype in ("float32", "float64", "int32", "int64"):
-        return plan.with_(f"atomic: loop {op.reduce_axis[0].name} parallel, its additions atomic (private "
+        return plan.with_(f"atomic: loop {axes[0].name} parallel, its additions atomic (private "
                           f"copies of {info.points} elements would cost more than the points)", scatter="atomic")
     return plan.with_(f"serial: a {combiner} scatter cannot be atomic, and private copies of "
                       f"{info.points} elements would cost more than its points")
+
+
+def disjoint_axes(op: ComputeOp) -> list[int]:
+    """Positions of a scatter's loops whose distinct iterations write distinct elements: some index of
+    its target is affine in that loop alone (no other loop, no read), with a non-zero coefficient."""
+    axes = list(op.reduce_axis)
+    found: list[int] = []
+    for index in getattr(op.body, "index", ()):
+        nodes = list(walk(index))
+        if any(isinstance(n, TensorRead) for n in nodes):
+            continue
+        used = [k for k, a in enumerate(axes) if any(n is a for n in nodes)]
+        if len(used) == 1 and used[0] not in found and coefficient(index, axes[used[0]]) not in (None, 0):
+            found.append(used[0])
+    return sorted(found)
 
 
 def _tile_hosts(state: DecideState) -> set[int]:

@@ -27,7 +27,8 @@ names its stage by position (``create_schedule`` order, inputs included) and say
   local panel the stage reads instead: ``cache_read`` packing);
 - for a scatter (``ts.scatter``, a root stage), ``scatter``: ``private`` (its outermost loop split into
   ``copies`` parts, each scattering into its own copy of the tensor, in parallel: an ``rfactor``; the
-  copies are summed after) or ``atomic`` (that loop parallel, the updates atomic additions); empty: serial.
+  copies are summed after), ``atomic`` (that loop parallel, the updates atomic additions) or ``disjoint``
+  (its loops in ``outer_order``, the first parallel: its iterations write disjoint elements); empty: serial.
 
 Every field is a JSON value, so a plan is stored and compared as text. ``reasons`` explain a decision and
 are not part of the schedule (two plans with equal fields but different reasons are the same schedule).
@@ -43,7 +44,7 @@ from tesched.te.scatter import ScatterOp
 from tesched.te.tensor import IterVar
 
 PLACEMENTS = ("inline", "root", "at", "keep")
-SCATTERS = ("", "private", "atomic")
+SCATTERS = ("", "private", "atomic", "disjoint")
 _TUPLES = ("tile", "band", "outer_order", "pack", "reasons")
 
 
@@ -227,10 +228,16 @@ def _rfactor(sch: Schedule, st: Stage, p: StagePlan) -> Stage:
 
 def _scatter(sch: Schedule, st: Stage, p: StagePlan) -> None:
     """A scatter's outermost loop in parallel: over ``p.copies`` private copies of its tensor (an rfactor
-    of that loop's parts, the copies then summed), or with atomic updates."""
+    of that loop's parts, the copies then summed), with atomic updates, or (``disjoint``) as it is, after
+    its loops are put in ``p.outer_order``."""
     if p.placement != "root" or not st.op.reduce_axis:
         raise ValueError(f"stage {p.stage}: scatter {p.scatter!r} needs a root scatter stage")
     first = st.op.reduce_axis[0]
+    if p.scatter == "disjoint":
+        order = [st.op.reduce_axis[k] for k in p.outer_order]
+        st.reorder(*order)
+        st.parallel(order[0])
+        return
     if p.scatter == "atomic":
         st.atomic().parallel(first)
         return

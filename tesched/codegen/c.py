@@ -225,8 +225,9 @@ class CodeGen(NodeFunctor):
         step = f"{v}++" if s.step == 1 else f"{v} += {s.step}"
         self.emit(f"for (int64_t {v} = {self.expr(s.begin)}; {v} < {self.expr(s.end)}; {step}) {{")
         saved, self.exprs.bases = self.exprs.bases, ({structural_key(value): var for var, value in bases}, changing)
+        simd, self.exprs.simd = self.exprs.simd, self.exprs.simd or (s.kind is LoopKind.VECTORIZED and not s.reduction)
         self.nested(s.body, ranges)
-        self.exprs.bases = saved
+        self.exprs.bases, self.exprs.simd = saved, simd
         self.emit("}")
 
     def visit_Allocate(self, s: ir.Allocate) -> None:

@@ -20,7 +20,7 @@ from tesched.ir import nodes as ir
 from tesched.te import dtype as dt
 from tesched.te.expr import BinOp, Binary, Call, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.extern import ExternCall
-from tesched.te.visit import NodeFunctor
+from tesched.te.visit import NodeFunctor, walk
 
 
 _C_BINARY = {"add": "+", "sub": "-", "mul": "*", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
@@ -133,6 +133,14 @@ def saturating_narrow(e: ir.VCast) -> Expr | None:
               for b in (inner.a.b, inner.b)]
     return inner.a.a if tuple(bounds) == dt.value_range(target) else None
 
+INT32_MAX = 2 ** 31 - 1
+
+
+def _gathered(indices: Sequence[Expr]) -> bool:
+    """Whether an index reads memory or converts a float (its value depends on data, not on loops)."""
+    return any(isinstance(n, ir.Load) or (isinstance(n, Cast) and dt.is_float(n.value.dtype))
+               for i in indices for n in walk(i))
+
 
 class CExpr(NodeFunctor):
     """C text of an expression (int64 index arithmetic, GCC vector helpers of the runtime header)."""
@@ -143,6 +151,7 @@ class CExpr(NodeFunctor):
         self.checks: list[str] = []     # messages of checked indices, by -code - 1
         self.ranges = VarRanges()     # of the loops around the statement being written
         self.bases: tuple[Bases, set[int]] = ({}, set())   # offsets named before the innermost loop
+        self.simd = False               # inside a loop left to gcc's vectorizer (``#pragma omp simd``)
 
     def name(self, obj: object, hint: str) -> str:
         return self.names.get(obj, hint)
@@ -166,8 +175,14 @@ class CExpr(NodeFunctor):
         return self.text(with_bases(e, *self.bases) if self.bases[0] else e)
 
     def element(self, buf: ir.Buffer, indices: Sequence[Expr]) -> str:
-        """``buf[flat index of indices]`` in C."""
-        return f"{self.name(buf, buf.name)}[{self.index(ir.flat_index(buf, indices))}]"
+        """``buf[flat index of indices]`` in C. Inside a ``#pragma omp simd`` loop, a data-dependent offset
+        (a gather's) into a buffer of fewer than 2**31 elements is cast to ``int32``: the offset is inside
+        the buffer (proved or checked), so the cast changes no value, and gcc 12 vectorizes gathers of
+        32-bit offsets where it gives up on 64-bit ones."""
+        offset = self.index(ir.flat_index(buf, indices))
+        if self.simd and _gathered(indices) and (buf.element_count() or INT32_MAX + 1) <= INT32_MAX:
+            offset = f"(int32_t)({offset})"
+        return f"{self.name(buf, buf.name)}[{offset}]"
 
     def visit_Const(self, e: Const) -> str:
         return c_const(e)
@@ -194,6 +209,9 @@ class CExpr(NodeFunctor):
     def visit_VLoadMasked(self, e: ir.VLoadMasked) -> str:
         return _as_mask(e.dtype, f"ts_vloadm_{memory_vector_type(e.dtype)}({self.name(e.buffer, e.buffer.name)}, "
                                  f"{self.index(e.index)}, {self.text(e.mask)})")
+
+    def visit_VGather(self, e: ir.VGather) -> str:
+        return f"ts_vgather_{memory_vector_type(e.dtype)}({self.name(e.buffer, e.buffer.name)}, {self.text(e.index)})"
 
     def visit_Ramp(self, e: ir.Ramp) -> str:
         return f"ts_vramp_{_vec(e.dtype)}({self.text(e.base)})"

@@ -20,7 +20,7 @@ from tesched.ir.visitor import child_fields, walk_stmts
 from tesched.te.expr import Expr, Select, Var
 from tesched.te.visit import walk
 
-_MEMORY = (ir.Load, ir.VLoad, ir.VLoadStrided, ir.VLoadMasked, ir.CheckedIndex, ir.RegisterVar, ir.ReduceInput)
+_MEMORY = (ir.Load, ir.VLoad, ir.VLoadStrided, ir.VLoadMasked, ir.VGather, ir.CheckedIndex, ir.RegisterVar, ir.ReduceInput)
 
 
 def _expressions(s: ir.Stmt) -> list[Expr]:

@@ -1,5 +1,6 @@
 """The expressions and buffers of the loop IR: :class:`Buffer` (with its :class:`BufferScope`), reads
-(:class:`Load`, :class:`VLoad`, :class:`VLoadStrided`, :class:`VLoadMasked`, :class:`CheckedIndex`),
+(:class:`Load`, :class:`VLoad`, :class:`VLoadStrided`, :class:`VLoadMasked`, :class:`VGather`,
+:class:`CheckedIndex`),
 vector values (:class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`Lane`, :class:`VCast`),
 :class:`Address`, the IR's own variables (:class:`LoopVar`, :class:`OriginVar`, :class:`RegisterVar`,
 :class:`ReduceInput`) and the flattened
@@ -167,6 +168,23 @@ class VLoadMasked(Expr):
 
     def with_children(self, children):
         return VLoadMasked(self.buffer, children[0], children[1], self.lanes)
+
+
+class VGather(Expr):
+    """``lanes`` elements of ``buffer``, each at its own flat element offset: ``index`` is an ``int32``
+    vector of ``lanes`` offsets (a lookup at computed indices, in a vectorized loop)."""
+
+    __slots__ = ("buffer", "index", "lanes")
+
+    def __init__(self, buffer: Buffer, index: Expr, lanes: int):
+        self.buffer, self.index, self.lanes = buffer, index, lanes
+        self.dtype = vector_dtype(buffer.dtype, lanes)
+
+    def children(self):
+        return (self.index,)
+
+    def with_children(self, children):
+        return VGather(self.buffer, children[0], self.lanes)
 
 
 class Ramp(Expr):

@@ -6,7 +6,7 @@ Statements: :class:`For` (with its :class:`~tesched.ir.kinds.LoopKind`), :class:
 :class:`Registers`, :class:`IntrinsicCall`, :class:`Produce` (marks where a stage is computed) and
 :class:`Timer` (profiling instrumentation).
 Expressions are those of :mod:`tesched.te.expr` plus :class:`Load`/:class:`VLoad` from a :class:`Buffer`,
-:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`Lane`,
+:class:`VLoadStrided`, :class:`VLoadMasked`, :class:`VGather`, :class:`Ramp`, :class:`Broadcast`, :class:`HReduce`, :class:`Lane`,
 :class:`VCast`, :class:`ReduceInput`,
 :class:`Address` and :class:`CheckedIndex` (a data-dependent index checked against its tensor's extent when
 the kernel runs).
@@ -38,6 +38,7 @@ from tesched.ir.exprs import (
     split_dtype,
     VCast,
     vector_dtype,
+    VGather,
     VLoad,
     VLoadMasked,
     VLoadStrided,
@@ -95,6 +96,7 @@ __all__ = [
     "Timer",
     "VCast",
     "vector_dtype",
+    "VGather",
     "VLoad",
     "VLoadMasked",
     "VLoadStrided",

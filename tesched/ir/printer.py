@@ -77,6 +77,9 @@ class IRExprPrinter(ExprPrinter):
     def visit_VLoadMasked(self, x: ir.VLoadMasked) -> tuple[str, int]:
         return f"{self.buffer_name(x.buffer)}[ramp({self.text(x.index)}, {x.lanes}), where {self.text(x.mask)}]", 7
 
+    def visit_VGather(self, x: ir.VGather) -> tuple[str, int]:
+        return f"{self.buffer_name(x.buffer)}[gather({self.text(x.index)})]", 7
+
     def visit_Ramp(self, x: ir.Ramp) -> tuple[str, int]:
         return f"ramp({self.text(x.base)}, {x.lanes})", 7
 

@@ -153,7 +153,7 @@ class _Verifier:
                 self.fail(f"a read of tensor {node.tensor.name} survived lowering")
             elif isinstance(node, (ir.Load, ir.Address)):
                 self.access(node.buffer, node.indices)
-            elif isinstance(node, (ir.VLoad, ir.VLoadStrided, ir.VLoadMasked)):
+            elif isinstance(node, (ir.VLoad, ir.VLoadStrided, ir.VLoadMasked, ir.VGather)):
                 self.access(node.buffer, (node.index,))
             elif isinstance(node, Var) and not self.vars.get(id(node)):
                 self.fail(f"variable {node.name} is used outside the statement that declares it")

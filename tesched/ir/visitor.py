@@ -20,7 +20,7 @@ from dataclasses import fields, replace
 from typing import Any, Callable, Iterator
 
 from tesched.ir.node_types import (Address, Allocate, Buffer, LetStmt, Load, OriginVar, Stmt, Store, VLoad, VLoadMasked,
-                                    VLoadStrided, VStore)
+                                    VLoadStrided, VStore, VGather)
 from tesched.te.expr import Expr
 from tesched.te.visit import NodeFunctor, rewrite
 
@@ -173,7 +173,7 @@ def bound_inside(stmt: Stmt) -> set[int]:
     return ids
 
 
-_BUFFER_READS = (Load, VLoad, VLoadStrided, VLoadMasked, Address)
+_BUFFER_READS = (Load, VLoad, VLoadStrided, VLoadMasked, VGather, Address)
 
 
 class _Rebind(StmtMutator):

@@ -171,6 +171,49 @@ TS_VECTORS_OPS(int32_t, i32, i32, 4, 8, 16)
 TS_VECTORS_OPS(int64_t, i64, i64, 2, 4, 8)
 TS_VECTORS_OPS(float, f32, i32, 4, 8, 16)
 TS_VECTORS_OPS(double, f64, i64, 2, 4, 8)
+/* Gathers: each lane read at its own int32 element offset (a lookup at computed indices); gcc picks the
+   instructions (masked broadcasts or a hardware gather). */
+#define TS_GATHER(T, S, N)                                                                             \
+  static inline ts_##S##x##N ts_vgather_##S##x##N(const T *p, ts_i32x##N idx) {                         \
+    ts_##S##x##N v;                                                                                     \
+    for (int i = 0; i < N; i++) v[i] = p[idx[i]];                                                       \
+    return v;                                                                                           \
+  }
+TS_GATHER(float, f32, 4) TS_GATHER(float, f32, 8) TS_GATHER(float, f32, 16)
+TS_GATHER(int32_t, i32, 4) TS_GATHER(int32_t, i32, 8) TS_GATHER(int32_t, i32, 16)
+TS_GATHER(double, f64, 4) TS_GATHER(double, f64, 8)
+TS_GATHER(int64_t, i64, 4) TS_GATHER(int64_t, i64, 8)
+#undef TS_GATHER
+/* exp of float32 lanes: Cephes' expf (range reduction by ln 2 in two parts, a degree-5 polynomial, the
+   exponent added to the bits; within 2 ulp of expf), and expf lane by lane when a lane is outside
+   [-87, 88] or NaN, so that overflow, underflow, denormals and NaN are expf's. */
+#define TS_VEXP(N)                                                                                     \
+  static inline ts_f32x##N ts_exp_f32x##N(ts_f32x##N x) {                                               \
+    ts_i32x##N odd = (x < -87.0f) | (x > 88.0f) | (x != x);                                             \
+    int32_t any = 0;                                                                                    \
+    for (int i = 0; i < N; i++) any |= odd[i];                                                          \
+    if (__builtin_expect(any != 0, 0)) {                                                                \
+      ts_f32x##N v;                                                                                     \
+      for (int i = 0; i < N; i++) v[i] = expf(x[i]);                                                    \
+      return v;                                                                                         \
+    }                                                                                                   \
+    ts_f32x##N t = x * 1.44269504088896341f + 0.5f;                                                     \
+    ts_i32x##N n = __builtin_convertvector(t, ts_i32x##N);                                              \
+    ts_f32x##N fn = __builtin_convertvector(n, ts_f32x##N);                                             \
+    ts_i32x##N above = fn > t;                      /* truncated up (t < 0): floor is one less */        \
+    n = n + above;                                                                                      \
+    fn = fn + __builtin_convertvector(above, ts_f32x##N);                                               \
+    ts_f32x##N r = x - fn * 0.693359375f + fn * 2.12194440e-4f;                                         \
+    ts_f32x##N p = 1.9875691500e-4f * r + 1.3981999507e-3f;                                             \
+    p = p * r + 8.3334519073e-3f;                                                                       \
+    p = p * r + 4.1665795894e-2f;                                                                       \
+    p = p * r + 1.6666665459e-1f;                                                                       \
+    p = p * r + 5.0000001201e-1f;                                                                       \
+    p = p * (r * r) + r + 1.0f;                                                                         \
+    return p * (ts_f32x##N)((n + 127) << 23);                                                           \
+  }
+TS_VEXP(4) TS_VEXP(8) TS_VEXP(16)
+#undef TS_VEXP
 #include "tesched_narrow.h"
 #include "tesched_masked.h"
 #undef TS_VECTORS

@@ -102,8 +102,8 @@ class Promotion:
                 f"{self.budget.registers} it has")
 
 
-Access = ir.Load | ir.VLoad | ir.VLoadMasked | ir.Address | ir.Store | ir.VStore
-_READS = (ir.Load, ir.VLoad, ir.VLoadMasked, ir.Address)
+Access = ir.Load | ir.VLoad | ir.VLoadMasked | ir.VGather | ir.Address | ir.Store | ir.VStore
+_READS = (ir.Load, ir.VLoad, ir.VLoadMasked, ir.VGather, ir.Address)
 _VECTOR = (ir.VLoad, ir.VLoadMasked, ir.VStore)
 
 
@@ -126,8 +126,8 @@ def _accesses(stmt: ir.Stmt, buf: ir.Buffer) -> list[Access]:
 
 
 def _slot(access, buf: ir.Buffer) -> tuple[int, int] | None:
-    if isinstance(access, ir.Address):   # its address escapes (to an intrinsic): it must stay in memory
-        return None
+    if isinstance(access, (ir.Address, ir.VGather)):   # its address escapes (to an intrinsic), or each lane
+        return None                                     # reads where the data says: it must stay in memory
     if isinstance(access, _VECTOR):
         lanes = ir.split_dtype(access.value.dtype if isinstance(access, ir.VStore) else access.dtype)[1]
         offset = constant_value(simplify(access.index))
@@ -175,7 +175,7 @@ def _unroll_addressing_loops(stmt: ir.Stmt, buf: ir.Buffer) -> ir.Stmt:
 def _index_vars(access, buf: ir.Buffer):
     if isinstance(access, ir.Address):
         return []
-    index = access.index if isinstance(access, _VECTOR) else ir.flat_index(buf, access.indices)
+    index = access.index if isinstance(access, (*_VECTOR, ir.VGather)) else ir.flat_index(buf, access.indices)
     return [n for n in walk(index) if isinstance(n, Var)]
 
 

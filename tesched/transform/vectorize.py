@@ -8,8 +8,9 @@ branches read memory is split at its condition first, see :mod:`.select_split`, 
 possible its branches read with masked loads and are blended). The trip count is split
 into full-width chunks (a loop over them when there are many) and narrower tails. When the trip count is
 only known at run time, the vector code handles full tiles and the remainder runs the scalar loop.
-Anything else (calls such as ``exp``, gathered accesses, inner loops) keeps the scalar loop, which the C
-code marks ``#pragma omp simd`` for gcc's vectorizer.
+A read at a computed index becomes a gather (:mod:`.gathers`), ``exp`` of float32 lanes the runtime
+header's vector exp. Anything else (other calls such as ``log``, inner loops) keeps the scalar loop, which
+the C code marks ``#pragma omp simd`` for gcc's vectorizer.
 
 Three passes of the pipeline share this module's decisions, in this order: ``unswitch loops left scalar``
 (:mod:`.unswitch`, on the loops :func:`vectorizes` says no pass here takes), ``dot products``
@@ -34,9 +35,10 @@ from tesched.ir import nodes as ir
 from tesched.ir.cse import wrap_lets
 from tesched.ir.kinds import LoopKind
 from tesched.te import dtype as dt
-from tesched.te.expr import BinOp, Binary, Cast, Const, Expr, Select, Unary, Var
+from tesched.te.expr import BinOp, Binary, Call, Cast, Const, Expr, Select, Unary, Var
 from tesched.te.visit import substitute, walk
 from tesched.transform.dot_products import vectorize_dot_product
+from tesched.transform.gathers import gather_offset
 from tesched.transform.masked_reads import inside_buffer
 from tesched.transform.narrow_indices import narrow_comparisons
 from tesched.transform.select_split import split_at_conditions
@@ -48,6 +50,7 @@ _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 MAX_INLINE_CHUNKS = 4
 _STRIDED = ("float32", "float64", "int32", "int64")   # element types with strided and masked loads in the header
 _COMBINE = ("add", "max", "min", "mul")
+_VECTOR_CALLS = {"float32": ("exp",)}     # math functions the runtime header has for 4, 8 and 16 lanes
 
 
 def _identity(op: str, dtype: str) -> Const:
@@ -163,6 +166,9 @@ class LoopVectorizer:
                 return ir.Broadcast(substitute(e, {var: base}), lanes)
             if step == 1:
                 return ir.VLoad(e.buffer, simplify(substitute(flat, {var: base})), lanes)
+            offset = gather_offset(e, flat, lanes, self.ranges) if step is None else None
+            if offset is not None:      # a lookup at a computed index: its int32 offsets, one per lane
+                return ir.VGather(e.buffer, self.expr(offset, base, lanes), lanes)
             if step is not None and e.buffer.dtype in _STRIDED and e.buffer.scope is not ir.BufferScope.LOCAL:
                 # a transposed read: lanes gathered ``step`` apart (local buffers stay in the
                 # contiguous forms the register promotion understands)
@@ -202,6 +208,8 @@ class LoopVectorizer:
                 and 0 <= int(e.b.value) < dt.info(e.dtype).bits:   # other amounts: NumPy's rule, scalar
             a = self.expr(e.a, base, lanes)
             return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
+        if isinstance(e, Call) and e.name in _VECTOR_CALLS.get(e.dtype, ()) and lanes in (4, 8, 16):
+            return Call(e.name, [self.expr(a, base, lanes) for a in e.args], ir.vector_dtype(e.dtype, lanes))
         if isinstance(e, Unary) and e.op in ("neg", "bitnot"):
             return Unary(e.op, self.expr(e.a, base, lanes))
         if isinstance(e, Unary) and e.op == "not":     # conditions are lane masks of all ones or zeros

@@ -4,6 +4,7 @@ import math
 import numpy as np
 import pytest
 
+import tesched as ts
 from tesched.codegen.c_expr import c_const
 from tesched.te.expr import Const
 
@@ -24,3 +25,20 @@ def test_narrow_constants_are_rounded_and_typed():
     assert c_const(Const(-128, "int8")) == "-128"
     with pytest.raises(TypeError, match="256 does not fit in uint8"):
         Const(256, "uint8")
+
+
+def test_a_gather_left_to_gcc_has_an_int32_offset(host_target):
+    """A vectorized loop that stays scalar (it calls ``log``) and reads a table at a computed index: the
+    offset is cast to ``int32`` for gcc's vectorizer (it gives up on 64-bit gather offsets); the values
+    are NumPy's."""
+    x = ts.placeholder((64,), name="x")
+    lut = ts.placeholder((16,), name="lut")
+    out = ts.compute((64,), lambda i: ts.log(lut[ts.clamp(ts.cast("int32", x[i] * 10.0), 0, 15)]), name="out")
+    s = ts.create_schedule(out.op)
+    s[out].vectorize(out.op.axis[0])
+    f = ts.build(s, [x, lut, out], name="c_expr_gather_int32")
+    assert "#pragma omp simd" in f.c_source and "lut[(int32_t)(" in f.c_source
+    xs = np.linspace(-0.5, 2.0, 64, dtype=np.float32)
+    table = np.linspace(0.5, 1.5, 16, dtype=np.float32)
+    want = np.log(table[np.clip((xs * np.float32(10.0)).astype(np.int32), 0, 15)])
+    np.testing.assert_allclose(f(xs, table), want, rtol=1e-6)
