@@ -84,8 +84,8 @@ def run_cuda(args: argparse.Namespace) -> int:
         print(f"  {name} / cuBLAS throughput: {medians['torch.matmul (cuBLAS)'] / medians[name]:.2f} (target >= 0.5)")
 
     chain = conv_chain.declare(args.channels, args.size, 1)
-    fused = ts.build(conv_chain_gpu.fused(chain, args.tile), chain.args, target="cuda")
-    unfused = ts.build(conv_chain_gpu.unfused(chain, args.tile), chain.args, target="cuda")
+    fused, unfused, auto = (ts.build(s, chain.args, target="cuda")
+                            for s in chain_schedules(chain, args.tile, "cuda").values())
     c_, h = args.channels, args.size
     x = torch.randn(1, c_, h, h, device=dev)
     w1, w2 = torch.randn(c_, c_, 3, 3, device=dev) * 0.1, torch.randn(c_, c_, 3, 3, device=dev) * 0.1
@@ -96,18 +96,29 @@ def run_cuda(args: argparse.Namespace) -> int:
         conv(torch.relu(conv(x, w1, padding=1)), w2, padding=1)
         torch.cuda.synchronize()
 
-    fused(x, w1, w2, out)
-    torch.testing.assert_close(out, conv(torch.relu(conv(x, w1, padding=1)), w2, padding=1), rtol=1e-3, atol=1e-3)
+    for f in (fused, auto):
+        f(x, w1, w2, out)
+        torch.testing.assert_close(out, conv(torch.relu(conv(x, w1, padding=1)), w2, padding=1), rtol=1e-3,
+                                   atol=1e-3)
     print(f"conv3x3 -> relu -> conv3x3, {c_} channels, {h}x{h}, tiles {args.tile}x{args.tile}")
     work = 2.0 * 9 * h * h * c_ * c_ * 2
-    conv_times = report(timed({"tesched fused (1 kernel)": lambda: fused(x, w1, w2, out),
-                               "tesched unfused (2 kernels)": lambda: unfused(x, w1, w2, out),
-                               "PyTorch (2 cuDNN convs)": torch_chain}, args.repeat),
-                        dict.fromkeys(["tesched fused (1 kernel)", "tesched unfused (2 kernels)",
-                                       "PyTorch (2 cuDNN convs)"], work))
-    print(f"  PyTorch / fused time: {conv_times['PyTorch (2 cuDNN convs)'] / conv_times['tesched fused (1 kernel)']:.2f}"
-          " (target >= 1.0)")
+    calls = {"tesched fused (1 kernel)": lambda: fused(x, w1, w2, out),
+             "tesched auto_schedule (1 kernel)": lambda: auto(x, w1, w2, out),
+             "tesched unfused (2 kernels)": lambda: unfused(x, w1, w2, out),
+             "PyTorch (2 cuDNN convs)": torch_chain}
+    conv_times = report(timed(calls, args.repeat), dict.fromkeys(calls, work))
+    for name in ("tesched fused (1 kernel)", "tesched auto_schedule (1 kernel)"):
+        ratio = conv_times["PyTorch (2 cuDNN convs)"] / conv_times[name]
+        print(f"  PyTorch / {name} time: {ratio:.2f} (target >= 1.0)")
     return 0
+
+
+def chain_schedules(chain: conv_chain.ConvChain, tile: int, target: str) -> dict[str, ts.Schedule]:
+    """The conv -> relu -> conv schedules compared: the recipe's fused and unfused ones (``tile x tile``
+    blocks), and ``auto_schedule``'s (the first convolution per block of the second, register tiles)."""
+    return {"tesched fused (1 kernel)": conv_chain_gpu.fused(chain, tile),
+            "tesched unfused (2 kernels)": conv_chain_gpu.unfused(chain, tile),
+            "tesched auto_schedule (1 kernel)": ts.auto_schedule(chain.conv2, target=target)}
 
 
 def gemm_schedules(n: int) -> dict:
@@ -147,9 +158,8 @@ def run_opencl(args: argparse.Namespace) -> int:
     w2 = (np.random.randn(c_, c_, 3, 3) * 0.1).astype(np.float32)
     dx, dw1, dw2 = (cla.to_device(queue, v) for v in (x, w1, w2))
     dout = cla.empty(queue, (1, c_, h, h), np.float32)
-    kernels = {name: ts.build(make(chain, args.tile), chain.args, target="opencl")
-               for name, make in (("tesched fused (1 kernel)", conv_chain_gpu.fused),
-                                  ("tesched unfused (2 kernels)", conv_chain_gpu.unfused))}
+    schedules = chain_schedules(chain, args.tile, "opencl")
+    kernels = {name: ts.build(s, chain.args, target="opencl") for name, s in schedules.items()}
     for kernel in kernels.values():
         kernel(dx, dw1, dw2, dout)
         np.testing.assert_allclose(dout.get(), conv_chain.reference(x, w1, w2), rtol=1e-3, atol=1e-3)
@@ -160,6 +170,10 @@ def run_opencl(args: argparse.Namespace) -> int:
     traffic = conv_chain_gpu.traffic(chain, args.tile)
     print(f"  unfused / fused time: {times['tesched unfused (2 kernels)'] / times['tesched fused (1 kernel)']:.2f}; "
           f"global traffic fused / unfused: {traffic.fused} / {traffic.unfused} elements = {traffic.ratio:.2f}")
+    auto = ts.lower(schedules["tesched auto_schedule (1 kernel)"], chain.args).global_traffic.total
+    ratio = times["tesched unfused (2 kernels)"] / times["tesched auto_schedule (1 kernel)"]
+    print(f"  unfused / auto_schedule time: {ratio:.2f}; global traffic auto_schedule / unfused: {auto} / "
+          f"{traffic.unfused} elements = {auto / traffic.unfused:.2f}")
     for workload in (gemm_workload(n), conv_workload(c_, h), blur_workload(args.blur)):
         compare_schedules(workload, queue, cla, args.repeat)
     return 0

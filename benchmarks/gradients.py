@@ -9,7 +9,12 @@
    ``h0`` for a given head. tesched: ``ts.gradient`` of the scan, ``auto_schedule``-d, forward and backward
    in one kernel; PyTorch: autograd of the same loop, forward and backward (what a training step runs),
    and ``torch.nn.RNN``'s own forward and backward.
-3. A chain of 20 stages (stencils, pointwise functions and reductions): the seconds ``ts.gradient`` takes
+3. The bilateral grid of :mod:`tesched.recipes.bilateral_grid` (Halide's app; one image, which is both the
+   input and the guide), the gradient of ``sum(head * grid(image))`` with respect to the image. tesched:
+   ``ts.gradient`` of the declared pipeline (histogram scatter, blurs, trilinear slice), ``auto_schedule``-d,
+   forward and backward in one kernel; PyTorch: autograd of the same computation
+   (``benchmarks/bilateral_grid_torch.py``), forward and backward.
+4. A chain of 20 stages (stencils, pointwise functions and reductions): the seconds ``ts.gradient`` takes
    to build the adjoint pipeline (the declaration only, no lowering).
 
 Each variant is checked against PyTorch before it is timed; the variants are timed interleaved in one
@@ -133,6 +138,44 @@ def rnn_through_time(T: int, B: int, H: int, I: int, rounds: int) -> None:
               f"{t.spread / t.median * 100:5.1f}%)  best PyTorch / this: {base / t.median:5.2f}x")
 
 
+def bilateral_grid(h: int, w: int, rounds: int) -> None:
+    import torch
+
+    from bilateral_grid_torch import bilateral_grid_torch   # beside this script
+    from tesched.recipes.bilateral_grid import bilateral_grid as declare
+
+    app = declare(h, w)
+    image = app.args[0]
+    head = ts.placeholder(app.output.shape, name="dOut")
+    start = time.perf_counter()
+    (grad,) = ts.gradient(app.output, [image], head=head)
+    kernel = ts.build(ts.auto_schedule(grad), [image, head, grad], name="bilateral_grid_grad")
+    build_s = time.perf_counter() - start
+
+    iv = RNG.uniform(0.0, 1.0, (h, w)).astype("float32")
+    hv = RNG.standard_normal((h, w)).astype("float32")
+    gv = np.empty_like(iv)
+    filtered = bilateral_grid_torch(h, w)
+    it, ht = torch.tensor(iv, requires_grad=True), torch.from_numpy(hv)
+
+    def autograd() -> None:
+        it.grad = None
+        filtered(it).backward(ht)
+
+    kernel(iv, hv, gv)
+    autograd()
+    assert it.grad is not None
+    np.testing.assert_allclose(gv, it.grad.numpy(), rtol=2e-3, atol=2e-3)
+    timings = time_interleaved({"tesched ts.gradient + auto_schedule": lambda: kernel(iv, hv, gv),
+                                "PyTorch autograd of the same grid": autograd}, rounds)
+    base = timings["PyTorch autograd of the same grid"].median
+    print(f"\nbilateral grid gradient w.r.t. the image, {h}x{w}, s_sigma 8, r_sigma 0.1 "
+          f"(tesched gradient + auto_schedule + build: {build_s:.1f} s)")
+    for label, t in timings.items():
+        print(f"  {label:38s} {t.median * 1e3:9.2f} ms  (min {t.min * 1e3:8.2f}, spread "
+              f"{t.spread / t.median * 100:5.1f}%)  PyTorch / this: {base / t.median:5.2f}x")
+
+
 def twenty_stages(repeat: int) -> None:
     n = 256
     x = ts.placeholder((n + 64, n + 64), name="x")
@@ -174,9 +217,11 @@ def main() -> None:
     if args.quick:
         conv_layer(1, 4, 4, 12, 3)
         rnn_through_time(4, 2, 16, 8, 3)
+        bilateral_grid(24, 40, 3)
     else:
         conv_layer(8, 32, 32, 56, args.rounds)
         rnn_through_time(32, 32, 256, 128, args.rounds)
+        bilateral_grid(512, 768, args.rounds)
     twenty_stages(3 if args.quick else 11)
 
 

@@ -12,7 +12,10 @@ every library, these variants are timed in one process, interleaved round-robin
 - ``torch.eager``: ``model(*inputs)`` under ``torch.inference_mode()``;
 - ``torch.compile``: ``torch.compile(model)`` (inductor), called the same way;
 - ``onnxruntime``: ``torch.onnx.export`` then an ONNX Runtime CPU session with ``--threads`` intra-op
-  threads (``--no-ort`` leaves it out; skipped with a note when onnxruntime is not installed).
+  threads, which sleep when idle as the OpenMP threads do under ``OMP_WAIT_POLICY=passive`` (``--no-ort``
+  leaves it out; skipped with a note when onnxruntime is not installed).
+
+The three peers are made by :mod:`tesched.tools.bench.torch_peers`, as in ``tutorials/12_import_transformer.py``.
 
 The present-day models of ``tesched.frontend.model_zoo_modern`` (``encoder_layer``, ``encoder_stack4``,
 ``gpt_block``, ``vit_tiny``, ``mlp_mixer``, ``unet``, ``gru2``, ``lstm2``, ``dense_block``,
@@ -69,6 +72,7 @@ from tesched.driver.timing import time_calls
 from tesched.graph.visit import post_order
 from tesched.tools.bench.threads import set_all_threads
 from tesched.tools.bench.timing import Timing, time_interleaved
+from tesched.tools.bench.torch_peers import Peer, eager_peer, onnxruntime_peer, torch_compile_peer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dynamic_shapes  # noqa: E402
@@ -156,29 +160,11 @@ def measure(name: str, make: Callable[[], tuple[Any, tuple]], torch: Any, args: 
         record["unfused_kernels"] = len(unfused.kernels)
         variants["tesched.unfused"] = unfused.prepare(*arrays)
 
-    def eager() -> object:
-        with torch.inference_mode():
-            return model(*inputs)
-
-    variants["torch.eager"] = eager
+    variants["torch.eager"] = eager_peer(model, inputs).call
     if not args.no_compile:
-        compiled_model = torch.compile(model)
-        started = time.perf_counter()
-        with torch.inference_mode():
-            record["errors"]["torch.compile"] = relative_error(compiled_model(*inputs), want)
-        record["compile_seconds"] = round(time.perf_counter() - started, 2)
-
-        def compiled() -> object:
-            with torch.inference_mode():
-                return compiled_model(*inputs)
-
-        variants["torch.compile"] = compiled
+        add_peer("torch.compile", torch_compile_peer(model, inputs), "compile", want, variants, record)
     if not args.no_ort:
-        session = ort_session(model, inputs, args.threads, record)
-        if session is not None:
-            feeds = {i.name: a for i, a in zip(session.get_inputs(), arrays)}
-            record["errors"]["onnxruntime"] = relative_error(session.run(None, feeds), want)
-            variants["onnxruntime"] = lambda: session.run(None, feeds)
+        add_peer("onnxruntime", onnxruntime_peer(model, inputs, args.threads), "ort", want, variants, record)
     timings = time_interleaved(variants, rounds=args.rounds)
     record["timings"] = {label: {"median_ms": t.median * 1e3, "min_ms": t.min * 1e3, "cpu_ms": t.cpu_median * 1e3,
                                  "spread_percent": 100 * t.spread / t.median, "calls_per_block": t.calls}
@@ -196,31 +182,16 @@ def measure(name: str, make: Callable[[], tuple[Any, tuple]], torch: Any, args: 
     return record
 
 
-def ort_session(model: Any, inputs: tuple, threads: int, record: dict) -> Any:
-    """``torch.onnx.export`` then an ONNX Runtime session with ``threads`` intra-op threads, or None (with
-    the reason in ``record["ort_skipped"]``) when onnxruntime is missing or the export fails."""
-    try:
-        import onnxruntime as ort  # type: ignore[import-untyped]
-        import torch
-    except ImportError:
-        record["ort_skipped"] = "onnxruntime is not installed (pip install tesched[bench])"
-        return None
-    import contextlib
-    import io
-    import tempfile
-    started = time.perf_counter()
-    path = Path(tempfile.mkdtemp()) / "model.onnx"
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):   # the exporter prints its progress
-            torch.onnx.export(model, inputs, path, dynamo=True)
-    except Exception as error:   # the exporter's own failures are many types; report, do not stop the run
-        record["ort_skipped"] = f"torch.onnx.export failed: {type(error).__name__}"
-        return None
-    options = ort.SessionOptions()
-    options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-    record["ort_session_seconds"] = round(time.perf_counter() - started, 2)
-    return session
+def add_peer(label: str, peer: Peer, key: str, want: Any, variants: dict[str, Callable[[], object]],
+             record: dict) -> None:
+    """Time ``peer`` as ``label`` and record its error and setup seconds (``<key>_seconds``), or record why
+    it was skipped (``<key>_skipped``)."""
+    if peer.call is None:
+        record[f"{key}_skipped"] = peer.skipped
+        return
+    record["errors"][label] = relative_error(peer.output, want)
+    record[f"{key}_seconds"] = round(peer.setup_seconds, 2)
+    variants[label] = peer.call
 
 
 def group_flops(fn: G.Function) -> int:
@@ -289,9 +260,12 @@ def print_record(name: str, record: dict) -> None:
         print(f"\n{name}: inputs {record['inputs']}: does not import: {record['does_not_import']}")
         return
     errors = ", ".join(f"{k} {v:.1e}" for k, v in record["errors"].items())
+    def setup(key: str) -> str:
+        return f"{record[key + '_seconds']} s" if key + "_seconds" in record else record.get(key + "_skipped", "-")
+
     print(f"\n{name}: inputs {record['inputs']}, {record['kernels']} kernels, import {record['import_seconds']} s, "
-          f"build {record['build_seconds']} s, torch.compile first call {record.get('compile_seconds', '-')} s, "
-          f"ORT export + session {record.get('ort_session_seconds', record.get('ort_skipped', '-'))}; "
+          f"build {record['build_seconds']} s, torch.compile first call {setup('compile')}, "
+          f"ORT export + session {setup('ort')}; "
           f"max error / output scale: {errors}")
     for label, t in record["timings"].items():
         ratio, cpu_ratio = record["ratios"].get(label), record["cpu_ratios"].get(label)

@@ -44,4 +44,5 @@ class GradientError(TeschedError, ValueError):
 
 class InternalError(TeschedError, RuntimeError):
     """A bug in tesched itself, not in the user's program: a lowering pass broke an invariant of the loop
-    IR (see :mod:`tesched.ir.verify`). The message names the pass; please report it with the program."""
+    IR (see :mod:`tesched.ir.verify`; the message names the pass) or met a state it assumes impossible
+    (an isl AST it cannot read). Please report it with the program."""

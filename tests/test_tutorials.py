@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 TUTORIALS = sorted((ROOT / "tutorials").glob("[0-9][0-9]_*.py"))
-NEEDS_TORCH = {"08_import_pytorch"}
+NEEDS_TORCH = {"08_import_pytorch", "12_import_transformer"}
 
 
 def test_tutorials_are_found():

@@ -103,6 +103,15 @@ except ts.ScheduleError as err:
     print(f"nothing bound: {err}")
 run_and_check(conv_chain_gpu.fused(chain, 4), "fused with 4 x 4 tiles")
 
-print("\n=== Step 6: summary")
+print("\n=== Step 6: auto_schedule finds the fused kernel itself")
+# For a GPU target it computes conv1 per block of conv2 in shared memory (tesched/autoschedule/gpu_chain.py),
+# with register tiles for conv2 and its tiles of output channels in a loop inside the block, sized to the
+# device; G.build(f, target="opencl", schedule="auto") does the same for two convolutions of a graph.
+auto = ts.auto_schedule(chain.conv2, target=TARGET if TARGET != "host" else "cuda")
+print(ts.explain_schedule(auto))
+if TARGET != "host":
+    run_and_check(auto, "auto_schedule")
+
+print("\n=== Step 7: summary")
 print("conv1 -> relu -> conv2 ran as one kernel: each block recomputed its halo of conv1 in shared memory and "
       "synchronized only its own threads (one barrier); no global sync was needed.")

@@ -103,6 +103,28 @@ def linear_terms(e: Expr, dtype: str, atoms: dict) -> tuple[dict, int]:
     return {key: 1}, 0
 
 
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+_NEGATED = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}
+
+
+def refine(cond: Expr, ranges: VarRanges, holds: bool = True) -> VarRanges:
+    """``ranges`` narrowed by a condition known to hold (or, without ``holds``, known to fail):
+    conjunctions of ``v < e``, ``v <= e``, ``v > e``, ``v >= e`` (either side) with ``v`` a variable of
+    ``ranges`` and ``e`` bounded; a failed conjunction narrows nothing."""
+    if isinstance(cond, Binary) and cond.op == BinOp.AND:
+        return refine(cond.b, refine(cond.a, ranges)) if holds else ranges
+    if not (isinstance(cond, Binary) and cond.op in _FLIPPED and cond.a.dtype in INDEX_TYPES):
+        return ranges
+    op = cond.op if holds else _NEGATED[cond.op]
+    for var, other, side in ((cond.a, cond.b, op), (cond.b, cond.a, _FLIPPED[op])):
+        if isinstance(var, Var) and var in ranges:
+            low, high = bound(other, ranges)
+            if side in ("lt", "le"):
+                return ranges.where(var, -INF, high - (side == "lt"))
+            return ranges.where(var, low + (side == "gt"), INF)
+    return ranges
+
+
 def bound_linear(terms: dict, const: int, atoms: dict, ranges: VarRanges) -> Bound:
     """Bounds of ``sum(coeff * atoms[key]) + const``."""
     low: float = const

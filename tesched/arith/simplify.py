@@ -10,7 +10,11 @@
   a common factor cancels (``(4*j) // 8`` is ``j // 2``); ``(x // a) // b`` is ``x // (a*b)`` and
   ``(x % (a*b)) % a`` is ``x % a``; C's truncating ``/`` and ``%`` of non-negative operands are floors;
 - ``min``, ``max`` and comparisons decided by the bounds of the difference of their operands disappear,
-  and so do selects and logic on constant conditions.
+  and so do selects and logic on constant conditions;
+- a select whose condition compares a variable with a bound (isl's piecewise region origins:
+  ``select(f >= 3, f - 3, f)``), alone or as a term of a sum, is replaced by what the expression
+  simplifies to on both sides of the condition when that is the same (``3*(f % 3) - 3*select(f >= 3,
+  f - 3, f)`` is ``0`` for ``0 <= f < 6``, as ``f % 3`` is ``f - 3`` where ``f >= 3``).
 
 A rewrite is kept only when it is not larger (in nodes) than what it replaces, so the result is never
 larger than the input. Overflow is not modelled: index arithmetic is assumed not to wrap (as C assumes
@@ -22,9 +26,10 @@ from __future__ import annotations
 import math
 from functools import reduce
 
-from tesched.arith.interval import INDEX_TYPES, VarRanges, bound, bound_linear, floor_div, linear_terms
+from tesched.arith.interval import (INDEX_TYPES, VarRanges, bound, bound_linear, floor_div, linear_terms,
+                                    refine)
 from tesched.te.expr import BinOp, Binary, Const, Expr, Select, Unary
-from tesched.te.visit import structural_key
+from tesched.te.visit import rewrite, structural_key
 
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 
@@ -121,7 +126,9 @@ class _Simplifier:
             return e
         if e.dtype in INDEX_TYPES and e.op in (BinOp.ADD, BinOp.SUB, BinOp.MUL, "neg"):
             terms, const, atoms = self.linear(e)
-            return rebuild(terms, const, atoms, e.dtype)
+            out = rebuild(terms, const, atoms, e.dtype)
+            cases = [atoms[k] for k in terms if isinstance(atoms[k], Select)]
+            return self.by_cases(out, cases[0]) if cases else out
         if isinstance(e, Binary) and e.dtype in INDEX_TYPES:
             c = _positive_divisor(e)
             if c is not None and e.op in (BinOp.CDIV, BinOp.CMOD) and self.bound(e.a)[0] >= 0:
@@ -223,7 +230,21 @@ class _Simplifier:
             return e.true_value if e.cond.value else e.false_value
         if structural_key(e.true_value) == structural_key(e.false_value):
             return e.true_value
-        return e
+        return self.by_cases(e, e) if e.dtype in INDEX_TYPES else e
+
+    def by_cases(self, e: Expr, case: Select) -> Expr:
+        """``e`` with ``case`` (a select in it) replaced by each of its values and simplified where its
+        condition holds and where it fails, if the two agree and the condition narrows a variable's range
+        both ways; else ``e``."""
+        sides = []
+        for holds, value in ((True, case.true_value), (False, case.false_value)):
+            narrowed = refine(case.cond, self.ranges, holds)
+            if narrowed is self.ranges:
+                return e
+            chosen = e if e is case else rewrite(e, lambda n: value if n is case else None)
+            sides.append(_Simplifier(narrowed).run(value if e is case else chosen))
+        same = structural_key(sides[0]) == structural_key(sides[1])
+        return sides[0] if same and self.size(sides[0]) <= self.size(e) else e
 
 
 def _logic(e: Binary) -> Expr:

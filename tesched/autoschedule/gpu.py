@@ -32,6 +32,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from tesched.autoschedule.gpu_chain import Chain, chain_reader, chain_tile, compute_producer
 from tesched.codegen.gpu import generate_gpu
 from tesched.errors import ScheduleError
 from tesched.lower.pipeline import lower, lower_for_target
@@ -148,28 +149,40 @@ def _schedule(s: Schedule, ctx: _Context) -> list[list[str]]:
         st.compute_inline()
     notes: list[list[str]] = []
     fused: dict[int, Stage] = {}                      # id(output op) -> the anchor fused into it
+    chains: dict[int, Chain] = {}                     # id(reduction op) -> the producer computed per block
+    stored: list[Stage] = []                          # reductions stored whole, each its own kernel
+    fuse = ctx.options.fuse and ctx.options.tiles
     for st in reversed(computes):
         if st.is_output or not st.op.reduce_axis:
             continue
+        reader = chain_reader(s, st) if fuse else None
+        producers = {id(c.producer.op) for c in chains.values()}
+        if reader is not None and id(reader.op) not in chains and id(reader.op) not in producers:
+            chain = chain_tile(s, reader, st.op.output(0), ctx.limits)
+            if chain is not None:
+                chains[id(reader.op)] = chain
+                continue
         readers = stored_readers(s, st)
         host = readers[0] if len(readers) == 1 else None
-        if (ctx.options.fuse and ctx.options.tiles and host is not None and host.is_output and id(host.op) not in fused
+        if (fuse and host is not None and host.is_output and id(host.op) not in fused
                 and tileable(host.op) and tileable(st.op) and reads_pointwise(s, host, st)):
             fused[id(host.op)] = st
         else:
-            notes.append(_kernel(s, st.op.output(0), None, ctx))
+            stored.append(st)
+    for st in stored:
+        notes.append(_kernel(s, st.op.output(0), None, ctx, chains.get(id(st.op))))
     for op in s.outputs:
         anchor = fused.get(id(op))
-        notes.append(_kernel(s, op.output(0), anchor, ctx))
+        notes.append(_kernel(s, op.output(0), anchor, ctx, chains.get(id((anchor or s[op]).op))))
     names = [st.op.name for st in inlined if st.attach_type is AttachType.INLINE]
     if names:
         notes.append(["inlined into their readers (elementwise, recomputed where read): " + ", ".join(names)])
     return notes
 
 
-def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context) -> list[str]:
+def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context, chain: Chain | None = None) -> list[str]:
     """Schedule the kernel whose outermost stage is ``t`` (an output, or a reduction stored whole), with
-    ``anchor`` fused into it; returns its explanation."""
+    ``anchor`` fused into it and ``chain``'s producer computed per block; returns its explanation."""
     op = s[t].op
     if not ctx.options.tiles or not tileable(op):
         bind_elements(s, t, ctx.target)
@@ -186,10 +199,14 @@ def _kernel(s: Schedule, t: Tensor, anchor: Stage | None, ctx: _Context) -> list
     anchor_op = s[anchor_t].op
     assert isinstance(anchor_op, ComputeOp)
     first = anchor_op.reduce_axis[0]
-    tile = reduction_tile(anchor_op, ctx.limits)
-    done = tile_reduction(s, t, anchor_t, tile)
-    return [head + f", {tile.describe()} ({first.name})", _outer(op, tile.channels),
-            *_staging(done, first.name, anchor_op.name)]
+    tile = reduction_tile(anchor_op, ctx.limits) if chain is None else chain.tile
+    done = tile_reduction(s, t, anchor_t, tile, [chain.producer] if chain is not None else [])
+    lines = [head + f", {tile.describe()} ({first.name})", _outer(op, tile.channels, chain is not None),
+             *_staging(done, first.name, anchor_op.name)]
+    if chain is not None:
+        compute_producer(s, chain.producer, t, done.block_loop, tile)
+        lines.append(chain.describe(anchor_op.name))
+    return lines
 
 
 def _untiled(op: Operation, options: _Options) -> str:
@@ -202,12 +219,16 @@ def _untiled(op: Operation, options: _Options) -> str:
     return "symbolic sizes"
 
 
-def _outer(op: ComputeOp, channels: int = 1) -> str:
+def _outer(op: ComputeOp, channels: int = 1, inside: bool = False) -> str:
     tiled = tiled_axes(op)
     where = "blockIdx.y/x and threadIdx.y/x" if len(tiled) == 2 else "blockIdx.x and threadIdx.y/x"
     text = f"tiled loops {', '.join(a.name for a in tiled)} -> {where}"
     rest = [a.name for a in op.axis[:-2]]
-    if channels > 1:
+    if inside:
+        text += (f"; {rest[-1]} in tiles of {channels} per thread, a serial loop inside the block (the "
+                 "producer's region serves each)")
+        rest = rest[:-1]
+    elif channels > 1:
         text += f"; {rest[-1]} in tiles of {channels} per thread (the staged window serves each)"
         rest[-1] += ".outer"
     return text + (f"; {', '.join(rest)} fused -> blockIdx.z" if rest else "")

@@ -36,7 +36,8 @@ from tesched.te import dtype as dt
 from tesched.te.expr import BinOp, Binary, Expr, Select, Var
 from tesched.te.intrinsic import TensorIntrin
 from tesched.te.visit import NodeFunctor, structural_key, walk
-from tesched.transform.simplify_indices import loop_range, refine
+from tesched.arith.interval import refine
+from tesched.transform.simplify_indices import loop_range
 
 STACK_LIMIT = 128 * 1024
 

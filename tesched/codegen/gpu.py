@@ -323,7 +323,7 @@ class GpuCodeGen(CodeGen):
         self.emit("}")
 
     def _privatized(self, s: ir.Allocate) -> tuple[ir.Allocate, ir.Buffer, str]:
-        private = privatize(s, self.thread_sizes)
+        private = privatize(s, self.thread_sizes, self.exprs.ranges)
         return private, private.buffer, "local"
 
     def _declare_shared(self, declaration: str, nbytes: int, stage: str, loop: str) -> None:

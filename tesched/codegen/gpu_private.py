@@ -10,9 +10,14 @@ The proof: every access is a ``Load``/``Store`` under thread loops that each run
 thread (trip count <= the block's size along their index), so a loop ``v`` bound to index ``t`` takes the
 value ``begin + t``. With that substituted, each dimension's index minus the region's origin must be
 ``c * t + rest`` for one index ``t`` (or none) and one stride ``c`` shared by all accesses, with
-``0 <= rest < c`` (``rest`` bounded by the loop ranges), every access must be under loops bound to the
-same indices, and each of those indices must move some dimension (else its threads share the element). A thread's element along that dimension is then ``rest``: the private array has extent
-``c`` there (the region's extent along a dimension no thread index moves). Anything else is refused with
+``0 <= rest < c`` (``rest`` bounded by the loop ranges, those of the loops around the buffer's allocation
+included, and simplified under them), every access must be under loops bound to the same indices, and
+each of those indices must move some dimension (else its threads share the element). A thread's element
+along that dimension is then ``rest``: the private array has extent ``c`` there. Along a dimension no
+thread index moves, the private array has the region's extent, and nothing is to prove: the region is
+the box of every access (lowering allocates it so), whatever form isl gave the access's index (a fused
+loop's coordinates are often written as convoluted divisions that bounds cannot compare with the
+origin's); an extent of one is index 0. Anything else is refused with
 the reason, and the buffer stays where it is. It prints nothing (:mod:`tesched.codegen.gpu`).
 """
 from __future__ import annotations
@@ -58,7 +63,8 @@ class _Privatizer:
                 index = self.tag_vars.setdefault(s.thread, Var(s.thread, "int64"))
                 begin = substitute(s.begin, ctx.values)
                 ctx = replace(ctx, values={**ctx.values, s.var: simplify(Binary(BinOp.ADD, begin, index, "int64"))},
-                              tags=ctx.tags | {s.thread})
+                              tags=ctx.tags | {s.thread},
+                              ranges=ctx.ranges.where(index, 0, self.sizes.get(s.thread, 1) - 1))
             low = bound(substitute(s.begin, ctx.values), ctx.ranges)[0]
             high = bound(substitute(s.end, ctx.values), ctx.ranges)[1] - 1
             ctx = replace(ctx, ranges=ctx.ranges.where(s.var, low, high))
@@ -89,15 +95,19 @@ class _Privatizer:
             raise NotPrivate("its accesses are not all under loops bound to the same thread indices")
         dims, rests = [], []
         for d, (idx, off) in enumerate(zip(indices, b.offsets)):
-            e = simplify(substitute(Binary(BinOp.SUB, idx, off, "int64"), ctx.values))
+            e = simplify(substitute(Binary(BinOp.SUB, idx, off, "int64"), ctx.values), ctx.ranges)
             moved = [(tag, coefficient(e, var)) for tag, var in self.tag_vars.items() if tag in ctx.tags]
             strides = [(tag, c) for tag, c in moved if c is not None and c > 0]
             if len(strides) > 1 or any(c is None or c < 0 for _, c in moved):
                 raise NotPrivate(f"its index along dimension {d} is not stride * thread index + rest")
-            rest = simplify(substitute(e, {self.tag_vars[t]: Const(0, "int64") for t in ctx.tags}))
+            rest = simplify(substitute(e, {self.tag_vars[t]: Const(0, "int64") for t in ctx.tags}), ctx.ranges)
             extent = strides[0][1] if strides else b.shape[d]
+            if not isinstance(extent, int):
+                raise NotPrivate(f"its region has no constant extent along dimension {d}")
+            if not strides and extent == 1:
+                rest = Const(0, "int64")        # the region's box holds every access (its origin is their least)
             low, high = bound(rest, ctx.ranges)
-            if not (isinstance(extent, int) and low >= 0 and high < extent):
+            if strides and not (low >= 0 and high < extent):
                 raise NotPrivate(f"along dimension {d} a thread's elements are not within one stride of its index")
             dims.append((strides[0][0] if strides else "", extent))
             rests.append(rest)
@@ -113,11 +123,12 @@ class _Privatizer:
         self.rests[id(node)] = tuple(rests)
 
 
-def privatize(alloc: ir.Allocate, sizes: dict[str, int]) -> ir.Allocate:
+def privatize(alloc: ir.Allocate, sizes: dict[str, int], ranges: VarRanges | None = None) -> ir.Allocate:
     """``alloc`` with its buffer replaced by the per-thread array of each thread's elements (``sizes``: the
-    block's threads along each index); :class:`NotPrivate` says why not."""
+    block's threads along each index; ``ranges``: of the loops around ``alloc``); :class:`NotPrivate` says
+    why not."""
     p = _Privatizer(alloc.buffer, sizes)
-    p.visit(alloc.body, _Context())
+    p.visit(alloc.body, _Context(ranges=ranges or VarRanges()))
     if p.dims is None:
         raise NotPrivate("nothing accesses it")
     b = alloc.buffer

@@ -8,6 +8,11 @@ strength reduction gives the same machine code; this is for the reader of the C)
 after :func:`~tesched.arith.simplify.simplify`; constants stay in the accesses, so unrolled copies
 share one base. Reads of memory and indices checked at run time (which may sit under a condition) are
 never moved. This module writes no C.
+
+It runs as the C is written, not as a pass of :data:`tesched.lower.pipeline.PASSES`: the offsets it names
+are those the code generator writes, after the GPU one (which shares the C one's statements) rewrote
+register tiles and cross-thread reductions as it writes; and the loop IR has no form for the element
+offset of an access to a one-dimensional buffer with an origin (its index is a coordinate).
 """
 from __future__ import annotations
 

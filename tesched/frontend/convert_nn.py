@@ -27,7 +27,9 @@ def _pair(values: Sequence[int] | int, default: Sequence[int] | None = None) -> 
     return (int(items[0]), int(items[-1]))
 
 
-def _optional_vector(value: object, size: int, fill: float, dtype: str) -> Expr:
+def optional_vector(value: object, size: int, fill: float, dtype: str) -> Expr:
+    """``value`` if it is a tensor, else a constant vector of ``size`` elements ``fill`` (an absent affine
+    weight or bias)."""
     return value if isinstance(value, Expr) else Constant(np.full(size, fill, dtype=dtype))
 
 
@@ -59,8 +61,8 @@ def batch_norm_inference(call: AtenCall) -> tuple[Expr, Unavailable, Unavailable
     """``_native_batch_norm_legit_no_training``: normalise with the running statistics."""
     x = call.tensor("input")
     channels, dtype = x.tensor_type.size(1), x.tensor_type.dtype
-    gamma = _optional_vector(call["weight"], channels, 1.0, dtype)
-    beta = _optional_vector(call["bias"], channels, 0.0, dtype)
+    gamma = optional_vector(call["weight"], channels, 1.0, dtype)
+    beta = optional_vector(call["bias"], channels, 0.0, dtype)
     out = G.nn.batch_norm(x, gamma, beta, call.tensor("running_mean"), call.tensor("running_var"),
                           epsilon=float(call["eps"]), axis=1)
     saved = call.unavailable("saved statistics", "the normalised output (output 0)")
@@ -73,8 +75,8 @@ def layer_norm(call: AtenCall) -> tuple[Expr, Unavailable, Unavailable]:
     shape, dtype = x.tensor_type.extents, x.tensor_type.dtype
     trailing = len(call["normalized_shape"])
     size = int(np.prod([x.tensor_type.size(a) for a in range(len(shape) - trailing, len(shape))]))
-    gamma = _optional_vector(call["weight"], size, 1.0, dtype)
-    beta = _optional_vector(call["bias"], size, 0.0, dtype)
+    gamma = optional_vector(call["weight"], size, 1.0, dtype)
+    beta = optional_vector(call["bias"], size, 0.0, dtype)
     if trailing > 1:
         x = G.reshape(x, shape[:len(shape) - trailing] + (size,))
         gamma, beta = G.reshape(gamma, (size,)), G.reshape(beta, (size,))

@@ -4,6 +4,11 @@ without running statistics decompose to: each channel normalised by its mean and
 axis, the statistics PyTorch also uses in eval mode). ``layer_norm`` is in :mod:`.convert_nn`; RMS norm
 decomposes to ``pow``/``mean``/``rsqrt``, which :mod:`.convert_arith` converts.
 
+:data:`TRAIN_CONVERTERS` holds what only a training import (``from_torch(..., train=True)``) converts:
+``_native_batch_norm_legit_functional``, a ``BatchNorm`` in training mode, becomes ``nn.batch_norm_train``
+(differentiable through its batch statistics) and the running statistics' updates PyTorch makes as a side
+effect, computed as values (the importer returns them as outputs).
+
 The normalisation is written with graph ops: the mean, the mean of squared deviations from it (no
 cancellation), and ``(x - mean) * rsqrt(var + eps)``, then the per-channel scale and shift. The saved
 statistics outputs are not computed (reading them raises).
@@ -16,7 +21,8 @@ import numpy as np
 
 from tesched import graph as G
 from tesched.frontend.call import AtenCall, Unavailable
-from tesched.graph.ir import Expr
+from tesched.frontend.convert_nn import optional_vector
+from tesched.graph.ir import Constant, Expr
 
 
 def normalised(x: Expr, axis: int, epsilon: float) -> Expr:
@@ -66,6 +72,44 @@ def batch_norm_batch_statistics(call: AtenCall) -> tuple[Expr | Unavailable, ...
         out = G.transpose(G.reshape(out, moved), (1, 0) + tuple(range(2, len(shape))))
     return (_affine(call, out),) + _statistics(call, 2)
 
+
+def _running(call: AtenCall, name: str, batch: Expr, momentum: float) -> Expr:
+    """PyTorch's update of running statistic ``name``: ``(1 - momentum) * running + momentum * batch``."""
+    running = call.tensor(name)
+    dtype = running.tensor_type.dtype
+    keep, take = (Constant(np.array(v, dtype=dtype)) for v in (1.0 - momentum, momentum))
+    return G.add(G.multiply(running, keep), G.multiply(batch, take))
+
+
+def batch_norm_training(call: AtenCall) -> tuple[Expr | Unavailable, ...]:
+    """``_native_batch_norm_legit_functional``: in training mode, the output normalised by the batch's
+    statistics (``nn.batch_norm_train``), and the new running mean and variance (the variance unbiased, as
+    PyTorch keeps it). (A batch norm in eval mode exports as ``_native_batch_norm_legit_no_training``.)"""
+    if not call["training"]:
+        raise call.unsupported("training=False", "model.eval(), which exports the inference batch norm")
+    momentum = float(call["momentum"])    # momentum=None (a cumulative average) does not export
+    x = call.tensor("input")
+    ty, dtype = x.tensor_type, x.tensor_type.dtype
+    shape = tuple(ty.size(a) for a in range(ty.ndim))    # static: the batch statistics' count is a constant
+    gamma = optional_vector(call["weight"], shape[1], 1.0, dtype)
+    beta = optional_vector(call["bias"], shape[1], 0.0, dtype)
+    out = G.nn.batch_norm_train(x, gamma, beta, epsilon=float(call["eps"]), axis=1)
+    others = (0,) + tuple(range(2, len(shape)))
+    count = int(np.prod([shape[a] for a in others]))    # > 1: PyTorch refuses to train on one value
+    mean = G.mean(x, others, keepdims=True)
+    centred = G.subtract(x, mean)
+    unbiased = G.multiply(G.mean(G.multiply(centred, centred), others),
+                          Constant(np.array(count / (count - 1), dtype=dtype)))
+    saved = call.unavailable("saved statistics", "the normalised output (output 0)")
+    return (out, saved, saved, _running(call, "running_mean", G.reshape(mean, (shape[1],)), momentum),
+            _running(call, "running_var", unbiased, momentum))
+
+
+TRAIN_CONVERTERS: dict[str, Callable[[AtenCall], object]] = {
+    "aten._native_batch_norm_legit_functional.default": batch_norm_training,
+}
+"""The op table's rows converted only when importing for training (``train=True``); otherwise these ops
+are refused with the reason :data:`.op_table.REJECTED` gives."""
 
 CONVERTERS: dict[str, Callable[[AtenCall], object]] = {
     "aten.native_group_norm.default": group_norm,

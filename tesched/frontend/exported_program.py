@@ -4,15 +4,18 @@ The program's graph is walked once, in order. User inputs become graph variables
 shapes and dtypes; parameters, buffers and lifted constants become named graph constants (so batch-norm
 folding and weight pre-packing apply to them), except that with ``train=True`` the parameters become
 variables too, named as in ``model.named_parameters()`` and placed after the inputs, for
-``tesched.graph.gradient`` and ``tesched.graph.optim`` to differentiate and update; each ``call_function`` node is converted by its entry in
-the op table (:mod:`.op_table`), its arguments passed by schema name with defaults filled in; ``getitem``
+``tesched.graph.gradient`` and ``tesched.graph.optim`` to differentiate and update. A training import also
+takes the buffers the model updates in forward (a ``BatchNorm``'s running statistics) as variables after
+the parameters, named as in ``model.named_buffers()``, and returns their new values after the user outputs
+(the step has no hidden state: the caller feeds them back). Each ``call_function`` node is converted by its
+entry in the op table (:mod:`.op_table`), its arguments passed by schema name with defaults filled in; ``getitem``
 picks an output of a multi-output op; the outputs become the function's body (a tuple when several).
 
 Every converted value is checked against the shape and dtype PyTorch recorded for the node, so a
 conversion can never silently change a shape. A program with ops outside the table is first decomposed
 to core ATen (``run_decompositions()``, keeping resampling whole: see :mod:`.decompose`). Unsupported ops
 raise :class:`~.errors.UnsupportedOpError` naming the op, the module path (``layer3.1.conv2``) and the nearest
-supported alternative; buffer updates (training mode) and non-tensor outputs raise
+supported alternative; buffer updates (training mode, unless ``train=True``) and non-tensor outputs raise
 :class:`~.errors.FrontendError`. A dimension exported as dynamic (``torch.export.Dim``) becomes a graph
 :class:`~tesched.graph.types.Dim` of the same name and range (:mod:`.dynamic_dims`).
 """
@@ -87,6 +90,9 @@ class _Importer:
         self.env: dict[Any, Any] = {}
         self.inputs: list[Var] = []
         self.parameters: list[Var] = []
+        self.buffers: list[Var] = []
+        self.mutated = {spec.target for spec in program.graph_signature.output_specs
+                        if spec.kind.name == "BUFFER_MUTATION"}
         self.specs = {spec.arg.name: spec for spec in program.graph_signature.input_specs}
         self.dims = DynamicDims(program)
 
@@ -151,11 +157,11 @@ class _Importer:
             var = Var(node.name, ty)
             self.inputs.append(var)
             self.env[node] = var
-        elif kind == "PARAMETER" and self.train:
-            ty = self.tensor_type(self.program.state_dict[spec.target], f"parameter {spec.target}")
+        elif self.train and (kind == "PARAMETER" or kind == "BUFFER" and spec.target in self.mutated):
+            ty = self.tensor_type(self.program.state_dict[spec.target], f"{kind.lower()} {spec.target}")
             assert ty is not None, "a strict tensor_type raises or returns a type"
             var = Var(spec.target, ty)
-            self.parameters.append(var)
+            (self.parameters if kind == "PARAMETER" else self.buffers).append(var)
             self.env[node] = var
         elif kind in ("PARAMETER", "BUFFER", "CONSTANT_TENSOR"):
             self.env[node] = _LazyConstant(self, node.name, spec.target)
@@ -174,7 +180,7 @@ class _Importer:
             self.env[node] = self.dims.extent(node.meta.get("val"), f"{name} in {describe_module(*_where(node))}")
             return
         path, kind = _where(node)
-        converter = converter_for(name)
+        converter = converter_for(name, self.train)
         if converter is None:
             raise _not_in_table(node, name)
         call = AtenCall(name, self.arguments(node, name), self.output_types(node), path, kind, _source_line(node))
@@ -212,13 +218,22 @@ class _Importer:
                                     "of the op table: please report it)")
 
     def output(self, node: Any) -> Expr:
-        """The function's body: the user outputs (refused when the program also updates state)."""
-        updated = [spec.target for spec in self.program.graph_signature.output_specs if spec.kind.name != "USER_OUTPUT"]
+        """The function's body: the user outputs, then (importing for training) the new values of the
+        buffers the model updates, in the order of :attr:`buffers`. Without ``train``, a program that
+        updates state is refused."""
+        specs = self.program.graph_signature.output_specs
+        allowed = ("USER_OUTPUT", "BUFFER_MUTATION") if self.train else ("USER_OUTPUT",)
+        updated = [spec.target for spec in specs if spec.kind.name not in allowed]
         if updated:
             raise FrontendError(f"the model updates {', '.join(map(str, updated))} in forward (training-mode "
                                 "statistics, or state kept between calls); tesched imports inference without "
-                                "side effects: call model.eval() before exporting")
-        results = [self.argument(v, "the output") for v in node.args[0]]
+                                "side effects: call model.eval() before exporting, or import a training step "
+                                "with train=True")
+        values = dict(zip((spec.target if spec.kind.name == "BUFFER_MUTATION" else None for spec in specs),
+                          node.args[0]))
+        user = [v for spec, v in zip(specs, node.args[0]) if spec.kind.name == "USER_OUTPUT"]
+        results = [self.argument(v, "the output") for v in user]
+        results += [self.argument(values[b.name], f"the update of {b.name}") for b in self.buffers]
         for k, r in enumerate(results):
             if not isinstance(r, Expr):
                 raise FrontendError(f"output {k} of the model is a {type(r).__name__}; tesched imports tensor outputs")
@@ -247,7 +262,7 @@ class _Importer:
                                     "calls and one output")
         if body is None:
             raise FrontendError("the exported program has no output")
-        return Function(self.inputs + self.parameters, body)
+        return Function(self.inputs + self.parameters + self.buffers, body)
 
 
 class _LazyConstant:
@@ -275,14 +290,16 @@ def from_exported_program(program: Any, train: bool = False) -> Function:
         a program with other ops is decomposed first.
     train : bool
         Make the parameters variables (after the inputs, named as in ``named_parameters()``) rather than
-        constants, to differentiate the function with ``tesched.graph.gradient``.
+        constants, to differentiate the function with ``tesched.graph.gradient``; training-mode batch norms
+        are imported with their batch statistics, and the buffers they update become variables after the
+        parameters whose new values follow the user outputs (differentiate with ``has_aux=True``).
 
     Returns
     -------
     tesched.graph.Function
         Its parameters are the program's user inputs (names, shapes and dtypes kept); parameters and
-        buffers are named constants; its body is the output (a tuple of the outputs, nested ones
-        flattened in order, when there are several).
+        buffers are named constants (see ``train``); its body is the output (a tuple of the outputs, nested
+        ones flattened in order, when there are several).
 
     Example
     -------

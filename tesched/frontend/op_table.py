@@ -89,7 +89,8 @@ CONVERTERS: dict[str, Converter] = {
     "aten.cumsum.default": rearrange.cumsum, "aten.pad.default": rearrange.pad,
 }
 
-_EVAL = "model.eval() before importing, which uses the running statistics"
+_EVAL = ("model.eval() before importing, which uses the running statistics (or from_torch(..., train=True) "
+         "to import a training step)")
 _CONTROL_FLOW = ("data-dependent control flow: tesched imports straight-line graphs; compute both branches and "
                  "combine them arithmetically (mask * a + (1 - mask) * b), or branch in Python outside the model")
 
@@ -119,8 +120,11 @@ def supported_ops() -> list[str]:
     return sorted(CONVERTERS)
 
 
-def converter_for(op: str) -> Converter | None:
-    """The converter of ATen op ``op``, if it is supported."""
+def converter_for(op: str, train: bool = False) -> Converter | None:
+    """The converter of ATen op ``op``, if it is supported (``train``: in an import for training, which also
+    converts the rows of :data:`.convert_norm.TRAIN_CONVERTERS`)."""
+    if train and op in norm.TRAIN_CONVERTERS:
+        return norm.TRAIN_CONVERTERS[op]
     return CONVERTERS.get(op)
 
 

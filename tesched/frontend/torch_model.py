@@ -42,8 +42,11 @@ def from_torch(model: Any, example_inputs: Sequence[Any] | Any, train: bool = Fa
     example_inputs : tuple of torch.Tensor (or NumPy arrays), or one tensor
         Inputs of the shapes and dtypes the imported function will take (shapes are static).
     train : bool
-        Import the parameters as variables named as in ``model.named_parameters()``, after the inputs
-        (buffers stay constants): the function to differentiate when the model returns its loss.
+        Import the parameters as variables named as in ``model.named_parameters()``, after the inputs: the
+        function to differentiate when the model returns its loss. A model in training mode keeps its
+        batch statistics; the buffers it updates (running statistics) become variables after the
+        parameters, and their new values follow the loss in the output: pass ``has_aux=True`` to
+        ``G.gradient`` or ``G.optim``. Other buffers stay constants.
 
     Returns
     -------

@@ -72,7 +72,8 @@ def build(f: Function, params: Mapping[str, np.ndarray] | None = None, rules: Fu
     the current one) compiles for another target; ``"opencl"`` or ``"cuda"`` gives a
     :class:`~.gpu_executor.GpuExecutable` whose kernels have the default GPU schedules, or
     ``auto_schedule``'s for the device with ``schedule="auto"`` (and whose pipeline skips the CPU layout
-    passes, ``CPU_LAYOUT_PASSES``). A group's kernel
+    passes, ``CPU_LAYOUT_PASSES``; without ``rules``, two convolutions in a row then share a group,
+    ``FusionRules(conv_chains=True)``, computed in one kernel). A group's kernel
     compiles in the background while the next group is lowered, one compiler per core; identical groups
     (and identical C) compile once. ``progress`` draws a bar of the kernels built (with tqdm, ``pip install
     tesched[progress]``): ``None`` when standard error is a terminal and the build lasts over a second,
@@ -104,6 +105,8 @@ def _build(f: Function, params: Mapping[str, np.ndarray] | None, rules: FusionRu
         if callback is not None:
             callback(name, result)
 
+    if rules is None and machine.backend != "c" and schedule == "auto":
+        rules = FusionRules(conv_chains=True)      # two convolutions in one kernel (autoschedule.gpu_chain)
     optimized = optimize(f, params, rules, disabled | {"fuse_ops"}, record)
     if "fuse_ops" in disabled:
         fused, report = fuse_ops_with_report(optimized, FusionRules.no_fusion())[0], None

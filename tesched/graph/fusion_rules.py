@@ -8,7 +8,11 @@ never to fuse. A :class:`FusionRules` object is plain data a user changes per ta
 
 A group's pattern is the largest pattern of its ops. Two groups joined by an edge merge when the
 consumer group's pattern is in ``may_follow[producer group's pattern]``, so a group never holds two
-anchors one after the other (conv2d then conv2d) unless a user allows it. Two matrix products side by
+anchors one after the other (conv2d then conv2d) unless a user allows it, or ``conv_chains`` lets a
+convolution follow a group of one convolution (conv2d, relu, conv2d: two at most), which a GPU
+``auto_schedule`` computes in one kernel, the first per block of the second with its halo
+(:mod:`tesched.autoschedule.gpu_chain`); ``G.build(.., target="opencl" | "cuda", schedule="auto")`` sets
+it when given no rules. Two matrix products side by
 side, whose results meet in an elementwise op (the two matmuls of an RNN cell), share a group when
 ``combine_anchors`` is set, and the pieces of a split anchor result (the gates of a
 recurrent cell, sliced from one matmul) join its group when ``slice_anchors`` is set.
@@ -55,7 +59,8 @@ class FusionRules:
     ``slice_anchors``: a ``strided_slice`` (a piece of ``split``) may follow an anchor's group;
     ``shared_values``: what to do with a value several groups read (``"auto"``, ``"keep"``,
     ``"recompute"``, ``"separate"``); ``recompute_max_ops``: the largest group recomputed in its readers;
-    ``winograd``: 3x3 stride-1 convolutions may use Winograd's algorithm where it pays."""
+    ``winograd``: 3x3 stride-1 convolutions may use Winograd's algorithm where it pays; ``conv_chains``: a
+    convolution may follow a group holding one convolution (it reads that group's result)."""
 
     may_follow: dict[Pattern, set[Pattern]] = field(default_factory=default_may_follow)
     max_group_size: int = 256
@@ -65,6 +70,7 @@ class FusionRules:
     shared_values: str = "auto"
     recompute_max_ops: int = 4
     winograd: bool = True
+    conv_chains: bool = False
 
     def __post_init__(self) -> None:
         table = {Pattern.parse(k): {Pattern.parse(v) for v in vs} for k, vs in self.may_follow.items()}
@@ -111,6 +117,7 @@ class FusionRules:
         return "\n".join(["FusionRules(may follow:"] + rows +
                          [f"  max_group_size: {self.max_group_size}", f"  never_fuse: {never}",
                           f"  combine_anchors: {self.combine_anchors}", f"  slice_anchors: {self.slice_anchors}",
+                          f"  conv_chains: {self.conv_chains}",
                           f"  shared_values: {self.shared_values} "
                           f"(recompute up to {self.recompute_max_ops} ops)", f"  winograd: {self.winograd})"])
 

@@ -12,7 +12,9 @@ Adjoints flow through floating values only. A boolean value (a comparison feedin
 gradient; an integer one that the output depends on (``argmax``, a cast to an integer) raises a
 :class:`~tesched.errors.GradientError` naming the op that made it, as does an op whose declaration has no
 derivative (a max scatter). A parameter the output does not depend on gets zeros, with a warning (as
-``ts.gradient`` does). It does not differentiate primitive functions (run it before fusion) or values of
+``ts.gradient`` does). With ``has_aux`` (JAX's name), the output is a tuple whose first field is the loss
+and whose other fields are auxiliary values returned unchanged after the gradients (a training import's
+new running statistics). It does not differentiate primitive functions (run it before fusion) or values of
 tuple type other than literal tuples.
 """
 from __future__ import annotations
@@ -72,9 +74,10 @@ def _total(parts: list[Expr]) -> Expr:
     return total
 
 
-def _head(f: Function, head: Expr | None) -> tuple[Expr, tuple[Var, ...]]:
-    """The adjoint of ``f``'s output (ones by default) and the parameters the result takes besides ``f``'s."""
-    out = f.body.tensor_type
+def _head(f: Function, loss: Expr, head: Expr | None) -> tuple[Expr, tuple[Var, ...]]:
+    """The adjoint of the ``loss`` of ``f`` (ones by default) and the parameters the result takes besides
+    ``f``'s."""
+    out = loss.tensor_type
     if head is None:
         return Constant(np.ones(out.shape, dtype=out.dtype)), ()
     if not isinstance(head, Expr) or head.checked_type != out:
@@ -130,8 +133,29 @@ def _pass_to_arguments(call: Call, total: Expr, depends: set[int], parts: dict[t
             parts.setdefault((id(arg), -1), []).append(adjoint)
 
 
-def gradient(f: Function, wrt: Sequence[Var | str] | None = None, head: Expr | None = None) -> Function:
-    """A function of ``f``'s parameters returning the tuple ``(output, d output / d wrt[0], ...)``.
+def _loss_and_aux(f: Function, has_aux: bool) -> tuple[Expr, list[Expr]]:
+    """The value to differentiate and the auxiliary outputs passed through."""
+    if not has_aux:
+        out_type = f.body.checked_type
+        if isinstance(out_type, TupleType) or not dt.is_float(f.body.tensor_type.dtype):
+            hint = " (a tuple whose first field is the loss: pass has_aux=True)" if isinstance(out_type, TupleType) \
+                else ""
+            raise GradientError(f"G.gradient: the output of {f.name} must be one floating tensor{hint}, got {out_type}")
+        return f.body, []
+    if not isinstance(f.body, Tuple) or not f.body.fields:
+        raise GradientError(f"G.gradient: has_aux=True needs the output of {f.name} to be a tuple (loss, aux...), "
+                            f"got {f.body.checked_type}")
+    loss, *aux = f.body.fields
+    if isinstance(loss.checked_type, TupleType) or not dt.is_float(loss.tensor_type.dtype):
+        raise GradientError(f"G.gradient: the first output of {f.name} (the loss) must be one floating tensor, got "
+                            f"{loss.checked_type}")
+    return loss, aux
+
+
+def gradient(f: Function, wrt: Sequence[Var | str] | None = None, head: Expr | None = None,
+             has_aux: bool = False) -> Function:
+    """A function of ``f``'s parameters returning the tuple ``(output, d output / d wrt[0], ...)``, then
+    the auxiliary outputs with ``has_aux``.
 
     Parameters
     ----------
@@ -143,21 +167,23 @@ def gradient(f: Function, wrt: Sequence[Var | str] | None = None, head: Expr | N
     head : Expr, optional
         The adjoint of the output, of its type: ones by default (so a non-scalar output is summed). A
         variable that is not a parameter of ``f`` becomes one more parameter of the result, after ``f``'s.
+    has_aux : bool
+        ``f`` returns a tuple ``(loss, aux...)``: differentiate the loss and return the auxiliary values
+        unchanged after the gradients (``(loss, grads..., aux...)``).
 
     Raises
     ------
     tesched.errors.GradientError
         Naming the op with no gradient (``argmax``, an integer cast, a max scatter), a ``wrt`` that is not a
-        floating parameter, or a ``head`` of another type.
+        floating parameter, a ``head`` of another type, or an output that is not a loss (or, with
+        ``has_aux``, a tuple starting with one).
     """
     if not isinstance(f, Function):
         raise TypeError(f"G.gradient: expected a graph Function, got {type(f).__name__}")
-    out_type = f.body.checked_type
-    if isinstance(out_type, TupleType) or not dt.is_float(f.body.tensor_type.dtype):
-        raise GradientError(f"G.gradient: the output of {f.name} must be one floating tensor, got {out_type}")
+    loss, aux = _loss_and_aux(f, has_aux)
     params = differentiated_parameters(f, wrt)
-    seed, extra = _head(f, head)
-    adjoints = _backward(f.body, {id(p) for p in params}, seed)
+    seed, extra = _head(f, loss, head)
+    adjoints = _backward(loss, {id(p) for p in params}, seed)
     grads: list[Expr] = []
     for p in params:
         if id(p) in adjoints:
@@ -167,4 +193,4 @@ def gradient(f: Function, wrt: Sequence[Var | str] | None = None, head: Expr | N
                           stacklevel=2)
             ty = p.tensor_type
             grads.append(Constant(np.zeros(ty.shape, dtype=ty.dtype)))
-    return Function(tuple(f.params) + extra, Tuple([f.body, *grads]), {"name": f"{f.name}_grad"})
+    return Function(tuple(f.params) + extra, Tuple([loss, *grads, *aux]), {"name": f"{f.name}_grad"})

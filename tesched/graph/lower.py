@@ -22,7 +22,6 @@ from tesched.driver.build import cache_key, finished_source, make_kernel
 from tesched.driver.threads import apply_configured_threads
 from tesched.driver.gpu import GpuKernel
 from tesched.driver.kernel import Kernel
-from tesched.errors import ScheduleError
 from tesched.graph.dims import SizeVars
 from tesched.graph.ir import Call, Function, Tuple, Var
 from tesched.graph.kernel_index import RecalledKernel, group_key, recall, remember
@@ -152,15 +151,7 @@ def compile_gpu_primitive(fn: Function, target: Target, schedule: str = "default
     if kernel is None:
         placeholders, outs = declare_primitive(fn)
         s = ts.auto_schedule(outs, target=target) if schedule == "auto" else nn.gpu_default_schedule(outs, target)
-        try:
-            built = ts.build(s, placeholders + outs, target=target, name=fn.name)
-        except ScheduleError:
-            if schedule == "auto":
-                raise
-            # the GPU code generator refuses a register tile it cannot give each thread (the blocked
-            # layouts of conv2d_weight_last and Winograd): one thread per element instead
-            s = nn.gpu_default_schedule(outs, target, shared=False)
-            built = ts.build(s, placeholders + outs, target=target, name=fn.name)
+        built = ts.build(s, placeholders + outs, target=target, name=fn.name)
         assert isinstance(built, GpuKernel), f"{target.name} is a GPU target"
         kernel = _GPU_KERNELS[key] = built
     return kernel

@@ -5,10 +5,15 @@ Inlining a chain of stages whose values are used several times (``B[i] * B[i]``)
 chain's depth. :func:`bind_shared` names every non-trivial node used more than once (Halide's ``let``),
 children first, so the printed IR and the C code are linear in the DAG's size. It changes no value.
 A store with a ``let`` is left to gcc's vectorizer (``#pragma omp simd``) rather than explicit SIMD.
+:func:`bind_shared_stores` is the lowering pass (``bind shared subexpressions``): every store's value
+bound so, right after the statements are emitted.
 """
 from __future__ import annotations
 
-from tesched.ir.nodes import LetStmt, Load, Stmt
+from dataclasses import replace
+
+from tesched.ir.nodes import LetStmt, Load, Stmt, Store
+from tesched.ir.visitor import map_stmt
 from tesched.te import dtype as dt
 from tesched.te.expr import Cast, Expr, Var
 from tesched.te.visit import rewrite, walk
@@ -70,3 +75,14 @@ def wrap_lets(bindings: list[tuple[Var, Expr]], body: Stmt) -> Stmt:
     for var, value in reversed(bindings):
         body = LetStmt(var, value, body)
     return body
+
+
+def bind_shared_stores(body: Stmt) -> Stmt:
+    """``body`` with the subexpressions each store's value shares bound once, by ``let`` statements
+    around that store."""
+    def visit(s: Stmt) -> Stmt | None:
+        if not isinstance(s, Store):
+            return None
+        bindings, value = bind_shared(s.value)
+        return wrap_lets(bindings, replace(s, value=value)) if bindings else s
+    return map_stmt(body, None, visit)

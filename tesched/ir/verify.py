@@ -10,9 +10,14 @@ bug, not a user error) naming the pass that broke one of these:
 - no tensor read (``TensorRead``) survives lowering;
 - a load or store has one index per dimension of its buffer, or one element offset;
 - a store writes its buffer's element type (a vector store, vectors of it; an integer buffer, any integer,
-  as loop variables are int64); both operands of an arithmetic
-  or comparison node have the same number of lanes, and vector operands the same element type;
-- a loop bound to a GPU index says which, and no other loop does.
+  as loop variables are int64);
+- vector widths match: both operands of an arithmetic or comparison node have the same number of lanes,
+  and vector operands the same element type; a select's branches have the same lanes and its condition
+  one or theirs; a conversion keeps the lanes; a masked load's mask has its lanes; an assignment keeps
+  the lanes of its variable;
+- loop kinds are legal: a loop bound to a GPU index says which, and no other loop does; no parallel loop
+  runs inside a vectorized one (once the pipeline's loop nesting check has told the user of such a
+  schedule); a loop steps forward.
 
 The walk keeps its own stack (a ``let`` chain may be thousands deep). It checks; it changes nothing.
 """
@@ -24,7 +29,8 @@ from tesched.errors import InternalError
 from tesched.ir import nodes as ir
 from tesched.te import dtype as dt
 from tesched.ir.visitor import child_fields
-from tesched.te.expr import Binary, Expr, Var
+from tesched.ir.kinds import LoopKind
+from tesched.te.expr import Binary, Expr, Select, Var
 from tesched.te.tensor import TensorRead
 from tesched.te.visit import walk
 
@@ -33,17 +39,20 @@ _SAME_TYPED = ("add", "sub", "mul", "div", "floordiv", "floormod", "min", "max",
 
 
 def verify(body: ir.Stmt, args: Sequence[ir.Buffer], params: Iterable[Var], intermediates: Iterable[ir.Buffer],
-           after: str) -> None:
+           after: str, nesting: bool = True) -> None:
     """Check the invariants of the module docstring on ``body``, a function of buffers ``args`` and sizes
-    ``params`` whose root intermediates are ``intermediates``; ``after`` names the pass that produced it."""
-    _Verifier(after, [*args, *intermediates], params).run(body)
+    ``params`` whose root intermediates are ``intermediates``; ``after`` names the pass that produced it.
+    ``nesting=False`` leaves out the nesting of parallel and vectorized loops (before the user's schedule
+    is checked for it, it is the user's error)."""
+    _Verifier(after, [*args, *intermediates], params, nesting).run(body)
 
 
 class _Verifier:
-    def __init__(self, after: str, buffers: Sequence[ir.Buffer], params: Iterable[Var]):
-        self.after = after
+    def __init__(self, after: str, buffers: Sequence[ir.Buffer], params: Iterable[Var], nesting: bool):
+        self.after, self.nesting = after, nesting
         self.buffers: dict[int, int] = {}       # id -> how many scopes hold it (arguments: one, forever)
         self.vars: dict[int, int] = {}
+        self.vectorized: list[ir.For] = []      # the vectorized loops around the statement walked
         for b in buffers:
             self._enter_buffer(b)
         for p in params:
@@ -70,7 +79,9 @@ class _Verifier:
             return [], [s.buffer]
         return [], []
 
-    def _leave(self, variables: list[Var], buffers: list[ir.Buffer]) -> None:
+    def _leave(self, variables: list[Var], buffers: list[ir.Buffer], vector: bool) -> None:
+        if vector:
+            self.vectorized.pop()
         for v in variables:
             self.vars[id(v)] -= 1
         for b in buffers:
@@ -96,7 +107,10 @@ class _Verifier:
                 self.vars[id(v)] = self.vars.get(id(v), 0) + 1
             for b in buffers:
                 self._enter_buffer(b)
-            stack.append((variables, buffers))
+            vector = isinstance(item, ir.For) and item.kind is LoopKind.VECTORIZED
+            if isinstance(item, ir.For) and vector:
+                self.vectorized.append(item)
+            stack.append((variables, buffers, vector))
             kids = [value for _, field in child_fields(item)
                     for value in (field if isinstance(field, (list, tuple)) else (field,))]
             for kid in reversed(kids):
@@ -106,8 +120,8 @@ class _Verifier:
                     self.expression(kid)
 
     def statement(self, s: ir.Stmt) -> None:
-        if isinstance(s, ir.For) and s.kind.bound != bool(s.thread):
-            self.fail(f"loop {s.var.name} of kind {s.kind.value} has GPU index {s.thread or 'none'}")
+        if isinstance(s, ir.For):
+            self.loop(s)
         if isinstance(s, (ir.Store, ir.VStore)):
             self.access(s.buffer, s.indices if isinstance(s, ir.Store) else (s.index,))
             base, _ = ir.split_dtype(s.value.dtype)
@@ -115,6 +129,16 @@ class _Verifier:
                 self.fail(f"a store of {s.value.dtype} into buffer {s.buffer.name} of {s.buffer.dtype}")
         if isinstance(s, ir.Assign) and not self.vars.get(id(s.var)):
             self.fail(f"an assignment to {s.var.name}, which no enclosing statement declares")
+        if isinstance(s, ir.Assign) and _lanes(s.value) != _lanes(s.var):
+            self.fail(f"an assignment of {s.value.dtype} to {s.var.name} of {s.var.dtype}")
+
+    def loop(self, s: ir.For) -> None:
+        if s.kind.bound != bool(s.thread):
+            self.fail(f"loop {s.var.name} of kind {s.kind.value} has GPU index {s.thread or 'none'}")
+        if s.kind is LoopKind.PARALLEL and self.vectorized and self.nesting:
+            self.fail(f"parallel loop {s.var.name} runs inside the vectorized loop {self.vectorized[-1].var.name}")
+        if s.step < 1:
+            self.fail(f"loop {s.var.name} has step {s.step}")
 
     def access(self, buffer: ir.Buffer, indices: Sequence[Expr]) -> None:
         if not self.buffers.get(id(buffer)):
@@ -135,12 +159,27 @@ class _Verifier:
                 self.fail(f"variable {node.name} is used outside the statement that declares it")
             elif isinstance(node, Binary) and node.op in _SAME_TYPED and _vector_mismatch(node.a.dtype, node.b.dtype):
                 self.fail(f"operands of {node.op} have types {node.a.dtype} and {node.b.dtype}")
+            else:
+                self.widths(node)
+
+    def widths(self, node: Expr) -> None:
+        if isinstance(node, Select) and (_lanes(node.true_value) != _lanes(node.false_value)
+                                         or _lanes(node.cond) not in (1, _lanes(node.true_value))):
+            self.fail(f"a select of {node.true_value.dtype} and {node.false_value.dtype} on {node.cond.dtype}")
+        elif isinstance(node, ir.VCast) and _lanes(node) != _lanes(node.value):
+            self.fail(f"a conversion of {node.value.dtype} to {node.dtype}")
+        elif isinstance(node, ir.VLoadMasked) and _lanes(node.mask) != _lanes(node):
+            self.fail(f"a masked load of {node.dtype} from {node.buffer.name} under a mask of {node.mask.dtype}")
 
 
 def _integer(dtype: str) -> bool:
     """Integers (not bool): loops run over int64 variables, so a stage whose value is its own index stores
     an int64 expression into, say, an int32 buffer, converted as the stage's dtype says."""
     return dtype in dt.DTYPES and dt.is_int(dtype) and dtype != "bool"
+
+
+def _lanes(e: Expr) -> int:
+    return ir.split_dtype(e.dtype)[1]
 
 
 def _vector_mismatch(a: str, b: str) -> bool:

@@ -18,7 +18,9 @@ schedules, :mod:`tesched.nn.gpu_schedule`, and by ``auto_schedule``'s GPU path, 
   tiled into blocks and threads, its *anchor* (the reduction) computed per block in registers, its
   reduction walked ``ktile`` at a time, the reused inputs copied into shared memory per step by all the
   block's threads (``cache_read(.., "shared")``, ``compute_at`` the step loop; the kernel printer adds
-  the barriers the dependence test asks for).
+  the barriers the dependence test asks for). Given producers its caller computes per block in shared
+  memory (``read_shared``: a convolution of a convolution, :mod:`tesched.autoschedule.gpu_chain`), the
+  inputs reading them are not staged and the tiles of channels loop inside the block.
 - :func:`tile_elements` and :func:`compute_shared`: a stage without reduction tiled the same way (one
   element per thread), and a producer of it computed per block in shared memory, halo included.
 
@@ -39,7 +41,7 @@ from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule, Stage
 from tesched.target import Target
 from tesched.te.dtype import itemsize
-from tesched.te.expr import Expr
+from tesched.te.expr import Const, Expr
 from tesched.te.tensor import ComputeOp, IterVar, Operation, Tensor, TensorRead, output_bodies
 from tesched.te.visit import collect, structural_key, walk
 
@@ -163,21 +165,25 @@ def reuse(op: ComputeOp | Expr, tensor: Tensor, tiled: Sequence[IterVar]) -> str
     return None
 
 
-def staged_bytes(op: ComputeOp, tensors: Sequence[Tensor], tile: BlockTile) -> int:
+def staged_bytes(op: ComputeOp, tensors: Sequence[Tensor], tile: BlockTile, body: Expr | None = None,
+                 whole: bool = False) -> int:
     """Shared memory the copies of ``tensors`` take per step when ``op`` is tiled by ``tile``: per tensor,
-    the box its reads span over one block and one step (an upper bound of the exact footprint)."""
+    the box its reads span over one block and one step (an upper bound of the exact footprint). ``body``
+    (``op``'s body with stages inlined) is where the reads are looked for; with ``whole``, over the whole
+    reduction (a producer computed once per block)."""
     tiled = tiled_axes(op)
     spans = {id(axis): 1 for axis in op.axis}                     # iterations of each loop per block and step
     spans.update((id(axis), tile.channels) for axis in op.axis[-3:-2])
     spans.update((id(axis), b) for axis, b in zip(tiled, tile.block[-len(tiled):]))
-    spans.update((id(r), max(1, tile.ktile) if k == 0 else int(r.constant_extent or 1))
+    spans.update((id(r), max(1, tile.ktile) if k == 0 and not whole else int(r.constant_extent or 1))
                  for k, r in enumerate(op.reduce_axis))
     ranges = VarRanges()
     for axis in [*op.axis, *op.reduce_axis]:
         ranges = ranges.where(axis, 0, spans[id(axis)] - 1)
+    exprs = output_bodies(op.body) if body is None else [body]
     total = 0
     for tensor in tensors:
-        reads = [r for r in _reads(output_bodies(op.body)) if r.tensor.op is tensor.op]
+        reads = [r for r in _reads(exprs) if r.tensor.op is tensor.op]
         size = itemsize(tensor.dtype)
         for d, extent in enumerate(tensor.shape):
             boxes = [bound(r.indices[d], ranges) for r in reads]
@@ -199,7 +205,7 @@ def reduction_tile(op: ComputeOp, limits: GpuLimits) -> BlockTile:
     thread's registers are whole channel tiles) and an input does not depend on it (a convolution's
     window, reused for each output channel)."""
     outer = op.axis[-3:-2]
-    shared = [t for t in _inputs(op) if outer and reuse(op, t, outer) is not None]
+    shared = [t for t in inputs_of(op) if outer and reuse(op, t, outer) is not None]
     extent = int(outer[0].constant_extent or 1) if outer else 1
     channels = next((c for c in (REGISTERS, 2) if shared and extent % c == 0), 1)
     tile = choose_tile(extents(op), int(op.reduce_axis[0].constant_extent or 1), limits, channels=channels)
@@ -209,14 +215,14 @@ def reduction_tile(op: ComputeOp, limits: GpuLimits) -> BlockTile:
 def worth_staging(op: Operation) -> bool:
     """Whether ``op`` is a reduction that can be tiled and whose block's threads share an input."""
     return (tileable(op) and isinstance(op, ComputeOp) and bool(op.reduce_axis)
-            and any(reuse(op, t, tiled_axes(op)) is not None for t in _inputs(op)))
+            and any(reuse(op, t, tiled_axes(op)) is not None for t in inputs_of(op)))
 
 
 def fit_shared(op: ComputeOp, tile: BlockTile, limits: GpuLimits) -> BlockTile:
     """``tile`` shrunk until the inputs of ``op`` worth staging fit in shared memory (by
     :func:`staged_bytes`, an upper bound): the reduction step halved, then the channel tile, then the
     register tile, then the threads."""
-    staged = [t for t in _inputs(op) if reuse(op, t, tiled_axes(op)) is not None]
+    staged = [t for t in inputs_of(op) if reuse(op, t, tiled_axes(op)) is not None]
     while staged_bytes(op, staged, tile) > limits.shared_bytes:
         (ty, tx), (ry, rx) = tile.threads, tile.regs
         if tile.ktile > 1:
@@ -241,13 +247,19 @@ def tileable(op: Operation) -> bool:
 
 def reads_pointwise(s: Schedule, host: Stage, anchor: Stage) -> bool:
     """Whether ``host`` (without reduction) reads ``anchor`` only at its own point, through the stages
-    inlined into it: then ``anchor`` can be computed per block in registers and its epilogue fused."""
+    inlined into it: then ``anchor`` can be computed per block in registers and its epilogue fused. Along
+    an axis of one iteration the point is index 0 (a broadcasting epilogue reads size-1 axes at 0)."""
     op = host.op
     if not isinstance(op, ComputeOp) or op.reduce_axis or op.output(0).shape != anchor.op.output(0).shape:
         return False
     inlined = [st.op for st in s.stages if st.attach_type is AttachType.INLINE]
     reads = [r for r in _reads([inlined_body(op, inlined)]) if r.tensor.op is anchor.op]
-    return all(len(r.indices) == len(op.axis) and all(e is a for e, a in zip(r.indices, op.axis)) for r in reads)
+    return all(len(r.indices) == len(op.axis) and all(_at(e, a) for e, a in zip(r.indices, op.axis)) for r in reads)
+
+
+def _at(index: Expr, axis: IterVar) -> bool:
+    """Whether ``index`` is ``axis``'s value: the axis itself, or 0 along an axis of one iteration."""
+    return index is axis or (isinstance(index, Const) and index.value == 0 and axis.constant_extent == 1)
 
 
 @dataclass
@@ -278,17 +290,23 @@ def split_threads(stage: Stage, axes: Sequence[IterVar], threads: tuple[int, int
     stage.bind(ix, tx)
 
 
-def _block_and_threads(s: Schedule, t: Tensor, tile: BlockTile) -> tuple[IterVar, list[IterVar]]:
+def _block_and_threads(s: Schedule, t: Tensor, tile: BlockTile,
+                       channels_inside: bool = False) -> tuple[IterVar, IterVar]:
     """``t``'s tiled loops split into block, thread and register loops, bound; the rest of its loops fused
-    into ``blockIdx.z``. Returns the innermost block loop and the register loops."""
+    into ``blockIdx.z``, except, with ``channels_inside``, the tiles of channels: a serial loop inside the
+    block. Returns the innermost block loop and the loop to compute the block's register tile at (the
+    block loop, or that serial loop)."""
     stage = s[t]
     axes = list(stage.op.axis)
     tiled = axes[-2:]
     rest = axes[:-2]
-    blocks, threads, regs = [], [], []
-    if tile.channels > 1 and len(axes) > 2:
+    blocks: list[IterVar] = []
+    threads: list[IterVar] = []
+    regs: list[IterVar] = []
+    serial: list[IterVar] = []
+    if len(axes) > 2 and (tile.channels > 1 or channels_inside):
         outer, inner = stage.split(axes[-3], factor=tile.channels)
-        rest = [*axes[:-3], outer]
+        rest, serial = ([*axes[:-3]], [outer]) if channels_inside else ([*axes[:-3], outer], [])
         regs.append(inner)
     for axis, b, r in zip(tiled, tile.block[-len(tiled):], tile.regs[-len(tiled):]):
         outer, inner = stage.split(axis, factor=b)
@@ -297,22 +315,26 @@ def _block_and_threads(s: Schedule, t: Tensor, tile: BlockTile) -> tuple[IterVar
         threads.append(thread)
         regs.append(reg)
     outer_loops = [stage.fuse(*rest) if len(rest) > 1 else rest[0]] if rest else []
-    stage.reorder(*outer_loops, *blocks, *threads, *regs)
+    stage.reorder(*outer_loops, *blocks, *serial, *threads, *regs)
     tags = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
     for loop, tag in zip([*reversed(blocks), *outer_loops], tags):
         stage.bind(loop, ts.thread_axis(tag))
     for loop, tag in zip(reversed(threads), ("threadIdx.x", "threadIdx.y")):
         stage.bind(loop, ts.thread_axis(tag))
-    return blocks[-1], regs
+    return blocks[-1], (serial or blocks)[-1]
 
 
-def tile_reduction(s: Schedule, host: Tensor, anchor: Tensor, tile: BlockTile) -> TiledReduction:
+def tile_reduction(s: Schedule, host: Tensor, anchor: Tensor, tile: BlockTile,
+                   read_shared: Sequence[Tensor] = ()) -> TiledReduction:
     """``host`` tiled by ``tile``; ``anchor`` (a reduction of ``host``'s shape that ``host`` reads
     elementwise, or ``host``'s write cache) computed per block, each thread's elements in registers, its
-    first reduce axis in steps of ``tile.ktile`` with its reused inputs staged in shared memory per step."""
-    block_loop, _ = _block_and_threads(s, host, tile)
+    first reduce axis in steps of ``tile.ktile`` with its reused inputs staged in shared memory per step.
+    ``read_shared``: producers the caller computes per block in shared memory (their region serves every
+    tile of channels, which are then a serial loop inside the block); the inputs that read them (through
+    inlined stages) are not staged."""
+    block_loop, at = _block_and_threads(s, host, tile, channels_inside=bool(read_shared))
     stage = s[anchor]
-    stage.compute_at(s[host], block_loop)
+    stage.compute_at(s[host], at)
     stage.memory_scope = "local"
     op = stage.op
     assert isinstance(op, ComputeOp) and op.reduce_axis, f"{op.name} is a reduction"
@@ -324,8 +346,12 @@ def tile_reduction(s: Schedule, host: Tensor, anchor: Tensor, tile: BlockTile) -
     for (loop, _), tag in zip(reversed(pairs), ("threadIdx.x", "threadIdx.y")):
         stage.bind(loop, ts.thread_axis(tag))
     staged, unstaged = [], []
-    for tensor in _inputs(op):
+    for tensor in inputs_of(op):
         why = reuse(op, tensor, tiled)
+        shared = [p.op.name for p in read_shared if reads_through_inlined(s, tensor, p)]
+        if shared:
+            unstaged.append((tensor.op.name, f"read from {shared[0]}, computed per block in shared memory"))
+            continue
         if why is None:
             unstaged.append((tensor.op.name, "each thread reads its own elements: read from global memory"))
             continue
@@ -336,7 +362,15 @@ def tile_reduction(s: Schedule, host: Tensor, anchor: Tensor, tile: BlockTile) -
     return TiledReduction(block_loop, staged, unstaged)
 
 
-def _inputs(op: ComputeOp) -> list[Tensor]:
+def reads_through_inlined(s: Schedule, t: Tensor, producer: Tensor) -> bool:
+    """Whether ``t`` is ``producer`` or an inlined stage reading it (directly or through others)."""
+    if t.op is producer.op:
+        return True
+    return s[t].attach_type is AttachType.INLINE and any(reads_through_inlined(s, u, producer)
+                                                         for u in t.op.input_tensors)
+
+
+def inputs_of(op: ComputeOp) -> list[Tensor]:
     """The tensors ``op`` reads, each once, in the order it reads them."""
     seen: dict[int, Tensor] = {}
     for read in _reads(output_bodies(op.body)):
@@ -346,8 +380,7 @@ def _inputs(op: ComputeOp) -> list[Tensor]:
 
 def tile_elements(s: Schedule, t: Tensor, tile: BlockTile) -> IterVar:
     """``t`` (no reduction) tiled by ``tile``, ``tile.regs`` elements per thread; returns the block loop."""
-    block_loop, _ = _block_and_threads(s, t, tile)
-    return block_loop
+    return _block_and_threads(s, t, tile)[0]
 
 
 def compute_shared(s: Schedule, t: Tensor, host: Tensor, block_loop: IterVar, tile: BlockTile) -> None:

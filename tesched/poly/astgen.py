@@ -14,10 +14,9 @@ from typing import Callable, Mapping
 
 import islpy as isl
 
-from tesched.errors import LoweringError
+from tesched.errors import InternalError, LoweringError
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import map_stmt, walk_stmts
-from tesched.poly.collapse import collapse_fused
 from tesched.poly.fused import FusedGroup
 from tesched.poly.tree import AllocMark, LoopMark, ProduceMark, ScheduleTree
 from tesched.ir.kinds import LoopKind
@@ -47,7 +46,7 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
         try:
             return env[name]
         except KeyError:
-            raise LoweringError(f"internal: unbound isl identifier {name}") from None
+            raise InternalError(f"unbound isl identifier {name}") from None
     op = e.get_op_type()
     args = [ast_expr_to_ir(e.get_op_arg(k), env) for k in range(e.get_op_n_arg())]
     if op in _BINARY:
@@ -62,7 +61,7 @@ def ast_expr_to_ir(e: isl.AstExpr, env: Mapping[str, Expr]) -> Expr:
         return Unary("neg", args[0])
     if op in (_OP.cond, _OP.select):
         return Select(args[0], args[1], args[2])
-    raise LoweringError(f"internal: unsupported isl AST operation {op}")
+    raise InternalError(f"unsupported isl AST operation {op}")
 
 
 def pw_aff_to_ir(pa: isl.PwAff, context: isl.Set, env: Mapping[str, Expr]) -> Expr:
@@ -342,7 +341,7 @@ def _strip(s: ir.Stmt, buf: ir.Buffer, parallel: bool = False) -> ir.Stmt:
     def visit(n: ir.Stmt) -> ir.Stmt | None:
         if isinstance(n, ir.Allocate) and n.buffer is buf:
             if parallel:
-                raise LoweringError(f"internal: isl split the scope of {buf.name} across a parallel loop")
+                raise InternalError(f"isl split the scope of {buf.name} across a parallel loop")
             return _strip(n.body, buf)
         if isinstance(n, ir.For) and n.kind is LoopKind.PARALLEL and any(b is buf for b in _allocated(n)):
             return replace(n, body=_strip(n.body, buf, True))
@@ -387,7 +386,9 @@ class AstToIR:
         self.components: dict[int, FusedGroup] = {}   # loop variable -> the kept-out fuse it is a loop of
 
     def convert(self, node: isl.AstNode) -> ir.Stmt:
-        return collapse_fused(self.walk(node, dict(self.params), None), self.components)
+        """The loop IR of ``node``; the loops of kept-out fuses stay a nest, listed in ``components`` (the
+        ``collapse fused loops`` pass, :mod:`.collapse`, makes each one loop)."""
+        return self.walk(node, dict(self.params), None)
 
     def walk(self, node: isl.AstNode, env: dict[str, Expr], loop: LoopMark | None) -> ir.Stmt:
         kind = node.get_type()
@@ -412,13 +413,13 @@ class AstToIR:
                 return ir.Produce(info.stage.name, self.walk(child, env, loop))
             if isinstance(info, AllocMark):
                 return _fold_origin(ir.Allocate(self.allocate(info), self.walk(child, env, loop)))
-            raise LoweringError(f"internal: unknown mark {info!r}")
+            raise InternalError(f"unknown mark {info!r}")
         if kind == T.user:
             call = node.user_get_expr()
             name = call.get_op_arg(0).get_id().get_name()
             coords = [ast_expr_to_ir(call.get_op_arg(k), env) for k in range(1, call.get_op_n_arg())]
             return self.emit(name, coords)
-        raise LoweringError(f"internal: unsupported isl AST node {kind}")
+        raise InternalError(f"unsupported isl AST node {kind}")
 
     def for_node(self, node: isl.AstNode, env: dict[str, Expr], loop: LoopMark | None) -> ir.Stmt:
         iterator = node.for_get_iterator().get_id().get_name()
@@ -432,7 +433,7 @@ class AstToIR:
         if (cond.get_type() != isl.ast_expr_type.op or cond.get_op_type() not in (_OP.le, _OP.lt)
                 or cond.get_op_arg(0).get_type() != isl.ast_expr_type.id
                 or cond.get_op_arg(0).get_id().get_name() != iterator):
-            raise LoweringError(f"internal: unexpected loop condition {cond.to_C_str()}")
+            raise InternalError(f"unexpected loop condition {cond.to_C_str()}")
         bound = ast_expr_to_ir(cond.get_op_arg(1), env)
         if cond.get_op_type() == _OP.le:
             bound = _plus_one(bound)
@@ -440,7 +441,7 @@ class AstToIR:
         body = self.walk(node.for_get_body(), inner, None)
         kind = loop.kind if loop is not None else LoopKind.SERIAL
         pragmas = loop.pragmas if loop is not None else ()
-        if loop is not None and loop.group is not None:    # a loop of a kept-out fuse: collapse_fused decides
+        if loop is not None and loop.group is not None:    # a loop of a kept-out fuse: the collapse pass decides
             self.components[id(var)] = loop.group
             kind, pragmas = LoopKind.SERIAL, ()
         return ir.For(var, begin, bound, kind, body, step, loop.extent if loop is not None else None,

@@ -5,9 +5,16 @@ the stored value with the reduced expression (under the reduction's ``where``); 
 of a ``compute_at`` buffer for the current iteration of the loop it lives in; ``prefetch`` loops over the
 box a later iteration reads. Tensor reads become loads from the tensor's buffer (argument, whole
 intermediate, or local region).
+
+This is the ``AST to loop IR`` pass (and the nests ``specialize`` makes): each stage's value comes checked
+from the ``index checks`` pass (:mod:`.index_checks`), and the result keeps what later passes do: the
+loops of a fuse over symbolic extents stay a nest (``collapse fused loops``, :mod:`.collapse`) and a value
+used twice is repeated (``bind shared subexpressions``, :mod:`tesched.ir.cse`), except in a tuple
+reduction's combination, whose shared values are bound here (the vectorizer reads that form).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import islpy as isl
@@ -18,7 +25,8 @@ from tesched.ir.cse import bind_shared, wrap_lets
 from tesched.ir.visitor import map_stmt
 from tesched.poly.astgen import AstToIR, LoopAst, ast_expr_to_ir
 from tesched.poly.extern_stage import extern_call
-from tesched.poly.index_checks import checked_body
+from tesched.poly.fused import FusedGroup
+from tesched.poly.index_checks import StageBodies
 from tesched.poly.model import PolyModel, StageModel, Statement, StatementKind
 from tesched.poly.prefetch import CACHE_LINE_BYTES, PrefetchPlan
 from tesched.poly.tree import AllocMark, ScheduleTree
@@ -63,8 +71,9 @@ def _stride(buf: ir.Buffer, dim: int) -> Expr:
 
 
 class StatementEmitter:
-    def __init__(self, model: PolyModel, buffers: dict[int, ir.Buffer], param_env: Mapping[str, Expr]):
-        self.model, self.buffers, self.param_env = model, buffers, param_env
+    def __init__(self, model: PolyModel, buffers: dict[int, ir.Buffer], param_env: Mapping[str, Expr],
+                 bodies: StageBodies):
+        self.model, self.buffers, self.param_env, self.bodies = model, buffers, param_env, bodies
         self.origin_exprs = {id(sm): [None if pa is None else _prefix_expr(pa) for pa in sm.offset_pwaffs]
                              for sm in model.stages}
         self.prefetches = {p.statement.name: p for sm in model.stages for p in sm.prefetches}
@@ -129,11 +138,11 @@ class StatementEmitter:
         stored at its (checked) element of the shared buffer."""
         values = dict(zip(sm.axes + sm.raxes, coords))
         assert sm.target is not None and sm.buffer is not None, f"update {sm.name} without its element"
-        body = checked_body(self.model, sm, sm.body)
-        assert isinstance(body, Definition)
-        target = rewrite(substitute(checked_body(self.model, sm, sm.target), values), self.load)
+        body, checked_target = self.bodies[id(sm)]
+        assert isinstance(body, Definition) and checked_target is not None
+        target = rewrite(substitute(checked_target, values), self.load)
         assert isinstance(target, ir.Load)
-        return _store(sm.buffer, target.indices, rewrite(substitute(body.value, values), self.load))
+        return ir.Store(sm.buffer, target.indices, rewrite(substitute(body.value, values), self.load))
 
     def load(self, e: Expr) -> Expr | None:
         if isinstance(e, TensorRead):
@@ -160,7 +169,7 @@ class StatementEmitter:
         axes = ([] if scatter else sm.axes) + (sm.raxes if stmt.kind is StatementKind.UPDATE else [])
         axis_values = dict(zip(axes, coords[p:]))
         index = tuple(coords[p:p + len(sm.axes)])
-        body = checked_body(self.model, sm, sm.body)
+        body, checked_target = self.bodies[id(sm)]
         bufs = sm.buffers or [buf]
 
         def here(e: Expr) -> Expr:
@@ -173,14 +182,14 @@ class StatementEmitter:
 
         if stmt.kind is StatementKind.INIT:
             assert isinstance(body, Reduce)
-            return ir.seq([_store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
+            return ir.seq([ir.Store(b, index, here(start)) for b, start in zip(bufs, body.starts())])
         if stmt.kind is StatementKind.UPDATE:
             assert isinstance(body, Reduce)
             if scatter:     # the element a scatter accumulates into: its (checked) computed index
-                assert sm.target is not None
-                target = here(checked_body(self.model, sm, sm.target))
+                assert checked_target is not None
+                target = here(checked_target)
                 assert isinstance(target, ir.Load)
-                store = _store(buf, target.indices, combined([target], [here(body.source)])[0],
+                store = ir.Store(buf, target.indices, combined([target], [here(body.source)])[0],
                                atomic=sm.stage.atomic_updates)
                 # ``where`` guards the whole update: its index may be meaningless elsewhere
                 return store if body.where is None else ir.IfThenElse(here(body.where), store, None)
@@ -193,13 +202,13 @@ class StatementEmitter:
                 cond = here(body.where)
                 new = tuple(Select(cond, v, c) for v, c in zip(new, current))
             if len(bufs) == 1:
-                return _store(buf, index, new[0])
+                return ir.Store(buf, index, new[0])
             # a tuple reduction: every component is combined from the old values before any is stored
             temps = [Var(f"{sm.name}.new{k}", v.dtype) for k, v in enumerate(new)]
             return wrap_lets(list(zip(temps, new)), ir.seq([ir.Store(b, index, t) for b, t in zip(bufs, temps)]))
         if isinstance(body, MultiValue):
-            return ir.seq([_store(b, index, here(v)) for b, v in zip(bufs, body.values)])
-        return _store(buf, index, here(body))
+            return ir.seq([ir.Store(b, index, here(v)) for b, v in zip(bufs, body.values)])
+        return ir.Store(buf, index, here(body))
 
 
 def _tuple_update(name: str, bufs: list[ir.Buffer], index: tuple,
@@ -235,34 +244,40 @@ def _as_declared(declared: Expr, value: Expr) -> Expr:
     return value
 
 
-def _store(buf: ir.Buffer, index: tuple, value: Expr, atomic: bool = False) -> ir.Stmt:
-    """``buf[index] = value`` with the subexpressions ``value`` shares bound once (``let``)."""
-    bindings, value = bind_shared(value)
-    return wrap_lets(bindings, ir.Store(buf, index, value, atomic))
+@dataclass(frozen=True)
+class Nest:
+    """The loop IR of an isl AST: its ``body``, the buffer of every tensor (by ``id``), and the loops of
+    kept-out fuses in it (id of the loop variable -> its group) that :mod:`.collapse` makes one loop."""
+
+    body: ir.Stmt
+    buffers: Mapping[int, ir.Buffer]
+    components: Mapping[int, FusedGroup]
 
 
-def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst,
-            buffers: dict[int, ir.Buffer] | None = None) -> tuple[ir.Stmt, dict[int, ir.Buffer]]:
-    """The loop IR of ``ast`` and the buffer of every tensor (by ``id``); pass ``buffers`` (from an
-    earlier call) to make a second nest of the same function: it shares the arguments and whole
+def loop_ir(model: PolyModel, tree: ScheduleTree, ast: LoopAst, bodies: StageBodies,
+            buffers: Mapping[int, ir.Buffer] | None = None) -> Nest:
+    """The loop IR of ``ast`` (each statement's value from ``bodies``, the stages' checked bodies), with
+    every value stored as computed (shared subexpressions are bound by a later pass); pass ``buffers``
+    (an earlier nest's) to make a second nest of the same function: it shares the arguments and whole
     intermediates, and gets its own local buffers (their origins are bound to its own loops)."""
     if buffers is None:
-        buffers = model.placeholder_buffers()
+        own = model.placeholder_buffers()
         for sm in model.stages:
             assert sm.buffer is not None
-            buffers[id(sm.tensor)] = sm.buffer
+            own[id(sm.tensor)] = sm.buffer
             for k, b in enumerate(sm.buffers[1:], 1):
-                buffers[id(sm.op.output(k))] = b
+                own[id(sm.op.output(k))] = b
     else:
-        buffers = dict(buffers)
+        own = dict(buffers)
         for sm in model.stages:
             local = sm.buffer
             if local is not None and local.scope is ir.BufferScope.LOCAL:
                 for k, b in enumerate(sm.buffers or [local]):
-                    buffers[id(sm.op.output(k))] = b.relocated(list(sm.origin))
-    emitter = StatementEmitter(model, buffers, model.param_env)
-    body = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate).convert(ast.node)
-    return _allocate_companions(model, body, buffers), buffers
+                    own[id(sm.op.output(k))] = b.relocated(list(sm.origin))
+    emitter = StatementEmitter(model, own, model.param_env, bodies)
+    walker = AstToIR(tree.marks, emitter, model.param_env, emitter.allocate)
+    body = walker.convert(ast.node)
+    return Nest(_allocate_companions(model, body, own), own, walker.components)
 
 
 def _allocate_companions(model: PolyModel, body: ir.Stmt, buffers: dict[int, ir.Buffer]) -> ir.Stmt:

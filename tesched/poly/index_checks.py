@@ -3,16 +3,18 @@
 The bounds check (:mod:`.bounds`) proves the affine dimensions of every read with isl. A dimension read at
 a data-dependent index (``A[I[i]]``, a lookup table at a computed value), at a non-affine one, or kept
 inside only by a data-dependent condition, is left in ``model.unproven``. Before such a read becomes a
-load, :func:`checked_body` tries once more with interval arithmetic (``clamp(x, 0, 255)``, a ``uint8``
-value, ``x % 16``, an axis's range, a float clamped then scaled and converted, ``int32(clamp(v, 0.0, 1.0) *
-10.0 + 0.5)``, an integer read from a plain compute stage, by that stage's body (a bin computed once),
-all bound an index without isl; such a float-derived index is still clamped, for NaN), and wraps what
-remains unproven in an
+load (the ``index checks`` pass, :func:`checked_bodies`), :func:`checked_body` tries once more with interval
+arithmetic (``clamp(x, 0, 255)``, a ``uint8`` value, ``x % 16``, an axis's range, a float clamped then
+scaled and converted, ``int32(clamp(v, 0.0, 1.0) * 10.0 + 0.5)``, an integer read from a plain compute
+stage, by that stage's body (a bin computed once), all bound an index without isl; such a float-derived
+index is still clamped, for NaN), and wraps what remains unproven in an
 :class:`~tesched.ir.nodes.CheckedIndex`: the kernel compares it with the extent and, outside, reports the
 read (tensor, stage, index, dimension, shape), which the caller raises as
 :class:`~tesched.errors.BoundsError`. This module changes no loop and knows nothing of C.
 """
 from __future__ import annotations
+
+from typing import Mapping, NamedTuple
 
 import numpy as np
 
@@ -25,6 +27,18 @@ from tesched.te.tensor import ComputeOp, IterVar, TensorRead
 from tesched.te.visit import collect, rewrite
 
 Interval = tuple[int, int]
+
+
+class Checked(NamedTuple):
+    """A stage's value and the element a scatter or update definition writes (None for others), each with
+    its unproven indices checked."""
+
+    body: Expr
+    target: Expr | None
+
+
+StageBodies = Mapping[int, Checked]
+"""The checked value of every stage of a model, by ``id`` of its :class:`~tesched.poly.model.StageModel`."""
 
 
 def index_range(e: Expr) -> Interval | None:
@@ -149,6 +163,13 @@ def checked_body(model: PolyModel, sm: StageModel, body: Expr) -> Expr:
         return TensorRead(e.tensor, tuple(indices))
 
     return rewrite(body, visit) if model.unproven else body
+
+
+def checked_bodies(model: PolyModel) -> dict[int, Checked]:
+    """Every stage's :func:`checked_body` (and its written element's), once per lowering."""
+    return {id(sm): Checked(checked_body(model, sm, sm.body),
+                            None if sm.target is None else checked_body(model, sm, sm.target))
+            for sm in model.stages}
 
 
 def _nan_safe(index: Expr, extent: int) -> Expr:

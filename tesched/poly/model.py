@@ -20,7 +20,7 @@ from enum import StrEnum
 import islpy as isl
 
 from tesched.arith import linear
-from tesched.errors import LoweringError, ScheduleError
+from tesched.errors import InternalError, LoweringError, ScheduleError
 from tesched.ir.nodes import Buffer, BufferScope
 from tesched.poly.affine import NotAffine, to_isl
 from tesched.poly.fused import FusedGroup
@@ -103,7 +103,7 @@ class Statement:
     def domain(self) -> isl.Set:
         """The instances that run (set by the domains phase, :mod:`.domains`)."""
         if self._domain is None:
-            raise LoweringError(f"internal: the domain of {self.name} is used before the domains phase")
+            raise InternalError(f"the domain of {self.name} is used before the domains phase")
         return self._domain
 
     @domain.setter

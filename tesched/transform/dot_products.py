@@ -16,7 +16,8 @@ apart (a packed layout such as ``w[k // 4, j, k % 4]``). Each group of lanes the
 
 A target without the feature gets the portable form of the same call (C loops over the lanes of GCC
 vectors); the printed IR says which one (``vnni_dot4_...`` or ``dot4_...``). This module only recognizes
-the pattern; anything else is left to :mod:`tesched.transform.vectorize`.
+the pattern (the ``dot products`` pass, :func:`dot_products`, before ``explicit SIMD``); anything else is
+left to :mod:`tesched.transform.vectorize`.
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from tesched.arith.linear import coefficient, constant_difference, simplify
 from tesched.ir import nodes as ir
 from tesched.ir.kinds import LoopKind
+from tesched.ir.visitor import StmtMutator
 from tesched.te.expr import BinOp, Binary, Call, Cast, Const, Expr
 from tesched.te.visit import substitute
 
@@ -158,3 +160,18 @@ def vectorize_dot_product(loop: ir.For, vector_bytes: int, features: frozenset[s
         out.append(_chunk(m, loop, simplify(Binary(BinOp.ADD, loop.begin, Const(offset, "int64"), "int64")), n, name))
         offset += n
     return ir.seq(out)
+
+
+def dot_products(stmt: ir.Stmt, vector_bytes: int, features: frozenset[str]) -> ir.Stmt:
+    """``stmt`` with every ``vectorized`` loop of the pattern in its vector form (a target without SIMD,
+    ``vector_bytes`` 0, keeps them all)."""
+    return _DotProducts(vector_bytes, features).visit(stmt) if vector_bytes > 0 else stmt
+
+
+class _DotProducts(StmtMutator):
+    def __init__(self, vector_bytes: int, features: frozenset[str]):
+        self.vector_bytes, self.features = vector_bytes, features
+
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        done = vectorize_dot_product(s, self.vector_bytes, self.features) if s.kind is LoopKind.VECTORIZED else None
+        return done if done is not None else self.visit_default(s)

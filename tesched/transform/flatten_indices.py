@@ -11,6 +11,11 @@ buffer read through a fused loop. An access whose offset divides as much (a tile
 ``B[8 * (f // 8) + i, 8 * (f % 8) + j]``) keeps its coordinates, which read better. A one-index access
 to a buffer of several dimensions is an element offset from the buffer's start (its origin for a local
 buffer), as C indexes it.
+
+A buffer allocated in a GPU block, outside the loops bound to threads but around some, keeps its
+coordinates: the GPU printer proves per dimension which thread owns each element to give the threads a
+register tile (:mod:`tesched.codegen.gpu_private`), which an element offset hides; its printed offsets
+are the same either way (the printer simplifies them as this pass would).
 """
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from dataclasses import replace
 from tesched.arith.interval import VarRanges
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
+from tesched.ir.kinds import LoopKind
+from tesched.ir.visitor import walk_stmts
 from tesched.te.expr import BinOp, Binary, Expr
 from tesched.te.visit import rewrite, structural_key, walk
 from tesched.transform.simplify_indices import RangeMutator
@@ -42,13 +49,24 @@ def flat_where_simpler(buf: ir.Buffer, indices: tuple[Expr, ...], ranges: VarRan
     return (offset,) if _divisions([offset]) < divided else indices
 
 
+def _thread_loop(s: ir.Stmt) -> bool:
+    return isinstance(s, ir.For) and s.kind is LoopKind.GPU_THREAD
+
+
 class _Flatten(RangeMutator):
+    def __init__(self, ranges: VarRanges):
+        super().__init__(ranges)
+        self.kept: set[int] = set()         # ids of the buffers of a GPU block that keep their coordinates
+        self.in_threads = False
+
+    def flat(self, buf: ir.Buffer, indices: tuple[Expr, ...]) -> tuple[Expr, ...]:
+        return indices if id(buf) in self.kept else flat_where_simpler(buf, indices, self.ranges)
+
     def mutate_expr(self, e: Expr) -> Expr:
         def visit(n: Expr) -> Expr | None:
             if isinstance(n, (ir.Load, ir.Address)):
                 indices = tuple(rewrite(i, visit) for i in n.indices)
-                flat = flat_where_simpler(n.buffer, indices, self.ranges)
-                return type(n)(n.buffer, flat)
+                return type(n)(n.buffer, self.flat(n.buffer, indices))
             return None
         return rewrite(e, visit)
 
@@ -56,8 +74,22 @@ class _Flatten(RangeMutator):
         out = self.visit_default(s)
         assert isinstance(out, ir.Store)
         indices = tuple(out.indices)
-        flat = flat_where_simpler(out.buffer, indices, self.ranges)
+        flat = self.flat(out.buffer, indices)
         return out if flat is indices else replace(out, indices=flat)
+
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        saved = self.in_threads
+        self.in_threads = saved or s.kind is LoopKind.GPU_THREAD
+        try:
+            return super().visit_For(s)
+        finally:
+            self.in_threads = saved
+
+    def visit_Allocate(self, s: ir.Allocate) -> ir.Stmt:
+        if s.buffer.scope is ir.BufferScope.LOCAL and not self.in_threads \
+                and any(_thread_loop(x) for x in walk_stmts(s.body)):
+            self.kept.add(id(s.buffer))
+        return self.visit_default(s)
 
 
 def flatten_indices(stmt: ir.Stmt) -> ir.Stmt:

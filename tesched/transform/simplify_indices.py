@@ -6,7 +6,8 @@ condition compares a loop variable with something bounded (the guard of a split 
 and of every ``let`` variable (the bounds of its value). Each expression is rewritten by
 :func:`tesched.arith.simplify.simplify`: a packed layout's ``B[n // 32, k, n % 32]`` with
 ``n = 32*n.outer + n.inner`` reads ``B[n.outer, k, n.inner]``, and ``if`` statements whose condition
-is decided disappear. The same ranges serve the C generator (:func:`loop_range`, :func:`refine`).
+is decided disappear. The same ranges serve the C generator (:func:`loop_range`; conditions narrow them by
+:func:`tesched.arith.interval.refine`).
 
 :func:`normalize_loops` (run before code generation) makes every loop start at 0: ``for n in
 [32*n.outer, 32*n.outer + 32)`` becomes ``for n in [0, 32)`` with ``32*n.outer + n`` in its body, so
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tesched.arith.interval import INDEX_TYPES, VarRanges, bound
+from tesched.arith.interval import INDEX_TYPES, VarRanges, bound, refine
 from tesched.arith.simplify import simplify
 from tesched.ir import nodes as ir
 from tesched.ir.visitor import StmtMutator, map_stmt
@@ -30,23 +31,6 @@ def loop_range(loop: ir.For, ranges: VarRanges) -> VarRanges:
     low = bound(simplify(loop.begin, ranges), ranges)[0]
     high = bound(simplify(loop.end, ranges), ranges)[1] - 1
     return ranges.where(loop.var, low, high)
-
-
-def refine(cond: Expr, ranges: VarRanges) -> VarRanges:
-    """``ranges`` narrowed by a condition known to hold: conjunctions of ``v < e``, ``v <= e``, ``v > e``,
-    ``v >= e`` (either side) with ``v`` a variable of ``ranges`` and ``e`` bounded."""
-    if isinstance(cond, Binary) and cond.op == BinOp.AND:
-        return refine(cond.b, refine(cond.a, ranges))
-    if not (isinstance(cond, Binary) and cond.op in (BinOp.LT, BinOp.LE, BinOp.GT, BinOp.GE) and cond.a.dtype in INDEX_TYPES):
-        return ranges
-    flipped = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
-    for var, other, op in ((cond.a, cond.b, cond.op), (cond.b, cond.a, flipped[cond.op])):
-        if isinstance(var, Var) and var in ranges:
-            low, high = bound(other, ranges)
-            if op in ("lt", "le"):
-                return ranges.where(var, -float("inf"), high - (op == "lt"))
-            return ranges.where(var, low + (op == "gt"), float("inf"))
-    return ranges
 
 
 class RangeMutator(StmtMutator):

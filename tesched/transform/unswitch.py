@@ -2,17 +2,23 @@
 with the loop (``c < 32 ? upsampled : skip``, a concatenation along an outer axis) moves out of it, as
 ``if (c < 32) loop(upsampled) else loop(skip)``, so each version's body is free of that branch and the C
 compiler's vectorizer, which gives up on a loop whose body reads memory under a condition, can take it.
-Each version is offered to the vectorizer again. This module only moves conditions.
+The ``unswitch loops left scalar`` pass (:func:`unswitch_scalar_loops`) runs before the vectorizing
+passes, on the ``vectorized`` loops they would not take (:func:`~tesched.transform.vectorize.vectorizes`);
+each version is asked again, so a version they take is vectorized by them. This module only moves conditions.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
+from tesched.arith.interval import VarRanges
 from tesched.ir import nodes as ir
+from tesched.ir.kinds import LoopKind
 from tesched.ir.visitor import bound_inside, map_stmt, walk_stmts
 from tesched.te.expr import Expr, Select
 from tesched.te.visit import rewrite, structural_key, walk
+from tesched.transform.simplify_indices import RangeMutator
 from tesched.transform.unroll import substitute_loop_var
+from tesched.transform.vectorize import vectorizes
 
 
 def _invariant_condition(loop: ir.For) -> Expr | None:
@@ -66,3 +72,24 @@ def unswitch(loop: ir.For) -> ir.Stmt | None:
     var = ir.LoopVar(loop.var.name)
     else_loop = replace(loop, var=var, body=substitute_loop_var(_decided(loop.body, cond, False), loop.var, var))
     return ir.IfThenElse(cond, then_loop, else_loop)
+
+
+def unswitch_scalar_loops(stmt: ir.Stmt, vector_bytes: int, features: frozenset[str]) -> ir.Stmt:
+    """``stmt`` with the ``vectorized`` loops that the vectorizing passes would leave scalar unswitched, as
+    long as one has a loop-invariant condition (a target without SIMD, ``vector_bytes`` 0, keeps them)."""
+    return _Unswitch(vector_bytes, features).visit(stmt) if vector_bytes > 0 else stmt
+
+
+class _Unswitch(RangeMutator):
+    def __init__(self, vector_bytes: int, features: frozenset[str]):
+        super().__init__(VarRanges())
+        self.vector_bytes, self.features = vector_bytes, features
+
+    def visit_For(self, s: ir.For) -> ir.Stmt:
+        if s.kind is LoopKind.VECTORIZED:
+            if vectorizes(s, self.vector_bytes, self.features, self.ranges):
+                return s
+            unswitched = unswitch(s)
+            if unswitched is not None:
+                return self.visit(unswitched)
+        return super().visit_For(s)

@@ -9,8 +9,12 @@ possible its branches read with masked loads and are blended). The trip count is
 into full-width chunks (a loop over them when there are many) and narrower tails. When the trip count is
 only known at run time, the vector code handles full tiles and the remainder runs the scalar loop.
 Anything else (calls such as ``exp``, gathered accesses, inner loops) keeps the scalar loop, which the C
-code marks ``#pragma omp simd`` for gcc's vectorizer, after moving out the selects whose conditions do not
-change with it (:mod:`.unswitch`).
+code marks ``#pragma omp simd`` for gcc's vectorizer.
+
+Three passes of the pipeline share this module's decisions, in this order: ``unswitch loops left scalar``
+(:mod:`.unswitch`, on the loops :func:`vectorizes` says no pass here takes), ``dot products``
+(:mod:`.dot_products`) and ``explicit SIMD`` (:func:`vectorize`). The select split stays inside the last:
+its parts are vectorized under the ranges of the loops around the original loop.
 
 A body wrapped in ``let`` bindings (shared subexpressions, see :mod:`tesched.ir.cse`) gets vector lets
 for the bindings that change with the loop and scalar ones for the others.
@@ -38,7 +42,6 @@ from tesched.transform.narrow_indices import narrow_comparisons
 from tesched.transform.select_split import split_at_conditions
 from tesched.transform.simplify_indices import RangeMutator, loop_range
 from tesched.transform.tuple_reduction import tuple_update, vectorize_tuple_reduction, widest_value
-from tesched.transform.unswitch import unswitch
 
 _ARITH = ("add", "sub", "mul", "div", "min", "max", "bitand", "bitor", "bitxor")
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
@@ -400,30 +403,34 @@ class LoopVectorizer:
         return ir.seq(out)
 
 
-def vectorize(stmt: ir.Stmt, vector_bytes: int, features: frozenset[str] = frozenset()) -> ir.Stmt:
-    """Rewrite every vectorizable ``vectorized`` loop of ``stmt`` into explicit SIMD; ``features`` (the
-    target's) choose the instructions of narrow dot products (:mod:`.dot_products`). A target without
-    SIMD (``vector_bytes`` 0, portable C) keeps every loop scalar."""
+def vectorize(stmt: ir.Stmt, vector_bytes: int) -> ir.Stmt:
+    """The ``explicit SIMD`` pass: every vectorizable ``vectorized`` loop of ``stmt`` in explicit SIMD, split
+    at its guarded selects' conditions first where it can be (:mod:`.select_split`). The passes before it
+    moved out the conditions of the loops it cannot take (:mod:`.unswitch`) and took the dot products
+    (:mod:`.dot_products`). A target without SIMD (``vector_bytes`` 0, portable C) keeps every loop scalar."""
     if vector_bytes <= 0:
         return stmt
-    return _Vectorize(vector_bytes, features).visit(stmt)
+    return _Vectorize(vector_bytes).visit(stmt)
+
+
+def vectorizes(loop: ir.For, vector_bytes: int, features: frozenset[str], ranges: VarRanges) -> bool:
+    """Whether the dot-product or the explicit SIMD pass rewrites ``loop`` (a ``vectorized`` loop, under
+    ``ranges`` of the loops around it): the question the unswitching pass asks before moving a condition."""
+    return (vectorize_dot_product(loop, vector_bytes, features) is not None or split_at_conditions(loop) is not None
+            or LoopVectorizer(loop, vector_bytes, loop_range(loop, ranges)).run() is not None)
 
 
 class _Vectorize(RangeMutator):
-    def __init__(self, vector_bytes: int, features: frozenset[str]):
+    def __init__(self, vector_bytes: int):
         super().__init__(VarRanges())
-        self.vector_bytes, self.features = vector_bytes, features
+        self.vector_bytes = vector_bytes
 
     def visit_For(self, s: ir.For) -> ir.Stmt:
         if s.kind is LoopKind.VECTORIZED:
             ranges = loop_range(s, self.ranges)
-            done = vectorize_dot_product(s, self.vector_bytes, self.features) \
-                or _vectorize_parts(s, self.vector_bytes, ranges) or LoopVectorizer(s, self.vector_bytes, ranges).run()
+            done = _vectorize_parts(s, self.vector_bytes, ranges) or LoopVectorizer(s, self.vector_bytes, ranges).run()
             if done is not None:
                 return done
-            unswitched = unswitch(s)
-            if unswitched is not None:
-                return self.visit(unswitched)
         return super().visit_For(s)
 
 

@@ -19,7 +19,7 @@ def c(v: int) -> Const:
 
 
 def binary(op: str, a: Expr, b: Expr) -> Expr:
-    return Binary(op, a, b, "bool" if op in ("lt", "le", "eq", "ne") else "int64")
+    return Binary(op, a, b, "bool" if op in ("lt", "le", "gt", "ge", "eq", "ne") else "int64")
 
 
 def evaluate(e: Expr, env: dict) -> int:
@@ -40,7 +40,7 @@ def evaluate(e: Expr, env: dict) -> int:
         return a - b * (abs(a) // abs(b) * (1 if (a >= 0) == (b > 0) else -1))
     return {"add": a + b, "sub": a - b, "mul": a * b, "min": min(a, b), "max": max(a, b),
             "floordiv": a // b if b else 0, "floormod": a % b if b else 0, "lt": int(a < b),
-            "le": int(a <= b), "eq": int(a == b), "ne": int(a != b), "and": int(bool(a) and bool(b)),
+            "le": int(a <= b), "gt": int(a > b), "ge": int(a >= b), "eq": int(a == b), "ne": int(a != b), "and": int(bool(a) and bool(b)),
             "or": int(bool(a) or bool(b))}[e.op]
 
 
@@ -55,7 +55,7 @@ def ints(draw_leaf):
             st.tuples(children, k).map(lambda t: binary("mul", t[1], t[0])),
             st.tuples(st.sampled_from(["floordiv", "floormod"]), children, divisor).map(lambda t: binary(*t)),
             st.tuples(st.sampled_from(["cdiv", "cmod"]), children, divisor).map(lambda t: binary(*t)),
-            st.tuples(st.sampled_from(["lt", "le", "eq", "ne"]), children, children, children, children).map(
+            st.tuples(st.sampled_from(["lt", "le", "gt", "ge", "eq", "ne"]), children, children, children, children).map(
                 lambda t: Select(binary(t[0], t[1], t[2]), t[3], t[4])),
             children.map(lambda a: Unary("neg", a)),
         )
@@ -143,3 +143,15 @@ def test_common_factor_and_nested_division():
     assert str(simplify(binary("floormod", binary("floormod", X, c(16)), c(4)), r)) == "x % 4"
     assert simplify(binary("cdiv", X, c(4)), r).op == "floordiv"   # non-negative: C's / is the floor
     assert simplify(binary("cdiv", X, c(4)), loop(X, -3, 3)).op == "cdiv"
+
+
+def test_a_select_equal_on_both_sides_of_its_condition_is_what_both_sides_are():
+    """isl writes a region's origin along a fused loop's inner axis piecewise (``f % 3`` for ``0 <= f < 6``
+    as ``select(f >= 3, f - 3, f)``); an access's offset from it, ``f % 3`` minus the origin, is 0."""
+    r = loop(X, 0, 5)
+    origin = Select(binary("ge", X, c(3)), binary("sub", X, c(3)), X)
+    assert str(simplify(binary("sub", binary("floormod", X, c(3)), origin), r)) == "0"
+    offset = binary("add", binary("mul", c(8), binary("sub", binary("floormod", X, c(3)), origin)), Y)
+    assert simplify(offset, r) is Y
+    assert str(simplify(origin, r)) == "select(x >= 3, x - 3, x)"       # the sides differ: kept
+    assert str(simplify(binary("sub", binary("floormod", X, c(3)), origin), loop(X, 0, 8))) != "0"   # not equal there

@@ -1,11 +1,13 @@
 """Tests of register tiles: a stage made for registers, computed at a block loop, given to the threads as
 private arrays where each element is one thread's, and refused with the reason where it is not. Running
 the kernels against NumPy is in tests/driver/test_gpu.py."""
+import numpy as np
 import pytest
 
 import tesched as ts
 from tesched.recipes import gemm_gpu
 from tests.codegen.test_gpu import _kernels
+from tests.gpu_helpers import need_opencl, row_sums_at_a_fused_loop
 
 
 @pytest.mark.parametrize("target, shared, barrier", [("opencl", "__local float", "barrier("),
@@ -75,3 +77,15 @@ def test_threads_that_would_each_keep_a_partial_sum_are_refused():
     s[SL].bind(s[SL].op.reduce_axis[0], ts.thread_axis("threadIdx.y"))
     with pytest.raises(ts.ScheduleError, match="not a register tile"):
         _kernels(s, [A, S])
+
+
+def test_a_register_tile_at_a_fused_block_loop_is_private_and_matches_numpy(rand):
+    """The tile's region starts where isl puts it piecewise (``select(f >= 3, f - 3, f)`` for ``f % 3``) and
+    its accesses read the fused loop's divisions: each thread still keeps its one element in a register."""
+    s, args = row_sums_at_a_fused_loop(gpu=True)
+    kernel = _kernels(s, args).source.split("__kernel")[1]
+    assert "float S_local[1];" in kernel and "__local" not in kernel and "barrier(" not in kernel
+    need_opencl()
+    f = ts.build(s, args, target="opencl")
+    a = rand((2, 3, 4, 5))
+    np.testing.assert_allclose(f(a), a.sum(axis=3, dtype=np.float64), rtol=1e-5)

@@ -1,5 +1,7 @@
 """Graphs built for GPU targets: a small CNN and an MLP on pocl against NumPy, device and torch arrays in
 and out, the graph ops through the default GPU schedules, and what a GPU build refuses."""
+import re
+
 import numpy as np
 import pytest
 
@@ -44,10 +46,14 @@ def test_cnn_builds_for_opencl_and_matches_numpy():
 
 
 def test_cnn_with_auto_schedules_matches_numpy():
+    """The two conv -> batch_norm -> relu blocks are one group and one kernel (the first convolution per
+    block of the second), then the pooling and the dense layer."""
     need_opencl()
     f, params = wee_net(channels=6, size=10)
     exe = G.build(f, params=params, target="opencl", schedule="auto")
-    assert len(exe.kernels) >= 4 and any("__local float" in k.kernel.source for k in exe.kernels)
+    assert [g.name for g in exe.kernels] == ["fused_nn_conv2d_add_nn_relu_nn_conv2d_add_nn_relu",
+                                             "fused_nn_global_avg_pool2d", "fused_nn_dense_nn_bias_add"]
+    assert len(exe.kernels[0].kernel.gpu.kernels) == 1 and "__local float" in exe.kernels[0].kernel.source
     x = np.random.default_rng(3).standard_normal((1, 3, 10, 10)).astype("float32")
     np.testing.assert_allclose(exe(x), wee_net_reference(x, params), rtol=RTOL, atol=ATOL)
 
@@ -141,11 +147,11 @@ def ops_on_opencl(rand, names):
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=call.op_name)
 
 
-def test_blocked_convolutions_fall_back_to_a_thread_per_element_and_match_numpy(rand):
-    """conv2d_weight_last's and Winograd's blocked layouts give register tiles the GPU code generator cannot
-    give each thread; the default schedule falls back to one thread per element."""
+def test_blocked_and_winograd_convolutions_get_shared_and_register_tiles_and_match_numpy(rand):
+    """conv2d_weight_last's and Winograd's blocked layouts are tiled like any convolution (their register
+    tiles at a block loop fused over several axes); nothing falls back to a thread per element."""
     need_opencl()
-    img = G.var("img", shape=(1, 4, 6, 5))
+    img = G.var("img", shape=(2, 4, 6, 5))
     w3 = G.var("w3", shape=(16, 4, 3, 3))
     blocked = G.nn.conv2d_weight_last(img, G.transpose(G.reshape(w3, (2, 8, 4, 3, 3)), (0, 2, 3, 4, 1)), strides=2,
                                       padding=1)
@@ -154,5 +160,27 @@ def test_blocked_convolutions_fall_back_to_a_thread_per_element_and_match_numpy(
     for out in (blocked, winograd):
         f = G.Function([img, w3], out) if out is blocked else G.Function([img], out)
         arrays = [rand(p.tensor_type.shape, low=0.5, high=1.5) for p in f.params]
-        got = G.build(f, disabled_passes=["fuse_ops"], target="opencl")(*arrays)
-        np.testing.assert_allclose(got, G.interpret(f, *arrays), rtol=RTOL, atol=ATOL)
+        exe = G.build(f, disabled_passes=["fuse_ops"], target="opencl")
+        conv = exe.kernels[-1].kernel.source
+        assert "__local float" in conv and re.search(r"\n\s+float \w+_local\[\d+\];", conv), conv
+        np.testing.assert_allclose(exe(*arrays), G.interpret(f, *arrays), rtol=RTOL, atol=ATOL)
+
+
+def test_auto_schedules_put_two_convolutions_in_a_row_in_one_kernel_and_match_numpy(rand):
+    """conv -> relu -> conv -> bias -> relu: one group and one kernel with schedule='auto' (the first
+    convolution per block of the second), two groups with the default schedules."""
+    need_opencl()
+    rng = np.random.default_rng(9)
+    x = G.var("x", shape=(1, 4, 10, 12))
+    w1, w2 = (G.const(rng.uniform(-0.5, 0.5, (4, 4, 3, 3)).astype("float32")) for _ in range(2))
+    y = G.nn.relu(G.nn.bias_add(G.nn.conv2d(G.nn.relu(G.nn.conv2d(x, w1, padding=1)), w2, padding=1),
+                                G.const(rng.uniform(-1, 1, 4).astype("float32"))))
+    f = G.Function([x], y)
+    exe = G.build(f, target="opencl", schedule="auto")
+    assert [ops for _, ops in exe.fusion_report.groups] == [["nn.conv2d", "nn.relu", "nn.conv2d", "nn.bias_add",
+                                                            "nn.relu"]]
+    [group] = exe.kernels
+    assert len(group.kernel.gpu.kernels) == 1 and "__local float" in group.kernel.source
+    a = rand((1, 4, 10, 12), low=-1)
+    np.testing.assert_allclose(exe(a), G.interpret(f, a), rtol=RTOL, atol=ATOL)
+    assert len(G.build(f, target="opencl").fusion_report.groups) == 2

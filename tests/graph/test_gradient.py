@@ -250,6 +250,25 @@ def test_bad_parameters_and_heads_are_named():
         G.gradient(x)
 
 
+def test_auxiliary_outputs_pass_through_after_the_gradients():
+    x, c = G.var("x", (3,)), G.var("c", (3,))
+    aux = G.add(G.multiply(c, G.const(0.9)), G.multiply(x, G.const(0.1)))
+    f = G.Function([x, c], G.Tuple([G.sum(G.multiply(x, x)), aux, G.max(x)]))
+    with pytest.raises(GradientError, match="must be one floating tensor \\(a tuple whose first field is the loss: "
+                                            "pass has_aux=True\\)"):
+        G.gradient(f, ["x"])
+    xv, cv = np.array([1.0, -2.0, 3.0], "float32"), np.array([4.0, 5.0, 6.0], "float32")
+    loss, grad, new_c, top = G.build(G.gradient(f, ["x"], has_aux=True))(xv, cv)
+    np.testing.assert_allclose(loss, 14.0, rtol=1e-6)
+    np.testing.assert_allclose(grad, 2 * xv, rtol=1e-6)
+    np.testing.assert_allclose(new_c, 0.9 * cv + 0.1 * xv, rtol=1e-6)
+    np.testing.assert_allclose(top, 3.0)
+    with pytest.raises(GradientError, match="has_aux=True needs the output of .* to be a tuple"):
+        G.gradient(G.Function([x], G.sum(x)), has_aux=True)
+    with pytest.raises(GradientError, match="the first output of .* \\(the loss\\) must be one floating tensor"):
+        G.gradient(G.Function([x], G.Tuple([G.cast(x, "int32"), x])), has_aux=True)
+
+
 def test_a_parameter_the_loss_does_not_read_gets_zeros_and_a_warning():
     x, unused = G.var("x", (3,)), G.var("unused", (2, 2))
     f = G.Function([x, unused], G.sum(G.exp(x)))

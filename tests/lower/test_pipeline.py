@@ -1,12 +1,15 @@
 """Tests of tesched.lower.pipeline: the printed loop IR (where stages are produced, what is allocated, loop kinds),
-compute_at at every loop level, inlining, primitives composed in any order, and the debug trace."""
+compute_at at every loop level, inlining, primitives composed in any order, the debug trace, and the pipeline
+as one list of passes (each step visible, every prefix verified)."""
 import re
 
 import numpy as np
 import pytest
 
 import tesched as ts
-from tesched.lower.pipeline import PASSES, Phase
+from tesched.lower import pipeline
+from tesched.lower.pipeline import PASSES, Phase, lower_for_target, lower_through, passes_until
+from targets import AVX512
 
 
 def stencil3x3(height, width):
@@ -283,3 +286,86 @@ def test_debug_environment_variable(capsys, monkeypatch):
     monkeypatch.setenv("TESCHED_DEBUG", "0")
     ts.lower(s, args)
     assert "--- after" not in capsys.readouterr().err
+
+
+# every step a named pass -------------------------------------------------------------------------
+
+def _specialized_and_fused():
+    """A kernel whose lowering goes through every poly step: a specialized stage, a fuse over symbolic
+    extents made parallel (collapsed), a value used twice (bound once), a data-dependent index (checked)."""
+    m, n = ts.var("m"), ts.var("n")
+    A = ts.placeholder((m, n), name="A")
+    I = ts.placeholder((m,), "int32", name="I")
+    def value(i, j):
+        e = ts.exp(A[i, j])
+        return e * e + A[I[i], j]
+
+    B = ts.compute((m, n), value, name="B")
+    s = ts.create_schedule(B.op)
+    s[B].parallel(s[B].fuse(*B.op.axis))
+    s[B].specialize(n % 4 == 0)
+    return s, [A, I, B]
+
+
+def _vectorized_select():
+    """A vectorized loop with a select whose condition does not change with it (unswitched) next to a
+    reduction (vector partial sums) and a compute_at buffer."""
+    A = ts.placeholder((8, 24), name="A")
+    k = ts.reduce_axis((0, 24), name="k")
+    S = ts.compute((8,), lambda i: ts.sum(A[i, k], axis=k), name="S")
+    C = ts.compute((8, 24), lambda i, j: ts.if_then_else(i < 4, ts.exp(A[i, j]), A[i, j]) + S[i], name="C")
+    s = ts.create_schedule(C.op)
+    s[S].compute_at(s[C], C.op.axis[0])
+    s[S].vectorize(k)
+    s[C].vectorize(C.op.axis[1])
+    return s, [A, C]
+
+
+def test_the_pipeline_lists_every_step_from_lower_to_c():
+    names = [p.name for p in PASSES]
+    for step in ("index checks", "AST to loop IR", "specialize", "collapse fused loops", "bind shared subexpressions",
+                 "unswitch loops left scalar", "dot products", "explicit SIMD", "promote registers"):
+        assert step in names, step
+    assert len(set(names)) == len(names)
+    listed = " ".join(pipeline.__doc__.split())       # the module's docstring lists them all, for a newcomer
+    assert all(name in listed for name in names), [name for name in names if name not in listed]
+    phases = [p.phase for p in PASSES]
+    assert phases == sorted(phases, key=[Phase.LOWER, Phase.BUILD].index)     # lower first, then build
+    with pytest.raises(ValueError, match="no lowering pass is called 'inline'; the passes are: check arguments"):
+        passes_until("inline")
+
+
+@pytest.mark.parametrize("make", [_specialized_and_fused, _vectorized_select])
+def test_every_prefix_of_the_pipeline_lowers_and_verifies(make, monkeypatch):
+    """Bisecting a miscompile: the pipeline stopped after any pass runs, its loop IR checked by the verifier
+    after every pass (TESCHED_VERIFY), and the whole list gives what lower + lower_for_target give."""
+    monkeypatch.setenv("TESCHED_VERIFY", "1")
+    s, args = make()
+    target = ts.Target(AVX512)
+    for p in PASSES:
+        state = lower_through(s, args, p.name, target=target)
+    whole = lower_for_target(ts.lower(s, args), target)
+    assert str(state.body) == str(whole.body)
+
+
+def test_the_poly_steps_show_in_the_ir_between_them():
+    """Each step of the loop IR's making is visible on its own: the fused loops are a nest until collapsed,
+    the shared ``exp`` is repeated until bound once, the specialized nest appears with its pass."""
+    s, args = _specialized_and_fused()
+    emitted = str(lower_through(s, args, "AST to loop IR").body)
+    specialized = str(lower_through(s, args, "specialize").body)
+    collapsed = str(lower_through(s, args, "collapse fused loops").body)
+    bound = str(lower_through(s, args, "bind shared subexpressions").body)
+    assert "n % 4 == 0" not in emitted and "n % 4 == 0" in specialized
+    assert "parallel for" not in specialized and "parallel for i.j.fused" in collapsed
+    assert "let t0" not in collapsed and re.search(r"let t0 = exp\(A\[", bound), bound
+    assert "A[checked(I[i], m), j]" in emitted, emitted
+
+
+def test_debug_trace_shows_the_build_passes(capsys):
+    s, args = _small_schedule()
+    lower_for_target(ts.lower(s, args), ts.Target(AVX512), debug=True)
+    err = capsys.readouterr().err
+    for p in PASSES:
+        if p.phase is Phase.BUILD:
+            assert f"--- after {p.name} (" in err, p.name

@@ -2,6 +2,8 @@
 memory (pinned to the GPU targets, whose code does not depend on the host), and their kernels against
 NumPy on pocl. Every graph op
 through them: tests/graph/test_gpu_executor.py."""
+import re
+
 import numpy as np
 import pytest
 
@@ -100,3 +102,82 @@ def test_default_gpu_schedules_compile_for_cuda():
     inputs, out = _conv_bias_relu()
     f = ts.build(nn.gpu_default_schedule(out, ts.Target("cuda")), inputs + [out], target="cuda")
     assert "__shared__" in f.source and "__syncthreads()" in f.source and "sm_90" in f.ptx
+
+
+# (name, (n, c, h, w), out channels, kernel size, stride, padding, dilation, groups, layout): NCHW with
+# OIHW weights, weights stored in blocks of output channels (conv2d_weight_last), or Winograd with tiles
+# of 2 or 4. The batch, a stride that does not divide, or a fused block loop over several axes is what
+# makes the register tile's region start at divisions of a fused loop.
+CONVOLUTIONS = [
+    ("batch2-stride2", (2, 3, 9, 7), 8, 3, 2, 1, 1, 1, "oihw"),
+    ("dilated", (1, 4, 10, 9), 6, 3, 1, 0, 2, 1, "oihw"),
+    ("grouped", (2, 4, 8, 8), 6, 3, 1, 1, 1, 2, "oihw"),
+    ("depthwise-stride2", (2, 4, 9, 9), 8, 3, 2, 1, 1, 4, "oihw"),
+    ("pointwise", (2, 8, 5, 6), 16, 1, 1, 0, 1, 1, "oihw"),
+    ("blocked", (1, 4, 6, 5), 16, 3, 1, 1, 1, 1, "blocked"),
+    ("blocked-batch2-stride2", (2, 3, 7, 9), 8, 3, 2, 1, 1, 1, "blocked"),
+    ("winograd2-batch2", (2, 4, 6, 6), 6, 3, 1, 1, 1, 1, 2),
+    ("winograd4", (1, 3, 8, 8), 5, 3, 1, 1, 1, 1, 4),
+]
+
+
+def _convolution(case, rng):
+    """``(inputs, relu(conv), arrays, want)`` of one row of :data:`CONVOLUTIONS` (``want`` in float64)."""
+    from tesched.nn import winograd
+    from tesched.nn.conv_channels import conv2d_weight_last, weight_last
+    _, shape, k, size, stride, pad, dilation, groups, layout = case
+    x = ts.placeholder(shape, name="x")
+    xv = rng.uniform(-1, 1, shape).astype("float32")
+    wv = rng.uniform(-1, 1, (k, shape[1] // groups, size, size)).astype("float32")
+    want = conv2d_reference(xv, wv, stride, pad, dilation, groups)
+    if layout == "oihw":
+        stored = wv
+        conv = lambda w: nn.conv2d(x, w, stride, pad, dilation, groups)      # noqa: E731
+    elif layout == "blocked":
+        stored = weight_last(wv, 8 if k % 8 == 0 else 4)
+        conv = lambda w: conv2d_weight_last(x, w, stride, pad, dilation)     # noqa: E731
+    else:
+        stored = winograd.transform_weight(wv, layout).astype("float32")
+        conv = lambda w: winograd.winograd_conv2d(x, w, padding=pad)         # noqa: E731
+        want = winograd.reference(xv, stored, layout, (pad,) * 4)
+    w = ts.placeholder(stored.shape, name="w")
+    out = nn.relu(conv(w))
+    return [x, w], out, [xv, stored], np.maximum(want, 0).reshape(out.shape)
+
+
+def _private_arrays(source):
+    """The arrays the kernels declare per thread (a register tile each)."""
+    return re.findall(r"\n\s+float (\w+)\[\d+\];", source)
+
+
+@pytest.mark.parametrize("case", CONVOLUTIONS, ids=[c[0] for c in CONVOLUTIONS])
+def test_convolutions_in_shared_tiles_with_register_tiles_match_numpy_on_opencl(case):
+    need_opencl()
+    inputs, out, arrays, want = _convolution(case, np.random.default_rng(len(case[0])))
+    f = ts.build(nn.gpu_default_schedule(out, ts.Target("opencl")), inputs + [out], target="opencl")
+    assert "__local float" in f.source and _private_arrays(f.source)
+    np.testing.assert_allclose(f(*arrays), want, rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("case", CONVOLUTIONS, ids=[c[0] for c in CONVOLUTIONS])
+def test_convolutions_in_shared_tiles_compile_for_cuda(case):
+    need_nvrtc()
+    inputs, out, _, _ = _convolution(case, np.random.default_rng(0))
+    f = ts.build(nn.gpu_default_schedule(out, ts.Target("cuda")), inputs + [out], target="cuda")
+    assert "__shared__ float" in f.source and _private_arrays(f.source) and "sm_90" in f.ptx
+
+
+def test_a_broadcasting_epilogue_of_a_batch_of_one_is_fused_and_matches_numpy(rand):
+    """``add`` broadcasting a (K, 1, 1) shift reads the convolution of a batch of one at index 0 along the
+    batch: still its own point, so the epilogue is fused (one kernel)."""
+    x, w, b = ts.placeholder((1, 3, 9, 9), name="x"), ts.placeholder((4, 3, 3, 3), name="w"), \
+        ts.placeholder((4, 1, 1), name="b")
+    out = nn.relu(nn.add(nn.conv2d(x, w, padding=1), b))
+    for schedule in (nn.gpu_default_schedule(out, ts.Target("cuda")), ts.auto_schedule(out, target="cuda")):
+        src = generate_gpu(lower_for_target(ts.lower(schedule, [x, w, b, out]), ts.Target("cuda")), ts.Target("cuda"))
+        assert len(src.kernels) == 1 and not src.scratch
+    need_opencl()
+    f = ts.build(nn.gpu_default_schedule(out, ts.Target("opencl")), [x, w, b, out], target="opencl")
+    xv, wv, bv = rand((1, 3, 9, 9), low=-1), rand((4, 3, 3, 3), low=-1), rand((4, 1, 1), low=-1)
+    np.testing.assert_allclose(f(xv, wv, bv), np.maximum(conv2d_reference(xv, wv, 1, 1, 1, 1) + bv, 0), rtol=RTOL,
+                               atol=ATOL)

@@ -11,6 +11,7 @@ from tesched.arith.interval import VarRanges
 from tesched.ir import nodes as ir
 from tesched.te.expr import Binary, Const
 from tesched.transform.flatten_indices import flat_where_simpler
+from tests.gpu_helpers import row_sums_at_a_fused_loop
 
 
 def _code(text):
@@ -138,3 +139,10 @@ def test_random_fuse_and_split_match_numpy_and_print_no_extra_division(shape, fu
     assert_divides_only_where_c_does(text, f.c_source)
     a = np.random.default_rng(len(shape)).random(shape, dtype=np.float32)
     np.testing.assert_allclose(f(a), a * 2 + 1, rtol=1e-6)
+
+
+def test_a_buffer_of_a_gpu_block_around_thread_loops_keeps_its_coordinates():
+    """The GPU printer proves per dimension which thread owns an element of a block's buffer (a register
+    tile); the same buffer on the CPU is indexed by its offset."""
+    assert "S.local[n.y.fused // 3, n.y.fused % 3, x] = 0.0f" in _code(str(ts.lower(*row_sums_at_a_fused_loop(True))))
+    assert "S.local[x] = 0.0f" in _code(str(ts.lower(*row_sums_at_a_fused_loop(False))))

@@ -131,3 +131,33 @@ def test_an_outer_vectorize_mark_over_a_padded_reduction_builds_and_is_right():
         for kx in range(3):
             want += np.einsum("fc,cyx->fyx", b[:, :, ky, kx], padded[:, ky:ky + 6, kx:kx + 6])
     np.testing.assert_allclose(kernel(a, b), want, rtol=1e-5)
+
+
+def _at_the_unswitch_pass(body_of):
+    """The loop IR right before the ``unswitch loops left scalar`` pass, for the AVX-512 target."""
+    from tesched.lower.pipeline import lower_through
+    s, args = body_of()
+    target = ts.Target(AVX512)
+    return lower_through(s, args, "loops from 0, indices simplified", target=target).body, target
+
+
+def _concat(gather: bool):
+    A, B = ts.placeholder((3, 16), name="A"), ts.placeholder((5, 16), name="B")
+    first = (lambda i, j: A[i, (j * 7) % 16]) if gather else (lambda i, j: A[i, j])
+    C = ts.compute((8, 16), lambda i, j: ts.if_then_else(i < 3, first(i, j), B[i - 3, j]), name="C")
+    s = ts.create_schedule(C.op)
+    s[C].vectorize(C.op.axis[1])
+    return s, [A, B, C]
+
+
+def test_the_pass_unswitches_only_loops_the_vectorizer_would_leave_scalar():
+    """A gathered branch leaves the loop scalar: the pass moves the condition out. Two contiguous branches
+    are vectorized with the condition as C's ``?:`` (one vector for the loop): the pass leaves that loop."""
+    from tesched.transform.unswitch import unswitch_scalar_loops
+    body, target = _at_the_unswitch_pass(lambda: _concat(gather=True))
+    moved = unswitch_scalar_loops(body, target.vector_bytes, target.features)
+    guards = [[s for s in walk_stmts(b) if isinstance(s, ir.IfThenElse)] for b in (body, moved)]
+    assert len(guards[0]) == 0 and len(guards[1]) == 1 and isinstance(guards[1][0].then_case, ir.For)
+    assert unswitch_scalar_loops(body, 0, target.features) is body      # no SIMD: nothing to free
+    body, target = _at_the_unswitch_pass(lambda: _concat(gather=False))
+    assert unswitch_scalar_loops(body, target.vector_bytes, target.features) is body

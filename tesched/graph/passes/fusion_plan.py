@@ -6,8 +6,9 @@ merges the producer's group into the consumer's unless, in this order:
 1. an ``annotation.stop_fusion`` sits on the edge;
 2. either op is in ``rules.never_fuse``, or is a ``reshape`` (a view, which needs no kernel);
 3. the consumer group's pattern may not follow the producer group's (``rules.may_follow``), except two
-   anchors side by side whose results meet in an elementwise op, under ``rules.combine_anchors``, and a
-   ``strided_slice`` of an anchor's group under ``rules.slice_anchors``;
+   anchors side by side whose results meet in an elementwise op, under ``rules.combine_anchors``, a
+   ``strided_slice`` of an anchor's group under ``rules.slice_anchors``, and a convolution reading a group
+   of one convolution under ``rules.conv_chains``;
 4. the merged group would exceed ``rules.max_group_size``;
 5. the producer's value is also read outside the merged group, and ``rules.shared_values`` is
    ``"separate"``; otherwise the groups merge and the value becomes one more output of the group (kept,
@@ -40,6 +41,10 @@ SIDE_BY_SIDE_ANCHORS = ("nn.dense", "nn.dense_panels", "nn.matmul")
 """Anchors ``combine_anchors`` may put in one group: small matrix products (a recurrent cell's two) gain
 a kernel launch; two convolutions (a residual branch and its shortcut) would only share a kernel whose
 second convolution is stored whole, and the default schedules handle that badly."""
+
+CHAINED_ANCHORS = ("nn.conv2d",)
+"""Anchors ``conv_chains`` puts two of in a row in one group: a GPU ``auto_schedule`` computes the first per
+block of the second, halo included (other anchors, and more than two, would be stored whole)."""
 
 VIEW_OP = "reshape"
 """A reshape of a contiguous tensor is a view: it stays a group of its own, which the executor runs as
@@ -195,6 +200,14 @@ class Planner:
                 and consumer.pattern <= Pattern.BROADCAST
                 and not self.reaches(gp.originals(), anchors))
 
+    def chained(self, gp: Group, gc: Group, consumer: Call) -> bool:
+        """A convolution reading a group of one convolution (:data:`CHAINED_ANCHORS`), under
+        ``rules.conv_chains``: the consumer is its group's only anchor."""
+        anchors = [[c for _, c in g.members.values() if c.pattern == Pattern.OUT_ELEMWISE_FUSABLE] for g in (gp, gc)]
+        return (self.rules.conv_chains and consumer.op_name in CHAINED_ANCHORS
+                and len(anchors[0]) == 1 and anchors[0][0].op_name in CHAINED_ANCHORS
+                and anchors[1] == [consumer])
+
     # planning -------------------------------------------------------------------------------------
     def obstacle(self, producer: Call, consumer: Call, stopped: bool) -> str | None:
         """Why the edge cannot be fused by pattern or rule, or ``None``."""
@@ -209,7 +222,8 @@ class Planner:
         gp, gc = self.group[id(producer)], self.group[id(consumer)]
         sliced = rules.slice_anchors and consumer.op_name == "strided_slice" and \
             gp.pattern == Pattern.OUT_ELEMWISE_FUSABLE and gc.pattern <= Pattern.INJECTIVE
-        if not rules.allows(gp.pattern, gc.pattern) and not sliced and not self.horizontal(gp, gc, consumer):
+        if not rules.allows(gp.pattern, gc.pattern) and not sliced and not self.horizontal(gp, gc, consumer) \
+                and not self.chained(gp, gc, consumer):
             allowed = ", ".join(map(str, sorted(rules.may_follow[gp.pattern]))) or "nothing"
             return (f"{_article(gc.pattern)} {gc.pattern} group ({gc.anchor.op_name}) may not follow "
                     f"{_article(gp.pattern)} {gp.pattern} group ({gp.anchor.op_name}); after {gp.pattern} the rules "

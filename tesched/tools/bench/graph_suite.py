@@ -13,7 +13,7 @@ from typing import Callable
 from tesched.tools.bench.graph_cases import GRAPH_CASES, GraphCase, call_overheads
 from tesched.target import current_target
 from tesched.tools.bench.peers import describe_peers, describe_target
-from tesched.tools.bench.suite import _cpu_model, _load
+from tesched.tools.bench.suite import cpu_model, _load
 from tesched.tools.bench.threads import describe_thread_pools, optional_module, recorded_pools, set_all_threads
 from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, busy_warning, time_interleaved
 
@@ -82,7 +82,7 @@ def run_graph_suite(threads: int | None = None, repeat: int = 30, quick: bool = 
     """Build, check and time the graph cases (those whose key is in ``only``) and the call overheads."""
     threads = threads or os.cpu_count() or 1
     torch = optional_module("torch") if use_torch else None
-    environment: dict[str, object] = {"cpu": _cpu_model(), "cores": os.cpu_count(),
+    environment: dict[str, object] = {"cpu": cpu_model(), "cores": os.cpu_count(),
                                       "threads_set": set_all_threads(threads, torch),
                                       "torch": getattr(torch, "__version__", None), "target": current_target().name,
                                       "peers": describe_peers(torch), "load_average_start": _load()}

@@ -44,7 +44,8 @@ class SuiteResult:
     rows: list[Row] = field(default_factory=list)
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The processor's name (``model name`` of /proc/cpuinfo; else what ``platform`` knows)."""
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -71,7 +72,7 @@ def run_suite(threads: int | None = None, repeat: int = 50, quick: bool = False,
     torch = optional_module("torch") if use_torch else None
     set_threads = set_all_threads(threads, torch)
     target = current_target()
-    environment = {"cpu": _cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
+    environment = {"cpu": cpu_model(), "cores": os.cpu_count(), "python": platform.python_version(),
                    "numpy": np.__version__, "tesched": ts.__version__,
                    "torch": getattr(torch, "__version__", None), "threads_set": set_threads,
                    "target": target.name, "peers": describe_peers(torch), "load_average_start": _load()}

@@ -188,3 +188,23 @@ def test_two_convolutions_side_by_side_keep_their_own_kernels():
     w1, w2 = (G.const(np.full((3, 2, k, k), 0.1, "float32")) for k in (3, 1))
     f = G.Function([x], G.nn.relu(G.add(G.nn.conv2d(x, w1, padding=1), G.nn.conv2d(x, w2))))
     assert [ops for _, ops in explain_fusion(f).groups] == [["nn.conv2d"], ["nn.conv2d", "add", "nn.relu"]]
+
+
+def test_conv_chains_put_two_convolutions_in_a_row_in_one_group_and_no_more(rand):
+    """Under ``conv_chains`` a convolution follows a group of one convolution (conv, relu, conv); a third
+    starts a group of its own, and two dense ops in a row stay apart."""
+    x = G.var("x", shape=(1, 2, 5, 5))
+    three = G.Function([x], conv_relu(conv_relu(conv_relu(x, 3, "w1"), 4, "w2"), 2, "w3"))
+    rules = G.FusionRules(conv_chains=True)
+    report = explain_fusion(three, rules)
+    assert [ops for _, ops in report.groups] == [["nn.conv2d", "nn.relu", "nn.conv2d", "nn.relu"],
+                                                 ["nn.conv2d", "nn.relu"]]
+    assert "may not follow an out_elemwise_fusable group" in report.unfused[0].reason
+    assert len(groups(three)) == 3                                      # off by default
+    v = G.var("v", shape=(2, 6))
+    w = G.const(np.full((6, 6), 0.1, "float32"))
+    dense = G.Function([v], G.nn.dense(G.nn.relu(G.nn.dense(v, w)), w))
+    assert len(groups(dense, rules)) == len(groups(dense)) == 2
+    fused = fuse_ops(three, rules)
+    a = rand((1, 2, 5, 5), low=-1)
+    np.testing.assert_allclose(G.interpret(fused, a), G.interpret(three, a), rtol=RTOL, atol=ATOL)
