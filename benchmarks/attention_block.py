@@ -2,7 +2,7 @@
 linear; seq 128, d 256, batch 1) imported with ``tesched.frontend`` against PyTorch eager.
 
 Checks the built graph against eager (max error relative to the output's scale), then times both in one
-process, interleaved (:func:`tesched.tools.bench.timing.time_interleaved`), at the same thread count, and
+process, interleaved (:func:`tesched.driver.timing.time_interleaved`), at the same thread count, and
 prints the medians, spreads, processor times and the ratio ``eager / tesched`` (above 1: tesched is faster).
 The scores, scale, softmax and product with v become one ``nn.attention`` kernel (the ``fuse_attention``
 pass); ``tesched.unfused``, built without that pass (batched products and a softmax as separate kernels),
@@ -23,7 +23,7 @@ from tesched import graph as G  # noqa: E402
 from tesched.frontend import from_torch  # noqa: E402
 from tesched.frontend.lazy_torch import require_torch  # noqa: E402
 from tesched.tools.bench.threads import set_all_threads  # noqa: E402
-from tesched.tools.bench.timing import time_interleaved  # noqa: E402
+from tesched.driver.timing import time_interleaved  # noqa: E402
 
 
 def attention_block(torch, dim: int, heads: int):

@@ -23,7 +23,7 @@ from tesched.nn.attention import attention  # noqa: E402
 from tesched import graph as G  # noqa: E402
 from tesched.frontend.lazy_torch import require_torch  # noqa: E402
 from tesched.tools.bench.threads import set_all_threads  # noqa: E402
-from tesched.tools.bench.timing import time_interleaved  # noqa: E402
+from tesched.driver.timing import time_interleaved  # noqa: E402
 
 
 def kernels(heads: int, seq: int, depth: int, causal: bool):

@@ -6,7 +6,7 @@ transformation), ``auto_schedule``, ``tune`` (``--trials`` measurements, ``--bud
 tuning database), the hand or library-default schedule where one exists, and Halide 21's Mullapudi2016,
 Li2018 and Adams2019 (``pip install halide==21.0.0``; skipped when absent) on the same definition. Every
 variant is checked against tesched's naive kernel, then all are timed in one process, interleaved round
-robin (``tesched.tools.bench.timing``), with ``--threads`` threads for tesched and Halide alike. Prints
+robin (``tesched.driver.timing``), with ``--threads`` threads for tesched and Halide alike. Prints
 medians (and minimums) in microseconds, the ratios the goals of the automatic scheduler are stated in,
 their geometric means, and the time ``auto_schedule`` took to decide (CPU time of the process, which is
 the wall time on an idle machine: it runs on one thread), also for a 20-stage chain.
@@ -31,7 +31,7 @@ from autoschedule_images import IMAGE_PIPELINES  # noqa: E402
 from autoschedule_pipelines import PIPELINES, Pipeline, stencil_chain  # noqa: E402
 
 import tesched as ts  # noqa: E402
-from tesched.tools.bench.timing import time_interleaved  # noqa: E402
+from tesched.driver.timing import time_interleaved  # noqa: E402
 
 HALIDE_SCHEDULERS = ("Mullapudi2016", "Li2018", "Adams2019")
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 
 os.environ.setdefault("OMP_WAIT_POLICY", "passive")   # before any OpenMP runtime loads: no spinning workers
 
@@ -26,21 +25,15 @@ import numpy as np
 
 import tesched as ts
 from tesched import graph as G
+from tesched.driver.timing import round_robin
 from tesched.recipes import conv_chain
 
 
 def timed(runs: dict, repeat: int) -> tuple[dict, dict]:
     """Round-robin timing: each round calls every variant once, so noise hits them alike. Returns the
     wall-clock and the processor seconds of every call, per variant."""
-    times: dict = {name: [] for name in runs}
-    cpu: dict = {name: [] for name in runs}
-    for _ in range(repeat):
-        for name, run in runs.items():
-            c0, t0 = time.process_time(), time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - t0)
-            cpu[name].append(time.process_time() - c0)
-    return times, cpu
+    samples = round_robin(runs, repeat)
+    return {name: s.wall for name, s in samples.items()}, {name: s.cpu for name, s in samples.items()}
 
 
 def graph_chain(x: np.ndarray, w1: np.ndarray, w2: np.ndarray) -> G.Executable:

@@ -16,30 +16,17 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from typing import Callable
 
 import numpy as np
 
 import tesched as ts
-
-
-def _time(call: Callable[[], object], number: int) -> float:
-    start = time.perf_counter()
-    for _ in range(number):
-        call()
-    return (time.perf_counter() - start) / number
+from tesched.driver.timing import round_robin
 
 
 def interleaved(variants: dict[str, Callable[[], object]], rounds: int, number: int) -> dict[str, list[float]]:
     """Seconds per call of every variant, one timing of each per round (so load hits all alike)."""
-    for call in variants.values():
-        call()
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(rounds):
-        for name, call in variants.items():
-            times[name].append(_time(call, number))
-    return times
+    return {name: s.wall for name, s in round_robin(variants, rounds, number, warmup=1).items()}
 
 
 def report(title: str, times: dict[str, list[float]], reference: str) -> None:

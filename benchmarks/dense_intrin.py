@@ -23,7 +23,6 @@ and NumPy's BLAS, on two.)
 import argparse
 import os
 import statistics
-import time
 
 
 def parse_args() -> argparse.Namespace:
@@ -45,6 +44,7 @@ import numpy as np  # noqa: E402
 
 import tesched as ts  # noqa: E402
 from tesched import nn
+from tesched.driver.timing import round_robin
 from tesched.intrin import default_tile, dense_schedule, select_isa
 
 SWEEP_TILES = [(8, 32), (4, 64), (16, 16), (8, 16), (4, 32)]
@@ -74,15 +74,8 @@ def kernel_call(size: int, inputs: list[np.ndarray], expected: np.ndarray, epilo
 
 def interleaved(calls: dict, repeat: int) -> dict:
     """Per call: (wall seconds, CPU seconds) of each round."""
-    for call in calls.values():
-        call()                                   # warm up
-    timings: dict = {label: [] for label in calls}
-    for _ in range(repeat):
-        for label, call in calls.items():
-            wall, cpu = time.perf_counter(), time.process_time()
-            call()
-            timings[label].append((time.perf_counter() - wall, time.process_time() - cpu))
-    return timings
+    samples = round_robin(calls, repeat, warmup=1)
+    return {label: list(zip(s.wall, s.cpu)) for label, s in samples.items()}
 
 
 def report(title: str, timings: dict, flops: float) -> None:

@@ -4,7 +4,7 @@ and, at a few sizes, timed against the same model exported and built at that one
 Workloads: ``mlp`` (linear 256->1024, ReLU, linear 1024->256, softmax; dynamic batch in [1, 256]) and
 ``encoder`` (``model_zoo_modern.EncoderLayer`` with d 256, 4 heads; dynamic sequence in [1, 256], batch 1).
 Per size it prints the medians (ms) of both executables' ordinary calls, timed interleaved in one process
-(:func:`tesched.tools.bench.timing.time_interleaved`), their spread (interquartile range, % of the
+(:func:`tesched.driver.timing.time_interleaved`), their spread (interquartile range, % of the
 median), and the ratio ``dynamic / static`` (above 1: the dynamic kernels are slower); then each build's
 seconds (the dynamic build once, the static ones per size) and the load average. The machine is shared
 and noisy: compare ratios within one run.
@@ -32,7 +32,7 @@ import numpy as np
 from tesched import graph as G
 from tesched.frontend import from_exported_program
 from tesched.tools.bench.threads import set_all_threads
-from tesched.tools.bench.timing import time_interleaved
+from tesched.driver.timing import time_interleaved
 
 RANGE = 256
 """The largest size of each workload's dynamic dimension."""

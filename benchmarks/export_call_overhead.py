@@ -19,13 +19,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 
 import tesched as ts
 from tesched import graph as G
+from tesched.driver import timing
 from tesched.driver.kernel import Kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "graph"))
@@ -71,16 +71,8 @@ def tiny_kernel() -> Kernel:
 
 def round_robin(variants: dict, rounds: int, calls: int) -> dict[str, list[float]]:
     """Microseconds per call of each variant, one batch of ``calls`` calls per variant per round."""
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for call in variants.values():
-        call()
-    for _ in range(rounds):
-        for name, call in variants.items():
-            start = time.perf_counter()
-            for _ in range(calls):
-                call()
-            times[name].append((time.perf_counter() - start) / calls * 1e6)
-    return times
+    samples = timing.round_robin(variants, rounds, calls, warmup=1)
+    return {name: [t * 1e6 for t in s.wall] for name, s in samples.items()}
 
 
 def row(name: str, quartiles: tuple[float, float, float]) -> str:

@@ -22,28 +22,21 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from typing import Callable
 
 import numpy as np
 
 import tesched as ts
 import tesched.nn as nn
+from tesched.driver.timing import round_robin
 from tesched.errors import TeschedError
 from tesched.recipes import conv_chain, conv_chain_gpu, gemm_gpu
 
 
 def timed(runs: dict[str, Callable[[], object]], repeat: int) -> dict[str, list[float]]:
     """Round-robin wall-clock seconds of every call, per variant (each call ends synchronized)."""
-    times: dict[str, list[float]] = {name: [] for name in runs}
-    for run in runs.values():
-        run()                                   # warm up: compile, load, first touch
-    for _ in range(repeat):
-        for name, run in runs.items():
-            t0 = time.perf_counter()
-            run()
-            times[name].append(time.perf_counter() - t0)
-    return times
+    samples = round_robin(runs, repeat, warmup=1)     # warm-up: compile, load, first touch
+    return {name: s.wall for name, s in samples.items()}
 
 
 def report(times: dict[str, list[float]], work: dict[str, float]) -> dict[str, float]:

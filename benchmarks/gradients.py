@@ -32,7 +32,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.tools.bench.threads import describe_thread_pools, set_all_threads, thread_pools
-from tesched.tools.bench.timing import time_interleaved
+from tesched.driver.timing import time_interleaved
 
 RNG = np.random.default_rng(0)
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from tesched import graph as G
 from tesched.tools.bench.threads import describe_thread_pools, set_all_threads, thread_pools
-from tesched.tools.bench.timing import time_interleaved
+from tesched.driver.timing import time_interleaved
 
 LR = 0.05
 

@@ -33,7 +33,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
 os.environ.setdefault("TESCHED_CACHE_DIR", tempfile.mkdtemp(prefix="halide-apps-cache-"))   # cold builds
 
 import tesched as ts  # noqa: E402
-from tesched.tools.bench.timing import time_interleaved  # noqa: E402
+from tesched.driver.timing import time_interleaved  # noqa: E402
 from tests.recipes.apps import APPS, case  # noqa: E402
 
 HALIDE_SCHEDULERS = ("Mullapudi2016", "Li2018", "Adams2019")

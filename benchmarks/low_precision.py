@@ -1,7 +1,7 @@
 """Low-precision workloads: narrow integer and bfloat16 kernels against their float32 and library peers.
 
 Four workloads, each a group of variants timed interleaved round-robin in one process
-(:func:`tesched.tools.bench.timing.time_interleaved`: a busy pause before each block, the order turning
+(:func:`tesched.driver.timing.time_interleaved`: a busy pause before each block, the order turning
 every round); every variant's result is checked before it is timed. Printed per variant: the median and
 the minimum microseconds per call over the rounds, the spread (interquartile range of the rounds over the
 median, from the raw samples) and the ratio of the group's reference median to the variant's median.
@@ -47,7 +47,6 @@ if ARGS is not None:  # before NumPy's BLAS and the OpenMP runtime start their t
         os.environ[variable] = str(ARGS.threads)
 
 import statistics  # noqa: E402
-import time  # noqa: E402
 from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -56,7 +55,7 @@ import tesched as ts  # noqa: E402
 from tesched import nn  # noqa: E402
 from tesched.intrin import amx_usable, os_permits_amx  # noqa: E402
 from tesched.nn import quantized_ref  # noqa: E402
-from tesched.tools.bench.timing import SETTLE_SECONDS, calls_per_block  # noqa: E402
+from tesched.driver.timing import SETTLE_SECONDS, calls_per_block, round_robin  # noqa: E402
 
 RNG = np.random.default_rng(0)
 NO_AMX = "x86-64-avx512+avx512_vnni+avx512_bf16"
@@ -73,19 +72,9 @@ def optional(name: str):
 def time_group(variants: dict[str, Callable[[], object]], rounds: int) -> dict[str, list[float]]:
     """Seconds per call of every variant, one sample per round, interleaved (the order turns each round)."""
     calls = {label: calls_per_block(call) for label, call in variants.items()}
-    samples: dict[str, list[float]] = {label: [] for label in variants}
-    labels = list(variants)
-    for r in range(rounds):
-        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
-            settle = time.perf_counter() + SETTLE_SECONDS   # busy: the previous library's threads wind down
-            while time.perf_counter() < settle:
-                pass
-            variants[label]()
-            start = time.perf_counter()
-            for _ in range(calls[label]):
-                variants[label]()
-            samples[label].append((time.perf_counter() - start) / calls[label])
-    return samples
+    # busy settling before each block: the previous library's threads wind down
+    samples = round_robin(variants, rounds, calls, rotate=True, settle=SETTLE_SECONDS, wake=True)
+    return {label: s.wall for label, s in samples.items()}
 
 
 def report(title: str, samples: dict[str, list[float]], reference: str, work: float, unit: str) -> None:

@@ -1,7 +1,7 @@
 """Reductions of the expression vocabulary against NumPy: a tuple reduction, a triangular one, a product.
 
 Three workloads, each a group of variants timed interleaved round-robin in one process
-(:func:`tesched.tools.bench.timing.time_interleaved`); every variant's result is checked before it is timed.
+(:func:`tesched.driver.timing.time_interleaved`); every variant's result is checked before it is timed.
 Printed per variant: the median and minimum microseconds per call over the rounds, the spread
 (interquartile range over the median) and the ratio of NumPy's median to the variant's median.
 
@@ -24,7 +24,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.tools.bench.threads import describe_thread_pools, set_all_threads, thread_pools
-from tesched.tools.bench.timing import Timing, time_interleaved
+from tesched.driver.timing import Timing, time_interleaved
 
 RNG = np.random.default_rng(0)
 

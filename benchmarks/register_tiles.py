@@ -34,7 +34,7 @@ import tesched as ts  # noqa: E402
 import tesched.nn as nn  # noqa: E402
 from tesched.nn.dense import register_tiles  # noqa: E402
 from tesched.tiling import RegisterFile, accumulator_tile, registers_needed, useful_fmas_per_cycle  # noqa: E402
-from tesched.tools.bench.timing import time_interleaved  # noqa: E402
+from tesched.driver.timing import time_interleaved  # noqa: E402
 
 ROWS = range(2, 9)
 VECTORS = (1, 2, 4)

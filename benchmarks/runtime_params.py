@@ -21,6 +21,7 @@ import time
 import numpy as np
 
 import tesched as ts
+from tesched.driver.timing import round_robin
 
 SHAPE = (256, 256)
 
@@ -37,13 +38,6 @@ def gauss(gain, sigma):
 def build(gain, sigma, extra=()):
     s, A, B = gauss(gain, sigma)
     return ts.build(s, [A, B, *extra])
-
-
-def per_call(fn, calls=200):
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls
 
 
 def main() -> None:
@@ -77,10 +71,7 @@ def main() -> None:
     variants = {"baked": lambda: baked[0](a, out), "param after arrays": lambda: kernel(a, out, g, s),
                 "param by keyword": lambda: kernel(a, out, gain=g, sigma=s),
                 "param prepared": kernel.prepare(a, out, gain=g, sigma=s)}
-    times: dict[str, list[float]] = {name: [] for name in variants}
-    for _ in range(args.rounds):
-        for name, fn in variants.items():
-            times[name].append(per_call(fn))
+    times = {name: s.wall for name, s in round_robin(variants, args.rounds, 200).items()}   # 200 calls a block
     base = statistics.median(times["baked"])
     print(f"per call on {SHAPE[0]}x{SHAPE[1]} (median, quartiles, ratio to baked; {args.rounds} interleaved rounds):")
     for name, values in times.items():

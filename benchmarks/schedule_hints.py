@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from typing import Callable
 
 import numpy as np
 
 import tesched as ts
+from tesched.driver.timing import round_robin
 
 
 def stencil(special: bool) -> tuple[ts.Kernel, list[np.ndarray]]:
@@ -83,12 +83,7 @@ def main() -> None:
         np.testing.assert_allclose(kernels[True][0](*kernels[True][1][:-1]),
                                    kernels[False][0](*kernels[False][1][:-1]), rtol=1e-5)
         calls = {flag: kernel.prepare(*arrays) for flag, (kernel, arrays) in kernels.items()}
-        times: dict[bool, list[float]] = {False: [], True: []}
-        for _ in range(args.repeat):
-            for flag, call in calls.items():
-                start = time.perf_counter()
-                call()
-                times[flag].append(time.perf_counter() - start)
+        times = {flag: s.wall for flag, s in round_robin(calls, args.repeat).items()}
         base = statistics.median(times[False])
         print(label)
         for flag in (False, True):

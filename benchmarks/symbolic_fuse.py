@@ -1,7 +1,7 @@
 """Fusing loops over symbolic sizes to parallelize them: what the fused loop costs and what it buys.
 
 ``y = 2 * a + 1`` over a float32 array of shape ``(m, n)`` with ``m`` and ``n`` symbolic (``ts.var``), timed
-interleaved round-robin in one process (:func:`tesched.tools.bench.timing.time_interleaved`) after each
+interleaved round-robin in one process (:func:`tesched.driver.timing.time_interleaved`) after each
 variant's result is checked against NumPy. Printed per variant: the median and minimum microseconds per
 call, the spread (interquartile range over the median) and the ratio of NumPy's median to the variant's.
 
@@ -22,7 +22,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.tools.bench.threads import describe_thread_pools, set_all_threads, thread_pools
-from tesched.tools.bench.timing import Timing, time_interleaved
+from tesched.driver.timing import Timing, time_interleaved
 
 
 def kernels() -> dict[str, ts.Kernel]:

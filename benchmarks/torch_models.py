@@ -3,7 +3,7 @@
 Each model is imported (``frontend.from_torch``), built with ``tesched.graph.build`` and checked against
 PyTorch eager (max error relative to the output's scale); then, at batch 1 and the same thread count for
 every library, these variants are timed in one process, interleaved round-robin
-(:func:`tesched.tools.bench.timing.time_interleaved`):
+(:func:`tesched.driver.timing.time_interleaved`):
 
 - ``tesched``: ``exe(*arrays)``, the executable's ordinary call (NumPy in, fresh NumPy out);
 - ``tesched.prepared``: ``exe.prepare(*arrays)()``, the same kernels without argument checks or output
@@ -66,12 +66,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tesched import graph as G
+from tesched.driver.timing import Timing, time_calls, time_interleaved
 from tesched.frontend import from_torch
 from tesched.frontend.errors import UnsupportedOpError
-from tesched.driver.timing import time_calls
 from tesched.graph.visit import post_order
 from tesched.tools.bench.threads import set_all_threads
-from tesched.tools.bench.timing import Timing, time_interleaved
 from tesched.tools.bench.torch_peers import Peer, eager_peer, onnxruntime_peer, torch_compile_peer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -209,7 +208,7 @@ def group_flops(fn: G.Function) -> int:
                 flops += 2 * int(np.prod(out)) * channels * kh * kw
             elif node.op_name == "nn.winograd_conv2d":
                 flops += 2 * int(np.prod(out)) * node.args[1].tensor_type.shape[2] * 9
-            elif node.op_name == "nn.dense":
+            elif node.op_name in ("nn.dense", "nn.dense_panels"):     # weight (N, K) or panels (N / w, K, w)
                 flops += 2 * int(np.prod(out)) * node.args[1].tensor_type.shape[1]
     return flops
 

@@ -56,6 +56,7 @@ if ARGS is not None:  # before NumPy's BLAS and the OpenMP runtime start their t
 import numpy as np  # noqa: E402
 
 import tesched as ts  # noqa: E402
+from tesched.driver.timing import round_robin  # noqa: E402
 
 Built = tuple[ts.Schedule, list[ts.Tensor]]
 
@@ -241,16 +242,10 @@ def run_section(section: Section, repeat: int, show_c: str | None
         calls[f"best: {label}"], builds[f"best: {label}"] = build_cold(label, built, section, False)
     if section.numpy is not None:
         calls["NumPy"] = section.numpy
-    rates: dict[str, list[float]] = {label: [] for label in calls}
-    for call in calls.values():
-        call()                                        # warm up
-    for r in range(repeat):
-        for label, call in calls.items():
-            if label in slow and r >= 3:
-                continue
-            start = time.perf_counter()
-            call()
-            rates[label].append(section.work / (time.perf_counter() - start) / 1e9)
+    first = round_robin(calls, min(repeat, 3), warmup=1)    # slow steps only take the first three rounds
+    rest = round_robin({label: call for label, call in calls.items() if label not in slow}, max(repeat - 3, 0))
+    rates = {label: [section.work / t / 1e9 for t in first[label].wall + (rest[label].wall if label in rest else [])]
+             for label in calls}
     median = {label: statistics.median(v) for label, v in rates.items()}
     best_label = max((label for label in calls if label.startswith("best: ")), key=median.get, default=None)
     numpy_rate = median.get("NumPy")

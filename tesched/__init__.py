@@ -36,7 +36,7 @@ from tesched.errors import (
     TeschedError,
 )
 from tesched.schedule.kinds import ThreadAxis, thread_axis
-from tesched.schedule.schedule import Schedule, Stage, create_schedule, set_legality_check
+from tesched.schedule.schedule import Schedule, Stage, create_schedule, set_region_inference
 from tesched.target import Target
 from tesched.te import boundary
 from tesched.te.dtype import ALL_TYPES as dtypes
@@ -105,10 +105,13 @@ from tesched.te.reducer import CommReducer, argmax, argmin, comm_reducer, max_va
 from tesched.te.intrinsic import CIntrinsic, TensorIntrin, decl_tensor_intrin
 from tesched.te.scan import scan
 from tesched.te.scatter import scatter, scatter_add
-from tesched.te.tensor import IterVar, Tensor, compute, placeholder, reduce_axis, var
+from tesched.te.inferred import compute
+from tesched.te.tensor import IterVar, Tensor, placeholder, reduce_axis, var
 from tesched.te.update import Func, update
 from tesched.version import __version__
-from tesched.lower.hooks import set_page_writer as _set_page_writer
+# the package tesched.lower loads before the function ``lower`` below replaces its name here; loaded later
+# (with the pipeline, on the first call), it would rebind ``tesched.lower`` to itself
+from tesched import lower as _lowering_package  # noqa: F401
 
 _LAZY = {"LoweredFunc": "tesched.lower.func",
          "load_module": "tesched.driver.load", "get_num_threads": "tesched.driver.threads",
@@ -204,30 +207,32 @@ def lower(sch: Schedule, args: "Sequence[Tensor]", name: str = "main", debug: "b
     return pipeline_lower(sch, args, name, debug, simple_mode)
 
 
-def _viewer_page(kind: str) -> _Any:
-    """A page writer that loads :mod:`tesched.viz` (which installs its own writers) on the first page."""
-    def write(obj: object, path: _Any, **options: _Any) -> _Any:
-        from tesched.lower.hooks import write_page
-        _importlib.import_module("tesched.viz")
-        return write_page(kind, obj, path, **options)
-    return write
+def check_schedule(sch: Schedule) -> None:
+    """Run the legality checks of ``lower`` (dependences included) on a schedule without generating code
+    (:func:`tesched.lower.pipeline.check_schedule`, whose pipeline loads with the first call).
+
+    Raises
+    ------
+    ScheduleError
+        Naming the primitive, stage and instances of the first check that fails, as ``lower`` would.
+    """
+    from tesched.lower.pipeline import check_schedule as pipeline_check
+    pipeline_check(sch)
 
 
-def _check_schedule(sch: Schedule) -> None:
-    """``Schedule.check`` before anything was lowered: load the lowering pipeline (which installs its check)."""
-    _importlib.import_module("tesched.lower.pipeline")
-    sch.check()
+def _realize_outputs(outputs: list) -> list:
+    """Bounds inference before anything was lowered: load the lowering pipeline (which installs its own)."""
+    from tesched.poly.regions import realize_outputs
+    return realize_outputs(outputs)
 
 
-for _kind in ("kernel", "graph"):
-    _set_page_writer(_kind, _viewer_page(_kind))
-set_legality_check(_check_schedule)
+set_region_inference(_realize_outputs)
 
 __all__ = [
     "BoundsError", "BuildError", "boundary", "CIntrinsic", "Target", "__version__", "auto_schedule",
     "explain_schedule", "tune", "Expr", "TensorIntrin", "TensorizeError", "build", "decl_tensor_intrin",
     "get_num_threads", "set_num_threads", "IterVar", "LoweredFunc", "LoweringError", "Schedule", "ScheduleError", "Stage",
-    "Tensor", "TeschedError", "abs", "all", "any", "ceil", "compute", "const", "create_schedule",
+    "Tensor", "TeschedError", "abs", "all", "any", "ceil", "check_schedule", "compute", "const", "create_schedule",
     "dtypes", "exp", "floor", "if_then_else", "log", "lower", "max", "maximum", "min", "minimum",
     "placeholder", "reduce_axis", "save_tile_png", "sigmoid", "sqrt", "sum", "tanh", "var", "param", "call_pure_extern", "extern", "extern_call",
     "halving_add", "narrow", "rint", "rounding_halving_add", "rounding_shift_right", "saturate_cast", "widen",

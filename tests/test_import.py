@@ -29,3 +29,17 @@ def test_the_rest_loads_on_first_use():
     assert "islpy" in _loaded("import tesched as ts\nA = ts.placeholder((4,), name='A')\n"
                               "B = ts.compute((4,), lambda i: A[i] + 1.0, name='B')\n"
                               "print(ts.lower(ts.create_schedule(B.op), [A, B]))")
+
+
+def test_loading_the_pipeline_keeps_the_facade_lower_a_function():
+    code = ("import tesched as ts\nfrom tesched.lower import hooks, pipeline\n"
+            "print(callable(ts.lower), ts.lower.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True", "tesched"]
+
+
+def test_to_html_loads_the_viewer_on_the_first_page():
+    assert "tesched.viz" not in _loaded("import tesched")
+    assert "tesched.viz" in _loaded("from tesched.lower import hooks as h\n"
+                                    "try:\n    h.write_page('kernel', object(), 'unused.html')\n"
+                                    "except TypeError:\n    pass")

@@ -50,7 +50,7 @@ import numpy as np
 from tesched import frontend
 from tesched import graph as G
 from tesched.tools.bench.threads import set_all_threads
-from tesched.tools.bench.timing import time_interleaved
+from tesched.driver.timing import time_interleaved
 from tesched.tools.tutorial import parse_tutorial_args, ratio_text, tutorial_parser
 
 

@@ -28,11 +28,11 @@ The answer, in short (step 6 prints what the machine that runs it measured). Att
 (``fuse_attention``: the two batched products and the softmax are one online-softmax kernel, and the seq x
 seq scores are never stored); the scale stays outside it, in the two small kernels that multiply q and k by
 the square root of 1/sqrt(d) (as PyTorch's decomposition of SDPA writes it), beside the transposes that lay
-out the heads. Each linear layer is one kernel with its bias; the GELU's five elementwise ops are one
-kernel. Each layer norm is a kernel of its own, and so is the residual add before it: the fusion rules do
-not let an opaque op (the layer norm) follow an elementwise one or be followed by anything, and a reshape
-between the first MLP product and the GELU is a view that keeps those two apart. The layer runs as 13
-tesched kernels and the attention kernel.
+out the heads. Each linear layer is one kernel with its bias; the first MLP product carries the GELU's
+five elementwise ops, and the output projection and the second MLP product carry the residual add: the
+``sink_reshapes`` pass moves them before the reshape that ends each product (a view, which would otherwise
+keep them apart). Each layer norm is a kernel of its own: the fusion rules do not let an opaque op follow
+anything or be followed by anything. The layer runs as 9 tesched kernels and the attention kernel.
 
 On an Intel Xeon with AVX-512 (2 vCPUs shared with other jobs, load average 10 to 14), ``python
 tutorials/12_import_transformer.py --rounds 30`` could not compare the wall-clock medians: they varied by 24%
@@ -41,8 +41,8 @@ tesched 3.6 ms, ONNX Runtime 3.8 ms (1.04x tesched's), ``torch.compile`` 5.3 ms 
 5.4 ms (1.50x); the fastest blocks of calls took tesched 3.47 ms, ONNX Runtime 2.65 ms, eager 4.78 ms and
 ``torch.compile`` 5.03 ms. So on this layer tesched does less work than eager and ``torch.compile`` and about
 as much as ONNX Runtime, whose fastest runs were faster than tesched's: tesched does not beat ONNX Runtime
-here. The unfused residual adds and layer norms are the obvious place to look. Re-run it on a quiet machine
-before quoting any ratio.
+here. Those figures predate ``sink_reshapes``, the vectorized exponential of the attention kernel and the
+vectorized layer norm; re-run it on a quiet machine before quoting any ratio.
 """
 import inspect
 import os
@@ -61,7 +61,7 @@ from tesched.graph.visit import post_order
 from tesched.target import Target
 from tesched.tools.bench.suite import cpu_model
 from tesched.tools.bench.threads import set_all_threads
-from tesched.tools.bench.timing import time_interleaved
+from tesched.driver.timing import time_interleaved
 from tesched.tools.tutorial import is_noisy, parse_tutorial_args, ratio_text, tutorial_parser
 
 PARSER = tutorial_parser(__doc__, "seq 16, d 64, a smoke test; torch.compile is skipped")

@@ -36,6 +36,7 @@ from tesched.autodiff.contributions import (Contribution, Head, Key, adjoint, ch
 from tesched.autodiff.scan_adjoint import scan_contributions
 from tesched.errors import GradientError
 from tesched.te import dtype as dt
+from tesched.schedule.schedule import realize_declared
 from tesched.te.expr import Const
 from tesched.te.scan import ScanOp
 from tesched.te.tensor import ComputeOp, Operation, PlaceholderOp, Tensor, compute
@@ -77,6 +78,16 @@ def _ones(dtype: str) -> Head:
 
 def _zeros(tensor: Tensor) -> Tensor:
     return compute(tensor.shape, lambda *i: Const(0.0, tensor.dtype), name=f"{tensor.name}.grad")
+
+
+def _realized(output: Tensor, wanted: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+    """``output`` and ``wanted`` in the pipeline rebuilt over the inferred regions of its computes declared
+    without a shape (bounds inference), so their adjoints have shapes; unchanged without one."""
+    rebuilt = {id(old): new for old, new in realize_declared([output.op])}
+
+    def of(t: Tensor) -> Tensor:
+        return rebuilt[id(t.op)].output(t.value_index) if id(t.op) in rebuilt else t
+    return of(output), [of(t) for t in wanted]
 
 
 def _check_head(output: Tensor, head: Tensor | None) -> None:
@@ -169,6 +180,7 @@ def gradient(output: Tensor, inputs: Tensor | Sequence[Tensor], head: Tensor | N
             raise TypeError(f"ts.gradient: inputs must be Tensors, got {type(t).__name__}")
         if not dt.is_float(t.dtype):
             raise GradientError(f"ts.gradient: {t.name} is {t.dtype}; only floating tensors have gradients")
+    output, wanted = _realized(output, wanted)
     _check_head(output, head)
     ops = _stages(output)
     relevant = _depends(ops, {id(t.op) for t in wanted})

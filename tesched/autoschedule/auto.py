@@ -22,6 +22,7 @@ from tesched.autoschedule.machine import Machine, resolve
 from tesched.autoschedule.pipeline import Pipeline
 from tesched.autoschedule.plan import Plan, StagePlan, apply_plan
 from tesched.errors import ScheduleError
+from tesched.lower.pipeline import check_schedule
 from tesched.schedule.schedule import Schedule, create_schedule
 from tesched.te.tensor import Operation, Tensor
 
@@ -73,7 +74,7 @@ def checked_schedule(outputs: Outputs, plan: Plan) -> Schedule:
     """``plan`` applied to a fresh schedule of ``outputs`` (or to the given schedule) and checked."""
     sch = outputs if isinstance(outputs, Schedule) else create_schedule(as_outputs(outputs))
     apply_plan(sch, plan)
-    sch.check()
+    check_schedule(sch)
     return sch
 
 
@@ -116,7 +117,7 @@ def auto_schedule(outputs: Outputs, target: object = None) -> Schedule:
         candidate = base if isinstance(outputs, Schedule) else create_schedule(ops)
         try:
             apply_plan(candidate, plan)
-            candidate.check()
+            check_schedule(candidate)
             break
         except (ScheduleError, ValueError) as err:
             if isinstance(outputs, Schedule):

@@ -35,7 +35,7 @@ from typing import Sequence
 from tesched.autoschedule.gpu_chain import Chain, chain_reader, chain_tile, compute_producer
 from tesched.codegen.gpu import generate_gpu
 from tesched.errors import ScheduleError
-from tesched.lower.pipeline import lower, lower_for_target
+from tesched.lower.pipeline import check_schedule, lower, lower_for_target
 from tesched.nn.gpu_schedule import bind_elements
 from tesched.nn.gpu_tiles import (GpuLimits, TiledReduction, choose_tile, compute_shared, extents,
                                    limits_of, reads_pointwise, reduction_tile, reuse, tile_elements,
@@ -114,7 +114,7 @@ def gpu_auto_schedule(ops: Sequence[Operation], target: Target) -> Schedule:
         sch = create_schedule(list(ops))
         try:
             notes = _schedule(sch, _Context(checked, limits, options))
-            sch.check()
+            check_schedule(sch)
             shared = _shared_bytes(sch, checked)
             break
         except ScheduleError as err:

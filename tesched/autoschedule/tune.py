@@ -38,6 +38,7 @@ from tesched.autoschedule.workload import workload_hash
 from tesched.driver.build import build
 from tesched.driver.kernel import Kernel
 from tesched.errors import ScheduleError
+from tesched.lower.pipeline import check_schedule
 from tesched.schedule.schedule import Schedule, create_schedule
 from tesched.te.tensor import Tensor
 
@@ -195,7 +196,7 @@ def _illegal(ops: list, plan: Plan) -> str | None:
     try:
         sch = create_schedule(ops)
         apply_plan(sch, plan)
-        sch.check()
+        check_schedule(sch)
     except (ScheduleError, ValueError, TypeError) as err:
         return f"illegal: {err}"
     return None

@@ -16,6 +16,7 @@ from tesched.ir.kinds import LoopKind
 from tesched.schedule.kinds import AttachType
 from tesched.schedule.schedule import Schedule
 from tesched.te.expr import Param
+from tesched.te.realize import inferred_region
 from tesched.te.tensor import ComputeOp, PlaceholderOp, Tensor
 
 
@@ -43,6 +44,10 @@ def check_arguments(sch: Schedule, args: Sequence[object], params: Sequence[Para
             raise ValueError(f"tensor {t.name} appears twice in the arguments")
         seen.add(id(t))
         stage = sch[t]
+        if inferred_region(stage.op) is not None:
+            raise ScheduleError(f"{t.name} is an argument, but it was declared without a shape: its region is "
+                                "inferred from its readers, and a kernel's arguments are its inputs and outputs, "
+                                "which carry their sizes; give it a shape to pass it")
         if stage.attach_type is not AttachType.ROOT and isinstance(t.op, ComputeOp):
             where = ("inlined" if stage.attach_type is AttachType.INLINE
                      else f"computed at {getattr(stage.attach_stage, 'name', '?')}")

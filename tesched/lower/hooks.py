@@ -1,30 +1,26 @@
-"""Where higher layers plug into lowered code: the page writer behind every ``to_html``, and watchers of
-the functions ``lower()`` returns.
+"""Where higher layers meet lowered code: the viewer's page writers behind every ``to_html``, and watchers
+of the functions ``lower()`` returns.
 
 ``to_html`` is offered by lowered functions, kernels and graph executables, which live below the viewer
-(:mod:`tesched.viz`); the viewer registers a writer per kind of page (``"kernel"``, ``"graph"``) here
-when ``tesched`` is imported, and they call :func:`write_page`. :func:`watch_lowering` lets a tool see every function lowered while it runs (``python
--m tesched show script.py`` shows a script's last kernel). The lowering pipeline installs here how a
-lowered function is finished for a target (:func:`finish_for_target`), which its printed text consults
-for the register promotions a build would make. This module holds the three registrations and nothing else.
+(:mod:`tesched.viz`). :func:`write_page` names the viewer's writer of each kind of page (``"kernel"``,
+``"graph"``) and loads the viewer when the first page is written, as the facade loads its lazy names: the
+viewer is an application of the compiler, never imported by it, and nothing registers itself.
+:func:`watch_lowering` lets a tool see every function lowered while it runs (``python -m tesched show
+script.py`` shows a script's last kernel). This module holds the two and nothing else.
 """
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-PageWriter = Callable[..., Path]
+VIEWER = "tesched.viz"
+PAGE_WRITERS = {"kernel": "write_kernel_page", "graph": "write_graph_page"}
+"""The function of :data:`VIEWER` that writes each kind of page."""
 
-_page_writers: dict[str, PageWriter] = {}
 _watchers: list[Callable[[Any], None]] = []
-_finisher: list[Callable[[Any, Any], Any]] = []
-
-
-def set_page_writer(kind: str, writer: PageWriter) -> None:
-    """Install ``writer(obj, path, **options) -> Path``, which ``to_html`` calls for pages of ``kind``."""
-    _page_writers[kind] = writer
 
 
 def write_page(kind: str, obj: object, path: str | Path, **options: Any) -> Path:
@@ -46,9 +42,9 @@ def write_page(kind: str, obj: object, path: str | Path, **options: Any) -> Path
     Path
         The file written.
     """
-    writer = _page_writers.get(kind)
-    if writer is None:
-        raise RuntimeError(f"to_html: no writer of {kind} pages; `import tesched` registers tesched.viz's")
+    if kind not in PAGE_WRITERS:
+        raise ValueError(f"to_html: no writer of {kind!r} pages; the kinds are {sorted(PAGE_WRITERS)}")
+    writer: Callable[..., Path] = getattr(importlib.import_module(VIEWER), PAGE_WRITERS[kind])
     return writer(obj, path, **options)
 
 
@@ -67,16 +63,3 @@ def notify_lowered(func: Any) -> None:
     """Tell the watchers that ``func`` was lowered (called by ``lower()``)."""
     for callback in _watchers:
         callback(func)
-
-
-def set_finisher(finish: Callable[[Any, Any], Any]) -> None:
-    """Install ``finish(func, target)``: the build phase of the lowering pipeline (called when it loads)."""
-    _finisher[:] = [finish]
-
-
-def finish_for_target(func: Any, target: Any) -> Any:
-    """``func`` (a :class:`~tesched.lower.func.LoweredFunc` from ``lower()``) finished for ``target`` as
-    ``build`` finishes it (unrolled, explicit SIMD, registers)."""
-    if not _finisher:
-        raise RuntimeError("finish_for_target: the lowering pipeline (tesched.lower.pipeline) is not loaded")
-    return _finisher[0](func, target)

@@ -51,7 +51,7 @@ from tesched.ir.cse import bind_shared_stores
 from tesched.ir.verify import verify
 from tesched.lower.checks import check_arguments, check_loop_nesting, check_request
 from tesched.lower.func import LoweredFunc
-from tesched.lower.hooks import notify_lowered, set_finisher
+from tesched.lower.hooks import notify_lowered
 from tesched.poly.astgen import LoopAst, generate_ast
 from tesched.poly.buffers import allocate_buffers
 from tesched.poly.bounds import check_bounds
@@ -64,11 +64,12 @@ from tesched.poly.fused import FusedGroup
 from tesched.poly.index_checks import StageBodies, checked_bodies
 from tesched.poly.model import PolyModel
 from tesched.poly.prefetch import plan_prefetches
+from tesched.poly.regions import realize_outputs
 from tesched.poly.specialize import specialize
 from tesched.poly.stages import declare_stages
 from tesched.poly.tensorize import match_tensorize
 from tesched.poly.tree import ScheduleTree, build_tree
-from tesched.schedule.schedule import Schedule, set_legality_check
+from tesched.schedule.schedule import Schedule, set_region_inference
 from tesched.target import Target, current_target
 from tesched.te.expr import Param
 from tesched.te.tensor import PlaceholderOp, Tensor
@@ -240,7 +241,7 @@ def _function(st: LoopState, target: Target) -> LoweredFunc:
         raise LoweringError(f"{st.request.name}: two runtime parameters are named {twice[0]} (ts.param); a kernel's "
                             "params are passed by name, so each needs its own")
     return LoweredFunc(st.request.name, tuple(st.buffers[id(t)] for t in args), args, tuple(st.model.params),
-                       st.body, st.model, scalars)
+                       st.body, st.model, scalars, finisher=lower_for_target)
 
 
 def _loop_nesting(st: LoopState, target: Target) -> LoopState:
@@ -406,11 +407,11 @@ def lower_for_target(func: LoweredFunc, target: Target, debug: bool | None = Non
 
 
 def check_schedule(sch: Schedule) -> None:
-    """The passes of :func:`lower` up to the dependence check, on a schedule's outputs and inputs."""
+    """The passes of :func:`lower` up to the dependence check, on a schedule's outputs and inputs
+    (``ts.check_schedule``)."""
     args = tuple(st.op.output(k) for st in sch.stages if isinstance(st.op, PlaceholderOp) or st.is_output
                  for k in range(st.op.num_outputs))
     run_passes(Request(sch, args, "check"), passes_until("dependence check"), current_target(), False)
 
 
-set_legality_check(check_schedule)
-set_finisher(lower_for_target)
+set_region_inference(realize_outputs)

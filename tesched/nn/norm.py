@@ -14,17 +14,33 @@ and unbiased variance for them.
 ``layer_norm`` normalises each slice along ``axis`` by its own mean and (biased) variance, then scales by
 ``gamma`` and shifts by ``beta`` (1-D, along ``axis``), as PyTorch's ``LayerNorm`` over the last axis: two
 reductions (the sum, then the sum of squared deviations from the mean, so no cancellation) tagged
-``comm_reduce`` and the normalisation tagged ``opaque``, scheduled like ``softmax`` (one slice at a time).
+``comm_reduce`` and the normalisation tagged ``opaque``. Its schedule computes one slice at a time (the
+slices parallel when there is work enough): over the last axis, when at least 4 lanes of a vector (a power
+of two) divide it, both reductions are split into one partial sum per lane (``rfactor``), vectorized, then
+summed, and the normalisation is vectorized; otherwise it is scheduled like ``softmax``, the sum stored
+whole.
 """
 from __future__ import annotations
 
 import tesched as ts
-from tesched.nn.pattern import Pattern, compute
-from tesched.nn.schedule import register_schedule
+from tesched.nn.hints import is_symbolic
+from tesched.nn.pattern import Pattern, compute, op_of
+from tesched.nn.schedule import (
+    parallel_outer,
+    reduction_work,
+    register_schedule,
+    schedule_reduction,
+    static_extent,
+)
 from tesched.nn.shape import normalize_axis
 from tesched.nn.softmax import schedule_softmax
+from tesched.schedule.schedule import Schedule
+from tesched.target import current_target
 from tesched.te.expr import Expr
 from tesched.te.tensor import Tensor
+
+LAYER_NORM_SUM = "layer_norm_sum"
+"""Op tag of a layer norm's first reduction (the sum), which :func:`schedule_layer_norm` schedules."""
 
 
 def batch_norm(x: Tensor, gamma: Tensor, beta: Tensor, mean: Tensor, var: Tensor, epsilon: float = 1e-5,
@@ -117,7 +133,7 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis: int = -1, epsilon: 
 
     k1 = ts.reduce_axis((0, size), "k")
     total = compute(reduced, lambda *i: ts.sum(x[along(i, k1)], axis=k1), name="layer_norm_sum",
-                    pattern=Pattern.COMM_REDUCE, op="layer_norm")
+                    pattern=Pattern.COMM_REDUCE, op=LAYER_NORM_SUM)
     k2 = ts.reduce_axis((0, size), "k")
 
     def deviation(i: tuple, k) -> Expr:
@@ -133,4 +149,32 @@ def layer_norm(x: Tensor, gamma: Tensor, beta: Tensor, axis: int = -1, epsilon: 
     return compute(x.shape, fcompute, name="layer_norm", pattern=Pattern.OPAQUE, op="layer_norm")
 
 
-register_schedule("layer_norm")(schedule_softmax)
+@register_schedule("layer_norm", producers=(LAYER_NORM_SUM,))
+def schedule_layer_norm(s: Schedule, squares: Tensor, host: Tensor) -> None:
+    """The schedule of the module doc; ``squares`` is the second reduction, ``host`` the output it is
+    computed for, and the sum is found among the inputs of ``squares``."""
+    total = next(t for t in squares.op.input_tensors if op_of(t) == LAYER_NORM_SUM)
+    reduce_axis = squares.op.reduce_axis[0]
+    lanes = current_target().lanes(squares.dtype)           # the most lanes, a power of two, dividing it
+    while lanes > 1 and (is_symbolic(reduce_axis.range.extent) or static_extent(reduce_axis) % lanes):
+        lanes //= 2
+    last = squares.ndim - 1
+    if lanes < 4 or host.shape == squares.shape or squares.shape[last] != 1 or host.shape[last] == 1:
+        schedule_softmax(s, squares, host)
+        schedule_reduction(s, s.cache_write(total, "local"), total)
+        return
+    hstage = s[host]
+    axes = list(hstage.op.axis)
+    slice_loop = parallel_outer(hstage, axes[:-1], reduction_work(squares))
+    hstage.vectorize(axes[-1])
+    for red in (total, squares):
+        rstage = s[red]
+        _, lane = rstage.split(rstage.op.reduce_axis[0], lanes)
+        partial = s.rfactor(red, lane, factor_axis=red.ndim)
+        assert isinstance(partial, Tensor)      # a sum: one partial tensor
+        pstage = s[partial]
+        pstage.compute_at(hstage, slice_loop)
+        *outer, lane_axis = pstage.op.axis
+        pstage.reorder(*outer, *pstage.op.reduce_axis, lane_axis)
+        pstage.vectorize(lane_axis)
+        rstage.compute_at(hstage, slice_loop)

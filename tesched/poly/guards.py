@@ -46,6 +46,11 @@ def guarded_reads(sm: StageModel) -> Iterator[tuple[TensorRead, tuple]]:
     return itertools.chain(_guarded_reads(sm.body, (), set()), _target_reads(sm))
 
 
+def reads_with_guards(body: Expr) -> Iterator[tuple[TensorRead, tuple]]:
+    """Every read of an expression with the conditions under which it runs (as :func:`guarded_reads`)."""
+    return _guarded_reads(body, (), set())
+
+
 def _target_reads(sm: StageModel) -> Iterator[tuple[TensorRead, tuple]]:
     """A scatter's element, read and written by its update where its ``where`` holds (an update
     definition's element, written wherever it runs)."""

@@ -3,8 +3,10 @@
 ``create_schedule(outputs)`` makes one :class:`~.stage.Stage` per operation (inputs first); ``s[T]`` finds
 a tensor's stage. A scan's state placeholder has no stage of its own: it is the scan's tensor, and the
 stages between it and the scan start computed at the scan's time loop. The dataflow primitives (``cache_read``, ``cache_write``, ``rfactor``, in
-:mod:`.dataflow`) add stages. ``s.check()`` runs the lowering's legality checks, which the lowering layer
-registers with ``set_legality_check`` (a schedule does not depend on its lowering).
+:mod:`.dataflow`) add stages. A schedule does not check itself: the lowering does (``ts.check_schedule(s)``
+runs its legality checks on demand), so it does not depend on its lowering. A pipeline with computes
+declared without a shape is rebuilt over their inferred regions first, by the function the lowering
+registers with ``set_region_inference``; ``s[T]`` of a declared operation finds its rebuilt stage.
 """
 from __future__ import annotations
 
@@ -14,44 +16,66 @@ from tesched.errors import ScheduleError
 from tesched.schedule.dataflow import cache_read, cache_write, rfactor
 from tesched.schedule.stage import Fuse, Split, Stage, as_op
 from tesched.te.scan import ScanOp
+from tesched.te.inferred import InferredOp
 from tesched.te.tensor import ComputeOp, IterVar, Operation, PlaceholderOp, Tensor
 from tesched.te.update import Func
 
-__all__ = ["Fuse", "Schedule", "Split", "Stage", "create_schedule", "set_legality_check"]
+__all__ = ["Fuse", "Schedule", "Split", "Stage", "create_schedule"]
 
-_legality_check: Callable[["Schedule"], None] | None = None
+_region_inference: Callable[[list[Operation]], list[tuple[Operation, Operation]]] | None = None
 
 
-def set_legality_check(check: Callable[["Schedule"], None]) -> None:
-    """Register the function ``Schedule.check`` runs (done by :mod:`tesched.lower`)."""
-    global _legality_check
-    _legality_check = check
+def set_region_inference(infer: Callable[[list[Operation]], list[tuple[Operation, Operation]]]) -> None:
+    """Register the function that rebuilds a schedule's pipeline over the inferred regions of its computes
+    declared without a shape: (declared, rebuilt) operation pairs (done by :mod:`tesched.lower`)."""
+    global _region_inference
+    _region_inference = infer
+
+
+def dependence_order(outputs: Sequence[Operation]) -> list[Operation]:
+    """Every operation the outputs depend on, each after those it reads."""
+    order: list[Operation] = []
+    seen: set[int] = set()
+
+    def visit(op: Operation) -> None:
+        if id(op) in seen:
+            return
+        seen.add(id(op))
+        for t in op.input_tensors:
+            visit(t.op)
+        order.append(op)
+
+    for op in outputs:
+        visit(op)
+    return order
+
+
+def realize_declared(outputs: Sequence[Operation]) -> list[tuple[Operation, Operation]]:
+    """The operations of a pipeline declared with computes without a shape, each with its operation rebuilt
+    over the inferred regions (the registered inference); empty when the outputs depend on none."""
+    if not any(isinstance(op, InferredOp) for op in dependence_order(outputs)):
+        return []
+    assert _region_inference is not None, "no region inference registered: import tesched"
+    return _region_inference(list(outputs))
 
 
 class Schedule:
     """The schedule of every operation that the outputs depend on."""
 
     def __init__(self, outputs: Sequence[Operation]):
-        self.outputs = list(outputs)
-        order: list[Operation] = []
-        seen: set[int] = set()
-
-        def visit(op: Operation) -> None:
-            if id(op) in seen:
-                return
-            seen.add(id(op))
-            for t in op.input_tensors:
-                visit(t.op)
-            order.append(op)
-
-        for op in self.outputs:
-            visit(op)
+        # the declared operations of a pipeline rebuilt over inferred regions, each with its rebuilt one
+        self.declared = realize_declared(outputs)
+        rebuilt = {id(old): new for old, new in self.declared}
+        self.outputs = [rebuilt.get(id(op), op) for op in outputs]
+        order = dependence_order(self.outputs)
         scans = [op for op in order if isinstance(op, ScanOp)]
         states = {id(state.op) for op in scans for state in op.states}
         self.stages = [Stage(op, self) for op in order if id(op) not in states]
         self.stage_map = {id(st.op): st for st in self.stages}
         for op in self.outputs:
             self.stage_map[id(op)].is_output = True
+        for old, new in self.declared:
+            self.stage_map[id(old)] = self.stage_map[id(new)]
         for scan in scans:
             self._place_scan(scan)
 
@@ -143,14 +167,6 @@ class Schedule:
         several values), the list of its outputs (one partial tensor per component), as TVM does; the final
         stage combines every component's partials."""
         return rfactor(self, tensor, axis, factor_axis)
-
-    def check(self) -> None:
-        """Run the legality checks of ``lower`` (dependences included) without generating code.
-
-        The checks live in the lowering layer, which registers them here (``set_legality_check``)."""
-        if _legality_check is None:
-            raise RuntimeError("no legality check registered: import tesched")
-        _legality_check(self)
 
     def canonical(self, tensor: Tensor) -> Tensor:
         """The tensor a stage currently produces, for a tensor the user declared."""

@@ -26,9 +26,9 @@ from typing import Sequence
 
 from tesched.te import checks
 from tesched.te import dtype as dt
-from tesched.te.expr import Expr, as_expr, cast_to
-from tesched.te.tensor import (ComputeOp, IterType, IterVar, Operation, Range, Tensor, TensorRead, compute,
-                               integer_indices)
+from tesched.te.expr import Expr, Var, as_expr, cast_to
+from tesched.te.inferred import InferredOp, compute
+from tesched.te.tensor import ComputeOp, IterType, IterVar, Operation, Range, Tensor, TensorRead, integer_indices
 from tesched.te.visit import collect, substitute
 
 
@@ -113,7 +113,7 @@ def update(tensor: Tensor, index: object, value: object) -> Tensor:
     without pure axes (of reduce axes, sizes, tensor reads); ``value`` may read any version of the tensor."""
     base = tensor.op.base if isinstance(tensor.op, UpdateOp) else tensor.op
     name = base.name
-    if type(base) is not ComputeOp or base.num_outputs != 1 or base.reduce_axis:
+    if not (type(base) is ComputeOp or isinstance(base, InferredOp)) or base.num_outputs != 1 or base.reduce_axis:
         raise TypeError(f"update of {name}: only a single-output compute without a reduction can be updated "
                         f"(it is a {type(base).__name__}); write its reduction as an update instead")
     latest: ComputeOp = _LATEST.get(base, base)
@@ -150,19 +150,27 @@ def update(tensor: Tensor, index: object, value: object) -> Tensor:
 class Func:
     """A tensor defined in Halide's style: ``f[x, y] = ...`` (the pure definition over ``f.axis``), then
     any number of updates ``f[index] = value`` or ``f[index] += value`` (``-=``, ``*=``, ...). Reading
-    ``f[...]`` reads the latest version; ``f.tensor`` is it (pass it to kernels and other stages)."""
+    ``f[...]`` reads the latest version; ``f.tensor`` is it (pass it to kernels and other stages).
+
+    ``shape=None`` declares a Func whose region is inferred from its readers (Halide's Func, defined
+    everywhere; see :mod:`tesched.te.inferred`): ``axes`` then names its dimensions."""
 
     def __init__(self, shape, dtype: str = "float32", name: str = "func", axes: Sequence[str] | None = None):
         checks.check_name(name, "Func")
         self.dtype = dt.normalize(dtype, f"Func {name}")
         self.name = name
-        dims = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+        if shape is None and axes is None:
+            raise ValueError(f"Func {name}: a Func without a shape (its region inferred) names its axes, which "
+                             "give its dimensions: ts.Func(None, dtype, name, axes=('x', 'y'))")
+        dims = ((None,) * len(list(axes or ())) if shape is None else
+                tuple(shape) if isinstance(shape, (tuple, list)) else (shape,))
         names = list(axes) if axes is not None else ["x", "y", "z", "w"][:len(dims)] + [
             f"i{k}" for k in range(4, len(dims))]
         if len(names) != len(dims):
             raise ValueError(f"Func {name}: {len(names)} axis names for {len(dims)} dimensions")
-        self.shape = dims
-        self.axis = [IterVar(Range(0, d), n, IterType.DATA_PAR) for n, d in zip(names, dims)]
+        self.shape: tuple | None = None if shape is None else dims
+        self.axis = [IterVar(Range(0, Var(f"{name}.extent{k}") if d is None else d), n, IterType.DATA_PAR)
+                     for k, (n, d) in enumerate(zip(names, dims))]
         self._tensor: Tensor | None = None
 
     @property

@@ -29,8 +29,7 @@ import numpy as np
 
 import tesched as ts
 from tesched.driver.kernel import Kernel
-from tesched.driver.timing import sample
-from tesched.tools.bench.timing import BUSY_SPREAD, warm_up
+from tesched.driver.timing import BUSY_SPREAD, sample, warm_up
 
 CONV_VARIANTS = ("unfused", "fused, pad inlined", "fused, pad at tile")
 ROW_TILE = 14
@@ -170,7 +169,7 @@ def schedule_matmul(c: ts.Tensor) -> ts.Schedule:
 
 def time_call(call: Callable[[], object], repeat: int) -> tuple[float, float, float]:
     """Median, spread (interquartile range; 0 for fewer than two runs) and minimum wall time of ``call()``
-    over ``repeat`` runs, after warming it up (:func:`~tesched.tools.bench.timing.warm_up`)."""
+    over ``repeat`` runs, after warming it up (:func:`~tesched.driver.timing.warm_up`)."""
     warm_up(call)
     times = sample(call, repeat, limit=repeat)
     spread = 0.0
@@ -271,7 +270,7 @@ def explain(row: Timing, baseline: Timing) -> str:
 
 
 def busy_note(rows: list[Timing]) -> str | None:
-    """A warning naming the rows whose spread exceeds :data:`~tesched.tools.bench.timing.BUSY_SPREAD` of
+    """A warning naming the rows whose spread exceeds :data:`~tesched.driver.timing.BUSY_SPREAD` of
     their median (other processes took the cores), or None."""
     noisy = [row.variant if row.label.startswith("conv") else row.label for row in rows
              if row.spread > BUSY_SPREAD * row.median]

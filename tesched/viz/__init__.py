@@ -8,7 +8,7 @@ drawing of one tile, the producer region it needs and the recomputed halo, from 
 sets. Graph pages show the graph after each pass, the fused groups, why each unfused edge was not fused,
 and every group's kernel. ``save_tile_png`` draws the tile figure with matplotlib (an optional extra).
 
-Importing this package registers the page writers behind every ``to_html`` (``import tesched`` does it);
+``to_html`` loads this package on the first page it writes (:mod:`tesched.lower.hooks` names its writers);
 it does not load the graph package (a graph page is only written for an executable, which has loaded it).
 """
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING
 
 from tesched.driver.kernel import Kernel
 from tesched.lower.func import LoweredFunc
-from tesched.lower.hooks import set_page_writer
 from tesched.viz.graph_page import graph_page
 from tesched.viz.html import page, text, write
 from tesched.viz.kernel_page import kernel_section
@@ -107,8 +106,5 @@ def _lowered(obj: object, caller: str) -> LoweredFunc:
         raise TypeError(f"{caller}: expected a lowered function or a kernel, got {what}")
     return func
 
-
-set_page_writer("kernel", write_kernel_page)
-set_page_writer("graph", write_graph_page)
 
 __all__ = ["save_tile_png", "write_graph_page", "write_kernel_page"]

@@ -410,3 +410,20 @@ def test_a_max_scatter_is_refused_by_name():
     peak = ts.scatter((3,), (idx[r],), x[r], [r], "max", name="peak")
     with pytest.raises(ts.GradientError, match="stage peak is a max scatter: ts.gradient differentiates sum"):
         ts.gradient(peak, [x])
+
+
+def test_a_pipeline_with_inferred_regions_differentiates_its_rebuilt_stages():
+    """Halide's blur declared without intermediate shapes (repeat-edge input, 3x3 box): its gradient with
+    respect to the input is torch's of the same padded blur."""
+    H, W = 6, 7
+    A = ts.placeholder((H, W), name="A")
+    clamped = ts.compute(None, lambda y, x: A[ts.clamp(y, 0, H - 1), ts.clamp(x, 0, W - 1)], name="clamped")
+    bx = ts.compute(None, lambda y, x: clamped[y, x - 1] + 2.0 * clamped[y, x] + clamped[y, x + 1], name="bx")
+    by = ts.compute((H, W), lambda y, x: bx[y - 1, x] * bx[y + 1, x], name="by")
+    a = rng.standard_normal((H, W)).astype(np.float32)
+
+    def blur(t):
+        p = torch.nn.functional.pad(t[None, None], (1, 1, 1, 1), mode="replicate")[0, 0]
+        b = p[:, :-2] + 2 * p[:, 1:-1] + p[:, 2:]
+        return b[:-2] * b[2:]
+    _check(_run(by, [A], [A], [a]), _torch_grads(blur, [a], [0]))

@@ -27,7 +27,7 @@ from targets import AVX512, pinned
 def test_auto_schedule_computes_the_pipeline(make):
     inputs, outputs, reference = make()
     s = ts.auto_schedule(outputs)
-    s.check()
+    ts.check_schedule(s)
     kernel = ts.build(s, inputs + outputs)
     arrays = [data(*[int(d) for d in t.shape], seed=k) for k, t in enumerate(inputs)]
     got, = run(kernel, inputs, outputs, arrays)

@@ -64,7 +64,7 @@ def test_sliding_windows_on_random_chains_stay_correct(pipeline, band, draw):
     s = ts.create_schedule(out.op)
     try:
         apply_plan(s, plan)
-        s.check()
+        ts.check_schedule(s)
     except ts.ScheduleError:   # a producer placed inside a loop some reader of it runs outside: refused
         assume(False)
     a = data(*[int(d) for d in A.shape])

@@ -29,7 +29,7 @@ def test_sliding_neighbour_of_row_bands():
     bx, by = slid.stages
     assert by.band == (8, 24) and by.tile == (1, 24) and bx.level == 1 and bx.store_level == 0
     s = apply_plan(ts.create_schedule(outputs[0].op), slid)
-    s.check()
+    ts.check_schedule(s)
     a = data(42, 26)
     np.testing.assert_allclose(ts.build(s, inputs + outputs)(a), reference(a.astype(np.float64)), rtol=1e-5, atol=1e-6)
     assert sliding_neighbours(sch, slid) == []          # already a window: nothing more to slide
@@ -46,7 +46,7 @@ def test_random_mutations_are_rejected_or_compute_the_pipeline(seed):
     s = ts.create_schedule(outputs[0].op)
     try:
         apply_plan(s, plan)
-        s.check()
+        ts.check_schedule(s)
     except (ScheduleError, ValueError):
         return
     a = data(22, 38)

@@ -53,7 +53,7 @@ def test_store_level_makes_a_sliding_window_and_round_trips():
                  StagePlan(2, "by", "root", tile=(1, 20), band=(8, 20), parallel=1, vectorize=True)))
     assert Plan.from_json(json.loads(json.dumps(plan.to_json()))).key() == plan.key()
     s = apply_plan(ts.create_schedule(outputs[0].op), plan)
-    s.check()
+    ts.check_schedule(s)
     text = str(ts.lower(s, inputs + outputs))
     assert "folded modulo 4" in text
     a = data(26, 22)

@@ -67,6 +67,22 @@ def test_rows_whose_keys_are_all_masked_out_are_zeros(rng):
     assert np.all(got[:, 0] == 0)                  # row 0 sees no key at offset -1
 
 
+def test_a_nan_score_gives_nan_and_large_negative_scores_give_zeros(rng):
+    """The vectorized exponential: a NaN score makes its row NaN (as PyTorch's), scores far below the row's
+    maximum (under -87 after the shift, in the partial last key block too) weigh nothing."""
+    b, m, n, d = 1, 5, 70, 32
+    q, k, v = (rng.standard_normal(s, np.float32) for s in ((b, m, d), (b, n, d), (b, n, d)))
+    bias = np.zeros((m, n), np.float32)
+    bias[1, 66:] = -200.0                          # row 1: the partial block's keys weigh ~exp(-200)
+    bias[2, 3] = np.nan                            # row 2: one NaN score
+    got = G.build(attention_graph(b, m, n, d, d, bias_shape=(m, n)))(q, np.ascontiguousarray(k.transpose(0, 2, 1)),
+                                                                    v, bias)
+    want = reference(q, k, v, None, bias, d ** -0.5)
+    assert np.isnan(got[0, 2]).all()
+    keep = [0, 1, 3, 4]
+    np.testing.assert_allclose(got[0, keep], want[0, keep], rtol=1e-4, atol=2e-5)
+
+
 @pytest.mark.parametrize("isa", ["avx2", "c"])
 def test_every_instruction_set(rng, monkeypatch, isa):
     if isa not in supported_isas():

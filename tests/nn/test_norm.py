@@ -75,6 +75,20 @@ def test_layer_norm_over_the_last_and_an_inner_axis(rand):
     np.testing.assert_allclose(inner, reference(1, arrays[3], arrays[4], 1e-3), rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("shape", [(3, 7, 64), (5, 40), (197, 192), (2, 4)])
+def test_layer_norm_over_the_last_axis_in_lanes(rand, shape):
+    """Last axes that whole vectors divide (16, 8 lanes) take per-lane partial sums; 4 elements take the
+    other schedule. A large mean and a wide spread of magnitudes: the variance must not cancel."""
+    x = ts.placeholder(shape, name="x")
+    g, b = ts.placeholder(shape[-1:], name="g"), ts.placeholder(shape[-1:], name="b")
+    xa = rand(shape, low=-3, high=3) * rand(shape[:-1] + (1,), low=0.1, high=10) + 50
+    ga, ba = rand(shape[-1:], low=0.5, high=2), rand(shape[-1:], low=-1, high=1)
+    out, _ = run(nn.layer_norm(x, g, b, epsilon=1e-5), [x, g, b], [xa, ga, ba])
+    wide = xa.astype(np.float64)
+    ref = (wide - wide.mean(-1, keepdims=True)) / np.sqrt(wide.var(-1, keepdims=True) + 1e-5) * ga + ba
+    np.testing.assert_allclose(out, ref, rtol=RTOL, atol=ATOL)
+
+
 def test_layer_norm_rejects_a_scale_of_the_wrong_length():
     x = ts.placeholder((2, 3), name="x")
     with pytest.raises(ValueError, match="gamma has shape"):

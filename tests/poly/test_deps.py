@@ -147,7 +147,7 @@ def test_a_parallel_reduce_loop_is_refused_with_a_true_example():
 def test_lower_build_and_check_raise_the_same_error():
     messages = set()
     for run in (lambda s, args: ts.lower(s, args), lambda s, args: ts.build(s, args),
-                lambda s, args: s.check()):
+                lambda s, args: ts.check_schedule(s)):
         s, args = parallel_k_outer()
         with pytest.raises(ts.ScheduleError, match=r"k\.outer") as err:
             run(s, args)
@@ -163,7 +163,7 @@ def test_a_vectorized_reduce_loop_inside_a_data_parallel_one_is_refused():
     s[c].reorder(i, k, j)
     s[c].iter_var_attrs[k] = "vectorized"
     with pytest.raises(ts.ScheduleError, match=r"loop k of stage C is vectorized"):
-        s.check()
+        ts.check_schedule(s)
 
 
 def test_a_producer_scheduled_after_its_reader_is_refused():
@@ -185,10 +185,10 @@ def test_after_rfactor_only_the_partial_results_may_be_computed_in_parallel():
     ko, _ = s[c].split(s[c].op.reduce_axis[0], factor=8)
     partial = s.rfactor(c, ko)
     s[partial].parallel(s[partial].op.axis[0])
-    s.check()
+    ts.check_schedule(s)
     s[c].iter_var_attrs[s[c].leaf_iter_vars[-1]] = "parallel"
     with pytest.raises(ts.ScheduleError, match=r"loop k\.outer\.v of stage C is parallel"):
-        s.check()
+        ts.check_schedule(s)
 
 
 # accepted schedules -------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Illegal schedules: each raises ``ts.ScheduleError`` whose message names the stage and the loop (or axis)
-involved, whether the primitive itself refuses it or the check run by ``lower``/``build``/``s.check()``.
+involved, whether the primitive itself refuses it or the check run by ``lower``/``build``/``ts.check_schedule``.
 """
 from __future__ import annotations
 
@@ -264,7 +264,7 @@ def dependence_check_on_demand():
     s = ts.create_schedule(c.op)
     _, ki = s[c].split(s[c].op.reduce_axis[0], factor=4)
     s[c].iter_var_attrs[ki] = "parallel"
-    s.check()
+    ts.check_schedule(s)
 
 
 def dependence_producer_after_consumer():
@@ -273,7 +273,7 @@ def dependence_producer_after_consumer():
     stage = s[q]
     s.stages.remove(stage)
     s.stages.append(stage)
-    s.check()
+    ts.check_schedule(s)
 
 
 class Illegal(NamedTuple):

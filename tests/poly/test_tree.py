@@ -133,7 +133,7 @@ def test_single_valued_loops_are_decided_in_bounded_time(schedule, run_python, i
             f = ts.build(s, args, name=f"slow_single_valued_{k}")
             np.testing.assert_allclose(f(*arrays), want, rtol=1e-4, atol=1e-4)
         print("matches NumPy")
-    """), timeout=60)
+    """))      # the default hang guard (300 s wall): CI machines may be loaded several times over
     assert "matches NumPy" in done.stdout, done.stderr[-2000:]
 
 

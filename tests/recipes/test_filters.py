@@ -2,15 +2,29 @@
 they refuse; every variant's results are in test_app_schedules.py."""
 import pytest
 
+import tesched as ts
+
 from tesched.recipes import filters
 
 
-def test_stages_carry_the_halo_their_readers_need():
-    app = filters.unsharp(10, 12)
-    assert app["gray"].shape == (16, 18) and app["blur_y"].shape == (10, 18) and app.output.shape == (3, 10, 12)
-    nlm = filters.nl_means(10, 12, patch=5, search=3)
-    assert nlm["d"].shape == (3, 3, 14, 16) and nlm["nlm_sum"].shape == (4, 10, 12)
-    assert filters.harris(10, 12)["Ix"].shape == (12, 14)
+def _regions(app):
+    """The inferred region of every stage, as the lowered text prints it."""
+    text = str(ts.lower(ts.create_schedule(app.output.op), app.args))
+    return {line.split(":")[0][2:]: line.split(": ", 2)[2] for line in text.splitlines()
+            if "region inferred" in line}
+
+
+def test_stages_compute_the_halo_their_readers_need():
+    """Only the outputs have shapes; each intermediate covers what its readers read (Halide's regions)."""
+    regions = _regions(filters.unsharp(10, 12))
+    assert regions["gray"] == "y in [-3, 13), x in [-3, 15)"
+    assert regions["blur_y"] == "y in [0, 10), x in [-3, 15)" and regions["ratio"] == "y in [0, 10), x in [0, 12)"
+    nlm = _regions(filters.nl_means(10, 12, patch=5, search=3))
+    assert nlm["d"] == "dy in [0, 3), dx in [0, 3), y in [-2, 12), x in [-2, 14)"
+    assert nlm["nlm_sum"] == "c in [0, 4), y in [0, 10), x in [0, 12)"
+    assert nlm["clamped"] == "c in [0, 3), y in [-3, 13), x in [-3, 15)"
+    harris = _regions(filters.harris(10, 12))
+    assert harris["Ix"] == "y in [-1, 11), x in [-1, 13)" and harris["gray"] == "y in [-2, 12), x in [-2, 14)"
 
 
 def test_gaussian_taps_sum_to_one_over_the_window():

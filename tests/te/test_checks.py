@@ -23,7 +23,7 @@ import tesched as ts
     (lambda: ts.compute((4,), 42, name="C"), TypeError, "compute C: fcompute must be a function"),
     (lambda: ts.compute((4,), lambda i: "x", name="C"), TypeError, "compute C: fcompute must return an expr"),
     (lambda: ts.compute((4,), lambda i: None, name="C"), TypeError, "compute C: fcompute must return an expr"),
-    (lambda: ts.compute(None, lambda i: i, name="C"), TypeError, "compute C: shape must be a tuple"),
+    (lambda: ts.compute({4}, lambda i: i, name="C"), TypeError, "compute C: shape must be a tuple"),
     (lambda: ts.var(3), TypeError, "var: name must be a str"),
     (lambda: ts.var("n", "float32"), TypeError, "var n: size variables must be integers"),
 ])

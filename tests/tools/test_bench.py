@@ -11,7 +11,6 @@ from tesched.tools.bench import run_suite
 from tesched.tools.bench.catalog import workloads
 from tesched.tools.bench.peak import measure_peak
 from tesched.tools.bench.report import format_table, to_json
-from tesched.tools.bench.timing import time_interleaved
 from tesched.tools.bench.workloads import Case
 
 
@@ -44,11 +43,6 @@ def test_a_wrong_variant_stops_the_suite():
     case = Case("probe", 0.0, [ref], {"right": lambda: ref.astype(np.float32), "wrong": lambda: ref + 1})
     with pytest.raises(AssertionError, match="probe, wrong"):
         case.check()
-
-
-def test_interleaved_timing_needs_a_round():
-    with pytest.raises(ValueError, match="rounds"):
-        time_interleaved({"noop": lambda: None}, rounds=0)
 
 
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="no C compiler")
@@ -100,27 +94,6 @@ def test_missing_optional_packages_are_named_before_the_run(monkeypatch):
     notes = cli.missing_dependencies(cli.parse_args(["--quick"]))
     assert any("PyTorch" in n for n in notes) and any("threadpoolctl" in n for n in notes)
     assert not any("PyTorch" in n for n in cli.missing_dependencies(cli.parse_args(["--quick", "--no-torch"])))
-
-
-def test_warm_up_calls_until_the_first_call_costs_are_paid():
-    from tesched.tools.bench.timing import warm_up
-    import time
-    costs = [0.05, 0.02, 0.0, 0.0, 0.0, 0.0]       # a slow first call, then a slower-than-steady second
-
-    def call():
-        time.sleep(costs.pop(0) if costs else 0.0)
-    calls = warm_up(call)
-    assert calls >= 4       # not settled while the slow calls are among the last two
-
-
-def test_busy_timings_are_named_in_a_warning():
-    from tesched.tools.bench.timing import Timing, busy, busy_warning
-    quiet = Timing(median=1.0, min=0.95, rounds=10, calls=1, spread=0.05)
-    noisy = Timing(median=1.0, min=0.4, rounds=10, calls=1, spread=0.6)
-    assert busy({"a": quiet, "b": noisy}) == ["b"]
-    assert busy_warning({"gemm": {"a": quiet}}) == []
-    warning = "\n".join(busy_warning({"gemm": {"a": quiet, "b": noisy}}, load=(3.1, 4.0)))
-    assert "busy" in warning and "gemm, b" in warning and "3.1" in warning
 
 
 def test_blas_threads_are_set_and_reported_through_threadpoolctl():

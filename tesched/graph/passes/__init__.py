@@ -2,7 +2,7 @@
 
 ``DEFAULT_PASSES`` lists the pipeline ``build`` runs, in order: ``simplify_inference``,
 ``fold_scale_axis``, ``fold_constant``, ``combine_constant_adds``, ``combine_parallel_dense``,
-``fuse_attention``, ``alter_op_layout``, ``fuse_ops``.
+``fuse_attention``, ``alter_op_layout``, ``sink_reshapes``, ``fuse_ops``.
 :func:`default_sequence` makes it (with fusion rules, minus disabled passes) as a :class:`Sequential`.
 """
 from __future__ import annotations
@@ -20,14 +20,16 @@ from tesched.graph.passes.fuse_attention import fuse_attention
 from tesched.graph.passes.fuse_ops import FusionReport, UnfusedEdge, explain_fusion, fuse_ops, fuse_ops_with_report
 from tesched.graph.passes.sequential import Sequential, pass_name, print_trace
 from tesched.graph.passes.simplify_inference import simplify_inference
+from tesched.graph.passes.sink_reshapes import sink_reshapes
 
 #: The passes ``tesched.graph.build`` runs, in order (``disabled_passes=`` leaves some out).
 DEFAULT_PASSES = ("simplify_inference", "fold_scale_axis", "fold_constant", "combine_constant_adds",
-                  "combine_parallel_dense", "fuse_attention", "alter_op_layout", "fuse_ops")
+                  "combine_parallel_dense", "fuse_attention", "alter_op_layout", "sink_reshapes", "fuse_ops")
 
 _BY_NAME = {"simplify_inference": simplify_inference, "fold_scale_axis": fold_scale_axis,
             "fold_constant": fold_constant, "combine_constant_adds": combine_constant_adds,
-            "combine_parallel_dense": combine_parallel_dense, "fuse_attention": fuse_attention}
+            "combine_parallel_dense": combine_parallel_dense, "fuse_attention": fuse_attention,
+            "sink_reshapes": sink_reshapes}
 _WITH_RULES = {"alter_op_layout": alter_op_layout, "fuse_ops": fuse_ops}
 
 
@@ -49,5 +51,5 @@ __all__ = [
     "explain_fusion", "fold_constant", "fold_scale_axis", "fuse_attention", "fuse_ops", "fuse_ops_with_report",
     "pass_name",
     "print_trace",
-    "simplify_inference",
+    "simplify_inference", "sink_reshapes",
 ]

@@ -7,7 +7,7 @@ plain calls (``f(*inputs)``: arguments checked at every call), and tesched fused
 prepared call beside it (``Kernel.prepare``, ``Executable.prepare``: arguments checked once, as in a loop
 of calls). Variants of a
 workload are timed interleaved, round after round, so a burst of load from other processes hits all of
-them alike (:mod:`.timing`); the report gives median and minimum microseconds, GFLOP/s, and the speed-up
+them alike (:mod:`tesched.driver.timing`); the report gives median and minimum microseconds, GFLOP/s, and the speed-up
 of tesched fused over each other variant (:mod:`.report`). The machine's peak FMA throughput
 (:mod:`.peak`, from ``tesched/tools/bench/peak_flops.c``) puts the GEMM in proportion, and :mod:`.build_times`
 measures cold and cached builds.

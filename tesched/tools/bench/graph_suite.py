@@ -1,5 +1,5 @@
 """``python -m tesched.bench --graph``: the model path at kernel speed. Each case of :mod:`.graph_cases`
-is built, checked, and timed interleaved (:mod:`.timing`); the report gives medians (minima), the graph's
+is built, checked, and timed interleaved (:mod:`tesched.driver.timing`); the report gives medians (minima), the graph's
 speed-up over each other variant, its kernel count, and whether each target of the issue is met; the call
 overhead rows give plain against prepared calls. Nothing is asserted: targets are reported, met or not.
 """
@@ -15,7 +15,7 @@ from tesched.target import current_target
 from tesched.tools.bench.peers import describe_peers, describe_target
 from tesched.tools.bench.suite import cpu_model, _load
 from tesched.tools.bench.threads import describe_thread_pools, optional_module, recorded_pools, set_all_threads
-from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, busy_warning, time_interleaved
+from tesched.driver.timing import SETTLE_SECONDS, Timing, busy_warning, time_interleaved
 
 LABELS = ("graph", "graph prepared", "hand", "numpy", "torch")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from tesched.tools.bench.peers import describe_target
 from tesched.tools.bench.suite import Row, SuiteResult
 from tesched.tools.bench.threads import describe_thread_pools, optional_module, recorded_pools
-from tesched.tools.bench.timing import busy_warning
+from tesched.driver.timing import busy_warning
 from tesched.tools.bench.workloads import VARIANTS
 
 COMPARED = ("unfused", "numpy", "torch")

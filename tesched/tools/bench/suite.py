@@ -18,7 +18,7 @@ from tesched.tools.bench.catalog import workloads
 from tesched.tools.bench.peak import NATIVE, Peak, measure_peak
 from tesched.tools.bench.peers import describe_peers
 from tesched.tools.bench.threads import optional_module, set_all_threads
-from tesched.tools.bench.timing import SETTLE_SECONDS, Timing, time_interleaved
+from tesched.driver.timing import SETTLE_SECONDS, Timing, time_interleaved
 
 
 @dataclass

@@ -7,7 +7,7 @@ getting ready took (compiling on the first call; exporting and creating the sess
 cannot run says why in ``skipped`` instead (not installed, or its export or compilation failed), so a
 benchmark or a tutorial prints the reason and goes on with the others.
 
-This module times nothing and checks no output: :mod:`.timing` times, the caller compares. It imports
+This module times nothing and checks no output: :mod:`tesched.driver.timing` times, the caller compares. It imports
 torch and onnxruntime only when a function is called (``pip install tesched[bench]`` installs both).
 """
 from __future__ import annotations

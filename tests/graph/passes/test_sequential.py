@@ -27,7 +27,7 @@ def test_default_sequence_names_and_disabling():
     assert default_sequence().names == list(DEFAULT_PASSES)
     assert default_sequence(disabled_passes=["fuse_ops", "fold_constant"]).names == [
         "simplify_inference", "fold_scale_axis", "combine_constant_adds", "combine_parallel_dense", "fuse_attention",
-        "alter_op_layout"]
+        "alter_op_layout", "sink_reshapes"]
     with pytest.raises(ValueError, match=r"unknown passes \['fuse'\]"):
         default_sequence(disabled_passes=["fuse"])
     assert pass_name(functools.partial(fuse_ops, rules=None)) == "fuse_ops"
