@@ -491,13 +491,10 @@ def test_boxes_widened_to_whole_dimensions_still_match_numpy(placement, monkeypa
     build_and_check(s, A, by, blur_ref, rand, (15, 9))
 
 
-@pytest.mark.parametrize("tile", [4, 8])
-def test_a_resampled_footprint_is_kept_as_its_box_without_floors(tile):
-    """A coarse stage computed at row tiles of a 2x upsampling (reads at ``y // 2`` and at
-    ``clamp(y // 2 - 1 + 2 * (y % 2), 0, 7)``, Halide's ``[1/4 3/4]``): its footprint is exactly its box,
-    but isl writes the union of the reads through existential variables, which slowed every later step
-    (buffers, the dependence check, the AST). The model keeps the box, in one piece (over two tiles too,
-    whose bounds are constants per tile), and the kernel computes the reference."""
+def _upsampling(tile: int):
+    """A coarse stage ``C`` computed at row tiles of ``tile`` rows of a 2x upsampling ``F`` (reads at ``y // 2``
+    and at ``clamp(y // 2 - 1 + 2 * (y % 2), 0, 7)``, Halide's ``[1/4 3/4]``): the schedule, its arguments,
+    ``C``'s footprint, the box it must equal, and ``F``'s reference on a random input and that input."""
     A = ts.placeholder((8, 8), name="A")
     C = ts.compute((8, 8), lambda y, x: A[y, x] * 2.0, name="C")
     F = ts.compute((16, 16), lambda y, x: 0.25 * C[ts.clamp(y // 2 - 1 + 2 * (y % 2), 0, 7), x // 2]
@@ -509,11 +506,35 @@ def test_a_resampled_footprint_is_kept_as_its_box_without_floors(tile):
     rows = tile // 2
     box = isl.Map(f"{{ [t] -> {fp.get_tuple_name(isl.dim_type.out)}[y, x] : 0 <= t < {16 // tile} and "
                   f"{rows} * t - 1 <= y <= {rows} * t + {rows} and 0 <= y <= 7 and 0 <= x <= 7 }}")
-    assert fp.is_equal(box), fp
-    assert fp.n_basic_map() == 1 and all(b.dim(isl.dim_type.div) == 0 for b in fp.get_basic_maps()), fp
     a = np.random.default_rng(5).standard_normal((8, 8)).astype(np.float32)
     c = 2 * a
     y = np.arange(16)
     near, far = np.minimum(y // 2, 7), np.clip(y // 2 - 1 + 2 * (y % 2), 0, 7)
     expected = 0.25 * c[far][:, y // 2] + 0.75 * c[near][:, y // 2]
-    np.testing.assert_allclose(ts.build(s, [A, F])(a), expected, rtol=1e-5, atol=1e-6)
+    return s, [A, F], fp, box, a, expected
+
+
+@pytest.mark.parametrize("tile", [4, 8])
+def test_a_resampled_footprint_is_kept_as_its_box_without_floors(tile):
+    """A coarse stage computed at row tiles of a 2x upsampling (:func:`_upsampling`): its footprint is
+    exactly its box, but isl writes the union of the reads through existential variables, which slowed every
+    later step (buffers, the dependence check, the AST). The model keeps the box, in one piece (over two
+    tiles too, whose bounds are constants per tile), and the kernel computes the reference."""
+    s, args, fp, box, a, expected = _upsampling(tile)
+    assert fp.is_equal(box), fp
+    assert fp.n_basic_map() == 1 and all(b.dim(isl.dim_type.div) == 0 for b in fp.get_basic_maps()), fp
+    np.testing.assert_allclose(ts.build(s, args)(a), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_a_box_whose_hull_exceeds_the_budget_is_kept_as_it_is(monkeypatch):
+    """When isl cannot join a resampled footprint's box into one piece within BOX_BUDGET operations (a
+    convex hull through nested floors of split and fused loops took 8 s of a fuzzed schedule's lowering),
+    the box is kept in its pieces: the same points, and the kernel computes the reference."""
+    def over_budget(self):
+        raise isl.Error("maximal number of operations exceeded (simulated)")
+
+    monkeypatch.setattr(isl.Map, "simple_hull", over_budget)
+    monkeypatch.setattr(isl.Map, "convex_hull", over_budget)
+    s, args, fp, box, a, expected = _upsampling(8)
+    assert fp.is_equal(box), fp
+    np.testing.assert_allclose(ts.build(s, args)(a), expected, rtol=1e-5, atol=1e-6)
