@@ -37,6 +37,15 @@ from tesched.driver.timing import time_interleaved
 RNG = np.random.default_rng(0)
 
 
+def report(title: str, timings: dict, peers: list[str]) -> None:
+    """Print ``title``, then each variant's median, minimum and spread, and the best peer's median over it."""
+    base = min(timings[name].median for name in peers)
+    print(f"\n{title}")
+    for label, t in timings.items():
+        print(f"  {label:38s} {t.median * 1e3:9.2f} ms  (min {t.min * 1e3:8.2f}, spread "
+              f"{t.spread / t.median * 100:5.1f}%)  best PyTorch / this: {base / t.median:5.2f}x")
+
+
 def conv_layer(n: int, c: int, f: int, size: int, rounds: int) -> None:
     import torch
 
@@ -70,12 +79,8 @@ def conv_layer(n: int, c: int, f: int, size: int, rounds: int) -> None:
 
     timings = time_interleaved({"tesched ts.gradient + auto_schedule": lambda: kernel(xv, wv, hv, gw, gx),
                                 "PyTorch convolution_backward": torch_backward}, rounds)
-    base = timings["PyTorch convolution_backward"].median
-    print(f"\nconv 3x3 layer gradients, batch {n}, {c}->{f} channels, {size}x{size} "
-          f"(tesched auto_schedule + build: {build_s:.1f} s)")
-    for label, t in timings.items():
-        print(f"  {label:38s} {t.median * 1e3:9.2f} ms  (min {t.min * 1e3:8.2f}, spread "
-              f"{t.spread / t.median * 100:5.1f}%)  PyTorch / this: {base / t.median:5.2f}x")
+    report(f"conv 3x3 layer gradients, batch {n}, {c}->{f} channels, {size}x{size} (tesched auto_schedule + "
+           f"build: {build_s:.1f} s)", timings, ["PyTorch convolution_backward"])
 
 
 def rnn_through_time(T: int, B: int, H: int, I: int, rounds: int) -> None:
@@ -130,12 +135,9 @@ def rnn_through_time(T: int, B: int, H: int, I: int, rounds: int) -> None:
     timings = time_interleaved({"tesched ts.gradient of ts.scan + auto": lambda: kernel(*values, *outs),
                                 "PyTorch autograd of the loop": autograd_loop,
                                 "PyTorch torch.nn.RNN backward": nn_rnn}, rounds)
-    base = min(timings["PyTorch autograd of the loop"].median, timings["PyTorch torch.nn.RNN backward"].median)
-    print(f"\nRNN forward + backward through time, T {T}, batch {B}, hidden {H}, input {I} "
-          f"(tesched gradient + auto_schedule + build: {build_s:.1f} s)")
-    for label, t in timings.items():
-        print(f"  {label:38s} {t.median * 1e3:9.2f} ms  (min {t.min * 1e3:8.2f}, spread "
-              f"{t.spread / t.median * 100:5.1f}%)  best PyTorch / this: {base / t.median:5.2f}x")
+    report(f"RNN forward + backward through time, T {T}, batch {B}, hidden {H}, input {I} (tesched gradient + "
+           f"auto_schedule + build: {build_s:.1f} s)", timings,
+           ["PyTorch autograd of the loop", "PyTorch torch.nn.RNN backward"])
 
 
 def bilateral_grid(h: int, w: int, rounds: int) -> None:
@@ -168,12 +170,8 @@ def bilateral_grid(h: int, w: int, rounds: int) -> None:
     np.testing.assert_allclose(gv, it.grad.numpy(), rtol=2e-3, atol=2e-3)
     timings = time_interleaved({"tesched ts.gradient + auto_schedule": lambda: kernel(iv, hv, gv),
                                 "PyTorch autograd of the same grid": autograd}, rounds)
-    base = timings["PyTorch autograd of the same grid"].median
-    print(f"\nbilateral grid gradient w.r.t. the image, {h}x{w}, s_sigma 8, r_sigma 0.1 "
-          f"(tesched gradient + auto_schedule + build: {build_s:.1f} s)")
-    for label, t in timings.items():
-        print(f"  {label:38s} {t.median * 1e3:9.2f} ms  (min {t.min * 1e3:8.2f}, spread "
-              f"{t.spread / t.median * 100:5.1f}%)  PyTorch / this: {base / t.median:5.2f}x")
+    report(f"bilateral grid gradient w.r.t. the image, {h}x{w}, s_sigma 8, r_sigma 0.1 (tesched gradient + "
+           f"auto_schedule + build: {build_s:.1f} s)", timings, ["PyTorch autograd of the same grid"])
 
 
 def twenty_stages(repeat: int) -> None:

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -66,6 +66,15 @@ def isolated_cache(session_cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> 
     """Point ``TESCHED_CACHE_DIR`` at the session's private cache for the duration of one test."""
     monkeypatch.setenv("TESCHED_CACHE_DIR", str(session_cache_dir))
     return session_cache_dir
+
+
+@pytest.fixture(scope="module")
+def module_cache(session_cache_dir: Path) -> Iterator[Path]:
+    """``isolated_cache`` for a whole module (hypothesis tests building many kernels, with a fixture of
+    module scope): ``pytestmark = pytest.mark.usefixtures("module_cache")``."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TESCHED_CACHE_DIR", str(session_cache_dir))
+        yield session_cache_dir
 
 
 @pytest.fixture

@@ -120,8 +120,9 @@ class CheckedIndex(Expr):
         return CheckedIndex(children[0], self.extent, self.message)
 
 
-class VLoad(Expr):
-    """``lanes`` consecutive elements of ``buffer`` starting at flat element offset ``index``."""
+class _LanesOf(Expr):
+    """A vector of ``lanes`` elements of ``buffer`` read at ``index``: what ``index`` means is the
+    subclass's (never matched itself: passes match :class:`VLoad` or :class:`VGather`)."""
 
     __slots__ = ("buffer", "index", "lanes")
 
@@ -133,7 +134,13 @@ class VLoad(Expr):
         return (self.index,)
 
     def with_children(self, children):
-        return VLoad(self.buffer, children[0], self.lanes)
+        return type(self)(self.buffer, children[0], self.lanes)
+
+
+class VLoad(_LanesOf):
+    """``lanes`` consecutive elements of ``buffer`` starting at flat element offset ``index``."""
+
+    __slots__ = ()
 
 
 class VLoadStrided(Expr):
@@ -170,21 +177,11 @@ class VLoadMasked(Expr):
         return VLoadMasked(self.buffer, children[0], children[1], self.lanes)
 
 
-class VGather(Expr):
+class VGather(_LanesOf):
     """``lanes`` elements of ``buffer``, each at its own flat element offset: ``index`` is an ``int32``
     vector of ``lanes`` offsets (a lookup at computed indices, in a vectorized loop)."""
 
-    __slots__ = ("buffer", "index", "lanes")
-
-    def __init__(self, buffer: Buffer, index: Expr, lanes: int):
-        self.buffer, self.index, self.lanes = buffer, index, lanes
-        self.dtype = vector_dtype(buffer.dtype, lanes)
-
-    def children(self):
-        return (self.index,)
-
-    def with_children(self, children):
-        return VGather(self.buffer, children[0], self.lanes)
+    __slots__ = ()
 
 
 class Ramp(Expr):

@@ -88,11 +88,7 @@ def annotate(data: st.DataObject, stage: ts.Stage, parallel: bool, unroll: bool)
             stage.unroll(loop)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def session_cache(session_cache_dir):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TESCHED_CACHE_DIR", str(session_cache_dir))
-        yield
+pytestmark = pytest.mark.usefixtures("module_cache")
 
 
 @settings(max_examples=35, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -107,12 +107,10 @@ def test_loop_space_is_a_bijection(data, pipeline):
 
 
 @pytest.fixture(scope="module")
-def worker(session_cache_dir):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TESCHED_CACHE_DIR", str(session_cache_dir))
-        w = Worker(HARD_TIMEOUT_S)
-        yield w
-        w.close()
+def worker(module_cache):
+    w = Worker(HARD_TIMEOUT_S)
+    yield w
+    w.close()
 
 
 LOWER_TIMES: list[float] = []

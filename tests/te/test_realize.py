@@ -123,11 +123,7 @@ def place(data, s, tensors, out, readers, symbolic):
             level[k] = at
 
 
-@pytest.fixture(scope="module", autouse=True)
-def session_cache(session_cache_dir):
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TESCHED_CACHE_DIR", str(session_cache_dir))
-        yield
+pytestmark = pytest.mark.usefixtures("module_cache")
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
