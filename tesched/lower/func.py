@@ -54,7 +54,7 @@ class LoweredFunc:
     promotions : tuple of tesched.transform.registers.Promotion or None
         Once finished for a target (as ``build`` does), what register promotion did with its local buffers
         of constant size; None for what ``lower()`` returns (see :meth:`register_promotions`).
-    finisher : callable or None
+    finisher : Callable or None
         ``finisher(func, target)``: the build phase of the pipeline that lowered it (unroll, explicit SIMD,
         registers), which :meth:`register_promotions` asks.
     """

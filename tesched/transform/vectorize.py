@@ -181,7 +181,9 @@ class LoopVectorizer:
             return Binary(e.op, a, b, a.dtype)
         if isinstance(e, Binary) and e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) and _floor_division_vectorizes(e):
             a = self.expr(e.a, base, lanes)
-            return Binary(e.op, a, ir.Broadcast(e.b, lanes), a.dtype)
+            lane_type = ir.split_dtype(a.dtype)[0]      # an int32 divisor of an int64 index: int64 lanes
+            divisor = e.b if e.b.dtype == lane_type else Const(int(e.b.value), lane_type)   # a constant
+            return Binary(e.op, a, ir.Broadcast(divisor, lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
             a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
             if e.a.dtype == "bool" and b.dtype != a.dtype:   # masks of values of different widths

@@ -503,3 +503,21 @@ def test_exp_of_float32_lanes_is_vector_code_and_matches_numpy(n):
     with np.errstate(over="ignore"):
         want = np.exp(a * np.float32(2.0))
     np.testing.assert_allclose(run(a), want, rtol=2.5e-7, atol=0)
+
+
+@pytest.mark.parametrize("divisor", [2, 8])
+def test_floor_division_of_a_loop_index_by_a_small_constant_keeps_its_lanes_width(divisor):
+    """``x % c`` and ``x // c`` of an int64 loop index by a user's (int32) constant: the broadcast divisor
+    takes the index's lane type (the IR verifier refuses int64 lanes divided by int32 lanes)."""
+    A = ts.placeholder((64,), name="A")
+    f = ts.compute((64,), lambda x: ts.select(x % divisor == 1, A[x], A[x] * 2.0) + ts.cast("float32", x // divisor),
+                   name="f")
+    s = ts.create_schedule(f.op)
+    _, inner = s[f].split(f.op.axis[0], factor=16)
+    s[f].vectorize(inner)
+    a = np.arange(64, dtype="float32")
+    x = np.arange(64)
+    want = np.where(x % divisor == 1, a, 2 * a) + x // divisor
+    built, runnable = pinned(lambda: ts.build(s, [A, f]))     # the verifier checks the IR as it is built
+    assert "ts_vstore_f32x" in built.c_source                                  # explicit SIMD, not left to gcc
+    np.testing.assert_allclose(runnable(a), want, rtol=1e-6)

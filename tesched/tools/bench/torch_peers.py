@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from tesched.config import variables_set
 from tesched.tools.bench.threads import BENCH_EXTRA, optional_module
 
 
@@ -96,7 +96,7 @@ def onnxruntime_peer(model: Any, inputs: tuple, threads: int) -> Peer:
         return Peer(None, skipped=_failure("torch.onnx.export", error))
     options = ort.SessionOptions()
     options.intra_op_num_threads, options.inter_op_num_threads = threads, 1
-    if os.environ.get("OMP_WAIT_POLICY", "").lower() == "passive":
+    if variables_set(["OMP_WAIT_POLICY"]).get("OMP_WAIT_POLICY", "").lower() == "passive":
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     feeds = {i.name: t.numpy() for i, t in zip(session.get_inputs(), inputs)}
