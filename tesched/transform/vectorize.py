@@ -182,7 +182,9 @@ class LoopVectorizer:
         if isinstance(e, Binary) and e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) and _floor_division_vectorizes(e):
             a = self.expr(e.a, base, lanes)
             lane_type = ir.split_dtype(a.dtype)[0]      # an int32 divisor of an int64 index: int64 lanes
-            divisor = e.b if e.b.dtype == lane_type else Const(int(e.b.value), lane_type)   # a constant
+            divisor = e.b          # a positive constant (``_floor_division_vectorizes``)
+            if isinstance(divisor, Const) and divisor.dtype != lane_type:
+                divisor = Const(int(divisor.value), lane_type)
             return Binary(e.op, a, ir.Broadcast(divisor, lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
             a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
