@@ -49,3 +49,12 @@ def test_tutorial_command_line_has_help_and_rejects_typos(tutorial):
                           env=env, cwd=tutorial.parent)
     assert typo.returncode == 2 and "unrecognized arguments: --quik" in typo.stderr
     assert "matches" not in typo.stdout        # nothing ran
+
+
+@pytest.mark.parametrize("tutorial", TUTORIALS, ids=lambda p: p.stem)
+def test_tutorial_title_is_underlined_to_its_length(tutorial):
+    """sphinx-gallery renders the docstring's first line as the page title: a shorter underline is a
+    warning, and the documentation is built with warnings as errors."""
+    title, underline = tutorial.read_text().split("\n")[:2]
+    title = title.removeprefix('"""')
+    assert set(underline) == {"="} and len(underline) >= len(title), (title, underline)

@@ -1,5 +1,5 @@
 """Tutorial 12: a transformer encoder layer imported, what fused, and four runtimes timed.
-=====================================================================================
+=======================================================================================
 
 Run it:  python tutorials/12_import_transformer.py          (the zoo's encoder layer, seq 128, d 256, 4 heads)
          python tutorials/12_import_transformer.py --quick  (seq 16, d 64, a smoke test; or TESCHED_QUICK=1)
