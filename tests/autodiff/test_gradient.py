@@ -264,7 +264,9 @@ _UNARY = {
 }
 
 
-_BOUNDED = sorted(set(_UNARY) - {"exp", "sinh", "cosh", "square", "pow"})   # chains of these stay finite
+# chains of these stay finite; floor is left out of chains: composed, it lands on its jumps (a tanh that
+# saturates to 1.0 in one library and to 0.99999994 in the other), where one rounding flips the subgradient
+_BOUNDED = sorted(set(_UNARY) - {"exp", "sinh", "cosh", "square", "pow", "floor"})
 
 
 @pytest.mark.parametrize("name", sorted(_UNARY))

@@ -77,8 +77,11 @@ class _BatchNormLoss(nn.Module):
         return F.mse_loss(torch.relu(self.bn(self.conv(x))).mean(tuple(range(2, x.dim()))), target)
 
 
-@pytest.mark.parametrize("rank, affine, momentum, optimizer", [(4, True, 0.1, "sgd"), (3, False, 0.3, "adam"),
-                                                              pytest.param(4, False, 0.5, "adam", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("rank, affine, momentum, optimizer", [
+    (3, False, 0.3, "adam"),
+    pytest.param(4, True, 0.1, "sgd", marks=pytest.mark.slow),
+    pytest.param(4, False, 0.5, "adam", marks=pytest.mark.slow),
+])
 def test_training_batch_norm_steps_match_torch_with_running_statistics(rank, affine, momentum, optimizer):
     """``train=True`` imports a training-mode batch norm with its batch statistics, and returns its running
     statistics' updates after the loss: three optimizer steps match PyTorch's parameters and buffers."""

@@ -126,7 +126,7 @@ def place(data, s, tensors, out, readers, symbolic):
 pytestmark = pytest.mark.usefixtures("module_cache")
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), pipe=pipelines(), h=st.integers(1, 7), w=st.integers(1, 9), symbolic=st.booleans(),
        use_func=st.booleans())
 def test_inferred_pipelines_under_random_legal_schedules_match_numpy(data, pipe, h, w, symbolic, use_func):
