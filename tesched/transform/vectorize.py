@@ -4,23 +4,18 @@ A vectorized loop whose body is a list of stores is rewritten into vector statem
 stores become vector loads/stores, loads a constant stride apart (transposes) strided vector loads, values
 that do not change with the loop become broadcasts, arithmetic, min/max, comparisons and selects become
 vector operations (a select whose condition does not change with the loop picks one vector; one whose
-branches read memory is split at its condition first, see :mod:`.select_split`, and where that is not
-possible its branches read with masked loads and are blended). The trip count is split
-into full-width chunks (a loop over them when there are many) and narrower tails. When the trip count is
-only known at run time, the vector code handles full tiles and the remainder runs the scalar loop.
-A read at a computed index becomes a gather (:mod:`.gathers`), ``exp`` of float32 lanes the runtime
-header's vector exp. Anything else (other calls such as ``log``, inner loops) keeps the scalar loop, which
-the C code marks ``#pragma omp simd`` for gcc's vectorizer.
+branches read memory is split at its condition first, see :mod:`.select_split`, or else reads them with
+masked loads and blends). The trip count is split into full-width chunks (a loop over them when there are
+many) and narrower tails; a trip count known only at run time runs its remainder in the scalar loop.
+A computed-index read becomes a gather (:mod:`.gathers`), float32 ``exp`` the runtime's vector exp; the
+rest (other calls, inner loops) keeps the scalar loop, marked ``#pragma omp simd`` for gcc.
 
-Three passes of the pipeline share this module's decisions, in this order: ``unswitch loops left scalar``
-(:mod:`.unswitch`, on the loops :func:`vectorizes` says no pass here takes), ``dot products``
-(:mod:`.dot_products`) and ``explicit SIMD`` (:func:`vectorize`). The select split stays inside the last:
-its parts are vectorized under the ranges of the loops around the original loop.
+Three passes share this module's decisions, in order: ``unswitch loops left scalar`` (:mod:`.unswitch`, on
+loops :func:`vectorizes` refuses), ``dot products`` (:mod:`.dot_products`) and ``explicit SIMD``
+(:func:`vectorize`), which keeps the select split (its parts see the ranges of the original loop's loops).
 
-A body wrapped in ``let`` bindings (shared subexpressions, see :mod:`tesched.ir.cse`) gets vector lets
-for the bindings that change with the loop and scalar ones for the others.
-
-A vectorized reduction loop (``acc[i] = acc[i] + f(k)`` over ``k``) gets a vector of partial results
+A body wrapped in ``let`` bindings (shared subexpressions, :mod:`tesched.ir.cse`) gets vector lets for
+the bindings that change with the loop, scalar ones for the others. A vectorized reduction loop (``acc[i] = acc[i] + f(k)`` over ``k``) gets a vector of partial results
 (one per lane) combined after the loop, so the sum is reassociated. Legality is not decided here: the
 dependence check proved that a vectorized loop carries no dependence other than such an accumulation.
 """
@@ -112,11 +107,13 @@ def value_bytes(e: Expr, var: Var) -> int:
     return max([own] + [value_bytes(c, var) for c in e.children()])
 
 
-def _floor_division_vectorizes(e: Binary) -> bool:
-    """Vector ``//`` and ``%`` by a positive constant: a power of two (shift, mask) or unsigned operands."""
-    if not isinstance(e.b, Const) or not isinstance(e.b.value, int) or e.b.value <= 0:
-        return False
-    return dt.is_unsigned(e.dtype) or e.b.value & (e.b.value - 1) == 0
+def _vector_divisor(e: Binary) -> int | None:
+    """The divisor of a vector ``//`` or ``%``: a positive constant, a power of two (shift, mask) or of
+    unsigned operands; None if ``e`` has no vector form."""
+    if e.op not in (BinOp.FLOORDIV, BinOp.FLOORMOD) or not isinstance(e.b, Const) \
+            or not isinstance(e.b.value, int) or e.b.value <= 0:
+        return None
+    return e.b.value if dt.is_unsigned(e.dtype) or e.b.value & (e.b.value - 1) == 0 else None
 
 
 def _unwrap_lets(stmts: list) -> tuple[list[tuple[Var, Expr]], list]:
@@ -179,13 +176,9 @@ class LoopVectorizer:
                 raise CannotVectorize("integer division")
             a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
             return Binary(e.op, a, b, a.dtype)
-        if isinstance(e, Binary) and e.op in (BinOp.FLOORDIV, BinOp.FLOORMOD) and _floor_division_vectorizes(e):
-            a = self.expr(e.a, base, lanes)
-            lane_type = ir.split_dtype(a.dtype)[0]      # an int32 divisor of an int64 index: int64 lanes
-            divisor = e.b          # a positive constant (``_floor_division_vectorizes``)
-            if isinstance(divisor, Const) and divisor.dtype != lane_type:
-                divisor = Const(int(divisor.value), lane_type)
-            return Binary(e.op, a, ir.Broadcast(divisor, lanes), a.dtype)
+        if isinstance(e, Binary) and (divisor := _vector_divisor(e)) is not None:
+            a = self.expr(e.a, base, lanes)      # the divisor in the lanes' type (an int64 index's int32 constant)
+            return Binary(e.op, a, ir.Broadcast(Const(divisor, ir.split_dtype(a.dtype)[0]), lanes), a.dtype)
         if isinstance(e, Binary) and e.op in _COMPARE:
             a, b = _common_type(self.expr(e.a, base, lanes), self.expr(e.b, base, lanes))
             if e.a.dtype == "bool" and b.dtype != a.dtype:   # masks of values of different widths
